@@ -1,0 +1,34 @@
+# tablekit's commands. `make test` is what CI runs; `make demo` shows the
+# examples on a fresh Azurite. Both install the pinned Azurite first.
+
+GO            ?= go
+AZURITE_DIR   := integration/azurite/_npm
+AZURITE       := $(AZURITE_DIR)/node_modules/.bin/azurite
+BENCH_COUNT   ?= 6
+FUZZTIME      ?= 60s
+
+.PHONY: test demo bench azurite azurite-install vet fuzz
+
+# npm ci installs exactly what package-lock.json pins (Azurite 3.37.0).
+$(AZURITE): $(AZURITE_DIR)/package.json $(AZURITE_DIR)/package-lock.json
+	npm ci --prefix $(AZURITE_DIR) --no-audit --no-fund --loglevel=error
+	@test -x $(AZURITE)
+
+azurite-install: $(AZURITE)
+
+vet:
+	$(GO) vet ./...
+
+test: $(AZURITE) vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+demo: $(AZURITE)
+	$(GO) run ./internal/demo
+
+bench: $(AZURITE)
+	@echo "no benchmarks yet"
+
+# One Azurite in the foreground on the default ports, for manual use.
+azurite: $(AZURITE)
+	$(AZURITE) --inMemoryPersistence --skipApiVersionCheck --disableTelemetry \
+		--blobHost 127.0.0.1 --queueHost 127.0.0.1 --tableHost 127.0.0.1

@@ -1,0 +1,302 @@
+package tablekit
+
+import (
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+)
+
+// EnvConnectionString is the conventional environment variable holding a
+// storage connection string. tablekit reads it only through
+// ConnectionStringFromEnv, never implicitly.
+const EnvConnectionString = "AZURE_STORAGE_CONNECTION_STRING"
+
+// DevelopmentConnectionString is the connection string of Azurite's default
+// endpoints on this machine (blob 10000, queue 10001, table 10002).
+const DevelopmentConnectionString = "UseDevelopmentStorage=true"
+
+// ErrNoEndpoint is returned when an operation needs a service (tables,
+// queues or blobs) for which the Account has no endpoint, as with a SAS
+// connection string that names only a TableEndpoint.
+var ErrNoEndpoint = errors.New("tablekit: the account has no endpoint for this service")
+
+// AccountOptions configures the SDK clients an Account creates. A nil
+// *AccountOptions means the SDK defaults.
+type AccountOptions struct {
+	// ClientOptions is passed to the table, queue and blob clients: retry
+	// policy, transport, telemetry, logging and per-call/per-retry
+	// policies all go here.
+	ClientOptions azcore.ClientOptions
+}
+
+// Account is one storage account: a table, a queue and a blob service
+// client sharing one configuration. It is safe for concurrent use.
+type Account struct {
+	name   string
+	key    *aztables.SharedKeyCredential // nil unless authenticated by shared key
+	tables *aztables.ServiceClient
+	queues *azqueue.ServiceClient
+	blobs  *azblob.Client
+	urls   endpoints
+	opts   AccountOptions
+}
+
+type endpoints struct{ table, queue, blob string }
+
+// ConnectionStringFromEnv returns $AZURE_STORAGE_CONNECTION_STRING, or
+// fallback when it is unset or empty. Programs pass
+// DevelopmentConnectionString as the fallback to run on Azurite by default
+// and on Azure when the variable is set.
+func ConnectionStringFromEnv(fallback string) string {
+	if v := strings.TrimSpace(os.Getenv(EnvConnectionString)); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// Connect parses a storage connection string and returns an Account. It
+// accepts every form users paste: UseDevelopmentStorage=true (expanded to
+// Azurite's default endpoints, which aztables' own parser rejects);
+// DefaultEndpointsProtocol/AccountName/AccountKey/EndpointSuffix; explicit
+// TableEndpoint, QueueEndpoint and BlobEndpoint with a key or a
+// SharedAccessSignature. Services without an endpoint return nil from their
+// accessor. Errors wrap ErrInvalidConnectionString and never contain the
+// key or signature. Connect makes no request.
+func Connect(connectionString string, opts *AccountOptions) (*Account, error) {
+	s, err := parseConnectionString(connectionString)
+	if err != nil {
+		return nil, err
+	}
+	if s.accountKey != "" {
+		return NewAccountWithSharedKey(s.accountName, s.accountKey, Endpoints{Table: s.tableURL, Queue: s.queueURL, Blob: s.blobURL}, opts)
+	}
+	a := &Account{name: s.accountName, opts: optsOrZero(opts)}
+	co := a.opts.ClientOptions
+	if s.tableURL != "" {
+		a.urls.table = s.tableURL
+		if a.tables, err = aztables.NewServiceClientWithNoCredential(withSAS(s.tableURL, s.sas), &aztables.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("table", err)
+		}
+	}
+	if s.queueURL != "" {
+		a.urls.queue = s.queueURL
+		if a.queues, err = azqueue.NewServiceClientWithNoCredential(withSAS(s.queueURL, s.sas), &azqueue.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("queue", err)
+		}
+	}
+	if s.blobURL != "" {
+		a.urls.blob = s.blobURL
+		if a.blobs, err = azblob.NewClientWithNoCredential(withSAS(s.blobURL, s.sas), &azblob.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("blob", err)
+		}
+	}
+	return a, nil
+}
+
+// Endpoints are the service URLs of an account, such as
+// https://myaccount.table.core.windows.net or, for Azurite,
+// http://127.0.0.1:10002/devstoreaccount1. Empty ones are not configured.
+type Endpoints struct {
+	Table, Queue, Blob string
+}
+
+// AccountEndpoints returns the public-cloud endpoints of a named account.
+func AccountEndpoints(accountName string) Endpoints {
+	return Endpoints{
+		Table: "https://" + accountName + ".table.core.windows.net",
+		Queue: "https://" + accountName + ".queue.core.windows.net",
+		Blob:  "https://" + accountName + ".blob.core.windows.net",
+	}
+}
+
+// NewAccountWithSharedKey authenticates with the account name and key.
+func NewAccountWithSharedKey(accountName, accountKey string, ep Endpoints, opts *AccountOptions) (*Account, error) {
+	if accountName == "" {
+		return nil, &connError{msg: "account name is empty"}
+	}
+	if err := checkKey(accountKey); err != nil || accountKey == "" {
+		return nil, &connError{msg: "AccountKey is not base64"}
+	}
+	if err := checkEndpoints(ep); err != nil {
+		return nil, err
+	}
+	a := &Account{name: accountName, opts: optsOrZero(opts), urls: endpoints{ep.Table, ep.Queue, ep.Blob}}
+	co := a.opts.ClientOptions
+	var err error
+	if a.key, err = aztables.NewSharedKeyCredential(accountName, accountKey); err != nil {
+		return nil, &connError{msg: "AccountKey is not base64"}
+	}
+	if ep.Table != "" {
+		if a.tables, err = aztables.NewServiceClientWithSharedKey(ep.Table, a.key, &aztables.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("table", err)
+		}
+	}
+	if ep.Queue != "" {
+		qk, err := azqueue.NewSharedKeyCredential(accountName, accountKey)
+		if err != nil {
+			return nil, &connError{msg: "AccountKey is not base64"}
+		}
+		if a.queues, err = azqueue.NewServiceClientWithSharedKeyCredential(ep.Queue, qk, &azqueue.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("queue", err)
+		}
+	}
+	if ep.Blob != "" {
+		bk, err := azblob.NewSharedKeyCredential(accountName, accountKey)
+		if err != nil {
+			return nil, &connError{msg: "AccountKey is not base64"}
+		}
+		if a.blobs, err = azblob.NewClientWithSharedKeyCredential(ep.Blob, bk, &azblob.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("blob", err)
+		}
+	}
+	return a, nil
+}
+
+// NewAccountWithCredential authenticates with Microsoft Entra ID through a
+// token credential, such as azidentity.NewDefaultAzureCredential's. The
+// account name is taken from the first endpoint's host name.
+func NewAccountWithCredential(ep Endpoints, cred azcore.TokenCredential, opts *AccountOptions) (*Account, error) {
+	if cred == nil {
+		return nil, errors.New("tablekit: NewAccountWithCredential: credential is nil")
+	}
+	if err := checkEndpoints(ep); err != nil {
+		return nil, err
+	}
+	a := &Account{opts: optsOrZero(opts), urls: endpoints{ep.Table, ep.Queue, ep.Blob}}
+	co := a.opts.ClientOptions
+	var err error
+	for _, p := range []string{ep.Table, ep.Queue, ep.Blob} {
+		if u, perr := url.Parse(p); perr == nil && p != "" {
+			a.name, _, _ = strings.Cut(u.Hostname(), ".")
+			break
+		}
+	}
+	if ep.Table != "" {
+		if a.tables, err = aztables.NewServiceClient(ep.Table, cred, &aztables.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("table", err)
+		}
+	}
+	if ep.Queue != "" {
+		if a.queues, err = azqueue.NewServiceClient(ep.Queue, cred, &azqueue.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("queue", err)
+		}
+	}
+	if ep.Blob != "" {
+		if a.blobs, err = azblob.NewClient(ep.Blob, cred, &azblob.ClientOptions{ClientOptions: co}); err != nil {
+			return nil, wrapClientErr("blob", err)
+		}
+	}
+	return a, nil
+}
+
+// Name is the storage account's name (devstoreaccount1 on Azurite).
+func (a *Account) Name() string { return a.name }
+
+// Tables is the table service client, or nil without a table endpoint.
+func (a *Account) Tables() *aztables.ServiceClient { return a.tables }
+
+// Queues is the queue service client, or nil without a queue endpoint.
+func (a *Account) Queues() *azqueue.ServiceClient { return a.queues }
+
+// Blobs is the blob client, or nil without a blob endpoint.
+func (a *Account) Blobs() *azblob.Client { return a.blobs }
+
+// TableEndpoint is the table service URL without SAS ("" when not configured).
+func (a *Account) TableEndpoint() string { return a.urls.table }
+
+// QueueEndpoint is the queue service URL without SAS ("" when not configured).
+func (a *Account) QueueEndpoint() string { return a.urls.queue }
+
+// BlobEndpoint is the blob service URL without SAS ("" when not configured).
+func (a *Account) BlobEndpoint() string { return a.urls.blob }
+
+// SharedKey is the account's shared-key credential, or nil when the account
+// authenticates another way. tablekit uses it to sign SAS tokens locally.
+func (a *Account) SharedKey() *aztables.SharedKeyCredential { return a.key }
+
+// ClientOptions returns a copy of the options the SDK clients were built
+// with, for callers that build further clients on the same configuration.
+func (a *Account) ClientOptions() azcore.ClientOptions { return a.opts.ClientOptions }
+
+// Table returns a client for one table after validating its name. It makes
+// no request.
+func (a *Account) Table(name string) (*aztables.Client, error) {
+	if a.tables == nil {
+		return nil, ErrNoEndpoint
+	}
+	if err := validateTableName(name); err != nil {
+		return nil, err
+	}
+	return a.tables.NewClient(name), nil
+}
+
+// Queue returns a client for one queue after validating its name.
+func (a *Account) Queue(name string) (*azqueue.QueueClient, error) {
+	if a.queues == nil {
+		return nil, ErrNoEndpoint
+	}
+	if err := validateQueueName(name); err != nil {
+		return nil, err
+	}
+	return a.queues.NewQueueClient(name), nil
+}
+
+// IsDevelopmentStorage reports whether the account is Azurite's development
+// account.
+func (a *Account) IsDevelopmentStorage() bool { return a.name == devAccountName }
+
+func optsOrZero(o *AccountOptions) AccountOptions {
+	if o == nil {
+		return AccountOptions{}
+	}
+	return *o
+}
+
+func withSAS(u, sas string) string {
+	if sas == "" {
+		return u
+	}
+	return u + "?" + sas
+}
+
+func checkEndpoints(ep Endpoints) error {
+	if ep.Table == "" && ep.Queue == "" && ep.Blob == "" {
+		return &connError{msg: "no endpoint given"}
+	}
+	for _, p := range []string{ep.Table, ep.Queue, ep.Blob} {
+		if p == "" {
+			continue
+		}
+		u, err := url.Parse(p)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &connError{msg: "endpoint " + quote(p) + " is not an absolute http(s) URL"}
+		}
+		if u.RawQuery != "" {
+			return &connError{msg: "endpoint " + quote(u.Scheme+"://"+u.Host+u.Path) + " carries a query string; pass a SAS through a connection string"}
+		}
+	}
+	return nil
+}
+
+func wrapClientErr(service string, err error) error {
+	return &connError{msg: "cannot create the " + service + " client: " + redact(err.Error())}
+}
+
+// redact removes anything that looks like a SAS signature from s.
+func redact(s string) string {
+	i := strings.Index(strings.ToLower(s), "sig=")
+	if i < 0 {
+		return s
+	}
+	j := i + 4
+	for j < len(s) && s[j] != '&' && s[j] != ' ' && s[j] != '"' {
+		j++
+	}
+	return s[:i+4] + "REDACTED" + redact(s[j:])
+}

@@ -1,0 +1,213 @@
+package tablekit
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+)
+
+// ErrInvalidConnectionString is the sentinel wrapped by every connection
+// string parsing error.
+var ErrInvalidConnectionString = errors.New("tablekit: invalid connection string")
+
+// connError reports a problem in a connection string. It names the setting
+// at fault but never echoes a key or a SAS signature.
+type connError struct{ msg string }
+
+func (e *connError) Error() string { return "tablekit: invalid connection string: " + e.msg }
+func (e *connError) Unwrap() error { return ErrInvalidConnectionString }
+
+// Azurite's well-known development account (public, documented by
+// Microsoft; it only works against a local emulator).
+const (
+	devAccountName = "devstoreaccount1"
+	devAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// settings is a parsed connection string: where each service lives and how
+// to authenticate.
+type settings struct {
+	accountName string
+	accountKey  string // base64; empty with SAS or token credentials
+	sas         string // query string without '?'
+	tableURL    string
+	queueURL    string
+	blobURL     string
+}
+
+// parseConnectionString understands every form the Azure portal, Azure CLI
+// and Azurite documentation hand out:
+//
+//   - UseDevelopmentStorage=true[;DevelopmentStorageProxyUri=http://host]
+//   - DefaultEndpointsProtocol=https;AccountName=..;AccountKey=..[;EndpointSuffix=..]
+//   - explicit TableEndpoint=/QueueEndpoint=/BlobEndpoint= with AccountName+AccountKey
+//   - SAS: endpoints with SharedAccessSignature=.. (no key)
+func parseConnectionString(cs string) (settings, error) {
+	kv := map[string]string{}
+	for _, part := range strings.Split(cs, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		i := strings.IndexByte(part, '=')
+		if i <= 0 {
+			name := part
+			if len(name) > 24 {
+				name = name[:24] + "..."
+			}
+			if strings.Contains(strings.ToLower(cs), "accountkey") || strings.Contains(strings.ToLower(cs), "sharedaccesssignature") {
+				name = "(redacted)"
+			}
+			return settings{}, &connError{msg: "segment " + quote(name) + " is not of the form Key=Value"}
+		}
+		key := strings.ToLower(strings.TrimSpace(part[:i]))
+		if !knownSettings[key] {
+			name := strings.TrimSpace(part[:i])
+			if !isLetters(name) || len(name) > 40 {
+				return settings{}, &connError{msg: "a segment is not of the form Key=Value with a known key"}
+			}
+			return settings{}, &connError{msg: "unknown setting " + quote(name)}
+		}
+		if _, dup := kv[key]; dup {
+			return settings{}, &connError{msg: "setting " + part[:i] + " appears twice"}
+		}
+		kv[key] = strings.TrimSpace(part[i+1:])
+	}
+	if len(kv) == 0 {
+		return settings{}, &connError{msg: "it is empty"}
+	}
+
+	if v, ok := kv["usedevelopmentstorage"]; ok {
+		if !strings.EqualFold(v, "true") {
+			return settings{}, &connError{msg: "UseDevelopmentStorage must be true when present"}
+		}
+		base := "http://127.0.0.1"
+		if p := kv["developmentstorageproxyuri"]; p != "" {
+			u, err := url.Parse(p)
+			if err != nil || u.Scheme == "" || u.Host == "" {
+				return settings{}, &connError{msg: "DevelopmentStorageProxyUri is not an absolute URL"}
+			}
+			base = u.Scheme + "://" + u.Hostname()
+		}
+		return settings{
+			accountName: devAccountName,
+			accountKey:  devAccountKey,
+			blobURL:     base + ":10000/" + devAccountName,
+			queueURL:    base + ":10001/" + devAccountName,
+			tableURL:    base + ":10002/" + devAccountName,
+		}, nil
+	}
+
+	s := settings{
+		accountName: kv["accountname"],
+		accountKey:  kv["accountkey"],
+		sas:         strings.TrimPrefix(kv["sharedaccesssignature"], "?"),
+		tableURL:    kv["tableendpoint"],
+		queueURL:    kv["queueendpoint"],
+		blobURL:     kv["blobendpoint"],
+	}
+	if s.accountKey != "" && s.sas != "" {
+		return settings{}, &connError{msg: "AccountKey and SharedAccessSignature are both set; use one"}
+	}
+	if s.accountKey != "" && s.accountName == "" {
+		return settings{}, &connError{msg: "AccountKey is set but AccountName is missing"}
+	}
+	if s.accountKey == "" && s.sas == "" {
+		return settings{}, &connError{msg: "neither AccountKey nor SharedAccessSignature is set"}
+	}
+	if s.accountKey != "" {
+		if err := checkKey(s.accountKey); err != nil {
+			return settings{}, err
+		}
+	}
+
+	// Derive missing endpoints from the account name and suffix.
+	if s.accountName != "" {
+		proto := strings.ToLower(kv["defaultendpointsprotocol"])
+		if proto == "" {
+			proto = "https"
+		}
+		if proto != "https" && proto != "http" {
+			return settings{}, &connError{msg: "DefaultEndpointsProtocol must be http or https"}
+		}
+		suffix := kv["endpointsuffix"]
+		if suffix == "" {
+			suffix = "core.windows.net"
+		}
+		derive := func(service string) string {
+			return proto + "://" + s.accountName + "." + service + "." + suffix
+		}
+		explicit := s.tableURL != "" || s.queueURL != "" || s.blobURL != ""
+		if !explicit || kv["endpointsuffix"] != "" || kv["defaultendpointsprotocol"] != "" {
+			if s.tableURL == "" {
+				s.tableURL = derive("table")
+			}
+			if s.queueURL == "" {
+				s.queueURL = derive("queue")
+			}
+			if s.blobURL == "" {
+				s.blobURL = derive("blob")
+			}
+		}
+	}
+	if s.tableURL == "" && s.queueURL == "" && s.blobURL == "" {
+		return settings{}, &connError{msg: "no endpoint: set AccountName or TableEndpoint/QueueEndpoint/BlobEndpoint"}
+	}
+	for name, p := range map[string]*string{"TableEndpoint": &s.tableURL, "QueueEndpoint": &s.queueURL, "BlobEndpoint": &s.blobURL} {
+		if *p == "" {
+			continue
+		}
+		u, err := url.Parse(*p)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return settings{}, &connError{msg: name + " is not an absolute http(s) URL"}
+		}
+		*p = strings.TrimSuffix(*p, "/")
+	}
+	if s.accountName == "" && s.accountKey == "" {
+		// SAS-only strings name no account; take it from the first
+		// endpoint's host for error messages.
+		for _, p := range []string{s.tableURL, s.queueURL, s.blobURL} {
+			if u, err := url.Parse(p); err == nil && p != "" {
+				s.accountName, _, _ = strings.Cut(u.Hostname(), ".")
+				break
+			}
+		}
+	}
+	if s.sas != "" {
+		if _, err := url.ParseQuery(s.sas); err != nil {
+			return settings{}, &connError{msg: "SharedAccessSignature is not a valid query string"}
+		}
+	}
+	return s, nil
+}
+
+var knownSettings = map[string]bool{
+	"usedevelopmentstorage": true, "developmentstorageproxyuri": true,
+	"defaultendpointsprotocol": true, "accountname": true, "accountkey": true,
+	"endpointsuffix": true, "sharedaccesssignature": true,
+	"tableendpoint": true, "queueendpoint": true, "blobendpoint": true,
+	"fileendpoint": true, "tablesecondaryendpoint": true, "queuesecondaryendpoint": true,
+	"blobsecondaryendpoint": true, "filesecondaryendpoint": true,
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func checkKey(key string) error {
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		ok := (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '='
+		if !ok {
+			return &connError{msg: "AccountKey is not base64"}
+		}
+	}
+	return nil
+}
+
+func quote(s string) string { return "\"" + s + "\"" }

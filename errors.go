@@ -1,0 +1,328 @@
+package tablekit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Sentinel errors. Every error tablekit returns wraps at most one of them;
+// test with errors.Is. Service errors also unwrap to the SDK's
+// *azcore.ResponseError (use errors.As).
+var (
+	// ErrNotFound: the entity, table, queue, container or blob does not exist (404).
+	ErrNotFound = errors.New("tablekit: not found")
+	// ErrAlreadyExists: an insert or create met an existing entity or resource (409).
+	ErrAlreadyExists = errors.New("tablekit: already exists")
+	// ErrPreconditionFailed: the ETag given as If-Match is stale (412).
+	ErrPreconditionFailed = errors.New("tablekit: precondition failed (stale ETag)")
+	// ErrConflict: another 409, such as a table that is still being deleted.
+	ErrConflict = errors.New("tablekit: conflict")
+	// ErrBadRequest: the service rejected the request as invalid (400, 413).
+	ErrBadRequest = errors.New("tablekit: bad request")
+	// ErrAuthorization: authentication or authorization failed (401, 403).
+	ErrAuthorization = errors.New("tablekit: not authorized")
+	// ErrUnavailable: the service was busy or failing (408, 429, 5xx) after
+	// azcore's retries gave up.
+	ErrUnavailable = errors.New("tablekit: service unavailable")
+	// ErrTableScan: a query would scan the whole table and the caller did
+	// not opt in (the guide ranks table scans last).
+	ErrTableScan = errors.New("tablekit: query is a table scan; set AllowTableScan to run it")
+	// ErrInvalidTransaction: a transaction breaks an entity group
+	// transaction rule (100 operations, one partition, 4 MiB, one
+	// operation per entity). Checked before sending.
+	ErrInvalidTransaction = errors.New("tablekit: invalid transaction")
+	// ErrInvalidToken: a continuation token is malformed or belongs to
+	// another query.
+	ErrInvalidToken = errors.New("tablekit: invalid continuation token")
+
+	// ErrInvalidEntity: an entity breaks a data-model rule (entity package).
+	ErrInvalidEntity = errors.New("tablekit: invalid entity") // ENTITY-PENDING
+	// ErrInvalidKey: a PartitionKey or RowKey breaks a key rule (keys package).
+	ErrInvalidKey = keys.ErrInvalidKey
+	// ErrInvalidName: a table, queue or container name is invalid (keys package).
+	ErrInvalidName = keys.ErrInvalidName
+)
+
+var (
+	validateTableName = keys.ValidateTableName
+	validateQueueName = keys.ValidateQueueName
+)
+
+// ServiceError is a failed storage request, classified. It unwraps to its
+// sentinel (when one applies) and to the SDK's *azcore.ResponseError.
+type ServiceError struct {
+	Op         string // what tablekit was doing, e.g. "insert entity"
+	Resource   string // table/queue/blob name, and keys when known
+	StatusCode int
+	Code       string // the service's error code, e.g. "EntityAlreadyExists"
+	Message    string // the service's message, first line
+	sentinel   error
+	resp       *azcore.ResponseError
+}
+
+func (e *ServiceError) Error() string {
+	var b strings.Builder
+	b.WriteString("tablekit: ")
+	if e.Op != "" {
+		b.WriteString(e.Op)
+	}
+	if e.Resource != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Resource)
+	}
+	b.WriteString(": ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	if e.Code != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel and the SDK error.
+func (e *ServiceError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.sentinel != nil {
+		errs = append(errs, e.sentinel)
+	}
+	if e.resp != nil {
+		errs = append(errs, e.resp)
+	}
+	return errs
+}
+
+// TransactionError reports the failed operation of an entity group
+// transaction: the service applies none of the operations when one fails.
+// Index is 0-based in the order the operations were submitted.
+type TransactionError struct {
+	Index      int    // the failing operation, -1 when the service did not say
+	StatusCode int    // the operation's status, e.g. 409
+	Code       string // e.g. "EntityAlreadyExists"
+	Message    string
+	sentinel   error
+	resp       *azcore.ResponseError
+}
+
+func (e *TransactionError) Error() string {
+	var b strings.Builder
+	b.WriteString("tablekit: transaction failed at operation ")
+	b.WriteString(strconv.Itoa(e.Index))
+	b.WriteString(": ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	if e.Code != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	b.WriteString(" (no operation was applied)")
+	return b.String()
+}
+
+// Unwrap returns the sentinel of the failing operation and the SDK error.
+func (e *TransactionError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.sentinel != nil {
+		errs = append(errs, e.sentinel)
+	}
+	if e.resp != nil {
+		errs = append(errs, e.resp)
+	}
+	return errs
+}
+
+// IsNotFound reports whether err means "does not exist".
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsAlreadyExists reports whether err means "already exists".
+func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+
+// IsPreconditionFailed reports whether err is a stale-ETag failure.
+func IsPreconditionFailed(err error) bool { return errors.Is(err, ErrPreconditionFailed) }
+
+// IsTransient reports whether err is worth retrying later: throttling,
+// timeouts, server errors and failures to reach the service. 4xx errors
+// other than 408 and 429 are not transient.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return transientStatus(re.StatusCode)
+	}
+	var te *TransactionError
+	if errors.As(err, &te) {
+		return transientStatus(te.StatusCode)
+	}
+	// Errors that never reached a response: connection resets, timeouts,
+	// refused connections. Cancellation of the caller's context is not
+	// transient.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}
+
+func transientStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
+}
+
+// MapError classifies an error returned by the SDK. Errors that are not
+// *azcore.ResponseError are returned unchanged (nil stays nil). op and
+// resource label the error, e.g. ("insert entity", "employees PK=Sales RK=1").
+// A batch failure (status 202 with the inner response in the body) becomes
+// a *TransactionError.
+func MapError(err error, op, resource string) error {
+	if err == nil {
+		return nil
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.StatusCode == http.StatusAccepted && re.RawResponse != nil {
+		if body, perr := runtime.Payload(re.RawResponse); perr == nil {
+			if te := ParseTransactionError(body); te != nil {
+				te.resp = re
+				return te
+			}
+		}
+	}
+	se := &ServiceError{Op: op, Resource: resource, StatusCode: re.StatusCode, Code: re.ErrorCode, resp: re}
+	if re.RawResponse != nil {
+		if body, perr := runtime.Payload(re.RawResponse); perr == nil {
+			code, msg := parseODataError(body)
+			if se.Code == "" {
+				se.Code = code
+			}
+			se.Message = msg
+		}
+	}
+	se.sentinel = sentinelFor(se.StatusCode, se.Code)
+	return se
+}
+
+func sentinelFor(status int, code string) error {
+	switch status {
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusConflict:
+		if strings.HasSuffix(code, "AlreadyExists") {
+			return ErrAlreadyExists
+		}
+		return ErrConflict
+	case http.StatusPreconditionFailed:
+		return ErrPreconditionFailed
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusLengthRequired, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return ErrBadRequest
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return ErrAuthorization
+	}
+	if transientStatus(status) {
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// ParseTransactionError reads a batch response body and returns the
+// failure it reports, or nil when every operation succeeded (or the body
+// is not a batch response). The service answers a failed entity group
+// transaction with one inner response: its status line, and an OData error
+// whose message starts with "N:", N the 0-based index of the failing
+// operation.
+func ParseTransactionError(body []byte) *TransactionError {
+	// Find the first inner HTTP status line that is not a success.
+	rest := body
+	for {
+		i := bytes.Index(rest, []byte("HTTP/1.1 "))
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i+len("HTTP/1.1 "):]
+		if len(rest) < 3 {
+			return nil
+		}
+		status, err := strconv.Atoi(string(rest[:3]))
+		if err != nil || status < 400 {
+			continue
+		}
+		te := &TransactionError{Index: -1, StatusCode: status}
+		if j := bytes.IndexByte(rest, '{'); j >= 0 {
+			code, msg := parseODataError(rest[j:])
+			te.Code = code
+			if k := strings.IndexByte(msg, ':'); k > 0 {
+				if n, err := strconv.Atoi(msg[:k]); err == nil {
+					te.Index = n
+					msg = msg[k+1:]
+				}
+			}
+			te.Message = firstLine(msg)
+		}
+		te.sentinel = sentinelFor(status, te.Code)
+		return te
+	}
+}
+
+// parseODataError extracts code and message from a JSON error body
+// ({"odata.error":{"code":..,"message":{"value":..}}}) or an XML one.
+func parseODataError(body []byte) (code, msg string) {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '{' {
+		var e struct {
+			OData struct {
+				Code    string `json:"code"`
+				Message struct {
+					Value string `json:"value"`
+				} `json:"message"`
+			} `json:"odata.error"`
+		}
+		// Decode stops after the first JSON value: batch bodies go on
+		// with boundary lines.
+		if json.NewDecoder(bytes.NewReader(body)).Decode(&e) == nil {
+			return e.OData.Code, firstLine(e.OData.Message.Value)
+		}
+		return "", ""
+	}
+	var x struct {
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	}
+	if xml.Unmarshal(body, &x) == nil {
+		return x.Code, firstLine(x.Message)
+	}
+	return "", ""
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

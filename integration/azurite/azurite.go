@@ -1,0 +1,343 @@
+// Package azurite starts Azurite, Microsoft's open-source Azure Storage
+// emulator, for tests: tablekit's own and its users'.
+//
+// Start launches one Azurite process with blob, queue and table services on
+// free loopback ports, in-memory persistence, and returns its connection
+// string. Use it from TestMain for one emulator per test binary, or call
+// StartTB from a test for one per test:
+//
+//	func TestMain(m *testing.M) {
+//		az, err := azurite.Start(context.Background(), nil)
+//		if err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//		code := m.Run()
+//		az.Stop()
+//		os.Exit(code)
+//	}
+//
+// The azurite command is looked for, in order: $TABLEKIT_AZURITE (a path);
+// tablekit's own pinned install (integration/azurite/_npm, installed by
+// `make test` with npm ci); node_modules/.bin/azurite in the current
+// directory or any parent (your project's own `npm install azurite`); and
+// PATH. When none is found, Start fails with the command that installs it:
+// tests fail loudly instead of skipping.
+package azurite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Version is the Azurite release tablekit pins and tests against.
+const Version = "3.37.0"
+
+// AccountName and AccountKey are Azurite's well-known development
+// credentials. They are public and work only against the emulator.
+const (
+	AccountName = "devstoreaccount1"
+	AccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// ErrNotInstalled is returned by Start and Find when no azurite command can
+// be found. The error's text carries the command that installs it.
+var ErrNotInstalled = errors.New("azurite is not installed")
+
+// Options configures Start. A nil *Options means the defaults.
+type Options struct {
+	// Command is the azurite executable. Empty means Find().
+	Command string
+	// StartTimeout bounds the wait for all three ports to accept
+	// connections. Default 30s.
+	StartTimeout time.Duration
+	// Output receives Azurite's stdout and stderr. Default: kept in memory
+	// and included in the error if startup fails.
+	Output io.Writer
+	// ExtraArgs are appended to the command line (e.g. "--loose").
+	ExtraArgs []string
+}
+
+// Instance is a running Azurite.
+type Instance struct {
+	// ConnectionString has explicit endpoints and the development key.
+	ConnectionString string
+	// BlobURL, QueueURL and TableURL are the service endpoints, such as
+	// http://127.0.0.1:41234/devstoreaccount1.
+	BlobURL, QueueURL, TableURL string
+
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process has exited
+	waitErr  error
+	stopOnce sync.Once
+	location string
+}
+
+// Find returns the path of the azurite command, searching as the package
+// documentation describes, or an error wrapping ErrNotInstalled that names
+// the install command.
+func Find() (string, error) {
+	if p := os.Getenv("TABLEKIT_AZURITE"); p != "" {
+		if isExecutable(p) {
+			return p, nil
+		}
+		return "", fmt.Errorf("%w: TABLEKIT_AZURITE=%s is not an executable file", ErrNotInstalled, p)
+	}
+	if dir := pinnedDir(); dir != "" {
+		if p := filepath.Join(dir, "node_modules", ".bin", "azurite"); isExecutable(p) {
+			return p, nil
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			if p := filepath.Join(d, "node_modules", ".bin", "azurite"); isExecutable(p) {
+				return p, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if p, err := exec.LookPath("azurite"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotInstalled, InstallHint())
+}
+
+// InstallHint is the command that installs the pinned Azurite.
+func InstallHint() string {
+	if dir := pinnedDir(); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err == nil {
+			return "run `npm ci --prefix " + dir + "` (or `make azurite-install` in the tablekit repository), or `npm install --save-dev azurite@" + Version + "` in your project"
+		}
+	}
+	return "run `npm install --save-dev azurite@" + Version + "` in your project (Node.js 20 or later), or set TABLEKIT_AZURITE to the azurite command"
+}
+
+// pinnedDir is tablekit's own npm project, next to this source file when
+// the source is on disk (in the repository or the module cache).
+func pinnedDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return ""
+	}
+	dir := filepath.Join(filepath.Dir(file), "_npm")
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		return ""
+	}
+	return dir
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// Start launches Azurite and waits until its three services accept
+// connections. ctx bounds the startup only; the process runs until Stop
+// (or until the calling process exits, on Linux).
+func Start(ctx context.Context, opts *Options) (*Instance, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	cmdPath := o.Command
+	if cmdPath == "" {
+		var err error
+		if cmdPath, err = Find(); err != nil {
+			return nil, err
+		}
+	}
+	// Free ports can be taken between our probe and Azurite's bind: retry.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		inst, err := start(ctx, cmdPath, o)
+		if err == nil {
+			return inst, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "EADDRINUSE") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, fmt.Errorf("azurite: finding free ports: %w", err)
+	}
+	// Azurite keeps everything in memory; its working directory takes any
+	// stray file it might write, and is removed on Stop.
+	location, err := os.MkdirTemp("", "tablekit-azurite-")
+	if err != nil {
+		return nil, fmt.Errorf("azurite: %w", err)
+	}
+	args := []string{
+		"--inMemoryPersistence", "--skipApiVersionCheck", "--disableTelemetry", "--silent",
+		"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(ports[0]),
+		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(ports[1]),
+		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(ports[2]),
+	}
+	args = append(args, o.ExtraArgs...)
+
+	var logBuf lockedBuffer
+	out := o.Output
+	if out == nil {
+		out = &logBuf
+	}
+	inst := &Instance{done: make(chan struct{}), location: location}
+	startErr := make(chan error, 1)
+	// The process is started from a goroutine locked to its OS thread that
+	// lives as long as the process: on Linux the child gets SIGKILL when
+	// that thread ends (Pdeathsig), so a crashed test binary leaves no
+	// Azurite behind, and the thread cannot end early.
+	go func() {
+		runtime.LockOSThread()
+		cmd := exec.Command(cmdPath, args...)
+		cmd.Stdout = out
+		cmd.Stderr = out
+		cmd.Dir = location
+		setParentDeathSignal(cmd)
+		if err := cmd.Start(); err != nil {
+			startErr <- err
+			runtime.UnlockOSThread()
+			return
+		}
+		inst.cmd = cmd
+		startErr <- nil
+		inst.waitErr = cmd.Wait()
+		close(inst.done)
+		// Keep the thread locked: the goroutine exits and the thread with it,
+		// which is fine now that the child is gone.
+	}()
+	if err := <-startErr; err != nil {
+		os.RemoveAll(location)
+		return nil, fmt.Errorf("azurite: starting %s: %w", cmdPath, err)
+	}
+
+	base := "http://127.0.0.1:"
+	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
+	inst.QueueURL = base + strconv.Itoa(ports[1]) + "/" + AccountName
+	inst.TableURL = base + strconv.Itoa(ports[2]) + "/" + AccountName
+	inst.ConnectionString = "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
+		";AccountKey=" + AccountKey +
+		";BlobEndpoint=" + inst.BlobURL +
+		";QueueEndpoint=" + inst.QueueURL +
+		";TableEndpoint=" + inst.TableURL + ";"
+
+	deadline := time.Now().Add(o.StartTimeout)
+	for _, p := range ports {
+		addr := "127.0.0.1:" + strconv.Itoa(p)
+		for {
+			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-inst.done:
+				inst.cleanup()
+				return nil, fmt.Errorf("azurite exited during startup (%v): %s", inst.waitErr, bytes.TrimSpace(logBuf.Bytes()))
+			case <-ctx.Done():
+				inst.Stop()
+				return nil, fmt.Errorf("azurite: startup: %w", ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				inst.Stop()
+				return nil, fmt.Errorf("azurite did not accept connections on %s within %v: %s", addr, o.StartTimeout, bytes.TrimSpace(logBuf.Bytes()))
+			}
+		}
+	}
+	return inst, nil
+}
+
+// Stop terminates Azurite (SIGTERM, then SIGKILL after 5 s) and removes its
+// working directory. It is safe to call more than once.
+func (i *Instance) Stop() error {
+	i.stopOnce.Do(func() {
+		if i.cmd != nil && i.cmd.Process != nil {
+			_ = i.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-i.done:
+			case <-time.After(5 * time.Second):
+				_ = i.cmd.Process.Kill()
+				<-i.done
+			}
+		}
+		i.cleanup()
+	})
+	return nil
+}
+
+func (i *Instance) cleanup() { os.RemoveAll(i.location) }
+
+// StartTB starts Azurite for one test (or benchmark) and stops it in
+// tb.Cleanup. It fails the test, never skips it, when Azurite cannot start.
+func StartTB(tb testing.TB, opts *Options) *Instance {
+	tb.Helper()
+	inst, err := Start(context.Background(), opts)
+	if err != nil {
+		tb.Fatalf("azurite: %v", err)
+	}
+	tb.Cleanup(func() { inst.Stop() })
+	return inst
+}
+
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 64<<10 {
+		return len(p), nil
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}

@@ -1,0 +1,10 @@
+package azurite
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func setParentDeathSignal(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

@@ -1,0 +1,190 @@
+// Package testenv gives tablekit's storage tests an account, unique
+// resource names and cleanup. One Azurite serves a whole test binary
+// (started on first use through integration/azurite, killed when the
+// binary exits); with TABLEKIT_TEST_CONNECTION_STRING set, tests run
+// against that account instead. Tests never skip when Azurite is missing:
+// they fail with the command that installs it.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/internal/reqcount"
+)
+
+// EnvConnectionString selects a real account for the tests.
+const EnvConnectionString = "TABLEKIT_TEST_CONNECTION_STRING"
+
+var (
+	once     sync.Once
+	connStr  string
+	startErr error
+	instance *azurite.Instance
+)
+
+// Main runs the tests and then stops the shared Azurite, if one was
+// started. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//
+// Without it, Azurite is killed when the test binary exits (on Linux).
+func Main(m *testing.M) {
+	code := m.Run()
+	if instance != nil {
+		instance.Stop()
+	}
+	os.Exit(code)
+}
+
+// ConnectionString returns the connection string of the test account,
+// starting Azurite on first use.
+func ConnectionString(t testing.TB) string {
+	t.Helper()
+	once.Do(func() {
+		if cs := strings.TrimSpace(os.Getenv(EnvConnectionString)); cs != "" {
+			connStr = cs
+			return
+		}
+		inst, err := azurite.Start(context.Background(), nil)
+		if err != nil {
+			startErr = err
+			return
+		}
+		instance = inst
+		connStr = inst.ConnectionString
+	})
+	if startErr != nil {
+		t.Fatalf("testenv: cannot start Azurite: %v", startErr)
+	}
+	return connStr
+}
+
+// IsAzurite reports whether tests run on the emulator (not on a real
+// account set by TABLEKIT_TEST_CONNECTION_STRING).
+func IsAzurite() bool { return strings.TrimSpace(os.Getenv(EnvConnectionString)) == "" }
+
+// Account returns an Account on the test storage account.
+func Account(t testing.TB) *tablekit.Account {
+	t.Helper()
+	return AccountWith(t, nil)
+}
+
+// AccountWith is Account with extra client options (such as per-retry
+// policies for fault injection).
+func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account {
+	t.Helper()
+	acct, err := tablekit.Connect(ConnectionString(t), opts)
+	if err != nil {
+		t.Fatalf("testenv: connect: %v", err)
+	}
+	return acct
+}
+
+// CountingAccount returns an Account whose every HTTP attempt is counted.
+func CountingAccount(t testing.TB) (*tablekit.Account, *reqcount.Counter) {
+	t.Helper()
+	c := &reqcount.Counter{}
+	acct := AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{c},
+	}})
+	return acct, c
+}
+
+// TableName returns a unique table name for this test (letters and
+// digits). If a table of that name exists when the test ends, it is
+// deleted.
+func TableName(t testing.TB) string {
+	t.Helper()
+	name := "t" + alnum(t.Name(), 40) + suffix()
+	t.Cleanup(func() { deleteTable(t, name) })
+	return name
+}
+
+// Table creates a table with a unique name and deletes it when the test
+// ends.
+func Table(t testing.TB, acct *tablekit.Account) *aztables.Client {
+	t.Helper()
+	name := TableName(t)
+	c := acct.Tables().NewClient(name)
+	if _, err := c.CreateTable(context.Background(), nil); err != nil {
+		t.Fatalf("testenv: create table %s: %v", name, err)
+	}
+	return c
+}
+
+// QueueName returns a unique queue name for this test (lowercase letters,
+// digits and hyphens). If the queue exists when the test ends, it is
+// deleted.
+func QueueName(t testing.TB) string {
+	t.Helper()
+	name := "q-" + strings.ToLower(alnum(t.Name(), 40)) + "-" + suffix()
+	t.Cleanup(func() {
+		acct, err := tablekit.Connect(connStr, nil)
+		if err == nil && acct.Queues() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = acct.Queues().DeleteQueue(ctx, name, nil)
+		}
+	})
+	return name
+}
+
+// ContainerName returns a unique blob container name for this test. If the
+// container exists when the test ends, it is deleted.
+func ContainerName(t testing.TB) string {
+	t.Helper()
+	name := "c-" + strings.ToLower(alnum(t.Name(), 40)) + "-" + suffix()
+	t.Cleanup(func() {
+		acct, err := tablekit.Connect(connStr, nil)
+		if err == nil && acct.Blobs() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = acct.Blobs().DeleteContainer(ctx, name, nil)
+		}
+	})
+	return name
+}
+
+func deleteTable(t testing.TB, name string) {
+	if connStr == "" {
+		return
+	}
+	acct, err := tablekit.Connect(connStr, nil)
+	if err != nil || acct.Tables() == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = acct.Tables().DeleteTable(ctx, name, nil)
+}
+
+// alnum keeps the ASCII letters and digits of s, at most n of them.
+func alnum(s string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < n; i++ {
+		c := s[i]
+		if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
