@@ -1,0 +1,336 @@
+package keys
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxParseDepth bounds nesting (parentheses and not) so hostile input
+// cannot exhaust the stack.
+const maxParseDepth = 64
+
+// ParseFilter reads a $filter string into a Filter, so raw filters found in
+// existing code can be checked, classified and rebuilt. The empty (or
+// all-blank) string is the zero Filter.
+//
+// It accepts the OData subset that both the Table service and Azurite
+// accept, and nothing else:
+//
+//   - comparisons "Name op literal", Name a valid property name (see Prop),
+//     op one of eq ne gt ge lt le (lower case), the property on the left;
+//   - "and", "or" (and binds tighter), "not", parentheses; operators
+//     surrounded by spaces as OData requires;
+//   - literals: 'string' with ” for a quote; true, false; Int32 (-?digits,
+//     in range); Int64 (-?digitsL); Double (-?digits.digits, no exponent);
+//     datetime'2014-08-22T00:50:32.0000000Z' (RFC 3339, read as UTC);
+//     guid'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'; X'hex' or binary'hex';
+//   - PartitionKey and RowKey compared with strings only; at most
+//     MaxComparisons comparisons.
+//
+// Errors wrap ErrInvalidFilter and give the byte offset. Azurite answers
+// some malformed filters (an unterminated string) with 200 and no rows
+// instead of 400, so checking here is what keeps such a filter from
+// silently matching nothing.
+func ParseFilter(s string) (Filter, error) {
+	p := &parser{s: s}
+	p.spaces()
+	if p.pos == len(s) {
+		return Filter{}, nil
+	}
+	n, err := p.or(0)
+	if err != nil {
+		return Filter{}, err
+	}
+	p.spaces()
+	if p.pos < len(s) {
+		return Filter{}, p.errf("unexpected %q after the expression", p.rest())
+	}
+	f := Filter{n: n}
+	if c := n.comparisons(); c > MaxComparisons {
+		return Filter{}, filterErr("", fmt.Sprintf("%d comparisons, more than the service's limit of %d", c, MaxComparisons))
+	}
+	return f, nil
+}
+
+type parser struct {
+	s   string
+	pos int
+}
+
+func (p *parser) errf(format string, args ...any) error {
+	return &FilterError{Offset: p.pos, Rule: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) rest() string {
+	r := p.s[p.pos:]
+	if len(r) > 20 {
+		r = r[:20] + "..."
+	}
+	return r
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' }
+
+// spaces skips blanks and reports how many it skipped.
+func (p *parser) spaces() int {
+	start := p.pos
+	for p.pos < len(p.s) && isSpace(p.s[p.pos]) {
+		p.pos++
+	}
+	return p.pos - start
+}
+
+// word returns the run of characters up to a blank, parenthesis or quote.
+func (p *parser) word() string {
+	start := p.pos
+	for p.pos < len(p.s) {
+		c := p.s[p.pos]
+		if isSpace(c) || c == '(' || c == ')' || c == '\'' || c == '"' {
+			break
+		}
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+// infix consumes " kw " (blanks required on both sides) if it comes next.
+func (p *parser) infix(kw string) bool {
+	start := p.pos
+	if p.spaces() > 0 && p.word() == kw && p.spaces() > 0 {
+		return true
+	}
+	p.pos = start
+	return false
+}
+
+func (p *parser) or(depth int) (*node, error) {
+	var fs []Filter
+	for {
+		n, err := p.and(depth)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, Filter{n: n})
+		if !p.infix("or") {
+			break
+		}
+	}
+	return Or(fs...).n, nil
+}
+
+func (p *parser) and(depth int) (*node, error) {
+	var fs []Filter
+	for {
+		n, err := p.unary(depth)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, Filter{n: n})
+		if !p.infix("and") {
+			break
+		}
+	}
+	return And(fs...).n, nil
+}
+
+func (p *parser) unary(depth int) (*node, error) {
+	if depth > maxParseDepth {
+		return nil, p.errf("nested more than %d deep", maxParseDepth)
+	}
+	start := p.pos
+	if p.word() == "not" {
+		if p.spaces() == 0 {
+			return nil, p.errf("\"not\" must be followed by a blank")
+		}
+		n, err := p.unary(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: kindNot, kids: []*node{n}}, nil
+	}
+	p.pos = start
+	if p.pos < len(p.s) && p.s[p.pos] == '(' {
+		p.pos++
+		p.spaces()
+		n, err := p.or(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		p.spaces()
+		if p.pos >= len(p.s) || p.s[p.pos] != ')' {
+			return nil, p.errf("expected \")\"")
+		}
+		p.pos++
+		return n, nil
+	}
+	return p.comparison()
+}
+
+func (p *parser) comparison() (*node, error) {
+	start := p.pos
+	name := p.word()
+	if name == "" {
+		return nil, p.errf("expected a property name")
+	}
+	if err := validatePropertyName(name); err != nil {
+		err.(*FilterError).Offset = start
+		return nil, err
+	}
+	if p.spaces() == 0 {
+		return nil, p.errf("expected a blank and a comparison operator after %s", name)
+	}
+	opStart := p.pos
+	w := p.word()
+	var op cmpOp
+	for i, t := range opText {
+		if t != "" && t == w {
+			op = cmpOp(i)
+		}
+	}
+	if op == 0 {
+		p.pos = opStart
+		return nil, p.errf("expected eq, ne, gt, ge, lt or le after %s, found %q", name, w)
+	}
+	if p.spaces() == 0 {
+		return nil, p.errf("expected a blank and a value after %s %s", name, w)
+	}
+	litStart := p.pos
+	lit, err := p.literal()
+	if err != nil {
+		return nil, err
+	}
+	f := newCmp(name, op, lit)
+	if f.err != nil {
+		f.err.(*FilterError).Offset = litStart
+		return nil, f.err
+	}
+	return f.n, nil
+}
+
+// quoted reads a single-quoted string at p.pos, with ” for a quote.
+func (p *parser) quoted() (string, error) {
+	start := p.pos
+	if p.pos >= len(p.s) || p.s[p.pos] != '\'' {
+		return "", p.errf("expected '")
+	}
+	p.pos++
+	var b strings.Builder
+	for p.pos < len(p.s) {
+		c := p.s[p.pos]
+		p.pos++
+		if c != '\'' {
+			b.WriteByte(c)
+			continue
+		}
+		if p.pos < len(p.s) && p.s[p.pos] == '\'' {
+			b.WriteByte('\'')
+			p.pos++
+			continue
+		}
+		return b.String(), nil
+	}
+	p.pos = start
+	return "", p.errf("unterminated string literal")
+}
+
+func (p *parser) literal() (literal, error) {
+	start := p.pos
+	if p.pos < len(p.s) && p.s[p.pos] == '\'' {
+		s, err := p.quoted()
+		if err != nil {
+			return literal{}, err
+		}
+		return literal{kind: litString, s: s}, nil
+	}
+	w := p.word()
+	if p.pos < len(p.s) && p.s[p.pos] == '\'' {
+		bodyStart := p.pos
+		body, err := p.quoted()
+		if err != nil {
+			return literal{}, err
+		}
+		bad := func(what string) (literal, error) {
+			p.pos = bodyStart
+			return literal{}, p.errf("%q is not a valid %s", body, what)
+		}
+		switch w {
+		case "datetime":
+			t, err := time.Parse(time.RFC3339Nano, body)
+			if err != nil {
+				return bad("datetime (RFC 3339)")
+			}
+			l, err := timeLiteral("", t)
+			if err != nil {
+				return bad("datetime (years 1 to 9999)")
+			}
+			return l, nil
+		case "guid":
+			g, ok := parseGUID(body)
+			if !ok {
+				return bad("guid")
+			}
+			return literal{kind: litGuid, g: g}, nil
+		case "X", "binary":
+			b, err := hex.DecodeString(body)
+			if err != nil {
+				return bad("binary (hexadecimal)")
+			}
+			return literal{kind: litBinary, b: b}, nil
+		}
+		p.pos = start
+		return literal{}, p.errf("unknown typed literal %q (want datetime, guid, X or binary)", w)
+	}
+	switch w {
+	case "true", "false":
+		return literal{kind: litBool, bo: w == "true"}, nil
+	case "":
+		return literal{}, p.errf("expected a value")
+	}
+	if l, ok := parseNumber(w); ok {
+		return l, nil
+	}
+	p.pos = start
+	return literal{}, p.errf("%q is not a value (strings go in single quotes)", w)
+}
+
+func parseNumber(w string) (literal, bool) {
+	digits := strings.TrimPrefix(w, "-")
+	switch {
+	case strings.HasSuffix(digits, "L"):
+		if !allDigits(digits[:len(digits)-1]) {
+			return literal{}, false
+		}
+		n, err := strconv.ParseInt(w[:len(w)-1], 10, 64)
+		return literal{kind: litInt64, i: n}, err == nil
+	case strings.Contains(digits, "."):
+		ip, fp, _ := strings.Cut(digits, ".")
+		if !allDigits(ip) || !allDigits(fp) {
+			return literal{}, false
+		}
+		f, err := strconv.ParseFloat(w, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return literal{}, false
+		}
+		return literal{kind: litDouble, f: f}, true
+	case allDigits(digits):
+		n, err := strconv.ParseInt(w, 10, 32)
+		return literal{kind: litInt32, i: n}, err == nil
+	}
+	return literal{}, false
+}
+
+func parseGUID(s string) ([16]byte, bool) {
+	var g [16]byte
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return g, false
+	}
+	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
+	if _, err := hex.Decode(g[:], []byte(h)); err != nil {
+		return g, false
+	}
+	return g, true
+}
