@@ -24,7 +24,7 @@ const maxParseDepth = 64
 //     op one of eq ne gt ge lt le (lower case), the property on the left;
 //   - "and", "or" (and binds tighter), "not", parentheses; operators
 //     surrounded by spaces as OData requires;
-//   - literals: 'string' with ” for a quote; true, false; Int32 (-?digits,
+//   - literals: 'string' (a quote inside is doubled); true, false; Int32 (-?digits,
 //     in range); Int64 (-?digitsL); Double (-?digits.digits, no exponent);
 //     datetime'2014-08-22T00:50:32.0000000Z' (RFC 3339, read as UTC);
 //     guid'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'; X'hex' or binary'hex';
@@ -211,7 +211,7 @@ func (p *parser) comparison() (*node, error) {
 	return f.n, nil
 }
 
-// quoted reads a single-quoted string at p.pos, with ” for a quote.
+// quoted reads a single-quoted string at p.pos, with each quote inside doubled.
 func (p *parser) quoted() (string, error) {
 	start := p.pos
 	if p.pos >= len(p.s) || p.s[p.pos] != '\'' {
