@@ -1,0 +1,191 @@
+package entity
+
+import (
+	"reflect"
+	"time"
+)
+
+// Options configure a Codec. The zero value (or nil) is valid.
+type Options struct {
+	// Keys supplies the keys of fields tagged `encrypt`. With nil Keys,
+	// marshaling or unmarshaling such a field is an error.
+	Keys KeyProvider
+}
+
+// Codec reads and writes one struct type as Table entities. Build it with
+// CodecOf; it is safe for concurrent use.
+type Codec struct {
+	p    *plan
+	keys KeyProvider
+}
+
+// CodecOf returns the codec of struct type t (or of the struct a pointer
+// type points to), bound to opts. The type's plan is built once per type
+// and cached. Bad tags, unknown tag options, conflicting embedded fields,
+// unsupported field types and invalid property names are reported here,
+// naming the type and field; the error wraps ErrInvalidEntity.
+func CodecOf(t reflect.Type, opts *Options) (*Codec, error) {
+	if t == nil {
+		return nil, errType(nil, "", "CodecOf(nil)")
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	p, err := planOf(t)
+	if err != nil {
+		return nil, err
+	}
+	c := &Codec{p: p}
+	if opts != nil {
+		c.keys = opts.Keys
+	}
+	return c, nil
+}
+
+// Type returns the struct type of the codec.
+func (c *Codec) Type() reflect.Type { return c.p.typ }
+
+// Marshal returns the entity JSON of v (a T or *T): PartitionKey, RowKey
+// and every property, with `@odata.type` annotations for Int64, Double,
+// DateTime, Guid and Binary values. ETag and Timestamp are not written.
+// Every limit of the Table service is checked first; errors wrap
+// ErrInvalidEntity or keys.ErrInvalidKey and name the field and rule.
+func (c *Codec) Marshal(v any) ([]byte, error) {
+	return c.AppendMarshal(make([]byte, 0, 64+48*len(c.p.fields)), v)
+}
+
+// AppendMarshal is Marshal appending to dst. On error dst is returned
+// unchanged (its length; the bytes past it may have been written).
+func (c *Codec) AppendMarshal(dst []byte, v any) ([]byte, error) {
+	rv, err := c.structValue(v, "Marshal")
+	if err != nil {
+		return dst, err
+	}
+	return c.appendStruct(dst, rv, nil)
+}
+
+// Unmarshal decodes one entity as the service returns it (minimal or full
+// metadata) into v, a *T. *v is reset to its zero value first; properties
+// absent from data (or null) leave their fields zero, properties T does not
+// have are ignored. odata.etag goes to T's ETag field and Timestamp to its
+// Timestamp field. Values decode by the field's Go type: an Int32 on the
+// wire fills an int64 field, 3 fills a float64, and a value that does not
+// fit (2^40 into an int32) is an error naming the field.
+func (c *Codec) Unmarshal(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if v == nil || rv.Kind() != reflect.Pointer || rv.Type().Elem() != c.p.typ || rv.IsNil() {
+		return errType(c.p.typ, "", "Unmarshal needs a non-nil *"+c.p.typ.String())
+	}
+	rv = rv.Elem()
+	rv.SetZero()
+	if c.p.hookU {
+		e, err := decodeEntity(data, c.p.typ)
+		if err != nil {
+			return err
+		}
+		if err := rv.Addr().Interface().(EntityUnmarshaler).UnmarshalEntity(e); err != nil {
+			return errCause(c.p.typ, "", "UnmarshalEntity failed", err)
+		}
+		return nil
+	}
+	return c.decodeStruct(data, rv)
+}
+
+// Keys returns the PartitionKey and RowKey of v (a T or *T); "" for both
+// when v is not of the codec's type.
+func (c *Codec) Keys(v any) (pk, rk string) {
+	rv, err := c.structValue(v, "Keys")
+	if err != nil {
+		return "", ""
+	}
+	if c.p.pk == nil || c.p.rk == nil {
+		if c.p.hookM {
+			var m EntityMarshaler
+			if c.p.hookMPtr {
+				m = addressable(rv).Addr().Interface().(EntityMarshaler)
+			} else {
+				m = rv.Interface().(EntityMarshaler)
+			}
+			if e, err := m.MarshalEntity(); err == nil {
+				return e.PartitionKey, e.RowKey
+			}
+		}
+		return "", ""
+	}
+	pkv, _ := fieldOf(rv, c.p.pk.index)
+	rkv, _ := fieldOf(rv, c.p.rk.index)
+	return pkv.String(), rkv.String()
+}
+
+// HasETag reports whether T has an ETag field.
+func (c *Codec) HasETag() bool { return c.p.etag != nil }
+
+// ETag returns v's ETag field: "" when T has none or it is empty.
+func (c *Codec) ETag(v any) string {
+	if c.p.etag == nil {
+		return ""
+	}
+	rv, err := c.structValue(v, "ETag")
+	if err != nil {
+		return ""
+	}
+	f, ok := fieldOf(rv, c.p.etag.index)
+	if !ok {
+		return ""
+	}
+	return f.String()
+}
+
+// SetMeta writes etag and ts into v's (a *T) ETag and Timestamp fields, when
+// T has them; a zero ts leaves the Timestamp field as it is.
+func (c *Codec) SetMeta(v any, etag string, ts time.Time) {
+	rv := reflect.ValueOf(v)
+	if v == nil || rv.Kind() != reflect.Pointer || rv.Type().Elem() != c.p.typ || rv.IsNil() {
+		return
+	}
+	rv = rv.Elem()
+	if c.p.etag != nil {
+		fieldAlloc(rv, c.p.etag.index).SetString(etag)
+	}
+	if c.p.ts != nil && !ts.IsZero() {
+		fieldAlloc(rv, c.p.ts.index).Set(reflect.ValueOf(ts))
+	}
+}
+
+// Select returns the property names for a $select of T: PartitionKey,
+// RowKey, Timestamp and every property of T. The slice is shared: do not
+// modify it.
+func (c *Codec) Select() []string { return c.p.selectList }
+
+// Encrypted reports whether T has fields tagged `encrypt`. Merges of such
+// entities must be refused: the stored entity may hold values sealed under
+// other keys, and a merge cannot re-seal what it does not send (the guide,
+// "Encrypt table data").
+func (c *Codec) Encrypted() bool { return c.p.encrypted }
+
+// Marshal returns the entity JSON of v (a struct or pointer to struct) with
+// a codec built with nil Options.
+func Marshal(v any) ([]byte, error) {
+	if v == nil {
+		return nil, errType(nil, "", "Marshal(nil)")
+	}
+	c, err := CodecOf(reflect.TypeOf(v), nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.Marshal(v)
+}
+
+// Unmarshal decodes an entity into v (a pointer to a struct) with a codec
+// built with nil Options.
+func Unmarshal(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return errType(t, "", "Unmarshal needs a pointer to a struct")
+	}
+	c, err := CodecOf(t, nil)
+	if err != nil {
+		return err
+	}
+	return c.Unmarshal(data, v)
+}

@@ -1,0 +1,558 @@
+package entity
+
+import (
+	"encoding"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strconv"
+	"time"
+	"unsafe"
+)
+
+// decoder holds the state of one Unmarshal.
+type decoder struct {
+	c       *Codec
+	s       scanner
+	scratch []byte
+	annName []byte // the last `X@odata.type` annotation seen, for hooks
+	annType EDMType
+}
+
+func (d *decoder) syntax(err error) error {
+	return &Error{Type: d.c.p.typ, Rule: "cannot decode the entity", Err: ErrInvalidEntity, Cause: err}
+}
+
+func (c *Codec) decodeStruct(data []byte, rv reflect.Value) error {
+	d := decoder{c: c, s: scanner{b: data}}
+	p := c.p
+	s := &d.s
+	if err := s.expect('{'); err != nil {
+		return d.syntax(err)
+	}
+	if s.peek() == '}' {
+		s.i++
+		if err := s.end(); err != nil {
+			return d.syntax(err)
+		}
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return d.syntax(s.fail("want a property name"))
+		}
+		key, esc, err := s.str()
+		if err != nil {
+			return d.syntax(err)
+		}
+		if esc {
+			key = unescape(nil, key)
+		}
+		if err := s.expect(':'); err != nil {
+			return d.syntax(err)
+		}
+		kind, raw, esc, err := s.value()
+		if err != nil {
+			return d.syntax(err)
+		}
+		if f := p.byName[string(key)]; f != nil {
+			if err := d.field(f, rv, kind, raw, esc); err != nil {
+				return err
+			}
+		} else if err := d.special(key, rv, kind, raw, esc); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			if err := s.end(); err != nil {
+				return d.syntax(err)
+			}
+			return nil
+		default:
+			return d.syntax(s.fail("want ',' or '}'"))
+		}
+	}
+}
+
+// special handles the keys that are not properties of T: the system
+// properties, odata.etag, annotations and unknown properties (ignored).
+func (d *decoder) special(key []byte, rv reflect.Value, kind byte, raw []byte, esc bool) error {
+	p := d.c.p
+	var f *field
+	switch string(key) {
+	case "PartitionKey":
+		f = p.pk
+	case "RowKey":
+		f = p.rk
+	case "Timestamp":
+		f = p.ts
+	case "odata.etag":
+		f = p.etag
+	default:
+		const suffix = "@odata.type"
+		if len(key) > len(suffix) && string(key[len(key)-len(suffix):]) == suffix && kind == jString {
+			d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
+			d.annType = EDMType(raw)
+		}
+		return nil
+	}
+	if f == nil {
+		return nil
+	}
+	return d.field(f, rv, kind, raw, esc)
+}
+
+func fieldAlloc(rv reflect.Value, idx []int) reflect.Value {
+	if len(idx) == 1 {
+		return rv.Field(idx[0])
+	}
+	for i, x := range idx {
+		if i > 0 && rv.Kind() == reflect.Pointer {
+			if rv.IsNil() {
+				rv.Set(reflect.New(rv.Type().Elem()))
+			}
+			rv = rv.Elem()
+		}
+		rv = rv.Field(x)
+	}
+	return rv
+}
+
+func (d *decoder) fail(f *field, rule string, cause error) error {
+	return &Error{Type: d.c.p.typ, Field: f.goName, Rule: rule, Err: ErrInvalidEntity, Cause: cause}
+}
+
+// str returns the decoded bytes of a string value; they are valid until the
+// next call.
+func (d *decoder) str(raw []byte, esc bool) []byte {
+	if !esc {
+		return raw
+	}
+	d.scratch = unescape(d.scratch[:0], raw)
+	return d.scratch
+}
+
+func (d *decoder) field(f *field, rv reflect.Value, kind byte, raw []byte, esc bool) error {
+	if kind == jNull {
+		return nil // absent: the field keeps its zero value
+	}
+	fv := fieldAlloc(rv, f.index)
+	if f.ptr {
+		nv := reflect.New(f.elem)
+		if err := d.value(f, nv.Elem(), kind, raw, esc); err != nil {
+			return err
+		}
+		fv.Set(nv)
+		return nil
+	}
+	return d.value(f, fv, kind, raw, esc)
+}
+
+func kindName(kind byte) string {
+	switch kind {
+	case jString:
+		return "a JSON string"
+	case jNumber:
+		return "a JSON number"
+	case jTrue, jFalse:
+		return "a JSON boolean"
+	case jObject:
+		return "a JSON object"
+	case jArray:
+		return "a JSON array"
+	}
+	return "JSON null"
+}
+
+func (d *decoder) mismatch(f *field, kind byte) error {
+	return d.fail(f, "cannot decode "+kindName(kind)+" into "+f.elem.String(), nil)
+}
+
+// value decodes into fv (addressable, of type f.elem) by the field's kind:
+// the destination decides, the wire is evidence.
+func (d *decoder) value(f *field, fv reflect.Value, kind byte, raw []byte, esc bool) error {
+	if f.encrypt {
+		return d.encrypted(f, fv, kind, raw, esc)
+	}
+	switch f.kind {
+	case kString:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		fv.SetString(string(d.str(raw, esc)))
+	case kBool:
+		if kind != jTrue && kind != jFalse {
+			return d.mismatch(f, kind)
+		}
+		fv.SetBool(kind == jTrue)
+	case kInt, kUint:
+		if kind != jNumber && kind != jString {
+			return d.mismatch(f, kind)
+		}
+		text := d.str(raw, esc)
+		if f.kind == kInt {
+			n, err := parseInt(text)
+			if err != nil {
+				return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
+			}
+			if fv.OverflowInt(n) {
+				return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
+			}
+			fv.SetInt(n)
+		} else {
+			n, err := parseInt(text)
+			if err != nil {
+				return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
+			}
+			if n < 0 || fv.OverflowUint(uint64(n)) {
+				return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
+			}
+			fv.SetUint(uint64(n))
+		}
+	case kFloat:
+		x, err := parseDouble(kind, d.str(raw, esc))
+		if err != nil {
+			return d.fail(f, "cannot decode into "+f.elem.String(), err)
+		}
+		if f.bits == 32 && !math.IsInf(x, 0) && fv.OverflowFloat(x) {
+			return d.fail(f, "value "+strconv.FormatFloat(x, 'g', -1, 64)+" overflows float32", nil)
+		}
+		fv.SetFloat(x)
+	case kTime:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		t, err := parseTime(d.str(raw, esc))
+		if err != nil {
+			return d.fail(f, "cannot decode DateTime", err)
+		}
+		*(fv.Addr().Interface().(*time.Time)) = t
+	case kGUID:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		var g GUID
+		if !parseGUIDBytes(&g, d.str(raw, esc)) {
+			return d.fail(f, "cannot decode Guid", errGUIDSyntax)
+		}
+		for i := range g {
+			fv.Index(i).SetUint(uint64(g[i]))
+		}
+	case kBinary:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		b, err := base64.StdEncoding.AppendDecode(make([]byte, 0, base64.StdEncoding.DecodedLen(len(raw))), d.str(raw, esc))
+		if err != nil {
+			return d.fail(f, "cannot decode Binary (base64)", err)
+		}
+		fv.SetBytes(b)
+	case kText:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		if err := fv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText(d.str(raw, esc)); err != nil {
+			return d.fail(f, "UnmarshalText failed", err)
+		}
+	case kJSON:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		if err := json.Unmarshal(d.str(raw, esc), fv.Addr().Interface()); err != nil {
+			return d.fail(f, "cannot decode the JSON text of the property", err)
+		}
+	case kHook:
+		ann := EDMType("")
+		if string(d.annName) == f.name {
+			ann = d.annType
+		}
+		v, err := wireValue(ann, kind, raw, esc)
+		if err != nil {
+			return d.fail(f, "cannot decode the property", err)
+		}
+		if err := fv.Addr().Interface().(PropertyUnmarshaler).UnmarshalProperty(v); err != nil {
+			return d.fail(f, "UnmarshalProperty failed", err)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) encrypted(f *field, fv reflect.Value, kind byte, raw []byte, esc bool) error {
+	if kind != jString {
+		return d.mismatch(f, kind)
+	}
+	sealed, err := base64.StdEncoding.AppendDecode(nil, d.str(raw, esc))
+	if err != nil {
+		return d.fail(f, "cannot decode the encrypted value (base64)", err)
+	}
+	edm, text, err := d.c.open(f.name, sealed)
+	if err != nil {
+		return &Error{Type: d.c.p.typ, Field: f.goName, Rule: "cannot decrypt", Err: ErrDecrypt, Cause: err}
+	}
+	inner := scanner{b: text}
+	kind, raw, esc, err = inner.value()
+	if err == nil {
+		err = inner.end()
+	}
+	if err != nil {
+		return d.fail(f, "cannot decode the decrypted value", err)
+	}
+	plain := *f
+	plain.encrypt = false
+	saved := d.annName
+	d.annName, d.annType = []byte(f.name), edm
+	err = d.value(&plain, fv, kind, raw, esc)
+	d.annName = saved[:0]
+	return err
+}
+
+var errNotInteger = errors.New("not an integer")
+
+// parseInt parses a decimal integer. A number written with a fraction or
+// exponent is accepted when its value is integral (3.0 -> 3).
+func parseInt(b []byte) (int64, error) {
+	if len(b) == 0 {
+		return 0, errNotInteger
+	}
+	i := 0
+	neg := b[0] == '-'
+	if neg {
+		i = 1
+		if len(b) == 1 {
+			return 0, errNotInteger
+		}
+	}
+	var n uint64
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return parseIntegral(b)
+		}
+		if n > (math.MaxUint64-9)/10 {
+			return 0, strconv.ErrRange
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, strconv.ErrRange
+		}
+		return -int64(n), nil
+	}
+	if n > math.MaxInt64 {
+		return 0, strconv.ErrRange
+	}
+	return int64(n), nil
+}
+
+func parseIntegral(b []byte) (int64, error) {
+	s := scanner{b: b}
+	if raw, err := s.number(); err != nil || len(raw) != len(b) {
+		return 0, errNotInteger
+	}
+	x, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || x != math.Trunc(x) {
+		return 0, errNotInteger
+	}
+	if x < -(1<<63) || x >= 1<<63 {
+		return 0, strconv.ErrRange
+	}
+	return int64(x), nil
+}
+
+var errNotDouble = errors.New("not a Double")
+
+// parseDouble parses a Double: a JSON number, or one of the strings the
+// service writes for special values ("NaN", "Infinity", "-Infinity").
+func parseDouble(kind byte, b []byte) (float64, error) {
+	switch kind {
+	case jNumber:
+	case jString:
+		switch string(b) {
+		case "NaN":
+			return math.NaN(), nil
+		case "Infinity", "INF":
+			return math.Inf(1), nil
+		case "-Infinity", "-INF":
+			return math.Inf(-1), nil
+		}
+		s := scanner{b: b}
+		if raw, err := s.number(); err != nil || len(raw) != len(b) {
+			return 0, errNotDouble
+		}
+	default:
+		return 0, errNotDouble
+	}
+	if len(b) == 0 {
+		return 0, errNotDouble
+	}
+	// The text was validated as a JSON number; parse it in place.
+	x, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
+	if err != nil {
+		return 0, errors.New("number " + string(b) + " is out of the range of a Double")
+	}
+	return x, nil
+}
+
+var errTimeSyntax = errors.New("want yyyy-mm-ddThh:mm:ss[.fffffff]Z")
+
+// parseTime parses an Edm.DateTime: RFC 3339 with up to 7 (or more,
+// truncated to 100 ns) fractional digits, returned in UTC.
+func parseTime(b []byte) (time.Time, error) {
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	if len(b) >= 20 && b[4] == '-' && b[7] == '-' && (b[10] == 'T' || b[10] == 't') && b[13] == ':' && b[16] == ':' && (b[len(b)-1] == 'Z' || b[len(b)-1] == 'z') {
+		y, mo, dd := num(b[0:4]), num(b[5:7]), num(b[8:10])
+		h, mi, s := num(b[11:13]), num(b[14:16]), num(b[17:19])
+		ns := 0
+		rest := b[19 : len(b)-1]
+		ok := y >= 0 && mo >= 1 && mo <= 12 && dd >= 1 && h >= 0 && h < 24 && mi >= 0 && mi < 60 && s >= 0 && s < 60
+		if len(rest) > 0 {
+			if rest[0] != '.' || len(rest) == 1 {
+				ok = false
+			}
+			for i, c := range rest[min(1, len(rest)):] {
+				if c < '0' || c > '9' {
+					ok = false
+					break
+				}
+				if i < 9 {
+					ns = ns*10 + int(c-'0')
+				}
+			}
+			for i := len(rest) - 1; i < 9; i++ {
+				ns *= 10
+			}
+		}
+		if ok {
+			t := time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC)
+			if t.Day() == dd {
+				return t, nil
+			}
+		}
+		return time.Time{}, errTimeSyntax
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return time.Time{}, errTimeSyntax
+	}
+	return t.UTC(), nil
+}
+
+// wireValue types a JSON value: by its annotation when there is one, else
+// as the service does (string -> String, integer -> Int32 or Int64 when it
+// does not fit, other numbers -> Double, true/false -> Boolean).
+func wireValue(ann EDMType, kind byte, raw []byte, esc bool) (Value, error) {
+	text := raw
+	if esc {
+		text = unescape(nil, raw)
+	}
+	bad := func() (Value, error) {
+		if ann == "" {
+			return Value{}, errors.New("unsupported value: " + kindName(kind))
+		}
+		return Value{}, errors.New("cannot read " + kindName(kind) + " as " + string(ann))
+	}
+	switch ann {
+	case "":
+		switch kind {
+		case jString:
+			return String(string(text)), nil
+		case jTrue, jFalse:
+			return Bool(kind == jTrue), nil
+		case jNumber:
+			integral := true
+			for _, c := range text {
+				if c == '.' || c == 'e' || c == 'E' {
+					integral = false
+				}
+			}
+			if integral {
+				if n, err := parseInt(text); err == nil {
+					if n >= math.MinInt32 && n <= math.MaxInt32 {
+						return Int32(int32(n)), nil
+					}
+					return Int64(n), nil
+				}
+			}
+			x, err := parseDouble(kind, text)
+			if err != nil {
+				return Value{}, err
+			}
+			return Double(x), nil
+		}
+		return bad()
+	case EdmString:
+		if kind != jString {
+			return bad()
+		}
+		return String(string(text)), nil
+	case EdmBoolean:
+		if kind != jTrue && kind != jFalse {
+			return bad()
+		}
+		return Bool(kind == jTrue), nil
+	case EdmInt32, EdmInt64:
+		if kind != jNumber && kind != jString {
+			return bad()
+		}
+		n, err := parseInt(text)
+		if err != nil {
+			return Value{}, err
+		}
+		if ann == EdmInt64 {
+			return Int64(n), nil
+		}
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			return Value{}, errors.New("value " + strconv.FormatInt(n, 10) + " overflows Edm.Int32")
+		}
+		return Int32(int32(n)), nil
+	case EdmDouble:
+		x, err := parseDouble(kind, text)
+		if err != nil {
+			return Value{}, err
+		}
+		return Double(x), nil
+	case EdmDateTime:
+		if kind != jString {
+			return bad()
+		}
+		t, err := parseTime(text)
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{EdmDateTime, t}, nil
+	case EdmGuid:
+		if kind != jString {
+			return bad()
+		}
+		var g GUID
+		if !parseGUIDBytes(&g, text) {
+			return Value{}, errGUIDSyntax
+		}
+		return Guid(g), nil
+	case EdmBinary:
+		if kind != jString {
+			return bad()
+		}
+		b, err := base64.StdEncoding.AppendDecode([]byte{}, text)
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{EdmBinary, b}, nil
+	}
+	return Value{}, errors.New("unknown annotation " + strconv.Quote(string(ann)))
+}
