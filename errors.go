@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -50,7 +51,7 @@ var (
 	ErrInvalidToken = errors.New("tablekit: invalid continuation token")
 
 	// ErrInvalidEntity: an entity breaks a data-model rule (entity package).
-	ErrInvalidEntity = errors.New("tablekit: invalid entity") // ENTITY-PENDING
+	ErrInvalidEntity = entity.ErrInvalidEntity
 	// ErrInvalidKey: a PartitionKey or RowKey breaks a key rule (keys package).
 	ErrInvalidKey = keys.ErrInvalidKey
 	// ErrInvalidName: a table, queue or container name is invalid (keys package).

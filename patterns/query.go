@@ -1,0 +1,272 @@
+package patterns
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// MaxPageSize is the most entities the service returns in one page ($top).
+const MaxPageSize = 1000
+
+// QueryOptions shapes a query. A nil *QueryOptions means the defaults: the
+// struct's own properties, pages of up to 1,000, no total limit, and table
+// scans refused.
+type QueryOptions struct {
+	// Select lists the properties to return (server-side projection, the
+	// guide's $select). Empty means every property T has; SelectAll asks
+	// for every stored property instead.
+	Select []string
+	// SelectAll sends no $select, so the service returns every property.
+	SelectAll bool
+	// Top is the page size: at most this many entities per request
+	// (1 to 1000; 0 means 1000).
+	Top int
+	// Limit stops Query after this many entities in total (0 = no limit).
+	// It never changes the page size; Page ignores it.
+	Limit int
+	// AllowTableScan lets a query that does not pin one partition run.
+	// Without it such queries fail with tablekit.ErrTableScan before any
+	// request: the guide ranks table scans last, and a scan reads every
+	// partition of the table.
+	AllowTableScan bool
+}
+
+// Page is one page of a query.
+type Page[T any] struct {
+	// Items are the page's entities, in PartitionKey, RowKey order.
+	Items []T
+	// Token resumes the query after this page; empty on the last page. It
+	// is opaque, URL-safe, survives a process restart, and is refused by
+	// a query with another table, filter or projection.
+	Token string
+	// Class is the guide's category of the query (point, range, partition
+	// scan, table scan).
+	Class keys.Class
+}
+
+// query is a prepared query: validated, classified, with its wire options.
+type query struct {
+	filter  string
+	selects string
+	top     int32
+	limit   int
+	class   keys.Class
+	hash    [8]byte
+}
+
+func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
+	var o QueryOptions
+	if opts != nil {
+		o = *opts
+	}
+	text, err := f.Build()
+	if err != nil {
+		return query{}, err
+	}
+	q := query{filter: text, class: keys.Classify(f), limit: o.Limit}
+	if q.class == keys.TableScan && !o.AllowTableScan {
+		return query{}, fmt.Errorf("%w: %s filter %q", tablekit.ErrTableScan, t.name, text)
+	}
+	switch {
+	case o.Top < 0 || o.Top > MaxPageSize:
+		return query{}, fmt.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", t.name, tablekit.ErrBadRequest, o.Top, MaxPageSize)
+	case o.Top == 0:
+		q.top = MaxPageSize
+	default:
+		q.top = int32(o.Top)
+	}
+	if o.Limit < 0 {
+		return query{}, fmt.Errorf("tablekit: query %s: %w: negative Limit %d", t.name, tablekit.ErrBadRequest, o.Limit)
+	}
+	if !o.SelectAll {
+		sel := o.Select
+		if len(sel) == 0 {
+			sel = t.codec.Select()
+		}
+		for _, name := range sel {
+			if name == "" || strings.ContainsAny(name, ",()'\"") {
+				return query{}, fmt.Errorf("tablekit: query %s: %w: invalid property name %q in Select", t.name, tablekit.ErrBadRequest, name)
+			}
+		}
+		q.selects = strings.Join(sel, ",")
+	}
+	h := sha256.New()
+	for _, s := range []string{t.name, q.filter, q.selects} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var top [4]byte
+	binary.BigEndian.PutUint32(top[:], uint32(q.top))
+	h.Write(top[:])
+	copy(q.hash[:], h.Sum(nil))
+	return q, nil
+}
+
+func (q *query) listOptions(next *continuation) *aztables.ListEntitiesOptions {
+	o := &aztables.ListEntitiesOptions{Top: &q.top}
+	if q.filter != "" {
+		o.Filter = &q.filter
+	}
+	if q.selects != "" {
+		o.Select = &q.selects
+	}
+	if next != nil {
+		o.NextPartitionKey = &next.PK
+		o.NextRowKey = &next.RK
+	}
+	return o
+}
+
+// Query returns the entities matching f, in PartitionKey, RowKey order,
+// fetching pages as the loop consumes them (one request per page). Table
+// scans are refused unless opts.AllowTableScan is set. The sequence yields
+// at most one error, then stops; it stops early when ctx is cancelled.
+func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		q, err := t.prepare(f, opts)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		pager := t.client.NewListEntitiesPager(q.listOptions(nil))
+		n := 0
+		for pager.More() {
+			if err := ctx.Err(); err != nil {
+				yield(zero, err)
+				return
+			}
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				yield(zero, tablekit.MapError(err, "query", t.name+" filter "+quoteFilter(q.filter)))
+				return
+			}
+			for _, raw := range page.Entities {
+				var v T
+				if err := t.codec.Unmarshal(raw, &v); err != nil {
+					yield(zero, fmt.Errorf("tablekit: query %s: %w", t.name, err))
+					return
+				}
+				if !yield(v, nil) {
+					return
+				}
+				n++
+				if q.limit > 0 && n >= q.limit {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Collect gathers a query's entities into a slice, stopping at the first
+// error.
+func Collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Page returns one page of the entities matching f: the first when token
+// is empty, else the page after the one that handed out token. One
+// request. A token from another query (table, filter, projection or page
+// size) fails with tablekit.ErrInvalidToken.
+func (t *Table[T]) Page(ctx context.Context, f keys.Filter, token string, opts *QueryOptions) (Page[T], error) {
+	q, err := t.prepare(f, opts)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	var next *continuation
+	if token != "" {
+		c, err := decodeToken(token, q.hash)
+		if err != nil {
+			return Page[T]{}, err
+		}
+		next = &c
+	}
+	pager := t.client.NewListEntitiesPager(q.listOptions(next))
+	resp, err := pager.NextPage(ctx)
+	if err != nil {
+		return Page[T]{}, tablekit.MapError(err, "query", t.name+" filter "+quoteFilter(q.filter))
+	}
+	p := Page[T]{Items: make([]T, 0, len(resp.Entities)), Class: q.class}
+	for _, raw := range resp.Entities {
+		var v T
+		if err := t.codec.Unmarshal(raw, &v); err != nil {
+			return Page[T]{}, fmt.Errorf("tablekit: query %s: %w", t.name, err)
+		}
+		p.Items = append(p.Items, v)
+	}
+	if resp.NextPartitionKey != nil && *resp.NextPartitionKey != "" {
+		c := continuation{PK: *resp.NextPartitionKey}
+		if resp.NextRowKey != nil {
+			c.RK = *resp.NextRowKey
+		}
+		p.Token = encodeToken(c, q.hash)
+	}
+	return p, nil
+}
+
+// continuation is the service's position after a page.
+type continuation struct {
+	PK string `json:"p"`
+	RK string `json:"r"`
+	Q  []byte `json:"q"` // the first 8 bytes of the query's hash
+	V  int    `json:"v"`
+}
+
+const tokenVersion = 1
+
+func encodeToken(c continuation, hash [8]byte) string {
+	c.V = tokenVersion
+	c.Q = hash[:]
+	b, _ := json.Marshal(c) // cannot fail: strings and bytes only
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(token string, hash [8]byte) (continuation, error) {
+	var c continuation
+	if len(token) > 8192 {
+		return c, fmt.Errorf("%w: %d bytes is longer than any token tablekit issues", tablekit.ErrInvalidToken, len(token))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return c, fmt.Errorf("%w: not URL-safe base64", tablekit.ErrInvalidToken)
+	}
+	if err := json.Unmarshal(b, &c); err != nil || c.V != tokenVersion || len(c.Q) != len(hash) {
+		return c, fmt.Errorf("%w: not a tablekit continuation token", tablekit.ErrInvalidToken)
+	}
+	if [8]byte(c.Q) != hash {
+		return c, fmt.Errorf("%w: the token belongs to another query (table, filter, projection or page size differ)", tablekit.ErrInvalidToken)
+	}
+	// The position is the service's own opaque continuation (on Azure it is
+	// not a key); it only has to be text the SDK can put in a query string.
+	if !utf8.ValidString(c.PK) || !utf8.ValidString(c.RK) || c.PK == "" {
+		return c, fmt.Errorf("%w: the token's position is malformed", tablekit.ErrInvalidToken)
+	}
+	return c, nil
+}
+
+func quoteFilter(f string) string {
+	if len(f) > 200 {
+		f = f[:200] + "..."
+	}
+	return "\"" + f + "\""
+}
