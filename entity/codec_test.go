@@ -65,8 +65,8 @@ type All struct {
 	PI   *int64
 	PT   *time.Time
 	IP   netip.Addr
-	Addr Address           `table:",json"`
-	Tags []string          `table:"Labels,json"`
+	Addr Address  `table:",json"`
+	Tags []string `table:"Labels,json"`
 	Temp celsius
 	M    map[string]string `table:",json,omitempty"`
 	Skip string            `table:"-"`

@@ -1,0 +1,252 @@
+package entity_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit/entity"
+)
+
+// benchRow has 10 custom properties of the common types.
+type benchRow struct {
+	PartitionKey string
+	RowKey       string
+	ETag         string
+	Timestamp    time.Time
+	Name         string
+	Email        string
+	Department   string
+	Age          int32
+	Visits       int32
+	Salary       int64
+	Score        float64
+	Active       bool
+	Joined       time.Time
+	ID           entity.GUID
+}
+
+func newBenchRow(i int) benchRow {
+	return benchRow{
+		PartitionKey: "Sales", RowKey: "emp_" + strconv.Itoa(100000+i),
+		Name: "Ann Lee " + strconv.Itoa(i), Email: "ann.lee" + strconv.Itoa(i) + "@contoso.com", Department: "Sales",
+		Age: 34, Visits: int32(i), Salary: 1<<40 + int64(i), Score: 97.25, Active: i%2 == 0,
+		Joined: time.Date(2015, 3, 4, 5, 6, 7, 123456700, time.UTC), ID: entity.NewGUID(),
+	}
+}
+
+// The aztables path: the row as an EDMEntity, encoding/json both ways.
+func toEDM(r *benchRow) aztables.EDMEntity {
+	return aztables.EDMEntity{
+		Entity: aztables.Entity{PartitionKey: r.PartitionKey, RowKey: r.RowKey},
+		Properties: map[string]any{
+			"Name": r.Name, "Email": r.Email, "Department": r.Department,
+			"Age": r.Age, "Visits": r.Visits, "Salary": aztables.EDMInt64(r.Salary),
+			"Score": r.Score, "Active": r.Active, "Joined": aztables.EDMDateTime(r.Joined),
+			"ID": aztables.EDMGUID(r.ID.String()),
+		},
+	}
+}
+
+func fromEDM(e *aztables.EDMEntity, r *benchRow) {
+	*r = benchRow{PartitionKey: e.PartitionKey, RowKey: e.RowKey, ETag: e.ETag}
+	if e.Timestamp != (aztables.EDMDateTime{}) {
+		r.Timestamp = time.Time(e.Timestamp)
+	}
+	p := e.Properties
+	r.Name, _ = p["Name"].(string)
+	r.Email, _ = p["Email"].(string)
+	r.Department, _ = p["Department"].(string)
+	r.Age, _ = p["Age"].(int32)
+	r.Visits, _ = p["Visits"].(int32)
+	if v, ok := p["Salary"].(aztables.EDMInt64); ok {
+		r.Salary = int64(v)
+	}
+	r.Score, _ = p["Score"].(float64)
+	r.Active, _ = p["Active"].(bool)
+	if v, ok := p["Joined"].(aztables.EDMDateTime); ok {
+		r.Joined = time.Time(v)
+	}
+	if v, ok := p["ID"].(aztables.EDMGUID); ok {
+		r.ID, _ = entity.ParseGUID(string(v))
+	}
+}
+
+// serviceForm returns a row as the service sends it in a query page
+// (minimal metadata, with odata.etag and Timestamp).
+func serviceForm(b []byte) []byte {
+	b = b[:len(b)-1]
+	b = append(b, `,"odata.etag":"W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\"","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2024-01-02T03:04:05.1234567Z"}`...)
+	return b
+}
+
+func benchCodec(b *testing.B) *entity.Codec {
+	c, err := entity.CodecOf(reflect.TypeOf(benchRow{}), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func BenchmarkEncodeEntity(b *testing.B) {
+	c := benchCodec(b)
+	row := newBenchRow(1)
+	b.Run("codec=tablekit", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			var err error
+			if buf, err = c.AppendMarshal(buf[:0], &row); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("codec=aztables", func(b *testing.B) {
+		b.ReportAllocs()
+		var n int
+		for i := 0; i < b.N; i++ {
+			out, err := json.Marshal(toEDM(&row))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(out)
+		}
+		b.SetBytes(int64(n))
+	})
+}
+
+func BenchmarkDecodeEntity(b *testing.B) {
+	c := benchCodec(b)
+	row := newBenchRow(1)
+	raw, _ := c.Marshal(&row)
+	raw = serviceForm(raw)
+	b.Run("codec=tablekit", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		var out benchRow
+		for i := 0; i < b.N; i++ {
+			if err := c.Unmarshal(raw, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("codec=aztables", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		var out benchRow
+		for i := 0; i < b.N; i++ {
+			var e aztables.EDMEntity
+			if err := json.Unmarshal(raw, &e); err != nil {
+				b.Fatal(err)
+			}
+			fromEDM(&e, &out)
+		}
+	})
+}
+
+const pageSize = 1000
+
+func BenchmarkEncodePage(b *testing.B) {
+	c := benchCodec(b)
+	rows := make([]benchRow, pageSize)
+	for i := range rows {
+		rows[i] = newBenchRow(i)
+	}
+	b.Run("codec=tablekit", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			buf = buf[:0]
+			for j := range rows {
+				var err error
+				if buf, err = c.AppendMarshal(buf, &rows[j]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("codec=aztables", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			for j := range rows {
+				if _, err := json.Marshal(toEDM(&rows[j])); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkDecodePage(b *testing.B) {
+	c := benchCodec(b)
+	page := make([][]byte, pageSize)
+	for i := range page {
+		r := newBenchRow(i)
+		raw, _ := c.Marshal(&r)
+		page[i] = serviceForm(raw)
+	}
+	b.Run("codec=tablekit", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			out := make([]benchRow, len(page))
+			for j, raw := range page {
+				if err := c.Unmarshal(raw, &out[j]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("codec=aztables", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			out := make([]benchRow, len(page))
+			for j, raw := range page {
+				var e aztables.EDMEntity
+				if err := json.Unmarshal(raw, &e); err != nil {
+					b.Fatal(err)
+				}
+				fromEDM(&e, &out[j])
+			}
+		}
+	})
+}
+
+// The two paths decode the benchmark rows to the same values.
+func TestBenchPathsAgree(t *testing.T) {
+	c, _ := entity.CodecOf(reflect.TypeOf(benchRow{}), nil)
+	r := newBenchRow(7)
+	raw, _ := c.Marshal(&r)
+	raw = serviceForm(raw)
+	var a, z benchRow
+	if err := c.Unmarshal(raw, &a); err != nil {
+		t.Fatal(err)
+	}
+	var e aztables.EDMEntity
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	fromEDM(&e, &z)
+	// aztables v1.4.1 drops every property annotated Edm.Double (its
+	// decoder has no case for the annotation and stores nil): the SDK path
+	// loses Score.
+	if e.Properties["Score"] != nil || z.Score != 0 {
+		t.Errorf("aztables decoded the annotated Double as %#v; update this note", e.Properties["Score"])
+	}
+	z.Score = a.Score
+	if !reflect.DeepEqual(a, z) {
+		t.Errorf("tablekit %#v\naztables %#v", a, z)
+	}
+	zb, _ := json.Marshal(toEDM(&r))
+	var back benchRow
+	if err := c.Unmarshal(zb, &back); err != nil {
+		t.Fatal(err)
+	}
+	if r.ETag, r.Timestamp = "", (time.Time{}); !reflect.DeepEqual(back, r) {
+		t.Errorf("aztables-encoded row decodes to %#v, want %#v", back, r)
+	}
+}
