@@ -72,7 +72,13 @@ func (e *BulkError) Unwrap() []error {
 	return errs
 }
 
-const defaultMaxBatchBytes = 4_000_000
+const (
+	defaultMaxBatchBytes = 4_000_000
+	// Bounds on the entities BulkWriteSeq holds while it fills batches:
+	// 100 partitions' worth of full batches, and 64 MiB.
+	maxWaitingEntities = 100 * MaxTransactionOps
+	maxWaitingBytes    = 64 << 20
+)
 
 // BulkWrite writes every entity of items, in as few requests as the rules
 // allow: it groups entities by partition, and sends each group as entity
@@ -125,15 +131,16 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 		}()
 	}
 
-	// Groups being filled, by partition. When too many entities wait in
-	// them, the fullest is sent early to keep memory bounded.
+	// Groups being filled, by partition. When too many entities (or
+	// bytes) wait in them, the fullest is sent early to keep memory
+	// bounded; below that, every batch is full and requests are fewest.
 	pending := map[string]*group{}
-	waiting := 0
-	maxWaiting := MaxTransactionOps * o.Concurrency * 4
+	waiting, waitingBytes := 0, 0
 	flush := func(pk string) {
 		g := pending[pk]
 		delete(pending, pk)
 		waiting -= len(g.ops)
+		waitingBytes -= g.bytes
 		b.dispatch(g)
 	}
 	index := -1
@@ -162,7 +169,8 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 		g.rks[rk] = true
 		g.bytes += opWireSize(op)
 		waiting++
-		if waiting > maxWaiting {
+		waitingBytes += opWireSize(op)
+		if waiting > maxWaitingEntities || waitingBytes > maxWaitingBytes {
 			fullest := ""
 			for k, pg := range pending {
 				if fullest == "" || len(pg.ops) > len(pending[fullest].ops) {

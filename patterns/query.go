@@ -58,6 +58,7 @@ type Page[T any] struct {
 
 // query is a prepared query: validated, classified, with its wire options.
 type query struct {
+	table   string
 	filter  string
 	selects string
 	top     int32
@@ -67,6 +68,12 @@ type query struct {
 }
 
 func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
+	return prepareQuery(t.name, f, opts, t.codec.Select())
+}
+
+// prepareQuery validates and classifies a query on table; defaultSelect
+// is the projection when opts name none.
+func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect []string) (query, error) {
 	var o QueryOptions
 	if opts != nil {
 		o = *opts
@@ -75,35 +82,35 @@ func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
 	if err != nil {
 		return query{}, err
 	}
-	q := query{filter: text, class: keys.Classify(f), limit: o.Limit}
+	q := query{table: table, filter: text, class: keys.Classify(f), limit: o.Limit}
 	if q.class == keys.TableScan && !o.AllowTableScan {
-		return query{}, fmt.Errorf("%w: %s filter %q", tablekit.ErrTableScan, t.name, text)
+		return query{}, fmt.Errorf("%w: %s filter %q", tablekit.ErrTableScan, table, text)
 	}
 	switch {
 	case o.Top < 0 || o.Top > MaxPageSize:
-		return query{}, fmt.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", t.name, tablekit.ErrBadRequest, o.Top, MaxPageSize)
+		return query{}, fmt.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", table, tablekit.ErrBadRequest, o.Top, MaxPageSize)
 	case o.Top == 0:
 		q.top = MaxPageSize
 	default:
 		q.top = int32(o.Top)
 	}
 	if o.Limit < 0 {
-		return query{}, fmt.Errorf("tablekit: query %s: %w: negative Limit %d", t.name, tablekit.ErrBadRequest, o.Limit)
+		return query{}, fmt.Errorf("tablekit: query %s: %w: negative Limit %d", table, tablekit.ErrBadRequest, o.Limit)
 	}
 	if !o.SelectAll {
 		sel := o.Select
 		if len(sel) == 0 {
-			sel = t.codec.Select()
+			sel = defaultSelect
 		}
 		for _, name := range sel {
 			if name == "" || strings.ContainsAny(name, ",()'\"") {
-				return query{}, fmt.Errorf("tablekit: query %s: %w: invalid property name %q in Select", t.name, tablekit.ErrBadRequest, name)
+				return query{}, fmt.Errorf("tablekit: query %s: %w: invalid property name %q in Select", table, tablekit.ErrBadRequest, name)
 			}
 		}
 		q.selects = strings.Join(sel, ",")
 	}
 	h := sha256.New()
-	for _, s := range []string{t.name, q.filter, q.selects} {
+	for _, s := range []string{table, q.filter, q.selects} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -141,25 +148,41 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 			yield(zero, err)
 			return
 		}
-		pager := t.client.NewListEntitiesPager(q.listOptions(nil))
+		for raw, err := range rawRows(ctx, t.client, q) {
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			var v T
+			if err := t.codec.Unmarshal(raw, &v); err != nil {
+				yield(zero, fmt.Errorf("tablekit: query %s: %w", t.name, err))
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+		}
+	}
+}
+
+// rawRows runs a prepared query, yielding each row's JSON; it stops after
+// q.limit rows, at the first error, or when ctx is cancelled.
+func rawRows(ctx context.Context, client *aztables.Client, q query) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		pager := client.NewListEntitiesPager(q.listOptions(nil))
 		n := 0
 		for pager.More() {
 			if err := ctx.Err(); err != nil {
-				yield(zero, err)
+				yield(nil, err)
 				return
 			}
 			page, err := pager.NextPage(ctx)
 			if err != nil {
-				yield(zero, tablekit.MapError(err, "query", t.name+" filter "+quoteFilter(q.filter)))
+				yield(nil, tablekit.MapError(err, "query", q.table+" filter "+quoteFilter(q.filter)))
 				return
 			}
 			for _, raw := range page.Entities {
-				var v T
-				if err := t.codec.Unmarshal(raw, &v); err != nil {
-					yield(zero, fmt.Errorf("tablekit: query %s: %w", t.name, err))
-					return
-				}
-				if !yield(v, nil) {
+				if !yield(raw, nil) {
 					return
 				}
 				n++
@@ -169,6 +192,31 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 			}
 		}
 	}
+}
+
+// rawPage fetches one page of a prepared query after token.
+func rawPage(ctx context.Context, client *aztables.Client, q query, token string) (rows [][]byte, next string, err error) {
+	var pos *continuation
+	if token != "" {
+		c, err := decodeToken(token, q.hash)
+		if err != nil {
+			return nil, "", err
+		}
+		pos = &c
+	}
+	pager := client.NewListEntitiesPager(q.listOptions(pos))
+	resp, err := pager.NextPage(ctx)
+	if err != nil {
+		return nil, "", tablekit.MapError(err, "query", q.table+" filter "+quoteFilter(q.filter))
+	}
+	if resp.NextPartitionKey != nil && *resp.NextPartitionKey != "" {
+		c := continuation{PK: *resp.NextPartitionKey}
+		if resp.NextRowKey != nil {
+			c.RK = *resp.NextRowKey
+		}
+		next = encodeToken(c, q.hash)
+	}
+	return resp.Entities, next, nil
 }
 
 // Collect gathers a query's entities into a slice, stopping at the first
@@ -193,33 +241,17 @@ func (t *Table[T]) Page(ctx context.Context, f keys.Filter, token string, opts *
 	if err != nil {
 		return Page[T]{}, err
 	}
-	var next *continuation
-	if token != "" {
-		c, err := decodeToken(token, q.hash)
-		if err != nil {
-			return Page[T]{}, err
-		}
-		next = &c
-	}
-	pager := t.client.NewListEntitiesPager(q.listOptions(next))
-	resp, err := pager.NextPage(ctx)
+	rows, next, err := rawPage(ctx, t.client, q, token)
 	if err != nil {
-		return Page[T]{}, tablekit.MapError(err, "query", t.name+" filter "+quoteFilter(q.filter))
+		return Page[T]{}, err
 	}
-	p := Page[T]{Items: make([]T, 0, len(resp.Entities)), Class: q.class}
-	for _, raw := range resp.Entities {
+	p := Page[T]{Items: make([]T, 0, len(rows)), Class: q.class, Token: next}
+	for _, raw := range rows {
 		var v T
 		if err := t.codec.Unmarshal(raw, &v); err != nil {
 			return Page[T]{}, fmt.Errorf("tablekit: query %s: %w", t.name, err)
 		}
 		p.Items = append(p.Items, v)
-	}
-	if resp.NextPartitionKey != nil && *resp.NextPartitionKey != "" {
-		c := continuation{PK: *resp.NextPartitionKey}
-		if resp.NextRowKey != nil {
-			c.RK = *resp.NextRowKey
-		}
-		p.Token = encodeToken(c, q.hash)
 	}
 	return p, nil
 }

@@ -1,0 +1,233 @@
+package patterns_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+func TestTransactionRulesCheckedBeforeSending(t *testing.T) {
+	ctx := context.Background()
+	tbl, c := newTable[Employee](t)
+	many := tbl.Transaction()
+	for i := 0; i < 101; i++ {
+		many.Insert(&Employee{PartitionKey: "p", RowKey: fmt.Sprint(i)})
+	}
+	cases := []struct {
+		name string
+		tx   *patterns.Transaction[Employee]
+		want string
+	}{
+		{"empty", tbl.Transaction(), "no operations"},
+		{"101 operations", many, "101 operations"},
+		{"two partitions", tbl.Transaction().Insert(&Employee{PartitionKey: "a", RowKey: "1"}).Insert(&Employee{PartitionKey: "b", RowKey: "1"}), "one partition"},
+		{"same entity twice", tbl.Transaction().Insert(&Employee{PartitionKey: "a", RowKey: "1"}).Upsert(&Employee{PartitionKey: "a", RowKey: "1"}, patterns.UpsertMerge), "one operation per entity"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c.Reset()
+			_, err := tc.tx.Submit(ctx)
+			if !errors.Is(err, tablekit.ErrInvalidTransaction) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Submit = %v, want ErrInvalidTransaction saying %q", err, tc.want)
+			}
+			requests(t, c, 0, "an invalid transaction")
+		})
+	}
+	t.Run("over 4 MiB", func(t *testing.T) {
+		// Strings are counted in UTF-16 by the service but sent as UTF-8;
+		// build a body over 4 MiB with 5 entities just under 1 MiB.
+		tx := tbl.Transaction()
+		for i := 0; i < 5; i++ {
+			tx.Add(patterns.Op{Type: patterns.OpInsert, PartitionKey: "p", RowKey: fmt.Sprint(i), Entity: []byte(`{"PartitionKey":"p","RowKey":"` + fmt.Sprint(i) + `","B":"` + strings.Repeat("z", 900_000) + `"}`)})
+		}
+		c.Reset()
+		if _, err := tx.Submit(ctx); !errors.Is(err, tablekit.ErrInvalidTransaction) || !strings.Contains(err.Error(), "4 MiB") {
+			t.Errorf("Submit = %v, want ErrInvalidTransaction naming 4 MiB", err)
+		}
+		requests(t, c, 0, "an oversize transaction")
+	})
+}
+
+func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
+	ctx := context.Background()
+	tbl, c := newTable[Employee](t)
+	existing := Employee{PartitionKey: "Sales", RowKey: "000005", FirstName: "Old"}
+	if err := tbl.Insert(ctx, &existing); err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Transaction()
+	for i := 0; i < 100; i++ {
+		tx.Insert(&Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i)})
+	}
+	c.Reset()
+	_, err := tx.Submit(ctx)
+	requests(t, c, 1, "a 100-operation transaction")
+	var te *tablekit.TransactionError
+	if !errors.As(err, &te) || te.Index != 5 || !errors.Is(err, tablekit.ErrAlreadyExists) {
+		t.Fatalf("Submit = %v, want *TransactionError at index 5 wrapping ErrAlreadyExists", err)
+	}
+	all, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("Sales"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].FirstName != "Old" {
+		t.Fatalf("after the failed transaction the partition holds %d entities, want only the old one", len(all))
+	}
+
+	// A successful mixed transaction writes ETags back into each value.
+	a := Employee{PartitionKey: "Sales", RowKey: "a"}
+	b := existing
+	b.FirstName = "New"
+	res, err := tbl.Transaction().Insert(&a).Replace(&b, nil).Submit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].StatusCode != 201 && res[0].StatusCode != 204 || a.ETag == "" || b.ETag == "" || b.ETag == existing.ETag {
+		t.Errorf("results %+v; ETags a=%q b=%q (old %q)", res, a.ETag, b.ETag, existing.ETag)
+	}
+	// Replace without ETag inside a batch must not insert (If-Match: *).
+	ghost := Employee{PartitionKey: "Sales", RowKey: "ghost"}
+	_, err = tbl.Transaction().Replace(&ghost, &patterns.WriteOptions{Unconditional: true}).Submit(ctx)
+	if !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("unconditional Replace of a missing entity in a batch = %v, want ErrNotFound", err)
+	}
+	// A stale ETag fails the whole batch.
+	_, err = tbl.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "b"}).Delete(&existing, nil).Submit(ctx)
+	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		t.Errorf("batch with a stale delete = %v, want index 1 ErrPreconditionFailed", err)
+	}
+	if _, err := tbl.Get(ctx, "Sales", "b"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("the batch's insert was applied although the batch failed: %v", err)
+	}
+}
+
+func TestBulkWrite20000Over50Partitions(t *testing.T) {
+	ctx := context.Background()
+	tbl, c := newTable[Employee](t)
+	const parts, per = 50, 400
+	seq := func(yield func(Employee) bool) {
+		// Interleaved partitions: the writer must group them itself.
+		for i := 0; i < per; i++ {
+			for p := 0; p < parts; p++ {
+				if !yield(Employee{PartitionKey: fmt.Sprintf("dept%02d", p), RowKey: fmt.Sprintf("%06d", i), Age: p*per + i}) {
+					return
+				}
+			}
+		}
+	}
+	res, err := tbl.BulkWriteSeq(ctx, seq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Written != parts*per || len(res.Failed) != 0 {
+		t.Fatalf("BulkWrite = %+v", res)
+	}
+	if res.Requests != parts*per/100 {
+		t.Errorf("%d requests for %d entities in %d partitions, want %d", res.Requests, parts*per, parts, parts*per/100)
+	}
+	c.Reset()
+	total := 0
+	for p := 0; p < parts; p++ {
+		rows, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq(fmt.Sprintf("dept%02d", p)), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			if r.Age != p*per+i {
+				t.Fatalf("partition %d row %d: Age %d, want %d", p, i, r.Age, p*per+i)
+			}
+		}
+		total += len(rows)
+	}
+	if total != parts*per {
+		t.Fatalf("read back %d entities, want %d", total, parts*per)
+	}
+}
+
+func TestBulkWriteSplitsAt4MiB(t *testing.T) {
+	ctx := context.Background()
+	tbl, c := newTable[Employee](t)
+	// 30 entities of 720 KB on the wire: 8 strings of 30,000 three-byte
+	// characters (480 KB in the service's UTF-16 accounting, under 1 MiB).
+	// At most 5 fit in one 4 MB body, so at least 6 requests.
+	type wide struct {
+		PartitionKey, RowKey   string
+		A, B, C, D, E, F, G, H string
+	}
+	wt, err := patterns.NewTable[wide](tbl.Account(), tbl.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("€", 30000)
+	items := make([]wide, 30)
+	for i := range items {
+		items[i] = wide{"photos", fmt.Sprintf("%03d", i), big, big, big, big, big, big, big, big}
+	}
+	c.Reset()
+	res, err := wt.BulkWrite(ctx, items, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Written != 30 || res.Requests < 6 || res.Requests > 8 {
+		t.Errorf("BulkWrite of 30 x 720 KB = %+v, want all written in 6 to 8 requests", res)
+	}
+	requests(t, c, int64(res.Requests), "the bulk write")
+	n := 0
+	for e, err := range wt.Query(ctx, keys.PK().Eq("photos"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.A != big || e.H != big {
+			t.Fatal("a large entity did not round-trip")
+		}
+		n++
+	}
+	if n != 30 {
+		t.Errorf("read back %d, want 30", n)
+	}
+}
+
+func TestBulkWriteReportsFailuresAndKeepsTheRest(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable[Employee](t)
+	for _, rk := range []string{"000010", "000077"} {
+		if err := tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: rk, FirstName: "existing"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items := make([]Employee, 150)
+	for i := range items {
+		items[i] = Employee{PartitionKey: "p", RowKey: fmt.Sprintf("%06d", i), FirstName: "new"}
+	}
+	items[120].RowKey = "bad#key" // fails encoding, before any request
+	res, err := tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Mode: patterns.BulkInsert})
+	var be *patterns.BulkError
+	if !errors.As(err, &be) || !errors.Is(err, tablekit.ErrAlreadyExists) || !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Fatalf("BulkWrite = %v, want a *BulkError with ErrAlreadyExists and ErrInvalidKey", err)
+	}
+	var failed []int
+	for _, f := range res.Failed {
+		failed = append(failed, f.Index)
+	}
+	if fmt.Sprint(failed) != "[10 77 120]" || res.Written != 147 {
+		t.Fatalf("failed inputs %v, written %d; want [10 77 120] and 147", failed, res.Written)
+	}
+	rows, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("p"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 149 {
+		t.Errorf("%d rows stored, want 149 (147 new + 2 existing)", len(rows))
+	}
+	for _, r := range rows {
+		if (r.RowKey == "000010" || r.RowKey == "000077") != (r.FirstName == "existing") {
+			t.Errorf("row %s has FirstName %q", r.RowKey, r.FirstName)
+		}
+	}
+}
