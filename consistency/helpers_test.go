@@ -1,0 +1,152 @@
+package consistency
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// fastBackoff keeps retries immediate in tests.
+var fastBackoff = &Backoff{Delays: []time.Duration{0, time.Second}}
+
+// newQueue creates a transaction queue (and its poison queue and blob
+// container) for this test.
+func newQueue(t testing.TB, acct *tablekit.Account) *Queue {
+	t.Helper()
+	name := testenv.QueueName(t)
+	poison := PoisonQueueName(name)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = testenv.Account(t).Queues().DeleteQueue(ctx, poison, nil)
+	})
+	q, err := NewQueue(acct, name, &QueueOptions{BlobContainer: testenv.ContainerName(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Create(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("CONSISTENCY_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startWorker runs a worker until the returned stop function is called
+// (or the test ends). stop waits for Run to return.
+func startWorker(t testing.TB, w *Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func newWorker(t testing.TB, acct *tablekit.Account, q *Queue, o WorkerOptions) *Worker {
+	t.Helper()
+	o.Queues = append(o.Queues, q.Name())
+	o.BlobContainer = q.container
+	if o.VisibilityTimeout == 0 {
+		o.VisibilityTimeout = 5 * time.Second
+	}
+	if o.Backoff == nil {
+		o.Backoff = fastBackoff
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
+	}
+	w, err := NewWorker(acct, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// messageCount is the queue's approximate message count (visible and
+// invisible).
+func messageCount(t testing.TB, qc *azqueue.QueueClient) int32 {
+	t.Helper()
+	resp, err := qc.GetProperties(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deref(resp.ApproximateMessagesCount)
+}
+
+// getProps reads an entity as the worker does (raw body, full metadata,
+// stripped, doubles annotated); nil when missing.
+func getProps(t testing.TB, acct *tablekit.Account, ref EntityRef) map[string]any {
+	t.Helper()
+	p, _, found, err := readEntity(context.Background(), acct, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range p {
+		var x any
+		_ = json.Unmarshal(v, &x)
+		out[k] = x
+	}
+	return out
+}
+
+func createTable(t testing.TB, acct *tablekit.Account) string {
+	t.Helper()
+	name := testenv.TableName(t)
+	if _, err := acct.Tables().CreateTable(context.Background(), name, nil); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,146 @@
+package consistency
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/tablekit/tablekit"
+)
+
+// Handler applies one step. It must be idempotent: the worker runs a step
+// again when its message is redelivered (after a crash, a timeout or a
+// failure of a later step), and duplicate or reordered messages must
+// converge to the same state. Return Permanent(err) for a failure that
+// retrying cannot fix; other errors are classified by IsPermanent.
+type Handler func(ctx context.Context, c *Call) error
+
+// Call is what a Handler gets: the account and the step.
+type Call struct {
+	Account *tablekit.Account
+	TxID    string          // the transaction's id
+	Index   int             // 0-based position of the step in the transaction
+	Kind    string          // the step's kind
+	Args    json.RawMessage // the step's arguments (may be empty)
+	// DequeueCount is how many times the queue has delivered the message
+	// (1 on the first attempt; 0 when the step is applied with Apply).
+	DequeueCount int64
+	Logger       *slog.Logger // never nil
+}
+
+// Decode decodes the step's arguments into v, rejecting unknown fields.
+// Errors wrap ErrInvalidArgs (and so ErrPermanent).
+func (c *Call) Decode(v any) error {
+	args := c.Args
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &wrapped{msg: "consistency: " + c.Kind + ": cannot decode the arguments: " + err.Error(), err: ErrInvalidArgs, cause: err}
+	}
+	return nil
+}
+
+// Registry maps step kinds to handlers. It is safe for concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Handler
+}
+
+// NewRegistry returns a registry holding the built-in steps (see Kinds).
+func NewRegistry() *Registry {
+	r := &Registry{m: make(map[string]Handler, len(builtins))}
+	for k, b := range builtins {
+		r.m[k] = b.apply
+	}
+	return r
+}
+
+// Handle registers h for kind, replacing any handler (built-in ones
+// included) registered before. Like net/http's Handle, it panics on an
+// empty kind or a nil handler: both are programming errors.
+func (r *Registry) Handle(kind string, h Handler) {
+	if kind == "" || h == nil {
+		panic("consistency: Handle needs a kind and a handler")
+	}
+	r.mu.Lock()
+	r.m[kind] = h
+	r.mu.Unlock()
+}
+
+// Lookup returns the handler of kind.
+func (r *Registry) Lookup(kind string) (Handler, bool) {
+	r.mu.RLock()
+	h, ok := r.m[kind]
+	r.mu.RUnlock()
+	return h, ok
+}
+
+// Kinds returns the registered kinds, sorted.
+func (r *Registry) Kinds() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ks := make([]string, 0, len(r.m))
+	for k := range r.m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// ValidateSteps checks the arguments of every built-in step of tx (custom
+// kinds are checked by their handlers when they run). Queue.Enqueue calls
+// it so that a malformed step fails at the caller, not in the poison
+// queue. Errors are *StepError wrapping ErrInvalidArgs.
+func ValidateSteps(tx *Transaction) error {
+	if err := tx.Validate(); err != nil {
+		return err
+	}
+	for i, s := range tx.Steps {
+		b, ok := builtins[s.Kind]
+		if !ok {
+			continue
+		}
+		if err := b.validate(s.Args); err != nil {
+			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
+		}
+	}
+	return nil
+}
+
+// Apply runs the steps of tx in order, in the caller's goroutine, with the
+// handlers of reg (nil means the built-ins). Writers use it for the fast
+// path ("enqueue the intent, then apply it yourself"): the queued copy
+// makes the outcome certain even if this call fails half way. The first
+// failure is returned as a *StepError.
+func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Registry) error {
+	if reg == nil {
+		reg = defaultRegistry
+	}
+	if err := tx.Validate(); err != nil {
+		return err
+	}
+	return runSteps(ctx, acct, reg, tx, 0, slog.New(slog.DiscardHandler))
+}
+
+var defaultRegistry = NewRegistry()
+
+func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, dequeueCount int64, log *slog.Logger) error {
+	for i, s := range tx.Steps {
+		h, ok := reg.Lookup(s.Kind)
+		if !ok {
+			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: &wrapped{msg: "consistency: no handler for step kind " + s.Kind, err: ErrUnknownStep}}
+		}
+		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, Logger: log}
+		if err := h(ctx, c); err != nil {
+			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
+		}
+		log.Debug("step applied", "tx", tx.ID, "step", i, "kind", s.Kind)
+	}
+	return nil
+}

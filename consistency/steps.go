@@ -1,0 +1,692 @@
+package consistency
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// The built-in step kinds. The tablekit-worker binary runs all of them
+// with no user code.
+const (
+	// KindUpsertEntity writes an entity (UpsertEntityArgs). Idempotent:
+	// writing the same entity again leaves the same state (replace
+	// writes the whole entity; merge writes the same property values).
+	KindUpsertEntity = "upsert-entity"
+	// KindDeleteEntity deletes an entity if it exists (EntityRef).
+	// Idempotent: a missing entity is success.
+	KindDeleteEntity = "delete-entity"
+	// KindMoveEntity copies an entity to another table (or keys) and
+	// deletes the source (MoveEntityArgs), the guide's archive example.
+	// Idempotent: when the source is gone and the destination exists the
+	// move is done; the delete is conditioned on the ETag read, so a
+	// source updated meanwhile is copied again, never lost.
+	KindMoveEntity = "move-entity"
+	// KindPutBlob uploads a blob, overwriting it (PutBlobArgs).
+	// Idempotent: the same bytes give the same blob.
+	KindPutBlob = "put-blob"
+	// KindDeleteBlob deletes a blob if it exists (BlobRef). Idempotent:
+	// a missing blob is success.
+	KindDeleteBlob = "delete-blob"
+	// KindSyncCopies makes the copies of a source entity (secondary index
+	// entities in other partitions or tables, denormalized copies) match
+	// the source as it is when the step runs (SyncCopiesArgs). Idempotent
+	// and order-insensitive: it reads the source every time.
+	KindSyncCopies = "sync-copies"
+	// KindIndexList adds a member key to, or removes it from, a list kept
+	// in an index entity, according to whether the source entity currently
+	// qualifies (IndexListArgs): the guide's index-entity option 3.
+	// Idempotent and order-insensitive: membership is read from the
+	// source every time.
+	KindIndexList = "index-list"
+	// KindBlobCleanup deletes a blob that the source entity no longer
+	// references (BlobCleanupArgs): orphans of the large-entities pattern.
+	// Idempotent: a blob still referenced is kept, a missing one ignored.
+	KindBlobCleanup = "blob-cleanup"
+)
+
+// maxReadRepair bounds the read-apply-reread loops of sync-copies and
+// index-list (and the 412 loop of index-list); past it the step fails with
+// a retryable error and the worker tries again later.
+const maxReadRepair = 8
+
+type builtin struct {
+	validate func(json.RawMessage) error
+	apply    Handler
+}
+
+var builtins = map[string]builtin{
+	KindUpsertEntity: {validateAs[UpsertEntityArgs](KindUpsertEntity), applyUpsertEntity},
+	KindDeleteEntity: {validateAs[EntityRef](KindDeleteEntity), applyDeleteEntity},
+	KindMoveEntity:   {validateAs[MoveEntityArgs](KindMoveEntity), applyMoveEntity},
+	KindPutBlob:      {validateAs[PutBlobArgs](KindPutBlob), applyPutBlob},
+	KindDeleteBlob:   {validateAs[BlobRef](KindDeleteBlob), applyDeleteBlob},
+	KindSyncCopies:   {validateAs[SyncCopiesArgs](KindSyncCopies), applySyncCopies},
+	KindIndexList:    {validateAs[IndexListArgs](KindIndexList), applyIndexList},
+	KindBlobCleanup:  {validateAs[BlobCleanupArgs](KindBlobCleanup), applyBlobCleanup},
+}
+
+type validator interface{ validate(kind string) error }
+
+func validateAs[T any, P interface {
+	*T
+	validator
+}](kind string) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		_, err := decodeArgs[T, P](kind, raw)
+		return err
+	}
+}
+
+func decodeArgs[T any, P interface {
+	*T
+	validator
+}](kind string, raw json.RawMessage) (*T, error) {
+	c := Call{Kind: kind, Args: raw}
+	v := new(T)
+	if err := c.Decode(v); err != nil {
+		return nil, err
+	}
+	if err := P(v).validate(kind); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ---- upsert-entity ----
+
+// UpsertEntityArgs are the arguments of KindUpsertEntity.
+type UpsertEntityArgs struct {
+	Table string `json:"table"`
+	// Entity is the entity in the Table service's JSON form, with
+	// PartitionKey, RowKey and "@odata.type" annotations for typed
+	// properties (Int64, Double, DateTime, Guid, Binary), as
+	// entity.Marshal produces it.
+	Entity json.RawMessage `json:"entity"`
+	// Mode is aztables.UpdateModeReplace (the default: the stored entity
+	// becomes exactly Entity) or aztables.UpdateModeMerge.
+	Mode aztables.UpdateMode `json:"mode,omitempty"`
+}
+
+func (a *UpsertEntityArgs) validate(kind string) error {
+	if err := keys.ValidateTableName(a.Table); err != nil {
+		return invalidArgs(kind, "table", err)
+	}
+	if a.Mode != "" && a.Mode != aztables.UpdateModeReplace && a.Mode != aztables.UpdateModeMerge {
+		return argsError(kind, "mode "+strconv.Quote(string(a.Mode))+" is neither replace nor merge")
+	}
+	_, err := decodeEntity(kind, a.Entity)
+	return err
+}
+
+// UpsertEntity returns a KindUpsertEntity step writing entity (the Table
+// service JSON of one entity) to table with the given mode ("" means
+// replace).
+func UpsertEntity(table string, entity []byte, mode aztables.UpdateMode) Step {
+	return NewStep(KindUpsertEntity, UpsertEntityArgs{Table: table, Entity: entity, Mode: mode})
+}
+
+func applyUpsertEntity(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[UpsertEntityArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	p, _ := decodeEntity(c.Kind, a.Entity)
+	mode := a.Mode
+	if mode == "" {
+		mode = aztables.UpdateModeReplace
+	}
+	return upsertEntity(ctx, c.Account, a.Table, p, mode)
+}
+
+// ---- delete-entity ----
+
+func (r *EntityRef) validate(kind string) error {
+	if err := keys.ValidateTableName(r.Table); err != nil {
+		return invalidArgs(kind, "table", err)
+	}
+	if err := keys.ValidateKey("PartitionKey", r.PartitionKey); err != nil {
+		return invalidArgs(kind, "pk", err)
+	}
+	if err := keys.ValidateKey("RowKey", r.RowKey); err != nil {
+		return invalidArgs(kind, "rk", err)
+	}
+	return nil
+}
+
+// DeleteEntity returns a KindDeleteEntity step.
+func DeleteEntity(ref EntityRef) Step { return NewStep(KindDeleteEntity, ref) }
+
+func applyDeleteEntity(ctx context.Context, c *Call) error {
+	r, err := decodeArgs[EntityRef](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	return deleteEntityIfExists(ctx, c.Account, *r, nil)
+}
+
+// ---- move-entity ----
+
+// MoveEntityArgs are the arguments of KindMoveEntity.
+type MoveEntityArgs struct {
+	From EntityRef `json:"from"`
+	// To is the destination; an empty pk or rk keeps the source's.
+	To EntityRef `json:"to"`
+	// MissingOK makes the step succeed when neither the source nor the
+	// destination exists. By default that is a permanent error wrapping
+	// tablekit.ErrNotFound: the entity to move never existed, or was
+	// deleted from its destination after the move.
+	MissingOK bool `json:"missingOk,omitempty"`
+}
+
+func (a *MoveEntityArgs) validate(kind string) error {
+	if err := a.From.validateField(kind, "from"); err != nil {
+		return err
+	}
+	to := a.dest()
+	if err := to.validateField(kind, "to"); err != nil {
+		return err
+	}
+	if to == a.From {
+		return argsError(kind, "from and to name the same entity")
+	}
+	return nil
+}
+
+func (a *MoveEntityArgs) dest() EntityRef {
+	to := a.To
+	if to.PartitionKey == "" {
+		to.PartitionKey = a.From.PartitionKey
+	}
+	if to.RowKey == "" {
+		to.RowKey = a.From.RowKey
+	}
+	return to
+}
+
+// MoveEntity returns a KindMoveEntity step moving from to to, keeping the
+// entity's properties and their types exactly.
+func MoveEntity(from, to EntityRef) Step {
+	return NewStep(KindMoveEntity, MoveEntityArgs{From: from, To: to})
+}
+
+func applyMoveEntity(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[MoveEntityArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	to := a.dest()
+	for range maxReadRepair {
+		p, etag, found, err := readEntity(ctx, c.Account, a.From)
+		if err != nil {
+			return err
+		}
+		if !found {
+			_, _, there, err := readEntity(ctx, c.Account, to)
+			if err != nil {
+				return err
+			}
+			if there || a.MissingOK {
+				return nil // done, by this or an earlier delivery
+			}
+			return Permanent(&wrapped{msg: "consistency: move-entity: neither " + a.From.String() + " nor " + to.String() + " exists", err: tablekit.ErrNotFound})
+		}
+		if err := upsertEntity(ctx, c.Account, to.Table, p.withKeys(to.PartitionKey, to.RowKey, nil), aztables.UpdateModeReplace); err != nil {
+			return err
+		}
+		err = deleteEntityIfExists(ctx, c.Account, a.From, &etag)
+		if tablekit.IsPreconditionFailed(err) {
+			continue // the source changed after the read: copy it again
+		}
+		return err
+	}
+	return Retryable(errors.New("consistency: move-entity: " + a.From.String() + " kept changing while being moved"))
+}
+
+// ---- put-blob / delete-blob ----
+
+// PutBlobArgs are the arguments of KindPutBlob.
+type PutBlobArgs struct {
+	Container   string `json:"container"`
+	Name        string `json:"name"`
+	Data        []byte `json:"data"` // base64 in JSON
+	ContentType string `json:"contentType,omitempty"`
+}
+
+func (a *PutBlobArgs) validate(kind string) error {
+	return (&BlobRef{Container: a.Container, Name: a.Name}).validate(kind)
+}
+
+func (b *BlobRef) validate(kind string) error {
+	if err := keys.ValidateContainerName(b.Container); err != nil {
+		return invalidArgs(kind, "container", err)
+	}
+	if b.Name == "" || len(b.Name) > 1024 {
+		return argsError(kind, "blob name must have 1 to 1024 characters")
+	}
+	return nil
+}
+
+// PutBlob returns a KindPutBlob step.
+func PutBlob(container, name string, data []byte, contentType string) Step {
+	return NewStep(KindPutBlob, PutBlobArgs{Container: container, Name: name, Data: data, ContentType: contentType})
+}
+
+func applyPutBlob(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[PutBlobArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	if c.Account.Blobs() == nil {
+		return Permanent(tablekit.ErrNoEndpoint)
+	}
+	var o *azblob.UploadBufferOptions
+	if a.ContentType != "" {
+		o = &azblob.UploadBufferOptions{HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr(a.ContentType)}}
+	}
+	_, err = c.Account.Blobs().UploadBuffer(ctx, a.Container, a.Name, a.Data, o)
+	return tablekit.MapError(err, "put blob", a.Container+"/"+a.Name)
+}
+
+// DeleteBlob returns a KindDeleteBlob step.
+func DeleteBlob(container, name string) Step {
+	return NewStep(KindDeleteBlob, BlobRef{Container: container, Name: name})
+}
+
+func applyDeleteBlob(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[BlobRef](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	return deleteBlobIfExists(ctx, c.Account, *a)
+}
+
+func deleteBlobIfExists(ctx context.Context, acct *tablekit.Account, b BlobRef) error {
+	if acct.Blobs() == nil {
+		return Permanent(tablekit.ErrNoEndpoint)
+	}
+	_, err := acct.Blobs().DeleteBlob(ctx, b.Container, b.Name, nil)
+	err = tablekit.MapError(err, "delete blob", b.Container+"/"+b.Name)
+	var se *tablekit.ServiceError
+	if tablekit.IsNotFound(err) && asServiceError(err, &se) && se.Code == "BlobNotFound" {
+		return nil
+	}
+	return err
+}
+
+// ---- sync-copies ----
+
+// CopySpec is one desired copy of a source entity, as listed in the
+// source's copies property: where the copy lives and which properties it
+// carries (Props empty means all of them).
+type CopySpec struct {
+	Table        string   `json:"table"`
+	PartitionKey string   `json:"pk"`
+	RowKey       string   `json:"rk"`
+	Props        []string `json:"props,omitempty"`
+}
+
+// Ref is the copy's location.
+func (c CopySpec) Ref() EntityRef { return EntityRef{c.Table, c.PartitionKey, c.RowKey} }
+
+// SyncCopiesArgs are the arguments of KindSyncCopies.
+//
+// The source entity carries, in the string property named by Property, a
+// JSON array of CopySpec: the copies it should have. The writer that
+// changes the source enqueues the step with Previous, the copies the
+// source had before the write (from the value it replaced). Applying it:
+// read the source; if it exists, upsert every desired copy (the source's
+// properties, projected to the spec's Props, under the copy's keys, types
+// kept) and delete the previous copies (and any copy written by an earlier
+// pass of this step) that are no longer desired; if the source is gone,
+// delete every previous copy. The source is read again at the end and the
+// pass repeated if it changed meanwhile, so that copies match the source
+// whatever order messages arrive in.
+type SyncCopiesArgs struct {
+	Source   EntityRef   `json:"source"`
+	Previous []EntityRef `json:"previous,omitempty"`
+	Property string      `json:"property"`
+}
+
+func (a *SyncCopiesArgs) validate(kind string) error {
+	if err := a.Source.validateField(kind, "source"); err != nil {
+		return err
+	}
+	for i, p := range a.Previous {
+		if err := p.validateField(kind, "previous["+strconv.Itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	if a.Property == "" {
+		return argsError(kind, "property names no property")
+	}
+	return nil
+}
+
+// SyncCopies returns a KindSyncCopies step.
+func SyncCopies(source EntityRef, property string, previous ...EntityRef) Step {
+	return NewStep(KindSyncCopies, SyncCopiesArgs{Source: source, Previous: previous, Property: property})
+}
+
+// EncodeCopies encodes copy specs for the copies property of a source
+// entity.
+func EncodeCopies(specs ...CopySpec) (string, error) {
+	if specs == nil {
+		specs = []CopySpec{}
+	}
+	b, err := json.Marshal(specs)
+	return string(b), err
+}
+
+func applySyncCopies(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[SyncCopiesArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	stale := map[EntityRef]bool{}
+	for _, p := range a.Previous {
+		stale[p] = true
+	}
+	for range maxReadRepair {
+		p, etag, found, err := readEntity(ctx, c.Account, a.Source)
+		if err != nil {
+			return err
+		}
+		desired := map[EntityRef]bool{}
+		if found {
+			specs, err := parseCopies(c.Kind, a.Source, a.Property, p)
+			if err != nil {
+				return err
+			}
+			for _, s := range specs {
+				r := s.Ref()
+				desired[r] = true
+				stale[r] = true // written by this pass; removed by a later one if no longer desired
+				if err := upsertEntity(ctx, c.Account, r.Table, p.withKeys(r.PartitionKey, r.RowKey, s.Props), aztables.UpdateModeReplace); err != nil {
+					return err
+				}
+			}
+		}
+		for _, r := range sortedRefs(stale) {
+			if desired[r] || r == a.Source {
+				continue
+			}
+			if err := deleteEntityIfExists(ctx, c.Account, r, nil); err != nil {
+				return err
+			}
+		}
+		_, etag2, found2, err := readEntity(ctx, c.Account, a.Source)
+		if err != nil {
+			return err
+		}
+		if found2 == found && etag2 == etag {
+			return nil
+		}
+	}
+	return Retryable(errors.New("consistency: sync-copies: " + a.Source.String() + " kept changing"))
+}
+
+func parseCopies(kind string, src EntityRef, prop string, p props) ([]CopySpec, error) {
+	raw, ok := p[prop]
+	if !ok {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil, Permanent(argsError(kind, "property "+prop+" of "+src.String()+" is not a string"))
+	}
+	if s == "" {
+		return nil, nil
+	}
+	var specs []CopySpec
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&specs); err != nil {
+		return nil, Permanent(argsError(kind, "property "+prop+" of "+src.String()+" is not a JSON array of copies: "+err.Error()))
+	}
+	for i, sp := range specs {
+		if err := sp.Ref().validateField(kind, prop+"["+strconv.Itoa(i)+"]"); err != nil {
+			return nil, err
+		}
+		if sp.Ref() == src {
+			return nil, argsError(kind, "property "+prop+" of "+src.String()+" lists the source itself as a copy")
+		}
+	}
+	return specs, nil
+}
+
+func sortedRefs(m map[EntityRef]bool) []EntityRef {
+	out := make([]EntityRef, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b EntityRef) int {
+		if a.Table != b.Table {
+			return cmpStr(a.Table, b.Table)
+		}
+		if a.PartitionKey != b.PartitionKey {
+			return cmpStr(a.PartitionKey, b.PartitionKey)
+		}
+		return cmpStr(a.RowKey, b.RowKey)
+	})
+	return out
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ---- index-list ----
+
+// IndexListArgs are the arguments of KindIndexList.
+//
+// The index entity holds, in the string property named by Property, a
+// JSON array of member keys (sorted, without duplicates). Member belongs
+// in the list when the source entity exists and its property Where equals
+// Equals (compared as JSON values: "Sales", 42, true). Applying the step
+// reads the source, then adds or removes Member with an ETag-conditioned
+// merge of the index entity (created on the first add), retrying on 412
+// up to a bound, and repeats if the source changed meanwhile.
+type IndexListArgs struct {
+	Index    EntityRef       `json:"index"`
+	Property string          `json:"property"`
+	Member   string          `json:"member"`
+	Source   EntityRef       `json:"source"`
+	Where    string          `json:"where"`
+	Equals   json.RawMessage `json:"equals"`
+}
+
+func (a *IndexListArgs) validate(kind string) error {
+	if err := a.Index.validateField(kind, "index"); err != nil {
+		return err
+	}
+	if err := a.Source.validateField(kind, "source"); err != nil {
+		return err
+	}
+	if a.Property == "" || a.Where == "" {
+		return argsError(kind, "property and where must name properties")
+	}
+	if a.Member == "" {
+		return argsError(kind, "member is empty")
+	}
+	if len(a.Equals) == 0 || !json.Valid(a.Equals) {
+		return argsError(kind, "equals is not a JSON value")
+	}
+	return nil
+}
+
+// IndexList returns a KindIndexList step.
+func IndexList(a IndexListArgs) Step { return NewStep(KindIndexList, a) }
+
+// DecodeMembers parses an index entity's list property.
+func DecodeMembers(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m []string
+	err := json.Unmarshal([]byte(s), &m)
+	return m, err
+}
+
+func applyIndexList(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[IndexListArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	var want any
+	if err := json.Unmarshal(a.Equals, &want); err != nil {
+		return Permanent(err)
+	}
+	idx, err := c.Account.Table(a.Index.Table)
+	if err != nil {
+		return Permanent(err)
+	}
+	for range maxReadRepair {
+		src, etag, found, err := readEntity(ctx, c.Account, a.Source)
+		if err != nil {
+			return err
+		}
+		member := false
+		if found {
+			if raw, ok := src[a.Where]; ok {
+				var got any
+				member = json.Unmarshal(raw, &got) == nil && reflect.DeepEqual(got, want)
+			}
+		}
+		if err := setMembership(ctx, idx, a, member); err != nil {
+			return err
+		}
+		_, etag2, found2, err := readEntity(ctx, c.Account, a.Source)
+		if err != nil {
+			return err
+		}
+		if found2 == found && etag2 == etag {
+			return nil
+		}
+	}
+	return Retryable(errors.New("consistency: index-list: " + a.Source.String() + " kept changing"))
+}
+
+// setMembership adds or removes a.Member with optimistic concurrency.
+func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, member bool) error {
+	for range maxReadRepair {
+		p, etag, found, err := readEntityWith(ctx, idx, a.Index)
+		if err != nil {
+			return err
+		}
+		var list []string
+		if found {
+			s, _ := p.stringProp(a.Property)
+			if list, err = DecodeMembers(s); err != nil {
+				return Permanent(argsError(KindIndexList, "property "+a.Property+" of "+a.Index.String()+" is not a JSON array of strings"))
+			}
+		}
+		present := slices.Contains(list, a.Member)
+		if !found && !member {
+			return nil
+		}
+		if found && present == member && slices.IsSorted(list) && len(slices.Compact(slices.Clone(list))) == len(list) {
+			return nil
+		}
+		if member && !present {
+			list = append(list, a.Member)
+		} else if !member {
+			list = slices.DeleteFunc(list, func(m string) bool { return m == a.Member })
+		}
+		slices.Sort(list)
+		list = slices.Compact(list)
+		if list == nil {
+			list = []string{}
+		}
+		enc, _ := json.Marshal(list)
+		body, _ := json.Marshal(map[string]string{"PartitionKey": a.Index.PartitionKey, "RowKey": a.Index.RowKey, a.Property: string(enc)})
+		if !found {
+			_, err = idx.AddEntity(ctx, body, nil)
+			err = tablekit.MapError(err, "insert index entity", a.Index.String())
+			if tablekit.IsAlreadyExists(err) {
+				continue
+			}
+			return err
+		}
+		_, err = idx.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge})
+		err = tablekit.MapError(err, "merge index entity", a.Index.String())
+		if tablekit.IsPreconditionFailed(err) || tablekit.IsNotFound(err) && !isTableNotFound(err) {
+			continue
+		}
+		return err
+	}
+	return Retryable(errors.New("consistency: index-list: " + a.Index.String() + " kept changing (412)"))
+}
+
+// ---- blob-cleanup ----
+
+// BlobCleanupArgs are the arguments of KindBlobCleanup. The blob is
+// deleted unless the source entity exists and its string property Property
+// references it: equals Name, or is a JSON array of strings containing
+// Name. Give every version of a large property its own blob name, so a
+// name once unreferenced never becomes referenced again.
+type BlobCleanupArgs struct {
+	Container string    `json:"container"`
+	Name      string    `json:"name"`
+	Source    EntityRef `json:"source"`
+	Property  string    `json:"property"`
+}
+
+func (a *BlobCleanupArgs) validate(kind string) error {
+	if err := (&BlobRef{a.Container, a.Name}).validate(kind); err != nil {
+		return err
+	}
+	if err := a.Source.validateField(kind, "source"); err != nil {
+		return err
+	}
+	if a.Property == "" {
+		return argsError(kind, "property names no property")
+	}
+	return nil
+}
+
+// BlobCleanup returns a KindBlobCleanup step.
+func BlobCleanup(container, name string, source EntityRef, property string) Step {
+	return NewStep(KindBlobCleanup, BlobCleanupArgs{Container: container, Name: name, Source: source, Property: property})
+}
+
+func applyBlobCleanup(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[BlobCleanupArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	p, _, found, err := readEntity(ctx, c.Account, a.Source)
+	if err != nil {
+		return err
+	}
+	if found {
+		if s, ok := p.stringProp(a.Property); ok {
+			if s == a.Name {
+				return nil
+			}
+			var names []string
+			if json.Unmarshal([]byte(s), &names) == nil && slices.Contains(names, a.Name) {
+				return nil
+			}
+		}
+	}
+	return deleteBlobIfExists(ctx, c.Account, BlobRef{a.Container, a.Name})
+}
