@@ -527,8 +527,8 @@ func (a *IndexListArgs) validate(kind string) error {
 	if a.Member == "" {
 		return argsError(kind, "member is empty")
 	}
-	if len(a.Equals) == 0 || !json.Valid(a.Equals) {
-		return argsError(kind, "equals is not a JSON value")
+	if eq := bytes.TrimSpace(a.Equals); len(eq) == 0 || string(eq) == "null" || !json.Valid(eq) {
+		return argsError(kind, "equals is not a JSON value (null never matches: the Table service stores no nulls)")
 	}
 	return nil
 }
