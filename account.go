@@ -1,10 +1,12 @@
 package tablekit
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -40,6 +42,9 @@ type AccountOptions struct {
 type Account struct {
 	name   string
 	key    *aztables.SharedKeyCredential // nil unless authenticated by shared key
+	auth   tableAuth                     // how TableHTTP authenticates
+	httpMu sync.Mutex
+	http   *TableHTTP
 	tables *aztables.ServiceClient
 	queues *azqueue.ServiceClient
 	blobs  *azblob.Client
@@ -76,7 +81,7 @@ func Connect(connectionString string, opts *AccountOptions) (*Account, error) {
 	if s.accountKey != "" {
 		return NewAccountWithSharedKey(s.accountName, s.accountKey, Endpoints{Table: s.tableURL, Queue: s.queueURL, Blob: s.blobURL}, opts)
 	}
-	a := &Account{name: s.accountName, opts: optsOrZero(opts)}
+	a := &Account{name: s.accountName, opts: optsOrZero(opts), auth: tableAuth{sas: s.sas}}
 	co := a.opts.ClientOptions
 	if s.tableURL != "" {
 		a.urls.table = s.tableURL
@@ -132,6 +137,7 @@ func NewAccountWithSharedKey(accountName, accountKey string, ep Endpoints, opts 
 	if a.key, err = aztables.NewSharedKeyCredential(accountName, accountKey); err != nil {
 		return nil, &connError{msg: "AccountKey is not base64"}
 	}
+	a.auth.keyBytes, _ = base64.StdEncoding.DecodeString(accountKey)
 	if ep.Table != "" {
 		if a.tables, err = aztables.NewServiceClientWithSharedKey(ep.Table, a.key, &aztables.ClientOptions{ClientOptions: co}); err != nil {
 			return nil, wrapClientErr("table", err)
@@ -168,7 +174,7 @@ func NewAccountWithCredential(ep Endpoints, cred azcore.TokenCredential, opts *A
 	if err := checkEndpoints(ep); err != nil {
 		return nil, err
 	}
-	a := &Account{opts: optsOrZero(opts), urls: endpoints{ep.Table, ep.Queue, ep.Blob}}
+	a := &Account{opts: optsOrZero(opts), urls: endpoints{ep.Table, ep.Queue, ep.Blob}, auth: tableAuth{token: cred}}
 	co := a.opts.ClientOptions
 	var err error
 	for _, p := range []string{ep.Table, ep.Queue, ep.Blob} {

@@ -329,7 +329,7 @@ func (x *Transaction[T]) Submit(ctx context.Context) ([]OpResult, error) {
 	if x.err != nil {
 		return nil, fmt.Errorf("tablekit: transaction on %s: %w", x.t.name, x.err)
 	}
-	results, err := SubmitTransaction(ctx, x.t.client, x.t.name, x.ops)
+	results, err := x.t.submit(ctx, x.ops)
 	if err != nil {
 		return nil, err
 	}
@@ -348,4 +348,12 @@ func transactionIndex(err error) (int, bool) {
 		return te.Index, true
 	}
 	return 0, false
+}
+
+// SubmitOps validates ops and sends them as one entity group transaction
+// on t's table (on the fast path when t has one). Patterns use it for
+// transactions that mix Go types in one partition; errors are those of
+// SubmitTransaction. One request.
+func (t *Table[T]) SubmitOps(ctx context.Context, ops []Op) ([]OpResult, error) {
+	return t.submit(ctx, ops)
 }

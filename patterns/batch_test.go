@@ -160,7 +160,7 @@ func TestBulkWriteSplitsAt4MiB(t *testing.T) {
 		PartitionKey, RowKey   string
 		A, B, C, D, E, F, G, H string
 	}
-	wt, err := patterns.NewTable[wide](tbl.Account(), tbl.Name(), nil)
+	wt, err := patterns.NewTable[wide](tbl.Account(), tbl.Name(), tableOpts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,8 +210,16 @@ type batchSubmitter interface {
 	submit(ctx context.Context, ops []Op) ([]OpResult, error)
 }
 
+// submit validates ops and sends them as one transaction, on the fast path
+// when the table has one.
 func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
-	return SubmitTransaction(ctx, t.client, t.name, ops)
+	if t.fast == nil {
+		return SubmitTransaction(ctx, t.client, t.name, ops)
+	}
+	if err := ValidateTransaction(ops); err != nil {
+		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
+	}
+	return t.fast.submit(ctx, ops)
 }
 
 type bulk struct {

@@ -23,6 +23,7 @@ import (
 type MixedTable struct {
 	name   string
 	client *aztables.Client
+	fast   *fastPath
 	reg    *entity.Registry
 }
 
@@ -36,7 +37,7 @@ func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry) (*
 	if err != nil {
 		return nil, err
 	}
-	return &MixedTable{name: name, client: client, reg: reg}, nil
+	return &MixedTable{name: name, client: client, reg: reg, fast: newFastPath(acct, name, false)}, nil
 }
 
 // Client is the underlying SDK client.
@@ -124,7 +125,7 @@ func (m *MixedTable) Query(ctx context.Context, f keys.Filter, opts *QueryOption
 			yield(nil, err)
 			return
 		}
-		for raw, err := range rawRows(ctx, m.client, q) {
+		for raw, err := range rawRows(ctx, m.client, m.fast, q) {
 			if err != nil {
 				yield(nil, err)
 				return

@@ -148,7 +148,7 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 			yield(zero, err)
 			return
 		}
-		for raw, err := range rawRows(ctx, t.client, q) {
+		for raw, err := range rawRows(ctx, t.client, t.fast, q) {
 			if err != nil {
 				yield(zero, err)
 				return
@@ -167,7 +167,10 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 
 // rawRows runs a prepared query, yielding each row's JSON; it stops after
 // q.limit rows, at the first error, or when ctx is cancelled.
-func rawRows(ctx context.Context, client *aztables.Client, q query) iter.Seq2[[]byte, error] {
+func rawRows(ctx context.Context, client *aztables.Client, fast *fastPath, q query) iter.Seq2[[]byte, error] {
+	if fast != nil {
+		return fastRows(ctx, fast, q)
+	}
 	return func(yield func([]byte, error) bool) {
 		pager := client.NewListEntitiesPager(q.listOptions(nil))
 		n := 0
@@ -195,7 +198,7 @@ func rawRows(ctx context.Context, client *aztables.Client, q query) iter.Seq2[[]
 }
 
 // rawPage fetches one page of a prepared query after token.
-func rawPage(ctx context.Context, client *aztables.Client, q query, token string) (rows [][]byte, next string, err error) {
+func rawPage(ctx context.Context, client *aztables.Client, fast *fastPath, q query, token string) (rows [][]byte, next string, err error) {
 	var pos *continuation
 	if token != "" {
 		c, err := decodeToken(token, q.hash)
@@ -203,6 +206,13 @@ func rawPage(ctx context.Context, client *aztables.Client, q query, token string
 			return nil, "", err
 		}
 		pos = &c
+	}
+	if fast != nil {
+		rows, c, err := fast.page(ctx, q, pos)
+		if err != nil || c == nil {
+			return rows, "", err
+		}
+		return rows, encodeToken(*c, q.hash), nil
 	}
 	pager := client.NewListEntitiesPager(q.listOptions(pos))
 	resp, err := pager.NextPage(ctx)
@@ -217,6 +227,38 @@ func rawPage(ctx context.Context, client *aztables.Client, q query, token string
 		next = encodeToken(c, q.hash)
 	}
 	return resp.Entities, next, nil
+}
+
+// fastRows is rawRows on the fast path.
+func fastRows(ctx context.Context, fast *fastPath, q query) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		var pos *continuation
+		n := 0
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			rows, next, err := fast.page(ctx, q, pos)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, raw := range rows {
+				if !yield(raw, nil) {
+					return
+				}
+				n++
+				if q.limit > 0 && n >= q.limit {
+					return
+				}
+			}
+			if next == nil {
+				return
+			}
+			pos = next
+		}
+	}
 }
 
 // Collect gathers a query's entities into a slice, stopping at the first
@@ -241,7 +283,7 @@ func (t *Table[T]) Page(ctx context.Context, f keys.Filter, token string, opts *
 	if err != nil {
 		return Page[T]{}, err
 	}
-	rows, next, err := rawPage(ctx, t.client, q, token)
+	rows, next, err := rawPage(ctx, t.client, t.fast, q, token)
 	if err != nil {
 		return Page[T]{}, err
 	}

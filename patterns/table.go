@@ -36,6 +36,11 @@ type TableOptions struct {
 	// MaxUpdateAttempts bounds Update's read-modify-write loop on ETag
 	// conflicts. Default 16.
 	MaxUpdateAttempts int
+	// SDKPath sends every request through the aztables client instead of
+	// tablekit's own REST calls (the fast path). Both behave the same;
+	// the fast path skips the SDK's map[string]any round trips. Cosmos DB
+	// Table endpoints always use the SDK path.
+	SDKPath bool
 }
 
 // Table is a typed repository over one Azure table: every row is a T,
@@ -52,6 +57,7 @@ type Table[T any] struct {
 	client      *aztables.Client
 	codec       *entity.Codec
 	maxAttempts int
+	fast        *fastPath // nil: use the SDK
 }
 
 // NewTable returns the repository of table name for rows of type T. It
@@ -77,7 +83,8 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	if o.MaxUpdateAttempts <= 0 {
 		o.MaxUpdateAttempts = 16
 	}
-	return &Table[T]{acct: acct, name: name, client: client, codec: codec, maxAttempts: o.MaxUpdateAttempts}, nil
+	return &Table[T]{acct: acct, name: name, client: client, codec: codec, maxAttempts: o.MaxUpdateAttempts,
+		fast: newFastPath(acct, name, o.SDKPath)}, nil
 }
 
 // Name is the table's name.
@@ -153,6 +160,14 @@ func (t *Table[T]) Insert(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
+	if t.fast != nil {
+		etag, err := t.fast.write(ctx, OpInsert, pk, rk, body, "", "insert", t.describe(pk, rk))
+		if err != nil {
+			return err
+		}
+		t.setMeta(v, etag)
+		return nil
+	}
 	resp, err := t.client.AddEntity(ctx, body, nil)
 	if err != nil {
 		return tablekit.MapError(err, "insert", t.describe(pk, rk))
@@ -188,6 +203,18 @@ func (t *Table[T]) update(ctx context.Context, v *T, opts *WriteOptions, mode az
 	if err != nil {
 		return err
 	}
+	if t.fast != nil {
+		typ := OpReplace
+		if mode == aztables.UpdateModeMerge {
+			typ = OpMerge
+		}
+		newETag, err := t.fast.write(ctx, typ, pk, rk, body, string(etag), op, t.describe(pk, rk))
+		if err != nil {
+			return err
+		}
+		t.setMeta(v, newETag)
+		return nil
+	}
 	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: mode})
 	if err != nil {
 		return tablekit.MapError(err, op, t.describe(pk, rk))
@@ -217,6 +244,18 @@ func (t *Table[T]) Upsert(ctx context.Context, v *T, mode UpsertMode) error {
 	if err != nil {
 		return err
 	}
+	if t.fast != nil {
+		typ := OpUpsertReplace
+		if mode == UpsertMerge {
+			typ = OpUpsertMerge
+		}
+		etag, err := t.fast.write(ctx, typ, pk, rk, body, "", "upsert", t.describe(pk, rk))
+		if err != nil {
+			return err
+		}
+		t.setMeta(v, etag)
+		return nil
+	}
 	m := aztables.UpdateModeReplace
 	if mode == UpsertMerge {
 		m = aztables.UpdateModeMerge
@@ -242,7 +281,15 @@ func (t *Table[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &etag})
+	return t.deleteKeys(ctx, pk, rk, etag)
+}
+
+func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	if t.fast != nil {
+		_, err := t.fast.write(ctx, OpDelete, pk, rk, nil, string(etag), "delete", t.describe(pk, rk))
+		return err
+	}
+	_, err := t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &etag})
 	return tablekit.MapError(err, "delete", t.describe(pk, rk))
 }
 
@@ -253,8 +300,7 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 	if err := validateKeys(pk, rk); err != nil {
 		return false, err
 	}
-	_, err = t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: to(azcore.ETagAny)})
-	err = tablekit.MapError(err, "delete", t.describe(pk, rk))
+	err = t.deleteKeys(ctx, pk, rk, azcore.ETagAny)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return false, nil
 	}
@@ -264,19 +310,8 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 // Get reads one entity: the guide's point query, the fastest there is. It
 // fails with tablekit.ErrNotFound when there is none. One request.
 func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	var v T
-	if err := validateKeys(pk, rk); err != nil {
-		return v, err
-	}
-	resp, err := t.client.GetEntity(ctx, pk, rk, nil)
-	if err != nil {
-		return v, tablekit.MapError(err, "get", t.describe(pk, rk))
-	}
-	if err := t.codec.Unmarshal(resp.Value, &v); err != nil {
-		return v, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
-	}
-	t.codec.SetMeta(&v, string(resp.ETag), time.Time{})
-	return v, nil
+	v, _, err := t.getWithETag(ctx, pk, rk)
+	return v, err
 }
 
 // Update is a read-modify-write loop that loses no concurrent update: it
@@ -320,15 +355,25 @@ func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, e
 	if err := validateKeys(pk, rk); err != nil {
 		return v, "", err
 	}
-	resp, err := t.client.GetEntity(ctx, pk, rk, nil)
-	if err != nil {
-		return v, "", tablekit.MapError(err, "get", t.describe(pk, rk))
+	var body []byte
+	var etag string
+	if t.fast != nil {
+		var err error
+		if body, etag, err = t.fast.get(ctx, pk, rk, t.describe(pk, rk)); err != nil {
+			return v, "", err
+		}
+	} else {
+		resp, err := t.client.GetEntity(ctx, pk, rk, nil)
+		if err != nil {
+			return v, "", tablekit.MapError(err, "get", t.describe(pk, rk))
+		}
+		body, etag = resp.Value, string(resp.ETag)
 	}
-	if err := t.codec.Unmarshal(resp.Value, &v); err != nil {
+	if err := t.codec.Unmarshal(body, &v); err != nil {
 		return v, "", fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
 	}
-	t.codec.SetMeta(&v, string(resp.ETag), time.Time{})
-	return v, string(resp.ETag), nil
+	t.codec.SetMeta(&v, etag, time.Time{})
+	return v, etag, nil
 }
 
 func (t *Table[T]) marshal(v *T) (body []byte, pk, rk string, err error) {
@@ -381,5 +426,3 @@ func TimestampFromETag(etag string) time.Time {
 	}
 	return ts.UTC()
 }
-
-func to[V any](v V) *V { return &v }

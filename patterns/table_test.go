@@ -18,6 +18,39 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// sdkPath makes the tests' tables use the aztables client instead of the
+// fast path; TestSDKPath runs the Table[T] suite that way.
+var sdkPath bool
+
+func tableOpts(o *patterns.TableOptions) *patterns.TableOptions {
+	var c patterns.TableOptions
+	if o != nil {
+		c = *o
+	}
+	c.SDKPath = sdkPath
+	return &c
+}
+
+// TestSDKPath runs the Table[T] suite through the aztables client: both
+// paths must behave the same.
+func TestSDKPath(t *testing.T) {
+	sdkPath = true
+	defer func() { sdkPath = false }()
+	for name, test := range map[string]func(*testing.T){
+		"CRUDWithETags":                           TestCRUDWithETags,
+		"BadInputFailsBeforeAnyRequest":           TestBadInputFailsBeforeAnyRequest,
+		"UpdateLosesNoConcurrentIncrement":        TestUpdateLosesNoConcurrentIncrement,
+		"QueryClassesProjectionAndLimits":         TestQueryClassesProjectionAndLimits,
+		"PagingResumesFromSerializedTokens":       TestPagingResumesFromSerializedTokens,
+		"TransactionRulesCheckedBeforeSending":    TestTransactionRulesCheckedBeforeSending,
+		"TransactionAtomicAndReportsFailingIndex": TestTransactionAtomicAndReportsFailingIndex,
+		"BulkWriteSplitsAt4MiB":                   TestBulkWriteSplitsAt4MiB,
+		"BulkWriteReportsFailuresAndKeepsTheRest": TestBulkWriteReportsFailuresAndKeepsTheRest,
+	} {
+		t.Run(name, test)
+	}
+}
+
 // Employee is the guide's employee entity: department as PartitionKey,
 // employee id as RowKey.
 type Employee struct {
@@ -35,7 +68,7 @@ type Employee struct {
 func newTable[T any](t *testing.T) (*patterns.Table[T], *reqcount.Counter) {
 	t.Helper()
 	acct, counter := testenv.CountingAccount(t)
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), nil)
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +154,7 @@ func TestCRUDWithETags(t *testing.T) {
 		PartitionKey, RowKey string
 		LastName             string
 	}
-	nt, err := patterns.NewTable[nameOnly](tbl.Account(), tbl.Name(), nil)
+	nt, err := patterns.NewTable[nameOnly](tbl.Account(), tbl.Name(), tableOpts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +263,7 @@ type Counter struct {
 func TestUpdateLosesNoConcurrentIncrement(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t)
-	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), &patterns.TableOptions{MaxUpdateAttempts: 200})
+	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxUpdateAttempts: 200}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +395,7 @@ func TestPagingResumesFromSerializedTokens(t *testing.T) {
 	for {
 		// A new Table value each time: the token alone carries the position,
 		// as it would across a process restart.
-		fresh, err := patterns.NewTable[Employee](testenv.Account(t), tbl.Name(), nil)
+		fresh, err := patterns.NewTable[Employee](testenv.Account(t), tbl.Name(), tableOpts(nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,228 @@
+package patterns_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// The raw side of each benchmark is what a competent Go developer writes
+// over aztables: JSON-tagged structs with encoding/json, Int64 as an
+// annotated string, SubmitTransaction in 100-entity chunks, the pager.
+
+type benchEmployee struct {
+	PartitionKey string
+	RowKey       string
+	ETag         string
+	Timestamp    time.Time
+	FirstName    string
+	LastName     string
+	Email        string
+	Department   string
+	Age          int32
+	Salary       int64
+	Rating       float64
+	Active       bool
+	Hired        time.Time
+}
+
+type rawEmployee struct {
+	PartitionKey string    `json:"PartitionKey"`
+	RowKey       string    `json:"RowKey"`
+	Timestamp    time.Time `json:"Timestamp,omitempty"`
+	FirstName    string    `json:"FirstName"`
+	LastName     string    `json:"LastName"`
+	Email        string    `json:"Email"`
+	Department   string    `json:"Department"`
+	Age          int32     `json:"Age"`
+	Salary       int64     `json:"Salary,string"`
+	SalaryType   string    `json:"Salary@odata.type"`
+	Rating       float64   `json:"Rating"`
+	RatingType   string    `json:"Rating@odata.type"`
+	Active       bool      `json:"Active"`
+	Hired        time.Time `json:"Hired"`
+	HiredType    string    `json:"Hired@odata.type"`
+}
+
+func benchRow(pk string, i int) benchEmployee {
+	return benchEmployee{
+		PartitionKey: pk, RowKey: fmt.Sprintf("%08d", i),
+		FirstName: "Jun" + strconv.Itoa(i), LastName: "Cao", Email: "junc" + strconv.Itoa(i) + "@contoso.com",
+		Department: pk, Age: 31, Salary: 1<<40 + int64(i), Rating: 4.5, Active: i%2 == 0,
+		Hired: time.Date(2014, 8, 22, 0, 50, 32, 0, time.UTC),
+	}
+}
+
+func rawRow(pk string, i int) rawEmployee {
+	e := benchRow(pk, i)
+	return rawEmployee{
+		PartitionKey: e.PartitionKey, RowKey: e.RowKey, FirstName: e.FirstName, LastName: e.LastName,
+		Email: e.Email, Department: e.Department, Age: e.Age, Salary: e.Salary, SalaryType: "Edm.Int64",
+		Rating: e.Rating, RatingType: "Edm.Double", Active: e.Active, Hired: e.Hired, HiredType: "Edm.DateTime",
+	}
+}
+
+func benchTable(b *testing.B) (*patterns.Table[benchEmployee], *aztables.Client) {
+	b.Helper()
+	acct := testenv.Account(b)
+	tbl, err := patterns.NewTable[benchEmployee](acct, testenv.TableName(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return tbl, tbl.Client()
+}
+
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	tbl, raw := benchTable(b)
+	row := benchRow("Sales", 1)
+	if err := tbl.Insert(ctx, &row); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("impl=tablekit", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tbl.Get(ctx, "Sales", row.RowKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		for b.Loop() {
+			resp, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var e rawEmployee
+			if err := json.Unmarshal(resp.Value, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+var benchSeq atomic.Int64
+
+// BenchmarkBulkWrite writes 1,000 entities over 10 partitions per op.
+func BenchmarkBulkWrite(b *testing.B) {
+	ctx := context.Background()
+	tbl, raw := benchTable(b)
+	const n, parts = 1000, 10
+	b.Run("impl=tablekit", func(b *testing.B) {
+		for b.Loop() {
+			base := int(benchSeq.Add(1)) * n
+			items := make([]benchEmployee, n)
+			for i := range items {
+				items[i] = benchRow("p"+strconv.Itoa(i%parts), base+i)
+			}
+			if _, err := tbl.BulkWrite(ctx, items, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		for b.Loop() {
+			base := int(benchSeq.Add(1)) * n
+			byPart := map[string][]aztables.TransactionAction{}
+			for i := 0; i < n; i++ {
+				e := rawRow("p"+strconv.Itoa(i%parts), base+i)
+				body, err := json.Marshal(e)
+				if err != nil {
+					b.Fatal(err)
+				}
+				byPart[e.PartitionKey] = append(byPart[e.PartitionKey], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: body})
+			}
+			for _, actions := range byPart {
+				for len(actions) > 0 {
+					chunk := actions[:min(100, len(actions))]
+					actions = actions[len(chunk):]
+					if _, err := raw.SubmitTransaction(ctx, chunk, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+	})
+	b.Run("impl=raw-single", func(b *testing.B) {
+		for b.Loop() {
+			base := int(benchSeq.Add(1)) * n
+			for i := 0; i < n; i++ {
+				body, err := json.Marshal(rawRow("p"+strconv.Itoa(i%parts), base+i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := raw.UpsertEntity(ctx, body, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+	})
+}
+
+// BenchmarkScan10k reads one partition of 10,000 entities per op.
+func BenchmarkScan10k(b *testing.B) {
+	ctx := context.Background()
+	tbl, raw := benchTable(b)
+	const n = 10000
+	items := make([]benchEmployee, n)
+	for i := range items {
+		items[i] = benchRow("scan", i)
+	}
+	if _, err := tbl.BulkWrite(ctx, items, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("impl=tablekit", func(b *testing.B) {
+		for b.Loop() {
+			count := 0
+			for _, err := range tbl.Query(ctx, keys.PK().Eq("scan"), &patterns.QueryOptions{SelectAll: true}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				count++
+			}
+			if count != n {
+				b.Fatalf("scanned %d", count)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		for b.Loop() {
+			count := 0
+			pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'scan'")})
+			for pager.More() {
+				page, err := pager.NextPage(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, body := range page.Entities {
+					var e rawEmployee
+					if err := json.Unmarshal(body, &e); err != nil {
+						b.Fatal(err)
+					}
+					count++
+				}
+			}
+			if count != n {
+				b.Fatalf("scanned %d", count)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+	})
+}
