@@ -1,0 +1,556 @@
+package patterns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Index declares one secondary index of T: the guide's intra-partition
+// (IndexedTable) and inter-partition (EventualIndexedTable) secondary
+// index patterns.
+//
+//	patterns.Index[Employee]{Name: "email", Unique: true,
+//		Key: func(e *Employee) string { return e.Email }}
+//
+// stores, next to the employee "Sales"/"empid_000223", a copy under the
+// RowKey "email_jonesj@contoso.com" (IndexedTable) or under PartitionKey
+// "email_Sales" and RowKey "jonesj@contoso.com" (EventualIndexedTable).
+type Index[T any] struct {
+	// Name prefixes the index's keys (Name + "_"); ASCII letters and
+	// digits only, distinct within a table.
+	Name string
+	// Key returns the indexed value of v. An empty value leaves v out of
+	// the index (a sparse index).
+	Key func(v *T) string
+	// Unique makes the value the whole key of the copy. In an IndexedTable
+	// a second entity with the same value in the partition fails the whole
+	// transaction with tablekit.ErrAlreadyExists (an *IndexConflictError).
+	// Without Unique the copy's key is the value joined with the primary
+	// RowKey (keys.Join), so equal values coexist and Find lists them.
+	Unique bool
+	// Props lists the properties the copy carries (the guide: "you don't
+	// necessarily need to duplicate all the properties"); nil means all.
+	// Lookups through the index fill only these fields (and the keys).
+	Props []string
+
+	// Table puts the copies in another table (EventualIndexedTable only);
+	// empty means the primary's table.
+	Table string
+	// Partition returns the suffix of the copy's PartitionKey
+	// (EventualIndexedTable only; the copy lives in Name + "_" +
+	// Partition(v)); nil means the primary's PartitionKey, the guide's
+	// "email_Sales".
+	Partition func(v *T) string
+}
+
+// maxIndexes is the most indexes an IndexedTable may have: an update that
+// changes every indexed value deletes and inserts one copy per index next
+// to the primary's replace, and an EGT holds at most 100 operations.
+const maxIndexes = (MaxTransactionOps - 1) / 2
+
+// IndexConflictError reports that a unique index value is taken: another
+// entity of the partition has it. It unwraps to the transaction's error,
+// so errors.Is(err, tablekit.ErrAlreadyExists) holds. Nothing was written.
+type IndexConflictError struct {
+	Table        string
+	Index        string
+	PartitionKey string
+	Value        string
+	Err          error
+}
+
+func (e *IndexConflictError) Error() string {
+	return "tablekit: " + e.Table + ": unique index " + strconv.Quote(e.Index) + " already has value " +
+		strconv.Quote(e.Value) + " in partition " + strconv.Quote(e.PartitionKey) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the transaction's error.
+func (e *IndexConflictError) Unwrap() error { return e.Err }
+
+// IndexedTableOptions configures an IndexedTable. Nil means defaults.
+type IndexedTableOptions struct {
+	// Table configures the underlying Table.
+	Table *TableOptions
+	// Primary names the primary RowKey's own prefix ("empid" for the
+	// guide's "empid_000223"): every primary RowKey must start with
+	// Primary + "_", and Lookup, Prefix and Between accept Primary as an
+	// index name. Empty means the primary RowKeys are free-form (and
+	// must not start with an index's prefix).
+	Primary string
+}
+
+// IndexedTable is the guide's intra-partition secondary index pattern: a
+// repository of T that stores, in the same partition, one copy of each
+// entity per index under a prefixed RowKey, and writes the entity and its
+// copies in one entity group transaction, so they never disagree.
+//
+// Requests: Insert 1; Update and Delete 2 (read, transaction), more only
+// when another writer changed the entity meanwhile; Get, Lookup 1; Find,
+// Prefix and Between 1 per page of up to 1,000.
+//
+// Every entity of the partition is either a primary or a copy: query the
+// partition through IndexedTable, not through a plain Table[T].
+type IndexedTable[T any] struct {
+	t       *Table[T]
+	indexes []Index[T]
+	byName  map[string]int
+	primary string
+	sel     []string
+}
+
+// NewIndexedTable returns the repository of table name with the given
+// indexes. It checks the indexes now (names, key functions, projected
+// properties, and that an update touching every index fits one 100-
+// operation transaction: at most 49 indexes) and makes no request.
+func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index[T], opts *IndexedTableOptions) (*IndexedTable[T], error) {
+	var o IndexedTableOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, err := NewTable[T](acct, name, o.Table)
+	if err != nil {
+		return nil, err
+	}
+	what := "NewIndexedTable[" + t.codec.Type().String() + "]"
+	if len(indexes) > maxIndexes {
+		return nil, fmt.Errorf("tablekit: %s: %w: %d indexes; an update that changes every indexed value takes 1 + 2 per index operations and a transaction holds %d, so at most %d indexes fit",
+			what, tablekit.ErrInvalidTransaction, len(indexes), MaxTransactionOps, maxIndexes)
+	}
+	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryRowKey); err != nil {
+		return nil, err
+	}
+	x := &IndexedTable[T]{t: t, indexes: slices.Clone(indexes), byName: map[string]int{}, primary: o.Primary}
+	if o.Primary != "" && !validIndexName(o.Primary) {
+		return nil, fmt.Errorf("tablekit: %s: Primary %q: use 1 to 64 ASCII letters and digits", what, o.Primary)
+	}
+	for i, ix := range x.indexes {
+		if err := validateIndex(what, t, ix, false); err != nil {
+			return nil, err
+		}
+		if _, dup := x.byName[ix.Name]; dup || ix.Name == o.Primary {
+			return nil, fmt.Errorf("tablekit: %s: index name %q is used twice", what, ix.Name)
+		}
+		x.byName[ix.Name] = i
+	}
+	x.sel = append(slices.Clone(t.codec.Select()), PropPrimaryRowKey)
+	return x, nil
+}
+
+func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) error {
+	if !validIndexName(ix.Name) {
+		return fmt.Errorf("tablekit: %s: index name %q: use 1 to 64 ASCII letters and digits", what, ix.Name)
+	}
+	if ix.Key == nil {
+		return fmt.Errorf("tablekit: %s: index %q has no Key function", what, ix.Name)
+	}
+	if !eventual && (ix.Table != "" || ix.Partition != nil) {
+		return fmt.Errorf("tablekit: %s: index %q sets Table or Partition, which only an EventualIndexedTable (inter-partition index) can honour", what, ix.Name)
+	}
+	if ix.Table != "" {
+		if err := keys.ValidateTableName(ix.Table); err != nil {
+			return fmt.Errorf("tablekit: %s: index %q: %w", what, ix.Name, err)
+		}
+	}
+	for _, p := range ix.Props {
+		if p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
+			continue
+		}
+		if !slices.Contains(t.codec.Select(), p) {
+			return fmt.Errorf("tablekit: %s: index %q projects property %q, which %s does not have", what, ix.Name, p, t.codec.Type())
+		}
+	}
+	return nil
+}
+
+// Table is the underlying typed table (for its client, codec and plain
+// operations on entities that are not indexed).
+func (x *IndexedTable[T]) Table() *Table[T] { return x.t }
+
+// CreateIfNotExists creates the table.
+func (x *IndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
+	return x.t.CreateIfNotExists(ctx)
+}
+
+// intraRowKey returns the copy RowKey of ix for value under the primary
+// RowKey rk.
+func intraRowKey[T any](ix *Index[T], value, rk string) string {
+	if ix.Unique {
+		return ix.Name + "_" + value
+	}
+	return ix.Name + "_" + keys.Join(value, rk)
+}
+
+// intraCopy is one index copy of an entity: its index, value, RowKey and
+// body.
+type intraCopy struct {
+	index string
+	value string
+	rk    string
+	body  []byte
+}
+
+// encode returns the primary's body and keys and its index copies.
+func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []intraCopy, err error) {
+	body, pk, rk, err = x.t.marshal(v)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	if err := validateKeys(pk, rk); err != nil {
+		return nil, "", "", nil, err
+	}
+	if x.primary != "" && !strings.HasPrefix(rk, x.primary+"_") {
+		return nil, "", "", nil, fmt.Errorf("tablekit: %s: %w: RowKey %q does not start with the primary prefix %q", x.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, x.primary+"_")
+	}
+	for i := range x.indexes {
+		if strings.HasPrefix(rk, x.indexes[i].Name+"_") {
+			return nil, "", "", nil, fmt.Errorf("tablekit: %s: %w: RowKey %q starts with the prefix of index %q; set IndexedTableOptions.Primary or change the key", x.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, x.indexes[i].Name)
+		}
+	}
+	var p rawProps
+	for i := range x.indexes {
+		ix := &x.indexes[i]
+		val := ix.Key(v)
+		if val == "" {
+			continue
+		}
+		crk := intraRowKey(ix, val, rk)
+		if err := keys.ValidateKey("RowKey", crk); err != nil {
+			return nil, "", "", nil, fmt.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
+		}
+		if p == nil {
+			if p, err = parseProps(body); err != nil {
+				return nil, "", "", nil, err
+			}
+		}
+		c := p.project(pk, crk, ix.Props)
+		c.setString(PropPrimaryRowKey, rk)
+		copies = append(copies, intraCopy{index: ix.Name, value: val, rk: crk, body: c.bytes()})
+	}
+	return body, pk, rk, copies, nil
+}
+
+// conflict turns a failed transaction into an *IndexConflictError when a
+// unique copy's insert failed.
+func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intraCopy) error {
+	i, ok := transactionIndex(err)
+	if !ok || !errors.Is(err, tablekit.ErrAlreadyExists) || i == 0 {
+		return err
+	}
+	for _, c := range copies {
+		if c.rk == ops[i].RowKey {
+			return &IndexConflictError{Table: x.t.name, Index: c.index, PartitionKey: pk, Value: c.value, Err: err}
+		}
+	}
+	return err
+}
+
+// Insert adds v and its index copies in one transaction (one request). It
+// fails with tablekit.ErrAlreadyExists when v's keys exist, or with an
+// *IndexConflictError (also ErrAlreadyExists) when a unique value is
+// taken; either way nothing is written. On success v's ETag is set.
+func (x *IndexedTable[T]) Insert(ctx context.Context, v *T) error {
+	body, pk, rk, copies, err := x.encode(v)
+	if err != nil {
+		return err
+	}
+	ops := make([]Op, 0, 1+len(copies))
+	ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body})
+	for _, c := range copies {
+		ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
+	}
+	res, err := SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+	if err != nil {
+		return x.conflict(err, pk, ops, copies)
+	}
+	x.t.setMeta(v, res[0].ETag)
+	return nil
+}
+
+// Update reads the entity, calls fn on it, and writes it and its copies in
+// one transaction conditional on the ETag read: copies whose value is
+// unchanged are rewritten, changed ones are deleted and inserted under the
+// new value. When another writer got there first it starts over, up to
+// TableOptions.MaxUpdateAttempts times; fn must be safe to call again.
+// Errors: those of fn, tablekit.ErrNotFound, *IndexConflictError. Two
+// requests per attempt.
+func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+	var zero T
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return zero, err
+		}
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return zero, err
+		}
+		v := old
+		if err := fn(&v); err != nil {
+			return zero, err
+		}
+		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
+			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", x.t.describe(pk, rk), npk, nrk)
+		}
+		body, _, _, copies, err := x.encode(&v)
+		if err != nil {
+			return zero, err
+		}
+		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}}
+		want := map[string]bool{}
+		for _, c := range copies {
+			want[c.rk] = true
+		}
+		for i := range x.indexes {
+			ix := &x.indexes[i]
+			if ov := ix.Key(&old); ov != "" {
+				if ork := intraRowKey(ix, ov, rk); !want[ork] {
+					ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: ork})
+				}
+			}
+		}
+		for _, c := range copies {
+			typ := OpInsert
+			if ov := x.indexes[x.byName[c.index]].Key(&old); ov == c.value {
+				typ = OpUpsertReplace
+			}
+			ops = append(ops, Op{Type: typ, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
+		}
+		res, err := SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		if err == nil {
+			x.t.setMeta(&v, res[0].ETag)
+			return v, nil
+		}
+		if i, ok := transactionIndex(err); !ok || i != 0 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return zero, x.conflict(err, pk, ops, copies)
+		}
+		lastErr = err
+	}
+	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// Delete removes the entity and its copies in one transaction conditional
+// on the ETag it reads first (two requests), starting over when the entity
+// changed in between. A missing entity is tablekit.ErrNotFound.
+func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return err
+		}
+		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk, ETag: etag}}
+		for i := range x.indexes {
+			if ov := x.indexes[i].Key(&old); ov != "" {
+				ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: intraRowKey(&x.indexes[i], ov, rk)})
+			}
+		}
+		_, err = SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		if err == nil {
+			return nil
+		}
+		if i, ok := transactionIndex(err); !ok || i != 0 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return err
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// Get reads the entity by its primary keys (one request).
+func (x *IndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	return x.t.Get(ctx, pk, rk)
+}
+
+// index returns the index called name; primary is true for the primary
+// prefix.
+func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err error) {
+	if name != "" && name == x.primary {
+		return nil, true, nil
+	}
+	i, ok := x.byName[name]
+	if !ok {
+		return nil, false, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrBadRequest, name)
+	}
+	return &x.indexes[i], false, nil
+}
+
+// Lookup returns the entity whose value in the unique index (or the
+// primary prefix) is value, in partition pk: the guide's point query
+// "RowKey eq 'email_jonesj@contoso.com'". One request. The result has the
+// primary's keys, the index's projected properties and no ETag (it is a
+// copy; write through Update). Errors: tablekit.ErrNotFound; a non-unique
+// index (use Find).
+func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string) (T, error) {
+	var zero T
+	ix, primary, err := x.index(index)
+	if err != nil {
+		return zero, err
+	}
+	if primary {
+		return x.t.Get(ctx, pk, x.primary+"_"+value)
+	}
+	if !ix.Unique {
+		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrBadRequest, index)
+	}
+	return getCopy(ctx, x.t, x.t.client, pk, intraRowKey(ix, value, ""))
+}
+
+// getCopy reads an index copy and decodes it as the primary it copies.
+func getCopy[T any](ctx context.Context, t *Table[T], client *aztables.Client, pk, rk string) (T, error) {
+	var v T
+	if err := validateKeys(pk, rk); err != nil {
+		return v, err
+	}
+	resp, err := client.GetEntity(ctx, pk, rk, nil)
+	if err != nil {
+		return v, tablekit.MapError(err, "get", t.describe(pk, rk))
+	}
+	return decodeCopy(t, resp.Value)
+}
+
+func decodeCopy[T any](t *Table[T], row []byte) (T, error) {
+	var v T
+	b, err := asPrimary(row)
+	if err == nil {
+		err = t.codec.Unmarshal(b, &v)
+	}
+	if err != nil {
+		return v, fmt.Errorf("tablekit: %s: decode index copy: %w", t.name, err)
+	}
+	return v, nil
+}
+
+// Find returns, in partition pk, the entities whose value in index is
+// value (any index; for a unique one at most one entity). One request per
+// page.
+func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, primary, err := x.index(index)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	if primary {
+		return x.t.Query(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Eq(x.primary+"_"+value)), opts)
+	}
+	if ix.Unique {
+		return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Eq(intraRowKey(ix, value, ""))), opts)
+	}
+	return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Prefix(ix.Name+"_"+keys.Join(value, ""))), opts)
+}
+
+// Prefix returns, in partition pk and in the index's order, the entities
+// whose value in index (or the primary prefix) starts with prefix: the
+// guide's "employees whose email starts with a". One request per page.
+func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, primary, err := x.index(index)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	if primary {
+		return x.t.Query(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Prefix(x.primary+"_"+prefix)), opts)
+	}
+	p := prefix
+	if !ix.Unique {
+		p = keys.Compound{}.Part(prefix)
+	}
+	return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Prefix(ix.Name+"_"+p)), opts)
+}
+
+// Between returns, in partition pk and in the index's order, the entities
+// whose value in index (or the primary prefix) lies between lo and hi,
+// both included: the guide's "ids 000100 to 000199". One request per page.
+func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, primary, err := x.index(index)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	if primary {
+		return x.t.Query(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Ge(x.primary+"_"+lo), keys.RK().Le(x.primary+"_"+hi)), opts)
+	}
+	if ix.Unique {
+		return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Ge(ix.Name+"_"+lo), keys.RK().Le(ix.Name+"_"+hi)), opts)
+	}
+	c := keys.Compound{}
+	_, end := keys.PrefixRange(ix.Name + "_" + c.Part(hi) + string(c.Separator()))
+	return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Ge(ix.Name+"_"+c.Part(lo)), keys.RK().Lt(end)), opts)
+}
+
+// copies runs a query over index copies, decoding each as its primary.
+func (x *IndexedTable[T]) copies(ctx context.Context, f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
+	return queryCopies(ctx, x.t, x.t.client, x.t.name, f, opts, x.sel)
+}
+
+func queryCopies[T any](ctx context.Context, t *Table[T], client *aztables.Client, table string, f keys.Filter, opts *QueryOptions, sel []string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		var o QueryOptions
+		if opts != nil {
+			o = *opts
+		}
+		if !o.SelectAll && len(o.Select) > 0 {
+			o.Select = append(slices.Clone(o.Select), PropPrimaryRowKey, PropPrimaryPartitionKey)
+		}
+		q, err := prepareQuery(table, f, &o, sel)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		for row, err := range sdkRows(ctx, client, q) {
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			v, err := decodeCopy(t, row)
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// sdkRows runs a prepared query through the SDK client, yielding each
+// row's JSON; it stops after q.limit rows, at the first error, or when ctx
+// is cancelled. Index copies go through the SDK because their rows carry
+// properties T does not have.
+func sdkRows(ctx context.Context, client *aztables.Client, q query) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		pager := client.NewListEntitiesPager(q.listOptions(nil))
+		n := 0
+		for pager.More() {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				yield(nil, tablekit.MapError(err, "query", q.table+" filter "+quoteFilter(q.filter)))
+				return
+			}
+			for _, raw := range page.Entities {
+				if !yield(raw, nil) {
+					return
+				}
+				n++
+				if q.limit > 0 && n >= q.limit {
+					return
+				}
+			}
+		}
+	}
+}
+
+func errSeq[T any](err error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		yield(zero, err)
+	}
+}
