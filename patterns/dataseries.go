@@ -1,0 +1,282 @@
+package patterns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// SeriesNumber is the type of a data series' values: stored as Edm.Int32,
+// Edm.Int64 or Edm.Double.
+type SeriesNumber interface {
+	~int32 | ~int64 | ~float64
+}
+
+// DataSeriesOptions configures a DataSeries. A nil *DataSeriesOptions means
+// the defaults.
+type DataSeriesOptions struct {
+	// Prefix starts every slot's property name; the slot's index follows,
+	// zero-padded to the width of the last index ("H00" to "H23" for the
+	// guide's 24 hourly counts with Prefix "H"). Default "S". It must be a
+	// C# identifier start (a letter or '_', then letters, digits or '_').
+	Prefix string
+	// MaxAttempts bounds Add's read-modify-write loop on ETag conflicts.
+	// Default 64.
+	MaxAttempts int
+}
+
+// DataSeries is the guide's data series pattern ("Store complete data
+// series in a single entity to minimize the number of requests you make"):
+// one entity per series, one property per slot, such as the number of IM
+// messages an employee sent in each of the last 24 hours. Set writes a
+// slot with one merge (one request), Add increments one atomically with
+// ETag-conditioned merges retried on conflict ("If you have multiple
+// clients updating an entity simultaneously, use the ETag to implement
+// optimistic concurrency"), and Get reads the whole series in one request.
+//
+// An entity holds at most 252 properties, so a series has at most 252
+// slots; longer series belong in a WideEntities (several physical
+// entities written in one EGT) or, as the guide suggests, in a blob.
+// A DataSeries is safe for concurrent use.
+type DataSeries[V SeriesNumber] struct {
+	t        *Table[entity.Entity]
+	slots    int
+	prefix   string
+	width    int
+	attempts int
+	edm      entity.EDMType
+}
+
+// Series is a whole data series as read by Get.
+type Series[V SeriesNumber] struct {
+	PartitionKey string
+	RowKey       string
+	// ETag is the entity's version when it was read.
+	ETag string
+	// Values holds one value per slot; slots never written are zero.
+	Values []V
+}
+
+// NewDataSeries returns the data series repository of table name with
+// slots slots per series. More slots than an entity's 252 properties is an
+// error wrapping tablekit.ErrInvalidEntity that points to WideEntities. It
+// makes no request; call Table().CreateIfNotExists to create the table.
+func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots int, opts *DataSeriesOptions) (*DataSeries[V], error) {
+	var o DataSeriesOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = "S"
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 64
+	}
+	if slots < 1 {
+		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots; a series needs at least one", name, tablekit.ErrInvalidEntity, slots)
+	}
+	if slots > entity.MaxProperties {
+		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots do not fit one entity (at most %d properties); store the series as a wide entity (NewWideEntities) or in a blob",
+			name, tablekit.ErrInvalidEntity, slots, entity.MaxProperties)
+	}
+	if !seriesIdentifier(o.Prefix) {
+		return nil, fmt.Errorf("tablekit: data series %s: %w: slot prefix %q is not a C# identifier", name, tablekit.ErrInvalidEntity, o.Prefix)
+	}
+	t, err := NewTable[entity.Entity](acct, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	var edm entity.EDMType
+	switch reflect.TypeFor[V]().Kind() {
+	case reflect.Int32:
+		edm = entity.EdmInt32
+	case reflect.Int64:
+		edm = entity.EdmInt64
+	default:
+		edm = entity.EdmDouble
+	}
+	return &DataSeries[V]{t: t, slots: slots, prefix: o.Prefix, width: len(fmt.Sprint(slots - 1)), attempts: o.MaxAttempts, edm: edm}, nil
+}
+
+// Table is the underlying table of dynamic entities.
+func (d *DataSeries[V]) Table() *Table[entity.Entity] { return d.t }
+
+// Slots is the number of slots of a series.
+func (d *DataSeries[V]) Slots() int { return d.slots }
+
+// Property returns the property name of slot i.
+func (d *DataSeries[V]) Property(i int) string {
+	return d.prefix + keys.PadUint(uint64(max(i, 0)), d.width)
+}
+
+func (d *DataSeries[V]) checkSlot(i int) error {
+	if i < 0 || i >= d.slots {
+		return fmt.Errorf("tablekit: data series %s: %w: slot %d is outside 0..%d", d.t.name, tablekit.ErrBadRequest, i, d.slots-1)
+	}
+	return nil
+}
+
+func (d *DataSeries[V]) value(v V) entity.Value {
+	switch d.edm {
+	case entity.EdmInt32:
+		return entity.Int32(int32(v))
+	case entity.EdmInt64:
+		return entity.Int64(int64(v))
+	}
+	return entity.Double(float64(v))
+}
+
+// Set writes value into slot i of the series (pk, rk), creating the
+// series when it does not exist, with one insert-or-merge: other slots
+// are untouched. One request.
+func (d *DataSeries[V]) Set(ctx context.Context, pk, rk string, i int, value V) error {
+	return d.SetMany(ctx, pk, rk, map[int]V{i: value})
+}
+
+// SetMany writes several slots at once, as Set does. One request.
+func (d *DataSeries[V]) SetMany(ctx context.Context, pk, rk string, values map[int]V) error {
+	e := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: make(map[string]entity.Value, len(values))}
+	for i, v := range values {
+		if err := d.checkSlot(i); err != nil {
+			return err
+		}
+		e.Properties[d.Property(i)] = d.value(v)
+	}
+	return d.t.Upsert(ctx, &e, UpsertMerge)
+}
+
+// Add adds delta to slot i of the series (pk, rk) and returns the slot's
+// new value. It loses no concurrent update: it reads the series and merges
+// the new value conditionally on the ETag it read, reading again when
+// another writer got there first, up to DataSeriesOptions.MaxAttempts
+// times. A series that does not exist is created. Two requests per attempt.
+func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V) (V, error) {
+	if err := d.checkSlot(i); err != nil {
+		return 0, err
+	}
+	name := d.Property(i)
+	var lastErr error
+	for attempt := 0; attempt < d.attempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		cur, err := d.t.Get(ctx, pk, rk)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			e := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]entity.Value{name: d.value(delta)}}
+			err = d.t.Insert(ctx, &e)
+			if err == nil {
+				return delta, nil
+			}
+			if !errors.Is(err, tablekit.ErrAlreadyExists) {
+				return 0, err
+			}
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		old, err := d.slotValue(&cur, name)
+		if err != nil {
+			return 0, err
+		}
+		next := old + delta
+		e := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]entity.Value{name: d.value(next)}}
+		err = d.t.Merge(ctx, &e, &WriteOptions{ETag: cur.ETag})
+		if err == nil {
+			return next, nil
+		}
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
+			return 0, err
+		}
+		lastErr = err
+	}
+	return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): add to slot %d gave up after %d attempts, the series kept changing: %w",
+		d.t.name, pk, rk, i, d.attempts, lastErr)
+}
+
+// Get reads the whole series (pk, rk): one request. It fails with
+// tablekit.ErrNotFound when the series does not exist.
+func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string) (Series[V], error) {
+	e, err := d.t.Get(ctx, pk, rk)
+	if err != nil {
+		return Series[V]{}, err
+	}
+	s := Series[V]{PartitionKey: pk, RowKey: rk, ETag: e.ETag, Values: make([]V, d.slots)}
+	for i := range s.Values {
+		if s.Values[i], err = d.slotValue(&e, d.Property(i)); err != nil {
+			return Series[V]{}, err
+		}
+	}
+	return s, nil
+}
+
+// Delete removes the series (pk, rk); a missing series is not an error.
+// One request.
+func (d *DataSeries[V]) Delete(ctx context.Context, pk, rk string) error {
+	_, err := d.t.DeleteIfExists(ctx, pk, rk)
+	return err
+}
+
+// slotValue converts a stored slot to V; an absent slot is zero.
+func (d *DataSeries[V]) slotValue(e *entity.Entity, name string) (V, error) {
+	p, ok := e.Properties[name]
+	if !ok {
+		return 0, nil
+	}
+	var f float64
+	switch x := p.V.(type) {
+	case int32:
+		f = float64(x)
+	case int64:
+		if d.edm != entity.EdmDouble {
+			return d.fitInt(x, name, e)
+		}
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s is %s, not a number",
+			d.t.name, e.PartitionKey, e.RowKey, tablekit.ErrInvalidEntity, name, p.Type)
+	}
+	if d.edm != entity.EdmDouble && (f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64) {
+		return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s holds %v, which is not an integer of the series' type",
+			d.t.name, e.PartitionKey, e.RowKey, tablekit.ErrInvalidEntity, name, f)
+	}
+	if d.edm == entity.EdmDouble {
+		return V(f), nil
+	}
+	return d.fitInt(int64(f), name, e)
+}
+
+func (d *DataSeries[V]) fitInt(x int64, name string, e *entity.Entity) (V, error) {
+	if d.edm == entity.EdmInt32 && (x < math.MinInt32 || x > math.MaxInt32) {
+		return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s holds %d, which does not fit an Int32",
+			d.t.name, e.PartitionKey, e.RowKey, tablekit.ErrInvalidEntity, name, x)
+	}
+	return V(x), nil
+}
+
+// seriesIdentifier reports whether s is a C# identifier in ASCII: a letter or
+// '_', then letters, digits or '_' (property names must be).
+func seriesIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
