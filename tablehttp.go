@@ -21,7 +21,7 @@ const TableServiceVersion = "2019-02-02"
 
 // tableAuth is how an Account authenticates raw table requests.
 type tableAuth struct {
-	keyBytes []byte                // shared key
+	keyBytes []byte                 // shared key
 	token    azcore.TokenCredential // Microsoft Entra ID
 	sas      string                 // SAS query string
 }
