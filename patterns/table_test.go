@@ -38,6 +38,7 @@ func TestSDKPath(t *testing.T) {
 	defer func() { sdkPath = false }()
 	for name, test := range map[string]func(*testing.T){
 		"CRUDWithETags":                           TestCRUDWithETags,
+		"CreateIfNotExistsAndDrop":                TestCreateIfNotExistsAndDrop,
 		"BadInputFailsBeforeAnyRequest":           TestBadInputFailsBeforeAnyRequest,
 		"UpdateLosesNoConcurrentIncrement":        TestUpdateLosesNoConcurrentIncrement,
 		"QueryClassesProjectionAndLimits":         TestQueryClassesProjectionAndLimits,
@@ -427,5 +428,33 @@ func TestPagingResumesFromSerializedTokens(t *testing.T) {
 	}
 	if seen != n || pages != 3 {
 		t.Errorf("paged through %d entities in %d pages, want %d in 3", seen, pages, n)
+	}
+}
+
+func TestCreateIfNotExistsAndDrop(t *testing.T) {
+	ctx := context.Background()
+	acct, c := testenv.CountingAccount(t)
+	tbl, err := patterns.NewTable[Employee](acct, testenv.TableName(t), tableOpts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := tbl.CreateIfNotExists(ctx); err != nil {
+			t.Fatalf("CreateIfNotExists #%d: %v", i+1, err)
+		}
+	}
+	if err := tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	if err := tbl.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 1, "Drop")
+	if _, err := tbl.Get(ctx, "p", "r"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("Get after Drop = %v, want ErrNotFound", err)
+	}
+	if err := tbl.Drop(ctx); err != nil {
+		t.Errorf("Drop of a missing table = %v, want nil", err)
 	}
 }
