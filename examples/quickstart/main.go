@@ -1,38 +1,97 @@
-// Command quickstart connects to the storage account named by
-// AZURE_STORAGE_CONNECTION_STRING (Azurite's development storage when
-// unset), creates a table, writes one entity and reads it back.
+// Command quickstart is tablekit in one screen: connect, create a table,
+// write a typed entity, read it back, update it without losing a
+// concurrent change, and query a partition.
+//
+// It connects to AZURE_STORAGE_CONNECTION_STRING, or to Azurite's
+// development storage when the variable is unset, so the same program
+// runs on Azure unchanged.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
+	"os"
+	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
 )
 
+// Employee is stored with the department as PartitionKey and the employee
+// id as RowKey, as in the design guide. ETag and Timestamp are filled in
+// by tablekit; the ETag makes updates conditional.
+type Employee struct {
+	PartitionKey string // department
+	RowKey       string // employee id
+	ETag         string
+	Timestamp    time.Time
+	FirstName    string
+	LastName     string
+	Age          int
+	Email        string
+	Salary       float64
+}
+
 func main() {
-	ctx := context.Background()
-	acct, err := tablekit.Connect(tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString), nil)
-	if err != nil {
+	if err := run(context.Background(), tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString), "quickstart"); err != nil {
 		log.Fatal(err)
 	}
-	table, err := acct.Table("quickstart")
+}
+
+func run(ctx context.Context, connStr, tableName string) error {
+	acct, err := tablekit.Connect(connStr, nil)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	if _, err := table.CreateTable(ctx, nil); err != nil && !errors.Is(tablekit.MapError(err, "", ""), tablekit.ErrAlreadyExists) {
-		log.Fatal(tablekit.MapError(err, "create table", "quickstart"))
-	}
-	entity := []byte(`{"PartitionKey":"Sales","RowKey":"000123","FirstName":"Jun","LastName":"Cao","Age":"31","Age@odata.type":"Edm.Int64"}`)
-	if _, err := table.UpsertEntity(ctx, entity, nil); err != nil {
-		log.Fatal(tablekit.MapError(err, "upsert entity", "quickstart Sales/000123"))
-	}
-	fmt.Println("wrote  Sales/000123")
-	got, err := table.GetEntity(ctx, "Sales", "000123", nil)
+	employees, err := patterns.NewTable[Employee](acct, tableName, nil)
 	if err != nil {
-		log.Fatal(tablekit.MapError(err, "get entity", "quickstart Sales/000123"))
+		return err
 	}
-	fmt.Printf("read   %s\n", got.Value)
+	if err := employees.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+
+	jun := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", LastName: "Cao", Age: 31, Email: "junc@contoso.com", Salary: 3000}
+	if err := employees.Upsert(ctx, &jun, patterns.UpsertReplace); err != nil {
+		return err
+	}
+	fmt.Printf("wrote   %s/%s %s %s\n", jun.PartitionKey, jun.RowKey, jun.FirstName, jun.LastName)
+
+	got, err := employees.Get(ctx, "Sales", "000123")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("read    %s %s, age %d, salary %.1f (a float64 stays a Double)\n", got.FirstName, got.LastName, got.Age, got.Salary)
+
+	// Update re-reads and retries when another writer changed the entity
+	// in between (HTTP 412), so no concurrent update is lost.
+	updated, err := employees.Update(ctx, "Sales", "000123", func(e *Employee) error {
+		e.Age++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("updated age %d\n", updated.Age)
+
+	for _, id := range []string{"000124", "000125"} {
+		e := Employee{PartitionKey: "Sales", RowKey: id, FirstName: "Emp" + id, LastName: "Lee"}
+		if err := employees.Upsert(ctx, &e, patterns.UpsertReplace); err != nil {
+			return err
+		}
+	}
+	f := keys.And(keys.PK().Eq("Sales"), keys.RK().Ge("000124"))
+	fmt.Printf("query   %s (%v)\n", f, keys.Classify(f))
+	for e, err := range employees.Query(ctx, f, nil) {
+		if err != nil {
+			return err
+		}
+		fmt.Printf("        %s %s %s\n", e.RowKey, e.FirstName, e.LastName)
+	}
+	if os.Getenv("QUICKSTART_KEEP") == "" {
+		return employees.Drop(ctx)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -53,6 +54,26 @@ func Main(m *testing.M) {
 // starting Azurite on first use.
 func ConnectionString(t testing.TB) string {
 	t.Helper()
+	start()
+	if startErr != nil {
+		t.Fatalf("testenv: cannot start Azurite: %v", startErr)
+	}
+	return connStr
+}
+
+// MainConnectionString is ConnectionString for TestMain and Example
+// functions, which have no testing.TB: when Azurite cannot start it prints
+// why and exits the test binary with status 1.
+func MainConnectionString() string {
+	start()
+	if startErr != nil {
+		fmt.Fprintln(os.Stderr, "testenv: cannot start Azurite:", startErr)
+		os.Exit(1)
+	}
+	return connStr
+}
+
+func start() {
 	once.Do(func() {
 		if cs := strings.TrimSpace(os.Getenv(EnvConnectionString)); cs != "" {
 			connStr = cs
@@ -66,10 +87,6 @@ func ConnectionString(t testing.TB) string {
 		instance = inst
 		connStr = inst.ConnectionString
 	})
-	if startErr != nil {
-		t.Fatalf("testenv: cannot start Azurite: %v", startErr)
-	}
-	return connStr
 }
 
 // IsAzurite reports whether tests run on the emulator (not on a real
