@@ -1,0 +1,490 @@
+// Command tablekit-worker applies tablekit's eventually consistent
+// transactions: it reads transaction queues, applies each transaction's
+// idempotent steps, and moves messages that cannot be applied to a poison
+// queue. It also lists and requeues poisoned messages and enqueues
+// transactions from files. Run "tablekit-worker --help" for its usage,
+// which is its documentation.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+)
+
+const intro = `tablekit-worker applies tablekit's eventually consistent transactions.
+
+A transaction is one queue message holding an ordered list of idempotent
+steps ({"v":1,"id":"...","steps":[{"kind":"...","args":{...}}]}). The worker
+applies the steps in order and deletes the message only when every step has
+succeeded. Transient failures (5xx, 408, 429, connection errors) are retried
+with exponential backoff; permanent ones (other 4xx, malformed messages,
+unknown steps), and messages delivered more than --max-dequeue times, move to
+the poison queue <queue>-poison with their last error. Nothing is dropped.
+
+Built-in steps: upsert-entity, delete-entity, move-entity, put-blob,
+delete-blob, sync-copies, index-list, blob-cleanup (see the consistency
+package documentation for their arguments).
+
+Usage:
+  tablekit-worker run            --queue NAME [flags]   apply transactions until SIGTERM/SIGINT
+  tablekit-worker poison list    --queue NAME [flags]   show poisoned messages and their errors
+  tablekit-worker poison requeue --queue NAME [flags]   move poisoned messages back to the queue
+  tablekit-worker enqueue        --queue NAME [flags] FILE.json
+                                                        enqueue the transaction in FILE.json ("-" = stdin)
+  tablekit-worker --help                                this text
+
+Connecting: set AZURE_STORAGE_CONNECTION_STRING (or --connection-string), or
+give the account's endpoints (--account, or --table-endpoint, --queue-endpoint,
+--blob-endpoint) to authenticate with Microsoft Entra ID through azidentity's
+DefaultAzureCredential (environment, workload identity, managed identity,
+Azure CLI). Every flag can also be set by the environment variable named in
+its description; a flag given on the command line wins.
+
+SIGTERM or SIGINT makes "run" drain: it stops receiving, lets in-flight
+transactions finish for up to --drain, releases the rest for another worker,
+and exits 0. Metrics (Prometheus text format) are served on
+http://<metrics-addr>/metrics and a health check on /healthz.
+
+Exit status: 0 success, 1 failure, 2 usage error.
+`
+
+// command is one subcommand: its flags and what it does.
+type command struct {
+	name    string
+	summary string
+	fs      *flag.FlagSet
+	run     func(ctx context.Context, args []string) error
+}
+
+// config holds every flag's value.
+type config struct {
+	connString, account, tableEP, queueEP, blobEP string
+	container, logLevel, logFormat                string
+
+	queues                  stringList
+	concurrency, batch      int
+	visibility, poll, drain time.Duration
+	maxDequeue              int64
+	backoff                 string
+	metricsAddr             string
+	create                  bool
+	max, listMax            int
+	ids                     stringList
+	jsonOut                 bool
+	delay                   time.Duration
+	stdout, stderr          io.Writer
+}
+
+// stringList is a repeatable, comma-separated flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func env(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := env(name, ""); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(env(name, ""), &n); err == nil {
+		return n
+	}
+	return def
+}
+
+// commands builds the subcommands; their flag sets are the source of the
+// usage text.
+func commands(c *config) []*command {
+	conn := func(fs *flag.FlagSet) {
+		fs.StringVar(&c.connString, "connection-string", "", "storage connection string (env AZURE_STORAGE_CONNECTION_STRING); UseDevelopmentStorage=true means Azurite's default ports")
+		fs.StringVar(&c.account, "account", env("AZURE_STORAGE_ACCOUNT", ""), "storage account name: public-cloud endpoints with Entra ID (env AZURE_STORAGE_ACCOUNT)")
+		fs.StringVar(&c.tableEP, "table-endpoint", env("AZURE_STORAGE_TABLE_ENDPOINT", ""), "table service URL, with Entra ID (env AZURE_STORAGE_TABLE_ENDPOINT)")
+		fs.StringVar(&c.queueEP, "queue-endpoint", env("AZURE_STORAGE_QUEUE_ENDPOINT", ""), "queue service URL, with Entra ID (env AZURE_STORAGE_QUEUE_ENDPOINT)")
+		fs.StringVar(&c.blobEP, "blob-endpoint", env("AZURE_STORAGE_BLOB_ENDPOINT", ""), "blob service URL, with Entra ID (env AZURE_STORAGE_BLOB_ENDPOINT)")
+		fs.StringVar(&c.container, "container", env("TABLEKIT_BLOB_CONTAINER", consistency.DefaultBlobContainer), "blob container for transactions over 64 KiB and large poison records (env TABLEKIT_BLOB_CONTAINER)")
+		fs.StringVar(&c.logLevel, "log-level", env("TABLEKIT_LOG_LEVEL", "info"), "log level: debug, info, warn or error; debug logs every applied step (env TABLEKIT_LOG_LEVEL)")
+		fs.StringVar(&c.logFormat, "log-format", env("TABLEKIT_LOG_FORMAT", "json"), "log format: json or text, written to stderr (env TABLEKIT_LOG_FORMAT)")
+		fs.Var(&c.queues, "queue", "transaction queue name; repeat or separate with commas to read several (env TABLEKIT_QUEUES)")
+	}
+	newFS := func(name string) *flag.FlagSet {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		conn(fs)
+		return fs
+	}
+
+	run := newFS("run")
+	run.IntVar(&c.concurrency, "concurrency", envInt("TABLEKIT_CONCURRENCY", 16), "transactions processed at once, over all queues (env TABLEKIT_CONCURRENCY)")
+	run.IntVar(&c.batch, "batch", envInt("TABLEKIT_BATCH", 32), "most messages per receive, 1 to 32 (env TABLEKIT_BATCH)")
+	run.DurationVar(&c.visibility, "visibility", envDuration("TABLEKIT_VISIBILITY", 30*time.Second), "visibility timeout of a received message, extended every third of it while its steps run; whole seconds (env TABLEKIT_VISIBILITY)")
+	run.Int64Var(&c.maxDequeue, "max-dequeue", int64(envInt("TABLEKIT_MAX_DEQUEUE", 5)), "deliveries before a failing message moves to the poison queue (env TABLEKIT_MAX_DEQUEUE)")
+	run.StringVar(&c.backoff, "backoff", env("TABLEKIT_BACKOFF", "2s,4s,10s,30s"), "retry delays after the 1st, 2nd, ... failure; the last repeats; ±20% jitter (env TABLEKIT_BACKOFF)")
+	run.DurationVar(&c.poll, "poll", envDuration("TABLEKIT_POLL", 2*time.Second), "longest wait between receives when the queues are empty (env TABLEKIT_POLL)")
+	run.DurationVar(&c.drain, "drain", envDuration("TABLEKIT_DRAIN", 30*time.Second), "how long in-flight transactions may finish after SIGTERM (env TABLEKIT_DRAIN)")
+	run.StringVar(&c.metricsAddr, "metrics-addr", env("TABLEKIT_METRICS_ADDR", ":9090"), "address serving /metrics and /healthz; empty disables (env TABLEKIT_METRICS_ADDR)")
+	run.BoolVar(&c.create, "create", env("TABLEKIT_CREATE", "true") == "true", "create the queues, poison queues and container at start if missing (env TABLEKIT_CREATE)")
+
+	list := newFS("poison list")
+	list.IntVar(&c.listMax, "max", 32, "most records to show (the service peeks at most 32)")
+	list.BoolVar(&c.jsonOut, "json", false, "print each record as a JSON line")
+
+	requeue := newFS("poison requeue")
+	requeue.IntVar(&c.max, "max", 0, "most messages to requeue; 0 means all")
+	requeue.Var(&c.ids, "id", "requeue only this poison message id, original message id or transaction id; repeatable")
+
+	enq := newFS("enqueue")
+	enq.DurationVar(&c.delay, "delay", 0, "keep the message invisible this long before a worker may take it")
+
+	return []*command{
+		{name: "run", summary: "apply transactions until SIGTERM/SIGINT", fs: run, run: c.cmdRun},
+		{name: "poison list", summary: "show poisoned messages and their errors", fs: list, run: c.cmdPoisonList},
+		{name: "poison requeue", summary: "move poisoned messages back to their queue", fs: requeue, run: c.cmdPoisonRequeue},
+		{name: "enqueue", summary: "enqueue the transaction in FILE.json (\"-\" reads stdin)", fs: enq, run: c.cmdEnqueue},
+	}
+}
+
+// usage writes the full documentation: the introduction, the flags every
+// command takes, then each command's own flags.
+func usage(w io.Writer, cmds []*command) {
+	fmt.Fprint(w, intro)
+	common := commonFlags()
+	fmt.Fprint(w, "\nFlags of every command:\n")
+	printFlags(w, common, nil)
+	for _, cmd := range cmds {
+		fmt.Fprintf(w, "\nFlags of %q (%s):\n", cmd.name, cmd.summary)
+		printFlags(w, cmd.fs, common)
+	}
+}
+
+// commonFlags is a flag set holding only the flags every command takes.
+func commonFlags() *flag.FlagSet {
+	c := &config{}
+	cmds := commands(c)
+	fs := flag.NewFlagSet("common", flag.ContinueOnError)
+	cmds[0].fs.VisitAll(func(f *flag.Flag) {
+		for _, k := range cmds[1:] {
+			if k.fs.Lookup(f.Name) == nil {
+				return
+			}
+		}
+		fs.Var(f.Value, f.Name, f.Usage)
+		fs.Lookup(f.Name).DefValue = f.DefValue
+	})
+	return fs
+}
+
+// printFlags writes fs's flags, except those in skip, as PrintDefaults
+// does (with two dashes, which the flag package also accepts).
+func printFlags(w io.Writer, fs, skip *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if skip != nil && skip.Lookup(f.Name) != nil {
+			return
+		}
+		name, help := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + strings.ReplaceAll(help, "\n", "\n    \t")
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			line += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	c := &config{stdout: stdout, stderr: stderr}
+	cmds := commands(c)
+	if len(args) == 0 {
+		usage(stderr, cmds)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout, cmds)
+		return 0
+	}
+	var cmd *command
+	rest := args
+	for _, k := range cmds {
+		words := strings.Fields(k.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == k.name {
+			cmd, rest = k, args[len(words):]
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "tablekit-worker: unknown command %q; run tablekit-worker --help\n", strings.Join(args, " "))
+		return 2
+	}
+	if err := cmd.fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, cmds)
+			return 0
+		}
+		fmt.Fprintf(stderr, "tablekit-worker %s: %v; run tablekit-worker --help\n", cmd.name, err)
+		return 2
+	}
+	if len(c.queues) == 0 {
+		_ = c.queues.Set(env("TABLEKIT_QUEUES", ""))
+	}
+	if len(c.queues) == 0 {
+		fmt.Fprintf(stderr, "tablekit-worker %s: --queue is required\n", cmd.name)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := cmd.run(ctx, cmd.fs.Args()); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "tablekit-worker %s: %v\n", cmd.name, err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "tablekit-worker %s: %v\n", cmd.name, err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func (c *config) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usageError{"--log-level " + c.logLevel + ": want debug, info, warn or error"}
+	}
+	o := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(c.stderr, o)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(c.stderr, o)), nil
+	}
+	return nil, usageError{"--log-format " + c.logFormat + ": want json or text"}
+}
+
+// account connects with the connection string, or with Entra ID on the
+// given endpoints.
+func (c *config) connect() (*tablekit.Account, error) {
+	cs := c.connString
+	if cs == "" {
+		cs = tablekit.ConnectionStringFromEnv("")
+	}
+	if cs != "" {
+		return tablekit.Connect(cs, nil)
+	}
+	ep := tablekit.Endpoints{Table: c.tableEP, Queue: c.queueEP, Blob: c.blobEP}
+	if c.account != "" {
+		def := tablekit.AccountEndpoints(c.account)
+		if ep.Table == "" {
+			ep.Table = def.Table
+		}
+		if ep.Queue == "" {
+			ep.Queue = def.Queue
+		}
+		if ep.Blob == "" {
+			ep.Blob = def.Blob
+		}
+	}
+	if ep.Table == "" && ep.Queue == "" && ep.Blob == "" {
+		return nil, usageError{"no account: set AZURE_STORAGE_CONNECTION_STRING, --connection-string, --account or the endpoint flags"}
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, err
+	}
+	return tablekit.NewAccountWithCredential(ep, cred, nil)
+}
+
+func parseBackoff(s string) (*consistency.Backoff, error) {
+	b := &consistency.Backoff{Jitter: 0.2}
+	for _, p := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil || d < 0 {
+			return nil, usageError{"--backoff " + s + ": want comma-separated durations such as 2s,4s,10s,30s"}
+		}
+		b.Delays = append(b.Delays, d)
+	}
+	return b, nil
+}
+
+func (c *config) cmdRun(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usageError{"unexpected arguments " + strings.Join(args, " ")}
+	}
+	log, err := c.logger()
+	if err != nil {
+		return err
+	}
+	backoff, err := parseBackoff(c.backoff)
+	if err != nil {
+		return err
+	}
+	acct, err := c.connect()
+	if err != nil {
+		return err
+	}
+	if c.create {
+		for _, name := range c.queues {
+			q, err := consistency.NewQueue(acct, name, &consistency.QueueOptions{BlobContainer: c.container})
+			if err != nil {
+				return err
+			}
+			if err := q.Create(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
+		Queues: c.queues, Concurrency: c.concurrency, BatchSize: c.batch,
+		VisibilityTimeout: c.visibility, MaxDequeueCount: c.maxDequeue, Backoff: backoff,
+		PollInterval: c.poll, DrainTimeout: c.drain, BlobContainer: c.container, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if c.metricsAddr != "" {
+		ln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		log.Info("metrics listening", "addr", ln.Addr().String())
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+	return w.Run(ctx)
+}
+
+func (c *config) queue() (*consistency.Queue, error) {
+	if len(c.queues) != 1 {
+		return nil, usageError{"give exactly one --queue"}
+	}
+	acct, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	return consistency.NewQueue(acct, c.queues[0], &consistency.QueueOptions{BlobContainer: c.container})
+}
+
+func (c *config) cmdPoisonList(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usageError{"unexpected arguments " + strings.Join(args, " ")}
+	}
+	q, err := c.queue()
+	if err != nil {
+		return err
+	}
+	recs, err := q.Poisoned(ctx, c.listMax)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(c.stdout)
+	for _, r := range recs {
+		if c.jsonOut {
+			if err := enc.Encode(struct {
+				PoisonMessageID string `json:"poisonMessageId"`
+				consistency.PoisonRecord
+			}{r.PoisonMessageID, r}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(c.stdout, "%s\ttx=%s\tmessage=%s\tdequeued=%d\tstep=%d\tkind=%s\tpermanent=%t\tat=%s\terror=%s\n",
+			r.PoisonMessageID, r.TxID, r.MessageID, r.DequeueCount, r.Step, r.Kind, r.Permanent, r.At.Format(time.RFC3339), r.Error)
+	}
+	if !c.jsonOut {
+		fmt.Fprintf(c.stdout, "%d poisoned message(s) shown\n", len(recs))
+	}
+	return nil
+}
+
+func (c *config) cmdPoisonRequeue(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return usageError{"unexpected arguments " + strings.Join(args, " ")}
+	}
+	q, err := c.queue()
+	if err != nil {
+		return err
+	}
+	n, err := q.Requeue(ctx, &consistency.RequeueOptions{MessageIDs: c.ids, Max: c.max})
+	fmt.Fprintf(c.stdout, "%d message(s) requeued to %s\n", n, q.Name())
+	return err
+}
+
+func (c *config) cmdEnqueue(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usageError{"give one FILE.json (or - for stdin)"}
+	}
+	var data []byte
+	var err error
+	if args[0] == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(args[0])
+	}
+	if err != nil {
+		return err
+	}
+	tx, err := consistency.ParseTransaction(data, true)
+	if err != nil {
+		return err
+	}
+	q, err := c.queue()
+	if err != nil {
+		return err
+	}
+	if err := q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: c.delay}); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, tx.ID)
+	return nil
+}
