@@ -1,0 +1,490 @@
+package patterns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// ErrListTooLarge is returned when an index entity's member list would
+// pass the limits of one entity: the list is a JSON String property, and a
+// String holds at most 32,768 UTF-16 code units (an entity at most 1 MiB).
+// The guide's answer is option 1: keep the list in a blob
+// (NewBlobIndexedTable).
+var ErrListTooLarge = errors.New("tablekit: index list too large for an entity; use a blob list index (NewBlobIndexedTable, the guide's option 1)")
+
+// ListTooLargeError names the index and value whose list would overflow.
+// It unwraps to ErrListTooLarge.
+type ListTooLargeError struct {
+	Index   string
+	Value   string
+	Members int // members the list would hold
+	Units   int // UTF-16 code units of its JSON
+}
+
+func (e *ListTooLargeError) Error() string {
+	return "tablekit: index " + strconv.Quote(e.Index) + " value " + strconv.Quote(e.Value) + ": a list of " +
+		strconv.Itoa(e.Members) + " members takes " + strconv.Itoa(e.Units) + " UTF-16 code units, over the " +
+		strconv.Itoa(MaxListUnits) + " a String property holds; keep this index in Blob storage instead (NewBlobIndexedTable, the guide's option 1)"
+}
+
+// Unwrap returns ErrListTooLarge.
+func (e *ListTooLargeError) Unwrap() error { return ErrListTooLarge }
+
+// ListIndex declares an index entity per value: the guide's index entities
+// pattern, which lists the entities sharing a non-unique value ("all the
+// employees with the last name Jones").
+//
+//	patterns.ListIndex[Employee]{Name: "lastname", Property: "EmployeeIDs",
+//		Key: func(e *Employee) string { return e.LastName }}
+type ListIndex[T any] struct {
+	// Name identifies the index (ASCII letters and digits): in blob names
+	// (option 1), in the default PartitionKey of option 3's index entities,
+	// and in errors.
+	Name string
+	// Key returns v's value; an empty value leaves v out of every list.
+	Key func(v *T) string
+	// Property is the index entity's list property (options 2 and 3);
+	// default "EmployeeIDs", the guide's name.
+	Property string
+	// Prefix is put before the value in the index entity's RowKey
+	// (options 2 and 3). Empty means the value alone, as in the guide's
+	// "Sales"/"Jones"; then no primary RowKey may equal a value.
+	Prefix string
+	// Table holds option 3's index entities; empty means the primary's
+	// table.
+	Table string
+	// Partition is the PartitionKey of option 3's index entities; empty
+	// means Name.
+	Partition string
+	// Parallelism bounds the concurrent reads of Lookup (default 8).
+	Parallelism int
+}
+
+func (ix *ListIndex[T]) property() string {
+	if ix.Property == "" {
+		return "EmployeeIDs"
+	}
+	return ix.Property
+}
+
+func (ix *ListIndex[T]) parallelism() int {
+	if ix.Parallelism <= 0 {
+		return 8
+	}
+	return ix.Parallelism
+}
+
+func validateListIndex[T any](what string, t *Table[T], ix *ListIndex[T]) error {
+	if !validIndexName(ix.Name) {
+		return fmt.Errorf("tablekit: %s: list index name %q: use 1 to 64 ASCII letters and digits", what, ix.Name)
+	}
+	if ix.Key == nil {
+		return fmt.Errorf("tablekit: %s: list index %q has no Key function", what, ix.Name)
+	}
+	if err := keys.ValidateKey("RowKey", ix.Prefix+"x"); ix.Prefix != "" && err != nil {
+		return fmt.Errorf("tablekit: %s: list index %q prefix: %w", what, ix.Name, err)
+	}
+	if ix.Table != "" {
+		if err := keys.ValidateTableName(ix.Table); err != nil {
+			return fmt.Errorf("tablekit: %s: list index %q: %w", what, ix.Name, err)
+		}
+	}
+	return nil
+}
+
+// memberList is a sorted list of member keys without duplicates.
+type memberList []string
+
+func (m memberList) with(k string) memberList {
+	i, found := slices.BinarySearch(m, k)
+	if found {
+		return m
+	}
+	return slices.Insert(slices.Clone(m), i, k)
+}
+
+func (m memberList) without(k string) memberList {
+	i, found := slices.BinarySearch(m, k)
+	if !found {
+		return m
+	}
+	return slices.Delete(slices.Clone(m), i, i+1)
+}
+
+// encodeList encodes the list for an index entity, refusing one that
+// would pass the String limit.
+func encodeList(index, value string, m memberList) (string, error) {
+	if m == nil {
+		m = memberList{}
+	}
+	b, _ := json.Marshal(m) // strings always encode
+	if n := utf16Len(string(b)); n > MaxListUnits {
+		return "", &ListTooLargeError{Index: index, Value: value, Members: len(m), Units: n}
+	}
+	return string(b), nil
+}
+
+// listEntity is an index entity as read: its members and ETag (empty when
+// it does not exist).
+type listEntity struct {
+	members memberList
+	etag    string
+}
+
+func readListEntity(ctx context.Context, client *aztables.Client, table, pk, rk, prop string) (listEntity, error) {
+	if err := validateKeys(pk, rk); err != nil {
+		return listEntity{}, err
+	}
+	resp, err := client.GetEntity(ctx, pk, rk, nil)
+	if err != nil {
+		err = tablekit.MapError(err, "get index entity", describeKeys(table, pk, rk))
+		var se *tablekit.ServiceError
+		if tablekit.IsNotFound(err) && !(errors.As(err, &se) && se.Code == "TableNotFound") {
+			return listEntity{}, nil
+		}
+		return listEntity{}, err
+	}
+	p, err := parseProps(resp.Value)
+	if err != nil {
+		return listEntity{}, fmt.Errorf("tablekit: %s: %w", describeKeys(table, pk, rk), err)
+	}
+	s, _ := p.str(prop)
+	var m memberList
+	if s != "" {
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			return listEntity{}, fmt.Errorf("tablekit: %s: property %s is not a JSON list of strings: %w", describeKeys(table, pk, rk), prop, err)
+		}
+		slices.Sort(m)
+		m = slices.Compact(m)
+	}
+	return listEntity{members: m, etag: string(resp.ETag)}, nil
+}
+
+// listOp is the transaction operation that turns index entity old into
+// the list m: insert, replace (conditional on old's ETag) or delete when m
+// is empty.
+func listOp(pk, rk, prop, index, value string, old listEntity, m memberList) (Op, bool, error) {
+	if len(m) == 0 {
+		if old.etag == "" {
+			return Op{}, false, nil
+		}
+		return Op{Type: OpDelete, PartitionKey: pk, RowKey: rk, ETag: old.etag}, true, nil
+	}
+	s, err := encodeList(index, value, m)
+	if err != nil {
+		return Op{}, false, err
+	}
+	p := rawProps{}
+	p.setString("PartitionKey", pk)
+	p.setString("RowKey", rk)
+	p.setString(prop, s)
+	if old.etag == "" {
+		return Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: p.bytes()}, true, nil
+	}
+	return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: p.bytes(), ETag: old.etag}, true, nil
+}
+
+func describeKeys(table, pk, rk string) string {
+	return table + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
+}
+
+// fetchAll reads the entities at refs with at most n reads in flight,
+// keeping the order of refs; missing entities are left out.
+func fetchAll[T any](ctx context.Context, t *Table[T], refs [][2]string, n int, keep func(*T) bool) ([]T, error) {
+	out := make([]T, len(refs))
+	ok := make([]bool, len(refs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		firstEr error
+		sem     = make(chan struct{}, n)
+	)
+	for i, r := range refs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			v, err := t.Get(ctx, r[0], r[1])
+			if tablekit.IsNotFound(err) {
+				return
+			}
+			if err != nil {
+				mu.Lock()
+				if firstEr == nil {
+					firstEr = err
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+			if keep == nil || keep(&v) {
+				out[i], ok[i] = v, true
+			}
+		}()
+	}
+	wg.Wait()
+	if firstEr != nil {
+		return nil, firstEr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := make([]T, 0, len(refs))
+	for i := range out {
+		if ok[i] {
+			res = append(res, out[i])
+		}
+	}
+	return res, nil
+}
+
+// ListIndexedTable is the guide's index entities pattern, option 2: index
+// entities in the same partition as the entities they list, updated in the
+// same entity group transaction as the entity, with optimistic concurrency
+// on the index entity's ETag (a writer that loses the race reads again and
+// retries). The guide's "Sales"/"Jones" entity with its EmployeeIDs
+// property lists the RowKeys of the Sales employees named Jones.
+//
+// Requests: Insert 2 (read the index entity, transaction); Update 2, or 4
+// when the value changes (read the entity, read both index entities,
+// one transaction over the three, as the guide's last-name change);
+// Delete 3; Lookup 1 + one read per member, in parallel.
+type ListIndexedTable[T any] struct {
+	t  *Table[T]
+	ix ListIndex[T]
+}
+
+// NewListIndexedTable returns the repository of table name with the index
+// entities of ix in each partition. It makes no request.
+func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListIndex[T], opts *TableOptions) (*ListIndexedTable[T], error) {
+	t, err := NewTable[T](acct, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	what := "NewListIndexedTable[" + t.codec.Type().String() + "]"
+	if err := validateListIndex(what, t, &ix); err != nil {
+		return nil, err
+	}
+	if ix.Table != "" || ix.Partition != "" {
+		return nil, fmt.Errorf("tablekit: %s: list index %q sets Table or Partition; option 2 keeps index entities in the entity's partition (use NewEventualListIndexedTable for option 3)", what, ix.Name)
+	}
+	return &ListIndexedTable[T]{t: t, ix: ix}, nil
+}
+
+// Table is the underlying typed table.
+func (x *ListIndexedTable[T]) Table() *Table[T] { return x.t }
+
+// CreateIfNotExists creates the table.
+func (x *ListIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
+	return x.t.CreateIfNotExists(ctx)
+}
+
+func (x *ListIndexedTable[T]) readList(ctx context.Context, pk, value string) (listEntity, error) {
+	return readListEntity(ctx, x.t.client, x.t.name, pk, x.ix.Prefix+value, x.ix.property())
+}
+
+// retryable reports whether a failed transaction lost a race on an index
+// entity (or, for op 0 with an ETag, on the entity) and should start over.
+func listRace(err error) bool {
+	return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrNotFound)
+}
+
+// Insert adds v and its RowKey to the index entity of its value, in one
+// transaction; a concurrent change of the index entity makes it read the
+// index entity again and retry. Errors: tablekit.ErrAlreadyExists (v's
+// keys exist), *ListTooLargeError. Two requests per attempt.
+func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+	body, pk, rk, err := x.t.marshal(v)
+	if err != nil {
+		return err
+	}
+	val := x.ix.Key(v)
+	if val == "" {
+		return x.t.Insert(ctx, v)
+	}
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		le, err := x.readList(ctx, pk, val)
+		if err != nil {
+			return err
+		}
+		op, _, err := listOp(pk, x.ix.Prefix+val, x.ix.property(), x.ix.Name, val, le, le.members.with(rk))
+		if err != nil {
+			return err
+		}
+		res, err := SubmitTransaction(ctx, x.t.client, x.t.name, []Op{{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, op})
+		if err == nil {
+			x.t.setMeta(v, res[0].ETag)
+			return nil
+		}
+		if i, ok := transactionIndex(err); !ok || i == 0 || !listRace(err) {
+			return err
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("tablekit: insert %s: gave up after %d attempts, index entity %q kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, x.ix.Prefix+val, lastErr)
+}
+
+// Update reads the entity, calls fn on it and writes it conditionally on
+// the ETag read. When fn changes the indexed value it reads both index
+// entities and updates the three entities in one transaction, as the guide
+// describes for a last-name change; any concurrent change starts it over
+// (fn must be safe to call again).
+func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+	var zero T
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return zero, err
+		}
+		v := old
+		if err := fn(&v); err != nil {
+			return zero, err
+		}
+		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
+			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable", x.t.describe(pk, rk), npk, nrk)
+		}
+		body, _, _, err := x.t.marshal(&v)
+		if err != nil {
+			return zero, err
+		}
+		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}}
+		if ov, nv := x.ix.Key(&old), x.ix.Key(&v); ov != nv {
+			lists, err := x.readLists(ctx, pk, ov, nv)
+			if err != nil {
+				return zero, err
+			}
+			if ov != "" {
+				op, ok, err := listOp(pk, x.ix.Prefix+ov, x.ix.property(), x.ix.Name, ov, lists[0], lists[0].members.without(rk))
+				if err != nil {
+					return zero, err
+				}
+				if ok {
+					ops = append(ops, op)
+				}
+			}
+			if nv != "" {
+				op, _, err := listOp(pk, x.ix.Prefix+nv, x.ix.property(), x.ix.Name, nv, lists[1], lists[1].members.with(rk))
+				if err != nil {
+					return zero, err
+				}
+				ops = append(ops, op)
+			}
+		}
+		res, err := SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		if err == nil {
+			x.t.setMeta(&v, res[0].ETag)
+			return v, nil
+		}
+		if _, ok := transactionIndex(err); !ok || !listRace(err) {
+			return zero, err
+		}
+		lastErr = err
+	}
+	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity or its index entities kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// readLists reads the index entities of values a and b (empty values are
+// skipped) in parallel.
+func (x *ListIndexedTable[T]) readLists(ctx context.Context, pk, a, b string) ([2]listEntity, error) {
+	var out [2]listEntity
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, val := range [2]string{a, b} {
+		if val == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = x.readList(ctx, pk, val)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs[0], errs[1])
+}
+
+// Delete removes the entity and its RowKey from its index entity in one
+// transaction (three requests: read the entity, read the index entity,
+// transaction), starting over on a concurrent change. A missing entity is
+// tablekit.ErrNotFound.
+func (x *ListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return err
+		}
+		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk, ETag: etag}}
+		if ov := x.ix.Key(&old); ov != "" {
+			le, err := x.readList(ctx, pk, ov)
+			if err != nil {
+				return err
+			}
+			op, ok, err := listOp(pk, x.ix.Prefix+ov, x.ix.property(), x.ix.Name, ov, le, le.members.without(rk))
+			if err != nil {
+				return err
+			}
+			if ok {
+				ops = append(ops, op)
+			}
+		}
+		_, err = SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		if err == nil {
+			return nil
+		}
+		if _, ok := transactionIndex(err); !ok || !listRace(err) {
+			return err
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// Get reads an entity by its keys (one request).
+func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	return x.t.Get(ctx, pk, rk)
+}
+
+// Members returns the RowKeys listed under value in partition pk, sorted
+// (one request; none listed is an empty list, not an error).
+func (x *ListIndexedTable[T]) Members(ctx context.Context, pk, value string) ([]string, error) {
+	le, err := x.readList(ctx, pk, value)
+	return le.members, err
+}
+
+// Lookup returns the entities of partition pk whose value is value: the
+// guide's three steps (read the index entity, parse the list, read each
+// employee), the reads in parallel up to ListIndex.Parallelism. One
+// request plus one per member.
+func (x *ListIndexedTable[T]) Lookup(ctx context.Context, pk, value string) ([]T, error) {
+	m, err := x.Members(ctx, pk, value)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([][2]string, len(m))
+	for i, rk := range m {
+		refs[i] = [2]string{pk, rk}
+	}
+	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), nil)
+}

@@ -1,0 +1,263 @@
+package patterns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// BlobIndexedTable is the guide's index entities pattern, option 1: a blob
+// per value holding the PartitionKey and RowKey of every entity with that
+// value, for lists too long for an entity and for lookups across
+// partitions ("all the employees named Jones, in every department").
+//
+// The blob is updated with ETag conditions (If-Match, or If-None-Match: *
+// to create it), retrying when another writer got there first, so
+// concurrent writers never lose each other's members. Entity and blob
+// cannot change atomically; the order keeps the blob a superset of the
+// truth: a member is added before the entity is written and removed after,
+// and Lookup re-checks each entity's value, so a crash in between leaves
+// at most a stale member that Lookup skips (and Rebuild removes).
+//
+// Blob names are Table + "/" + Name + "/" + value in the container.
+//
+// Requests: Insert 3 (read blob, write blob, insert); Update 2, or 6 when
+// the value changes; Delete 4; Lookup 1 + one read per member, in
+// parallel.
+type BlobIndexedTable[T any] struct {
+	t         *Table[T]
+	ix        ListIndex[T]
+	container string
+	blobs     *azblob.Client
+}
+
+// BlobMember is one entity listed in a blob index.
+type BlobMember struct {
+	PartitionKey string `json:"pk"`
+	RowKey       string `json:"rk"`
+}
+
+// NewBlobIndexedTable returns the repository of table name whose index ix
+// lives in blobs of container. It makes no request; CreateIfNotExists
+// creates the table and the container.
+func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, ix ListIndex[T], opts *TableOptions) (*BlobIndexedTable[T], error) {
+	t, err := NewTable[T](acct, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	what := "NewBlobIndexedTable[" + t.codec.Type().String() + "]"
+	if err := validateListIndex(what, t, &ix); err != nil {
+		return nil, err
+	}
+	if err := keys.ValidateContainerName(container); err != nil {
+		return nil, fmt.Errorf("tablekit: %s: %w", what, err)
+	}
+	if acct.Blobs() == nil {
+		return nil, fmt.Errorf("tablekit: %s: %w", what, tablekit.ErrNoEndpoint)
+	}
+	return &BlobIndexedTable[T]{t: t, ix: ix, container: container, blobs: acct.Blobs()}, nil
+}
+
+// Table is the underlying typed table.
+func (x *BlobIndexedTable[T]) Table() *Table[T] { return x.t }
+
+// CreateIfNotExists creates the table and the blob container.
+func (x *BlobIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
+	if err := x.t.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+	_, err := x.blobs.CreateContainer(ctx, x.container, nil)
+	err = tablekit.MapError(err, "create container", x.container)
+	if err != nil && !errors.Is(err, tablekit.ErrAlreadyExists) {
+		return err
+	}
+	return nil
+}
+
+// BlobName is the name of value's blob.
+func (x *BlobIndexedTable[T]) BlobName(value string) string {
+	return x.t.name + "/" + x.ix.Name + "/" + value
+}
+
+func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]BlobMember, azcore.ETag, error) {
+	name := x.BlobName(value)
+	resp, err := x.blobs.DownloadStream(ctx, x.container, name, nil)
+	if err != nil {
+		err = tablekit.MapError(err, "read index blob", x.container+"/"+name)
+		var se *tablekit.ServiceError
+		if errors.As(err, &se) && se.Code == "BlobNotFound" {
+			return nil, "", nil
+		}
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, "", err
+	}
+	var m []BlobMember
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, "", fmt.Errorf("tablekit: index blob %s/%s: %w", x.container, name, err)
+		}
+	}
+	return m, *resp.ETag, nil
+}
+
+func cmpMember(a, b BlobMember) int {
+	if a.PartitionKey != b.PartitionKey {
+		return cmpString(a.PartitionKey, b.PartitionKey)
+	}
+	return cmpString(a.RowKey, b.RowKey)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// change adds (add true) or removes m from value's blob with an ETag-
+// conditioned write, retrying on a concurrent change. Two requests per
+// attempt; one when nothing changes.
+func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m BlobMember, add bool) error {
+	name := x.BlobName(value)
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		list, etag, err := x.read(ctx, value)
+		if err != nil {
+			return err
+		}
+		i, found := slices.BinarySearchFunc(list, m, cmpMember)
+		if found == add {
+			return nil
+		}
+		if add {
+			list = slices.Insert(list, i, m)
+		} else {
+			list = slices.Delete(list, i, i+1)
+		}
+		body, _ := json.Marshal(list) // strings only
+		cond := &blob.ModifiedAccessConditions{}
+		if etag == "" {
+			cond.IfNoneMatch = to.Ptr(azcore.ETagAny)
+		} else {
+			cond.IfMatch = &etag
+		}
+		_, err = x.blobs.UploadBuffer(ctx, x.container, name, body, &azblob.UploadBufferOptions{
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond},
+			HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: to.Ptr("application/json")},
+		})
+		err = tablekit.MapError(err, "write index blob", x.container+"/"+name)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrAlreadyExists) && !errors.Is(err, tablekit.ErrConflict) {
+			return err
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("tablekit: index blob %s/%s: gave up after %d attempts, it kept changing: %w", x.container, name, x.t.maxAttempts, lastErr)
+}
+
+// Insert lists v under its value, then inserts it. Errors:
+// tablekit.ErrAlreadyExists (v's keys exist). Three requests.
+func (x *BlobIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+	if _, _, _, err := x.t.marshal(v); err != nil {
+		return err
+	}
+	pk, rk := x.t.codec.Keys(v)
+	if val := x.ix.Key(v); val != "" {
+		if err := x.change(ctx, val, BlobMember{pk, rk}, true); err != nil {
+			return err
+		}
+	}
+	return x.t.Insert(ctx, v)
+}
+
+// Update reads the entity, calls fn on it and replaces it conditionally
+// on the ETag read (Table.Update); when the value changes, the entity is
+// listed under the new value before the write and removed from the old
+// one after it.
+func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+	var oldVal string
+	var added []string
+	v, err := x.t.Update(ctx, pk, rk, func(v *T) error {
+		old := x.ix.Key(v)
+		if err := fn(v); err != nil {
+			return err
+		}
+		oldVal = old
+		if nv := x.ix.Key(v); nv != old && nv != "" && !slices.Contains(added, nv) {
+			if err := x.change(ctx, nv, BlobMember{pk, rk}, true); err != nil {
+				return err
+			}
+			added = append(added, nv)
+		}
+		return nil
+	})
+	if err != nil {
+		return v, err
+	}
+	if oldVal != "" && x.ix.Key(&v) != oldVal {
+		if err := x.change(ctx, oldVal, BlobMember{pk, rk}, false); err != nil {
+			return v, fmt.Errorf("tablekit: updated %s but could not unlist it from %q (Lookup skips it; Rebuild removes it): %w", x.t.describe(pk, rk), oldVal, err)
+		}
+	}
+	return v, nil
+}
+
+// Delete deletes the entity (conditional on the ETag it reads), then
+// unlists it. Four requests.
+func (x *BlobIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
+	v, etag, err := x.t.getWithETag(ctx, pk, rk)
+	if err != nil {
+		return err
+	}
+	if err := x.t.Delete(ctx, &v, &WriteOptions{ETag: etag}); err != nil {
+		return err
+	}
+	if val := x.ix.Key(&v); val != "" {
+		if err := x.change(ctx, val, BlobMember{pk, rk}, false); err != nil {
+			return fmt.Errorf("tablekit: deleted %s but could not unlist it (Lookup skips it): %w", x.t.describe(pk, rk), err)
+		}
+	}
+	return nil
+}
+
+// Members returns the entities listed under value (one request).
+func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string) ([]BlobMember, error) {
+	m, _, err := x.read(ctx, value)
+	return m, err
+}
+
+// Lookup returns the entities whose value is value, in every partition:
+// one request for the blob, then one read per member in parallel up to
+// ListIndex.Parallelism. Members whose entity is gone or has another value
+// (a write that crashed half way) are skipped.
+func (x *BlobIndexedTable[T]) Lookup(ctx context.Context, value string) ([]T, error) {
+	m, err := x.Members(ctx, value)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([][2]string, len(m))
+	for i, r := range m {
+		refs[i] = [2]string{r.PartitionKey, r.RowKey}
+	}
+	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), func(v *T) bool { return x.ix.Key(v) == value })
+}

@@ -1,0 +1,354 @@
+package patterns_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/reqcount"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// lastNameList is the guide's index of employees by last name, with the
+// guide's property name and the bare last name as RowKey ("Sales"/"Jones").
+func lastNameList() patterns.ListIndex[ixEmployee] {
+	return patterns.ListIndex[ixEmployee]{Name: "lastname", Property: "EmployeeIDs", Key: func(e *ixEmployee) string { return e.LastName }}
+}
+
+func newListIndexedTable(t *testing.T) (*patterns.ListIndexedTable[ixEmployee], *reqcount.Counter) {
+	t.Helper()
+	acct, counter := testenv.CountingAccount(t)
+	x, err := patterns.NewListIndexedTable(acct, testenv.TableName(t), lastNameList(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
+	counter.Reset()
+	return x, counter
+}
+
+// listIDs returns the sorted employee ids of es.
+func listIDs(es []ixEmployee) string {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.PartitionKey + "/" + e.EmployeeID
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, " ")
+}
+
+// rawIndexEntity reads an index entity's list property straight from the
+// table.
+func rawIndexEntity(t *testing.T, tbl *patterns.Table[ixEmployee], pk, rk, prop string) ([]string, bool) {
+	t.Helper()
+	resp, err := tbl.Client().GetEntity(context.Background(), pk, rk, nil)
+	if err != nil {
+		if tablekit.IsNotFound(tablekit.MapError(err, "get", rk)) {
+			return nil, false
+		}
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(resp.Value, &m); err != nil {
+		t.Fatal(err)
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(m[prop].(string)), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list, true
+}
+
+func TestListIndexOption2GuideFlows(t *testing.T) {
+	ctx := context.Background()
+	x, c := newListIndexedTable(t)
+	for _, e := range []ixEmployee{
+		ixEmp("Sales", "000100", "Ann", "Jones", "a@contoso.com", 41),
+		ixEmp("Sales", "000120", "Bob", "Smith", "b@contoso.com", 30),
+		ixEmp("HR", "000130", "Cid", "Jones", "c@contoso.com", 30),
+	} {
+		if err := x.Insert(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Reset()
+
+	// The guide: add employee 000152, last name Jones, in Sales: read the
+	// index entity, then one EGT inserting the employee and updating it.
+	e := ixEmp("Sales", "000152", "Dan", "Jones", "d@contoso.com", 28)
+	e.RowKey = "000152"
+	if err := x.Insert(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 2, "Insert (read index entity + EGT)")
+	if list, _ := rawIndexEntity(t, x.Table(), "Sales", "Jones", "EmployeeIDs"); fmt.Sprint(list) != "[000152 empid_000100]" {
+		t.Errorf(`index entity "Sales"/"Jones" EmployeeIDs = %v`, list)
+	}
+	c.Reset()
+
+	// The guide's lookup: the index entity, then each employee.
+	got, err := x.Lookup(ctx, "Sales", "Jones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 1+2, "Lookup of 2 Joneses")
+	if listIDs(got) != "Sales/000100 Sales/000152" {
+		t.Errorf("Lookup(Sales, Jones) = %s", listIDs(got))
+	}
+	if got, _ := x.Lookup(ctx, "Sales", "Nobody"); len(got) != 0 {
+		t.Errorf("Lookup of an unknown name = %v", got)
+	}
+	c.Reset()
+
+	// The guide's last-name change: one EGT over the employee and the old
+	// and new index entities, after reading all three.
+	if _, err := x.Update(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 4, "last-name change (3 reads + EGT)")
+	if list, _ := rawIndexEntity(t, x.Table(), "Sales", "Jones", "EmployeeIDs"); fmt.Sprint(list) != "[000152]" {
+		t.Errorf("Jones after the change = %v", list)
+	}
+	if list, _ := rawIndexEntity(t, x.Table(), "Sales", "Smith", "EmployeeIDs"); fmt.Sprint(list) != "[empid_000100 empid_000120]" {
+		t.Errorf("Smith after the change = %v", list)
+	}
+	c.Reset()
+	if _, err := x.Update(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.Age++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 2, "update that keeps the last name")
+
+	// Delete removes the member; the last member takes the entity with it.
+	if err := x.Delete(ctx, "Sales", "000152"); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 3, "Delete")
+	if _, found := rawIndexEntity(t, x.Table(), "Sales", "Jones", "EmployeeIDs"); found {
+		t.Error("the empty Jones index entity is still there")
+	}
+	// Option 2 is per partition: HR's Jones is not Sales's.
+	if got, _ := x.Lookup(ctx, "HR", "Jones"); listIDs(got) != "HR/000130" {
+		t.Errorf("Lookup(HR, Jones) = %s", listIDs(got))
+	}
+}
+
+func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
+	ctx := context.Background()
+	x, _ := newListIndexedTable(t)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)
+			if err := x.Insert(ctx, &e); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	m, err := x.Members(ctx, "Sales", "Jones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != n {
+		t.Errorf("after %d racing inserts the index lists %d: %v", n, len(m), m)
+	}
+}
+
+func TestListIndexOption2LastNameChangesUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	x, _ := newListIndexedTable(t)
+	const n = 6
+	for i := range n {
+		e := ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)
+		if err := x.Insert(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each employee changes name twice while the others do too, and one
+	// employee is renamed by two writers at once.
+	names := []string{"Smith", "Brown"}
+	var wg sync.WaitGroup
+	for i := range n {
+		for _, name := range names {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := x.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *ixEmployee) error { e.LastName = name; return nil }); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	want := map[string][]string{}
+	for i := range n {
+		e, err := x.Get(ctx, "Sales", fmt.Sprintf("empid_%06d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[e.LastName] = append(want[e.LastName], e.RowKey)
+	}
+	for _, name := range []string{"Jones", "Smith", "Brown"} {
+		m, err := x.Members(ctx, "Sales", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(m) != fmt.Sprint(want[name]) && !(len(m) == 0 && len(want[name]) == 0) {
+			t.Errorf("index %s lists %v; the employees say %v", name, m, want[name])
+		}
+	}
+}
+
+func TestListIndexOption2RefusesAListPastTheEntityLimit(t *testing.T) {
+	ctx := context.Background()
+	x, c := newListIndexedTable(t)
+	// Plant a Jones list just under the 32K UTF-16 limit: 2,184 members of
+	// 12 characters take 15*2184+1 = 32,761 units.
+	members := make([]string, 2184)
+	for i := range members {
+		members[i] = fmt.Sprintf("member%06d", i)
+	}
+	list, _ := json.Marshal(members)
+	body, _ := json.Marshal(map[string]string{"PartitionKey": "Sales", "RowKey": "Jones", "EmployeeIDs": string(list)})
+	if _, err := x.Table().Client().AddEntity(ctx, body, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	e := ixEmp("Sales", "000152", "Dan", "Jones", "", 28)
+	err := x.Insert(ctx, &e)
+	var tooLarge *patterns.ListTooLargeError
+	if !errors.Is(err, patterns.ErrListTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Members != 2185 || !strings.Contains(err.Error(), "NewBlobIndexedTable") {
+		t.Fatalf("Insert past the limit = %v, want a *ListTooLargeError pointing to the blob index", err)
+	}
+	requests(t, c, 1, "refused Insert (index read only)")
+	if _, err := x.Get(ctx, "Sales", "empid_000152"); !tablekit.IsNotFound(err) {
+		t.Errorf("the refused employee was written: %v", err)
+	}
+}
+
+func newBlobIndexedTable(t *testing.T) (*patterns.BlobIndexedTable[ixEmployee], *reqcount.Counter) {
+	t.Helper()
+	acct, counter := testenv.CountingAccount(t)
+	x, err := patterns.NewBlobIndexedTable(acct, testenv.TableName(t), testenv.ContainerName(t), lastNameList(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
+	counter.Reset()
+	return x, counter
+}
+
+func TestListIndexOption1BlobFlows(t *testing.T) {
+	ctx := context.Background()
+	x, c := newBlobIndexedTable(t)
+	e := ixEmp("Sales", "000152", "Dan", "Jones", "", 28)
+	if err := x.Insert(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 3, "first Insert (read blob, create blob, insert)")
+	for _, e := range []ixEmployee{
+		ixEmp("HR", "000130", "Cid", "Jones", "", 30),
+		ixEmp("Sales", "000120", "Bob", "Smith", "", 30),
+	} {
+		if err := x.Insert(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Reset()
+
+	// Option 1 answers across departments.
+	got, err := x.Lookup(ctx, "Jones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 1+2, "Lookup of 2 Joneses")
+	if listIDs(got) != "HR/000130 Sales/000152" {
+		t.Errorf("Lookup(Jones) = %s", listIDs(got))
+	}
+
+	// A last-name change moves the member between blobs.
+	if _, err := x.Update(ctx, "HR", "empid_000130", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 6, "last-name change")
+	if got, _ := x.Lookup(ctx, "Smith"); listIDs(got) != "HR/000130 Sales/000120" {
+		t.Errorf("Lookup(Smith) = %s", listIDs(got))
+	}
+	if m, _ := x.Members(ctx, "Jones"); len(m) != 1 {
+		t.Errorf("Jones members after the change = %v", m)
+	}
+	c.Reset()
+	if err := x.Delete(ctx, "Sales", "empid_000152"); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 4, "Delete")
+	if m, _ := x.Members(ctx, "Jones"); len(m) != 0 {
+		t.Errorf("Jones members after delete = %v", m)
+	}
+
+	// A write that crashed after listing leaves a stale member; Lookup
+	// re-checks each entity's value and skips it.
+	ghost := ixEmp("Sales", "000999", "Gus", "Brown", "", 30)
+	if err := x.Table().Insert(ctx, &ghost); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Insert(ctx, ixPtr(ixEmp("Sales", "000500", "Eve", "Smith", "", 30))); err != nil {
+		t.Fatal(err)
+	}
+	// list the Brown employee under Smith, as a crashed rename would.
+	if _, err := x.Update(ctx, "Sales", "empid_000999", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Table().Replace(ctx, &ghost, &patterns.WriteOptions{Unconditional: true}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := x.Members(ctx, "Smith"); len(m) != 4 {
+		t.Fatalf("Smith members = %v, want the stale one listed", m)
+	}
+	if got, _ := x.Lookup(ctx, "Smith"); listIDs(got) != "HR/000130 Sales/000120 Sales/000500" {
+		t.Errorf("Lookup(Smith) with a stale member = %s", listIDs(got))
+	}
+}
+
+func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
+	ctx := context.Background()
+	x, _ := newBlobIndexedTable(t)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := x.Insert(ctx, ixPtr(ixEmp(fmt.Sprintf("D%d", i%3), fmt.Sprintf("%06d", i), "F", "Jones", "", 30))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	m, err := x.Members(ctx, "Jones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.BlobMember) int { return strings.Compare(a.PartitionKey+"/"+a.RowKey, b.PartitionKey+"/"+b.RowKey) }) {
+		t.Errorf("after %d racing inserts the blob lists %v", n, m)
+	}
+}
+
+func ixPtr[V any](v V) *V { return &v }
