@@ -346,7 +346,9 @@ func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.BlobMember) int { return strings.Compare(a.PartitionKey+"/"+a.RowKey, b.PartitionKey+"/"+b.RowKey) }) {
+	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.BlobMember) int {
+		return strings.Compare(a.PartitionKey+"/"+a.RowKey, b.PartitionKey+"/"+b.RowKey)
+	}) {
 		t.Errorf("after %d racing inserts the blob lists %v", n, m)
 	}
 }
