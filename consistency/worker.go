@@ -356,8 +356,12 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.Deq
 
 	if count > w.opts.MaxDequeueCount {
 		stopKeeper()
-		w.poison(sctx, q, l, &PoisonRecord{DequeueCount: count, Step: -1,
-			Error: "delivered " + strconv.FormatInt(count, 10) + " times (limit " + strconv.FormatInt(w.opts.MaxDequeueCount, 10) + ") without completing: a worker crashed or was stopped while processing it"}, log)
+		rec := &PoisonRecord{DequeueCount: count, Step: -1,
+			Error: "delivered " + strconv.FormatInt(count, 10) + " times (limit " + strconv.FormatInt(w.opts.MaxDequeueCount, 10) + ") without completing: a worker crashed or was stopped while processing it"}
+		if env, err := decodeEnvelope([]byte(l.text)); err == nil {
+			rec.TxID = env.ID
+		}
+		w.poison(sctx, q, l, rec, log)
 		return
 	}
 

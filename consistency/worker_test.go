@@ -289,3 +289,39 @@ func TestGracefulShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashLoopMessagePoisoned: a message delivered more often than the
+// limit without ever completing (workers died holding it) is poisoned
+// without running its steps again.
+func TestCrashLoopMessagePoisoned(t *testing.T) {
+	acct := testenv.Account(t)
+	ctx := context.Background()
+	q := newQueue(t, acct)
+	tx := NewTransaction(NewStep("crash", nil))
+	if err := q.Enqueue(ctx, tx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // three deliveries that never complete
+		resp, err := q.qc.DequeueMessages(ctx, nil)
+		if err != nil || len(resp.Messages) != 1 {
+			t.Fatalf("dequeue: %v", err)
+		}
+		m := resp.Messages[0]
+		if _, err := q.qc.UpdateMessage(ctx, *m.MessageID, *m.PopReceipt, *m.MessageText, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ran atomic.Int64
+	w := newWorker(t, acct, q, WorkerOptions{MaxDequeueCount: 3})
+	w.Handle("crash", func(context.Context, *Call) error { ran.Add(1); return nil })
+	stop := startWorker(t, w)
+	waitFor(t, 20*time.Second, "the poisoned message", func() bool { return w.Metrics().Poisoned() == 1 })
+	stop()
+	if ran.Load() != 0 {
+		t.Fatalf("steps ran %d times on the 4th delivery", ran.Load())
+	}
+	recs, err := q.Poisoned(ctx, 1)
+	if err != nil || len(recs) != 1 || recs[0].TxID != tx.ID || recs[0].DequeueCount != 4 || !strings.Contains(recs[0].Error, "delivered 4 times (limit 3)") {
+		t.Fatalf("poison record %+v %v", recs, err)
+	}
+}
