@@ -6,12 +6,15 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"slices"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+
+	"github.com/tablekit/tablekit/internal/attempts"
 )
 
 // EnvConnectionString is the conventional environment variable holding a
@@ -227,8 +230,13 @@ func (a *Account) BlobEndpoint() string { return a.urls.blob }
 func (a *Account) SharedKey() *aztables.SharedKeyCredential { return a.key }
 
 // ClientOptions returns a copy of the options the SDK clients were built
-// with, for callers that build further clients on the same configuration.
-func (a *Account) ClientOptions() azcore.ClientOptions { return a.opts.ClientOptions }
+// with (tablekit's attempt counter included), for callers that build
+// further clients on the same configuration.
+func (a *Account) ClientOptions() azcore.ClientOptions {
+	co := a.opts.ClientOptions
+	co.PerRetryPolicies = slices.Clone(co.PerRetryPolicies)
+	return co
+}
 
 // Table returns a client for one table after validating its name. It makes
 // no request.
@@ -257,11 +265,17 @@ func (a *Account) Queue(name string) (*azqueue.QueueClient, error) {
 // account.
 func (a *Account) IsDevelopmentStorage() bool { return a.name == devAccountName }
 
+// optsOrZero copies the caller's options (never written into) and adds
+// the attempt counter as the last per-retry policy, nearest the transport,
+// so patterns can recognise a retried write that the service had already
+// applied.
 func optsOrZero(o *AccountOptions) AccountOptions {
-	if o == nil {
-		return AccountOptions{}
+	var c AccountOptions
+	if o != nil {
+		c = *o
 	}
-	return *o
+	c.ClientOptions.PerRetryPolicies = append(slices.Clip(c.ClientOptions.PerRetryPolicies), attempts.Policy{})
+	return c
 }
 
 func withSAS(u, sas string) string {

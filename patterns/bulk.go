@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/attempts"
 )
 
 // BulkMode is what BulkWrite does with each entity.
@@ -212,14 +215,29 @@ type batchSubmitter interface {
 
 // submit validates ops and sends them as one transaction, on the fast path
 // when the table has one.
+//
+// A transaction that took more than one attempt and fails with 409, 412 or
+// 404 may have been applied by its first attempt: it is then read back
+// (one range query) and reported as successful when every operation's
+// effect is there (see ambiguous.go).
 func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
+	ctx, tries := attempts.With(ctx)
+	var results []OpResult
+	var err error
 	if t.fast == nil {
-		return SubmitTransaction(ctx, t.client, t.name, ops)
-	}
-	if err := ValidateTransaction(ops); err != nil {
+		results, err = SubmitTransaction(ctx, t.client, t.name, ops)
+	} else if err = ValidateTransaction(ops); err != nil {
 		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
+	} else {
+		results, err = t.fast.submit(ctx, ops)
 	}
-	return t.fast.submit(ctx, ops)
+	var te *tablekit.TransactionError
+	if err != nil && tries.Load() > 1 && errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) && ambiguous(ops[te.Index].Type, err, tries.Load()) {
+		if res, ok := batchApplied(ctx, t.client, t.fast, t.name, ops); ok {
+			return res, nil
+		}
+	}
+	return results, err
 }
 
 type bulk struct {

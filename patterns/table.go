@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/attempts"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -160,20 +162,67 @@ func (t *Table[T]) Insert(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	if t.fast != nil {
-		etag, err := t.fast.write(ctx, OpInsert, pk, rk, body, "", "insert", t.describe(pk, rk))
-		if err != nil {
-			return err
-		}
-		t.setMeta(v, etag)
-		return nil
-	}
-	resp, err := t.client.AddEntity(ctx, body, nil)
+	etag, err := t.write(ctx, OpInsert, pk, rk, body, "", "insert")
 	if err != nil {
-		return tablekit.MapError(err, "insert", t.describe(pk, rk))
+		return err
 	}
-	t.setMeta(v, string(resp.ETag))
+	t.setMeta(v, etag)
 	return nil
+}
+
+// write sends one entity write and returns the new ETag. A failure that
+// echoes the write's own earlier attempt (see ambiguous.go) is resolved by
+// reading the entity back.
+func (t *Table[T]) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
+	ctx, tries := attempts.With(ctx)
+	newETag, err := t.writeOnce(ctx, typ, pk, rk, body, etag, op)
+	if ambiguous(typ, err, tries.Load()) {
+		stored, storedETag, rerr := readStored(ctx, t.client, t.fast, t.name, pk, rk)
+		if rerr == nil && showsEffect(Op{Type: typ, Entity: body}, stored) {
+			return storedETag, nil
+		}
+	}
+	return newETag, err
+}
+
+func (t *Table[T]) writeOnce(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
+	if t.fast != nil {
+		return t.fast.write(ctx, typ, pk, rk, body, etag, op, t.describe(pk, rk))
+	}
+	var err error
+	var newETag azcore.ETag
+	ifMatch := azcore.ETag(etag)
+	if ifMatch == "" {
+		ifMatch = azcore.ETagAny
+	}
+	switch typ {
+	case OpInsert:
+		var resp aztables.AddEntityResponse
+		resp, err = t.client.AddEntity(ctx, body, nil)
+		newETag = resp.ETag
+	case OpReplace, OpMerge:
+		mode := aztables.UpdateModeReplace
+		if typ == OpMerge {
+			mode = aztables.UpdateModeMerge
+		}
+		var resp aztables.UpdateEntityResponse
+		resp, err = t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &ifMatch, UpdateMode: mode})
+		newETag = resp.ETag
+	case OpUpsertReplace, OpUpsertMerge:
+		mode := aztables.UpdateModeReplace
+		if typ == OpUpsertMerge {
+			mode = aztables.UpdateModeMerge
+		}
+		var resp aztables.UpsertEntityResponse
+		resp, err = t.client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: mode})
+		newETag = resp.ETag
+	case OpDelete:
+		_, err = t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &ifMatch})
+	}
+	if err != nil {
+		return "", tablekit.MapError(err, op, t.describe(pk, rk))
+	}
+	return string(newETag), nil
 }
 
 // Replace replaces the stored entity with v (properties absent from v are
@@ -203,23 +252,15 @@ func (t *Table[T]) update(ctx context.Context, v *T, opts *WriteOptions, mode az
 	if err != nil {
 		return err
 	}
-	if t.fast != nil {
-		typ := OpReplace
-		if mode == aztables.UpdateModeMerge {
-			typ = OpMerge
-		}
-		newETag, err := t.fast.write(ctx, typ, pk, rk, body, string(etag), op, t.describe(pk, rk))
-		if err != nil {
-			return err
-		}
-		t.setMeta(v, newETag)
-		return nil
+	typ := OpReplace
+	if mode == aztables.UpdateModeMerge {
+		typ = OpMerge
 	}
-	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: mode})
+	newETag, err := t.write(ctx, typ, pk, rk, body, string(etag), op)
 	if err != nil {
-		return tablekit.MapError(err, op, t.describe(pk, rk))
+		return err
 	}
-	t.setMeta(v, string(resp.ETag))
+	t.setMeta(v, newETag)
 	return nil
 }
 
@@ -244,27 +285,15 @@ func (t *Table[T]) Upsert(ctx context.Context, v *T, mode UpsertMode) error {
 	if err != nil {
 		return err
 	}
-	if t.fast != nil {
-		typ := OpUpsertReplace
-		if mode == UpsertMerge {
-			typ = OpUpsertMerge
-		}
-		etag, err := t.fast.write(ctx, typ, pk, rk, body, "", "upsert", t.describe(pk, rk))
-		if err != nil {
-			return err
-		}
-		t.setMeta(v, etag)
-		return nil
-	}
-	m := aztables.UpdateModeReplace
+	typ := OpUpsertReplace
 	if mode == UpsertMerge {
-		m = aztables.UpdateModeMerge
+		typ = OpUpsertMerge
 	}
-	resp, err := t.client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: m})
+	etag, err := t.write(ctx, typ, pk, rk, body, "", "upsert")
 	if err != nil {
-		return tablekit.MapError(err, "upsert", t.describe(pk, rk))
+		return err
 	}
-	t.setMeta(v, string(resp.ETag))
+	t.setMeta(v, etag)
 	return nil
 }
 
@@ -285,12 +314,11 @@ func (t *Table[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 }
 
 func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	if t.fast != nil {
-		_, err := t.fast.write(ctx, OpDelete, pk, rk, nil, string(etag), "delete", t.describe(pk, rk))
-		return err
+	if etag == azcore.ETagAny {
+		etag = ""
 	}
-	_, err := t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &etag})
-	return tablekit.MapError(err, "delete", t.describe(pk, rk))
+	_, err := t.write(ctx, OpDelete, pk, rk, nil, string(etag), "delete")
+	return err
 }
 
 // DeleteIfExists removes the entity with the given keys, whatever its ETag.
@@ -321,14 +349,22 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 // fn must be safe to call more than once and should not keep the pointer.
 // An error from fn aborts the update and is returned as is. The entity must
 // exist (tablekit.ErrNotFound otherwise). Two requests per attempt.
+//
+// Update never applies fn's change twice, even when a write reaches the
+// service but its response is lost and azcore retries it while other
+// writers are at work: each write records a random id in the entity's
+// UpdateLogProperty (the ids of the last 8 updates), and a write that fails
+// after a retry counts as done when its id is in the stored log. The
+// property is one of the entity's 252.
 func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
 	var zero T
 	var lastErr error
+	id := randomID()[:16]
 	for attempt := 0; attempt < t.maxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return zero, err
 		}
-		v, etag, err := t.getWithETag(ctx, pk, rk)
+		v, etag, raw, err := t.read(ctx, pk, rk)
 		if err != nil {
 			return zero, err
 		}
@@ -338,9 +374,28 @@ func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error)
 		if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
 			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
 		}
-		err = t.update(ctx, &v, &WriteOptions{ETag: etag}, aztables.UpdateModeReplace, "update")
+		body, _, _, err := t.marshal(&v)
+		if err != nil {
+			return zero, err
+		}
+		body = withUpdateLog(body, updateLog(raw), id)
+		wctx, tries := attempts.With(ctx)
+		newETag, err := t.writeOnce(wctx, OpReplace, pk, rk, body, etag, "update")
 		if err == nil {
+			t.setMeta(&v, newETag)
 			return v, nil
+		}
+		if ambiguous(OpReplace, err, tries.Load()) {
+			stored, storedETag, rerr := readStored(ctx, t.client, t.fast, t.name, pk, rk)
+			if rerr == nil && slices.Contains(updateLog(stored), id) {
+				// Our write landed; later writers may have followed it.
+				if log := updateLog(stored); log[len(log)-1] == id {
+					t.setMeta(&v, storedETag)
+				} else {
+					t.codec.SetMeta(&v, "", time.Time{})
+				}
+				return v, nil
+			}
 		}
 		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
 			return zero, err
@@ -348,6 +403,26 @@ func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error)
 		lastErr = err
 	}
 	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", t.describe(pk, rk), t.maxAttempts, lastErr)
+}
+
+// read is getWithETag that also returns the entity's JSON.
+func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, error) {
+	var v T
+	if err := validateKeys(pk, rk); err != nil {
+		return v, "", nil, err
+	}
+	body, etag, err := readStored(ctx, t.client, t.fast, t.describe(pk, rk), pk, rk)
+	if err != nil {
+		return v, "", nil, err
+	}
+	if body == nil {
+		return v, "", nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), tablekit.ErrNotFound)
+	}
+	if err := t.codec.Unmarshal(body, &v); err != nil {
+		return v, "", nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+	}
+	t.codec.SetMeta(&v, etag, time.Time{})
+	return v, etag, body, nil
 }
 
 func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, error) {

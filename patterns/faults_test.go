@@ -1,0 +1,206 @@
+package patterns_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// faultyTable returns a table whose every HTTP attempt fails with
+// probability rate (500, 503, 408, 429, timeouts and resets, half of them
+// after the service applied the request), with azcore retrying quickly.
+func faultyTable[T any](t *testing.T, rate float64, seed uint64) (*patterns.Table[T], *faults.Policy) {
+	t.Helper()
+	var rules []faults.Rule
+	kinds := []faults.Kind{faults.Status500, faults.Status503, faults.Status408, faults.Status429, faults.Timeout, faults.ConnReset}
+	for _, k := range kinds {
+		for _, after := range []bool{false, true} {
+			rules = append(rules, faults.Rule{Kind: k, Rate: rate / float64(2*len(kinds)), After: after})
+		}
+	}
+	fp, err := faults.New(seed, rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		Retry:            policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+		PerRetryPolicies: []policy.Policy{fp},
+	}})
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp.SetEnabled(false)
+	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fp.SetEnabled(true)
+	return tbl, fp
+}
+
+// Under 10% injected faults, half of them after the service applied the
+// write, every kind of write ends in exactly the expected state: nothing
+// lost, nothing applied twice, and no error for a write that happened.
+func TestWritesUnderFaultsEndExact(t *testing.T) {
+	ctx := context.Background()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("fault seed %d (replay by fixing it here)", seed)
+	tbl, fp := faultyTable[Employee](t, 0.10, seed)
+
+	// Single inserts, then conditional replaces of each.
+	const n = 150
+	rows := make([]Employee, n)
+	for i := range rows {
+		rows[i] = Employee{PartitionKey: "single", RowKey: fmt.Sprintf("%04d", i), Age: i}
+		if err := tbl.Insert(ctx, &rows[i]); err != nil {
+			t.Fatalf("insert %d under faults: %v", i, err)
+		}
+	}
+	for i := range rows {
+		rows[i].Age += 1000
+		if err := tbl.Replace(ctx, &rows[i], nil); err != nil {
+			t.Fatalf("replace %d under faults: %v", i, err)
+		}
+	}
+
+	// Read-modify-write increments: an ambiguous 412 must not apply an
+	// increment twice.
+	if err := tbl.Insert(ctx, &Employee{PartitionKey: "counter", RowKey: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				if _, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil }); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("update under faults: %v", err)
+	}
+
+	// Strict transactions of 50 inserts each.
+	for b := 0; b < 10; b++ {
+		tx := tbl.Transaction()
+		for i := 0; i < 50; i++ {
+			tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
+		}
+		if _, err := tx.Submit(ctx); err != nil {
+			t.Fatalf("transaction %d under faults: %v", b, err)
+		}
+	}
+
+	// A bulk insert of 2,000 entities over 4 partitions.
+	bulk := make([]Employee, 2000)
+	for i := range bulk {
+		bulk[i] = Employee{PartitionKey: fmt.Sprintf("bulk%d", i%4), RowKey: fmt.Sprintf("%05d", i), Age: i}
+	}
+	if res, err := tbl.BulkWrite(ctx, bulk, &patterns.BulkOptions{Mode: patterns.BulkInsert}); err != nil || res.Written != len(bulk) {
+		t.Fatalf("bulk insert under faults: %+v, %v", res, err)
+	}
+
+	// Conditional deletes of half the single rows.
+	for i := 0; i < n; i += 2 {
+		if err := tbl.Delete(ctx, &rows[i], nil); err != nil {
+			t.Fatalf("delete %d under faults: %v", i, err)
+		}
+	}
+
+	injected := fp.Injected()
+	fp.SetEnabled(false)
+	if injected < 50 {
+		t.Fatalf("only %d faults injected; the test proves nothing", injected)
+	}
+	t.Logf("%d faults injected", injected)
+
+	singles, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("single"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(singles) != n/2 {
+		t.Errorf("%d single rows left, want %d", len(singles), n/2)
+	}
+	for _, e := range singles {
+		i, _ := strconv.Atoi(e.RowKey)
+		if i%2 == 0 || e.Age != i+1000 {
+			t.Errorf("row %s: Age %d (deleted rows are even, replaced ones have Age+1000)", e.RowKey, e.Age)
+		}
+	}
+	c, err := tbl.Get(ctx, "counter", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Age != 100 {
+		t.Errorf("counter = %d after 100 increments under faults", c.Age)
+	}
+	txRows, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("tx"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(txRows) != 500 {
+		t.Errorf("%d transaction rows, want 500", len(txRows))
+	}
+	total := 0
+	for p := 0; p < 4; p++ {
+		got, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq(fmt.Sprintf("bulk%d", p)), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range got {
+			if fmt.Sprintf("%05d", e.Age) != e.RowKey {
+				t.Errorf("bulk row %s has Age %d", e.RowKey, e.Age)
+			}
+		}
+		total += len(got)
+	}
+	if total != len(bulk) {
+		t.Errorf("%d bulk rows, want %d", total, len(bulk))
+	}
+}
+
+// A genuine conflict is still reported after retries: recognising our own
+// earlier attempt must not hide another writer's entity.
+func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
+	ctx := context.Background()
+	tbl, fp := faultyTable[Employee](t, 0.5, 7)
+	fp.SetEnabled(false)
+	other := Employee{PartitionKey: "p", RowKey: "r", FirstName: "other writer"}
+	if err := tbl.Insert(ctx, &other); err != nil {
+		t.Fatal(err)
+	}
+	fp.SetEnabled(true)
+	for i := 0; i < 20; i++ {
+		mine := Employee{PartitionKey: "p", RowKey: "r", FirstName: "me"}
+		if err := tbl.Insert(ctx, &mine); !errors.Is(err, tablekit.ErrAlreadyExists) {
+			t.Fatalf("insert over another writer's entity = %v, want ErrAlreadyExists", err)
+		}
+		stale := other
+		stale.ETag = `W/"datetime'2000-01-01T00%3A00%3A00.0000000Z'"`
+		stale.FirstName = "me"
+		if err := tbl.Replace(ctx, &stale, nil); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			t.Fatalf("replace with a stale ETag = %v, want ErrPreconditionFailed", err)
+		}
+	}
+}
