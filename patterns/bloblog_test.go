@@ -12,7 +12,6 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
-
 func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)

@@ -120,7 +120,7 @@ type LargeEntities[T any] struct {
 }
 
 type largeField struct {
-	index int    // in T
+	index  int    // in T
 	goName string // the Go field
 	prop   string // the property holding the blob name
 }
