@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -176,18 +178,50 @@ func BenchmarkBulkWrite(b *testing.B) {
 }
 
 // BenchmarkScan10k reads one partition of 10,000 entities per op.
-func BenchmarkScan10k(b *testing.B) {
+func BenchmarkScan10k(b *testing.B) { benchScan(b, 10_000) }
+
+// BenchmarkScan100k reads one partition of 100,000 entities per op; its
+// peak-heap-MB against Scan10k's shows whether memory stays flat as the
+// scan grows.
+func BenchmarkScan100k(b *testing.B) { benchScan(b, 100_000) }
+
+// heapSampler tracks the peak of live heap objects while a scan runs.
+type heapSampler struct {
+	s    []metrics.Sample
+	peak uint64
+}
+
+func newHeapSampler() *heapSampler {
+	runtime.GC()
+	return &heapSampler{s: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
+}
+
+func (h *heapSampler) sample() {
+	metrics.Read(h.s)
+	if v := h.s[0].Value.Uint64(); v > h.peak {
+		h.peak = v
+	}
+}
+
+func (h *heapSampler) report(b *testing.B) {
+	b.ReportMetric(float64(h.peak)/(1<<20), "peak-heap-MB")
+}
+
+func benchScan(b *testing.B, n int) {
 	ctx := context.Background()
 	tbl, raw := benchTable(b)
-	const n = 10000
-	items := make([]benchEmployee, n)
-	for i := range items {
-		items[i] = benchRow("scan", i)
+	items := func(yield func(benchEmployee) bool) {
+		for i := 0; i < n; i++ {
+			if !yield(benchRow("scan", i)) {
+				return
+			}
+		}
 	}
-	if _, err := tbl.BulkWrite(ctx, items, nil); err != nil {
+	if _, err := tbl.BulkWriteSeq(ctx, items, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("impl=tablekit", func(b *testing.B) {
+		heap := newHeapSampler()
 		for b.Loop() {
 			count := 0
 			for _, err := range tbl.Query(ctx, keys.PK().Eq("scan"), &patterns.QueryOptions{SelectAll: true}) {
@@ -195,14 +229,19 @@ func BenchmarkScan10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				count++
+				if count%1000 == 0 {
+					heap.sample()
+				}
 			}
 			if count != n {
 				b.Fatalf("scanned %d", count)
 			}
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+		heap.report(b)
 	})
 	b.Run("impl=raw", func(b *testing.B) {
+		heap := newHeapSampler()
 		for b.Loop() {
 			count := 0
 			pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'scan'")})
@@ -217,6 +256,9 @@ func BenchmarkScan10k(b *testing.B) {
 						b.Fatal(err)
 					}
 					count++
+					if count%1000 == 0 {
+						heap.sample()
+					}
 				}
 			}
 			if count != n {
@@ -224,5 +266,6 @@ func BenchmarkScan10k(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+		heap.report(b)
 	})
 }
