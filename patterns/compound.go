@@ -21,6 +21,11 @@ import (
 // the projection the caller asks for. Because parent and related entities
 // share a partition, a Table.Transaction keeps them consistent in one EGT.
 //
+// The guide's projection "$select=RowKey,Manager Rating,Peer Rating,Comments"
+// names properties with spaces, which Azure refuses (property names are C#
+// identifiers, and Azurite does not check); use the nearest valid names,
+// such as ManagerRating and PeerRating, as tablekit's tests do.
+//
 // K is the struct the template reads its placeholders from; T is the row
 // type of the table. Use fixed-width numbers ({ID:6}) so that keys sort
 // like the values. A CompoundKeys is immutable and safe for concurrent use.
