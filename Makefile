@@ -38,3 +38,18 @@ bench: $(AZURITE)
 azurite: $(AZURITE)
 	$(AZURITE) --inMemoryPersistence --skipApiVersionCheck --disableTelemetry \
 		--blobHost 127.0.0.1 --queueHost 127.0.0.1 --tableHost 127.0.0.1
+
+# Every fuzz target of the project (found by grepping for `func Fuzz` in
+# *_test.go), each for FUZZTIME, one after the other; stops at the first
+# crash, which go test saves under the package's testdata/fuzz/ (commit it:
+# `go test` then replays it as a regression test). `go test` (make test)
+# already runs each target's seed corpus as a smoke test; a short real run
+# is `make fuzz FUZZTIME=5s`.
+fuzz:
+	@targets=$$(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | grep -v '/node_modules/' | sed 's/:func /:/' | sort); \
+	test -n "$$targets" || { echo "no fuzz targets found"; exit 1; }; \
+	for t in $$targets; do \
+		dir=$$(dirname $${t%%:*}); name=$${t##*:}; \
+		echo "== $$dir $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$dir || exit 1; \
+	done
