@@ -156,7 +156,16 @@ func (s TableSAS) Format(f fmt.State, verb rune) {
 // StartPartitionKey and EndPartitionKey are the user's partition. Azure
 // enforces the range (requests outside it fail with 403, and queries return
 // only entities inside it); Azurite checks the signature, permissions and
-// expiry but not the range.
+// expiry but not the range. A per-user SAS, on the server:
+//
+//	sas, err := acct.TableSAS("notes", tablekit.TableSASPermissions{Read: true, Add: true, Update: true},
+//		time.Time{}, time.Now().Add(time.Hour),
+//		&tablekit.TableSASOptions{StartPartitionKey: userID, EndPartitionKey: userID})
+//	// send sas.ConnectionString() (or sas.URL()) to the user's app, which runs
+//	// tablekit.Connect(cs, nil) and patterns.NewTable[Note](acct, "notes", nil)
+//
+// A SAS authorizes single-entity operations and queries; on Azurite,
+// batches (entity group transactions) with a SAS are refused with 403.
 //
 // Errors: ErrNoSharedKey when the account has no key; ErrNoEndpoint
 // without a table endpoint; ErrInvalidName for a bad table name;

@@ -477,3 +477,47 @@ func tablekitRedact(u string) string {
 	}
 	return u[:i] + "sig=REDACTED"
 }
+
+// The guide's use case: "each user's SAS token only allows them access to
+// their own entities". The server, which holds the account key, signs a SAS
+// for alice's partition; alice's app connects with it and never sees the
+// key. (Azure refuses alice's SAS on bob's partition; Azurite does not
+// enforce key ranges.)
+func ExampleAccount_TableSAS() {
+	ctx := context.Background()
+	check := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	// On the server.
+	server, err := tablekit.Connect(testenv.MainConnectionString(), nil)
+	check(err)
+	notes, err := patterns.NewTable[Note](server, "notesexample", nil)
+	check(err)
+	check(notes.CreateIfNotExists(ctx))
+	defer func() { check(notes.Drop(ctx)) }()
+	check(notes.Upsert(ctx, &Note{PartitionKey: "alice", RowKey: "1", Text: "buy milk"}, patterns.UpsertReplace))
+	check(notes.Upsert(ctx, &Note{PartitionKey: "bob", RowKey: "1", Text: "bob's secret"}, patterns.UpsertReplace))
+
+	sas, err := server.TableSAS("notesexample",
+		tablekit.TableSASPermissions{Read: true, Add: true, Update: true},
+		time.Time{}, time.Now().Add(time.Hour),
+		&tablekit.TableSASOptions{StartPartitionKey: "alice", EndPartitionKey: "alice"})
+	check(err)
+	handOut := sas.ConnectionString() // or sas.URL(), sent to alice's app
+
+	// In alice's app.
+	client, err := tablekit.Connect(handOut, nil)
+	check(err)
+	mine, err := patterns.NewTable[Note](client, "notesexample", nil)
+	check(err)
+	check(mine.Insert(ctx, &Note{PartitionKey: "alice", RowKey: "2", Text: "call bob"}))
+	for n, err := range mine.Query(ctx, keys.PK().Eq("alice"), nil) {
+		check(err)
+		fmt.Println(n.PartitionKey, n.RowKey, n.Text)
+	}
+	// Output:
+	// alice 1 buy milk
+	// alice 2 call bob
+}
