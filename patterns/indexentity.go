@@ -331,7 +331,7 @@ func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 		if err != nil {
 			return err
 		}
-		res, err := SubmitTransaction(ctx, x.t.client, x.t.name, []Op{{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, op})
+		res, err := x.t.SubmitOps(ctx, []Op{{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, op})
 		if err == nil {
 			x.t.setMeta(v, res[0].ETag)
 			return nil
@@ -391,7 +391,7 @@ func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 				ops = append(ops, op)
 			}
 		}
-		res, err := SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		res, err := x.t.SubmitOps(ctx, ops)
 		if err == nil {
 			x.t.setMeta(&v, res[0].ETag)
 			return v, nil
@@ -449,7 +449,7 @@ func (x *ListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 				ops = append(ops, op)
 			}
 		}
-		_, err = SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		_, err = x.t.SubmitOps(ctx, ops)
 		if err == nil {
 			return nil
 		}

@@ -268,7 +268,7 @@ func (x *IndexedTable[T]) Insert(ctx context.Context, v *T) error {
 	for _, c := range copies {
 		ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
 	}
-	res, err := SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+	res, err := x.t.SubmitOps(ctx, ops)
 	if err != nil {
 		return x.conflict(err, pk, ops, copies)
 	}
@@ -325,7 +325,7 @@ func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T)
 			}
 			ops = append(ops, Op{Type: typ, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
 		}
-		res, err := SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		res, err := x.t.SubmitOps(ctx, ops)
 		if err == nil {
 			x.t.setMeta(&v, res[0].ETag)
 			return v, nil
@@ -354,7 +354,7 @@ func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 				ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: intraRowKey(&x.indexes[i], ov, rk)})
 			}
 		}
-		_, err = SubmitTransaction(ctx, x.t.client, x.t.name, ops)
+		_, err = x.t.SubmitOps(ctx, ops)
 		if err == nil {
 			return nil
 		}
@@ -486,10 +486,12 @@ func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string,
 
 // copies runs a query over index copies, decoding each as its primary.
 func (x *IndexedTable[T]) copies(ctx context.Context, f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
-	return queryCopies(ctx, x.t, x.t.client, x.t.name, f, opts, x.sel)
+	return queryCopies(ctx, x.t, x.t, f, opts, x.sel)
 }
 
-func queryCopies[T any](ctx context.Context, t *Table[T], client *aztables.Client, table string, f keys.Filter, opts *QueryOptions, sel []string) iter.Seq2[T, error] {
+// queryCopies runs a query over the index copies in table in and decodes
+// each row as the primary of t it copies.
+func queryCopies[T any](ctx context.Context, t, in *Table[T], f keys.Filter, opts *QueryOptions, sel []string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		var o QueryOptions
@@ -499,12 +501,12 @@ func queryCopies[T any](ctx context.Context, t *Table[T], client *aztables.Clien
 		if !o.SelectAll && len(o.Select) > 0 {
 			o.Select = append(slices.Clone(o.Select), PropPrimaryRowKey, PropPrimaryPartitionKey)
 		}
-		q, err := prepareQuery(table, f, &o, sel)
+		q, err := prepareQuery(in.name, f, &o, sel)
 		if err != nil {
 			yield(zero, err)
 			return
 		}
-		for row, err := range sdkRows(ctx, client, q) {
+		for row, err := range rawRows(ctx, in.client, in.fast, q) {
 			if err != nil {
 				yield(zero, err)
 				return
@@ -512,37 +514,6 @@ func queryCopies[T any](ctx context.Context, t *Table[T], client *aztables.Clien
 			v, err := decodeCopy(t, row)
 			if !yield(v, err) || err != nil {
 				return
-			}
-		}
-	}
-}
-
-// sdkRows runs a prepared query through the SDK client, yielding each
-// row's JSON; it stops after q.limit rows, at the first error, or when ctx
-// is cancelled. Index copies go through the SDK because their rows carry
-// properties T does not have.
-func sdkRows(ctx context.Context, client *aztables.Client, q query) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
-		pager := client.NewListEntitiesPager(q.listOptions(nil))
-		n := 0
-		for pager.More() {
-			if err := ctx.Err(); err != nil {
-				yield(nil, err)
-				return
-			}
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				yield(nil, tablekit.MapError(err, "query", q.table+" filter "+quoteFilter(q.filter)))
-				return
-			}
-			for _, raw := range page.Entities {
-				if !yield(raw, nil) {
-					return
-				}
-				n++
-				if q.limit > 0 && n >= q.limit {
-					return
-				}
 			}
 		}
 	}

@@ -1,0 +1,819 @@
+package patterns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// EventualIndexedTableOptions configures an EventualIndexedTable. Nil
+// means defaults.
+type EventualIndexedTableOptions struct {
+	// Table configures the primary table.
+	Table *TableOptions
+	// Delay keeps each enqueued intent invisible this long (rounded up to
+	// whole seconds; default 1 s) so that the worker, which re-reads the
+	// primary, sees the write that follows the enqueue. It must be longer
+	// than a write takes.
+	Delay time.Duration
+}
+
+// EventualIndexedTable is the guide's inter-partition secondary index
+// pattern: copies of each entity in other partitions ("email_Sales") or
+// other tables, kept eventually consistent by the consistency worker (the
+// guide's eventually consistent transactions pattern).
+//
+// A write enqueues its intent first, a consistency.SyncCopies step, then
+// writes the primary, which carries in PropCopies the list of copies it
+// should have. The worker re-reads the primary when it applies the step
+// and makes the copies match it, so duplicated, late and reordered
+// deliveries converge, and the stock tablekit-worker binary runs it with
+// none of the application's code. Lookups read copies, which lag the
+// primary until the worker has run.
+//
+// Requests: Insert 2 (enqueue, insert); Update and Delete 3 (read, enqueue,
+// write); Lookup 1; Find, Prefix, Between 1 per page.
+type EventualIndexedTable[T any] struct {
+	t       *Table[T]
+	q       *consistency.Queue
+	indexes []Index[T]
+	byName  map[string]int
+	tables  map[string]*Table[T] // primary and index tables, by name
+	props   []string                    // T's properties, without keys and Timestamp
+	sel     []string
+	delay   time.Duration
+}
+
+// NewEventualIndexedTable returns the repository of table name whose
+// indexes are kept through queue q (run a consistency worker on it). It
+// checks the indexes now and makes no request.
+func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, indexes []Index[T], opts *EventualIndexedTableOptions) (*EventualIndexedTable[T], error) {
+	var o EventualIndexedTableOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, err := NewTable[T](acct, name, o.Table)
+	if err != nil {
+		return nil, err
+	}
+	what := "NewEventualIndexedTable[" + t.codec.Type().String() + "]"
+	if q == nil {
+		return nil, fmt.Errorf("tablekit: %s: the queue is nil", what)
+	}
+	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryPartitionKey, PropPrimaryRowKey, PropCopies); err != nil {
+		return nil, err
+	}
+	x := &EventualIndexedTable[T]{t: t, q: q, indexes: slices.Clone(indexes), byName: map[string]int{},
+		tables: map[string]*Table[T]{name: t}, delay: o.Delay}
+	if x.delay <= 0 {
+		x.delay = time.Second
+	}
+	for _, p := range t.codec.Select() {
+		if p != "PartitionKey" && p != "RowKey" && p != "Timestamp" {
+			x.props = append(x.props, p)
+		}
+	}
+	for i := range x.indexes {
+		ix := &x.indexes[i]
+		if err := validateIndex(what, t, *ix, true); err != nil {
+			return nil, err
+		}
+		if _, dup := x.byName[ix.Name]; dup {
+			return nil, fmt.Errorf("tablekit: %s: index name %q is used twice", what, ix.Name)
+		}
+		x.byName[ix.Name] = i
+		if ix.Table != "" && x.tables[ix.Table] == nil {
+			it, err := NewTable[T](acct, ix.Table, o.Table)
+			if err != nil {
+				return nil, err
+			}
+			x.tables[ix.Table] = it
+		}
+	}
+	x.sel = append(slices.Clone(t.codec.Select()), PropPrimaryPartitionKey, PropPrimaryRowKey)
+	return x, nil
+}
+
+// Table is the primary table.
+func (x *EventualIndexedTable[T]) Table() *Table[T] { return x.t }
+
+// CreateIfNotExists creates the primary table and every index table.
+func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
+	for _, t := range x.tables {
+		if err := t.CreateIfNotExists(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *EventualIndexedTable[T]) indexTable(ix *Index[T]) string {
+	if ix.Table != "" {
+		return ix.Table
+	}
+	return x.t.name
+}
+
+func (x *EventualIndexedTable[T]) copyPK(ix *Index[T], v *T, pk string) string {
+	if ix.Partition != nil {
+		return ix.Name + "_" + ix.Partition(v)
+	}
+	return ix.Name + "_" + pk
+}
+
+func interRowKey[T any](ix *Index[T], value, pk, rk string) string {
+	if ix.Unique {
+		return value
+	}
+	return keys.Join(value, pk, rk)
+}
+
+// specs returns the copies v should have.
+func (x *EventualIndexedTable[T]) specs(v *T) ([]consistency.CopySpec, error) {
+	pk, rk := x.t.codec.Keys(v)
+	var out []consistency.CopySpec
+	for i := range x.indexes {
+		ix := &x.indexes[i]
+		val := ix.Key(v)
+		if val == "" {
+			continue
+		}
+		s := consistency.CopySpec{Table: x.indexTable(ix), PartitionKey: x.copyPK(ix, v, pk), RowKey: interRowKey(ix, val, pk, rk)}
+		if err := validateKeys(s.PartitionKey, s.RowKey); err != nil {
+			return nil, fmt.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
+		}
+		props := ix.Props
+		if props == nil {
+			props = x.props
+		}
+		s.Props = append(slices.Clone(props), PropPrimaryPartitionKey, PropPrimaryRowKey)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func refsOf(specs []consistency.CopySpec) []consistency.EntityRef {
+	out := make([]consistency.EntityRef, len(specs))
+	for i, s := range specs {
+		out[i] = s.Ref()
+	}
+	return out
+}
+
+// encode returns the primary's body with the hidden properties the
+// worker needs.
+func (x *EventualIndexedTable[T]) encode(v *T) (body []byte, pk, rk string, specs []consistency.CopySpec, err error) {
+	body, pk, rk, err = x.t.marshal(v)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	if err := validateKeys(pk, rk); err != nil {
+		return nil, "", "", nil, err
+	}
+	if specs, err = x.specs(v); err != nil {
+		return nil, "", "", nil, err
+	}
+	p, err := parseProps(body)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	enc, err := consistency.EncodeCopies(specs...)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	p.setString(PropCopies, enc)
+	p.setString(PropPrimaryPartitionKey, pk)
+	p.setString(PropPrimaryRowKey, rk)
+	return p.bytes(), pk, rk, specs, nil
+}
+
+func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, previous []consistency.EntityRef) error {
+	tx := consistency.NewTransaction(consistency.SyncCopies(consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}, PropCopies, previous...))
+	return x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
+}
+
+// Insert enqueues the intent to sync v's copies, then inserts v. Errors:
+// tablekit.ErrAlreadyExists (the queued intent is then a harmless no-op
+// sync of the existing entity). Two requests.
+func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+	body, pk, rk, _, err := x.encode(v)
+	if err != nil {
+		return err
+	}
+	if err := x.enqueue(ctx, pk, rk, nil); err != nil {
+		return err
+	}
+	resp, err := x.t.client.AddEntity(ctx, body, nil)
+	if err != nil {
+		return tablekit.MapError(err, "insert", x.t.describe(pk, rk))
+	}
+	x.t.setMeta(v, string(resp.ETag))
+	return nil
+}
+
+// Update reads the entity, calls fn on it, enqueues the intent to sync its
+// copies (naming the copies the read value had, so the worker deletes
+// those no longer wanted) and replaces it conditionally on the ETag read;
+// on a concurrent change it starts over. Three requests per attempt.
+func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+	var zero T
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return zero, err
+		}
+		v := old
+		if err := fn(&v); err != nil {
+			return zero, err
+		}
+		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
+			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable", x.t.describe(pk, rk), npk, nrk)
+		}
+		body, _, _, _, err := x.encode(&v)
+		if err != nil {
+			return zero, err
+		}
+		prev, err := x.specs(&old)
+		if err != nil {
+			prev = nil // the old value's keys were invalid: it had no such copies
+		}
+		if err := x.enqueue(ctx, pk, rk, refsOf(prev)); err != nil {
+			return zero, err
+		}
+		et := azcore.ETag(etag)
+		resp, err := x.t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &et, UpdateMode: aztables.UpdateModeReplace})
+		if err == nil {
+			x.t.setMeta(&v, string(resp.ETag))
+			return v, nil
+		}
+		err = tablekit.MapError(err, "update", x.t.describe(pk, rk))
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return zero, err
+		}
+		lastErr = err
+	}
+	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// Delete reads the entity, enqueues the intent to remove its copies and
+// deletes it conditionally on the ETag read. Three requests.
+func (x *EventualIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return err
+		}
+		prev, _ := x.specs(&old)
+		if err := x.enqueue(ctx, pk, rk, refsOf(prev)); err != nil {
+			return err
+		}
+		err = x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return err
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// Get reads the primary (one request).
+func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	return x.t.Get(ctx, pk, rk)
+}
+
+func (x *EventualIndexedTable[T]) index(name string) (*Index[T], error) {
+	i, ok := x.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrBadRequest, name)
+	}
+	return &x.indexes[i], nil
+}
+
+// Lookup reads the copy of unique index index for value in partition
+// part (the primary's PartitionKey unless the index sets Partition): the
+// guide's "PartitionKey eq 'email_Sales' and RowKey eq
+// 'jonesj@contoso.com'". One request. The result carries the primary's
+// keys and the projected properties, and no ETag.
+func (x *EventualIndexedTable[T]) Lookup(ctx context.Context, index, part, value string) (T, error) {
+	var zero T
+	ix, err := x.index(index)
+	if err != nil {
+		return zero, err
+	}
+	if !ix.Unique {
+		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrBadRequest, index)
+	}
+	return getCopy(ctx, x.t, x.tables[x.indexTable(ix)].client, ix.Name+"_"+part, value)
+}
+
+func (x *EventualIndexedTable[T]) copies(ctx context.Context, ix *Index[T], f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
+	return queryCopies(ctx, x.t, x.tables[x.indexTable(ix)], f, opts, x.sel)
+}
+
+// Find returns the entities of partition part whose value in index is
+// value. One request per page.
+func (x *EventualIndexedTable[T]) Find(ctx context.Context, index, part, value string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, err := x.index(index)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	pk := keys.PK().Eq(ix.Name + "_" + part)
+	if ix.Unique {
+		return x.copies(ctx, ix, keys.And(pk, keys.RK().Eq(value)), opts)
+	}
+	return x.copies(ctx, ix, keys.And(pk, keys.RK().Prefix(keys.Join(value, ""))), opts)
+}
+
+// Prefix returns, in the index's order, the entities of partition part
+// whose value starts with prefix: the guide's "PartitionKey eq
+// 'email_Sales' and RowKey ge 'a' and RowKey lt 'b'". One request per page.
+func (x *EventualIndexedTable[T]) Prefix(ctx context.Context, index, part, prefix string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, err := x.index(index)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	p := prefix
+	if !ix.Unique {
+		p = keys.Compound{}.Part(prefix)
+	}
+	return x.copies(ctx, ix, keys.And(keys.PK().Eq(ix.Name+"_"+part), keys.RK().Prefix(p)), opts)
+}
+
+// Between returns, in the index's order, the entities of partition part
+// whose value lies between lo and hi, both included: the guide's
+// "PartitionKey eq 'empid_Sales' and RowKey ge '000100' and RowKey le
+// '000199'". One request per page.
+func (x *EventualIndexedTable[T]) Between(ctx context.Context, index, part, lo, hi string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, err := x.index(index)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	pk := keys.PK().Eq(ix.Name + "_" + part)
+	if ix.Unique {
+		return x.copies(ctx, ix, keys.And(pk, keys.RK().Ge(lo), keys.RK().Le(hi)), opts)
+	}
+	c := keys.Compound{}
+	_, end := keys.PrefixRange(c.Part(hi) + string(c.Separator()))
+	return x.copies(ctx, ix, keys.And(pk, keys.RK().Ge(c.Part(lo)), keys.RK().Lt(end)), opts)
+}
+
+// MaintenanceOptions configures Rebuild, Verify and Repair. Nil means
+// defaults.
+type MaintenanceOptions struct {
+	// Filter selects the primaries to visit (for example
+	// keys.PK().Eq("Sales")); the zero Filter scans the whole table,
+	// skipping index copies.
+	Filter keys.Filter
+	// Parallelism bounds the entities processed at once (default 16).
+	Parallelism int
+	// Progress, when set, is called after each primary with the number
+	// done so far; calls are serialized.
+	Progress func(done int)
+}
+
+func (o *MaintenanceOptions) parallelism() int {
+	if o == nil || o.Parallelism <= 0 {
+		return 16
+	}
+	return o.Parallelism
+}
+
+// primaries yields every primary entity selected by opts with its raw
+// row (index copies stored in the same table are skipped).
+func (x *EventualIndexedTable[T]) primaries(ctx context.Context, opts *MaintenanceOptions) iter.Seq2[rawProps, error] {
+	return func(yield func(rawProps, error) bool) {
+		var f keys.Filter
+		if opts != nil {
+			f = opts.Filter
+		}
+		q, err := prepareQuery(x.t.name, f, &QueryOptions{SelectAll: true, AllowTableScan: true}, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for row, err := range rawRows(ctx, x.t.client, x.t.fast, q) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			p, err := parseProps(row)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if isCopy(p) {
+				continue
+			}
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+// isCopy reports whether a row is an index copy: it names a primary other
+// than itself.
+func isCopy(p rawProps) bool {
+	ppk, ok1 := p.str(PropPrimaryPartitionKey)
+	prk, ok2 := p.str(PropPrimaryRowKey)
+	if !ok1 || !ok2 {
+		return false
+	}
+	pk, _ := p.str("PartitionKey")
+	rk, _ := p.str("RowKey")
+	return ppk != pk || prk != rk
+}
+
+// parallel runs fn on every item of seq with at most n at once; fn
+// returns how many entities it handled, and progress gets the running
+// total. It returns the first error.
+func parallel[V any](ctx context.Context, seq iter.Seq2[V, error], n int, progress func(int), fn func(context.Context, V) (int, error)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		done  int
+		sem   = make(chan struct{}, n)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	for v, err := range seq {
+		if err != nil {
+			fail(err)
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			k, err := fn(ctx, v)
+			if err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			done += k
+			if progress != nil {
+				progress(done)
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// partitionBatches groups the primaries of seq into batches of up to 100
+// of one partition, in the order partitions fill up.
+func partitionBatches(seq iter.Seq2[rawProps, error]) iter.Seq2[[]rawProps, error] {
+	return func(yield func([]rawProps, error) bool) {
+		groups := map[string][]rawProps{}
+		var order []string
+		for p, err := range seq {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			pk, _ := p.str("PartitionKey")
+			if _, ok := groups[pk]; !ok {
+				order = append(order, pk)
+			}
+			groups[pk] = append(groups[pk], p)
+			if len(groups[pk]) == MaxTransactionOps {
+				if !yield(groups[pk], nil) {
+					return
+				}
+				groups[pk] = groups[pk][:0:0]
+			}
+		}
+		for _, pk := range order {
+			if len(groups[pk]) > 0 && !yield(groups[pk], nil) {
+				return
+			}
+		}
+	}
+}
+
+// Rebuild backfills the indexes over existing primaries: it writes each
+// primary's copies and stores the copy list (PropCopies) on it, so the
+// worker keeps it from then on. Work goes in entity group transactions of
+// up to 100 (copies grouped by index partition, primaries by partition;
+// the primaries' merges are conditional on the ETags scanned), so a
+// partition of 100 primaries with one index costs about 2 requests plus
+// its share of the scan. A primary changed meanwhile is left to its
+// writer's own queued sync. opts.Progress receives the primaries done.
+func (x *EventualIndexedTable[T]) Rebuild(ctx context.Context, opts *MaintenanceOptions) error {
+	var progress func(int)
+	if opts != nil {
+		progress = opts.Progress
+	}
+	return parallel(ctx, partitionBatches(x.primaries(ctx, opts)), opts.parallelism(), progress, func(ctx context.Context, batch []rawProps) (int, error) {
+		return len(batch), x.rebuildBatch(ctx, batch)
+	})
+}
+
+// rebuildBatch rebuilds up to 100 primaries of one partition.
+func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawProps) error {
+	type group struct{ table, pk string }
+	copies := map[group][]Op{}
+	var groups []group
+	merges := make([]Op, 0, len(batch))
+	for _, p := range batch {
+		var v T
+		if err := x.t.codec.Unmarshal(p.bytes(), &v); err != nil {
+			return fmt.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
+		}
+		pk, rk := x.t.codec.Keys(&v)
+		specs, err := x.specs(&v)
+		if err != nil {
+			return err
+		}
+		for _, s := range specs {
+			c := p.project(s.PartitionKey, s.RowKey, s.Props)
+			c.setString(PropPrimaryPartitionKey, pk)
+			c.setString(PropPrimaryRowKey, rk)
+			g := group{s.Table, s.PartitionKey}
+			if _, ok := copies[g]; !ok {
+				groups = append(groups, g)
+			}
+			copies[g] = append(copies[g], Op{Type: OpUpsertReplace, PartitionKey: s.PartitionKey, RowKey: s.RowKey, Entity: c.bytes()})
+		}
+		enc, err := consistency.EncodeCopies(specs...)
+		if err != nil {
+			return err
+		}
+		m := rawProps{}
+		m.setString("PartitionKey", pk)
+		m.setString("RowKey", rk)
+		m.setString(PropCopies, enc)
+		m.setString(PropPrimaryPartitionKey, pk)
+		m.setString(PropPrimaryRowKey, rk)
+		etag, _ := p.str("odata.etag")
+		merges = append(merges, Op{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: m.bytes(), ETag: etag})
+	}
+	for _, g := range groups {
+		for _, chunk := range chunkOps(copies[g]) {
+			if _, err := x.tables[g.table].SubmitOps(ctx, chunk); err != nil {
+				return err
+			}
+		}
+	}
+	if len(merges) == 0 {
+		return nil
+	}
+	if _, err := x.t.SubmitOps(ctx, merges); err == nil || !listRace(err) {
+		return err
+	}
+	// A primary changed since the scan: merge the others one by one.
+	for _, op := range merges {
+		et := azcore.ETag(op.ETag)
+		_, err := x.t.client.UpdateEntity(ctx, op.Entity, &aztables.UpdateEntityOptions{IfMatch: &et, UpdateMode: aztables.UpdateModeMerge})
+		err = tablekit.MapError(err, "merge", x.t.describe(op.PartitionKey, op.RowKey))
+		if err != nil && !tablekit.IsPreconditionFailed(err) && !tablekit.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkOps splits ops into transactions of at most 100 operations and
+// about 3 MiB.
+func chunkOps(ops []Op) [][]Op {
+	var out [][]Op
+	start, size := 0, 0
+	for i, op := range ops {
+		s := opWireSize(op)
+		if i > start && (i-start == MaxTransactionOps || size+s > 3<<20) {
+			out = append(out, ops[start:i])
+			start, size = i, 0
+		}
+		size += s
+	}
+	if start < len(ops) {
+		out = append(out, ops[start:])
+	}
+	return out
+}
+
+// rebuildOne backfills one primary (Repair's path for a primary that was
+// never indexed).
+func (x *EventualIndexedTable[T]) rebuildOne(ctx context.Context, p rawProps) error {
+	return x.rebuildBatch(ctx, []rawProps{p})
+}
+
+// IndexReport is what Verify found.
+type IndexReport struct {
+	// Primaries is the number of primaries checked.
+	Primaries int
+	// Missing are copies a primary should have and that do not exist.
+	Missing []consistency.EntityRef
+	// Orphans are copies no primary wants (left by a lost write, or a
+	// primary deleted without its copies).
+	Orphans []consistency.EntityRef
+
+	// source maps each wanted copy to its primary; unindexed holds the
+	// primaries that carry no copy list yet (never rebuilt).
+	source    map[consistency.EntityRef]consistency.EntityRef
+	unindexed map[consistency.EntityRef]rawProps
+}
+
+// OK reports whether nothing is missing or orphaned.
+func (r *IndexReport) OK() bool { return len(r.Missing) == 0 && len(r.Orphans) == 0 }
+
+// Verify compares the copies that exist with those the primaries want:
+// it scans the primaries (opts.Filter) and every index's partitions
+// (PartitionKey prefix Name + "_", a range scan of each index table). It
+// changes nothing. Copies in partitions outside opts.Filter's primaries
+// count as orphans, so verify a filtered subset only when the index
+// partitions hold nothing else.
+func (x *EventualIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
+	want := map[consistency.EntityRef]bool{}
+	rep := &IndexReport{source: map[consistency.EntityRef]consistency.EntityRef{}, unindexed: map[consistency.EntityRef]rawProps{}}
+	for p, err := range x.primaries(ctx, opts) {
+		if err != nil {
+			return nil, err
+		}
+		var v T
+		if err := x.t.codec.Unmarshal(p.bytes(), &v); err != nil {
+			return nil, fmt.Errorf("tablekit: verify %s: %w", x.t.name, err)
+		}
+		specs, err := x.specs(&v)
+		if err != nil {
+			return nil, err
+		}
+		pk, rk := x.t.codec.Keys(&v)
+		src := consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}
+		for _, s := range specs {
+			want[s.Ref()] = true
+			rep.source[s.Ref()] = src
+		}
+		if _, has := p.str(PropCopies); !has && len(specs) > 0 {
+			rep.unindexed[src] = p
+		}
+		rep.Primaries++
+		if opts != nil && opts.Progress != nil {
+			opts.Progress(rep.Primaries)
+		}
+	}
+	have := map[consistency.EntityRef]bool{}
+	for i := range x.indexes {
+		ix := &x.indexes[i]
+		tbl := x.indexTable(ix)
+		lo, hi := keys.PrefixRange(ix.Name + "_")
+		q, err := prepareQuery(tbl, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi)), &QueryOptions{Select: []string{"PartitionKey", "RowKey"}, AllowTableScan: true}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for row, err := range rawRows(ctx, x.tables[tbl].client, x.tables[tbl].fast, q) {
+			if err != nil {
+				return nil, err
+			}
+			p, err := parseProps(row)
+			if err != nil {
+				return nil, err
+			}
+			pk, _ := p.str("PartitionKey")
+			rk, _ := p.str("RowKey")
+			ref := consistency.EntityRef{Table: tbl, PartitionKey: pk, RowKey: rk}
+			have[ref] = true
+			if !want[ref] {
+				rep.Orphans = append(rep.Orphans, ref)
+			}
+		}
+	}
+	for ref := range want {
+		if !have[ref] {
+			rep.Missing = append(rep.Missing, ref)
+		}
+	}
+	sortRefs(rep.Missing)
+	sortRefs(rep.Orphans)
+	return rep, nil
+}
+
+func sortRefs(r []consistency.EntityRef) {
+	slices.SortFunc(r, func(a, b consistency.EntityRef) int {
+		if c := cmpString(a.Table, b.Table); c != 0 {
+			return c
+		}
+		if c := cmpString(a.PartitionKey, b.PartitionKey); c != 0 {
+			return c
+		}
+		return cmpString(a.RowKey, b.RowKey)
+	})
+}
+
+// Repair runs Verify and fixes what it found through the worker's own
+// read-repair step, applied in-process (consistency.Apply): each orphan is
+// synced against the primary it names (which deletes it unless that
+// primary now wants it) or deleted when it names none, and each primary
+// with a missing copy is synced. Repairs are therefore safe against
+// concurrent writers. It returns the report of what it found.
+func (x *EventualIndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
+	rep, err := x.Verify(ctx, opts)
+	if err != nil || rep.OK() {
+		return rep, err
+	}
+	type job struct {
+		source consistency.EntityRef
+		prev   []consistency.EntityRef
+	}
+	jobs := map[consistency.EntityRef]*job{}
+	var deletes []consistency.EntityRef
+	for _, o := range rep.Orphans {
+		src, ok, err := x.copySource(ctx, o)
+		if err != nil {
+			return rep, err
+		}
+		if !ok {
+			deletes = append(deletes, o)
+			continue
+		}
+		if jobs[src] == nil {
+			jobs[src] = &job{source: src}
+		}
+		jobs[src].prev = append(jobs[src].prev, o)
+	}
+	for _, m := range rep.Missing {
+		src := rep.source[m]
+		if p, ok := rep.unindexed[src]; ok {
+			// Never indexed: backfill it as Rebuild does.
+			if err := x.rebuildOne(ctx, p); err != nil {
+				return rep, err
+			}
+			delete(rep.unindexed, src)
+		}
+		if jobs[src] == nil {
+			jobs[src] = &job{source: src}
+		}
+	}
+	seq := func(yield func(consistency.Step, error) bool) {
+		for _, d := range deletes {
+			if !yield(consistency.DeleteEntity(d), nil) {
+				return
+			}
+		}
+		for _, j := range jobs {
+			if !yield(consistency.SyncCopies(j.source, PropCopies, j.prev...), nil) {
+				return
+			}
+		}
+	}
+	err = parallel(ctx, seq, opts.parallelism(), nil, func(ctx context.Context, s consistency.Step) (int, error) {
+		return 1, consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(s), nil)
+	})
+	return rep, err
+}
+
+// copySource reads the primary a copy names.
+func (x *EventualIndexedTable[T]) copySource(ctx context.Context, ref consistency.EntityRef) (consistency.EntityRef, bool, error) {
+	resp, err := x.tables[ref.Table].client.GetEntity(ctx, ref.PartitionKey, ref.RowKey, nil)
+	if err != nil {
+		err = tablekit.MapError(err, "get", describeKeys(ref.Table, ref.PartitionKey, ref.RowKey))
+		if tablekit.IsNotFound(err) {
+			return consistency.EntityRef{}, false, nil
+		}
+		return consistency.EntityRef{}, false, err
+	}
+	p, err := parseProps(resp.Value)
+	if err != nil {
+		return consistency.EntityRef{}, false, err
+	}
+	pk, ok1 := p.str(PropPrimaryPartitionKey)
+	rk, ok2 := p.str(PropPrimaryRowKey)
+	if !ok1 || !ok2 || validateKeys(pk, rk) != nil {
+		return consistency.EntityRef{}, false, nil
+	}
+	return consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}, true, nil
+}

@@ -1,0 +1,348 @@
+package patterns_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/reqcount"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// interFixture is an EventualIndexedTable over the guide's employees with
+// an email index in the primary's table ("email_Sales") and an employee id
+// index in another table ("empid_Sales"), its queue, and a worker account
+// whose requests the counter does not see.
+type interFixture struct {
+	x       *patterns.EventualIndexedTable[ixEmployee]
+	q       *consistency.Queue
+	counter *reqcount.Counter
+	worker  *tablekit.Account
+	idTable string
+}
+
+func newInterFixture(t *testing.T) *interFixture {
+	t.Helper()
+	ctx := context.Background()
+	acct, counter := testenv.CountingAccount(t)
+	f := &interFixture{counter: counter, worker: testenv.Account(t), idTable: testenv.TableName(t)}
+	qname := testenv.QueueName(t)
+	t.Cleanup(func() {
+		_, _ = f.worker.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
+	})
+	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: testenv.ContainerName(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.q = q
+	f.x, err = patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[ixEmployee]{
+		{Name: "email", Unique: true, Key: func(e *ixEmployee) string { return e.Email }, Props: []string{"EmployeeID", "FirstName", "LastName", "Email"}},
+		{Name: "empid", Unique: true, Key: func(e *ixEmployee) string { return e.EmployeeID }, Table: f.idTable},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.x.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	return f
+}
+
+// startWorker runs a consistency worker on the fixture's queue, in this
+// process, until the returned function is called or the test ends.
+func (f *interFixture) startWorker(t *testing.T) (stop func()) {
+	t.Helper()
+	w, err := consistency.NewWorker(f.worker, &consistency.WorkerOptions{
+		Queues:        []string{f.q.Name()},
+		PollInterval:  100 * time.Millisecond,
+		Backoff:       &consistency.Backoff{Delays: []time.Duration{0, time.Second}},
+		BlobContainer: testenv.ContainerName(t),
+		Logger:        slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := w.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// copies returns the index copies of ix in partition part, as
+// "RowKey->primary RowKey" strings.
+func (f *interFixture) copies(t *testing.T, index, part string) string {
+	t.Helper()
+	var out []string
+	for e, err := range f.x.Prefix(context.Background(), index, part, "", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e.Email+"|"+e.EmployeeID)
+	}
+	return fmt.Sprint(out)
+}
+
+func interWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (f *interFixture) queueEmpty(t *testing.T) bool {
+	t.Helper()
+	resp, err := f.worker.Queues().NewQueueClient(f.q.Name()).GetProperties(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.ApproximateMessagesCount != nil && *resp.ApproximateMessagesCount == 0
+}
+
+func TestEventualIndexGuideQueries(t *testing.T) {
+	ctx := context.Background()
+	f := newInterFixture(t)
+	c := f.counter
+	f.startWorker(t)
+
+	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
+	if err := f.x.Insert(ctx, &jones); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 2, "Insert (enqueue + write)")
+	for _, e := range []ixEmployee{
+		ixEmp("Sales", "000100", "Ann", "Abbot", "abbota@contoso.com", 41),
+		ixEmp("Sales", "000199", "Bea", "Brown", "brownb@contoso.com", 50),
+		ixEmp("Sales", "000200", "Aaron", "Adams", "adamsa@contoso.com", 23),
+		ixEmp("HR", "000150", "Al", "Akers", "akersa@contoso.com", 29),
+	} {
+		if err := f.x.Insert(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	interWait(t, "the worker to write the copies", func() bool {
+		n := 0
+		for _, err := range f.x.Prefix(ctx, "empid", "Sales", "", nil) {
+			if err == nil {
+				n++
+			}
+		}
+		return n == 4
+	})
+	c.Reset()
+
+	// $filter=(PartitionKey eq 'email_Sales') and (RowKey eq 'jonesj@contoso.com')
+	e, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 1, "Lookup by email")
+	if e.PartitionKey != "Sales" || e.RowKey != "empid_000223" || e.FirstName != "John" || e.Age != 0 {
+		t.Errorf("Lookup by email = %+v, want the primary's keys and the projected properties only", e)
+	}
+	// $filter=(PartitionKey eq 'empid_Sales') and (RowKey eq '000223'), in the other table.
+	if e, err := f.x.Lookup(ctx, "empid", "Sales", "000223"); err != nil || e.Age != 34 || e.Email != "jonesj@contoso.com" {
+		t.Errorf("Lookup by id = %+v, %v", e, err)
+	}
+	requests(t, c, 1, "Lookup by employee id")
+	// RowKey ge '000100' and RowKey le '000199' in empid_Sales.
+	if got := ixIDs(t, f.x.Between(ctx, "empid", "Sales", "000100", "000199", nil)); fmt.Sprint(got) != "[000100 000199]" {
+		t.Errorf("ids 000100..000199 = %v", got)
+	}
+	requests(t, c, 1, "employee id range")
+	// RowKey ge 'a' and RowKey lt 'b' in email_Sales.
+	if got := ixIDs(t, f.x.Prefix(ctx, "email", "Sales", "a", nil)); fmt.Sprint(got) != "[000100 000200]" {
+		t.Errorf("emails starting with a = %v", got)
+	}
+	requests(t, c, 1, "email prefix range")
+
+	// Changing the email moves the copy once the worker has run.
+	if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = "john.jones@contoso.com"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 3, "Update (read, enqueue, write)")
+	interWait(t, "the email copy to move", func() bool {
+		_, errOld := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+		_, errNew := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com")
+		return tablekit.IsNotFound(errOld) && errNew == nil
+	})
+	c.Reset()
+	if err := f.x.Delete(ctx, "Sales", "empid_000223"); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 3, "Delete (read, enqueue, delete)")
+	interWait(t, "the copies to go", func() bool {
+		_, e1 := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com")
+		_, e2 := f.x.Lookup(ctx, "empid", "Sales", "000223")
+		return tablekit.IsNotFound(e1) && tablekit.IsNotFound(e2)
+	})
+}
+
+func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.T) {
+	ctx := context.Background()
+	f := newInterFixture(t)
+	e := ixEmp("Sales", "000223", "John", "Jones", "a@contoso.com", 34)
+	if err := f.x.Insert(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	// Four writes, no worker yet: four intents wait in the queue.
+	for _, email := range []string{"b@contoso.com", "c@contoso.com", "d@contoso.com"} {
+		if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = email; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Deliver the same intents by hand, newest first, each twice, as a
+	// reordering and duplicating queue would.
+	src := consistency.EntityRef{Table: f.x.Table().Name(), PartitionKey: "Sales", RowKey: "empid_000223"}
+	for _, prev := range []string{"c", "b", "a", "", "c", "a"} {
+		var previous []consistency.EntityRef
+		if prev != "" {
+			previous = append(previous, consistency.EntityRef{Table: f.x.Table().Name(), PartitionKey: "email_Sales", RowKey: prev + "@contoso.com"})
+		}
+		if err := consistency.Apply(ctx, f.worker, consistency.NewTransaction(consistency.SyncCopies(src, patterns.PropCopies, previous...)), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.copies(t, "email", "Sales"); got != "[d@contoso.com|000223]" {
+			t.Fatalf("after a delivery with previous %q the email copies are %s", prev, got)
+		}
+	}
+	// Then the queue's own (now late) deliveries.
+	f.startWorker(t)
+	interWait(t, "the queue to drain", func() bool { return f.queueEmpty(t) })
+	if got := f.copies(t, "email", "Sales"); got != "[d@contoso.com|000223]" {
+		t.Errorf("after the late deliveries the email copies are %s", got)
+	}
+	if rep, err := f.x.Verify(ctx, nil); err != nil || !rep.OK() {
+		t.Errorf("Verify = %+v, %v", rep, err)
+	}
+}
+
+func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
+	ctx := context.Background()
+	f := newInterFixture(t)
+	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
+	if err := f.x.Insert(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	// A worker receives the intent and dies before deleting it: the
+	// message stays hidden for its visibility timeout, then comes back.
+	qc := f.worker.Queues().NewQueueClient(f.q.Name())
+	var got azqueue.DequeueMessagesResponse
+	interWait(t, "the intent to become visible", func() bool {
+		var err error
+		got, err = qc.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{VisibilityTimeout: to.Ptr(int32(1))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got.Messages) == 1
+	})
+	f.startWorker(t)
+	interWait(t, "the redelivered intent to be applied", func() bool {
+		_, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+		return err == nil && f.queueEmpty(t)
+	})
+}
+
+func TestEventualIndexRebuildVerifyRepair(t *testing.T) {
+	ctx := context.Background()
+	f := newInterFixture(t)
+	const n = 5000
+	items := make([]ixEmployee, n)
+	for i := range items {
+		id := fmt.Sprintf("%06d", i)
+		items[i] = ixEmp(fmt.Sprintf("D%02d", i%10), id, "F", "L", "e"+id+"@contoso.com", 30)
+	}
+	// Existing data, written before the indexes existed.
+	t0 := time.Now()
+	if _, err := f.x.Table().BulkWrite(ctx, items, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("BulkWrite: %v", time.Since(t0))
+	var mu sync.Mutex
+	var calls, last int
+	start := time.Now()
+	err := f.x.Rebuild(ctx, &patterns.MaintenanceOptions{Parallelism: 16, Progress: func(done int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done <= last {
+			t.Errorf("progress went from %d to %d", last, done)
+		}
+		calls, last = calls+1, done
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Rebuild of %d entities with 2 indexes: %v", n, time.Since(start))
+	if calls != n/100 || last != n {
+		t.Errorf("progress called %d times, last %d; want %d", calls, last, n)
+	}
+	if e, err := f.x.Lookup(ctx, "email", "D07", "e004567@contoso.com"); err != nil || e.RowKey != "empid_004567" {
+		t.Errorf("lookup after Rebuild = %+v, %v", e, err)
+	}
+	t0 = time.Now()
+	rep, err := f.x.Verify(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Verify: %v", time.Since(t0))
+	if !rep.OK() || rep.Primaries != n {
+		t.Fatalf("Verify after Rebuild: %d primaries, %d missing, %d orphans", rep.Primaries, len(rep.Missing), len(rep.Orphans))
+	}
+
+	// Plant damage: a copy whose primary is gone, a stale copy of a live
+	// primary, and a missing copy.
+	tbl := f.x.Table().Client()
+	ghost := `{"PartitionKey":"email_D01","RowKey":"ghost@contoso.com","TkPrimaryPK":"D01","TkPrimaryRK":"empid_999999"}`
+	stale := `{"PartitionKey":"email_D02","RowKey":"old@contoso.com","TkPrimaryPK":"D02","TkPrimaryRK":"empid_000002"}`
+	for _, b := range []string{ghost, stale} {
+		if _, err := tbl.AddEntity(ctx, []byte(b), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tbl.DeleteEntity(ctx, "email_D03", "e000003@contoso.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = f.x.Verify(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rep.Missing, rep.Orphans); got != fmt.Sprintf("[%[1]s(email_D03, e000003@contoso.com)] [%[1]s(email_D01, ghost@contoso.com) %[1]s(email_D02, old@contoso.com)]", f.x.Table().Name()) {
+		t.Errorf("Verify found %s", got)
+	}
+	t0 = time.Now()
+	if _, err := f.x.Repair(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Repair: %v", time.Since(t0))
+	if rep, err := f.x.Verify(ctx, nil); err != nil || !rep.OK() {
+		t.Errorf("Verify after Repair = %+v, %v", rep, err)
+	}
+	if _, err := f.x.Lookup(ctx, "email", "D03", "e000003@contoso.com"); err != nil {
+		t.Errorf("the missing copy was not restored: %v", err)
+	}
+}
