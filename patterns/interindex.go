@@ -50,7 +50,7 @@ type EventualIndexedTable[T any] struct {
 	indexes []Index[T]
 	byName  map[string]int
 	tables  map[string]*Table[T] // primary and index tables, by name
-	props   []string                    // T's properties, without keys and Timestamp
+	props   []string             // T's properties, without keys and Timestamp
 	sel     []string
 	delay   time.Duration
 }
