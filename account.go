@@ -3,13 +3,15 @@ package tablekit
 import (
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -181,8 +183,8 @@ func NewAccountWithCredential(ep Endpoints, cred azcore.TokenCredential, opts *A
 	co := a.opts.ClientOptions
 	var err error
 	for _, p := range []string{ep.Table, ep.Queue, ep.Blob} {
-		if u, perr := url.Parse(p); perr == nil && p != "" {
-			a.name, _, _ = strings.Cut(u.Hostname(), ".")
+		if p != "" {
+			a.name = accountFromEndpoint(p)
 			break
 		}
 	}
@@ -274,8 +276,21 @@ func optsOrZero(o *AccountOptions) AccountOptions {
 	if o != nil {
 		c = *o
 	}
-	c.ClientOptions.PerRetryPolicies = append(slices.Clip(c.ClientOptions.PerRetryPolicies), attempts.Policy{})
+	c.ClientOptions.PerRetryPolicies = append(slices.Clip(c.ClientOptions.PerRetryPolicies), attempts.Policy{}, redactPolicy{})
 	return c
+}
+
+// redactPolicy removes SAS signatures from transport errors: net/http's
+// *url.Error prints the whole request URL, and azcore returns it as is.
+type redactPolicy struct{}
+
+func (redactPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	var ue *url.Error
+	if err != nil && errors.As(err, &ue) {
+		ue.URL = redact(ue.URL)
+	}
+	return resp, err
 }
 
 func withSAS(u, sas string) string {

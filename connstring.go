@@ -2,6 +2,7 @@ package tablekit
 
 import (
 	"errors"
+	"net"
 	"net/url"
 	"strings"
 )
@@ -167,8 +168,8 @@ func parseConnectionString(cs string) (settings, error) {
 		// SAS-only strings name no account; take it from the first
 		// endpoint's host for error messages.
 		for _, p := range []string{s.tableURL, s.queueURL, s.blobURL} {
-			if u, err := url.Parse(p); err == nil && p != "" {
-				s.accountName, _, _ = strings.Cut(u.Hostname(), ".")
+			if p != "" {
+				s.accountName = accountFromEndpoint(p)
 				break
 			}
 		}
@@ -197,6 +198,23 @@ func isLetters(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// accountFromEndpoint names the account of a service URL: the first label
+// of the host (contoso.table.core.windows.net), or the first path segment
+// on path-style endpoints (http://127.0.0.1:10002/devstoreaccount1).
+func accountFromEndpoint(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	host := u.Hostname()
+	if net.ParseIP(host) != nil || host == "localhost" || !strings.Contains(host, ".") {
+		seg, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+		return seg
+	}
+	name, _, _ := strings.Cut(host, ".")
+	return name
 }
 
 func checkKey(key string) error {

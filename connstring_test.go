@@ -190,3 +190,13 @@ func TestNewAccountConstructors(t *testing.T) {
 		t.Error("nil credential accepted")
 	}
 }
+
+func TestSASOnlyPathStyleAccountName(t *testing.T) {
+	a, err := tablekit.Connect("TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;SharedAccessSignature=sv=2019-02-02&sig=x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() != "devstoreaccount1" {
+		t.Errorf("Name = %q, want devstoreaccount1 (the path segment of a path-style endpoint)", a.Name())
+	}
+}
