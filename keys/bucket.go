@@ -6,10 +6,14 @@ import (
 )
 
 // Bucket maps key to one of n buckets, 0 to n-1: the 32-bit FNV-1a hash of
-// key's UTF-8 bytes (offset basis 2166136261, prime 16777619) modulo n.
-// The result is the same on every platform, Go version and tablekit
-// version, and any other language can reproduce it. A value of n below 1
-// counts as 1.
+// key's UTF-8 bytes (offset basis 2166136261, prime 16777619), mixed by
+// MurmurHash3's 32-bit finalizer (fmix32), modulo n. The result is the
+// same on every platform, Go version and tablekit version, and any other
+// language can reproduce it. A value of n below 1 counts as 1.
+//
+// The finalizer matters: FNV-1a's low bits depend only on the low bits of
+// each byte, so without it keys that differ in trailing digits (time keys,
+// sequence numbers) crowd into a few buckets when n is a power of two.
 //
 // It serves the guide's prepend/append anti-pattern: "When you have a high
 // volume of inserts, increase scalability by spreading the inserts across
@@ -21,7 +25,18 @@ func Bucket(key string, n int) int {
 	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(n))
+	return int(fmix32(h.Sum32()) % uint32(n))
+}
+
+// fmix32 is MurmurHash3's finalizer: every input bit affects every output
+// bit.
+func fmix32(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
 }
 
 // BucketKey returns the partition key for bucket b of n under base:

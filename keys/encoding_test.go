@@ -170,15 +170,16 @@ func TestPrefixRange(t *testing.T) {
 }
 
 func TestBucket(t *testing.T) {
-	// FNV-1a 32 reference values: "" -> 0x811c9dc5, "a" -> 0xe40c292c, "foobar" -> 0xbf9cf968.
+	// FNV-1a 32 reference values: "" -> 0x811c9dc5, "a" -> 0xe40c292c,
+	// "foobar" -> 0xbf9cf968; after fmix32: 0xab3e7c0b, 0x1a80b1b3, 0x0c0da6dc.
 	tests := []struct {
 		key  string
 		n    int
 		want int
 	}{
-		{"", 1000, 0x811c9dc5 % 1000},
-		{"a", 16, 0xe40c292c % 16},
-		{"foobar", 10, 0xbf9cf968 % 10},
+		{"", 1000, 0xab3e7c0b % 1000},
+		{"a", 16, 0x1a80b1b3 % 16},
+		{"foobar", 10, 0x0c0da6dc % 10},
 		{"anything", 1, 0},
 		{"anything", 0, 0},
 		{"anything", -3, 0},
@@ -198,8 +199,19 @@ func TestBucket(t *testing.T) {
 	if len(all) != 12 || all[0] != "Sales_00" || all[11] != "Sales_11" || !slices.IsSorted(all) {
 		t.Errorf("BucketKeys = %q", all)
 	}
-	if got := BucketedKey("Sales", "a", 16); got != "Sales_12" { // 0xe40c292c % 16 == 12
+	if got := BucketedKey("Sales", "a", 16); got != "Sales_03" { // 0x1a80b1b3 % 16 == 3
 		t.Errorf("BucketedKey = %q", got)
+	}
+	// Keys that differ only in trailing digits spread over a power-of-two
+	// count of buckets (plain FNV-1a put 120 such keys in 2 of 8).
+	seen := map[int]int{}
+	for i := 0; i < 120; i++ {
+		seen[Bucket(TimeKey(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))+"_"+PadInt(int64(i), 6), 8)]++
+	}
+	for b := 0; b < 8; b++ {
+		if seen[b] < 5 {
+			t.Errorf("bucket %d of 8 got %d of 120 sequential keys: %v", b, seen[b], seen)
+		}
 	}
 	if got := BucketKeys("x", 0); len(got) != 1 || got[0] != "x_0" {
 		t.Errorf("BucketKeys(x, 0) = %q", got)
