@@ -151,7 +151,10 @@ func TestBadInputCatalogue(t *testing.T) {
 			_, err := people.Page(ctx, keys.PK().Eq("p"), "eyJmb28iOiJiYXIifQ", nil) // {"foo":"bar"}
 			return err
 		}, tablekit.ErrInvalidToken},
-		{"huge token", func() error { _, err := people.Page(ctx, keys.PK().Eq("p"), strings.Repeat("A", 20000), nil); return err }, tablekit.ErrInvalidToken},
+		{"huge token", func() error {
+			_, err := people.Page(ctx, keys.PK().Eq("p"), strings.Repeat("A", 20000), nil)
+			return err
+		}, tablekit.ErrInvalidToken},
 
 		// Filters and queries.
 		{"filter on an invalid property name", func() error {
