@@ -42,8 +42,9 @@ type BlobIndexedTable[T any] struct {
 	blobs     *azblob.Client
 }
 
-// BlobMember is one entity listed in a blob index.
-type BlobMember struct {
+// Member is the keys of one entity listed in an index (a blob index or
+// option 3's index entities, whose lists span partitions).
+type Member struct {
 	PartitionKey string `json:"pk"`
 	RowKey       string `json:"rk"`
 }
@@ -90,7 +91,7 @@ func (x *BlobIndexedTable[T]) BlobName(value string) string {
 	return x.t.name + "/" + x.ix.Name + "/" + value
 }
 
-func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]BlobMember, azcore.ETag, error) {
+func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]Member, azcore.ETag, error) {
 	name := x.BlobName(value)
 	resp, err := x.blobs.DownloadStream(ctx, x.container, name, nil)
 	if err != nil {
@@ -106,7 +107,7 @@ func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]BlobMem
 	if err != nil {
 		return nil, "", err
 	}
-	var m []BlobMember
+	var m []Member
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, "", fmt.Errorf("tablekit: index blob %s/%s: %w", x.container, name, err)
@@ -115,7 +116,7 @@ func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]BlobMem
 	return m, *resp.ETag, nil
 }
 
-func cmpMember(a, b BlobMember) int {
+func cmpMember(a, b Member) int {
 	if a.PartitionKey != b.PartitionKey {
 		return cmpString(a.PartitionKey, b.PartitionKey)
 	}
@@ -135,7 +136,7 @@ func cmpString(a, b string) int {
 // change adds (add true) or removes m from value's blob with an ETag-
 // conditioned write, retrying on a concurrent change. Two requests per
 // attempt; one when nothing changes.
-func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m BlobMember, add bool) error {
+func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m Member, add bool) error {
 	name := x.BlobName(value)
 	var lastErr error
 	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
@@ -183,7 +184,7 @@ func (x *BlobIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 	}
 	pk, rk := x.t.codec.Keys(v)
 	if val := x.ix.Key(v); val != "" {
-		if err := x.change(ctx, val, BlobMember{pk, rk}, true); err != nil {
+		if err := x.change(ctx, val, Member{pk, rk}, true); err != nil {
 			return err
 		}
 	}
@@ -204,7 +205,7 @@ func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 		}
 		oldVal = old
 		if nv := x.ix.Key(v); nv != old && nv != "" && !slices.Contains(added, nv) {
-			if err := x.change(ctx, nv, BlobMember{pk, rk}, true); err != nil {
+			if err := x.change(ctx, nv, Member{pk, rk}, true); err != nil {
 				return err
 			}
 			added = append(added, nv)
@@ -215,7 +216,7 @@ func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 		return v, err
 	}
 	if oldVal != "" && x.ix.Key(&v) != oldVal {
-		if err := x.change(ctx, oldVal, BlobMember{pk, rk}, false); err != nil {
+		if err := x.change(ctx, oldVal, Member{pk, rk}, false); err != nil {
 			return v, fmt.Errorf("tablekit: updated %s but could not unlist it from %q (Lookup skips it; Rebuild removes it): %w", x.t.describe(pk, rk), oldVal, err)
 		}
 	}
@@ -233,7 +234,7 @@ func (x *BlobIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 		return err
 	}
 	if val := x.ix.Key(&v); val != "" {
-		if err := x.change(ctx, val, BlobMember{pk, rk}, false); err != nil {
+		if err := x.change(ctx, val, Member{pk, rk}, false); err != nil {
 			return fmt.Errorf("tablekit: deleted %s but could not unlist it (Lookup skips it): %w", x.t.describe(pk, rk), err)
 		}
 	}
@@ -241,7 +242,7 @@ func (x *BlobIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 }
 
 // Members returns the entities listed under value (one request).
-func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string) ([]BlobMember, error) {
+func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string) ([]Member, error) {
 	m, _, err := x.read(ctx, value)
 	return m, err
 }

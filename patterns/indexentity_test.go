@@ -12,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/internal/reqcount"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -346,7 +348,7 @@ func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.BlobMember) int {
+	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.Member) int {
 		return strings.Compare(a.PartitionKey+"/"+a.RowKey, b.PartitionKey+"/"+b.RowKey)
 	}) {
 		t.Errorf("after %d racing inserts the blob lists %v", n, m)
@@ -354,3 +356,141 @@ func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
 }
 
 func ixPtr[V any](v V) *V { return &v }
+
+func newEventualListIndexedTable(t *testing.T) (*patterns.EventualListIndexedTable[ixEmployee], *interFixture) {
+	t.Helper()
+	ctx := context.Background()
+	acct, counter := testenv.CountingAccount(t)
+	f := &interFixture{counter: counter, worker: testenv.Account(t)}
+	qname := testenv.QueueName(t)
+	t.Cleanup(func() {
+		_, _ = f.worker.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
+	})
+	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: testenv.ContainerName(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.q = q
+	ix := lastNameList()
+	ix.Table = testenv.TableName(t)
+	f.idTable = ix.Table
+	x, err := patterns.NewEventualListIndexedTable(acct, testenv.TableName(t), q, ix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	return x, f
+}
+
+func TestListIndexOption3KeptByTheWorker(t *testing.T) {
+	ctx := context.Background()
+	x, f := newEventualListIndexedTable(t)
+	c := f.counter
+	if err := x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28))); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 3, "Insert (read index entity, enqueue, insert)")
+	for _, e := range []ixEmployee{
+		ixEmp("HR", "000130", "Cid", "Jones", "", 30),
+		ixEmp("Sales", "000120", "Bob", "Smith", "", 30),
+	} {
+		if err := x.Insert(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two writers at once on the same index entity.
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := x.Insert(ctx, ixPtr(ixEmp("IT", fmt.Sprintf("%06d", 500+i), "R", "Jones", "", 30))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	f.startWorker(t)
+	interWait(t, "the worker to list the Joneses", func() bool {
+		m, err := x.Members(ctx, "Jones")
+		return err == nil && len(m) == 4
+	})
+	c.Reset()
+	got, err := x.Lookup(ctx, "Jones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 1+4, "Lookup of 4 Joneses")
+	if listIDs(got) != "HR/000130 IT/000500 IT/000501 Sales/000152" {
+		t.Errorf("Lookup(Jones) = %s", listIDs(got))
+	}
+
+	// A last-name change: Lookup stops returning the entity at once, the
+	// lists follow when the worker runs.
+	if _, err := x.Update(ctx, "HR", "empid_000130", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 4, "last-name change (read, read new index entity, enqueue, write)")
+	if got, _ := x.Lookup(ctx, "Jones"); len(got) != 3 {
+		t.Errorf("Lookup(Jones) right after the change = %s", listIDs(got))
+	}
+	interWait(t, "the lists to follow the change", func() bool {
+		j, _ := x.Members(ctx, "Jones")
+		s, _ := x.Members(ctx, "Smith")
+		return len(j) == 3 && len(s) == 2
+	})
+	// Late, duplicated deliveries of the first intent (list HR/000130 under
+	// Jones) change nothing: the step re-reads the entity.
+	late := consistency.IndexList(consistency.IndexListArgs{
+		Index:    consistency.EntityRef{Table: f.idTable, PartitionKey: "lastname", RowKey: "Jones"},
+		Property: "EmployeeIDs", Member: keys.Join("HR", "empid_000130"),
+		Source: consistency.EntityRef{Table: x.Table().Name(), PartitionKey: "HR", RowKey: "empid_000130"},
+		Where:  "TkListlastname", Equals: json.RawMessage(`"Jones"`),
+	})
+	for range 2 {
+		if err := consistency.Apply(ctx, f.worker, consistency.NewTransaction(late), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j, _ := x.Members(ctx, "Jones"); len(j) != 3 {
+		t.Errorf("a late delivery relisted the renamed employee: %v", j)
+	}
+	if err := x.Delete(ctx, "Sales", "empid_000152"); err != nil {
+		t.Fatal(err)
+	}
+	interWait(t, "the delete to unlist", func() bool {
+		j, _ := x.Members(ctx, "Jones")
+		return len(j) == 2 && f.queueEmpty(t)
+	})
+}
+
+func TestListIndexOption3RefusesAListPastTheEntityLimit(t *testing.T) {
+	ctx := context.Background()
+	x, f := newEventualListIndexedTable(t)
+	members := make([]string, 2184)
+	for i := range members {
+		members[i] = fmt.Sprintf("member%06d", i)
+	}
+	list, _ := json.Marshal(members)
+	body, _ := json.Marshal(map[string]string{"PartitionKey": "lastname", "RowKey": "Jones", "EmployeeIDs": string(list)})
+	it, err := f.worker.Table(f.idTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := it.AddEntity(ctx, body, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28)))
+	if !errors.Is(err, patterns.ErrListTooLarge) || !strings.Contains(err.Error(), "NewBlobIndexedTable") {
+		t.Fatalf("Insert past the limit = %v, want ErrListTooLarge pointing to the blob index", err)
+	}
+	if _, err := x.Table().Get(ctx, "Sales", "empid_000152"); !tablekit.IsNotFound(err) {
+		t.Errorf("the refused employee was written: %v", err)
+	}
+}

@@ -1,0 +1,268 @@
+package patterns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// EventualListIndexedTable is the guide's index entities pattern, option
+// 3: index entities in a separate partition or table (PartitionKey
+// ListIndex.Partition, default its Name; RowKey Prefix + value), whose
+// lists of member keys (keys.Join(PartitionKey, RowKey)) are kept by the
+// consistency worker's index-list step. The entity carries its indexed
+// value in a property ("TkList" + Name) that the step reads when it runs,
+// so duplicated and reordered deliveries converge and the stock worker
+// needs none of the application's code. Lists span partitions ("every
+// Jones in the organization").
+//
+// Before enqueuing an addition the writer reads the index entity and
+// refuses, with a *ListTooLargeError pointing to option 1, a list that
+// would no longer fit.
+//
+// Requests: Insert 3 (read the index entity, enqueue, insert); Update 3,
+// or 4 when the value changes; Delete 3; Lookup 1 + one read per member,
+// in parallel. Lookup re-checks each entity's value, so it never returns
+// an entity the worker has not unlisted yet.
+type EventualListIndexedTable[T any] struct {
+	t     *Table[T]
+	it    *Table[T] // the index entities' table
+	q     *consistency.Queue
+	ix    ListIndex[T]
+	where string
+	delay time.Duration
+}
+
+// NewEventualListIndexedTable returns the repository of table name whose
+// list index ix is kept through queue q. It makes no request.
+func NewEventualListIndexedTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, ix ListIndex[T], opts *EventualIndexedTableOptions) (*EventualListIndexedTable[T], error) {
+	var o EventualIndexedTableOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, err := NewTable[T](acct, name, o.Table)
+	if err != nil {
+		return nil, err
+	}
+	what := "NewEventualListIndexedTable[" + t.codec.Type().String() + "]"
+	if q == nil {
+		return nil, fmt.Errorf("tablekit: %s: the queue is nil", what)
+	}
+	if err := validateListIndex(what, t, &ix); err != nil {
+		return nil, err
+	}
+	x := &EventualListIndexedTable[T]{t: t, it: t, q: q, ix: ix, where: "TkList" + ix.Name, delay: o.Delay}
+	if err := checkHiddenProps(what, t.codec.Select(), x.where); err != nil {
+		return nil, err
+	}
+	if x.delay <= 0 {
+		x.delay = time.Second
+	}
+	if ix.Table != "" && ix.Table != name {
+		if x.it, err = NewTable[T](acct, ix.Table, o.Table); err != nil {
+			return nil, err
+		}
+	}
+	if x.ix.Partition == "" {
+		x.ix.Partition = ix.Name
+	}
+	if err := keys.ValidateKey("PartitionKey", x.ix.Partition); err != nil {
+		return nil, fmt.Errorf("tablekit: %s: list index %q: %w", what, ix.Name, err)
+	}
+	return x, nil
+}
+
+// Table is the entities' table.
+func (x *EventualListIndexedTable[T]) Table() *Table[T] { return x.t }
+
+// CreateIfNotExists creates the entities' table and the index table.
+func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
+	if err := x.t.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+	return x.it.CreateIfNotExists(ctx)
+}
+
+func (x *EventualListIndexedTable[T]) indexRef(value string) consistency.EntityRef {
+	return consistency.EntityRef{Table: x.it.name, PartitionKey: x.ix.Partition, RowKey: x.ix.Prefix + value}
+}
+
+// step is the index-list step that lists or unlists (pk, rk) under value,
+// whichever the entity's state says when the worker runs it.
+func (x *EventualListIndexedTable[T]) step(pk, rk, value string) consistency.Step {
+	eq, _ := json.Marshal(value) // a string always encodes
+	return consistency.IndexList(consistency.IndexListArgs{
+		Index:    x.indexRef(value),
+		Property: x.ix.property(),
+		Member:   keys.Join(pk, rk),
+		Source:   consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk},
+		Where:    x.where,
+		Equals:   eq,
+	})
+}
+
+// checkFits reads value's index entity and refuses an addition that would
+// pass the String limit.
+func (x *EventualListIndexedTable[T]) checkFits(ctx context.Context, value, member string) error {
+	ref := x.indexRef(value)
+	le, err := readListEntity(ctx, x.it.client, x.it.name, ref.PartitionKey, ref.RowKey, x.ix.property())
+	if err != nil {
+		return err
+	}
+	_, err = encodeList(x.ix.Name, value, le.members.with(member))
+	return err
+}
+
+func (x *EventualListIndexedTable[T]) encode(v *T) ([]byte, string, string, error) {
+	body, pk, rk, err := x.t.marshal(v)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if err := validateKeys(pk, rk); err != nil {
+		return nil, "", "", err
+	}
+	if val := x.ix.Key(v); val != "" {
+		if err := keys.ValidateKey("RowKey", x.ix.Prefix+val); err != nil {
+			return nil, "", "", fmt.Errorf("tablekit: %s: list index %q value %q: %w", x.t.describe(pk, rk), x.ix.Name, val, err)
+		}
+	}
+	p, err := parseProps(body)
+	if err != nil {
+		return nil, "", "", err
+	}
+	p.setString(x.where, x.ix.Key(v))
+	return p.bytes(), pk, rk, nil
+}
+
+// Insert checks that the list has room, enqueues the intent to list v,
+// then inserts v. Three requests (one when v has no value).
+func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+	body, pk, rk, err := x.encode(v)
+	if err != nil {
+		return err
+	}
+	if val := x.ix.Key(v); val != "" {
+		if err := x.checkFits(ctx, val, keys.Join(pk, rk)); err != nil {
+			return err
+		}
+		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, val)), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+			return err
+		}
+	}
+	resp, err := x.t.client.AddEntity(ctx, body, nil)
+	if err != nil {
+		return tablekit.MapError(err, "insert", x.t.describe(pk, rk))
+	}
+	x.t.setMeta(v, string(resp.ETag))
+	return nil
+}
+
+// Update reads the entity, calls fn on it and replaces it conditionally on
+// the ETag read; when the value changes it first checks the new list has
+// room and enqueues the intent to move the entity from the old list to the
+// new one. A concurrent change starts it over.
+func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+	var zero T
+	var lastErr error
+	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
+		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return zero, err
+		}
+		v := old
+		if err := fn(&v); err != nil {
+			return zero, err
+		}
+		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
+			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys; keys are immutable", x.t.describe(pk, rk))
+		}
+		body, _, _, err := x.encode(&v)
+		if err != nil {
+			return zero, err
+		}
+		if ov, nv := x.ix.Key(&old), x.ix.Key(&v); ov != nv {
+			tx := consistency.NewTransaction()
+			if nv != "" {
+				if err := x.checkFits(ctx, nv, keys.Join(pk, rk)); err != nil {
+					return zero, err
+				}
+				tx.Add(x.step(pk, rk, nv))
+			}
+			if ov != "" {
+				tx.Add(x.step(pk, rk, ov))
+			}
+			if err := x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+				return zero, err
+			}
+		}
+		et := azcore.ETag(etag)
+		resp, err := x.t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &et, UpdateMode: aztables.UpdateModeReplace})
+		if err == nil {
+			x.t.setMeta(&v, string(resp.ETag))
+			return v, nil
+		}
+		if err = tablekit.MapError(err, "update", x.t.describe(pk, rk)); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return zero, err
+		}
+		lastErr = err
+	}
+	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// Delete reads the entity, enqueues the intent to unlist it and deletes it
+// conditionally on the ETag read. Three requests.
+func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
+	old, etag, err := x.t.getWithETag(ctx, pk, rk)
+	if err != nil {
+		return err
+	}
+	if ov := x.ix.Key(&old); ov != "" {
+		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, ov)), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+			return err
+		}
+	}
+	return x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})
+}
+
+// Members returns the keys listed under value (one request).
+func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string) ([]Member, error) {
+	ref := x.indexRef(value)
+	le, err := readListEntity(ctx, x.it.client, x.it.name, ref.PartitionKey, ref.RowKey, x.ix.property())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Member, 0, len(le.members))
+	for _, m := range le.members {
+		parts, err := keys.Split(m)
+		if err != nil || len(parts) != 2 {
+			return nil, fmt.Errorf("tablekit: index entity %s lists %q, which is not a keys.Join(PartitionKey, RowKey)", ref, m)
+		}
+		out = append(out, Member{PartitionKey: parts[0], RowKey: parts[1]})
+	}
+	return out, nil
+}
+
+// Lookup returns the entities whose value is value: one request for the
+// index entity, then one read per member in parallel up to
+// ListIndex.Parallelism; members whose entity is gone or changed value
+// (the worker has not caught up) are skipped.
+func (x *EventualListIndexedTable[T]) Lookup(ctx context.Context, value string) ([]T, error) {
+	m, err := x.Members(ctx, value)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([][2]string, len(m))
+	for i, r := range m {
+		refs[i] = [2]string{r.PartitionKey, r.RowKey}
+	}
+	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), func(v *T) bool { return x.ix.Key(v) == value })
+}
