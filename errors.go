@@ -56,6 +56,8 @@ var (
 	ErrInvalidKey = keys.ErrInvalidKey
 	// ErrInvalidName: a table, queue or container name is invalid (keys package).
 	ErrInvalidName = keys.ErrInvalidName
+	// ErrInvalidFilter: a filter cannot be built or parsed (keys package).
+	ErrInvalidFilter = keys.ErrInvalidFilter
 )
 
 var (

@@ -160,20 +160,20 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"filter on an invalid property name", func() error {
 			_, err := patterns.Collect(people.Query(ctx, keys.And(keys.PK().Eq("p"), keys.Prop("Name) or (1 eq 1").Eq("x")), nil))
 			return err
-		}, keys.ErrInvalidFilter},
+		}, tablekit.ErrInvalidFilter},
 		{"filter with an unsupported value type", func() error {
 			_, err := patterns.Collect(people.Query(ctx, keys.And(keys.PK().Eq("p"), keys.Prop("Name").Eq(struct{}{})), nil))
 			return err
-		}, keys.ErrInvalidFilter},
+		}, tablekit.ErrInvalidFilter},
 		{"filter with NaN", func() error {
 			_, err := patterns.Collect(people.Query(ctx, keys.And(keys.PK().Eq("p"), keys.Prop("Score").Gt(math.NaN())), nil))
 			return err
-		}, keys.ErrInvalidFilter},
-		{"raw filter with an unterminated string", func() error { _, err := keys.ParseFilter("PartitionKey eq 'p"); return err }, keys.ErrInvalidFilter},
+		}, tablekit.ErrInvalidFilter},
+		{"raw filter with an unterminated string", func() error { _, err := keys.ParseFilter("PartitionKey eq 'p"); return err }, tablekit.ErrInvalidFilter},
 		{"raw filter with injected text", func() error {
 			_, err := keys.ParseFilter("PartitionKey eq 'p'; DROP TABLE x")
 			return err
-		}, keys.ErrInvalidFilter},
+		}, tablekit.ErrInvalidFilter},
 		{"table scan without opt-in", func() error {
 			_, err := patterns.Collect(people.Query(ctx, keys.Prop("Name").Eq("x"), nil))
 			return err
