@@ -1,0 +1,127 @@
+// Command applogs is the design guide's "Log data anti-pattern": an
+// application's log lives in Blob storage, not in a table, the way
+// Storage Analytics stores its own logs (patterns.BlobLog). Records are
+// buffered and written in batches to blobs named by source and hour
+// ("app/2024/05/01/1500/000001.log"), each blob's metadata holding the
+// times of its first and last records, so "all the messages logged
+// between 15:04 and 15:06" lists one hour's prefix and downloads only the
+// blobs that overlap, with no hot partition on writes and no scan of every
+// partition on reads.
+//
+// The records carry fixed times so the output is the same on every run.
+//
+// The program connects to AZURE_STORAGE_CONNECTION_STRING, or to
+// Azurite's development storage when the variable is unset, so it runs on
+// Azure unchanged.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+func main() {
+	if err := run(context.Background(), tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString), "applogs"); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// counter counts every HTTP attempt the account's clients send, retries
+// included, when installed as a per-retry policy.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Do(req *policy.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return req.Next()
+}
+
+// since returns the requests sent since the last call.
+func (c *counter) since() int64 { return c.n.Swap(0) }
+
+func plural(n int64) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
+}
+
+// run logs 40 minutes of an application's records into container and
+// reads back the errors of 15:04 to 15:06.
+func run(ctx context.Context, connStr, container string) (err error) {
+	requests := &counter{}
+	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
+		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := acct.Blobs().CreateContainer(ctx, container, nil); err != nil {
+		return tablekit.MapError(err, "create container", container)
+	}
+	defer func() {
+		if _, derr := acct.Blobs().DeleteContainer(ctx, container, nil); derr != nil {
+			err = errors.Join(err, tablekit.MapError(derr, "delete container", container))
+		}
+	}()
+	// Flushes happen when the program asks (a long interval and a large
+	// size keep the background flusher out of the way), so the blobs are
+	// the same on every run.
+	logs, err := patterns.NewBlobLog(acct, container, "app", &patterns.BlobLogOptions{FlushInterval: time.Hour, FlushSize: 64 << 20})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, logs.Close(ctx)) }()
+	requests.since()
+
+	levels := []string{"INFO", "INFO", "WARNING", "INFO", "ERROR", "INFO", "CRITICAL"}
+	start := time.Date(2024, 5, 1, 14, 40, 0, 0, time.UTC)
+	n := 0
+	for t := start; t.Before(start.Add(40 * time.Minute)); t = t.Add(20 * time.Second) {
+		lvl := levels[n%len(levels)]
+		if err := logs.Append(t, fmt.Sprintf("%s request %d served", lvl, n)); err != nil {
+			return err
+		}
+		n++
+	}
+	fmt.Printf("append  %d records from 14:40 to 15:20, buffered in memory: %s\n", n, plural(requests.since()))
+	if err := logs.Flush(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("flush   one blob per hour touched (and a listing the first time an hour is seen): %s\n", plural(requests.since()))
+	pager := acct.Blobs().NewListBlobsFlatPager(container, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return tablekit.MapError(err, "list blobs", container)
+		}
+		for _, b := range page.Segment.BlobItems {
+			fmt.Printf("        %s\n", *b.Name)
+		}
+	}
+	requests.since()
+
+	from, to := time.Date(2024, 5, 1, 15, 4, 0, 0, time.UTC), time.Date(2024, 5, 1, 15, 6, 0, 0, time.UTC)
+	fmt.Printf("read    errors and critical messages from 15:04 to 15:06:\n")
+	for r, err := range logs.Read(ctx, from, to) {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(r.Text, "ERROR") || strings.HasPrefix(r.Text, "CRITICAL") {
+			fmt.Printf("        %s %s\n", r.Time.Format("15:04:05"), r.Text)
+		}
+	}
+	fmt.Printf("        cost: %s (list the hour's prefix, download the blob that overlaps)\n", plural(requests.since()))
+	return nil
+}
