@@ -302,7 +302,7 @@ func (x *ListIndexedTable[T]) readList(ctx context.Context, pk, value string) (l
 	return readListEntity(ctx, x.t.client, x.t.name, pk, x.ix.Prefix+value, x.ix.property())
 }
 
-// retryable reports whether a failed transaction lost a race on an index
+// listRace reports whether a failed transaction lost a race on an index
 // entity (or, for op 0 with an ETag, on the entity) and should start over.
 func listRace(err error) bool {
 	return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrNotFound)
