@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 }
 
 func Example() {
-	if err := run(context.Background(), testConnStr, "employeesexample"); err != nil {
+	if err := run(context.Background(), testConnStr, "employeesexample", true); err != nil {
 		panic(err)
 	}
 	// Output:
@@ -47,4 +47,12 @@ func Example() {
 	// rename  000152 Jones -> Hall, three entities in one transaction: 4 requests
 	// members Sales/Jones -> [000223]: 1 request
 	// members Sales/Hall -> [000152]: 1 request
+	//
+	// == inter-partition secondary index: an organisation-wide email index kept by the worker
+	// wrote   4 employees, each an enqueued intent and an insert: 8 requests
+	// worker  wrote the copies into partitions email_d, email_j and email_k
+	// lookup  PartitionKey eq 'email_k' and RowKey eq 'kenj@contoso.com' -> Ken Jones, Marketing/000301: 1 request
+	// update  Ken's email (read, enqueue, replace): 3 requests
+	// worker  moved the copy from kenj@ to ken.jones@
+	// lookup  ken.jones@contoso.com -> Ken Jones, Marketing/000301: 1 request
 }

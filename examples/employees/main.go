@@ -16,10 +16,17 @@
 // IndexedTable holds only primaries and their copies, and the rows of a
 // MixedTable carry a discriminator the other repositories do not write.
 //
-// The guide's "Inter-partition secondary index pattern" (an
-// organisation-wide email index kept by the consistency worker) is not
-// shown here yet: its repository, patterns.EventualIndexedTable, is not
-// committed.
+//   - "Inter-partition secondary index pattern": an organisation-wide
+//     email index, copies in partitions "email_<first letter>" of another
+//     table, kept eventually consistent by the consistency worker
+//     (patterns.EventualIndexedTable): a write enqueues its intent, then
+//     writes the employee; the worker makes the copies match it.
+//
+// The worker is the stock tablekit-worker binary in production. When
+// TABLEKIT_DEMO_WORKER=1 (set by `make demo`, which runs tablekit-worker
+// with --queue employees) the program relies on that process; otherwise
+// it runs a consistency.Worker in-process on a separate Account, so its
+// requests are not counted with the program's own.
 //
 // Every lookup prints how many HTTP requests it cost, counted by a
 // per-retry azcore policy installed through tablekit.AccountOptions.
@@ -34,15 +41,19 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -72,7 +83,9 @@ type Employee struct {
 }
 
 func main() {
-	if err := run(context.Background(), tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString), "employees"); err != nil {
+	connStr := tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString)
+	inProcess := os.Getenv("TABLEKIT_DEMO_WORKER") != "1"
+	if err := run(context.Background(), connStr, "employees", inProcess); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -104,7 +117,10 @@ var staff = []Employee{
 	{PartitionKey: "Marketing", RowKey: "000301", FirstName: "Ken", LastName: "Jones", Age: 28, Email: "kenj@contoso.com"},
 }
 
-func run(ctx context.Context, connStr, name string) (err error) {
+// run writes the directory into tables prefixed name; the worker of the
+// organisation-wide index reads the queue name. inProcess runs a worker
+// inside the program.
+func run(ctx context.Context, connStr, name string, inProcess bool) (err error) {
 	requests := &counter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
@@ -144,14 +160,47 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, create := range []func(context.Context) error{dir.CreateIfNotExists, emails.CreateIfNotExists, names.CreateIfNotExists} {
+	queue, err := consistency.NewQueue(acct, name, nil)
+	if err != nil {
+		return err
+	}
+	org, err := patterns.NewEventualIndexedTable(acct, name+"org", queue, []patterns.Index[Employee]{{
+		Name:   "email",
+		Unique: true,
+		Key:    func(e *Employee) string { return e.Email },
+		Props:  []string{"FirstName", "LastName"},
+		Table:  name + "orgemail",
+		// Spread the index over partitions by the address's first
+		// letter: a lookup knows its partition from the address alone.
+		Partition: func(e *Employee) string { return firstLetter(e.Email) },
+	}}, nil)
+	if err != nil {
+		return err
+	}
+	for _, create := range []func(context.Context) error{dir.CreateIfNotExists, emails.CreateIfNotExists, names.CreateIfNotExists, org.CreateIfNotExists, queue.Create} {
 		if err := create(ctx); err != nil {
 			return err
 		}
 	}
+	if inProcess {
+		stop, err := startWorker(connStr, name)
+		if err != nil {
+			return err
+		}
+		// Deferred calls run last-in first-out: the worker stops before
+		// its queues are deleted.
+		defer func() {
+			for _, q := range []string{name, consistency.PoisonQueueName(name)} {
+				if _, derr := acct.Queues().DeleteQueue(ctx, q, nil); derr != nil {
+					err = errors.Join(err, tablekit.MapError(derr, "delete queue", q))
+				}
+			}
+		}()
+		defer func() { err = errors.Join(err, stop()) }()
+	}
 	defer func() {
 		// Drop what the program created, even after a failure.
-		for _, t := range []string{name + "dir", name + "email", name + "names"} {
+		for _, t := range []string{name + "dir", name + "email", name + "names", name + "org", name + "orgemail"} {
 			if _, derr := acct.Tables().DeleteTable(ctx, t, nil); derr != nil {
 				err = errors.Join(err, tablekit.MapError(derr, "delete table", t))
 			}
@@ -292,5 +341,106 @@ func run(ctx context.Context, connStr, name string) (err error) {
 		}
 		fmt.Printf("members Sales/%s -> [%s]: %s\n", last, strings.Join(ids, " "), plural(requests.since()))
 	}
+
+	fmt.Println("\n== inter-partition secondary index: an organisation-wide email index kept by the worker")
+	for _, e := range staff {
+		if err := org.Insert(ctx, &e); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("wrote   %d employees, each an enqueued intent and an insert: %s\n", len(staff), plural(requests.since()))
+	for _, e := range staff {
+		if err := waitFor(ctx, func() (bool, error) {
+			_, err := org.Lookup(ctx, "email", firstLetter(e.Email), e.Email)
+			if errors.Is(err, tablekit.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		}); err != nil {
+			return err
+		}
+	}
+	requests.since() // the polling is not part of the story
+	fmt.Println("worker  wrote the copies into partitions email_d, email_j and email_k")
+
+	ken, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("lookup  PartitionKey eq 'email_k' and RowKey eq 'kenj@contoso.com' -> %s %s, %s/%s: %s\n",
+		ken.FirstName, ken.LastName, ken.PartitionKey, ken.RowKey, plural(requests.since()))
+
+	if _, err := org.Update(ctx, "Marketing", "000301", func(e *Employee) error {
+		e.Email = "ken.jones@contoso.com"
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("update  Ken's email (read, enqueue, replace): %s\n", plural(requests.since()))
+	if err := waitFor(ctx, func() (bool, error) {
+		_, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com")
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	}); err != nil {
+		return err
+	}
+	requests.since()
+	fmt.Println("worker  moved the copy from kenj@ to ken.jones@")
+	ken, err = org.Lookup(ctx, "email", "k", "ken.jones@contoso.com")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("lookup  ken.jones@contoso.com -> %s %s, %s/%s: %s\n", ken.FirstName, ken.LastName, ken.PartitionKey, ken.RowKey, plural(requests.since()))
 	return nil
+}
+
+// firstLetter is the index partition of an email address.
+func firstLetter(email string) string {
+	if email == "" {
+		return "none"
+	}
+	return strings.ToLower(email[:1])
+}
+
+// waitFor polls done until it reports true, or gives up after a minute.
+func waitFor(ctx context.Context, done func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the index did not converge: is a worker reading the queue? %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// startWorker runs a consistency worker on queue in the background, on an
+// account of its own, and returns the function that stops it.
+func startWorker(connStr, queue string) (stop func() error, err error) {
+	acct, err := tablekit.Connect(connStr, nil)
+	if err != nil {
+		return nil, err
+	}
+	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
+		Queues:       []string{queue},
+		PollInterval: 200 * time.Millisecond,
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
 }
