@@ -49,8 +49,8 @@ type Badge struct {
 // service writes through its own pattern, and one tablekit-worker process
 // keeps the eventually consistent parts.
 type directory struct {
-	hr      *patterns.IndexedTable[Employee]            // intra-partition email index, unique
-	org     *patterns.EventualIndexedTable[Employee]    // organisation-wide email index (inter-partition)
+	hr      *patterns.IndexedTable[Employee]             // intra-partition email index, unique
+	org     *patterns.EventualIndexedTable[Employee]     // organisation-wide email index (inter-partition)
 	names   *patterns.EventualListIndexedTable[Employee] // last-name index entities (option 3)
 	photos  *patterns.LargeEntities[Badge]
 	archive *patterns.Table[Employee]
