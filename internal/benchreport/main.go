@@ -109,6 +109,13 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	sort.Strings(bases)
+	var single []string
+	for _, name := range order {
+		if !strings.Contains(name, "=") {
+			single = append(single, name)
+		}
+	}
+	sort.Strings(single)
 
 	fmt.Fprintln(out, "| benchmark | reference | tablekit | reference | speed-up (reference time / tablekit time) | tablekit allocs/op | reference allocs/op | runs |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
@@ -127,7 +134,31 @@ func run(in io.Reader, out io.Writer) error {
 				fmtNum(median(ours["allocs/op"])), fmtNum(median(ref["allocs/op"])), len(ours["ns/op"]))
 		}
 	}
+	if len(single) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "| benchmark (no reference side) | median | runs |")
+		fmt.Fprintln(out, "|---|---|---|")
+		for _, name := range single {
+			fmt.Fprintf(out, "| %s | %s | %d |\n", name, describeAll(samples[name]), len(samples[name]["ns/op"]))
+		}
+	}
 	return nil
+}
+
+// describeAll prints the median of every metric but the allocation ones.
+func describeAll(s sample) string {
+	out := fmtDur(median(s["ns/op"]))
+	var units []string
+	for u := range s {
+		if u != "ns/op" && u != "B/op" && u != "allocs/op" {
+			units = append(units, u)
+		}
+	}
+	sort.Strings(units)
+	for _, u := range units {
+		out += ", " + fmtNum(median(s[u])) + " " + u
+	}
+	return out
 }
 
 func lastSide(name string) string {
