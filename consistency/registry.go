@@ -28,7 +28,11 @@ type Call struct {
 	// DequeueCount is how many times the queue has delivered the message
 	// (1 on the first attempt; 0 when the step is applied with Apply).
 	DequeueCount int64
-	Logger       *slog.Logger // never nil
+	// MaxDequeueCount is the worker's delivery limit: a step that returns a
+	// retryable error on that delivery sends the message to the poison
+	// queue (0 with Apply).
+	MaxDequeueCount int64
+	Logger          *slog.Logger // never nil
 }
 
 // Decode decodes the step's arguments into v, rejecting unknown fields.
@@ -125,18 +129,18 @@ func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Re
 	if err := tx.Validate(); err != nil {
 		return err
 	}
-	return runSteps(ctx, acct, reg, tx, 0, slog.New(slog.DiscardHandler))
+	return runSteps(ctx, acct, reg, tx, 0, 0, slog.New(slog.DiscardHandler))
 }
 
 var defaultRegistry = NewRegistry()
 
-func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, dequeueCount int64, log *slog.Logger) error {
+func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, dequeueCount, maxDequeue int64, log *slog.Logger) error {
 	for i, s := range tx.Steps {
 		h, ok := reg.Lookup(s.Kind)
 		if !ok {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: &wrapped{msg: "consistency: no handler for step kind " + s.Kind, err: ErrUnknownStep}}
 		}
-		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, Logger: log}
+		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, MaxDequeueCount: maxDequeue, Logger: log}
 		if err := h(ctx, c); err != nil {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
 		}

@@ -354,10 +354,56 @@ func (c CopySpec) Ref() EntityRef { return EntityRef{c.Table, c.PartitionKey, c.
 // delete every previous copy. The source is read again at the end and the
 // pass repeated if it changed meanwhile, so that copies match the source
 // whatever order messages arrive in.
+//
+// Expect closes the window between the writer's enqueue and its write:
+// when set, the step first waits (returns a retryable error, so the
+// message comes back after the worker's backoff) while the source does not
+// show the write its writer announced, for up to ExpectDeliveries
+// deliveries; after that it assumes the write failed or was superseded and
+// makes the copies match the source as it is.
 type SyncCopiesArgs struct {
-	Source   EntityRef   `json:"source"`
-	Previous []EntityRef `json:"previous,omitempty"`
-	Property string      `json:"property"`
+	Source   EntityRef    `json:"source"`
+	Previous []EntityRef  `json:"previous,omitempty"`
+	Property string       `json:"property"`
+	Expect   *Expectation `json:"expect,omitempty"`
+}
+
+// Expectation is the state of a source entity once its writer's write has
+// landed: absent (a delete), or carrying Value in the string property
+// Property (an intent id the writer stores with each write).
+type Expectation struct {
+	Absent   bool   `json:"absent,omitempty"`
+	Property string `json:"property,omitempty"`
+	Value    string `json:"value,omitempty"`
+}
+
+// ExpectDeliveries is how many deliveries a step with an Expectation waits
+// for its source to show the announced write (fewer when the worker's
+// MaxDequeueCount is lower, so the message is never poisoned for waiting).
+const ExpectDeliveries = 3
+
+func (e *Expectation) met(found bool, p props) bool {
+	if e.Absent {
+		return !found
+	}
+	if !found {
+		return false
+	}
+	v, ok := p.stringProp(e.Property)
+	return ok && v == e.Value
+}
+
+// stillWaiting reports whether a step whose expectation is not met should
+// be retried later rather than applied now.
+func stillWaiting(c *Call) bool {
+	if c.DequeueCount == 0 {
+		return false // Apply: the caller's own write is done
+	}
+	limit := int64(ExpectDeliveries)
+	if c.MaxDequeueCount > 0 && c.MaxDequeueCount-1 < limit {
+		limit = c.MaxDequeueCount - 1
+	}
+	return c.DequeueCount < limit
 }
 
 func (a *SyncCopiesArgs) validate(kind string) error {
@@ -371,6 +417,9 @@ func (a *SyncCopiesArgs) validate(kind string) error {
 	}
 	if a.Property == "" {
 		return argsError(kind, "property names no property")
+	}
+	if e := a.Expect; e != nil && !e.Absent && (e.Property == "" || e.Value == "") {
+		return argsError(kind, "expect needs absent, or a property and a value")
 	}
 	return nil
 }
@@ -399,10 +448,13 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 	for _, p := range a.Previous {
 		stale[p] = true
 	}
-	for range maxReadRepair {
+	for pass := 0; pass < maxReadRepair; pass++ {
 		p, etag, found, err := readEntity(ctx, c.Account, a.Source)
 		if err != nil {
 			return err
+		}
+		if pass == 0 && a.Expect != nil && !a.Expect.met(found, p) && stillWaiting(c) {
+			return Retryable(errors.New("consistency: sync-copies: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
 		}
 		desired := map[EntityRef]bool{}
 		if found {

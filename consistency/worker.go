@@ -368,7 +368,7 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.Deq
 	tx, blob, err := w.decode(workCtx, l.text)
 	if err == nil {
 		log = log.With("tx", tx.ID)
-		err = runSteps(workCtx, w.acct, w.reg, tx, count, log)
+		err = runSteps(workCtx, w.acct, w.reg, tx, count, w.opts.MaxDequeueCount, log)
 	}
 	stopKeeper()
 

@@ -71,7 +71,7 @@ func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *cons
 	if q == nil {
 		return nil, fmt.Errorf("tablekit: %s: the queue is nil", what)
 	}
-	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryPartitionKey, PropPrimaryRowKey, PropCopies); err != nil {
+	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryPartitionKey, PropPrimaryRowKey, PropCopies, PropIntent); err != nil {
 		return nil, err
 	}
 	x := &EventualIndexedTable[T]{t: t, q: q, indexes: slices.Clone(indexes), byName: map[string]int{},
@@ -172,8 +172,8 @@ func refsOf(specs []consistency.CopySpec) []consistency.EntityRef {
 }
 
 // encode returns the primary's body with the hidden properties the
-// worker needs.
-func (x *EventualIndexedTable[T]) encode(v *T) (body []byte, pk, rk string, specs []consistency.CopySpec, err error) {
+// worker needs, marked with the write's intent id.
+func (x *EventualIndexedTable[T]) encode(v *T, intent string) (body []byte, pk, rk string, specs []consistency.CopySpec, err error) {
 	body, pk, rk, err = x.t.marshal(v)
 	if err != nil {
 		return nil, "", "", nil, err
@@ -195,30 +195,46 @@ func (x *EventualIndexedTable[T]) encode(v *T) (body []byte, pk, rk string, spec
 	p.setString(PropCopies, enc)
 	p.setString(PropPrimaryPartitionKey, pk)
 	p.setString(PropPrimaryRowKey, rk)
+	if intent != "" {
+		p.setString(PropIntent, intent)
+	}
 	return p.bytes(), pk, rk, specs, nil
 }
 
-func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, previous []consistency.EntityRef) error {
-	tx := consistency.NewTransaction(consistency.SyncCopies(consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}, PropCopies, previous...))
+// enqueue sends the intent to sync the copies of (pk, rk). expect is the
+// state the write that follows leaves the primary in: the worker waits for
+// it (consistency.Expectation) before syncing.
+func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, previous []consistency.EntityRef, expect consistency.Expectation) error {
+	tx := consistency.NewTransaction(consistency.NewStep(consistency.KindSyncCopies, consistency.SyncCopiesArgs{
+		Source:   consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk},
+		Previous: previous,
+		Property: PropCopies,
+		Expect:   &expect,
+	}))
 	return x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
+}
+
+func intentOf(id string) consistency.Expectation {
+	return consistency.Expectation{Property: PropIntent, Value: id}
 }
 
 // Insert enqueues the intent to sync v's copies, then inserts v. Errors:
 // tablekit.ErrAlreadyExists (the queued intent is then a harmless no-op
 // sync of the existing entity). Two requests.
 func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
-	body, pk, rk, _, err := x.encode(v)
+	intent := consistency.NewID()
+	body, pk, rk, _, err := x.encode(v, intent)
 	if err != nil {
 		return err
 	}
-	if err := x.enqueue(ctx, pk, rk, nil); err != nil {
+	if err := x.enqueue(ctx, pk, rk, nil, intentOf(intent)); err != nil {
 		return err
 	}
-	resp, err := x.t.client.AddEntity(ctx, body, nil)
+	etag, err := x.t.write(ctx, OpInsert, pk, rk, body, "", "insert")
 	if err != nil {
-		return tablekit.MapError(err, "insert", x.t.describe(pk, rk))
+		return err
 	}
-	x.t.setMeta(v, string(resp.ETag))
+	x.t.setMeta(v, etag)
 	return nil
 }
 
@@ -241,7 +257,8 @@ func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn 
 		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
 			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable", x.t.describe(pk, rk), npk, nrk)
 		}
-		body, _, _, _, err := x.encode(&v)
+		intent := consistency.NewID()
+		body, _, _, _, err := x.encode(&v, intent)
 		if err != nil {
 			return zero, err
 		}
@@ -249,16 +266,14 @@ func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn 
 		if err != nil {
 			prev = nil // the old value's keys were invalid: it had no such copies
 		}
-		if err := x.enqueue(ctx, pk, rk, refsOf(prev)); err != nil {
+		if err := x.enqueue(ctx, pk, rk, refsOf(prev), intentOf(intent)); err != nil {
 			return zero, err
 		}
-		et := azcore.ETag(etag)
-		resp, err := x.t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &et, UpdateMode: aztables.UpdateModeReplace})
+		newETag, err := x.t.write(ctx, OpReplace, pk, rk, body, etag, "update")
 		if err == nil {
-			x.t.setMeta(&v, string(resp.ETag))
+			x.t.setMeta(&v, newETag)
 			return v, nil
 		}
-		err = tablekit.MapError(err, "update", x.t.describe(pk, rk))
 		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
 			return zero, err
 		}
@@ -277,7 +292,7 @@ func (x *EventualIndexedTable[T]) Delete(ctx context.Context, pk, rk string) err
 			return err
 		}
 		prev, _ := x.specs(&old)
-		if err := x.enqueue(ctx, pk, rk, refsOf(prev)); err != nil {
+		if err := x.enqueue(ctx, pk, rk, refsOf(prev), consistency.Expectation{Absent: true}); err != nil {
 			return err
 		}
 		err = x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})

@@ -25,6 +25,11 @@ const (
 	// the worker's sync-copies step reads it, so the worker binary needs
 	// none of the application's code.
 	PropCopies = "TkCopies"
+	// PropIntent holds, on a primary entity of an EventualIndexedTable,
+	// the id of the write that last changed it. The write's sync-copies
+	// step expects it, so a worker that runs before the write has landed
+	// waits instead of syncing the copies to the old state.
+	PropIntent = "TkIntent"
 )
 
 // MaxListUnits is the most UTF-16 code units a String property may hold,

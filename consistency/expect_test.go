@@ -1,0 +1,66 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+// A sync-copies step that runs before its writer's write has landed waits
+// (a retryable error) instead of syncing the copies to the old state, and
+// gives up waiting after ExpectDeliveries deliveries.
+func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t)
+	src, dst := createTable(t, acct), createTable(t, acct)
+	ref := EntityRef{src, "p", "s"}
+	copies, err := EncodeCopies(CopySpec{Table: dst, PartitionKey: "email", RowKey: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The source as it was before the write: no intent, no copies yet.
+	client := acct.Tables().NewClient(src)
+	if _, err := client.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "s", "Name": "old"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	step := NewStep(KindSyncCopies, SyncCopiesArgs{Source: ref, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "w1"}})
+	tx := NewTransaction(step)
+	tx.ID = "t1"
+	call := func(delivery int64) error {
+		return runSteps(ctx, acct, defaultRegistry, tx, delivery, 5, testLogger(t))
+	}
+	// Delivered before the write landed: wait.
+	err = call(1)
+	if err == nil || IsPermanent(err) || !errors.Is(err, ErrRetry) {
+		t.Fatalf("first delivery before the write = %v, want a retryable error", err)
+	}
+	if getProps(t, acct, EntityRef{dst, "email", "new"}) != nil {
+		t.Fatal("the copy was written from the old source")
+	}
+	// The write lands; the next delivery syncs.
+	if _, err := client.UpsertEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "s", "Name": "new", "TkIntent": "w1", "TkCopies": copies}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(2); err != nil {
+		t.Fatalf("delivery after the write: %v", err)
+	}
+	if got := getProps(t, acct, EntityRef{dst, "email", "new"}); got == nil || got["Name"] != "new" {
+		t.Fatalf("copy = %v, want the new state", got)
+	}
+	// A write that never lands (or was superseded): after
+	// ExpectDeliveries deliveries the step syncs to what is there.
+	tx2 := NewTransaction(NewStep(KindSyncCopies, SyncCopiesArgs{Source: ref, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "lost"}}))
+	tx2.ID = "t2"
+	if err := runSteps(ctx, acct, defaultRegistry, tx2, ExpectDeliveries-1, 5, testLogger(t)); err == nil {
+		t.Fatal("a delivery inside the window applied the step")
+	}
+	if err := runSteps(ctx, acct, defaultRegistry, tx2, ExpectDeliveries, 5, testLogger(t)); err != nil {
+		t.Fatalf("the last waiting delivery: %v", err)
+	}
+	// With a low delivery limit it never waits into the poison queue.
+	if err := runSteps(ctx, acct, defaultRegistry, tx2, 1, 2, testLogger(t)); err != nil {
+		t.Fatalf("MaxDequeueCount 2, first delivery: %v (must not wait for a delivery that would poison)", err)
+	}
+}
