@@ -3,6 +3,7 @@ package patterns_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
@@ -39,7 +41,7 @@ func faultyTable[T any](t *testing.T, rate float64, seed uint64) (*patterns.Tabl
 		Retry:            policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
 		PerRetryPolicies: []policy.Policy{fp},
 	}})
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(nil))
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxUpdateAttempts: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,4 +205,155 @@ func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
 			t.Fatalf("replace with a stale ETag = %v, want ErrPreconditionFailed", err)
 		}
 	}
+}
+
+// faultyAccount is an account whose every attempt fails with probability
+// rate, half of the failures after the service applied the request.
+func faultyAccount(t *testing.T, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
+	t.Helper()
+	fp, err := faults.New(seed, faults.Transient(rate)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		Retry:            policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+		PerRetryPolicies: []policy.Policy{fp},
+	}}), fp
+}
+
+// Index maintenance under 10% faults: the intra-partition index (one
+// transaction per write) and the inter-partition index (its writer and
+// its worker both see faults) end with exactly one copy per primary and
+// no orphans.
+func TestIndexMaintenanceUnderFaults(t *testing.T) {
+	ctx := context.Background()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("fault seed %d", seed)
+	acct, fp := faultyAccount(t, 0.10, seed)
+	email := func(e *Employee) string { return e.Email }
+
+	// Intra-partition.
+	intra, err := patterns.NewIndexedTable(acct, testenv.TableName(t), []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email}}, &patterns.IndexedTableOptions{Primary: "empid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp.SetEnabled(false)
+	if err := intra.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fp.SetEnabled(true)
+	const n = 40
+	for i := 0; i < n; i++ {
+		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
+		if err := intra.Insert(ctx, &e); err != nil {
+			t.Fatalf("insert %d under faults: %v", i, err)
+		}
+	}
+	for i := 0; i < n; i += 2 {
+		if _, err := intra.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *Employee) error {
+			e.Email = fmt.Sprintf("new%d@contoso.com", i)
+			return nil
+		}); err != nil {
+			t.Fatalf("update %d under faults: %v", i, err)
+		}
+	}
+	for i := 1; i < n; i += 4 {
+		if err := intra.Delete(ctx, "Sales", fmt.Sprintf("empid_%06d", i)); err != nil {
+			t.Fatalf("delete %d under faults: %v", i, err)
+		}
+	}
+	fp.SetEnabled(false)
+	rows, err := patterns.Collect(intra.Table().Query(ctx, keys.PK().Eq("Sales"), &patterns.QueryOptions{SelectAll: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	primaries := 0
+	for i := 0; i < n; i++ {
+		rk := fmt.Sprintf("empid_%06d", i)
+		got, err := intra.Lookup(ctx, "email", "Sales", map[bool]string{true: fmt.Sprintf("new%d@contoso.com", i), false: fmt.Sprintf("e%d@contoso.com", i)}[i%2 == 0])
+		deleted := i%4 == 1
+		switch {
+		case deleted && !errors.Is(err, tablekit.ErrNotFound):
+			t.Errorf("deleted %s still found by email: %v", rk, err)
+		case !deleted && (err != nil || got.RowKey != rk):
+			t.Errorf("%s by email = %+v, %v", rk, got, err)
+		}
+		if !deleted {
+			primaries++
+		}
+	}
+	if len(rows) != 2*primaries {
+		t.Errorf("%d rows in the partition for %d primaries: copies are missing or orphaned", len(rows), primaries)
+	}
+	t.Logf("intra-partition: %d faults injected", fp.Injected())
+
+	// Inter-partition: the writer and the worker both run on faulty
+	// accounts.
+	qname := testenv.QueueName(t)
+	container := testenv.ContainerName(t)
+	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: container})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil) })
+	inter, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email, Partition: func(*Employee) string { return "all" }}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inter.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	workerAcct, wfp := faultyAccount(t, 0.10, seed+1)
+	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
+		Queues: []string{qname}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
+		Backoff:       &consistency.Backoff{Delays: []time.Duration{0, 500 * time.Millisecond}},
+		BlobContainer: container, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	fp.SetEnabled(true)
+	for i := 0; i < 20; i++ {
+		e := Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
+		if err := inter.Insert(ctx, &e); err != nil {
+			t.Fatalf("inter insert %d under faults: %v", i, err)
+		}
+	}
+	for i := 0; i < 20; i += 3 {
+		pk := []string{"Sales", "HR"}[i%2]
+		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }); err != nil {
+			t.Fatalf("inter update %d under faults: %v", i, err)
+		}
+	}
+	for i := 1; i < 20; i += 5 {
+		if err := inter.Delete(ctx, []string{"Sales", "HR"}[i%2], fmt.Sprintf("%06d", i)); err != nil {
+			t.Fatalf("inter delete %d under faults: %v", i, err)
+		}
+	}
+	fp.SetEnabled(false)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rep, err := inter.Verify(ctx, nil)
+		if err == nil && rep.OK() && rep.Primaries == 16 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inter-partition index did not converge under faults: %+v, %v", rep, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := q.Poisoned(ctx, 32); err != nil || len(rec) != 0 {
+		t.Errorf("poisoned under faults: %v, %v", rec, err)
+	}
+	t.Logf("inter-partition: %d writer faults, %d worker faults", fp.Injected(), wfp.Injected())
 }

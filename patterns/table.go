@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"reflect"
 	"slices"
@@ -401,8 +402,29 @@ func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error)
 			return zero, err
 		}
 		lastErr = err
+		if err := conflictPause(ctx, attempt); err != nil {
+			return zero, err
+		}
 	}
 	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", t.describe(pk, rk), t.maxAttempts, lastErr)
+}
+
+// conflictPause waits a random time, growing with the attempt and capped
+// at 50 ms, after a lost optimistic-concurrency race, so that writers
+// contending for one entity spread out instead of colliding again.
+func conflictPause(ctx context.Context, attempt int) error {
+	limit := time.Millisecond << min(attempt, 6)
+	if limit > 50*time.Millisecond {
+		limit = 50 * time.Millisecond
+	}
+	timer := time.NewTimer(time.Duration(rand.Int64N(int64(limit))))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // read is getWithETag that also returns the entity's JSON.
