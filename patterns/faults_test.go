@@ -3,8 +3,8 @@ package patterns_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
@@ -298,7 +298,9 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	if err := q.Create(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil) })
+	t.Cleanup(func() {
+		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
+	})
 	inter, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email, Partition: func(*Employee) string { return "all" }}}, nil)
 	if err != nil {
 		t.Fatal(err)
