@@ -62,6 +62,9 @@
 //     (the guide's index-entities option 3), with ETag-conditioned merges.
 //   - KindBlobCleanup (BlobCleanup): a blob of the large-entities pattern
 //     deleted once its entity no longer references it.
+//   - KindCopyProps (CopyProps): denormalized properties of a target
+//     entity (the department's manager name) kept equal to a source
+//     entity's in another partition or table.
 //
 // Custom steps: register a Handler for a kind with Worker.Handle (or
 // Registry.Handle) in your own worker binary, and enqueue NewStep(kind,

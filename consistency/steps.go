@@ -76,6 +76,7 @@ var builtins = map[string]builtin{
 	KindSyncCopies:   {validateAs[SyncCopiesArgs](KindSyncCopies), applySyncCopies},
 	KindIndexList:    {validateAs[IndexListArgs](KindIndexList), applyIndexList},
 	KindBlobCleanup:  {validateAs[BlobCleanupArgs](KindBlobCleanup), applyBlobCleanup},
+	KindCopyProps:    {validateAs[CopyPropsArgs](KindCopyProps), applyCopyProps},
 }
 
 type validator interface{ validate(kind string) error }

@@ -179,9 +179,9 @@ func SubmitTransaction(ctx context.Context, client *aztables.Client, tableName s
 func keysOnly(pk, rk string) []byte {
 	b := make([]byte, 0, len(pk)+len(rk)+32)
 	b = append(b, `{"PartitionKey":`...)
-	b = strconv.AppendQuote(b, pk)
+	b = appendJSONString(b, pk)
 	b = append(b, `,"RowKey":`...)
-	b = strconv.AppendQuote(b, rk)
+	b = appendJSONString(b, rk)
 	return append(b, '}')
 }
 

@@ -30,8 +30,8 @@
 //     value), ListIndexedTable (option 2, same-partition transaction),
 //     EventualListIndexedTable (option 3, kept by the worker).
 //   - Denormalization pattern: Denormalization (co-located, one
-//     transaction); copies elsewhere go through EventualIndexedTable's
-//     worker steps.
+//     transaction) and EventualDenormalization (targets in other
+//     partitions or tables, kept by the worker's copy-props step).
 //   - Compound key pattern: CompoundKeys.
 //   - Log tail pattern: LogTail (inverted ticks, interleaving with .NET).
 //   - High volume delete pattern: PeriodTables (a table per day or month).

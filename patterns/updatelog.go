@@ -2,7 +2,7 @@ package patterns
 
 import (
 	"bytes"
-	"strconv"
+	"encoding/json"
 	"strings"
 
 	"github.com/tablekit/tablekit/entity"
@@ -39,11 +39,24 @@ func withUpdateLog(body []byte, log []string, id string) []byte {
 	if len(log) > updateLogLen {
 		log = log[len(log)-updateLogLen:]
 	}
-	out := make([]byte, 0, len(body)+len(UpdateLogProperty)+len(log)*17+8)
+	return withStringProp(body, UpdateLogProperty, strings.Join(log, " "))
+}
+
+// withStringProp appends a String property to an entity's JSON object (the
+// codec's output, which never has the property already).
+func withStringProp(body []byte, name, value string) []byte {
+	out := make([]byte, 0, len(body)+len(name)+len(value)+8)
 	out = append(out, body[:bytes.LastIndexByte(body, '}')]...)
 	out = append(out, ',')
-	out = strconv.AppendQuote(out, UpdateLogProperty)
+	out = appendJSONString(out, name)
 	out = append(out, ':')
-	out = strconv.AppendQuote(out, strings.Join(log, " "))
+	out = appendJSONString(out, value)
 	return append(out, '}')
+}
+
+// appendJSONString appends s as a JSON string (strconv.Quote's escapes,
+// such as \x1f, are not all JSON).
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
 }

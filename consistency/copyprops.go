@@ -1,0 +1,153 @@
+package consistency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+)
+
+// KindCopyProps keeps denormalized properties of a target entity (the
+// department's ManagerName, ManagerPhone) equal to properties of a source
+// entity in another partition or table (the manager's employee entity),
+// the guide's denormalization pattern when the two cannot share an entity
+// group transaction (CopyPropsArgs). Idempotent and order-free: it reads
+// both entities when it runs and makes the target's copied properties
+// match the source as it is then, so duplicated, late and reordered
+// messages converge.
+const KindCopyProps = "copy-props"
+
+// CopyPropsArgs are the arguments of KindCopyProps.
+//
+// Applying it: read the target; if it is gone, or Link names a target
+// property that no longer holds the source's keys (the department has
+// another manager now), there is nothing to do. Otherwise read the source
+// and replace the target, conditionally on its ETag, with each mapped
+// property set to the source's value (types kept), or removed when the
+// source or its property is gone; on a concurrent change of the target,
+// start over.
+type CopyPropsArgs struct {
+	Source EntityRef `json:"source"`
+	Target EntityRef `json:"target"`
+	// Props maps source property names to target property names.
+	Props map[string]string `json:"props"`
+	// Link, when set, is the target property holding the source's
+	// "PartitionKey/RowKey" (keys.Join form is the caller's choice; it is
+	// compared as a string with LinkValue).
+	Link      string `json:"link,omitempty"`
+	LinkValue string `json:"linkValue,omitempty"`
+	// Expect, when set, makes the step wait (as SyncCopiesArgs.Expect
+	// does) until the source shows the write its writer announced.
+	Expect *Expectation `json:"expect,omitempty"`
+}
+
+func (a *CopyPropsArgs) validate(kind string) error {
+	if err := a.Source.validateField(kind, "source"); err != nil {
+		return err
+	}
+	if err := a.Target.validateField(kind, "target"); err != nil {
+		return err
+	}
+	if len(a.Props) == 0 {
+		return argsError(kind, "props maps no property")
+	}
+	for s, t := range a.Props {
+		if s == "" || t == "" || reservedProp(s) || reservedProp(t) {
+			return argsError(kind, "props maps "+s+" to "+t+": names must be non-empty and not keys or Timestamp")
+		}
+	}
+	if (a.Link == "") != (a.LinkValue == "") {
+		return argsError(kind, "link and linkValue go together")
+	}
+	return nil
+}
+
+func reservedProp(n string) bool {
+	return n == "PartitionKey" || n == "RowKey" || n == "Timestamp"
+}
+
+// CopyProps returns a KindCopyProps step.
+func CopyProps(source, target EntityRef, props map[string]string) Step {
+	return NewStep(KindCopyProps, CopyPropsArgs{Source: source, Target: target, Props: props})
+}
+
+func applyCopyProps(ctx context.Context, c *Call) error {
+	a, err := decodeArgs[CopyPropsArgs](c.Kind, c.Args)
+	if err != nil {
+		return err
+	}
+	tc, err := c.Account.Table(a.Target.Table)
+	if err != nil {
+		return Permanent(err)
+	}
+	// Deterministic order, for stable bodies.
+	names := make([]string, 0, len(a.Props))
+	for s := range a.Props {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for range maxReadRepair {
+		target, etag, found, err := readEntityWith(ctx, tc, a.Target)
+		if err != nil || !found {
+			return err
+		}
+		if a.Link != "" {
+			if v, _ := target.stringProp(a.Link); v != a.LinkValue {
+				return nil // the target follows another source now
+			}
+		}
+		source, _, srcFound, err := readEntity(ctx, c.Account, a.Source)
+		if err != nil {
+			return err
+		}
+		if a.Expect != nil && !a.Expect.met(srcFound, source) && stillWaiting(c) {
+			return Retryable(errors.New("consistency: copy-props: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
+		}
+		changed := false
+		for _, s := range names {
+			t := a.Props[s]
+			var v, ann json.RawMessage
+			var ok bool
+			if srcFound {
+				v, ok = source[s]
+				ann = source[s+"@odata.type"]
+			}
+			old, had := target[t]
+			oldAnn := target[t+"@odata.type"]
+			switch {
+			case ok && (!had || string(old) != string(v) || string(oldAnn) != string(ann)):
+				target[t] = v
+				delete(target, t+"@odata.type")
+				if ann != nil {
+					target[t+"@odata.type"] = ann
+				}
+				changed = true
+			case !ok && had:
+				delete(target, t)
+				delete(target, t+"@odata.type")
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		body, err := json.Marshal(target)
+		if err != nil {
+			return Permanent(err)
+		}
+		e := etag
+		_, err = tc.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeReplace})
+		err = tablekit.MapError(err, "replace entity", a.Target.String())
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
+			return err
+		}
+	}
+	return Retryable(errors.New("consistency: copy-props: " + a.Target.String() + " kept changing"))
+}

@@ -1,0 +1,152 @@
+package patterns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// EventualDenormalization is the guide's denormalization pattern when the
+// source and its copies cannot share an entity group transaction: the
+// manager's employee entity in one partition or table, the departments
+// that show the manager's name and phone in others. Each change of a
+// source enqueues a consistency copy-props step per target, which the
+// worker (the stock tablekit-worker) applies by reading the source and
+// the target when it runs, so duplicated, late and reordered deliveries
+// converge; a target whose link property names another source by then is
+// left alone.
+//
+// Requests: UpdateSource 3 (read, enqueue, write); reading a target is
+// the target's own point query.
+type EventualDenormalization[S any] struct {
+	src     *Table[S]
+	q       *consistency.Queue
+	targets func(s *S) []consistency.EntityRef
+	props   map[string]string
+	link    string
+	delay   time.Duration
+}
+
+// EventualDenormalizationOptions configures an EventualDenormalization.
+// Nil means defaults.
+type EventualDenormalizationOptions struct {
+	// Table configures the source table.
+	Table *TableOptions
+	// Link names a target property that holds the source's keys as
+	// keys.Join(PartitionKey, RowKey); the worker then skips targets that
+	// have moved on to another source. Empty means no check.
+	Link string
+	// Delay keeps each intent invisible this long (default 1 s), so the
+	// worker usually finds the source already written; the step also
+	// waits for the write it announces (consistency.Expectation).
+	Delay time.Duration
+}
+
+// NewEventualDenormalization returns the denormalization whose sources
+// live in sourceTable: targets lists the entities that copy a source's
+// properties, and props maps source property names to target property
+// names. It makes no request.
+func NewEventualDenormalization[S any](acct *tablekit.Account, sourceTable string, q *consistency.Queue, targets func(s *S) []consistency.EntityRef, props map[string]string, opts *EventualDenormalizationOptions) (*EventualDenormalization[S], error) {
+	if q == nil || targets == nil || len(props) == 0 {
+		return nil, errors.New("tablekit: NewEventualDenormalization: queue, targets and props are required")
+	}
+	var o EventualDenormalizationOptions
+	if opts != nil {
+		o = *opts
+	}
+	src, err := NewTable[S](acct, sourceTable, o.Table)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHiddenProps("NewEventualDenormalization", src.codec.Select(), PropIntent); err != nil {
+		return nil, err
+	}
+	if o.Delay <= 0 {
+		o.Delay = time.Second
+	}
+	// Validate the mapping now, as the worker would.
+	probe := consistency.CopyPropsArgs{Source: consistency.EntityRef{Table: sourceTable, PartitionKey: "p", RowKey: "r"},
+		Target: consistency.EntityRef{Table: sourceTable, PartitionKey: "p", RowKey: "t"}, Props: props}
+	if err := consistency.NewTransaction(consistency.NewStep(consistency.KindCopyProps, probe)).Validate(); err != nil {
+		return nil, err
+	}
+	return &EventualDenormalization[S]{src: src, q: q, targets: targets, props: props, link: o.Link, delay: o.Delay}, nil
+}
+
+// Sources is the table of source entities.
+func (x *EventualDenormalization[S]) Sources() *Table[S] { return x.src }
+
+// UpdateSource reads the source, calls fn on it, enqueues the intent to
+// refresh every target's copied properties and replaces the source
+// conditionally on the ETag read (a concurrent change starts it over).
+// Three requests per attempt.
+func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error) (S, error) {
+	var zero S
+	var lastErr error
+	for attempt := 0; attempt < x.src.maxAttempts; attempt++ {
+		v, etag, err := x.src.getWithETag(ctx, pk, rk)
+		if err != nil {
+			return zero, err
+		}
+		if err := fn(&v); err != nil {
+			return zero, err
+		}
+		if npk, nrk := x.src.codec.Keys(&v); npk != pk || nrk != rk {
+			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys; keys are immutable", x.src.describe(pk, rk))
+		}
+		body, _, _, err := x.src.marshal(&v)
+		if err != nil {
+			return zero, err
+		}
+		intent := consistency.NewID()
+		body = withStringProp(body, PropIntent, intent)
+		if err := x.enqueue(ctx, &v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent}); err != nil {
+			return zero, err
+		}
+		newETag, err := x.src.write(ctx, OpReplace, pk, rk, body, etag, "update")
+		if err == nil {
+			x.src.setMeta(&v, newETag)
+			return v, nil
+		}
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return zero, err
+		}
+		lastErr = err
+		if err := conflictPause(ctx, attempt); err != nil {
+			return zero, err
+		}
+	}
+	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", x.src.describe(pk, rk), x.src.maxAttempts, lastErr)
+}
+
+// Refresh enqueues the refresh of the targets of the source (pk, rk) as it
+// is now, for instance after a target was linked to it. Two requests
+// (read, enqueue).
+func (x *EventualDenormalization[S]) Refresh(ctx context.Context, pk, rk string) error {
+	v, err := x.src.Get(ctx, pk, rk)
+	if err != nil {
+		return err
+	}
+	return x.enqueue(ctx, &v, pk, rk, nil)
+}
+
+func (x *EventualDenormalization[S]) enqueue(ctx context.Context, v *S, pk, rk string, expect *consistency.Expectation) error {
+	source := consistency.EntityRef{Table: x.src.name, PartitionKey: pk, RowKey: rk}
+	tx := consistency.NewTransaction()
+	for _, t := range x.targets(v) {
+		args := consistency.CopyPropsArgs{Source: source, Target: t, Props: x.props, Expect: expect}
+		if x.link != "" {
+			args.Link, args.LinkValue = x.link, keys.Join(pk, rk)
+		}
+		tx.Add(consistency.NewStep(consistency.KindCopyProps, args))
+	}
+	if len(tx.Steps) == 0 {
+		return nil
+	}
+	return x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
+}
