@@ -42,7 +42,9 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	if err := q.Create(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil) })
+	t.Cleanup(func() {
+		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
+	})
 	deptTable := testenv.TableName(t)
 	depts, err := patterns.NewTable[edDepartment](acct, deptTable, nil)
 	if err != nil {
