@@ -1,9 +1,11 @@
 // Command benchreport reads `go test -bench` output (several -count runs)
 // and prints, for every benchmark with a tablekit side and a reference
 // side measured in the same run, the medians and the ratio. A benchmark
-// marks its sides with a sub-benchmark segment KEY=VALUE: VALUE
-// "tablekit" is ours, anything else ("raw", "aztables", ...) a reference,
-// e.g. BenchmarkScan10k/impl=tablekit and BenchmarkScan10k/impl=raw.
+// marks its sides with a sub-benchmark segment impl=VALUE (or codec=VALUE):
+// VALUE "tablekit" is ours, anything else ("raw", "aztables", ...) a
+// reference, e.g. BenchmarkScan10k/impl=tablekit and
+// BenchmarkScan10k/impl=raw. Other benchmarks (BenchmarkTransactions/
+// concurrency=4) are listed in a table of their own.
 //
 // Usage: go test -run '^$' -bench . -count 6 ./... | go run ./internal/benchreport
 package main
@@ -22,7 +24,7 @@ import (
 
 var (
 	lineRE  = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.*)$`)
-	sideRE  = regexp.MustCompile(`^(\w+)=(.+)$`)
+	sideRE  = regexp.MustCompile(`^(impl|codec)=(.+)$`)
 	pkgRE   = regexp.MustCompile(`^pkg:\s+(\S+)`)
 	valueRE = regexp.MustCompile(`([-+0-9.eE]+)\s+(\S+)`)
 )
@@ -111,7 +113,7 @@ func run(in io.Reader, out io.Writer) error {
 	sort.Strings(bases)
 	var single []string
 	for _, name := range order {
-		if !strings.Contains(name, "=") {
+		if !hasSide(name) {
 			single = append(single, name)
 		}
 	}
@@ -160,6 +162,8 @@ func describeAll(s sample) string {
 	}
 	return out
 }
+
+func hasSide(name string) bool { return lastSide(name) != "" }
 
 func lastSide(name string) string {
 	parts := strings.Split(name, "/")

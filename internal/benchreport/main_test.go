@@ -18,6 +18,7 @@ pkg: github.com/tablekit/tablekit/entity
 BenchmarkDecode/codec=tablekit-2   1000   10000 ns/op
 BenchmarkDecode/codec=aztables-2   1000   40000 ns/op
 BenchmarkLonely-2   1000   40000 ns/op
+BenchmarkTransactions/concurrency=4-2   100   5000000 ns/op   200 tx/s   9.5 p50-ms
 `
 	var out strings.Builder
 	if err := run(strings.NewReader(in), &out); err != nil {
@@ -31,6 +32,9 @@ BenchmarkLonely-2   1000   40000 ns/op
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+	if !strings.Contains(got, "| entity.Transactions/concurrency=4 | 5.00 ms, 9.50 p50-ms, 200 tx/s | 1 |") {
+		t.Errorf("a parameterised benchmark is missing from the single table:\n%s", got)
 	}
 	if !strings.Contains(got, "| entity.Lonely | 40.0 µs | 1 |") {
 		t.Errorf("a benchmark without sides is missing from its own table:\n%s", got)
