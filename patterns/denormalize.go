@@ -62,15 +62,9 @@ func (x *Denormalization[S, D]) UpdateSource(ctx context.Context, pk, rk string,
 	var zero S
 	var lastErr error
 	for attempt := 0; attempt < x.src.maxAttempts; attempt++ {
-		s, etag, err := x.src.getWithETag(ctx, pk, rk)
+		_, s, etag, err := x.src.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		if err := fn(&s); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.src.codec.Keys(&s); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys; keys are immutable", x.src.describe(pk, rk))
 		}
 		body, _, _, err := x.src.marshal(&s)
 		if err != nil {
@@ -140,15 +134,9 @@ func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string,
 	var zero D
 	var lastErr error
 	for attempt := 0; attempt < x.dst.maxAttempts; attempt++ {
-		d, etag, err := x.dst.getWithETag(ctx, pk, rk)
+		_, d, etag, err := x.dst.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		if err := fn(&d); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.dst.codec.Keys(&d); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys; keys are immutable", x.dst.describe(pk, rk))
 		}
 		var ops []Op
 		if srk := x.source(&d); srk != "" {

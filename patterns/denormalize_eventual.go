@@ -89,15 +89,9 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 	var zero S
 	var lastErr error
 	for attempt := 0; attempt < x.src.maxAttempts; attempt++ {
-		v, etag, err := x.src.getWithETag(ctx, pk, rk)
+		_, v, etag, err := x.src.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		if err := fn(&v); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.src.codec.Keys(&v); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys; keys are immutable", x.src.describe(pk, rk))
 		}
 		body, _, _, err := x.src.marshal(&v)
 		if err != nil {

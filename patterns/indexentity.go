@@ -353,16 +353,9 @@ func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 	var zero T
 	var lastErr error
 	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		v := old
-		if err := fn(&v); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable", x.t.describe(pk, rk), npk, nrk)
 		}
 		body, _, _, err := x.t.marshal(&v)
 		if err != nil {

@@ -174,16 +174,9 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 	var zero T
 	var lastErr error
 	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		v := old
-		if err := fn(&v); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys; keys are immutable", x.t.describe(pk, rk))
 		}
 		body, _, _, err := x.encode(&v)
 		if err != nil {

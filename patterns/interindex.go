@@ -246,16 +246,9 @@ func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn 
 	var zero T
 	var lastErr error
 	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		v := old
-		if err := fn(&v); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable", x.t.describe(pk, rk), npk, nrk)
 		}
 		intent := consistency.NewID()
 		body, _, _, _, err := x.encode(&v, intent)

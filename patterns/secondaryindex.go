@@ -290,16 +290,9 @@ func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T)
 		if err := ctx.Err(); err != nil {
 			return zero, err
 		}
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
 		if err != nil {
 			return zero, err
-		}
-		v := old
-		if err := fn(&v); err != nil {
-			return zero, err
-		}
-		if npk, nrk := x.t.codec.Keys(&v); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", x.t.describe(pk, rk), npk, nrk)
 		}
 		body, _, _, copies, err := x.encode(&v)
 		if err != nil {

@@ -427,6 +427,24 @@ func conflictPause(ctx context.Context, attempt int) error {
 	}
 }
 
+// readForUpdate is the first half of every read-modify-write loop: it
+// reads (pk, rk), applies fn to a copy, and checks that fn kept the keys.
+// An error from fn is returned as is.
+func (t *Table[T]) readForUpdate(ctx context.Context, pk, rk string, fn func(*T) error) (old, v T, etag string, err error) {
+	old, etag, err = t.getWithETag(ctx, pk, rk)
+	if err != nil {
+		return old, v, "", err
+	}
+	v = old
+	if err := fn(&v); err != nil {
+		return old, v, "", err
+	}
+	if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
+		return old, v, "", fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
+	}
+	return old, v, etag, nil
+}
+
 // read is getWithETag that also returns the entity's JSON.
 func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, error) {
 	var v T
