@@ -79,6 +79,10 @@ func (m *MixedTable) Insert(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
+	if m.fast != nil {
+		_, err = m.fast.write(ctx, OpInsert, pk, rk, body, "", "insert", m.describe(pk, rk))
+		return err
+	}
 	_, err = m.client.AddEntity(ctx, body, nil)
 	return tablekit.MapError(err, "insert", m.describe(pk, rk))
 }
@@ -87,6 +91,10 @@ func (m *MixedTable) Insert(ctx context.Context, v any) error {
 func (m *MixedTable) Upsert(ctx context.Context, v any) error {
 	body, pk, rk, err := m.Encode(v)
 	if err != nil {
+		return err
+	}
+	if m.fast != nil {
+		_, err = m.fast.write(ctx, OpUpsertReplace, pk, rk, body, "", "upsert", m.describe(pk, rk))
 		return err
 	}
 	_, err = m.client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
@@ -99,11 +107,14 @@ func (m *MixedTable) Get(ctx context.Context, pk, rk string) (any, error) {
 	if err := validateKeys(pk, rk); err != nil {
 		return nil, err
 	}
-	resp, err := m.client.GetEntity(ctx, pk, rk, nil)
+	body, _, err := readStored(ctx, m.client, m.fast, m.describe(pk, rk), pk, rk)
 	if err != nil {
-		return nil, tablekit.MapError(err, "get", m.describe(pk, rk))
+		return nil, err
 	}
-	v, err := m.reg.Resolve(resp.Value)
+	if body == nil {
+		return nil, fmt.Errorf("tablekit: get %s: %w", m.describe(pk, rk), tablekit.ErrNotFound)
+	}
+	v, err := m.reg.Resolve(body)
 	if err != nil {
 		return nil, fmt.Errorf("tablekit: get %s: %w", m.describe(pk, rk), err)
 	}

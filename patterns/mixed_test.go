@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -81,6 +82,9 @@ func TestMixedPartitionResolvesEachRowToItsType(t *testing.T) {
 	e, err := tbl.Get(ctx, "Sales", "000123")
 	if err != nil || e.FirstName != "Jun" {
 		t.Errorf("typed Get of a mixed row = %+v, %v", e, err)
+	}
+	if _, err := m.Get(ctx, "Sales", "nobody"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("Get of a missing row = %v, want ErrNotFound", err)
 	}
 	type Unregistered struct{ PartitionKey, RowKey string }
 	if err := m.Insert(ctx, &Unregistered{"Sales", "x"}); !errors.Is(err, entity.ErrUnknownKind) {
