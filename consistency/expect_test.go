@@ -2,7 +2,10 @@ package consistency
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -62,5 +65,40 @@ func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
 	// With a low delivery limit it never waits into the poison queue.
 	if err := runSteps(ctx, acct, defaultRegistry, tx2, 1, 2, testLogger(t)); err != nil {
 		t.Fatalf("MaxDequeueCount 2, first delivery: %v (must not wait for a delivery that would poison)", err)
+	}
+}
+
+// An index list that would pass the String limit is a permanent failure
+// that names the blob option, not a 400 from the service.
+func TestIndexListRefusesAListPastTheStringLimit(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t)
+	src, idx := createTable(t, acct), createTable(t, acct)
+	// A stored list just under the limit (each member takes 18 units with
+	// its quotes and comma).
+	var members []string
+	for i := 0; (len(members)+1)*18 < 32_700; i++ {
+		members = append(members, "Sales/emp"+strconv.Itoa(100000+i))
+	}
+	list, err := json.Marshal(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) > 32_768 {
+		t.Fatalf("fixture list of %d units is already over the limit", len(list))
+	}
+	if _, err := acct.Tables().NewClient(idx).AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "lastname", "RowKey": "Jones", "EmployeeIDs": string(list)}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acct.Tables().NewClient(src).AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "Sales", "RowKey": "new", "LastName": "Jones"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	tx := NewTransaction(IndexList(IndexListArgs{
+		Index: EntityRef{idx, "lastname", "Jones"}, Property: "EmployeeIDs", Member: "Sales/" + strings.Repeat("z", 120),
+		Source: EntityRef{src, "Sales", "new"}, Where: "LastName", Equals: json.RawMessage(`"Jones"`),
+	}))
+	err = runSteps(ctx, acct, defaultRegistry, tx, 1, 5, testLogger(t))
+	if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "BlobIndexedTable") {
+		t.Fatalf("apply = %v, want a permanent error pointing to the blob option", err)
 	}
 }

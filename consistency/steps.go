@@ -670,6 +670,13 @@ func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, 
 			list = []string{}
 		}
 		enc, _ := json.Marshal(list)
+		if units := utf16Len(string(enc)); units > maxStringUnits {
+			return Permanent(&wrapped{
+				msg: "consistency: index-list: the list of " + a.Index.String() + " would be " + strconv.Itoa(units) +
+					" UTF-16 code units, over the 32,768 a String property holds; keep this index in a blob (patterns.BlobIndexedTable, the guide's option 1)",
+				err: tablekit.ErrInvalidEntity,
+			})
+		}
 		body, _ := json.Marshal(map[string]string{"PartitionKey": a.Index.PartitionKey, "RowKey": a.Index.RowKey, a.Property: string(enc)})
 		if !found {
 			_, err = idx.AddEntity(ctx, body, nil)
@@ -687,6 +694,21 @@ func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, 
 		return err
 	}
 	return Retryable(errors.New("consistency: index-list: " + a.Index.String() + " kept changing (412)"))
+}
+
+// maxStringUnits is the most UTF-16 code units a String property holds.
+const maxStringUnits = 32 * 1024
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // ---- blob-cleanup ----
