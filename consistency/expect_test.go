@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -100,5 +101,25 @@ func TestIndexListRefusesAListPastTheStringLimit(t *testing.T) {
 	err = runSteps(ctx, acct, defaultRegistry, tx, 1, 5, testLogger(t))
 	if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "BlobIndexedTable") {
 		t.Fatalf("apply = %v, want a permanent error pointing to the blob option", err)
+	}
+}
+
+func TestQueueDeleteRemovesBothQueues(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t)
+	q := newQueue(t, acct)
+	if err := q.Enqueue(ctx, NewTransaction(DeleteEntity(EntityRef{"Current", "p", "r"})), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{q.Name(), PoisonQueueName(q.Name())} {
+		if _, err := acct.Queues().NewQueueClient(name).GetProperties(ctx, nil); !tablekit.IsNotFound(tablekit.MapError(err, "", "")) {
+			t.Errorf("queue %s still exists after Delete: %v", name, err)
+		}
+	}
+	if err := q.Delete(ctx); err != nil {
+		t.Errorf("second Delete = %v, want nil", err)
 	}
 }

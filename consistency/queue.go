@@ -83,6 +83,19 @@ func (q *Queue) Create(ctx context.Context) error {
 	return createContainer(ctx, q.acct, q.container)
 }
 
+// Delete deletes the queue and its poison queue, with every message in
+// them; queues that do not exist are not an error. The blob container is
+// left alone: other queues may share it. Two requests.
+func (q *Queue) Delete(ctx context.Context) error {
+	for _, c := range []*azqueue.QueueClient{q.qc, q.pc} {
+		_, err := c.Delete(ctx, nil)
+		if err = tablekit.MapError(err, "delete queue", c.URL()); err != nil && !tablekit.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 func createQueue(ctx context.Context, c *azqueue.QueueClient) error {
 	_, err := c.Create(ctx, nil)
 	err = tablekit.MapError(err, "create queue", c.URL())
