@@ -318,7 +318,7 @@ func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T)
 			}
 			ops = append(ops, Op{Type: typ, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
 		}
-		res, err := x.t.SubmitOps(ctx, ops)
+		res, ops, err := x.submitSkippingMissingCopies(ctx, ops)
 		if err == nil {
 			x.t.setMeta(&v, res[0].ETag)
 			return v, nil
@@ -347,7 +347,7 @@ func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 				ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: intraRowKey(&x.indexes[i], ov, rk)})
 			}
 		}
-		_, err = x.t.SubmitOps(ctx, ops)
+		_, _, err = x.submitSkippingMissingCopies(ctx, ops)
 		if err == nil {
 			return nil
 		}
@@ -357,6 +357,22 @@ func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 		lastErr = err
 	}
 	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+}
+
+// submitSkippingMissingCopies submits ops (the primary's operation first)
+// and, when the transaction fails because a copy it deletes does not exist
+// (an index added after the entity was written, or a copy already gone),
+// sends it again without that deletion: the copy's absence is what the
+// deletion wanted. It returns the operations finally sent.
+func (x *IndexedTable[T]) submitSkippingMissingCopies(ctx context.Context, ops []Op) ([]OpResult, []Op, error) {
+	for {
+		res, err := x.t.SubmitOps(ctx, ops)
+		i, ok := transactionIndex(err)
+		if err == nil || !ok || i == 0 || i >= len(ops) || ops[i].Type != OpDelete || !errors.Is(err, tablekit.ErrNotFound) {
+			return res, ops, err
+		}
+		ops = slices.Delete(slices.Clone(ops), i, i+1)
+	}
 }
 
 // Get reads the entity by its primary keys (one request).
