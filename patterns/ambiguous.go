@@ -105,21 +105,25 @@ func number(v entity.Value) (float64, bool) {
 // readStored fetches one entity's JSON and ETag; nil when it does not
 // exist.
 func readStored(ctx context.Context, client *aztables.Client, fast *fastPath, table, pk, rk string) ([]byte, string, error) {
-	var body []byte
-	var etag string
-	var err error
-	if fast != nil {
-		body, etag, err = fast.get(ctx, pk, rk, table)
-	} else {
-		var resp aztables.GetEntityResponse
-		resp, err = client.GetEntity(ctx, pk, rk, nil)
-		err = tablekit.MapError(err, "get", table)
-		body, etag = resp.Value, string(resp.ETag)
-	}
+	body, etag, err := fetchEntity(ctx, client, fast, table, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, "", nil
 	}
 	return body, etag, err
+}
+
+// fetchEntity reads one entity's JSON and ETag, on the fast path when
+// there is one; label names the entity in errors. A missing entity is an
+// error wrapping tablekit.ErrNotFound and the SDK's error.
+func fetchEntity(ctx context.Context, client *aztables.Client, fast *fastPath, label, pk, rk string) ([]byte, string, error) {
+	if fast != nil {
+		return fast.get(ctx, pk, rk, label)
+	}
+	resp, err := client.GetEntity(ctx, pk, rk, nil)
+	if err != nil {
+		return nil, "", tablekit.MapError(err, "get", label)
+	}
+	return resp.Value, string(resp.ETag), nil
 }
 
 // batchApplied reports whether every operation of a transaction shows its

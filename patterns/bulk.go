@@ -122,7 +122,7 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 	}
 	opType := map[BulkMode]OpType{BulkUpsertReplace: OpUpsertReplace, BulkUpsertMerge: OpUpsertMerge, BulkInsert: OpInsert}[o.Mode]
 
-	b := &bulk{ctx: ctx, client: t, work: make(chan *group)}
+	b := &bulk{ctx: ctx, submit: t.submit, work: make(chan *group)}
 	var wg sync.WaitGroup
 	for i := 0; i < o.Concurrency; i++ {
 		wg.Add(1)
@@ -209,10 +209,6 @@ type group struct {
 
 func (g *group) has(rk string) bool { return g.rks[rk] }
 
-type batchSubmitter interface {
-	submit(ctx context.Context, ops []Op) ([]OpResult, error)
-}
-
 // submit validates ops and sends them as one transaction, on the fast path
 // when the table has one.
 //
@@ -242,7 +238,7 @@ func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 
 type bulk struct {
 	ctx    context.Context
-	client batchSubmitter
+	submit func(ctx context.Context, ops []Op) ([]OpResult, error)
 	work   chan *group
 
 	mu       sync.Mutex
@@ -275,7 +271,7 @@ func (b *bulk) send(g *group) {
 			}
 			return
 		}
-		_, err := b.client.submit(b.ctx, ops)
+		_, err := b.submit(b.ctx, ops)
 		b.mu.Lock()
 		b.requests++
 		b.mu.Unlock()

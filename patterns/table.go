@@ -445,18 +445,16 @@ func (t *Table[T]) readForUpdate(ctx context.Context, pk, rk string, fn func(*T)
 	return old, v, etag, nil
 }
 
-// read is getWithETag that also returns the entity's JSON.
+// read fetches one entity and decodes it, returning its ETag and JSON
+// too. A missing entity is an error wrapping tablekit.ErrNotFound.
 func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, error) {
 	var v T
 	if err := validateKeys(pk, rk); err != nil {
 		return v, "", nil, err
 	}
-	body, etag, err := readStored(ctx, t.client, t.fast, t.describe(pk, rk), pk, rk)
+	body, etag, err := fetchEntity(ctx, t.client, t.fast, t.describe(pk, rk), pk, rk)
 	if err != nil {
 		return v, "", nil, err
-	}
-	if body == nil {
-		return v, "", nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), tablekit.ErrNotFound)
 	}
 	if err := t.codec.Unmarshal(body, &v); err != nil {
 		return v, "", nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
@@ -466,29 +464,8 @@ func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, 
 }
 
 func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, error) {
-	var v T
-	if err := validateKeys(pk, rk); err != nil {
-		return v, "", err
-	}
-	var body []byte
-	var etag string
-	if t.fast != nil {
-		var err error
-		if body, etag, err = t.fast.get(ctx, pk, rk, t.describe(pk, rk)); err != nil {
-			return v, "", err
-		}
-	} else {
-		resp, err := t.client.GetEntity(ctx, pk, rk, nil)
-		if err != nil {
-			return v, "", tablekit.MapError(err, "get", t.describe(pk, rk))
-		}
-		body, etag = resp.Value, string(resp.ETag)
-	}
-	if err := t.codec.Unmarshal(body, &v); err != nil {
-		return v, "", fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
-	}
-	t.codec.SetMeta(&v, etag, time.Time{})
-	return v, etag, nil
+	v, etag, _, err := t.read(ctx, pk, rk)
+	return v, etag, err
 }
 
 func (t *Table[T]) marshal(v *T) (body []byte, pk, rk string, err error) {
