@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -111,6 +110,7 @@ type LargeEntities[T any] struct {
 	name      string
 	container string
 	client    *aztables.Client
+	fast      *fastPath     // nil: the SDK path
 	codec     *entity.Codec // of the derived type: blob fields skipped
 	derived   reflect.Type
 	fields    []largeField
@@ -182,8 +182,9 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 	if err != nil {
 		return nil, err
 	}
+	sdkPath := o.Table != nil && o.Table.SDKPath
 	return &LargeEntities[T]{acct: acct, name: name, container: container, client: client, codec: codec, derived: derived,
-		fields: fields, queue: o.Queue, ctype: o.ContentType, attempts: o.MaxAttempts}, nil
+		fields: fields, queue: o.Queue, ctype: o.ContentType, attempts: o.MaxAttempts, fast: newFastPath(acct, name, sdkPath)}, nil
 }
 
 // largeDerive reads T's blob tags and builds the type the codec sees.
@@ -325,12 +326,12 @@ func (l *LargeEntities[T]) Insert(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	resp, err := l.client.AddEntity(ctx, body, nil)
+	etag, err := writeEntity(ctx, l.client, l.fast, OpInsert, pk, rk, body, "", "insert", l.describe(pk, rk))
 	if err != nil {
 		l.deleteNow(written)
-		return tablekit.MapError(err, "insert", l.describe(pk, rk))
+		return err
 	}
-	l.setMeta(v, string(resp.ETag))
+	l.setMeta(v, etag)
 	return nil
 }
 
@@ -352,18 +353,12 @@ func (l *LargeEntities[T]) Put(ctx context.Context, v *T) error {
 			l.deleteNow(written)
 			return err
 		}
-		var newETag azcore.ETag
+		var newETag string
 		if found {
-			m := azcore.ETag(etag)
-			var resp aztables.UpdateEntityResponse
-			resp, err = l.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &m, UpdateMode: aztables.UpdateModeReplace})
-			newETag = resp.ETag
+			newETag, err = writeEntity(ctx, l.client, l.fast, OpReplace, pk, rk, body, etag, "put", l.describe(pk, rk))
 		} else {
-			var resp aztables.AddEntityResponse
-			resp, err = l.client.AddEntity(ctx, body, nil)
-			newETag = resp.ETag
+			newETag, err = writeEntity(ctx, l.client, l.fast, OpInsert, pk, rk, body, "", "put", l.describe(pk, rk))
 		}
-		err = tablekit.MapError(err, "put", l.describe(pk, rk))
 		if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || (found && errors.Is(err, tablekit.ErrNotFound)) {
 			continue
 		}
@@ -371,7 +366,7 @@ func (l *LargeEntities[T]) Put(ctx context.Context, v *T) error {
 			l.deleteNow(written)
 			return err
 		}
-		l.setMeta(v, string(newETag))
+		l.setMeta(v, newETag)
 		return l.cleanup(ctx, pk, rk, unreferenced(old, written))
 	}
 	l.deleteNow(written)
@@ -390,9 +385,7 @@ func (l *LargeEntities[T]) Delete(ctx context.Context, pk, rk string) error {
 		if !found {
 			return fmt.Errorf("tablekit: delete %s: %w", l.describe(pk, rk), tablekit.ErrNotFound)
 		}
-		m := azcore.ETag(etag)
-		_, err = l.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &m})
-		err = tablekit.MapError(err, "delete", l.describe(pk, rk))
+		_, err = writeEntity(ctx, l.client, l.fast, OpDelete, pk, rk, nil, etag, "delete", l.describe(pk, rk))
 		if errors.Is(err, tablekit.ErrPreconditionFailed) {
 			continue
 		}
@@ -461,11 +454,7 @@ func (l *LargeEntities[T]) getRaw(ctx context.Context, pk, rk string) ([]byte, s
 	if err := validateKeys(pk, rk); err != nil {
 		return nil, "", err
 	}
-	resp, err := l.client.GetEntity(ctx, pk, rk, nil)
-	if err != nil {
-		return nil, "", tablekit.MapError(err, "get", l.describe(pk, rk))
-	}
-	return resp.Value, string(resp.ETag), nil
+	return fetchEntity(ctx, l.client, l.fast, l.describe(pk, rk), pk, rk)
 }
 
 func (l *LargeEntities[T]) refs(raw []byte, pk, rk string) ([]BlobInfo, error) {

@@ -187,8 +187,15 @@ func (t *Table[T]) write(ctx context.Context, typ OpType, pk, rk string, body []
 }
 
 func (t *Table[T]) writeOnce(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
-	if t.fast != nil {
-		return t.fast.write(ctx, typ, pk, rk, body, etag, op, t.describe(pk, rk))
+	return writeEntity(ctx, t.client, t.fast, typ, pk, rk, body, etag, op, t.describe(pk, rk))
+}
+
+// writeEntity sends one entity write, on the fast path when there is one,
+// and returns the new ETag; label names the entity in errors. An empty
+// etag means If-Match: * for the conditional operations.
+func writeEntity(ctx context.Context, client *aztables.Client, fast *fastPath, typ OpType, pk, rk string, body []byte, etag, op, label string) (string, error) {
+	if fast != nil {
+		return fast.write(ctx, typ, pk, rk, body, etag, op, label)
 	}
 	var err error
 	var newETag azcore.ETag
@@ -199,7 +206,7 @@ func (t *Table[T]) writeOnce(ctx context.Context, typ OpType, pk, rk string, bod
 	switch typ {
 	case OpInsert:
 		var resp aztables.AddEntityResponse
-		resp, err = t.client.AddEntity(ctx, body, nil)
+		resp, err = client.AddEntity(ctx, body, nil)
 		newETag = resp.ETag
 	case OpReplace, OpMerge:
 		mode := aztables.UpdateModeReplace
@@ -207,7 +214,7 @@ func (t *Table[T]) writeOnce(ctx context.Context, typ OpType, pk, rk string, bod
 			mode = aztables.UpdateModeMerge
 		}
 		var resp aztables.UpdateEntityResponse
-		resp, err = t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &ifMatch, UpdateMode: mode})
+		resp, err = client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &ifMatch, UpdateMode: mode})
 		newETag = resp.ETag
 	case OpUpsertReplace, OpUpsertMerge:
 		mode := aztables.UpdateModeReplace
@@ -215,13 +222,13 @@ func (t *Table[T]) writeOnce(ctx context.Context, typ OpType, pk, rk string, bod
 			mode = aztables.UpdateModeMerge
 		}
 		var resp aztables.UpsertEntityResponse
-		resp, err = t.client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: mode})
+		resp, err = client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: mode})
 		newETag = resp.ETag
 	case OpDelete:
-		_, err = t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &ifMatch})
+		_, err = client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &ifMatch})
 	}
 	if err != nil {
-		return "", tablekit.MapError(err, op, t.describe(pk, rk))
+		return "", tablekit.MapError(err, op, label)
 	}
 	return string(newETag), nil
 }
