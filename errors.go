@@ -80,14 +80,10 @@ type ServiceError struct {
 func (e *ServiceError) Error() string {
 	var b strings.Builder
 	b.WriteString("tablekit: ")
-	if e.Op != "" {
-		b.WriteString(e.Op)
+	if what := strings.TrimSpace(e.Op + " " + e.Resource); what != "" {
+		b.WriteString(what)
+		b.WriteString(": ")
 	}
-	if e.Resource != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Resource)
-	}
-	b.WriteString(": ")
 	b.WriteString(strconv.Itoa(e.StatusCode))
 	if e.Code != "" {
 		b.WriteString(" ")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -52,7 +53,7 @@ func TestMapErrorOnAzurite(t *testing.T) {
 		{"invalid input", func() error {
 			_, err := tc.AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"bad#key"}`), nil)
 			return err
-		}, tablekit.ErrBadRequest, 400, ""},
+		}, tablekit.ErrBadRequest, 400, "InvalidInput"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,6 +78,9 @@ func TestMapErrorOnAzurite(t *testing.T) {
 			}
 			if se.Op != "test op" || se.Resource != "res" || se.StatusCode != c.status {
 				t.Errorf("ServiceError = %+v", se)
+			}
+			if want := "tablekit: test op res: "; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("message %q does not start with %q", err, want)
 			}
 		})
 	}
