@@ -152,7 +152,7 @@ func TestBadInputCatalogue(t *testing.T) {
 			return err
 		}, tablekit.ErrInvalidToken},
 		{"huge token", func() error {
-			_, err := people.Page(ctx, keys.PK().Eq("p"), strings.Repeat("A", 20000), nil)
+			_, err := people.Page(ctx, keys.PK().Eq("p"), strings.Repeat("A", 70000), nil)
 			return err
 		}, tablekit.ErrInvalidToken},
 

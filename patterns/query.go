@@ -308,6 +308,12 @@ type continuation struct {
 
 const tokenVersion = 1
 
+// maxTokenLen bounds the tokens Page accepts. A position holds two key-
+// sized strings; JSON escapes some characters six-fold ('<' is \u003c)
+// and base64 adds a third, so a legitimate token of 1 KiB keys can pass
+// 8 KiB (the fuzzer found one); 64 KiB leaves room and still refuses junk.
+const maxTokenLen = 64 << 10
+
 func encodeToken(c continuation, hash [8]byte) string {
 	c.V = tokenVersion
 	c.Q = hash[:]
@@ -317,7 +323,7 @@ func encodeToken(c continuation, hash [8]byte) string {
 
 func decodeToken(token string, hash [8]byte) (continuation, error) {
 	var c continuation
-	if len(token) > 8192 {
+	if len(token) > maxTokenLen {
 		return c, fmt.Errorf("%w: %d bytes is longer than any token tablekit issues", tablekit.ErrInvalidToken, len(token))
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
