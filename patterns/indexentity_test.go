@@ -13,7 +13,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/internal/reqcount"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -25,7 +24,7 @@ func lastNameList() patterns.ListIndex[ixEmployee] {
 	return patterns.ListIndex[ixEmployee]{Name: "lastname", Property: "EmployeeIDs", Key: func(e *ixEmployee) string { return e.LastName }}
 }
 
-func newListIndexedTable(t *testing.T) (*patterns.ListIndexedTable[ixEmployee], *reqcount.Counter) {
+func newListIndexedTable(t *testing.T) (*patterns.ListIndexedTable[ixEmployee], *tablekit.RequestCounter) {
 	t.Helper()
 	acct, counter := testenv.CountingAccount(t)
 	x, err := patterns.NewListIndexedTable(acct, testenv.TableName(t), lastNameList(), nil)
@@ -242,7 +241,7 @@ func TestListIndexOption2RefusesAListPastTheEntityLimit(t *testing.T) {
 	}
 }
 
-func newBlobIndexedTable(t *testing.T) (*patterns.BlobIndexedTable[ixEmployee], *reqcount.Counter) {
+func newBlobIndexedTable(t *testing.T) (*patterns.BlobIndexedTable[ixEmployee], *tablekit.RequestCounter) {
 	t.Helper()
 	acct, counter := testenv.CountingAccount(t)
 	x, err := patterns.NewBlobIndexedTable(acct, testenv.TableName(t), testenv.ContainerName(t), lastNameList(), nil)

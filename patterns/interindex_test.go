@@ -13,7 +13,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/internal/reqcount"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -25,7 +24,7 @@ import (
 type interFixture struct {
 	x       *patterns.EventualIndexedTable[ixEmployee]
 	q       *consistency.Queue
-	counter *reqcount.Counter
+	counter *tablekit.RequestCounter
 	worker  *tablekit.Account
 	idTable string
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/reqcount"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -21,7 +21,7 @@ import (
 // Each pattern's main operation, with the request count it costs, against
 // what a developer would write over aztables for the same result.
 
-func reportRequests(b *testing.B, c *reqcount.Counter) {
+func reportRequests(b *testing.B, c *tablekit.RequestCounter) {
 	b.ReportMetric(float64(c.Count())/float64(b.N), "requests/op")
 }
 

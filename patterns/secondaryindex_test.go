@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/reqcount"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -47,7 +46,7 @@ func ixLastNameIndex() patterns.Index[ixEmployee] {
 	return patterns.Index[ixEmployee]{Name: "lastname", Key: func(e *ixEmployee) string { return e.LastName }}
 }
 
-func newIndexedTable(t *testing.T) (*patterns.IndexedTable[ixEmployee], *reqcount.Counter) {
+func newIndexedTable(t *testing.T) (*patterns.IndexedTable[ixEmployee], *tablekit.RequestCounter) {
 	t.Helper()
 	acct, counter := testenv.CountingAccount(t)
 	x, err := patterns.NewIndexedTable(acct, testenv.TableName(t),

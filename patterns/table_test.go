@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/reqcount"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -66,7 +65,7 @@ type Employee struct {
 	Salary       float64
 }
 
-func newTable[T any](t *testing.T) (*patterns.Table[T], *reqcount.Counter) {
+func newTable[T any](t *testing.T) (*patterns.Table[T], *tablekit.RequestCounter) {
 	t.Helper()
 	acct, counter := testenv.CountingAccount(t)
 	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(nil))
@@ -80,7 +79,7 @@ func newTable[T any](t *testing.T) (*patterns.Table[T], *reqcount.Counter) {
 	return tbl, counter
 }
 
-func requests(t *testing.T, c *reqcount.Counter, want int64, what string) {
+func requests(t *testing.T, c *tablekit.RequestCounter, want int64, what string) {
 	t.Helper()
 	if got := c.Count(); got != want {
 		t.Errorf("%s took %d requests, want %d:\n%s", what, got, want, c.Requests())

@@ -20,9 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -38,18 +36,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -60,7 +46,7 @@ func plural(n int64) string {
 // run logs 40 minutes of an application's records into container and
 // reads back the errors of 15:04 to 15:06.
 func run(ctx context.Context, connStr, container string) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -83,7 +69,7 @@ func run(ctx context.Context, connStr, container string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, logs.Close(ctx)) }()
-	requests.since()
+	requests.Take()
 
 	levels := []string{"INFO", "INFO", "WARNING", "INFO", "ERROR", "INFO", "CRITICAL"}
 	start := time.Date(2024, 5, 1, 14, 40, 0, 0, time.UTC)
@@ -95,11 +81,11 @@ func run(ctx context.Context, connStr, container string) (err error) {
 		}
 		n++
 	}
-	fmt.Printf("append  %d records from 14:40 to 15:20, buffered in memory: %s\n", n, plural(requests.since()))
+	fmt.Printf("append  %d records from 14:40 to 15:20, buffered in memory: %s\n", n, plural(requests.Take()))
 	if err := logs.Flush(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("flush   one blob per hour touched (and a listing the first time an hour is seen): %s\n", plural(requests.since()))
+	fmt.Printf("flush   one blob per hour touched (and a listing the first time an hour is seen): %s\n", plural(requests.Take()))
 	pager := acct.Blobs().NewListBlobsFlatPager(container, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
@@ -110,7 +96,7 @@ func run(ctx context.Context, connStr, container string) (err error) {
 			fmt.Printf("        %s\n", *b.Name)
 		}
 	}
-	requests.since()
+	requests.Take()
 
 	from, to := time.Date(2024, 5, 1, 15, 4, 0, 0, time.UTC), time.Date(2024, 5, 1, 15, 6, 0, 0, time.UTC)
 	fmt.Printf("read    errors and critical messages from 15:04 to 15:06:\n")
@@ -122,6 +108,6 @@ func run(ctx context.Context, connStr, container string) (err error) {
 			fmt.Printf("        %s %s\n", r.Time.Format("15:04:05"), r.Text)
 		}
 	}
-	fmt.Printf("        cost: %s (list the hour's prefix, download the blob that overlaps)\n", plural(requests.since()))
+	fmt.Printf("        cost: %s (list the hour's prefix, download the blob that overlaps)\n", plural(requests.Take()))
 	return nil
 }

@@ -25,9 +25,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -56,18 +54,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -78,7 +64,7 @@ func plural(n int64) string {
 // run archives employee 000456. name names the queue and prefixes the two
 // tables; inProcess runs a worker inside the program.
 func run(ctx context.Context, connStr, name string, inProcess bool) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -135,7 +121,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return err
 		}
 	}
-	requests.since()
+	requests.Take()
 	fmt.Println("current employees: 000123, 000456, 000789")
 
 	// Step 1 of the guide's diagram: the client places the intent on the
@@ -146,7 +132,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err := queue.Enqueue(ctx, tx, nil); err != nil {
 		return err
 	}
-	fmt.Printf("enqueued: archive employee 000456: %s\n", plural(requests.since()))
+	fmt.Printf("enqueued: archive employee 000456: %s\n", plural(requests.Take()))
 
 	// The client does not wait in real life; the program does, to show
 	// the outcome. Readers may meanwhile see the employee in both tables,
@@ -154,7 +140,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err := waitArchived(ctx, current, archive, "Sales", "000456"); err != nil {
 		return err
 	}
-	requests.since() // the polling above is not part of the story
+	requests.Take() // the polling above is not part of the story
 	fmt.Println("the worker moved it")
 
 	var ids []string
@@ -164,19 +150,19 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		}
 		ids = append(ids, e.RowKey)
 	}
-	fmt.Printf("Current, Sales partition: %v: %s\n", ids, plural(requests.since()))
+	fmt.Printf("Current, Sales partition: %v: %s\n", ids, plural(requests.Take()))
 	got, err := archive.Get(ctx, "Sales", "000456")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Archive, Sales/000456: %s %s, age %d: %s\n", got.FirstName, got.LastName, got.Age, plural(requests.since()))
+	fmt.Printf("Archive, Sales/000456: %s %s, age %d: %s\n", got.FirstName, got.LastName, got.Age, plural(requests.Take()))
 
 	// A message the worker could not delete reappears and is applied
 	// again: insert-or-replace and delete-if-exists make that harmless.
 	if err := consistency.Apply(ctx, acct, tx, nil); err != nil {
 		return err
 	}
-	n := requests.since()
+	n := requests.Take()
 	_, err = current.Get(ctx, "Sales", "000456")
 	if !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("000456 is back in Current: %v", err)
@@ -184,7 +170,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if _, err := archive.Get(ctx, "Sales", "000456"); err != nil {
 		return err
 	}
-	requests.since()
+	requests.Take()
 	fmt.Printf("applied the same transaction again (a redelivery): no change, %s\n", plural(n))
 	return nil
 }

@@ -42,11 +42,9 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -90,18 +88,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -121,7 +107,7 @@ var staff = []Employee{
 // organisation-wide index reads the queue name. inProcess runs a worker
 // inside the program.
 func run(ctx context.Context, connStr, name string, inProcess bool) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -207,7 +193,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		}
 	}()
 
-	requests.since() // the table creations are not part of the story
+	requests.Take() // the table creations are not part of the story
 
 	fmt.Println("== heterogeneous entity types: departments and employees in one table")
 	depts := map[string]int{}
@@ -227,7 +213,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return err
 		}
 	}
-	fmt.Printf("wrote   2 departments and %d employees: %s\n", len(staff), plural(requests.since()))
+	fmt.Printf("wrote   2 departments and %d employees: %s\n", len(staff), plural(requests.Take()))
 
 	fmt.Println("query   the Sales partition, each row decoded into its own type:")
 	for row, err := range dir.Query(ctx, keys.PK().Eq("Sales"), nil) {
@@ -243,7 +229,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return fmt.Errorf("unexpected row type %T", row)
 		}
 	}
-	fmt.Printf("        cost: %s (a partition scan)\n", plural(requests.since()))
+	fmt.Printf("        cost: %s (a partition scan)\n", plural(requests.Take()))
 
 	row, err := dir.Get(ctx, "Sales", "000223")
 	if err != nil {
@@ -253,7 +239,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if !ok {
 		return fmt.Errorf("Sales/000223 is a %T, want *Employee", row)
 	}
-	fmt.Printf("by id   Sales/000223 -> %s %s <%s>: %s (a point query)\n", jane.FirstName, jane.LastName, jane.Email, plural(requests.since()))
+	fmt.Printf("by id   Sales/000223 -> %s %s <%s>: %s (a point query)\n", jane.FirstName, jane.LastName, jane.Email, plural(requests.Take()))
 
 	fmt.Println("\n== intra-partition secondary index: email_ copies in the same partition")
 	for _, e := range staff {
@@ -262,13 +248,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return err
 		}
 	}
-	fmt.Printf("wrote   %d employees, each with its email copy in one transaction: %s\n", len(staff), plural(requests.since()))
+	fmt.Printf("wrote   %d employees, each with its email copy in one transaction: %s\n", len(staff), plural(requests.Take()))
 
 	byEmail, err := emails.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("lookup  RowKey eq 'email_jonesj@contoso.com' -> %s %s (%s): %s\n", byEmail.FirstName, byEmail.LastName, byEmail.RowKey, plural(requests.since()))
+	fmt.Printf("lookup  RowKey eq 'email_jonesj@contoso.com' -> %s %s (%s): %s\n", byEmail.FirstName, byEmail.LastName, byEmail.RowKey, plural(requests.Take()))
 
 	var starts []string
 	for e, err := range emails.Prefix(ctx, "email", "Sales", "j", nil) {
@@ -277,7 +263,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		}
 		starts = append(starts, e.Email)
 	}
-	fmt.Printf("prefix  Sales emails starting with j -> %s: %s\n", strings.Join(starts, ", "), plural(requests.since()))
+	fmt.Printf("prefix  Sales emails starting with j -> %s: %s\n", strings.Join(starts, ", "), plural(requests.Take()))
 
 	// A second employee of the partition cannot take a unique address:
 	// the whole transaction fails and nothing is written.
@@ -287,7 +273,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	} else if !errors.Is(err, tablekit.ErrAlreadyExists) {
 		return err
 	}
-	fmt.Printf("insert  another jonesj@contoso.com -> refused, nothing written: %s\n", plural(requests.since()))
+	fmt.Printf("insert  another jonesj@contoso.com -> refused, nothing written: %s\n", plural(requests.Take()))
 
 	if _, err := emails.Update(ctx, "Sales", "empid_000223", func(e *Employee) error {
 		e.Email = "jane.jones@contoso.com"
@@ -295,16 +281,16 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("update  Jane's email, entity and copies in one transaction: %s\n", plural(requests.since()))
+	fmt.Printf("update  Jane's email, entity and copies in one transaction: %s\n", plural(requests.Take()))
 	if _, err := emails.Lookup(ctx, "email", "Sales", "jonesj@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("old email lookup: got %v, want not found", err)
 	}
-	fmt.Printf("lookup  jonesj@contoso.com -> not found any more: %s\n", plural(requests.since()))
+	fmt.Printf("lookup  jonesj@contoso.com -> not found any more: %s\n", plural(requests.Take()))
 	moved, err := emails.Lookup(ctx, "email", "Sales", "jane.jones@contoso.com")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("lookup  jane.jones@contoso.com -> %s %s: %s\n", moved.FirstName, moved.LastName, plural(requests.since()))
+	fmt.Printf("lookup  jane.jones@contoso.com -> %s %s: %s\n", moved.FirstName, moved.LastName, plural(requests.Take()))
 
 	fmt.Println("\n== index entities (option 2): Sales/Jones lists the Sales employees named Jones")
 	for _, e := range staff {
@@ -312,13 +298,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return err
 		}
 	}
-	fmt.Printf("wrote   %d employees, each a read of its index entity and one transaction: %s\n", len(staff), plural(requests.since()))
+	fmt.Printf("wrote   %d employees, each a read of its index entity and one transaction: %s\n", len(staff), plural(requests.Take()))
 
 	jones, err := names.Lookup(ctx, "Sales", "Jones")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("lookup  Sales/Jones -> %d employees: %s (the index entity, then each employee)\n", len(jones), plural(requests.since()))
+	fmt.Printf("lookup  Sales/Jones -> %d employees: %s (the index entity, then each employee)\n", len(jones), plural(requests.Take()))
 	// Lookup reads the members in parallel: sort them for printing.
 	slices.SortFunc(jones, func(a, b Employee) int { return strings.Compare(a.RowKey, b.RowKey) })
 	for _, e := range jones {
@@ -333,13 +319,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("rename  000152 Jones -> Hall, three entities in one transaction: %s\n", plural(requests.since()))
+	fmt.Printf("rename  000152 Jones -> Hall, three entities in one transaction: %s\n", plural(requests.Take()))
 	for _, last := range []string{"Jones", "Hall"} {
 		ids, err := names.Members(ctx, "Sales", last)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("members Sales/%s -> [%s]: %s\n", last, strings.Join(ids, " "), plural(requests.since()))
+		fmt.Printf("members Sales/%s -> [%s]: %s\n", last, strings.Join(ids, " "), plural(requests.Take()))
 	}
 
 	fmt.Println("\n== inter-partition secondary index: an organisation-wide email index kept by the worker")
@@ -348,7 +334,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return err
 		}
 	}
-	fmt.Printf("wrote   %d employees, each an enqueued intent and an insert: %s\n", len(staff), plural(requests.since()))
+	fmt.Printf("wrote   %d employees, each an enqueued intent and an insert: %s\n", len(staff), plural(requests.Take()))
 	for _, e := range staff {
 		if err := waitFor(ctx, func() (bool, error) {
 			_, err := org.Lookup(ctx, "email", firstLetter(e.Email), e.Email)
@@ -360,7 +346,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			return err
 		}
 	}
-	requests.since() // the polling is not part of the story
+	requests.Take() // the polling is not part of the story
 	fmt.Println("worker  wrote the copies into partitions email_d, email_j and email_k")
 
 	ken, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com")
@@ -368,7 +354,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		return err
 	}
 	fmt.Printf("lookup  PartitionKey eq 'email_k' and RowKey eq 'kenj@contoso.com' -> %s %s, %s/%s: %s\n",
-		ken.FirstName, ken.LastName, ken.PartitionKey, ken.RowKey, plural(requests.since()))
+		ken.FirstName, ken.LastName, ken.PartitionKey, ken.RowKey, plural(requests.Take()))
 
 	if _, err := org.Update(ctx, "Marketing", "000301", func(e *Employee) error {
 		e.Email = "ken.jones@contoso.com"
@@ -376,7 +362,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("update  Ken's email (read, enqueue, replace): %s\n", plural(requests.since()))
+	fmt.Printf("update  Ken's email (read, enqueue, replace): %s\n", plural(requests.Take()))
 	if err := waitFor(ctx, func() (bool, error) {
 		_, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com")
 		if errors.Is(err, tablekit.ErrNotFound) {
@@ -386,13 +372,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}); err != nil {
 		return err
 	}
-	requests.since()
+	requests.Take()
 	fmt.Println("worker  moved the copy from kenj@ to ken.jones@")
 	ken, err = org.Lookup(ctx, "email", "k", "ken.jones@contoso.com")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("lookup  ken.jones@contoso.com -> %s %s, %s/%s: %s\n", ken.FirstName, ken.LastName, ken.PartitionKey, ken.RowKey, plural(requests.since()))
+	fmt.Printf("lookup  ken.jones@contoso.com -> %s %s, %s/%s: %s\n", ken.FirstName, ken.LastName, ken.PartitionKey, ken.RowKey, plural(requests.Take()))
 	return nil
 }
 

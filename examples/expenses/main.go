@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -45,18 +44,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -65,7 +52,7 @@ func plural(n int64) string {
 }
 
 func run(ctx context.Context, connStr, tableName string) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -85,7 +72,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, claims.Table().Drop(ctx)) }()
-	requests.since()
+	requests.Take()
 
 	const emp = "000123"
 	items := []string{"taxi", "hotel", "lunch", "train", "dinner", "parking", "flight", "books", "coffee", "museum", "taxi", "conference", "hotel", "lunch", "taxi"}
@@ -102,7 +89,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 			firstKey = rk
 		}
 	}
-	fmt.Printf("appended %d claims of employee %s, one a day from %s: %s\n", len(items), emp, first.Format("2006-01-02"), plural(requests.since()))
+	fmt.Printf("appended %d claims of employee %s, one a day from %s: %s\n", len(items), emp, first.Format("2006-01-02"), plural(requests.Take()))
 	t, err := patterns.LogTailTime(firstKey)
 	if err != nil {
 		return err
@@ -113,7 +100,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("the ten most recent ($top=10), newest first: %s\n", plural(requests.since()))
+	fmt.Printf("the ten most recent ($top=10), newest first: %s\n", plural(requests.Take()))
 	for _, c := range latest {
 		fmt.Printf("  %s  %-10s %6.2f\n", c.Submitted.Format("2006-01-02"), c.Description, c.Amount)
 	}
@@ -128,6 +115,6 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 		fmt.Printf(" %s %.2f;", c.Description, c.Amount)
 		total += c.Amount
 	}
-	fmt.Printf(" total %.2f: %s\n", total, plural(requests.since()))
+	fmt.Printf(" total %.2f: %s\n", total, plural(requests.Take()))
 	return nil
 }

@@ -19,9 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net/http"
 	"strings"
-	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -38,18 +36,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -60,7 +46,7 @@ func plural(n int64) string {
 // run keeps the statistics of employee 000123 in the tables name+"Hourly"
 // and name+"Daily".
 func run(ctx context.Context, connStr, name string) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -83,7 +69,7 @@ func run(ctx context.Context, connStr, name string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, daily.Table().Drop(ctx)) }()
-	requests.since()
+	requests.Take()
 
 	const emp = "000123"
 	fmt.Println("== data series: 24 hourly counts in one entity")
@@ -94,17 +80,17 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err := hourly.SetMany(ctx, emp, "today", counts); err != nil {
 		return err
 	}
-	fmt.Printf("wrote   hours 08 to 17 with one insert-or-merge: %s\n", plural(requests.since()))
+	fmt.Printf("wrote   hours 08 to 17 with one insert-or-merge: %s\n", plural(requests.Take()))
 	n, err := hourly.Add(ctx, emp, "today", 14, 5)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("add     5 messages at 14:00 -> %d (read, then a merge on its ETag): %s\n", n, plural(requests.since()))
+	fmt.Printf("add     5 messages at 14:00 -> %d (read, then a merge on its ETag): %s\n", n, plural(requests.Take()))
 	series, err := hourly.Get(ctx, emp, "today")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("read    the whole day for a chart: %s\n", plural(requests.since()))
+	fmt.Printf("read    the whole day for a chart: %s\n", plural(requests.Take()))
 	for h, v := range series.Values {
 		if v > 0 {
 			fmt.Printf("        %s %2d %s\n", hourly.Property(h), v, strings.Repeat("#", int(v)))
@@ -119,12 +105,12 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err := daily.Put(ctx, year); err != nil {
 		return err
 	}
-	fmt.Printf("wrote   365 properties over %d physical entities in one transaction: %s\n", len(year.Chunks()), plural(requests.since()))
+	fmt.Printf("wrote   365 properties over %d physical entities in one transaction: %s\n", len(year.Chunks()), plural(requests.Take()))
 	got, err := daily.Get(ctx, emp, "2024")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("read    the whole year with one range query: %s\n", plural(requests.since()))
+	fmt.Printf("read    the whole year with one range query: %s\n", plural(requests.Take()))
 	fmt.Printf("        physical entities: %s\n", strings.Join(got.Chunks(), ", "))
 	var total int64
 	busiest, most := "", int32(-1)
@@ -147,6 +133,6 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err := daily.Put(ctx, got); err != nil {
 		return err
 	}
-	fmt.Printf("update  D200 = 99 on the ETag read: %s\n", plural(requests.since()))
+	fmt.Printf("update  D200 = 99 on the ETag read: %s\n", plural(requests.Take()))
 	return nil
 }

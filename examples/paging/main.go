@@ -25,7 +25,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -57,18 +56,6 @@ func main() {
 		log.Fatal(err)
 	}
 }
-
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
 
 func plural(n int64) string {
 	if n == 1 {
@@ -140,7 +127,7 @@ func get(ctx context.Context, base, dept, token string) (pageResponse, int, erro
 }
 
 func run(ctx context.Context, connStr, tableName string) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -163,7 +150,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if _, err := employees.BulkWrite(ctx, staff, nil); err != nil {
 		return err
 	}
-	requests.since()
+	requests.Take()
 	fmt.Printf("wrote   %d Sales employees; the server hands out pages of %d\n", len(staff), pageSize)
 
 	srv := httptest.NewServer(handler(employees))
@@ -183,7 +170,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 		if p.Next != "" {
 			more = "token for the next page"
 		}
-		fmt.Printf("page %d  %d employees, %s .. %s, %s: %s\n", n, len(p.Employees), first(p.Employees), last(p.Employees), more, plural(requests.since()))
+		fmt.Printf("page %d  %d employees, %s .. %s, %s: %s\n", n, len(p.Employees), first(p.Employees), last(p.Employees), more, plural(requests.Take()))
 		if p.Next == "" {
 			break
 		}
@@ -198,7 +185,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 			if status == http.StatusOK {
 				return fmt.Errorf("a tampered token was accepted: %v", bad)
 			}
-			fmt.Printf("        a tampered token -> HTTP %d: %s\n", status, plural(requests.since()))
+			fmt.Printf("        a tampered token -> HTTP %d: %s\n", status, plural(requests.Take()))
 			otherDept, status, err := get(ctx, srv.URL, "Marketing", p.Next)
 			if err != nil {
 				return err
@@ -206,7 +193,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 			if status == http.StatusOK {
 				return fmt.Errorf("a Sales token resumed a Marketing query: %v", otherDept)
 			}
-			fmt.Printf("        the token with dept=Marketing -> HTTP %d: %s\n", status, plural(requests.since()))
+			fmt.Printf("        the token with dept=Marketing -> HTTP %d: %s\n", status, plural(requests.Take()))
 		}
 	}
 	return nil

@@ -26,9 +26,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -60,18 +58,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -93,7 +79,7 @@ func photo(n int, seed byte) []byte {
 // container and the cleanup queue; inProcess runs a worker inside the
 // program.
 func run(ctx context.Context, connStr, name string, inProcess bool) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -136,13 +122,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		}()
 		defer func() { err = errors.Join(err, stop()) }()
 	}
-	requests.since()
+	requests.Take()
 
 	jun := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", LastName: "Cao", Photo: photo(1536<<10, 1)}
 	if err := staff.Insert(ctx, &jun); err != nil {
 		return err
 	}
-	fmt.Printf("insert  Sales/000123 with a %d KiB photo (upload the blob, then the entity): %s\n", len(jun.Photo)>>10, plural(requests.since()))
+	fmt.Printf("insert  Sales/000123 with a %d KiB photo (upload the blob, then the entity): %s\n", len(jun.Photo)>>10, plural(requests.Take()))
 
 	lazy, blobs, err := staff.GetLazy(ctx, "Sales", "000123")
 	if err != nil {
@@ -153,7 +139,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}
 	first := blobs[0]
 	fmt.Printf("lazy    %s %s, Photo: %d bytes of %s, sha256 %s...: %s (the entity only)\n",
-		lazy.FirstName, lazy.LastName, first.Size, first.ContentType, first.SHA256[:12], plural(requests.since()))
+		lazy.FirstName, lazy.LastName, first.Size, first.ContentType, first.SHA256[:12], plural(requests.Take()))
 
 	rc, err := staff.Open(ctx, first)
 	if err != nil {
@@ -166,23 +152,23 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err != nil {
 		return err
 	}
-	fmt.Printf("open    streamed %d bytes, checked against the entity's hash: %s\n", streamed, plural(requests.since()))
+	fmt.Printf("open    streamed %d bytes, checked against the entity's hash: %s\n", streamed, plural(requests.Take()))
 
 	full, err := staff.Get(ctx, "Sales", "000123")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("get     entity and photo together, photo intact: %v: %s\n", bytes.Equal(full.Photo, jun.Photo), plural(requests.since()))
+	fmt.Printf("get     entity and photo together, photo intact: %v: %s\n", bytes.Equal(full.Photo, jun.Photo), plural(requests.Take()))
 
 	full.Photo = photo(1<<20, 2)
 	if err := staff.Put(ctx, &full); err != nil {
 		return err
 	}
-	fmt.Printf("replace the photo (read, upload, replace, enqueue the old blob's cleanup): %s\n", plural(requests.since()))
+	fmt.Printf("replace the photo (read, upload, replace, enqueue the old blob's cleanup): %s\n", plural(requests.Take()))
 	if err := waitBlobGone(ctx, acct, first); err != nil {
 		return err
 	}
-	requests.since() // the polling is not part of the story
+	requests.Take() // the polling is not part of the story
 	fmt.Println("worker  removed the old photo's blob")
 
 	_, blobs, err = staff.GetLazy(ctx, "Sales", "000123")
@@ -192,12 +178,12 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if len(blobs) != 1 {
 		return fmt.Errorf("GetLazy returned %d blobs, want 1", len(blobs))
 	}
-	fmt.Printf("lazy    Photo is now %d bytes: %s\n", blobs[0].Size, plural(requests.since()))
+	fmt.Printf("lazy    Photo is now %d bytes: %s\n", blobs[0].Size, plural(requests.Take()))
 
 	if err := staff.Delete(ctx, "Sales", "000123"); err != nil {
 		return err
 	}
-	fmt.Printf("delete  the employee (read, delete, enqueue the blob's cleanup): %s\n", plural(requests.since()))
+	fmt.Printf("delete  the employee (read, delete, enqueue the blob's cleanup): %s\n", plural(requests.Take()))
 	if err := waitBlobGone(ctx, acct, blobs[0]); err != nil {
 		return err
 	}

@@ -21,9 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -53,18 +51,6 @@ func main() {
 	}
 }
 
-// counter counts every HTTP attempt the account's clients send, retries
-// included, when installed as a per-retry policy.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *policy.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return req.Next()
-}
-
-// since returns the requests sent since the last call.
-func (c *counter) since() int64 { return c.n.Swap(0) }
-
 func plural(n int64) string {
 	if n == 1 {
 		return "1 request"
@@ -75,7 +61,7 @@ func plural(n int64) string {
 // run writes 64 days of sign-ins into tables named prefix+"YYYYMMDD",
 // drops the days older than 60 and reads the last two days.
 func run(ctx context.Context, connStr, prefix string) (err error) {
-	requests := &counter{}
+	requests := &tablekit.RequestCounter{}
 	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{
 		ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{requests}},
 	})
@@ -108,14 +94,14 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 		}
 	}
 	fmt.Printf("wrote   %d sign-ins over %d days, %s to %s: %s (the first write of a day also creates its table: 2 more)\n",
-		written, span, today.AddDate(0, 0, -(span-1)).Format("2006-01-02"), today.Format("2006-01-02"), plural(requests.since()))
+		written, span, today.AddDate(0, 0, -(span-1)).Format("2006-01-02"), today.Format("2006-01-02"), plural(requests.Take()))
 
 	cutoff := today.AddDate(0, 0, -60)
 	dropped, err := days.DropBefore(ctx, cutoff)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("drop    days older than 60 (before %s): %d tables, %s (list, then one delete per table)\n", cutoff.Format("2006-01-02"), len(dropped), plural(requests.since()))
+	fmt.Printf("drop    days older than 60 (before %s): %d tables, %s (list, then one delete per table)\n", cutoff.Format("2006-01-02"), len(dropped), plural(requests.Take()))
 	for _, t := range dropped {
 		fmt.Printf("        %s\n", t)
 	}
@@ -124,12 +110,12 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("list    %d tables left, %s to %s: %s\n", len(left), left[0], left[len(left)-1], plural(requests.since()))
+	fmt.Printf("list    %d tables left, %s to %s: %s\n", len(left), left[0], left[len(left)-1], plural(requests.Take()))
 
 	if err := days.Insert(ctx, cutoff.Add(-time.Hour), &SignIn{PartitionKey: "jcao", RowKey: keys.TimeKey(cutoff.Add(-time.Hour)), At: cutoff.Add(-time.Hour)}); !errors.Is(err, patterns.ErrPeriodDropped) {
 		return fmt.Errorf("a write into a dropped day: got %v, want ErrPeriodDropped", err)
 	}
-	fmt.Printf("insert  into a dropped day -> refused (its name is never reused): %s\n", plural(requests.since()))
+	fmt.Printf("insert  into a dropped day -> refused (its name is never reused): %s\n", plural(requests.Take()))
 
 	from := today.AddDate(0, 0, -1)
 	fmt.Printf("query   jcao's sign-ins since %s (one partition in each day's table):\n", from.Format("2006-01-02"))
@@ -139,6 +125,6 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 		}
 		fmt.Printf("        %s from %s, succeeded %v\n", s.At.Format("2006-01-02 15:04"), s.Address, s.Succeeded)
 	}
-	fmt.Printf("        cost: %s\n", plural(requests.since()))
+	fmt.Printf("        cost: %s\n", plural(requests.Take()))
 	return nil
 }

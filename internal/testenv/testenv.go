@@ -23,7 +23,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/internal/reqcount"
 )
 
 // EnvConnectionString selects a real account for the tests.
@@ -111,9 +110,9 @@ func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account 
 }
 
 // CountingAccount returns an Account whose every HTTP attempt is counted.
-func CountingAccount(t testing.TB) (*tablekit.Account, *reqcount.Counter) {
+func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter) {
 	t.Helper()
-	c := &reqcount.Counter{}
+	c := &tablekit.RequestCounter{}
 	acct := AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		PerRetryPolicies: []policy.Policy{c},
 	}})
