@@ -63,6 +63,16 @@ func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
 	if err := runSteps(ctx, acct, defaultRegistry, tx2, ExpectDeliveries, 5, testLogger(t)); err != nil {
 		t.Fatalf("the last waiting delivery: %v", err)
 	}
+	// An ordered expectation whose source carries a later intent was
+	// superseded: it applies at once, without waiting.
+	tx3 := NewTransaction(NewStep(KindSyncCopies, SyncCopiesArgs{Source: ref, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "w0", Ordered: true}}))
+	tx3.ID = "t3"
+	if err := runSteps(ctx, acct, defaultRegistry, tx3, 1, 5, testLogger(t)); err != nil {
+		t.Fatalf("a superseded intent waited: %v", err)
+	}
+	if a, b := NewIntentID(), NewIntentID(); !(a < b) || len(a) != 32 {
+		t.Errorf("intent ids %q, %q do not sort in creation order", a, b)
+	}
 	// With a low delivery limit it never waits into the poison queue.
 	if err := runSteps(ctx, acct, defaultRegistry, tx2, 1, 2, testLogger(t)); err != nil {
 		t.Fatalf("MaxDequeueCount 2, first delivery: %v (must not wait for a delivery that would poison)", err)

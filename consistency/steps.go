@@ -3,11 +3,15 @@ package consistency
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -372,10 +376,25 @@ type SyncCopiesArgs struct {
 // Expectation is the state of a source entity once its writer's write has
 // landed: absent (a delete), or carrying Value in the string property
 // Property (an intent id the writer stores with each write).
+//
+// With Ordered, intent values sort in write order (NewIntentID makes such
+// values): a source that carries a greater value has been written again
+// since, so the announced write landed and was superseded, and the step
+// applies at once instead of waiting.
 type Expectation struct {
 	Absent   bool   `json:"absent,omitempty"`
 	Property string `json:"property,omitempty"`
 	Value    string `json:"value,omitempty"`
+	Ordered  bool   `json:"ordered,omitempty"`
+}
+
+// NewIntentID returns an intent id that sorts after every id made before
+// it on this machine, and on others whose clocks agree within the time a
+// write takes: a 16-digit hexadecimal UnixNano followed by 8 random bytes.
+func NewIntentID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%016x", uint64(time.Now().UnixNano())) + hex.EncodeToString(b[:])
 }
 
 // ExpectDeliveries is how many deliveries a step with an Expectation waits
@@ -391,7 +410,7 @@ func (e *Expectation) met(found bool, p props) bool {
 		return false
 	}
 	v, ok := p.stringProp(e.Property)
-	return ok && v == e.Value
+	return ok && (v == e.Value || e.Ordered && v > e.Value)
 }
 
 // stillWaiting reports whether a step whose expectation is not met should

@@ -97,9 +97,9 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 		if err != nil {
 			return zero, err
 		}
-		intent := consistency.NewID()
+		intent := consistency.NewIntentID()
 		body = withStringProp(body, PropIntent, intent)
-		if err := x.enqueue(ctx, &v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent}); err != nil {
+		if err := x.enqueue(ctx, &v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent, Ordered: true}); err != nil {
 			return zero, err
 		}
 		newETag, err := x.src.write(ctx, OpReplace, pk, rk, body, etag, "update")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -207,6 +208,14 @@ func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
 	}
 }
 
+// testLogger discards worker logs unless TABLEKIT_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("TABLEKIT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 // faultyAccount is an account whose every attempt fails with probability
 // rate, half of the failures after the service applied the request.
 func faultyAccount(t *testing.T, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
@@ -311,8 +320,11 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	workerAcct, wfp := faultyAccount(t, 0.10, seed+1)
 	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
 		Queues: []string{qname}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
+		// A receive or release that fails after the service applied it
+		// hides a message for the visibility timeout: keep it short.
+		VisibilityTimeout: 5 * time.Second,
 		Backoff:       &consistency.Backoff{Delays: []time.Duration{0, 500 * time.Millisecond}},
-		BlobContainer: container, Logger: slog.New(slog.DiscardHandler),
+		BlobContainer: container, Logger: testLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -215,14 +215,14 @@ func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, pr
 }
 
 func intentOf(id string) consistency.Expectation {
-	return consistency.Expectation{Property: PropIntent, Value: id}
+	return consistency.Expectation{Property: PropIntent, Value: id, Ordered: true}
 }
 
 // Insert enqueues the intent to sync v's copies, then inserts v. Errors:
 // tablekit.ErrAlreadyExists (the queued intent is then a harmless no-op
 // sync of the existing entity). Two requests.
 func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
-	intent := consistency.NewID()
+	intent := consistency.NewIntentID()
 	body, pk, rk, _, err := x.encode(v, intent)
 	if err != nil {
 		return err
@@ -250,7 +250,7 @@ func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn 
 		if err != nil {
 			return zero, err
 		}
-		intent := consistency.NewID()
+		intent := consistency.NewIntentID()
 		body, _, _, _, err := x.encode(&v, intent)
 		if err != nil {
 			return zero, err
