@@ -323,8 +323,8 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 		// A receive or release that fails after the service applied it
 		// hides a message for the visibility timeout: keep it short.
 		VisibilityTimeout: 5 * time.Second,
-		Backoff:       &consistency.Backoff{Delays: []time.Duration{0, 500 * time.Millisecond}},
-		BlobContainer: container, Logger: testLogger(),
+		Backoff:           &consistency.Backoff{Delays: []time.Duration{0, 500 * time.Millisecond}},
+		BlobContainer:     container, Logger: testLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
