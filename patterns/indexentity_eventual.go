@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/keys"
@@ -158,11 +155,11 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 			return err
 		}
 	}
-	resp, err := x.t.client.AddEntity(ctx, body, nil)
+	etag, err := x.t.write(ctx, OpInsert, pk, rk, body, "", "insert")
 	if err != nil {
-		return tablekit.MapError(err, "insert", x.t.describe(pk, rk))
+		return err
 	}
-	x.t.setMeta(v, string(resp.ETag))
+	x.t.setMeta(v, etag)
 	return nil
 }
 
@@ -197,13 +194,12 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 				return zero, err
 			}
 		}
-		et := azcore.ETag(etag)
-		resp, err := x.t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &et, UpdateMode: aztables.UpdateModeReplace})
+		newETag, err := x.t.write(ctx, OpReplace, pk, rk, body, etag, "update")
 		if err == nil {
-			x.t.setMeta(&v, string(resp.ETag))
+			x.t.setMeta(&v, newETag)
 			return v, nil
 		}
-		if err = tablekit.MapError(err, "update", x.t.describe(pk, rk)); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
 			return zero, err
 		}
 		lastErr = err
