@@ -49,6 +49,12 @@ var (
 	// ErrInvalidToken: a continuation token is malformed or belongs to
 	// another query.
 	ErrInvalidToken = errors.New("tablekit: invalid continuation token")
+	// ErrOutcomeUnknown: a write may or may not have been applied. Its
+	// response was lost (a dropped connection, a timeout, retries that met
+	// the write's own first attempt) and reading the entity back could not
+	// tell. The write was not repeated. Read the current state and decide;
+	// retrying blindly may apply the change twice. See OutcomeUnknownError.
+	ErrOutcomeUnknown = errors.New("tablekit: outcome unknown (the write may have been applied)")
 
 	// ErrInvalidEntity: an entity breaks a data-model rule (entity package).
 	ErrInvalidEntity = entity.ErrInvalidEntity
@@ -324,4 +330,48 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// OutcomeUnknownError is a write whose outcome tablekit could not settle:
+// it may have been applied once, or not at all, never twice. It unwraps to
+// ErrOutcomeUnknown and to the SDK's *azcore.ResponseError; when the last
+// failure was transient or a cancelled context, it unwraps to that failure
+// too (IsTransient and errors.Is(err, context.Canceled) still work). It
+// never unwraps to ErrAlreadyExists, ErrPreconditionFailed or ErrNotFound:
+// those would claim the write failed.
+type OutcomeUnknownError struct {
+	Op       string // what tablekit was doing, e.g. "update"
+	Resource string // table and keys
+	Err      error  // the last failure seen
+}
+
+// NewOutcomeUnknown returns an *OutcomeUnknownError for op on resource
+// after the failure err.
+func NewOutcomeUnknown(op, resource string, err error) error {
+	return &OutcomeUnknownError{Op: op, Resource: resource, Err: err}
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	msg := "tablekit: " + strings.TrimSpace(e.Op+" "+e.Resource) + ": outcome unknown, the write may have been applied; read the entity before retrying"
+	if e.Err != nil {
+		msg += " (last failure: " + e.Err.Error() + ")"
+	}
+	return msg
+}
+
+// Unwrap returns ErrOutcomeUnknown and, as documented on the type, the
+// last failure or its SDK error.
+func (e *OutcomeUnknownError) Unwrap() []error {
+	errs := []error{ErrOutcomeUnknown}
+	if e.Err == nil {
+		return errs
+	}
+	if errors.Is(e.Err, ErrAlreadyExists) || errors.Is(e.Err, ErrPreconditionFailed) || errors.Is(e.Err, ErrNotFound) {
+		var re *azcore.ResponseError
+		if errors.As(e.Err, &re) {
+			errs = append(errs, re)
+		}
+		return errs
+	}
+	return append(errs, e.Err)
 }

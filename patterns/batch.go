@@ -1,23 +1,14 @@
 package patterns
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
-	"net/http"
-	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Limits of an entity group transaction (the guide's EGT). The SDK checks
@@ -25,199 +16,54 @@ import (
 // checks them before sending.
 const (
 	// MaxTransactionOps is the most operations one transaction may hold.
-	MaxTransactionOps = 100
+	MaxTransactionOps = wire.MaxTransactionOps
 	// MaxTransactionBytes is the largest request body of a transaction.
-	MaxTransactionBytes = 4 << 20
+	MaxTransactionBytes = wire.MaxTransactionBytes
 )
 
 // OpType is the kind of one operation in a transaction.
-type OpType int
+type OpType = wire.OpType
 
+// The operations of a transaction.
 const (
 	// OpInsert adds an entity; it fails if one exists.
-	OpInsert OpType = iota
+	OpInsert = wire.OpInsert
 	// OpReplace replaces an existing entity (If-Match: the ETag, or *).
-	OpReplace
+	OpReplace = wire.OpReplace
 	// OpMerge merges into an existing entity (If-Match: the ETag, or *).
-	OpMerge
+	OpMerge = wire.OpMerge
 	// OpUpsertReplace inserts or replaces.
-	OpUpsertReplace
+	OpUpsertReplace = wire.OpUpsertReplace
 	// OpUpsertMerge inserts or merges.
-	OpUpsertMerge
+	OpUpsertMerge = wire.OpUpsertMerge
 	// OpDelete deletes an existing entity (If-Match: the ETag, or *).
-	OpDelete
+	OpDelete = wire.OpDelete
 )
 
-var opNames = [...]string{"insert", "replace", "merge", "upsert-replace", "upsert-merge", "delete"}
+// Op is one operation of a transaction on an encoded entity: Type,
+// PartitionKey, RowKey, Entity (the codec's JSON; unused by OpDelete) and
+// ETag (the If-Match condition of OpReplace, OpMerge and OpDelete; empty
+// means "*"). Patterns use Ops to put entities of different Go types (an
+// employee and its index entities) into one transaction.
+type Op = wire.Op
 
-func (o OpType) String() string {
-	if o < 0 || int(o) >= len(opNames) {
-		return "OpType(" + strconv.Itoa(int(o)) + ")"
-	}
-	return opNames[o]
-}
+// OpResult is the outcome of one operation of a successful transaction:
+// its StatusCode (201 or 204) and the entity's new ETag (empty for
+// deletes).
+type OpResult = wire.Result
 
-// Op is one operation of a transaction on an encoded entity. Patterns use
-// Ops to put entities of different Go types (an employee and its index
-// entities) into one transaction.
-type Op struct {
-	Type         OpType
-	PartitionKey string
-	RowKey       string
-	// Entity is the entity's JSON (entity.Codec.Marshal's output); unused
-	// by OpDelete.
-	Entity []byte
-	// ETag is the If-Match condition of OpReplace, OpMerge and OpDelete;
-	// empty means "*" (the entity must exist, whatever its version).
-	ETag string
-}
-
-// OpResult is the outcome of one operation of a successful transaction.
-type OpResult struct {
-	StatusCode int    // 201 or 204
-	ETag       string // the entity's new ETag; empty for deletes
-}
+// UpdateLogProperty is the property in which every read-modify-write
+// (Table.Update and the patterns built on it) records the ids of an
+// entity's last writes, so that a write whose response was lost can tell
+// whether it landed.
+const UpdateLogProperty = wire.UpdateLogProperty
 
 // ValidateTransaction checks ops against the rules Azure applies to an
 // entity group transaction: 1 to 100 operations, one PartitionKey, at most
 // one operation per entity, valid keys, and a request body of at most
 // 4 MiB. Errors wrap tablekit.ErrInvalidTransaction (or ErrInvalidKey) and
 // name the operation's index.
-func ValidateTransaction(ops []Op) error {
-	if len(ops) == 0 {
-		return fmt.Errorf("%w: no operations", tablekit.ErrInvalidTransaction)
-	}
-	if len(ops) > MaxTransactionOps {
-		return fmt.Errorf("%w: %d operations; at most %d are allowed", tablekit.ErrInvalidTransaction, len(ops), MaxTransactionOps)
-	}
-	seen := make(map[string]int, len(ops))
-	size := 0
-	for i, op := range ops {
-		if op.Type < OpInsert || op.Type > OpDelete {
-			return fmt.Errorf("%w: operation %d: unknown type %v", tablekit.ErrInvalidTransaction, i, op.Type)
-		}
-		if err := validateKeys(op.PartitionKey, op.RowKey); err != nil {
-			return fmt.Errorf("operation %d: %w", i, err)
-		}
-		if op.PartitionKey != ops[0].PartitionKey {
-			return fmt.Errorf("%w: operation %d has PartitionKey %q but operation 0 has %q; a transaction covers one partition", tablekit.ErrInvalidTransaction, i, op.PartitionKey, ops[0].PartitionKey)
-		}
-		if j, dup := seen[op.RowKey]; dup {
-			return fmt.Errorf("%w: operations %d and %d both touch RowKey %q; one operation per entity", tablekit.ErrInvalidTransaction, j, i, op.RowKey)
-		}
-		seen[op.RowKey] = i
-		if op.Type != OpDelete && len(op.Entity) == 0 {
-			return fmt.Errorf("%w: operation %d (%v) has no entity body", tablekit.ErrInvalidTransaction, i, op.Type)
-		}
-		size += opWireSize(op)
-	}
-	if size > MaxTransactionBytes {
-		return fmt.Errorf("%w: the request body would be about %d bytes; at most %d (4 MiB) are allowed", tablekit.ErrInvalidTransaction, size, MaxTransactionBytes)
-	}
-	return nil
-}
-
-// opWireSize bounds from above the bytes one operation adds to a batch
-// body: the MIME part headers, the request line with the percent-encoded
-// keys and the table URL (up to 256 bytes), the operation's headers and the
-// entity.
-func opWireSize(op Op) int {
-	const overhead = 256 /* part headers */ + 256 /* URL */ + 320 /* request headers */
-	return overhead + 3*(len(op.PartitionKey)+len(op.RowKey)) + len(op.ETag) + len(op.Entity)
-}
-
-// SubmitTransaction validates ops and sends them as one entity group
-// transaction on client: all are applied or none. Update and delete
-// operations without an ETag send If-Match: * so they never insert
-// (aztables would otherwise upsert). On failure the error is a
-// *tablekit.TransactionError naming the failing operation's index, which
-// unwraps to its sentinel (tablekit.ErrAlreadyExists, ErrNotFound,
-// ErrPreconditionFailed, ...). One request.
-func SubmitTransaction(ctx context.Context, client *aztables.Client, tableName string, ops []Op) ([]OpResult, error) {
-	if err := ValidateTransaction(ops); err != nil {
-		return nil, fmt.Errorf("tablekit: transaction on %s: %w", tableName, err)
-	}
-	actions := make([]aztables.TransactionAction, len(ops))
-	for i, op := range ops {
-		a := aztables.TransactionAction{Entity: op.Entity}
-		etag := azcore.ETagAny
-		if op.ETag != "" {
-			etag = azcore.ETag(op.ETag)
-		}
-		switch op.Type {
-		case OpInsert:
-			a.ActionType = aztables.TransactionTypeAdd
-		case OpReplace:
-			a.ActionType, a.IfMatch = aztables.TransactionTypeUpdateReplace, &etag
-		case OpMerge:
-			a.ActionType, a.IfMatch = aztables.TransactionTypeUpdateMerge, &etag
-		case OpUpsertReplace:
-			a.ActionType = aztables.TransactionTypeInsertReplace
-		case OpUpsertMerge:
-			a.ActionType = aztables.TransactionTypeInsertMerge
-		case OpDelete:
-			a.ActionType, a.IfMatch = aztables.TransactionTypeDelete, &etag
-			a.Entity = keysOnly(op.PartitionKey, op.RowKey)
-		}
-		actions[i] = a
-	}
-	var raw *http.Response
-	_, err := client.SubmitTransaction(policy.WithCaptureResponse(ctx, &raw), actions, nil)
-	if err != nil {
-		return nil, tablekit.MapError(err, "transaction on", tableName+" (PartitionKey "+strconv.Quote(ops[0].PartitionKey)+")")
-	}
-	results := make([]OpResult, len(ops))
-	if raw != nil {
-		if body, perr := runtime.Payload(raw); perr == nil {
-			parseBatchResults(raw.Header.Get("Content-Type"), body, results)
-		}
-	}
-	return results, nil
-}
-
-// keysOnly is the minimal entity body the SDK needs for a delete.
-func keysOnly(pk, rk string) []byte {
-	b := make([]byte, 0, len(pk)+len(rk)+32)
-	b = append(b, `{"PartitionKey":`...)
-	b = appendJSONString(b, pk)
-	b = append(b, `,"RowKey":`...)
-	b = appendJSONString(b, rk)
-	return append(b, '}')
-}
-
-// parseBatchResults fills results from a successful batch response: one
-// inner HTTP response per operation, in order, each with its status and
-// (for writes) ETag. A body it cannot read leaves results zero: the
-// transaction succeeded either way.
-func parseBatchResults(contentType string, body []byte, results []OpResult) {
-	_, params, err := mime.ParseMediaType(contentType)
-	if err != nil || params["boundary"] == "" {
-		return
-	}
-	outer := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	part, err := outer.NextPart()
-	if err != nil {
-		return
-	}
-	_, cparams, err := mime.ParseMediaType(part.Header.Get("Content-Type"))
-	if err != nil || cparams["boundary"] == "" {
-		return
-	}
-	inner := multipart.NewReader(part, cparams["boundary"])
-	for i := 0; i < len(results); i++ {
-		p, err := inner.NextPart()
-		if err != nil {
-			return
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(p), nil)
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		results[i] = OpResult{StatusCode: resp.StatusCode, ETag: resp.Header.Get("ETag")}
-	}
-}
+func ValidateTransaction(ops []Op) error { return wire.ValidateTransaction(ops) }
 
 // Transaction builds an entity group transaction on a Table: up to 100
 // operations on entities of one partition, applied atomically by Submit.

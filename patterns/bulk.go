@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // BulkMode is what BulkWrite does with each entity.
@@ -159,7 +158,7 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 		}
 		op := Op{Type: opType, PartitionKey: pk, RowKey: rk, Entity: body}
 		g := pending[pk]
-		if g != nil && (len(g.ops) == MaxTransactionOps || g.bytes+opWireSize(op) > o.MaxBatchBytes || g.has(rk)) {
+		if g != nil && (len(g.ops) == MaxTransactionOps || g.bytes+wire.OpWireSize(op) > o.MaxBatchBytes || g.has(rk)) {
 			flush(pk)
 			g = nil
 		}
@@ -170,9 +169,9 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 		g.ops = append(g.ops, op)
 		g.index = append(g.index, index)
 		g.rks[rk] = true
-		g.bytes += opWireSize(op)
+		g.bytes += wire.OpWireSize(op)
 		waiting++
-		waitingBytes += opWireSize(op)
+		waitingBytes += wire.OpWireSize(op)
 		if waiting > maxWaitingEntities || waitingBytes > maxWaitingBytes {
 			fullest := ""
 			for k, pg := range pending {
@@ -209,31 +208,10 @@ type group struct {
 
 func (g *group) has(rk string) bool { return g.rks[rk] }
 
-// submit validates ops and sends them as one transaction, on the fast path
-// when the table has one.
-//
-// A transaction that took more than one attempt and fails with 409, 412 or
-// 404 may have been applied by its first attempt: it is then read back
-// (one range query) and reported as successful when every operation's
-// effect is there (see ambiguous.go).
+// submit validates ops and sends them as one transaction through the core
+// (see wire.Table.Batch, which resolves lost responses).
 func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
-	ctx, tries := attempts.With(ctx)
-	var results []OpResult
-	var err error
-	if t.fast == nil {
-		results, err = SubmitTransaction(ctx, t.client, t.name, ops)
-	} else if err = ValidateTransaction(ops); err != nil {
-		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
-	} else {
-		results, err = t.fast.submit(ctx, ops)
-	}
-	var te *tablekit.TransactionError
-	if err != nil && tries.Load() > 1 && errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) && ambiguous(ops[te.Index].Type, err, tries.Load()) {
-		if res, ok := batchApplied(ctx, t.client, t.fast, t.name, ops); ok {
-			return res, nil
-		}
-	}
-	return results, err
+	return t.w.Batch(ctx, ops)
 }
 
 type bulk struct {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Denormalization is the guide's denormalization pattern with co-located
@@ -145,7 +146,7 @@ func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string,
 				return zero, fmt.Errorf("tablekit: update %s: its source: %w", x.dst.describe(pk, rk), err)
 			}
 			x.copy(&s, &d)
-			ops = append(ops, Op{Type: OpMerge, PartitionKey: pk, RowKey: srk, Entity: keysOnly(pk, srk), ETag: setag})
+			ops = append(ops, Op{Type: OpMerge, PartitionKey: pk, RowKey: srk, Entity: wire.KeysOnly(pk, srk), ETag: setag})
 		}
 		body, _, _, err := x.dst.marshal(&d)
 		if err != nil {

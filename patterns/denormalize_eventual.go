@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -98,7 +99,9 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 			return zero, err
 		}
 		intent := consistency.NewIntentID()
-		body = withStringProp(body, PropIntent, intent)
+		if body, err = wire.WithProp(body, PropIntent, intent); err != nil {
+			return zero, err
+		}
 		if err := x.enqueue(ctx, &v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent, Ordered: true}); err != nil {
 			return zero, err
 		}
@@ -111,7 +114,7 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 			return zero, err
 		}
 		lastErr = err
-		if err := conflictPause(ctx, attempt); err != nil {
+		if err := wire.ConflictPause(ctx, attempt); err != nil {
 			return zero, err
 		}
 	}

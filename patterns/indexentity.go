@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -141,20 +140,17 @@ type listEntity struct {
 	etag    string
 }
 
-func readListEntity(ctx context.Context, client *aztables.Client, table, pk, rk, prop string) (listEntity, error) {
-	if err := validateKeys(pk, rk); err != nil {
-		return listEntity{}, err
-	}
-	resp, err := client.GetEntity(ctx, pk, rk, nil)
+func readListEntity(ctx context.Context, w *wire.Table, pk, rk, prop string) (listEntity, error) {
+	table := w.Name()
+	value, etag, err := w.Get(ctx, pk, rk)
 	if err != nil {
-		err = tablekit.MapError(err, "get index entity", describeKeys(table, pk, rk))
 		var se *tablekit.ServiceError
 		if tablekit.IsNotFound(err) && !(errors.As(err, &se) && se.Code == "TableNotFound") {
 			return listEntity{}, nil
 		}
 		return listEntity{}, err
 	}
-	p, err := parseProps(resp.Value)
+	p, err := parseProps(value)
 	if err != nil {
 		return listEntity{}, fmt.Errorf("tablekit: %s: %w", describeKeys(table, pk, rk), err)
 	}
@@ -167,7 +163,7 @@ func readListEntity(ctx context.Context, client *aztables.Client, table, pk, rk,
 		slices.Sort(m)
 		m = slices.Compact(m)
 	}
-	return listEntity{members: m, etag: string(resp.ETag)}, nil
+	return listEntity{members: m, etag: etag}, nil
 }
 
 // listOp is the transaction operation that turns index entity old into
@@ -299,7 +295,7 @@ func (x *ListIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
 }
 
 func (x *ListIndexedTable[T]) readList(ctx context.Context, pk, value string) (listEntity, error) {
-	return readListEntity(ctx, x.t.client, x.t.name, pk, x.ix.Prefix+value, x.ix.property())
+	return readListEntity(ctx, x.t.w, pk, x.ix.Prefix+value, x.ix.property())
 }
 
 // listRace reports whether a failed transaction lost a race on an index

@@ -111,7 +111,7 @@ func (x *EventualListIndexedTable[T]) step(pk, rk, value string) consistency.Ste
 // pass the String limit.
 func (x *EventualListIndexedTable[T]) checkFits(ctx context.Context, value, member string) error {
 	ref := x.indexRef(value)
-	le, err := readListEntity(ctx, x.it.client, x.it.name, ref.PartitionKey, ref.RowKey, x.ix.property())
+	le, err := readListEntity(ctx, x.it.w, ref.PartitionKey, ref.RowKey, x.ix.property())
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, pk, rk string)
 // Members returns the keys listed under value (one request).
 func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string) ([]Member, error) {
 	ref := x.indexRef(value)
-	le, err := readListEntity(ctx, x.it.client, x.it.name, ref.PartitionKey, ref.RowKey, x.ix.property())
+	le, err := readListEntity(ctx, x.it.w, ref.PartitionKey, ref.RowKey, x.ix.property())
 	if err != nil {
 		return nil, err
 	}

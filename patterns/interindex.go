@@ -9,11 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -324,7 +322,7 @@ func (x *EventualIndexedTable[T]) Lookup(ctx context.Context, index, part, value
 	if !ix.Unique {
 		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrBadRequest, index)
 	}
-	return getCopy(ctx, x.t, x.tables[x.indexTable(ix)].client, ix.Name+"_"+part, value)
+	return getCopy(ctx, x.t, x.tables[x.indexTable(ix)].w, ix.Name+"_"+part, value)
 }
 
 func (x *EventualIndexedTable[T]) copies(ctx context.Context, ix *Index[T], f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
@@ -412,7 +410,7 @@ func (x *EventualIndexedTable[T]) primaries(ctx context.Context, opts *Maintenan
 			yield(nil, err)
 			return
 		}
-		for row, err := range rawRows(ctx, x.t.client, x.t.fast, q) {
+		for row, err := range rawRows(ctx, x.t.w, q) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -605,9 +603,7 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 	}
 	// A primary changed since the scan: merge the others one by one.
 	for _, op := range merges {
-		et := azcore.ETag(op.ETag)
-		_, err := x.t.client.UpdateEntity(ctx, op.Entity, &aztables.UpdateEntityOptions{IfMatch: &et, UpdateMode: aztables.UpdateModeMerge})
-		err = tablekit.MapError(err, "merge", x.t.describe(op.PartitionKey, op.RowKey))
+		_, err := x.t.w.Write(ctx, "merge", op)
 		if err != nil && !tablekit.IsPreconditionFailed(err) && !tablekit.IsNotFound(err) {
 			return err
 		}
@@ -621,7 +617,7 @@ func chunkOps(ops []Op) [][]Op {
 	var out [][]Op
 	start, size := 0, 0
 	for i, op := range ops {
-		s := opWireSize(op)
+		s := wire.OpWireSize(op)
 		if i > start && (i-start == MaxTransactionOps || size+s > 3<<20) {
 			out = append(out, ops[start:i])
 			start, size = i, 0
@@ -703,7 +699,7 @@ func (x *EventualIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceO
 		if err != nil {
 			return nil, err
 		}
-		for row, err := range rawRows(ctx, x.tables[tbl].client, x.tables[tbl].fast, q) {
+		for row, err := range rawRows(ctx, x.tables[tbl].w, q) {
 			if err != nil {
 				return nil, err
 			}
@@ -806,15 +802,11 @@ func (x *EventualIndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceO
 
 // copySource reads the primary a copy names.
 func (x *EventualIndexedTable[T]) copySource(ctx context.Context, ref consistency.EntityRef) (consistency.EntityRef, bool, error) {
-	resp, err := x.tables[ref.Table].client.GetEntity(ctx, ref.PartitionKey, ref.RowKey, nil)
-	if err != nil {
-		err = tablekit.MapError(err, "get", describeKeys(ref.Table, ref.PartitionKey, ref.RowKey))
-		if tablekit.IsNotFound(err) {
-			return consistency.EntityRef{}, false, nil
-		}
+	value, _, err := x.tables[ref.Table].w.Stored(ctx, ref.PartitionKey, ref.RowKey)
+	if err != nil || value == nil {
 		return consistency.EntityRef{}, false, err
 	}
-	p, err := parseProps(resp.Value)
+	p, err := parseProps(value)
 	if err != nil {
 		return consistency.EntityRef{}, false, err
 	}

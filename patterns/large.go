@@ -13,17 +13,16 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -109,8 +108,7 @@ type LargeEntities[T any] struct {
 	acct      *tablekit.Account
 	name      string
 	container string
-	client    *aztables.Client
-	fast      *fastPath     // nil: the SDK path
+	w         *wire.Table
 	codec     *entity.Codec // of the derived type: blob fields skipped
 	derived   reflect.Type
 	fields    []largeField
@@ -178,13 +176,12 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 			taken[p] = true
 		}
 	}
-	client, err := acct.Table(name)
+	w, err := wire.Open(acct, name, &wire.Options{SDKPath: o.Table != nil && o.Table.SDKPath})
 	if err != nil {
 		return nil, err
 	}
-	sdkPath := o.Table != nil && o.Table.SDKPath
-	return &LargeEntities[T]{acct: acct, name: name, container: container, client: client, codec: codec, derived: derived,
-		fields: fields, queue: o.Queue, ctype: o.ContentType, attempts: o.MaxAttempts, fast: newFastPath(acct, name, sdkPath)}, nil
+	return &LargeEntities[T]{acct: acct, name: name, container: container, w: w, codec: codec, derived: derived,
+		fields: fields, queue: o.Queue, ctype: o.ContentType, attempts: o.MaxAttempts}, nil
 }
 
 // largeDerive reads T's blob tags and builds the type the codec sees.
@@ -246,11 +243,10 @@ func (l *LargeEntities[T]) Container() string { return l.container }
 // CreateIfNotExists creates the table and the container (two requests);
 // existing ones are not an error.
 func (l *LargeEntities[T]) CreateIfNotExists(ctx context.Context) error {
-	_, err := l.client.CreateTable(ctx, nil)
-	if err = tablekit.MapError(err, "create table", l.name); err != nil && !errors.Is(err, tablekit.ErrAlreadyExists) {
+	if err := l.w.Create(ctx); err != nil {
 		return err
 	}
-	_, err = l.acct.Blobs().CreateContainer(ctx, l.container, nil)
+	_, err := l.acct.Blobs().CreateContainer(ctx, l.container, nil)
 	if err = tablekit.MapError(err, "create container", l.container); err != nil && !errors.Is(err, tablekit.ErrAlreadyExists) {
 		return err
 	}
@@ -320,15 +316,19 @@ func (l *LargeEntities[T]) blobName(pk, rk, prop string) string {
 // Insert uploads v's blob fields, then inserts the entity referencing them;
 // it fails with tablekit.ErrAlreadyExists when the entity exists (and
 // deletes the blobs it uploaded). On success v's ETag and Timestamp fields
-// are set. Requests: one per non-empty blob field, plus one.
+// are set. When the insert's outcome is unknown (tablekit.ErrOutcomeUnknown)
+// the blobs are kept: the stored entity may reference them. Requests: one
+// per non-empty blob field, plus one.
 func (l *LargeEntities[T]) Insert(ctx context.Context, v *T) error {
 	body, pk, rk, written, err := l.upload(ctx, v)
 	if err != nil {
 		return err
 	}
-	etag, err := writeEntity(ctx, l.client, l.fast, OpInsert, pk, rk, body, "", "insert", l.describe(pk, rk))
+	etag, err := l.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body})
 	if err != nil {
-		l.deleteNow(written)
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
+			l.deleteNow(written)
+		}
 		return err
 	}
 	l.setMeta(v, etag)
@@ -347,54 +347,46 @@ func (l *LargeEntities[T]) Put(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	for attempt := 0; attempt < l.attempts; attempt++ {
-		old, etag, found, err := l.readRefs(ctx, pk, rk)
+	var old []BlobInfo
+	m, err := l.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
+		old = nil
+		if stored == nil {
+			return Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, nil
+		}
+		refs, err := l.refs(stored, pk, rk)
 		if err != nil {
+			return Op{}, err
+		}
+		old = refs
+		return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}, nil
+	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "put"})
+	if err != nil {
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			l.deleteNow(written)
-			return err
 		}
-		var newETag string
-		if found {
-			newETag, err = writeEntity(ctx, l.client, l.fast, OpReplace, pk, rk, body, etag, "put", l.describe(pk, rk))
-		} else {
-			newETag, err = writeEntity(ctx, l.client, l.fast, OpInsert, pk, rk, body, "", "put", l.describe(pk, rk))
-		}
-		if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || (found && errors.Is(err, tablekit.ErrNotFound)) {
-			continue
-		}
-		if err != nil {
-			l.deleteNow(written)
-			return err
-		}
-		l.setMeta(v, newETag)
-		return l.cleanup(ctx, pk, rk, unreferenced(old, written))
+		return err
 	}
-	l.deleteNow(written)
-	return fmt.Errorf("tablekit: put %s: gave up after %d attempts, the entity kept changing: %w", l.describe(pk, rk), l.attempts, tablekit.ErrPreconditionFailed)
+	l.setMeta(v, m.ETag)
+	return l.cleanup(ctx, pk, rk, unreferenced(old, written))
 }
 
 // Delete removes the entity (pk, rk) and has its blobs removed: it reads
 // the entity, deletes it conditionally on that version, and enqueues the
 // cleanup. A missing entity is tablekit.ErrNotFound. Three requests.
 func (l *LargeEntities[T]) Delete(ctx context.Context, pk, rk string) error {
-	for attempt := 0; attempt < l.attempts; attempt++ {
-		old, etag, found, err := l.readRefs(ctx, pk, rk)
+	var old []BlobInfo
+	_, err := l.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
+		refs, err := l.refs(stored, pk, rk)
 		if err != nil {
-			return err
+			return Op{}, err
 		}
-		if !found {
-			return fmt.Errorf("tablekit: delete %s: %w", l.describe(pk, rk), tablekit.ErrNotFound)
-		}
-		_, err = writeEntity(ctx, l.client, l.fast, OpDelete, pk, rk, nil, etag, "delete", l.describe(pk, rk))
-		if errors.Is(err, tablekit.ErrPreconditionFailed) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		return l.cleanup(ctx, pk, rk, old)
+		old = refs
+		return Op{Type: OpDelete, PartitionKey: pk, RowKey: rk}, nil
+	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "delete", MustExist: true})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts, the entity kept changing: %w", l.describe(pk, rk), l.attempts, tablekit.ErrPreconditionFailed)
+	return l.cleanup(ctx, pk, rk, old)
 }
 
 func unreferenced(old, current []BlobInfo) []BlobInfo {
@@ -451,10 +443,7 @@ func (l *LargeEntities[T]) readRefs(ctx context.Context, pk, rk string) ([]BlobI
 }
 
 func (l *LargeEntities[T]) getRaw(ctx context.Context, pk, rk string) ([]byte, string, error) {
-	if err := validateKeys(pk, rk); err != nil {
-		return nil, "", err
-	}
-	return fetchEntity(ctx, l.client, l.fast, l.describe(pk, rk), pk, rk)
+	return l.w.Get(ctx, pk, rk)
 }
 
 func (l *LargeEntities[T]) refs(raw []byte, pk, rk string) ([]BlobInfo, error) {
@@ -567,6 +556,4 @@ func (l *LargeEntities[T]) setMeta(v *T, etag string) {
 	reflect.ValueOf(v).Elem().Set(dv.Elem().Convert(reflect.TypeFor[T]()))
 }
 
-func (l *LargeEntities[T]) describe(pk, rk string) string {
-	return l.name + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
-}
+func (l *LargeEntities[T]) describe(pk, rk string) string { return l.w.Label(pk, rk) }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -21,10 +21,9 @@ import (
 // discriminator property, and every row read is decoded into its
 // registered type. It is safe for concurrent use.
 type MixedTable struct {
-	name   string
-	client *aztables.Client
-	fast   *fastPath
-	reg    *entity.Registry
+	name string
+	w    *wire.Table
+	reg  *entity.Registry
 }
 
 // NewMixedTable returns the heterogeneous repository of table name. The
@@ -33,27 +32,22 @@ func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry) (*
 	if acct == nil || reg == nil {
 		return nil, errors.New("tablekit: NewMixedTable: account and registry are required")
 	}
-	client, err := acct.Table(name)
+	w, err := wire.Open(acct, name, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &MixedTable{name: name, client: client, reg: reg, fast: newFastPath(acct, name, false)}, nil
+	return &MixedTable{name: name, w: w, reg: reg}, nil
 }
 
 // Client is the underlying SDK client.
-func (m *MixedTable) Client() *aztables.Client { return m.client }
+func (m *MixedTable) Client() *aztables.Client { return m.w.Client() }
 
 // Registry is the table's kind registry.
 func (m *MixedTable) Registry() *entity.Registry { return m.reg }
 
 // CreateIfNotExists creates the table; an existing table is not an error.
 func (m *MixedTable) CreateIfNotExists(ctx context.Context) error {
-	_, err := m.client.CreateTable(ctx, nil)
-	err = tablekit.MapError(err, "create table", m.name)
-	if errors.Is(err, tablekit.ErrAlreadyExists) {
-		return nil
-	}
-	return err
+	return m.w.Create(ctx)
 }
 
 // Encode returns v's entity JSON with its discriminator, and its keys, for
@@ -79,12 +73,8 @@ func (m *MixedTable) Insert(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	if m.fast != nil {
-		_, err = m.fast.write(ctx, OpInsert, pk, rk, body, "", "insert", m.describe(pk, rk))
-		return err
-	}
-	_, err = m.client.AddEntity(ctx, body, nil)
-	return tablekit.MapError(err, "insert", m.describe(pk, rk))
+	_, err = m.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body})
+	return err
 }
 
 // Upsert inserts or replaces v. One request.
@@ -93,26 +83,16 @@ func (m *MixedTable) Upsert(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	if m.fast != nil {
-		_, err = m.fast.write(ctx, OpUpsertReplace, pk, rk, body, "", "upsert", m.describe(pk, rk))
-		return err
-	}
-	_, err = m.client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
-	return tablekit.MapError(err, "upsert", m.describe(pk, rk))
+	_, err = m.w.Write(ctx, "upsert", Op{Type: OpUpsertReplace, PartitionKey: pk, RowKey: rk, Entity: body})
+	return err
 }
 
 // Get reads one entity and decodes it into its registered type (a pointer
 // to it). One request.
 func (m *MixedTable) Get(ctx context.Context, pk, rk string) (any, error) {
-	if err := validateKeys(pk, rk); err != nil {
-		return nil, err
-	}
-	body, _, err := readStored(ctx, m.client, m.fast, m.describe(pk, rk), pk, rk)
+	body, _, err := m.w.Get(ctx, pk, rk)
 	if err != nil {
 		return nil, err
-	}
-	if body == nil {
-		return nil, fmt.Errorf("tablekit: get %s: %w", m.describe(pk, rk), tablekit.ErrNotFound)
 	}
 	v, err := m.reg.Resolve(body)
 	if err != nil {
@@ -136,7 +116,7 @@ func (m *MixedTable) Query(ctx context.Context, f keys.Filter, opts *QueryOption
 			yield(nil, err)
 			return
 		}
-		for raw, err := range rawRows(ctx, m.client, m.fast, q) {
+		for raw, err := range rawRows(ctx, m.w, q) {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -153,6 +133,4 @@ func (m *MixedTable) Query(ctx context.Context, f keys.Filter, opts *QueryOption
 	}
 }
 
-func (m *MixedTable) describe(pk, rk string) string {
-	return m.name + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
-}
+func (m *MixedTable) describe(pk, rk string) string { return m.w.Label(pk, rk) }

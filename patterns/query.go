@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
@@ -121,19 +121,9 @@ func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect
 	return q, nil
 }
 
-func (q *query) listOptions(next *continuation) *aztables.ListEntitiesOptions {
-	o := &aztables.ListEntitiesOptions{Top: &q.top}
-	if q.filter != "" {
-		o.Filter = &q.filter
-	}
-	if q.selects != "" {
-		o.Select = &q.selects
-	}
-	if next != nil {
-		o.NextPartitionKey = &next.PK
-		o.NextRowKey = &next.RK
-	}
-	return o
+// wire is the query as the core sends it.
+func (q *query) wire() wire.Query {
+	return wire.Query{Filter: q.filter, Select: q.selects, Top: q.top, Limit: q.limit}
 }
 
 // Query returns the entities matching f, in PartitionKey, RowKey order,
@@ -148,7 +138,7 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 			yield(zero, err)
 			return
 		}
-		for raw, err := range rawRows(ctx, t.client, t.fast, q) {
+		for raw, err := range rawRows(ctx, t.w, q) {
 			if err != nil {
 				yield(zero, err)
 				return
@@ -167,98 +157,25 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 
 // rawRows runs a prepared query, yielding each row's JSON; it stops after
 // q.limit rows, at the first error, or when ctx is cancelled.
-func rawRows(ctx context.Context, client *aztables.Client, fast *fastPath, q query) iter.Seq2[[]byte, error] {
-	if fast != nil {
-		return fastRows(ctx, fast, q)
-	}
-	return func(yield func([]byte, error) bool) {
-		pager := client.NewListEntitiesPager(q.listOptions(nil))
-		n := 0
-		for pager.More() {
-			if err := ctx.Err(); err != nil {
-				yield(nil, err)
-				return
-			}
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				yield(nil, tablekit.MapError(err, "query", q.table+" filter "+quoteFilter(q.filter)))
-				return
-			}
-			for _, raw := range page.Entities {
-				if !yield(raw, nil) {
-					return
-				}
-				n++
-				if q.limit > 0 && n >= q.limit {
-					return
-				}
-			}
-		}
-	}
+func rawRows(ctx context.Context, w *wire.Table, q query) iter.Seq2[[]byte, error] {
+	return w.Rows(ctx, q.wire())
 }
 
 // rawPage fetches one page of a prepared query after token.
-func rawPage(ctx context.Context, client *aztables.Client, fast *fastPath, q query, token string) (rows [][]byte, next string, err error) {
-	var pos *continuation
+func rawPage(ctx context.Context, w *wire.Table, q query, token string) (rows [][]byte, next string, err error) {
+	var pos *wire.Continuation
 	if token != "" {
 		c, err := decodeToken(token, q.hash)
 		if err != nil {
 			return nil, "", err
 		}
-		pos = &c
+		pos = &wire.Continuation{PK: c.PK, RK: c.RK}
 	}
-	if fast != nil {
-		rows, c, err := fast.page(ctx, q, pos)
-		if err != nil || c == nil {
-			return rows, "", err
-		}
-		return rows, encodeToken(*c, q.hash), nil
+	rows, c, err := w.Page(ctx, q.wire(), pos)
+	if err != nil || c == nil {
+		return rows, "", err
 	}
-	pager := client.NewListEntitiesPager(q.listOptions(pos))
-	resp, err := pager.NextPage(ctx)
-	if err != nil {
-		return nil, "", tablekit.MapError(err, "query", q.table+" filter "+quoteFilter(q.filter))
-	}
-	if resp.NextPartitionKey != nil && *resp.NextPartitionKey != "" {
-		c := continuation{PK: *resp.NextPartitionKey}
-		if resp.NextRowKey != nil {
-			c.RK = *resp.NextRowKey
-		}
-		next = encodeToken(c, q.hash)
-	}
-	return resp.Entities, next, nil
-}
-
-// fastRows is rawRows on the fast path.
-func fastRows(ctx context.Context, fast *fastPath, q query) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
-		var pos *continuation
-		n := 0
-		for {
-			if err := ctx.Err(); err != nil {
-				yield(nil, err)
-				return
-			}
-			rows, next, err := fast.page(ctx, q, pos)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, raw := range rows {
-				if !yield(raw, nil) {
-					return
-				}
-				n++
-				if q.limit > 0 && n >= q.limit {
-					return
-				}
-			}
-			if next == nil {
-				return
-			}
-			pos = next
-		}
-	}
+	return rows, encodeToken(continuation{PK: c.PK, RK: c.RK}, q.hash), nil
 }
 
 // Collect gathers a query's entities into a slice, stopping at the first
@@ -283,7 +200,7 @@ func (t *Table[T]) Page(ctx context.Context, f keys.Filter, token string, opts *
 	if err != nil {
 		return Page[T]{}, err
 	}
-	rows, next, err := rawPage(ctx, t.client, t.fast, q, token)
+	rows, next, err := rawPage(ctx, t.w, q, token)
 	if err != nil {
 		return Page[T]{}, err
 	}

@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -411,20 +410,17 @@ func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string) (
 	if !ix.Unique {
 		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrBadRequest, index)
 	}
-	return getCopy(ctx, x.t, x.t.client, pk, intraRowKey(ix, value, ""))
+	return getCopy(ctx, x.t, x.t.w, pk, intraRowKey(ix, value, ""))
 }
 
 // getCopy reads an index copy and decodes it as the primary it copies.
-func getCopy[T any](ctx context.Context, t *Table[T], client *aztables.Client, pk, rk string) (T, error) {
+func getCopy[T any](ctx context.Context, t *Table[T], w *wire.Table, pk, rk string) (T, error) {
 	var v T
-	if err := validateKeys(pk, rk); err != nil {
+	value, _, err := w.Get(ctx, pk, rk)
+	if err != nil {
 		return v, err
 	}
-	resp, err := client.GetEntity(ctx, pk, rk, nil)
-	if err != nil {
-		return v, tablekit.MapError(err, "get", t.describe(pk, rk))
-	}
-	return decodeCopy(t, resp.Value)
+	return decodeCopy(t, value)
 }
 
 func decodeCopy[T any](t *Table[T], row []byte) (T, error) {
@@ -515,7 +511,7 @@ func queryCopies[T any](ctx context.Context, t, in *Table[T], f keys.Filter, opt
 			yield(zero, err)
 			return
 		}
-		for row, err := range rawRows(ctx, in.client, in.fast, q) {
+		for row, err := range rawRows(ctx, in.w, q) {
 			if err != nil {
 				yield(zero, err)
 				return

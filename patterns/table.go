@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
 	"reflect"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -17,8 +13,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/attempts"
-	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // ErrNoETag is returned by a conditional write of a value whose ETag field
@@ -57,10 +52,9 @@ type TableOptions struct {
 type Table[T any] struct {
 	acct        *tablekit.Account
 	name        string
-	client      *aztables.Client
+	w           *wire.Table
 	codec       *entity.Codec
 	maxAttempts int
-	fast        *fastPath // nil: use the SDK
 }
 
 // NewTable returns the repository of table name for rows of type T. It
@@ -79,22 +73,21 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	client, err := acct.Table(name)
+	w, err := wire.Open(acct, name, &wire.Options{SDKPath: o.SDKPath})
 	if err != nil {
 		return nil, err
 	}
 	if o.MaxUpdateAttempts <= 0 {
-		o.MaxUpdateAttempts = 16
+		o.MaxUpdateAttempts = wire.DefaultMaxAttempts
 	}
-	return &Table[T]{acct: acct, name: name, client: client, codec: codec, maxAttempts: o.MaxUpdateAttempts,
-		fast: newFastPath(acct, name, o.SDKPath)}, nil
+	return &Table[T]{acct: acct, name: name, w: w, codec: codec, maxAttempts: o.MaxUpdateAttempts}, nil
 }
 
 // Name is the table's name.
 func (t *Table[T]) Name() string { return t.name }
 
 // Client is the underlying SDK client, for what tablekit does not wrap.
-func (t *Table[T]) Client() *aztables.Client { return t.client }
+func (t *Table[T]) Client() *aztables.Client { return t.w.Client() }
 
 // Codec is T's entity codec.
 func (t *Table[T]) Codec() *entity.Codec { return t.codec }
@@ -106,23 +99,13 @@ func (t *Table[T]) Account() *tablekit.Account { return t.acct }
 // A table deleted moments ago cannot be created again at once: that
 // returns an error wrapping tablekit.ErrConflict (TableBeingDeleted).
 func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
-	_, err := t.client.CreateTable(ctx, nil)
-	err = tablekit.MapError(err, "create table", t.name)
-	if errors.Is(err, tablekit.ErrAlreadyExists) {
-		return nil
-	}
-	return err
+	return t.w.Create(ctx)
 }
 
 // Drop deletes the table and every entity in it (one request, whatever its
 // size). A table that does not exist is not an error.
 func (t *Table[T]) Drop(ctx context.Context) error {
-	_, err := t.client.Delete(ctx, nil)
-	err = tablekit.MapError(err, "delete table", t.name)
-	if errors.Is(err, tablekit.ErrNotFound) {
-		return nil
-	}
-	return err
+	return t.w.Drop(ctx)
 }
 
 // WriteOptions modifies a conditional write. A nil *WriteOptions means the
@@ -171,66 +154,10 @@ func (t *Table[T]) Insert(ctx context.Context, v *T) error {
 	return nil
 }
 
-// write sends one entity write and returns the new ETag. A failure that
-// echoes the write's own earlier attempt (see ambiguous.go) is resolved by
-// reading the entity back.
+// write sends one entity write through the core and returns the new
+// ETag; a lost response is resolved there (see wire.Table.Write).
 func (t *Table[T]) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
-	ctx, tries := attempts.With(ctx)
-	newETag, err := t.writeOnce(ctx, typ, pk, rk, body, etag, op)
-	if ambiguous(typ, err, tries.Load()) {
-		stored, storedETag, rerr := readStored(ctx, t.client, t.fast, t.name, pk, rk)
-		if rerr == nil && showsEffect(Op{Type: typ, Entity: body}, stored) {
-			return storedETag, nil
-		}
-	}
-	return newETag, err
-}
-
-func (t *Table[T]) writeOnce(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
-	return writeEntity(ctx, t.client, t.fast, typ, pk, rk, body, etag, op, t.describe(pk, rk))
-}
-
-// writeEntity sends one entity write, on the fast path when there is one,
-// and returns the new ETag; label names the entity in errors. An empty
-// etag means If-Match: * for the conditional operations.
-func writeEntity(ctx context.Context, client *aztables.Client, fast *fastPath, typ OpType, pk, rk string, body []byte, etag, op, label string) (string, error) {
-	if fast != nil {
-		return fast.write(ctx, typ, pk, rk, body, etag, op, label)
-	}
-	var err error
-	var newETag azcore.ETag
-	ifMatch := azcore.ETag(etag)
-	if ifMatch == "" {
-		ifMatch = azcore.ETagAny
-	}
-	switch typ {
-	case OpInsert:
-		var resp aztables.AddEntityResponse
-		resp, err = client.AddEntity(ctx, body, nil)
-		newETag = resp.ETag
-	case OpReplace, OpMerge:
-		mode := aztables.UpdateModeReplace
-		if typ == OpMerge {
-			mode = aztables.UpdateModeMerge
-		}
-		var resp aztables.UpdateEntityResponse
-		resp, err = client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &ifMatch, UpdateMode: mode})
-		newETag = resp.ETag
-	case OpUpsertReplace, OpUpsertMerge:
-		mode := aztables.UpdateModeReplace
-		if typ == OpUpsertMerge {
-			mode = aztables.UpdateModeMerge
-		}
-		var resp aztables.UpsertEntityResponse
-		resp, err = client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: mode})
-		newETag = resp.ETag
-	case OpDelete:
-		_, err = client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &ifMatch})
-	}
-	if err != nil {
-		return "", tablekit.MapError(err, op, label)
-	}
-	return string(newETag), nil
+	return t.w.Write(ctx, op, Op{Type: typ, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
 }
 
 // Replace replaces the stored entity with v (properties absent from v are
@@ -358,80 +285,39 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 // An error from fn aborts the update and is returned as is. The entity must
 // exist (tablekit.ErrNotFound otherwise). Two requests per attempt.
 //
-// Update never applies fn's change twice, even when a write reaches the
-// service but its response is lost and azcore retries it while other
-// writers are at work: each write records a random id in the entity's
-// UpdateLogProperty (the ids of the last 8 updates), and a write that fails
-// after a retry counts as done when its id is in the stored log. The
-// property is one of the entity's 252.
+// Update applies fn's change exactly once, or fails with an error wrapping
+// tablekit.ErrOutcomeUnknown: when a write's response is lost (and azcore
+// retries it while other writers are at work), the entity's write-id log
+// (wire.UpdateLogProperty, one of its 252 properties) tells whether the
+// write landed, and when it cannot tell, Update says so instead of applying
+// the change a second time. On ErrOutcomeUnknown, Get the entity and decide.
 func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
-	var zero T
-	var lastErr error
-	id := randomID()[:16]
-	for attempt := 0; attempt < t.maxAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return zero, err
-		}
-		v, etag, raw, err := t.read(ctx, pk, rk)
-		if err != nil {
-			return zero, err
+	var v T
+	m, err := t.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
+		var zero T
+		v = zero
+		if err := t.codec.Unmarshal(stored, &v); err != nil {
+			return Op{}, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
 		}
 		if err := fn(&v); err != nil {
-			return zero, err
+			return Op{}, err
 		}
 		if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
-			return zero, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
+			return Op{}, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
 		}
 		body, _, _, err := t.marshal(&v)
-		if err != nil {
-			return zero, err
-		}
-		body = withUpdateLog(body, updateLog(raw), id)
-		wctx, tries := attempts.With(ctx)
-		newETag, err := t.writeOnce(wctx, OpReplace, pk, rk, body, etag, "update")
-		if err == nil {
-			t.setMeta(&v, newETag)
-			return v, nil
-		}
-		if ambiguous(OpReplace, err, tries.Load()) {
-			stored, storedETag, rerr := readStored(ctx, t.client, t.fast, t.name, pk, rk)
-			if rerr == nil && slices.Contains(updateLog(stored), id) {
-				// Our write landed; later writers may have followed it.
-				if log := updateLog(stored); log[len(log)-1] == id {
-					t.setMeta(&v, storedETag)
-				} else {
-					t.codec.SetMeta(&v, "", time.Time{})
-				}
-				return v, nil
-			}
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, err
-		}
-		lastErr = err
-		if err := conflictPause(ctx, attempt); err != nil {
-			return zero, err
-		}
+		return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}, err
+	}, &wire.ModifyOptions{MaxAttempts: t.maxAttempts, Verb: "update", MustExist: true})
+	if err != nil {
+		var zero T
+		return zero, err
 	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", t.describe(pk, rk), t.maxAttempts, lastErr)
-}
-
-// conflictPause waits a random time, growing with the attempt and capped
-// at 50 ms, after a lost optimistic-concurrency race, so that writers
-// contending for one entity spread out instead of colliding again.
-func conflictPause(ctx context.Context, attempt int) error {
-	limit := time.Millisecond << min(attempt, 6)
-	if limit > 50*time.Millisecond {
-		limit = 50 * time.Millisecond
+	if m.ETag != "" {
+		t.setMeta(&v, m.ETag)
+	} else {
+		t.codec.SetMeta(&v, "", time.Time{})
 	}
-	timer := time.NewTimer(time.Duration(rand.Int64N(int64(limit))))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return v, nil
 }
 
 // readForUpdate is the first half of every read-modify-write loop: it
@@ -459,7 +345,7 @@ func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, 
 	if err := validateKeys(pk, rk); err != nil {
 		return v, "", nil, err
 	}
-	body, etag, err := fetchEntity(ctx, t.client, t.fast, t.describe(pk, rk), pk, rk)
+	body, etag, err := t.w.Get(ctx, pk, rk)
 	if err != nil {
 		return v, "", nil, err
 	}
@@ -495,33 +381,11 @@ func (t *Table[T]) describe(pk, rk string) string {
 	return t.name + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
 }
 
-func validateKeys(pk, rk string) error {
-	if err := keys.ValidateKey("PartitionKey", pk); err != nil {
-		return err
-	}
-	return keys.ValidateKey("RowKey", rk)
-}
+func validateKeys(pk, rk string) error { return wire.ValidateKeys(pk, rk) }
+
+func randomID() string { return wire.RandomID() }
 
 // TimestampFromETag extracts the service timestamp an entity ETag carries
 // (W/"datetime'2026-01-02T03%3A04%3A05.1234567Z'"), or the zero time when
 // the ETag has another form.
-func TimestampFromETag(etag string) time.Time {
-	i := strings.Index(etag, "datetime'")
-	if i < 0 {
-		return time.Time{}
-	}
-	rest := etag[i+len("datetime'"):]
-	j := strings.IndexByte(rest, '\'')
-	if j < 0 {
-		return time.Time{}
-	}
-	s, err := url.QueryUnescape(rest[:j])
-	if err != nil {
-		return time.Time{}
-	}
-	ts, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return ts.UTC()
-}
+func TimestampFromETag(etag string) time.Time { return wire.TimestampFromETag(etag) }

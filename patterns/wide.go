@@ -183,7 +183,7 @@ func (w *WideEntities) Put(ctx context.Context, e *WideEntity) error {
 		return fmt.Errorf("tablekit: wide entity %s: %w: the write needs %d operations (%d physical entities, %d leftovers to delete); one transaction holds %d",
 			w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, len(ops), len(chunks), len(ops)-len(chunks), MaxTransactionOps)
 	}
-	results, err := SubmitTransaction(ctx, w.t.client, w.t.name, ops)
+	results, err := w.t.w.Batch(ctx, ops)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (w *WideEntities) Delete(ctx context.Context, e *WideEntity) error {
 		}
 		ops = append(ops, op)
 	}
-	if _, err := SubmitTransaction(ctx, w.t.client, w.t.name, ops); err != nil {
+	if _, err := w.t.w.Batch(ctx, ops); err != nil {
 		return err
 	}
 	e.rows, e.ETag = nil, ""

@@ -1,18 +1,20 @@
-package patterns
+package wire
 
-// The fast path: tablekit's own REST calls through the account's azcore
-// pipeline (tablekit.TableHTTP), used for every Table[T] operation on Azure
-// Storage and Azurite. aztables decodes each entity, page and batch body
-// into map[string]any and encodes it again; here the codec's JSON goes to
-// the wire as is, and pages are split and decoded straight into T. Retries,
-// logging, tracing and authentication stay azcore's. Cosmos DB Table
-// endpoints, whose formats differ in details, use the SDK path.
+// The REST transport: tablekit's own requests through the account's azcore
+// pipeline (tablekit.TableHTTP). aztables decodes each entity, page and
+// batch body into map[string]any and encodes it again; here the codec's
+// JSON goes to the wire as is, and pages are split without decoding.
+// Retries, logging, the HTTP span and authentication stay azcore's.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,21 +27,9 @@ import (
 	"github.com/tablekit/tablekit/entity"
 )
 
-// fastPath sends table operations as raw REST requests.
-type fastPath struct {
+type restPath struct {
 	h     *tablekit.TableHTTP
 	table string
-}
-
-func newFastPath(acct *tablekit.Account, table string, disabled bool) *fastPath {
-	if disabled {
-		return nil
-	}
-	h := acct.TableHTTP()
-	if h == nil || h.IsCosmos() {
-		return nil
-	}
-	return &fastPath{h: h, table: table}
 }
 
 // entityPath is "/table(PartitionKey='pk',RowKey='rk')" with the keys'
@@ -59,7 +49,7 @@ func entityPath(table, pk, rk string) string {
 
 // do sends one request and returns the response when its status is one of
 // ok, else the typed error.
-func (f *fastPath) do(ctx context.Context, method, path string, query url.Values, body []byte, header map[string]string, op, resource string, ok ...int) (*http.Response, error) {
+func (f *restPath) do(ctx context.Context, method, path string, query url.Values, body []byte, header map[string]string, op, resource string, ok ...int) (*http.Response, error) {
 	req, err := f.h.NewRequest(ctx, method, path, query)
 	if err != nil {
 		return nil, err
@@ -86,10 +76,13 @@ func (f *fastPath) do(ctx context.Context, method, path string, query url.Values
 	return resp, nil
 }
 
-// write sends one entity write and returns the new ETag.
-func (f *fastPath) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op, resource string) (string, error) {
-	method, path, header := opRequest(typ, f.table, pk, rk, etag)
-	resp, err := f.do(ctx, method, path, nil, body, header, op, resource, http.StatusCreated, http.StatusNoContent)
+func (f *restPath) write(ctx context.Context, op Op, verb, label string) (string, error) {
+	method, path, header := opRequest(op.Type, f.table, op.PartitionKey, op.RowKey, op.ETag)
+	var body []byte
+	if op.Type != OpDelete {
+		body = op.Entity
+	}
+	resp, err := f.do(ctx, method, path, nil, body, header, verb, label, http.StatusCreated, http.StatusNoContent)
 	if err != nil {
 		return "", err
 	}
@@ -120,9 +113,12 @@ func opRequest(typ OpType, table, pk, rk, etag string) (method, path string, hea
 	return method, entityPath(table, pk, rk), header
 }
 
-// get reads one entity's JSON and ETag.
-func (f *fastPath) get(ctx context.Context, pk, rk, resource string) ([]byte, string, error) {
-	resp, err := f.do(ctx, http.MethodGet, entityPath(f.table, pk, rk), nil, nil, nil, "get", resource, http.StatusOK)
+func (f *restPath) get(ctx context.Context, pk, rk, label string, typed bool) ([]byte, string, error) {
+	var header map[string]string
+	if typed {
+		header = map[string]string{"Accept": "application/json;odata=fullmetadata"}
+	}
+	resp, err := f.do(ctx, http.MethodGet, entityPath(f.table, pk, rk), nil, nil, header, "get", label, http.StatusOK)
 	if err != nil {
 		return nil, "", err
 	}
@@ -133,24 +129,22 @@ func (f *fastPath) get(ctx context.Context, pk, rk, resource string) ([]byte, st
 	return body, resp.Header.Get("ETag"), nil
 }
 
-// page fetches one query page: the rows' JSON (sub-slices of the body)
-// and the continuation, nil after the last page.
-func (f *fastPath) page(ctx context.Context, q query, pos *continuation) ([][]byte, *continuation, error) {
+func (f *restPath) page(ctx context.Context, q Query, pos *Continuation) ([][]byte, *Continuation, error) {
 	v := url.Values{}
-	if q.filter != "" {
-		v["$filter"] = []string{q.filter}
+	if q.Filter != "" {
+		v["$filter"] = []string{q.Filter}
 	}
-	if q.selects != "" {
-		v["$select"] = []string{q.selects}
+	if q.Select != "" {
+		v["$select"] = []string{q.Select}
 	}
-	v["$top"] = []string{strconv.Itoa(int(q.top))}
+	v["$top"] = []string{strconv.Itoa(int(q.Top))}
 	if pos != nil {
 		v["NextPartitionKey"] = []string{pos.PK}
 		if pos.RK != "" {
 			v["NextRowKey"] = []string{pos.RK}
 		}
 	}
-	resp, err := f.do(ctx, http.MethodGet, "/"+f.table+"()", v, nil, nil, "query", q.table+" filter "+quoteFilter(q.filter), http.StatusOK)
+	resp, err := f.do(ctx, http.MethodGet, "/"+f.table+"()", v, nil, nil, "query", q.label(f.table), http.StatusOK)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,21 +156,19 @@ func (f *fastPath) page(ctx context.Context, q query, pos *continuation) ([][]by
 	if err != nil {
 		return nil, nil, err
 	}
-	var next *continuation
+	var next *Continuation
 	if npk := resp.Header.Get("x-ms-continuation-NextPartitionKey"); npk != "" {
-		next = &continuation{PK: npk, RK: resp.Header.Get("x-ms-continuation-NextRowKey")}
+		next = &Continuation{PK: npk, RK: resp.Header.Get("x-ms-continuation-NextRowKey")}
 	}
 	return rows, next, nil
 }
 
-// submit sends ops (validated by the caller) as one batch request.
-func (f *fastPath) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
-	batch, changeset := "batch_"+randomID(), "changeset_"+randomID()
+func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result, error) {
+	batch, changeset := "batch_"+RandomID(), "changeset_"+RandomID()
 	body := buildBatchBody(f.h.Endpoint(), f.table, batch, changeset, ops)
-	resource := f.table + " (PartitionKey " + strconv.Quote(ops[0].PartitionKey) + ")"
 	resp, err := f.do(ctx, http.MethodPost, "/$batch", nil, body,
 		map[string]string{"Content-Type": "multipart/mixed; boundary=" + batch},
-		"transaction on", resource, http.StatusAccepted)
+		"transaction on", label, http.StatusAccepted)
 	if err != nil {
 		return nil, err
 	}
@@ -185,20 +177,22 @@ func (f *fastPath) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 		return nil, err
 	}
 	if tablekit.ParseTransactionError(payload) != nil {
-		return nil, tablekit.MapError(runtime.NewResponseError(resp), "transaction on", resource)
+		return nil, tablekit.MapError(runtime.NewResponseError(resp), "transaction on", label)
 	}
-	results := make([]OpResult, len(ops))
+	results := make([]Result, len(ops))
 	parseBatchResults(resp.Header.Get("Content-Type"), payload, results)
 	return results, nil
 }
 
 // buildBatchBody writes the multipart/mixed body of an entity group
 // transaction: one changeset, one application/http part per operation,
-// the entity JSON copied as the codec produced it.
+// the entity JSON copied as the codec produced it. Every part's headers end
+// with a blank line, a delete's too (its body is empty), as the Microsoft
+// SDKs write them.
 func buildBatchBody(endpoint, table, batch, changeset string, ops []Op) []byte {
 	size := 256
 	for _, op := range ops {
-		size += opWireSize(op)
+		size += OpWireSize(op)
 	}
 	var b bytes.Buffer
 	b.Grow(size)
@@ -219,14 +213,51 @@ func buildBatchBody(endpoint, table, batch, changeset string, ops []Op) []byte {
 			b.Write(op.Entity)
 			b.WriteString("\r\n")
 		} else {
-			b.WriteString("\r\n")
+			// The blank line that ends the headers, then the empty body's
+			// line break before the next boundary.
+			b.WriteString("\r\n\r\n")
 		}
 	}
 	b.WriteString("--" + changeset + "--\r\n--" + batch + "--\r\n")
 	return b.Bytes()
 }
 
-func randomID() string {
+// parseBatchResults fills results from a successful batch response: one
+// inner HTTP response per operation, in order, each with its status and
+// (for writes) ETag. A body it cannot read leaves results zero: the
+// transaction succeeded either way.
+func parseBatchResults(contentType string, body []byte, results []Result) {
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil || params["boundary"] == "" {
+		return
+	}
+	outer := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	part, err := outer.NextPart()
+	if err != nil {
+		return
+	}
+	_, cparams, err := mime.ParseMediaType(part.Header.Get("Content-Type"))
+	if err != nil || cparams["boundary"] == "" {
+		return
+	}
+	inner := multipart.NewReader(part, cparams["boundary"])
+	for i := 0; i < len(results); i++ {
+		p, err := inner.NextPart()
+		if err != nil {
+			return
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(p), nil)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		results[i] = Result{StatusCode: resp.StatusCode, ETag: resp.Header.Get("ETag")}
+	}
+}
+
+// RandomID returns 32 random hex digits.
+func RandomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

@@ -1,14 +1,14 @@
-package patterns
+package wire
 
-// Ambiguous outcomes. When a write reaches the service but its response is
-// lost (a reset connection, a timeout, a 5xx from a proxy), azcore retries
-// it, and the retry fails because of the write's own first attempt: an
-// insert meets its own entity (409), a conditional update its own new ETag
-// (412), a delete finds nothing (404). Reporting that failure would make
-// callers retry a write that happened (a double increment in Update) or
-// give up on one that did. So when an operation took more than one attempt
-// and fails that way, tablekit reads the entity back and reports success
-// when the stored state is exactly what the operation writes.
+// Open outcomes. When a write reaches the service but its response is lost
+// (a reset connection, a timeout, a 5xx from a proxy), azcore retries it,
+// and the retry fails because of the write's own first attempt: an insert
+// meets its own entity (409), a conditional update its own new ETag (412),
+// a delete finds nothing (404). When azcore gives up, or the caller's
+// context ends, the write may have landed too. Reporting either as a plain
+// failure would make callers repeat a write that happened (a double
+// increment) or give up on one that did (a blob deleted under a stored
+// reference). So such a failure is resolved by reading the entity back.
 
 import (
 	"bytes"
@@ -18,19 +18,25 @@ import (
 	"slices"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 )
 
-// ambiguous reports whether err, after more than one attempt, may be the
-// echo of the operation's own first attempt.
-func ambiguous(typ OpType, err error, tries int32) bool {
-	if tries < 2 || err == nil {
+// openOutcome reports whether err leaves open whether the write landed.
+func openOutcome(typ OpType, err error, tries int32) bool {
+	if err == nil {
 		return false
 	}
+	if IsTransientOrLost(err) {
+		return true
+	}
+	return tries >= 2 && isEcho(typ, err)
+}
+
+// isEcho reports whether err is what a retried write meets when its own
+// first attempt landed.
+func isEcho(typ OpType, err error) bool {
 	switch typ {
 	case OpInsert:
 		return errors.Is(err, tablekit.ErrAlreadyExists)
@@ -40,6 +46,21 @@ func ambiguous(typ OpType, err error, tries int32) bool {
 		return errors.Is(err, tablekit.ErrNotFound) || errors.Is(err, tablekit.ErrPreconditionFailed)
 	}
 	return false
+}
+
+// IsTransientOrLost reports whether err is a failure after which a request
+// may or may not have been applied: a transient service answer after
+// azcore's retries, a transport failure, or the context ending mid-request.
+func IsTransientOrLost(err error) bool {
+	var te *tablekit.TransactionError
+	if errors.As(err, &te) {
+		return te.StatusCode == 408 || te.StatusCode == 429 || te.StatusCode >= 500
+	}
+	return tablekit.IsTransient(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func outcomeUnknown(op, resource string, err error) error {
+	return tablekit.NewOutcomeUnknown(op, resource, err)
 }
 
 // showsEffect reports whether stored (the entity's JSON, nil when absent)
@@ -102,46 +123,21 @@ func number(v entity.Value) (float64, bool) {
 	return 0, false
 }
 
-// readStored fetches one entity's JSON and ETag; nil when it does not
-// exist.
-func readStored(ctx context.Context, client *aztables.Client, fast *fastPath, table, pk, rk string) ([]byte, string, error) {
-	body, etag, err := fetchEntity(ctx, client, fast, table, pk, rk)
-	if errors.Is(err, tablekit.ErrNotFound) {
-		return nil, "", nil
-	}
-	return body, etag, err
-}
-
-// fetchEntity reads one entity's JSON and ETag, on the fast path when
-// there is one; label names the entity in errors. A missing entity is an
-// error wrapping tablekit.ErrNotFound and the SDK's error.
-func fetchEntity(ctx context.Context, client *aztables.Client, fast *fastPath, label, pk, rk string) ([]byte, string, error) {
-	if fast != nil {
-		return fast.get(ctx, pk, rk, label)
-	}
-	resp, err := client.GetEntity(ctx, pk, rk, nil)
-	if err != nil {
-		return nil, "", tablekit.MapError(err, "get", label)
-	}
-	return resp.Value, string(resp.ETag), nil
-}
-
 // batchApplied reports whether every operation of a transaction shows its
 // effect in the partition (read with one range query over the operations'
 // RowKeys), and returns the stored ETags.
-func batchApplied(ctx context.Context, client *aztables.Client, fast *fastPath, table string, ops []Op) ([]OpResult, bool) {
+func (t *Table) batchApplied(ctx context.Context, ops []Op) ([]Result, bool) {
 	rks := make([]string, len(ops))
 	for i, op := range ops {
 		rks[i] = op.RowKey
 	}
-	f := keys.And(keys.PK().Eq(ops[0].PartitionKey), keys.RK().Between(slices.Min(rks), slices.Max(rks)))
-	q, err := prepareQuery(table, f, &QueryOptions{SelectAll: true}, nil)
+	f, err := keys.And(keys.PK().Eq(ops[0].PartitionKey), keys.RK().Between(slices.Min(rks), slices.Max(rks))).Build()
 	if err != nil {
 		return nil, false
 	}
 	stored := map[string][]byte{}
 	etags := map[string]string{}
-	for raw, err := range rawRows(ctx, client, fast, q) {
+	for raw, err := range t.Rows(ctx, Query{Filter: f}) {
 		if err != nil {
 			return nil, false
 		}
@@ -152,12 +148,12 @@ func batchApplied(ctx context.Context, client *aztables.Client, fast *fastPath, 
 		stored[e.RowKey] = raw
 		etags[e.RowKey] = e.ETag
 	}
-	results := make([]OpResult, len(ops))
+	results := make([]Result, len(ops))
 	for i, op := range ops {
 		if !showsEffect(op, stored[op.RowKey]) {
 			return nil, false
 		}
-		results[i] = OpResult{StatusCode: 204, ETag: etags[op.RowKey]}
+		results[i] = Result{StatusCode: 204, ETag: etags[op.RowKey]}
 	}
 	return results, true
 }

@@ -1,0 +1,321 @@
+package wire
+
+// The one read-modify-write loop. Every read-modify-write of the project
+// (Table.Update, index maintenance, data series, wide and large entities,
+// index lists, the worker's steps) goes through Modify, so each applies its
+// change exactly once or says that it cannot tell.
+//
+// The write-id log. Each write Modify sends records a random id in the
+// entity's UpdateLogProperty, after the ids of the writes before it. When a
+// write's outcome is open (a lost response), the entity is read back: if
+// its log holds the id, the write landed. If it does not, the log tells
+// whether the write could still have landed: the write was conditional on
+// the state Modify read, whose last log entry (the anchor) it followed; if
+// the stored log still holds the anchor, the write that followed the
+// anchor is the one that consumed that state, and if it is not ours, ours
+// never landed, so the change is safely applied again. An entity read with
+// no log gets an anchor derived from its ETag. When the anchor has been
+// pushed out of the log by later writers (UpdateLogLen of them), nothing
+// can tell, and Modify returns tablekit.ErrOutcomeUnknown rather than risk
+// applying the change twice.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/attempts"
+)
+
+// UpdateLogProperty is the property in which Modify records the ids of the
+// last writes of an entity (space-separated), so that a write whose
+// response was lost can tell whether it landed. It is one of the entity's
+// 252 properties.
+const UpdateLogProperty = "TablekitUpdates"
+
+// UpdateLogLen is how many ids the log keeps.
+const UpdateLogLen = 16
+
+// DefaultMaxAttempts bounds a Modify loop when its options do not.
+const DefaultMaxAttempts = 16
+
+// ErrNoChange, returned by a ModifyFunc, ends Modify without a write.
+var ErrNoChange = errors.New("tablekit: no change")
+
+// ModifyFunc decides the write of one attempt from the stored entity: its
+// JSON, nil when it does not exist. It returns OpInsert (only when stored is
+// nil), OpReplace, OpMerge or OpDelete on the same keys; Modify makes the
+// write conditional on what was read. It may be called once per attempt.
+type ModifyFunc func(stored []byte) (Op, error)
+
+// ModifyOptions configures Modify. A nil *ModifyOptions means the defaults.
+type ModifyOptions struct {
+	// MaxAttempts bounds the attempts on conflicts. Default 16.
+	MaxAttempts int
+	// Verb names the operation in errors. Default "update".
+	Verb string
+	// MustExist makes a missing entity an error wrapping
+	// tablekit.ErrNotFound instead of a nil stored to fn.
+	MustExist bool
+	// Typed reads the entity with full metadata (see GetTyped).
+	Typed bool
+}
+
+// Modified is the outcome of a Modify that wrote.
+type Modified struct {
+	// Op is the write that landed, its entity with the log property.
+	Op Op
+	// ETag is the entity's new ETag; empty when the write's response was
+	// lost and later writers have changed the entity since.
+	ETag string
+	// Written is false when fn returned ErrNoChange.
+	Written bool
+}
+
+// Modify reads (pk, rk), calls fn, and writes what fn returns conditionally
+// on the state read; on a conflict (another writer first) it pauses a
+// random, growing moment and starts again, up to MaxAttempts times. Two
+// requests per attempt. It applies fn's write exactly once, or returns an
+// error wrapping tablekit.ErrOutcomeUnknown when a lost response leaves
+// that open and the log cannot settle it. An error from fn is returned as
+// is.
+func (t *Table) Modify(ctx context.Context, pk, rk string, fn ModifyFunc, opts *ModifyOptions) (Modified, error) {
+	o := ModifyOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Verb == "" {
+		o.Verb = "update"
+	}
+	if err := ValidateKeys(pk, rk); err != nil {
+		return Modified{}, err
+	}
+	label := t.Label(pk, rk)
+	id := RandomID()[:16]
+	var lastErr error
+	for attempt := 0; attempt < o.MaxAttempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return Modified{}, err
+		}
+		var stored []byte
+		var etag string
+		var err error
+		if o.MustExist {
+			stored, etag, err = t.get(ctx, pk, rk, o.Typed)
+		} else {
+			stored, etag, err = t.stored(ctx, pk, rk, o.Typed)
+		}
+		if err != nil {
+			return Modified{}, err
+		}
+		op, err := fn(stored)
+		if errors.Is(err, ErrNoChange) {
+			return Modified{}, nil
+		}
+		if err != nil {
+			return Modified{}, err
+		}
+		if op.PartitionKey != pk || op.RowKey != rk {
+			return Modified{}, fmt.Errorf("tablekit: %s %s: the change moves the entity to (%q, %q); keys are immutable, insert a new entity instead", o.Verb, label, op.PartitionKey, op.RowKey)
+		}
+		switch {
+		case stored == nil && op.Type != OpInsert:
+			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity does not exist, so only an insert can follow", o.Verb, label, tablekit.ErrNotFound)
+		case stored != nil && op.Type != OpReplace && op.Type != OpMerge && op.Type != OpDelete:
+			return Modified{}, fmt.Errorf("tablekit: %s %s: a change of an existing entity is a replace, merge or delete, not %v", o.Verb, label, op.Type)
+		}
+		prior := ReadLog(stored)
+		anchor := anchorOf(prior, etag)
+		if op.Type != OpDelete {
+			log := prior
+			if len(log) == 0 {
+				log = []string{anchor}
+			}
+			log = append(slices.Clip(log), id)
+			if len(log) > UpdateLogLen {
+				log = log[len(log)-UpdateLogLen:]
+			}
+			if op.Entity, err = WithProp(op.Entity, UpdateLogProperty, strings.Join(log, " ")); err != nil {
+				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
+			}
+		}
+		if op.Type != OpInsert {
+			op.ETag = etag
+		}
+		if err := validateOp(op); err != nil {
+			return Modified{}, err
+		}
+		wctx, tries := attempts.With(ctx)
+		sctx, end := t.span(wctx, writeSpans[op.Type])
+		newETag, werr := t.tr.write(sctx, op, o.Verb, label)
+		end(werr)
+		if werr == nil {
+			return Modified{Op: op, ETag: newETag, Written: true}, nil
+		}
+		n := tries.Load()
+		switch {
+		case n <= 1 && isConflict(op.Type, werr):
+			// Another writer changed the entity first: read again.
+		case openOutcome(op.Type, werr, n):
+			if ctx.Err() != nil {
+				return Modified{}, outcomeUnknown(o.Verb, label, werr)
+			}
+			now, nowETag, rerr := t.stored(ctx, pk, rk, o.Typed)
+			if rerr != nil {
+				return Modified{}, outcomeUnknown(o.Verb, label, werr)
+			}
+			switch landed(op, id, anchor, now) {
+			case yes:
+				if log := ReadLog(now); len(log) == 0 || log[len(log)-1] != id {
+					nowETag = "" // later writers followed ours
+				}
+				return Modified{Op: op, ETag: nowETag, Written: true}, nil
+			case unknown:
+				return Modified{}, outcomeUnknown(o.Verb, label, werr)
+			}
+		default:
+			return Modified{}, werr
+		}
+		lastErr = werr
+		if err := ConflictPause(ctx, attempt); err != nil {
+			return Modified{}, err
+		}
+	}
+	return Modified{}, fmt.Errorf("tablekit: %s %s: gave up after %d attempts, the entity kept changing: %w", o.Verb, label, o.MaxAttempts, lastErr)
+}
+
+// isConflict reports whether err is another writer's win over a
+// conditional write.
+func isConflict(typ OpType, err error) bool {
+	switch typ {
+	case OpInsert:
+		return errors.Is(err, tablekit.ErrAlreadyExists)
+	default:
+		return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound)
+	}
+}
+
+type verdict int
+
+const (
+	no verdict = iota
+	yes
+	unknown
+)
+
+// landed tells from the entity read back (nil when absent) whether op, the
+// write with id that followed anchor, landed.
+func landed(op Op, id, anchor string, now []byte) verdict {
+	if op.Type == OpDelete || now == nil {
+		if now == nil && op.Type == OpDelete {
+			return yes
+		}
+		return no
+	}
+	log := ReadLog(now)
+	if slices.Contains(log, id) {
+		return yes
+	}
+	if slices.Contains(log, anchor) {
+		// The state we read was consumed by another write.
+		return no
+	}
+	return unknown
+}
+
+// anchorOf is the log entry a write that follows the state read must come
+// after: the state's last entry, or one derived from its ETag when the
+// state has no log (the same for every writer that read it).
+func anchorOf(prior []string, etag string) string {
+	if len(prior) > 0 {
+		return prior[len(prior)-1]
+	}
+	sum := sha256.Sum256([]byte(etag))
+	return "^" + hex.EncodeToString(sum[:6])
+}
+
+// ReadLog returns the write ids recorded in an entity's JSON, oldest first.
+func ReadLog(raw []byte) []string {
+	if raw == nil || !bytes.Contains(raw, []byte(UpdateLogProperty)) {
+		return nil
+	}
+	var e entity.Entity
+	if e.UnmarshalJSON(raw) != nil {
+		return nil
+	}
+	v, ok := e.Properties[UpdateLogProperty]
+	if !ok {
+		return nil
+	}
+	s, _ := v.V.(string)
+	return strings.Fields(s)
+}
+
+// WithProp sets a String property in an entity's JSON object: appended to
+// the codec's output, which has no such property, or replaced through the
+// entity layer when body already holds it.
+func WithProp(body []byte, name, value string) ([]byte, error) {
+	if !bytes.Contains(body, []byte(`"`+name+`"`)) {
+		out := make([]byte, 0, len(body)+len(name)+len(value)+8)
+		i := bytes.LastIndexByte(body, '}')
+		if i < 0 {
+			return nil, fmt.Errorf("%w: the entity is not a JSON object", tablekit.ErrInvalidEntity)
+		}
+		out = append(out, bytes.TrimRight(body[:i], " \t\r\n")...)
+		if len(bytes.TrimSpace(out)) > 1 {
+			out = append(out, ',')
+		}
+		out = AppendJSONString(out, name)
+		out = append(out, ':')
+		out = AppendJSONString(out, value)
+		return append(out, '}'), nil
+	}
+	var e entity.Entity
+	if err := e.UnmarshalJSON(body); err != nil {
+		return nil, err
+	}
+	if e.Properties == nil {
+		e.Properties = map[string]entity.Value{}
+	}
+	e.Properties[name] = entity.Value{Type: entity.EdmString, V: value}
+	e.ETag, e.Timestamp = "", time.Time{}
+	return e.MarshalJSON()
+}
+
+// AppendJSONString appends s as a JSON string (strconv.Quote's escapes,
+// such as \x1f, are not all JSON).
+func AppendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
+}
+
+// ConflictPause waits a random time, growing with the attempt and capped
+// at 50 ms, after a lost optimistic-concurrency race, so that writers
+// contending for one entity spread out instead of colliding again.
+func ConflictPause(ctx context.Context, attempt int) error {
+	limit := time.Millisecond << min(attempt, 6)
+	if limit > 50*time.Millisecond {
+		limit = 50 * time.Millisecond
+	}
+	timer := time.NewTimer(time.Duration(rand.Int64N(int64(limit))))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}

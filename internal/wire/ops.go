@@ -1,0 +1,136 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Limits of an entity group transaction. The SDK checks none of them and
+// Azurite accepts some batches Azure rejects, so they are checked before
+// sending.
+const (
+	// MaxTransactionOps is the most operations one transaction may hold.
+	MaxTransactionOps = 100
+	// MaxTransactionBytes is the largest request body of a transaction.
+	MaxTransactionBytes = 4 << 20
+)
+
+// OpType is the kind of one entity write.
+type OpType int
+
+// The entity writes.
+const (
+	// OpInsert adds an entity; it fails if one exists.
+	OpInsert OpType = iota
+	// OpReplace replaces an existing entity (If-Match: the ETag, or *).
+	OpReplace
+	// OpMerge merges into an existing entity (If-Match: the ETag, or *).
+	OpMerge
+	// OpUpsertReplace inserts or replaces.
+	OpUpsertReplace
+	// OpUpsertMerge inserts or merges.
+	OpUpsertMerge
+	// OpDelete deletes an existing entity (If-Match: the ETag, or *).
+	OpDelete
+)
+
+var opNames = [...]string{"insert", "replace", "merge", "upsert-replace", "upsert-merge", "delete"}
+
+func (o OpType) String() string {
+	if o < 0 || int(o) >= len(opNames) {
+		return "OpType(" + strconv.Itoa(int(o)) + ")"
+	}
+	return opNames[o]
+}
+
+// Op is one entity write on an encoded entity.
+type Op struct {
+	Type         OpType
+	PartitionKey string
+	RowKey       string
+	// Entity is the entity's JSON (entity.Codec.Marshal's output); unused
+	// by OpDelete.
+	Entity []byte
+	// ETag is the If-Match condition of OpReplace, OpMerge and OpDelete;
+	// empty means "*" (the entity must exist, whatever its version).
+	ETag string
+}
+
+// Result is the outcome of one operation of a successful write.
+type Result struct {
+	StatusCode int    // 201 or 204
+	ETag       string // the entity's new ETag; empty for deletes
+}
+
+// ValidateKeys checks a PartitionKey and RowKey against Azure's key rules.
+func ValidateKeys(pk, rk string) error {
+	if err := keys.ValidateKey("PartitionKey", pk); err != nil {
+		return err
+	}
+	return keys.ValidateKey("RowKey", rk)
+}
+
+// ValidateTransaction checks ops against the rules Azure applies to an
+// entity group transaction: 1 to 100 operations, one PartitionKey, at most
+// one operation per entity, valid keys, and a request body of at most
+// 4 MiB. Errors wrap tablekit.ErrInvalidTransaction (or ErrInvalidKey) and
+// name the operation's index.
+func ValidateTransaction(ops []Op) error {
+	if len(ops) == 0 {
+		return fmt.Errorf("%w: no operations", tablekit.ErrInvalidTransaction)
+	}
+	if len(ops) > MaxTransactionOps {
+		return fmt.Errorf("%w: %d operations; at most %d are allowed", tablekit.ErrInvalidTransaction, len(ops), MaxTransactionOps)
+	}
+	seen := make(map[string]int, len(ops))
+	size := 0
+	for i, op := range ops {
+		if op.Type < OpInsert || op.Type > OpDelete {
+			return fmt.Errorf("%w: operation %d: unknown type %v", tablekit.ErrInvalidTransaction, i, op.Type)
+		}
+		if err := ValidateKeys(op.PartitionKey, op.RowKey); err != nil {
+			return fmt.Errorf("operation %d: %w", i, err)
+		}
+		if op.PartitionKey != ops[0].PartitionKey {
+			return fmt.Errorf("%w: operation %d has PartitionKey %q but operation 0 has %q; a transaction covers one partition", tablekit.ErrInvalidTransaction, i, op.PartitionKey, ops[0].PartitionKey)
+		}
+		if j, dup := seen[op.RowKey]; dup {
+			return fmt.Errorf("%w: operations %d and %d both touch RowKey %q; one operation per entity", tablekit.ErrInvalidTransaction, j, i, op.RowKey)
+		}
+		seen[op.RowKey] = i
+		if op.Type != OpDelete && len(op.Entity) == 0 {
+			return fmt.Errorf("%w: operation %d (%v) has no entity body", tablekit.ErrInvalidTransaction, i, op.Type)
+		}
+		size += OpWireSize(op)
+	}
+	if size > MaxTransactionBytes {
+		return fmt.Errorf("%w: the request body would be about %d bytes; at most %d (4 MiB) are allowed", tablekit.ErrInvalidTransaction, size, MaxTransactionBytes)
+	}
+	return nil
+}
+
+// OpWireSize bounds from above the bytes one operation adds to a batch
+// body: the MIME part headers, the request line with the percent-encoded
+// keys and the table URL (up to 256 bytes), the operation's headers and the
+// entity.
+func OpWireSize(op Op) int {
+	const overhead = 256 /* part headers */ + 256 /* URL */ + 320 /* request headers */
+	return overhead + 3*(len(op.PartitionKey)+len(op.RowKey)) + len(op.ETag) + len(op.Entity)
+}
+
+// validateOp checks one single-entity write before any request.
+func validateOp(op Op) error {
+	if op.Type < OpInsert || op.Type > OpDelete {
+		return fmt.Errorf("tablekit: unknown write type %v", op.Type)
+	}
+	if err := ValidateKeys(op.PartitionKey, op.RowKey); err != nil {
+		return err
+	}
+	if op.Type != OpDelete && len(op.Entity) == 0 {
+		return fmt.Errorf("tablekit: %v of (%q, %q): %w: no entity body", op.Type, op.PartitionKey, op.RowKey, tablekit.ErrInvalidEntity)
+	}
+	return nil
+}
