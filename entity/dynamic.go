@@ -51,6 +51,13 @@ type rawProp struct {
 // decodeEntity reads a row into an Entity. Annotations may come before or
 // after their values.
 func decodeEntity(data []byte, typ reflect.Type) (Entity, error) {
+	var hasPK, hasRK bool
+	return decodeEntityInto(data, typ, &hasPK, &hasRK)
+}
+
+// decodeEntityInto is decodeEntity that also records whether PartitionKey
+// and RowKey were present.
+func decodeEntityInto(data []byte, typ reflect.Type, hasPK, hasRK *bool) (Entity, error) {
 	var e Entity
 	fail := func(field, rule string, cause error) error {
 		return &Error{Type: typ, Field: field, Rule: rule, Err: ErrInvalidEntity, Cause: cause}
@@ -97,10 +104,12 @@ func decodeEntity(data []byte, typ reflect.Type) (Entity, error) {
 				if e.PartitionKey, err = str(); err != nil {
 					return e, err
 				}
+				*hasPK = true
 			case key == "RowKey":
 				if e.RowKey, err = str(); err != nil {
 					return e, err
 				}
+				*hasRK = true
 			case key == "odata.etag":
 				if e.ETag, err = str(); err != nil {
 					return e, err
