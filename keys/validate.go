@@ -11,8 +11,8 @@ import (
 // package re-exports it as tablekit.ErrInvalidKey.
 var ErrInvalidKey = errors.New("invalid key")
 
-// ErrInvalidName is the sentinel for invalid table, queue and container
-// names. The root package re-exports it as tablekit.ErrInvalidName.
+// ErrInvalidName is the sentinel for invalid table, queue, container and
+// blob names. The root package re-exports it as tablekit.ErrInvalidName.
 var ErrInvalidName = errors.New("invalid name")
 
 // MaxKeyBytes is the size limit of a PartitionKey or RowKey: 1 KiB. The
@@ -61,10 +61,10 @@ func ValidateKey(name, k string) error {
 	return nil
 }
 
-// NameError describes why a table, queue or container name is invalid. It
-// wraps ErrInvalidName.
+// NameError describes why a table, queue, container or blob name is
+// invalid. It wraps ErrInvalidName.
 type NameError struct {
-	Kind string // "table", "queue" or "container"
+	Kind string // "table", "queue", "container" or "blob"
 	Name string
 	Rule string
 }
@@ -108,6 +108,58 @@ func ValidateQueueName(name string) error { return validateDNSName("queue", name
 // ValidateContainerName checks a blob container name; the rules are those of
 // queue names.
 func ValidateContainerName(name string) error { return validateDNSName("container", name) }
+
+// MaxBlobNameLength is the longest blob name, in characters.
+const MaxBlobNameLength = 1024
+
+// maxBlobSegments is the most '/'-separated segments a blob name may have.
+const maxBlobSegments = 254
+
+// ValidateBlobName checks a blob name before it is put in a request URL:
+// 1 to 1,024 characters of valid UTF-8, at most 254 '/'-separated
+// segments, no segment "." or ".." (path traversal; Data Lake Storage
+// refuses them too), no trailing '/', and none of '\\' (which some
+// clients turn into '/'), '?', '#' (reserved in URLs) or the control
+// characters U+0000-U+001F and U+007F-U+009F. Empty segments ("a//b") are
+// accepted, as by the service. The error is a *NameError of kind "blob"
+// wrapping ErrInvalidName.
+func ValidateBlobName(name string) error {
+	fail := func(rule string) error { return &NameError{Kind: "blob", Name: name, Rule: rule} }
+	if name == "" {
+		return fail("must not be empty")
+	}
+	if !utf8.ValidString(name) {
+		return fail("not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxBlobNameLength {
+		return fail(fmt.Sprintf("%d characters exceeds the limit of %d", n, MaxBlobNameLength))
+	}
+	segments, start := 1, 0
+	for i, r := range name {
+		switch {
+		case r == '\\' || r == '?' || r == '#':
+			return fail(fmt.Sprintf("character %q at byte %d is not allowed in blob names (\\ ? #)", r, i))
+		case r <= 0x1f || (r >= 0x7f && r <= 0x9f):
+			return fail(fmt.Sprintf("control character U+%04X at byte %d is not allowed in blob names", r, i))
+		case r == '/':
+			if seg := name[start:i]; seg == "." || seg == ".." {
+				return fail(fmt.Sprintf("segment %q at byte %d: . and .. segments are not allowed", seg, start))
+			}
+			segments++
+			start = i + 1
+		}
+	}
+	if seg := name[start:]; seg == "." || seg == ".." {
+		return fail(fmt.Sprintf("segment %q at byte %d: . and .. segments are not allowed", seg, start))
+	}
+	if start == len(name) {
+		return fail("must not end with '/'")
+	}
+	if segments > maxBlobSegments {
+		return fail(fmt.Sprintf("%d segments exceeds the limit of %d", segments, maxBlobSegments))
+	}
+	return nil
+}
 
 func validateDNSName(kind, name string) error {
 	if len(name) < 3 || len(name) > 63 {
