@@ -58,7 +58,8 @@ var ErrNoChange = errors.New("tablekit: no change")
 // write conditional on what was read. It may be called once per attempt.
 type ModifyFunc func(stored []byte) (Op, error)
 
-// ModifyOptions configures Modify. A nil *ModifyOptions means the defaults.
+// ModifyOptions configures Modify and ModifyBatch. A nil *ModifyOptions
+// means the defaults.
 type ModifyOptions struct {
 	// MaxAttempts bounds the attempts on conflicts. Default 16.
 	MaxAttempts int
@@ -69,12 +70,21 @@ type ModifyOptions struct {
 	MustExist bool
 	// Typed reads the entity with full metadata (see GetTyped).
 	Typed bool
+	// Race reports whether a failed write lost a race and the loop should
+	// read again; nil means a conflict on any operation (412, or 409 on an
+	// insert, or 404). Errors it refuses are returned as they are.
+	Race func(err error) bool
 }
 
 // Modified is the outcome of a Modify that wrote.
 type Modified struct {
-	// Op is the write that landed, its entity with the log property.
+	// Op is the entity's write that landed, with the log property.
 	Op Op
+	// Ops are all the operations that landed (ModifyBatch), Ops[0] == Op.
+	Ops []Op
+	// Results are the operations' results; with a lost response, the
+	// stored ETag of the entity (or nothing when others wrote since).
+	Results []Result
 	// ETag is the entity's new ETag; empty when the write's response was
 	// lost and later writers have changed the entity since.
 	ETag string
@@ -90,6 +100,24 @@ type Modified struct {
 // that open and the log cannot settle it. An error from fn is returned as
 // is.
 func (t *Table) Modify(ctx context.Context, pk, rk string, fn ModifyFunc, opts *ModifyOptions) (Modified, error) {
+	return t.ModifyBatch(ctx, pk, rk, func(stored []byte, _ string) ([]Op, error) {
+		op, err := fn(stored)
+		if err != nil {
+			return nil, err
+		}
+		return []Op{op}, nil
+	}, opts)
+}
+
+// ModifyBatch is Modify for a change that spans several entities of the
+// entity's partition (an entity and its index entities): fn returns the
+// operations, the first on (pk, rk) itself, and they are sent as one entity
+// group transaction (one operation: a single write). The first operation
+// is made conditional on the state read and carries the write-id log; fn
+// sets the conditions of the others (from its own reads). etag is the
+// entity's ETag as read. Requests per attempt: the read, fn's own, and the
+// write.
+func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored []byte, etag string) ([]Op, error), opts *ModifyOptions) (Modified, error) {
 	o := ModifyOptions{}
 	if opts != nil {
 		o = *opts
@@ -121,13 +149,17 @@ func (t *Table) Modify(ctx context.Context, pk, rk string, fn ModifyFunc, opts *
 		if err != nil {
 			return Modified{}, err
 		}
-		op, err := fn(stored)
+		ops, err := fn(stored, etag)
 		if errors.Is(err, ErrNoChange) {
 			return Modified{}, nil
 		}
 		if err != nil {
 			return Modified{}, err
 		}
+		if len(ops) == 0 {
+			return Modified{}, nil
+		}
+		op := ops[0]
 		if op.PartitionKey != pk || op.RowKey != rk {
 			return Modified{}, fmt.Errorf("tablekit: %s %s: the change moves the entity to (%q, %q); keys are immutable, insert a new entity instead", o.Verb, label, op.PartitionKey, op.RowKey)
 		}
@@ -155,21 +187,41 @@ func (t *Table) Modify(ctx context.Context, pk, rk string, fn ModifyFunc, opts *
 		if op.Type != OpInsert {
 			op.ETag = etag
 		}
-		if err := validateOp(op); err != nil {
-			return Modified{}, err
-		}
+		ops = append([]Op{op}, ops[1:]...)
 		wctx, tries := attempts.With(ctx)
-		sctx, end := t.span(wctx, writeSpans[op.Type])
-		newETag, werr := t.tr.write(sctx, op, o.Verb, label)
-		end(werr)
+		var results []Result
+		var werr error
+		if len(ops) == 1 {
+			if werr = validateOp(op); werr != nil {
+				return Modified{}, werr
+			}
+			sctx, end := t.span(wctx, writeSpans[op.Type])
+			var newETag string
+			newETag, werr = t.tr.write(sctx, op, o.Verb, label)
+			end(werr)
+			results = []Result{{ETag: newETag}}
+		} else {
+			if werr = ValidateTransaction(ops); werr != nil {
+				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, werr)
+			}
+			sctx, end := t.span(wctx, "Client.SubmitTransaction")
+			results, werr = t.tr.batch(sctx, ops, label)
+			end(werr)
+		}
 		if werr == nil {
-			return Modified{Op: op, ETag: newETag, Written: true}, nil
+			return Modified{Op: op, Ops: ops, Results: results, ETag: results[0].ETag, Written: true}, nil
 		}
 		n := tries.Load()
+		race := o.Race
+		if race == nil {
+			race = func(err error) bool { return isConflict(failedType(ops, err), err) }
+		}
 		switch {
-		case n <= 1 && isConflict(op.Type, werr):
-			// Another writer changed the entity first: read again.
-		case openOutcome(op.Type, werr, n):
+		case n <= 1 && !IsTransientOrLost(werr):
+			if !race(werr) {
+				return Modified{}, werr
+			}
+		case openOutcome(failedType(ops, werr), werr, n):
 			if ctx.Err() != nil {
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
@@ -182,12 +234,16 @@ func (t *Table) Modify(ctx context.Context, pk, rk string, fn ModifyFunc, opts *
 				if log := ReadLog(now); len(log) == 0 || log[len(log)-1] != id {
 					nowETag = "" // later writers followed ours
 				}
-				return Modified{Op: op, ETag: nowETag, Written: true}, nil
+				results = make([]Result, len(ops))
+				results[0].ETag = nowETag
+				return Modified{Op: op, Ops: ops, Results: results, ETag: nowETag, Written: true}, nil
 			case unknown:
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
 		default:
-			return Modified{}, werr
+			if !race(werr) {
+				return Modified{}, werr
+			}
 		}
 		lastErr = werr
 		if err := ConflictPause(ctx, attempt); err != nil {
@@ -195,6 +251,16 @@ func (t *Table) Modify(ctx context.Context, pk, rk string, fn ModifyFunc, opts *
 		}
 	}
 	return Modified{}, fmt.Errorf("tablekit: %s %s: gave up after %d attempts, the entity kept changing: %w", o.Verb, label, o.MaxAttempts, lastErr)
+}
+
+// failedType is the type of the operation err names (a transaction's
+// failing operation), else of the first.
+func failedType(ops []Op, err error) OpType {
+	var te *tablekit.TransactionError
+	if errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) {
+		return ops[te.Index].Type
+	}
+	return ops[0].Type
 }
 
 // isConflict reports whether err is another writer's win over a
