@@ -183,6 +183,14 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			if op.Entity, err = WithProp(op.Entity, UpdateLogProperty, strings.Join(log, " ")); err != nil {
 				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
 			}
+			// The log is one more property: the entity's limits hold with it.
+			var e entity.Entity
+			if err := e.UnmarshalJSON(op.Entity); err != nil {
+				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
+			}
+			if err := e.Validate(); err != nil {
+				return Modified{}, fmt.Errorf("tablekit: %s %s: with the write-id log property %s: %w", o.Verb, label, UpdateLogProperty, err)
+			}
 		}
 		if op.Type != OpInsert {
 			op.ETag = etag
