@@ -81,7 +81,57 @@ type Rule struct {
 	// back; otherwise the request never leaves the client.
 	After bool
 	// Match, when set, limits the rule to requests it returns true for.
+	// Request and Once build common ones: a rule on one kind of request
+	// (a table's insert), and a rule that fires for one request only.
 	Match func(*http.Request) bool
+	// Hold, when set on an After rule, is called once the service has
+	// answered and before the answer is discarded; the attempt (and so
+	// azcore's retry of it) waits until Hold returns. A test uses it to
+	// let other clients write between a write landing and its retry, in
+	// a fixed order instead of a race.
+	Hold func()
+}
+
+// Request returns a Match predicate true for requests with the given
+// method (any when empty) whose URL path ends with pathSuffix, such as
+// Request(http.MethodPost, "/"+table) for a table's single inserts (a
+// transaction is a POST to /$batch and does not match).
+func Request(method, pathSuffix string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		return (method == "" || r.Method == method) && strings.HasSuffix(r.URL.Path, pathSuffix)
+	}
+}
+
+// Once returns a Match predicate true for the first request match accepts
+// (any request when match is nil) and false for every request after it:
+// with Rate 1, exactly one chosen request gets the fault.
+func Once(match func(*http.Request) bool) func(*http.Request) bool {
+	var done atomic.Bool
+	return func(r *http.Request) bool {
+		if match != nil && !match(r) {
+			return false
+		}
+		return done.CompareAndSwap(false, true)
+	}
+}
+
+// RetryMode names azcore retry options under which a fault suite runs.
+type RetryMode struct {
+	Name  string // "default-retry" or "fast-retry", the subtest's name
+	Retry policy.RetryOptions
+}
+
+// Default reports whether the mode is azcore's default retry options.
+func (m RetryMode) Default() bool { return m.Name == "default-retry" }
+
+// RetryModes returns the two modes every fault suite runs under:
+// azcore's default retry options (three retries, the first after about
+// 0.8 s, as a user's client has them), and fast, the suite's own quick
+// options (retries after a millisecond or so). Both are needed: in 0.8 s
+// more writers land on a busy entity than in 1 ms, which is what exposes a
+// retried write that meets its own first attempt among others' writes.
+func RetryModes(fast policy.RetryOptions) []RetryMode {
+	return []RetryMode{{Name: "default-retry"}, {Name: "fast-retry", Retry: fast}}
 }
 
 // Event records one injected failure.
@@ -195,6 +245,9 @@ func (p *Policy) Do(req *policy.Request) (*http.Response, error) {
 		// Let the service finish the request, then lose the answer.
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
+		if r.Hold != nil {
+			r.Hold()
+		}
 	}
 	return failure(r.Kind, raw)
 }
