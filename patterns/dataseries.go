@@ -29,6 +29,8 @@ type DataSeriesOptions struct {
 	// MaxAttempts bounds Add's read-modify-write loop on ETag conflicts.
 	// Default 64.
 	MaxAttempts int
+	// Table passes options to the underlying Table (SDKPath).
+	Table *TableOptions
 }
 
 // DataSeries is the guide's data series pattern ("Store complete data
@@ -88,7 +90,7 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 	if !seriesIdentifier(o.Prefix) {
 		return nil, fmt.Errorf("tablekit: data series %s: %w: slot prefix %q is not a C# identifier", name, tablekit.ErrInvalidEntity, o.Prefix)
 	}
-	t, err := NewTable[entity.Entity](acct, name, nil)
+	t, err := NewTable[entity.Entity](acct, name, &TableOptions{SDKPath: o.Table != nil && o.Table.SDKPath})
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,13 @@ type MixedTable struct {
 }
 
 // NewMixedTable returns the heterogeneous repository of table name. The
-// registry's kinds must be registered before use. It makes no request.
-func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry) (*MixedTable, error) {
+// registry's kinds must be registered before use; opts chooses the
+// transport (SDKPath), nil means the defaults. It makes no request.
+func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry, opts *TableOptions) (*MixedTable, error) {
 	if acct == nil || reg == nil {
 		return nil, errors.New("tablekit: NewMixedTable: account and registry are required")
 	}
-	w, err := wire.Open(acct, name, nil)
+	w, err := wire.Open(acct, name, &wire.Options{SDKPath: opts != nil && opts.SDKPath})
 	if err != nil {
 		return nil, err
 	}

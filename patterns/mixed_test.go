@@ -31,7 +31,7 @@ func TestMixedPartitionResolvesEachRowToItsType(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, c := newTable[Employee](t)
-	m, err := patterns.NewMixedTable(tbl.Account(), tbl.Name(), reg)
+	m, err := patterns.NewMixedTable(tbl.Account(), tbl.Name(), reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

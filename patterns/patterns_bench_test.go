@@ -146,7 +146,7 @@ func BenchmarkDataSeriesAdd(b *testing.B) {
 func BenchmarkWideEntityGet365(b *testing.B) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(b)
-	w, err := patterns.NewWideEntities(acct, testenv.TableName(b))
+	w, err := patterns.NewWideEntities(acct, testenv.TableName(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

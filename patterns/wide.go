@@ -70,10 +70,11 @@ type WideEntities struct {
 	t *Table[entity.Entity]
 }
 
-// NewWideEntities returns the wide entity repository of table name. It
-// makes no request; call Table().CreateIfNotExists to create the table.
-func NewWideEntities(acct *tablekit.Account, name string) (*WideEntities, error) {
-	t, err := NewTable[entity.Entity](acct, name, nil)
+// NewWideEntities returns the wide entity repository of table name; opts
+// chooses the transport (SDKPath), nil means the defaults. It makes no
+// request; call Table().CreateIfNotExists to create the table.
+func NewWideEntities(acct *tablekit.Account, name string, opts *TableOptions) (*WideEntities, error) {
+	t, err := NewTable[entity.Entity](acct, name, &TableOptions{SDKPath: opts != nil && opts.SDKPath})
 	if err != nil {
 		return nil, err
 	}

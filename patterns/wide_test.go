@@ -35,7 +35,7 @@ func widePhysicalRows(t *testing.T, w *patterns.WideEntities, pk string) []entit
 func TestWideEntityGuide365DailyCounts(t *testing.T) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
-	w, err := patterns.NewWideEntities(acct, testenv.TableName(t))
+	w, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestWideEntityGuide365DailyCounts(t *testing.T) {
 func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
-	w, err := patterns.NewWideEntities(acct, testenv.TableName(t))
+	w, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err := reg.Register(entity.Kind{Name: "Employee", Version: 1}, Employee{}); err != nil {
 		return err
 	}
-	dir, err := patterns.NewMixedTable(acct, name+"dir", reg)
+	dir, err := patterns.NewMixedTable(acct, name+"dir", reg, nil)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err != nil {
 		return err
 	}
-	daily, err := patterns.NewWideEntities(acct, name+"Daily")
+	daily, err := patterns.NewWideEntities(acct, name+"Daily", nil)
 	if err != nil {
 		return err
 	}
