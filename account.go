@@ -75,9 +75,12 @@ func ConnectionStringFromEnv(fallback string) string {
 // Azurite's default endpoints, which aztables' own parser rejects);
 // DefaultEndpointsProtocol/AccountName/AccountKey/EndpointSuffix; explicit
 // TableEndpoint, QueueEndpoint and BlobEndpoint with a key or a
-// SharedAccessSignature. Services without an endpoint return nil from their
-// accessor. Errors wrap ErrInvalidConnectionString and never contain the
-// key or signature. Connect makes no request.
+// SharedAccessSignature. A SharedAccessSignature must be a SAS token as the
+// portal and the CLI hand it out: a query string of key=value pairs holding
+// one sig, with or without a leading '?'; any other value is refused.
+// Services without an endpoint return nil from their accessor. Errors wrap
+// ErrInvalidConnectionString and never contain the key or signature.
+// Connect makes no request.
 func Connect(connectionString string, opts *AccountOptions) (*Account, error) {
 	s, err := parseConnectionString(connectionString)
 	if err != nil {
@@ -280,15 +283,29 @@ func optsOrZero(o *AccountOptions) AccountOptions {
 	return c
 }
 
-// redactPolicy removes SAS signatures from transport errors: net/http's
-// *url.Error prints the whole request URL, and azcore returns it as is.
+// redactPolicy removes SAS signatures from what a request leaves behind:
+// net/http's *url.Error prints the whole request URL, and azcore returns
+// it as is; a response keeps its request, which every
+// *azcore.ResponseError carries (RawResponse.Request). The response gets a
+// copy of the request whose URL is redacted; the request itself, which a
+// retry sends again, is left alone.
 type redactPolicy struct{}
 
 func (redactPolicy) Do(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
 	var ue *url.Error
 	if err != nil && errors.As(err, &ue) {
-		ue.URL = redact(ue.URL)
+		ue.URL = Redact(ue.URL)
+	}
+	if resp != nil && resp.Request != nil && resp.Request.URL != nil {
+		if q := resp.Request.URL.RawQuery; q != "" {
+			if r := Redact(q); r != q {
+				u := *resp.Request.URL
+				u.RawQuery = r
+				resp.Request = resp.Request.WithContext(resp.Request.Context()) // a shallow copy
+				resp.Request.URL = &u
+			}
+		}
 	}
 	return resp, err
 }
@@ -304,13 +321,15 @@ func checkEndpoints(ep Endpoints) error {
 	if ep.Table == "" && ep.Queue == "" && ep.Blob == "" {
 		return &connError{msg: "no endpoint given"}
 	}
-	for _, p := range []string{ep.Table, ep.Queue, ep.Blob} {
-		if p == "" {
+	for _, e := range []struct{ name, url string }{{"Table", ep.Table}, {"Queue", ep.Queue}, {"Blob", ep.Blob}} {
+		if e.url == "" {
 			continue
 		}
-		u, err := url.Parse(p)
+		// The text of a malformed endpoint is not echoed: it may hold
+		// anything pasted into it, a key or a signature included.
+		u, err := url.Parse(e.url)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &connError{msg: "endpoint " + quote(p) + " is not an absolute http(s) URL"}
+			return &connError{msg: "the " + e.name + " endpoint is not an absolute http(s) URL"}
 		}
 		if u.RawQuery != "" {
 			return &connError{msg: "endpoint " + quote(u.Scheme+"://"+u.Host+u.Path) + " carries a query string; pass a SAS through a connection string"}
@@ -323,15 +342,116 @@ func wrapClientErr(service string, err error) error {
 	return &connError{msg: "cannot create the " + service + " client: " + redact(err.Error())}
 }
 
-// redact removes anything that looks like a SAS signature from s.
-func redact(s string) string {
-	i := strings.Index(strings.ToLower(s), "sig=")
-	if i < 0 {
-		return s
+// redact is Redact, under the name the package's own callers use.
+func redact(s string) string { return Redact(s) }
+
+// Redact returns s with credentials replaced by REDACTED: the value of
+// every SAS signature (sig=..., also URL-escaped as sig%3D... inside
+// another URL), and the values of AccountKey= and SharedAccessSignature=
+// settings of a connection string. Names are matched in any case; the
+// rest of s is kept, so a redacted URL still says which resource it names.
+//
+// Every error tablekit builds goes through it: MapError's labels and
+// messages, and the pipeline policy that every client of an Account runs,
+// which redacts transport errors (*url.Error) and the request kept by a
+// response (so an *azcore.ResponseError's RawResponse.Request.URL holds no
+// signature). Use it on text of your own that may hold a SAS URL or a
+// connection string before it reaches a log.
+func Redact(s string) string {
+	var b strings.Builder
+	for {
+		i, m := nextSecret(s)
+		if i < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			b.WriteString(s)
+			return b.String()
+		}
+		start := i + len(m.name)
+		end := start + m.valueLen(s[start:])
+		b.WriteString(s[:start])
+		if end > start {
+			b.WriteString("REDACTED")
+		}
+		s = s[end:]
 	}
-	j := i + 4
-	for j < len(s) && s[j] != '&' && s[j] != ' ' && s[j] != '"' {
-		j++
+}
+
+// redactError returns err, or when its text holds a credential, an error
+// printing that text redacted and unwrapping to err.
+func redactError(err error) error {
+	if err == nil {
+		return nil
 	}
-	return s[:i+4] + "REDACTED" + redact(s[j:])
+	msg := err.Error()
+	if r := Redact(msg); r != msg {
+		return &redactedError{msg: r, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// secretMarker is a name whose value is a credential.
+type secretMarker struct {
+	name string // lower case, with its '=' (or "%3d")
+	// inQuery: the value ends at '&' (or "%26" when escaped); otherwise
+	// it runs to the end of the connection-string setting.
+	inQuery, escaped bool
+}
+
+var secretMarkers = []secretMarker{
+	{name: "sig=", inQuery: true},
+	{name: "sig%3d", inQuery: true, escaped: true},
+	{name: "accountkey="},
+	{name: "sharedaccesssignature="},
+}
+
+// nextSecret finds the first marker in s, ignoring ASCII case.
+func nextSecret(s string) (int, secretMarker) {
+	for i := 0; i < len(s); i++ {
+		for _, m := range secretMarkers {
+			if len(s)-i >= len(m.name) && asciiEqualFold(s[i:i+len(m.name)], m.name) {
+				return i, m
+			}
+		}
+	}
+	return -1, secretMarker{}
+}
+
+// valueLen is the length of the value at the start of v. A value ends at
+// white space, a quote, a backslash (an escape in JSON or Go syntax), an
+// angle bracket, ';' or ',', and a query value also at '&' and '#'.
+func (m secretMarker) valueLen(v string) int {
+	for j := 0; j < len(v); j++ {
+		switch c := v[j]; {
+		case c <= ' ' || c == 0x7f, c == '"', c == '\'', c == '\\', c == '<', c == '>', c == ';', c == ',':
+			return j
+		case m.inQuery && (c == '&' || c == '#'):
+			return j
+		case m.escaped && c == '%' && len(v)-j >= 3 && asciiEqualFold(v[j:j+3], "%26"):
+			return j
+		}
+	}
+	return len(v)
+}
+
+func asciiEqualFold(a, lower string) bool {
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }

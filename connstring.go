@@ -52,14 +52,12 @@ func parseConnectionString(cs string) (settings, error) {
 		}
 		i := strings.IndexByte(part, '=')
 		if i <= 0 {
-			name := part
-			if len(name) > 24 {
-				name = name[:24] + "..."
+			// Echo the segment only when it cannot be a credential: a
+			// key or a signature pasted alone is not a word.
+			if !isLetters(part) || len(part) > 40 || strings.Contains(strings.ToLower(cs), "accountkey") || strings.Contains(strings.ToLower(cs), "sharedaccesssignature") {
+				return settings{}, &connError{msg: "a segment is not of the form Key=Value"}
 			}
-			if strings.Contains(strings.ToLower(cs), "accountkey") || strings.Contains(strings.ToLower(cs), "sharedaccesssignature") {
-				name = "(redacted)"
-			}
-			return settings{}, &connError{msg: "segment " + quote(name) + " is not of the form Key=Value"}
+			return settings{}, &connError{msg: "segment " + quote(part) + " is not of the form Key=Value"}
 		}
 		key := strings.ToLower(strings.TrimSpace(part[:i]))
 		if !knownSettings[key] {
@@ -121,6 +119,11 @@ func parseConnectionString(cs string) (settings, error) {
 			return settings{}, err
 		}
 	}
+	if s.sas != "" {
+		if err := checkSAS(s.sas); err != nil {
+			return settings{}, err
+		}
+	}
 
 	// Derive missing endpoints from the account name and suffix.
 	if s.accountName != "" {
@@ -174,12 +177,51 @@ func parseConnectionString(cs string) (settings, error) {
 			}
 		}
 	}
-	if s.sas != "" {
-		if _, err := url.ParseQuery(s.sas); err != nil {
-			return settings{}, &connError{msg: "SharedAccessSignature is not a valid query string"}
+	return s, nil
+}
+
+// errSAS is checkSAS's error. It never shows the value: a SAS that is not
+// a query string may still be a credential (a bare signature, say).
+var errSAS = &connError{msg: "SharedAccessSignature is not a SAS token: want the query string of a SAS, key=value pairs joined by & and holding one sig (sv=...&sig=...)"}
+
+// checkSAS accepts a SAS query string (without its leading '?'): key=value
+// pairs joined by '&', keys of letters and digits, values validly
+// %-escaped, no white space or '#', and exactly one non-empty sig. Any
+// other value would travel after '?' in every request URL, where Redact
+// could not tell the secret from the rest and the service would refuse
+// it anyway.
+func checkSAS(sas string) error {
+	sigs := 0
+	for _, pair := range strings.Split(sas, "&") {
+		if pair == "" {
+			continue // a stray '&' is harmless
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k == "" {
+			return errSAS
+		}
+		for i := 0; i < len(k); i++ {
+			if c := k[i] | 0x20; (c < 'a' || c > 'z') && (k[i] < '0' || k[i] > '9') {
+				return errSAS
+			}
+		}
+		if strings.Contains(v, "#") || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+			return errSAS
+		}
+		if _, err := url.QueryUnescape(v); err != nil {
+			return errSAS
+		}
+		if strings.EqualFold(k, "sig") {
+			if v == "" {
+				return errSAS
+			}
+			sigs++
 		}
 	}
-	return s, nil
+	if sigs != 1 {
+		return errSAS
+	}
+	return nil
 }
 
 var knownSettings = map[string]bool{

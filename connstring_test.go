@@ -200,3 +200,55 @@ func TestSASOnlyPathStyleAccountName(t *testing.T) {
 		t.Errorf("Name = %q, want devstoreaccount1 (the path segment of a path-style endpoint)", a.Name())
 	}
 }
+
+// TestConnectRejectsSASThatIsNotAQuery: a SharedAccessSignature value must
+// be a query string of key=value pairs holding a non-empty sig. Anything
+// else (a bare signature, a SAS without sig, stray segments) used to be
+// accepted and then sent after '?' in every request URL, where no
+// redaction recognised it. Connect refuses it without echoing it.
+func TestConnectRejectsSASThatIsNotAQuery(t *testing.T) {
+	const value = "Zm9vYmFyLXNlY3JldC12YWx1ZQ" // base64, no padding
+	for _, sas := range []string{
+		"notaquery",
+		value,
+		"?" + value,
+		"sv=2019-02-02&sp=r&se=2030-01-01T00%3A00%3A00Z&x=" + value,
+		"sv=2019-02-02&sp=r&sig=",
+		"sv=2019-02-02&" + value + "&sig=abc",
+		"sv=2019-02-02&=" + value + "&sig=abc",
+		"sv=2019-02-02&sig=abc&sig=" + value,
+		"sv=2019-02-02&sig=abc#" + value,
+		"sv=2019-02-02&sig=abc " + value,
+	} {
+		for _, cs := range []string{
+			"TableEndpoint=https://contoso.table.core.windows.net;SharedAccessSignature=" + sas,
+			"QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;SharedAccessSignature=" + sas,
+		} {
+			a, err := tablekit.Connect(cs, nil)
+			if err == nil {
+				t.Errorf("Connect accepted SharedAccessSignature=%s (queue endpoint %q)", sas, a.QueueEndpoint())
+				continue
+			}
+			if !errors.Is(err, tablekit.ErrInvalidConnectionString) {
+				t.Errorf("SharedAccessSignature=%s: error %v does not wrap ErrInvalidConnectionString", sas, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "SharedAccessSignature") || !strings.Contains(msg, "sig") {
+				t.Errorf("SharedAccessSignature=%s: error %q does not say what is wrong", sas, msg)
+			}
+			if strings.Contains(msg, value) || strings.Contains(msg, value[:12]) || strings.Contains(msg, "notaquery") {
+				t.Errorf("SharedAccessSignature=%s: error %q echoes the value", sas, msg)
+			}
+		}
+	}
+	// Real SAS query strings are still accepted, with or without '?'.
+	for _, sas := range []string{
+		"sv=2019-02-02&tn=t&sp=r&se=2030-01-01T00%3A00%3A00Z&sig=abc%3D",
+		"?sv=2020-02-10&ss=q&srt=sco&sp=r&se=2030-01-01T00:00:00Z&sig=a%2Fb%2Bc%3D",
+		"sig=abc",
+	} {
+		if _, err := tablekit.Connect("TableEndpoint=https://contoso.table.core.windows.net;SharedAccessSignature="+sas, nil); err != nil {
+			t.Errorf("Connect refused SharedAccessSignature=%s: %v", sas, err)
+		}
+	}
+}

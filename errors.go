@@ -199,8 +199,11 @@ func transientStatus(code int) bool {
 }
 
 // MapError classifies an error returned by the SDK. Errors that are not
-// *azcore.ResponseError are returned unchanged (nil stays nil). op and
-// resource label the error, e.g. ("insert entity", "employees PK=Sales RK=1").
+// *azcore.ResponseError are returned unchanged (nil stays nil), unless
+// their text holds a credential: then they are wrapped with that text
+// redacted. op and resource label the error, e.g. ("insert entity",
+// "employees PK=Sales RK=1"); labels and the service's message go through
+// Redact, so a label holding a SAS URL shows no signature.
 // A batch failure (status 202 with the inner response in the body) becomes
 // a *TransactionError.
 func MapError(err error, op, resource string) error {
@@ -209,7 +212,7 @@ func MapError(err error, op, resource string) error {
 	}
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
-		return err
+		return redactError(err)
 	}
 	if re.StatusCode == http.StatusAccepted && re.RawResponse != nil {
 		if body, perr := runtime.Payload(re.RawResponse); perr == nil {
@@ -219,14 +222,14 @@ func MapError(err error, op, resource string) error {
 			}
 		}
 	}
-	se := &ServiceError{Op: op, Resource: resource, StatusCode: re.StatusCode, Code: re.ErrorCode, resp: re}
+	se := &ServiceError{Op: Redact(op), Resource: Redact(resource), StatusCode: re.StatusCode, Code: re.ErrorCode, resp: re}
 	if re.RawResponse != nil {
 		if body, perr := runtime.Payload(re.RawResponse); perr == nil {
 			code, msg := parseODataError(body)
 			if se.Code == "" {
 				se.Code = code
 			}
-			se.Message = msg
+			se.Message = Redact(msg)
 		}
 	}
 	se.sentinel = sentinelFor(se.StatusCode, se.Code)
@@ -287,7 +290,7 @@ func ParseTransactionError(body []byte) *TransactionError {
 					msg = msg[k+1:]
 				}
 			}
-			te.Message = firstLine(msg)
+			te.Message = Redact(firstLine(msg))
 		}
 		te.sentinel = sentinelFor(status, te.Code)
 		return te

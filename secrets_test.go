@@ -20,6 +20,8 @@ import (
 	azlog "github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	azqsas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -85,6 +87,10 @@ func renderings(v any) map[string]string {
 		if errors.As(err, &ue) {
 			out["url.Error"] = ue.Error()
 		}
+		// The request a ResponseError keeps: callers log its URL.
+		if re != nil && re.RawResponse != nil && re.RawResponse.Request != nil && re.RawResponse.Request.URL != nil {
+			out["ResponseError.RawResponse.Request.URL"] = re.RawResponse.Request.URL.String()
+		}
 	}
 	return out
 }
@@ -96,6 +102,17 @@ func assertNoLeak(t *testing.T, what string, v any, secrets ...secret) {
 			t.Errorf("%s, printed with %s, shows the %s:\n%s", what, how, l, s)
 		}
 	}
+}
+
+// unpaddedKey is random base64 without padding, so that nothing in it
+// looks like a Key=Value separator.
+func unpaddedKey(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 48)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 func randomKey(t *testing.T) string {
@@ -113,7 +130,8 @@ func randomKey(t *testing.T) string {
 func TestSecretsNotInConnectErrors(t *testing.T) {
 	key := randomKey(t)
 	sas := "sv=2019-02-02&tn=orders&sp=r&se=2030-01-01T00%3A00%3A00Z&sig=" + url.QueryEscape(randomKey(t)[:44])
-	secrets := []secret{keySecret(key), sigSecret(sas)}
+	bare := unpaddedKey(t) // base64 with no '=': a key or a signature pasted alone
+	secrets := []secret{keySecret(key), sigSecret(sas), keySecret(bare)}
 	ep := "http://127.0.0.1:1/devstoreaccount1"
 	for _, cs := range []string{
 		"AccountName=acct;AccountKey=" + key + ";NotASetting",
@@ -133,6 +151,13 @@ func TestSecretsNotInConnectErrors(t *testing.T) {
 		"TableEndpoint=" + ep + ";SharedAccessSignature=%zz" + sas,
 		"TableEndpoint=" + ep + ";SharedAccessSignature=" + sas + ";SharedAccessSignature=" + sas,
 		"UseDevelopmentStorage=false;AccountKey=" + key,
+		// A bare segment names no credential, but it may be one.
+		"AccountName=acct;" + bare,
+		"AccountName=acct;AccountKey=" + key + ";" + bare,
+		// SharedAccessSignature values that are not a SAS query string.
+		"TableEndpoint=" + ep + ";SharedAccessSignature=" + bare,
+		"TableEndpoint=" + ep + ";SharedAccessSignature=" + strings.TrimPrefix(strings.ReplaceAll(sas, "sig=", "sgn="), "?"),
+		"TableEndpoint=" + ep + ";SharedAccessSignature=" + sas + "&" + bare,
 	} {
 		acct, err := tablekit.Connect(cs, nil)
 		if err == nil {
@@ -155,6 +180,17 @@ func TestSecretsNotInConnectErrors(t *testing.T) {
 		t.Error("NewAccountWithSharedKey accepted an endpoint with a query")
 	} else {
 		assertNoLeak(t, "a NewAccountWithSharedKey error", err, secrets...)
+	}
+	// A malformed endpoint is not echoed: it may hold anything pasted.
+	for _, bad := range []string{"not a url " + key, "ftp://host/" + bare, bare} {
+		if _, err := tablekit.NewAccountWithSharedKey("acct", key, tablekit.Endpoints{Queue: bad}, nil); err == nil {
+			t.Error("NewAccountWithSharedKey accepted a malformed endpoint")
+		} else {
+			if !errors.Is(err, tablekit.ErrInvalidConnectionString) || !strings.Contains(err.Error(), "Queue endpoint") {
+				t.Errorf("NewAccountWithSharedKey(malformed Queue endpoint) = %v; want ErrInvalidConnectionString naming the Queue endpoint", err)
+			}
+			assertNoLeak(t, "a NewAccountWithSharedKey error", err, secrets...)
+		}
 	}
 }
 
@@ -362,4 +398,155 @@ func testenvKey(t *testing.T) string {
 		}
 	}
 	return sasTestKey
+}
+
+// accountSAS signs an account SAS for the queue service of the test account
+// (ss=q: blob and table requests with it are refused) with key and
+// returns its query string.
+func accountSAS(t *testing.T, key, permissions string) string {
+	t.Helper()
+	name := testenv.Account(t).Name()
+	cred, err := azqueue.NewSharedKeyCredential(name, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := azqsas.AccountSignatureValues{
+		ExpiryTime: time.Now().Add(time.Hour), Permissions: permissions, ResourceTypes: "sco",
+	}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp.Encode()
+}
+
+// sasAccount connects to the test account's queue and blob endpoints with
+// the SAS query.
+func sasAccount(t *testing.T, query string, opts *tablekit.AccountOptions) *tablekit.Account {
+	t.Helper()
+	a := testenv.Account(t)
+	acct, err := tablekit.Connect("QueueEndpoint="+a.QueueEndpoint()+";BlobEndpoint="+a.BlobEndpoint()+";SharedAccessSignature="+query, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acct
+}
+
+// TestSecretsNotInQueueAndBlobErrors: queue and blob requests refused with
+// a read-only SAS, a SAS for another service and a SAS signed with the
+// wrong key fail with ErrAuthorization, and the signature shows neither in
+// the SDK's errors (the request a ResponseError keeps included) nor in
+// MapError's, even when the caller labels the error with the client's URL,
+// which holds the SAS.
+func TestSecretsNotInQueueAndBlobErrors(t *testing.T) {
+	ctx := context.Background()
+	readOnly := accountSAS(t, testenvKey(t), "r")
+	wrongKey := accountSAS(t, randomKey(t), "rwdlacup")
+	secrets := []secret{sigSecret(readOnly), sigSecret(wrongKey)}
+	for what, query := range map[string]string{"read-only SAS": readOnly, "SAS signed with a wrong key": wrongKey} {
+		acct := sasAccount(t, query, nil)
+
+		qc := acct.Queues().NewQueueClient(testenv.QueueName(t))
+		_, err := qc.Create(ctx, nil)
+		assertNoLeak(t, what+": azqueue Create error", err, secrets...)
+		mapped := tablekit.MapError(err, "create queue", qc.URL())
+		if !errors.Is(mapped, tablekit.ErrAuthorization) {
+			t.Errorf("%s: create queue: %v, want ErrAuthorization", what, mapped)
+		}
+		assertNoLeak(t, what+": MapError(create queue, labelled with the queue URL)", mapped, secrets...)
+
+		// Blob requests with a queue-service SAS are refused too.
+		container := testenv.ContainerName(t)
+		_, err = acct.Blobs().CreateContainer(ctx, container, nil)
+		assertNoLeak(t, what+": azblob CreateContainer error", err, secrets...)
+		mapped = tablekit.MapError(err, "create container", acct.Blobs().URL()+" "+container)
+		if !errors.Is(mapped, tablekit.ErrAuthorization) {
+			t.Errorf("%s: create container: %v, want ErrAuthorization", what, mapped)
+		}
+		assertNoLeak(t, what+": MapError(create container, labelled with the blob URL)", mapped, secrets...)
+	}
+
+	// Unreachable: the transport error names the URL.
+	closed := "http://127.0.0.1:1/devstoreaccount1"
+	acct, err := tablekit.Connect("QueueEndpoint="+closed+";BlobEndpoint="+closed+";SharedAccessSignature="+readOnly,
+		&tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc := acct.Queues().NewQueueClient("jobs")
+	_, err = qc.Create(ctx, nil)
+	if !tablekit.IsTransient(err) {
+		t.Errorf("create queue on a closed port: %v, want a transient error", err)
+	}
+	assertNoLeak(t, "create queue on a closed port", tablekit.MapError(err, "create queue", qc.URL()), secrets...)
+	_, err = acct.Blobs().CreateContainer(ctx, "jobs", nil)
+	assertNoLeak(t, "create container on a closed port", tablekit.MapError(err, "create container", acct.Blobs().URL()), secrets...)
+}
+
+// TestRedact: the helper every error path and the worker's output go
+// through removes signatures, keys and SAS settings wherever they appear
+// and leaves the rest of the text alone.
+func TestRedact(t *testing.T) {
+	key := randomKey(t)
+	bare := unpaddedKey(t)
+	sig := url.QueryEscape(randomKey(t)[:44])
+	secrets := []secret{keySecret(key), keySecret(bare), {"SAS signature", []string{sig}}}
+	for _, s := range []string{
+		"GET http://127.0.0.1:1/devstoreaccount1/jobs?sv=2020-02-10&sig=" + sig + "&sp=r: connection refused",
+		"create queue https://a.queue.core.windows.net/jobs?SIG=" + sig,
+		`{"msg":"failed","url":"https://a/jobs?se=1\u0026sig=` + sig + `\u0026sp=r"}`,
+		"escaped in another URL: https://a/copy?src=https%3A%2F%2Fb%2Fc%3Fsig%3D" + sig,
+		"AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net",
+		"TableEndpoint=http://x;SharedAccessSignature=" + bare + ";QueueEndpoint=http://y",
+		"sharedaccesssignature=" + bare,
+	} {
+		got := tablekit.Redact(s)
+		if l := leak(got, secrets...); l != "" {
+			t.Errorf("Redact(%q) = %q still shows the %s", s, got, l)
+		}
+		if !strings.Contains(got, "REDACTED") {
+			t.Errorf("Redact(%q) = %q; want the secret replaced by REDACTED", s, got)
+		}
+	}
+	if got := tablekit.Redact("create queue jobs: 403 AuthorizationPermissionMismatch"); got != "create queue jobs: 403 AuthorizationPermissionMismatch" {
+		t.Errorf("Redact changed text without secrets: %q", got)
+	}
+	if got := tablekit.Redact("https://a/jobs?sv=1&sig=abc&sp=r"); got != "https://a/jobs?sv=1&sig=REDACTED&sp=r" {
+		t.Errorf("Redact kept too little of a URL: %q", got)
+	}
+}
+
+// TestSecretsNotInQueueAndBlobLogs: azcore's request log shows queue and
+// blob requests of a SAS account with the signature redacted, and those of
+// a shared-key account with the Authorization header redacted.
+func TestSecretsNotInQueueAndBlobLogs(t *testing.T) {
+	ctx := context.Background()
+	query := accountSAS(t, testenvKey(t), "r")
+	sasAcct := sasAccount(t, query, nil)
+	keyAcct := testenv.Account(t)
+	var mu sync.Mutex
+	var logged strings.Builder
+	azlog.SetListener(func(_ azlog.Event, msg string) {
+		mu.Lock()
+		logged.WriteString(msg)
+		logged.WriteByte('\n')
+		mu.Unlock()
+	})
+	t.Cleanup(func() { azlog.SetListener(nil) })
+	name := testenv.QueueName(t)
+	_, _ = sasAcct.Queues().NewQueueClient(name).Create(ctx, nil)
+	_, _ = sasAcct.Blobs().CreateContainer(ctx, testenv.ContainerName(t), nil)
+	_, _ = keyAcct.Queues().NewQueueClient(name).GetProperties(ctx, nil)
+	azlog.SetListener(nil)
+	mu.Lock()
+	out := logged.String()
+	mu.Unlock()
+	if !strings.Contains(out, name) || !strings.Contains(out, "Authorization: REDACTED") {
+		t.Fatalf("the request log does not show the queue's requests with a redacted Authorization header:\n%s", out)
+	}
+	if l := leak(out, sigSecret(query), keySecret(testenvKey(t))); l != "" {
+		t.Errorf("the azcore request log shows the %s:\n%s", l, out)
+	}
+	if i := strings.Index(out, "SharedKey "); i >= 0 {
+		t.Errorf("the azcore request log shows a Shared Key signature: %s", out[i:min(len(out), i+80)])
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
+	"path"
 	"strconv"
 	"time"
 
@@ -89,7 +91,7 @@ func (q *Queue) Create(ctx context.Context) error {
 func (q *Queue) Delete(ctx context.Context) error {
 	for _, c := range []*azqueue.QueueClient{q.qc, q.pc} {
 		_, err := c.Delete(ctx, nil)
-		if err = tablekit.MapError(err, "delete queue", c.URL()); err != nil && !tablekit.IsNotFound(err) {
+		if err = tablekit.MapError(err, "delete queue", queueLabel(c)); err != nil && !tablekit.IsNotFound(err) {
 			return err
 		}
 	}
@@ -98,11 +100,22 @@ func (q *Queue) Delete(ctx context.Context) error {
 
 func createQueue(ctx context.Context, c *azqueue.QueueClient) error {
 	_, err := c.Create(ctx, nil)
-	err = tablekit.MapError(err, "create queue", c.URL())
+	err = tablekit.MapError(err, "create queue", queueLabel(c))
 	if err != nil && !tablekit.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
+}
+
+// queueLabel labels c's errors with the queue's name: its URL may carry a
+// SAS (MapError would redact the signature, but the name is what a
+// reader needs).
+func queueLabel(c *azqueue.QueueClient) string {
+	u, err := url.Parse(c.URL())
+	if err != nil {
+		return "queue"
+	}
+	return path.Base(u.Path)
 }
 
 func createContainer(ctx context.Context, acct *tablekit.Account, name string) error {

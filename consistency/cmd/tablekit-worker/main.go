@@ -235,6 +235,7 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
+	stderr = redactingWriter{stderr}
 	c := &config{stdout: stdout, stderr: stderr}
 	cmds := commands(c)
 	if len(args) == 0 {
@@ -286,6 +287,23 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// redactingWriter passes every write through tablekit.Redact: whatever
+// reaches stderr (error messages and log records, each written whole in
+// one call) shows no SAS signature, account key or SAS setting, even if an
+// error from outside tablekit prints a URL or a connection string.
+type redactingWriter struct{ w io.Writer }
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if red := tablekit.Redact(s); red != s {
+		if _, err := io.WriteString(r.w, red); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return r.w.Write(p)
 }
 
 type usageError struct{ msg string }

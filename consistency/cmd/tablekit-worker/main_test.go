@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +23,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
@@ -68,8 +73,14 @@ func workerEnv(t *testing.T) []string {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, workerEnv(t), args...)
+}
+
+// startEnv is start with the given environment.
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(binary(t), args...)
-	cmd.Env = workerEnv(t)
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -399,4 +410,90 @@ func httpGet(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// queueSAS signs an account SAS for the queue service of the test account
+// with key (the account's own key when key is "") and returns a connection
+// string using it, and its signature.
+func queueSAS(t *testing.T, key, permissions string) (connString, sig string) {
+	t.Helper()
+	acct := testenv.Account(t)
+	if key == "" {
+		for _, part := range strings.Split(testenv.ConnectionString(t), ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(k, "AccountKey") {
+				key = v
+			}
+		}
+	}
+	cred, err := azqueue.NewSharedKeyCredential(acct.Name(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := sas.AccountSignatureValues{
+		ExpiryTime: time.Now().Add(time.Hour), Permissions: permissions, ResourceTypes: "sco",
+	}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "QueueEndpoint=" + acct.QueueEndpoint() + ";BlobEndpoint=" + acct.BlobEndpoint() + ";TableEndpoint=" + acct.TableEndpoint() +
+		";SharedAccessSignature=" + qp.Encode(), qp.Signature()
+}
+
+// showsSig reports whether out holds the signature, plain, URL-escaped or
+// in part.
+func showsSig(out, sig string) bool {
+	for _, form := range []string{sig, url.QueryEscape(sig), sig[:12], url.QueryEscape(sig)[:12]} {
+		if strings.Contains(out, form) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunDoesNotPrintSAS: "run" with a read-only SAS or one signed with the
+// wrong key fails to create its queues and exits 1, and with --create=false
+// it logs every failed receive; stderr names the failure but never shows
+// the signature.
+func TestRunDoesNotPrintSAS(t *testing.T) {
+	b := make([]byte, 64)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	wrongKey := base64.StdEncoding.EncodeToString(b)
+	for _, tc := range []struct{ what, key, perms, want string }{
+		{"read-only SAS", "", "rl", "AuthorizationPermissionMismatch"},
+		{"SAS signed with a wrong key", wrongKey, "rwdlacup", "AuthenticationFailed"},
+	} {
+		cs, sig := queueSAS(t, tc.key, tc.perms)
+		env := append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+cs)
+		for _, format := range []string{"json", "text"} {
+			cmd := exec.Command(binary(t), "run", "--queue", queueName(t), "--metrics-addr", "", "--log-format", format)
+			cmd.Env = env
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Errorf("%s, --log-format %s: exit %v, want 1; stderr:\n%s", tc.what, format, err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%s, --log-format %s: stderr does not say %s:\n%s", tc.what, format, tc.want, stderr.String())
+			}
+			if showsSig(stderr.String(), sig) {
+				t.Errorf("%s, --log-format %s: stderr shows the SAS signature:\n%s", tc.what, format, stderr.String())
+			}
+		}
+	}
+
+	// Without --create the worker starts and logs its failed receives.
+	cs, sig := queueSAS(t, wrongKey, "rwdlacup")
+	p := startEnv(t, append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+cs),
+		"run", "--queue", queueName(t), "--create=false", "--metrics-addr", "", "--poll", "100ms")
+	l := p.waitLine(t, 30*time.Second, "a failed receive", func(l map[string]any) bool { return l["msg"] == "receive failed" })
+	if e, _ := l["error"].(string); !strings.Contains(e, "AuthenticationFailed") {
+		t.Errorf("receive failed with %q, want AuthenticationFailed", e)
+	}
+	p.stop(t)
+	if out := p.log(); showsSig(out, sig) {
+		t.Errorf("the worker's log shows the SAS signature:\n%s", out)
+	}
 }
