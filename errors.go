@@ -359,7 +359,7 @@ func (e *OutcomeUnknownError) Error() string {
 	if e.Err != nil {
 		msg += " (last failure: " + e.Err.Error() + ")"
 	}
-	return msg
+	return Redact(msg)
 }
 
 // Unwrap returns ErrOutcomeUnknown and, as documented on the type, the
