@@ -2,13 +2,13 @@ package consistency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sort"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // KindCopyProps keeps denormalized properties of a target entity (the
@@ -59,6 +59,9 @@ func (a *CopyPropsArgs) validate(kind string) error {
 		if s == "" || t == "" || reservedProp(s) || reservedProp(t) {
 			return argsError(kind, "props maps "+s+" to "+t+": names must be non-empty and not keys or Timestamp")
 		}
+		if err := entity.ValidatePropertyName(t); err != nil {
+			return invalidArgs(kind, "props["+s+"]", err)
+		}
 	}
 	if (a.Link == "") != (a.LinkValue == "") {
 		return argsError(kind, "link and linkValue go together")
@@ -91,16 +94,16 @@ func applyCopyProps(ctx context.Context, c *Call) error {
 	}
 	sort.Strings(names)
 	for range maxReadRepair {
-		target, etag, found, err := readEntityWith(ctx, tc, a.Target)
+		target, etag, found, err := getEntityWith(ctx, tc, a.Target)
 		if err != nil || !found {
 			return err
 		}
 		if a.Link != "" {
-			if v, _ := target.stringProp(a.Link); v != a.LinkValue {
+			if v, _ := stringProp(target, a.Link); v != a.LinkValue {
 				return nil // the target follows another source now
 			}
 		}
-		source, _, srcFound, err := readEntity(ctx, c.Account, a.Source)
+		source, _, srcFound, err := getEntity(ctx, c.Account, a.Source)
 		if err != nil {
 			return err
 		}
@@ -110,34 +113,27 @@ func applyCopyProps(ctx context.Context, c *Call) error {
 		changed := false
 		for _, s := range names {
 			t := a.Props[s]
-			var v, ann json.RawMessage
+			var v entity.Value
 			var ok bool
 			if srcFound {
-				v, ok = source[s]
-				ann = source[s+"@odata.type"]
+				v, ok = source.Properties[s]
 			}
-			old, had := target[t]
-			oldAnn := target[t+"@odata.type"]
+			old, had := target.Properties[t]
 			switch {
-			case ok && (!had || string(old) != string(v) || string(oldAnn) != string(ann)):
-				target[t] = v
-				delete(target, t+"@odata.type")
-				if ann != nil {
-					target[t+"@odata.type"] = ann
-				}
+			case ok && (!had || !old.Equal(v)):
+				target.Set(t, v)
 				changed = true
 			case !ok && had:
-				delete(target, t)
-				delete(target, t+"@odata.type")
+				delete(target.Properties, t)
 				changed = true
 			}
 		}
 		if !changed {
 			return nil
 		}
-		body, err := json.Marshal(target)
+		body, err := target.MarshalJSON()
 		if err != nil {
-			return Permanent(err)
+			return Permanent(&wrapped{msg: "consistency: copy-props: write " + a.Target.String() + ": " + err.Error(), err: err})
 		}
 		e := etag
 		_, err = tc.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeReplace})

@@ -1,11 +1,10 @@
 package consistency
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -14,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -42,33 +42,30 @@ func (r EntityRef) validateField(kind, field string) error {
 	return nil
 }
 
-// props is an entity in the Table service's JSON form: property names (and
-// their "@odata.type" annotations) to raw JSON values.
-type props map[string]json.RawMessage
-
-// readEntity fetches an entity with full metadata, so that every property
-// keeps its type annotation, and strips the service's metadata (odata.*,
-// Timestamp). found is false on 404.
-func readEntity(ctx context.Context, acct *tablekit.Account, ref EntityRef) (p props, etag azcore.ETag, found bool, err error) {
+// getEntity fetches an entity with full metadata, so that every property
+// keeps its type annotation, and decodes it with the entity layer (every
+// EDM type kept exactly); the service's metadata (odata.*, Timestamp) is
+// dropped. found is false on 404.
+func getEntity(ctx context.Context, acct *tablekit.Account, ref EntityRef) (e entity.Entity, etag azcore.ETag, found bool, err error) {
 	c, err := acct.Table(ref.Table)
 	if err != nil {
-		return nil, "", false, Permanent(err)
+		return entity.Entity{}, "", false, Permanent(err)
 	}
-	return readEntityWith(ctx, c, ref)
+	return getEntityWith(ctx, c, ref)
 }
 
-// readEntityWith is readEntity on a table client. It reads the raw
-// response body: the SDK's GetEntity decodes numbers into float64 and so
-// turns a Double 3.0 into 3, which would be written back as an Int32.
-func readEntityWith(ctx context.Context, c *aztables.Client, ref EntityRef) (props, azcore.ETag, bool, error) {
+// getEntityWith is getEntity on a table client. It reads the raw response
+// body: the SDK's GetEntity decodes numbers into float64 and so turns a
+// Double 3.0 into 3, which would be written back as an Int32.
+func getEntityWith(ctx context.Context, c *aztables.Client, ref EntityRef) (entity.Entity, azcore.ETag, bool, error) {
 	var raw *http.Response
 	resp, err := c.GetEntity(policy.WithCaptureResponse(ctx, &raw), ref.PartitionKey, ref.RowKey, &aztables.GetEntityOptions{Format: to.Ptr(aztables.MetadataFormatFull)})
 	if err != nil {
 		err = tablekit.MapError(err, "get entity", ref.String())
 		if tablekit.IsNotFound(err) && !isTableNotFound(err) {
-			return nil, "", false, nil
+			return entity.Entity{}, "", false, nil
 		}
-		return nil, "", false, err
+		return entity.Entity{}, "", false, err
 	}
 	body := resp.Value
 	if raw != nil {
@@ -76,31 +73,12 @@ func readEntityWith(ctx context.Context, c *aztables.Client, ref EntityRef) (pro
 			body = b
 		}
 	}
-	var p props
-	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, "", false, err
+	var e entity.Entity
+	if err := e.UnmarshalJSON(body); err != nil {
+		return entity.Entity{}, "", false, &wrapped{msg: "consistency: read " + ref.String() + ": " + err.Error(), err: err}
 	}
-	p.stripMetadata()
-	p.annotateDoubles()
-	return p, resp.ETag, true, nil
-}
-
-// annotateDoubles adds "Edm.Double" to unannotated numbers written with a
-// fraction or exponent (3.0, 1e300): the service (and Azurite) omits the
-// annotation of finite doubles, and without it a write would store 3.0 as
-// an Int32.
-func (p props) annotateDoubles() {
-	for k, v := range p {
-		if strings.Contains(k, "@") || len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
-			continue
-		}
-		if _, ok := p[k+"@odata.type"]; ok {
-			continue
-		}
-		if bytes.ContainsAny(v, ".eE") {
-			p[k+"@odata.type"] = json.RawMessage(`"Edm.Double"`)
-		}
-	}
+	e.ETag, e.Timestamp = "", time.Time{}
+	return e, resp.ETag, true, nil
 }
 
 // isTableNotFound tells a missing table (an error to report) from a
@@ -110,66 +88,62 @@ func isTableNotFound(err error) bool {
 	return asServiceError(err, &se) && se.Code == "TableNotFound"
 }
 
-func (p props) stripMetadata() {
-	for k := range p {
-		if strings.HasPrefix(k, "odata.") || k == "Timestamp" || k == "Timestamp@odata.type" ||
-			k == "PartitionKey@odata.type" || k == "RowKey@odata.type" {
-			delete(p, k)
-		}
-	}
-}
-
-// withKeys returns a copy of p under other keys, keeping only the named
-// properties (all when names is empty) and their annotations.
-func (p props) withKeys(pk, rk string, names []string) props {
-	out := make(props, len(p))
+// withKeys returns a copy of e under other keys, keeping only the named
+// properties (all when names is empty).
+func withKeys(e entity.Entity, pk, rk string, names []string) entity.Entity {
+	out := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: make(map[string]entity.Value, len(e.Properties))}
 	if len(names) == 0 {
-		for k, v := range p {
-			out[k] = v
+		for k, v := range e.Properties {
+			out.Properties[k] = v
 		}
 	} else {
 		for _, n := range names {
-			if v, ok := p[n]; ok {
-				out[n] = v
-			}
-			if v, ok := p[n+"@odata.type"]; ok {
-				out[n+"@odata.type"] = v
+			if v, ok := e.Properties[n]; ok {
+				out.Properties[n] = v
 			}
 		}
 	}
-	out["PartitionKey"], _ = json.Marshal(pk)
-	out["RowKey"], _ = json.Marshal(rk)
 	return out
 }
 
-// stringProp returns a string property's value; ok is false when it is
-// missing or not a string.
-func (p props) stringProp(name string) (string, bool) {
-	v, ok := p[name]
+// stringProp returns the text of a property the service carries as a JSON
+// string: a String, and also an Int64, DateTime, Guid or Binary (and a
+// Double NaN or ±Infinity) as their wire text. ok is false when the
+// property is missing or carried as a number or a boolean.
+func stringProp(e entity.Entity, name string) (string, bool) {
+	v, ok := e.Properties[name]
 	if !ok {
 		return "", false
 	}
+	if s, ok := v.V.(string); ok && v.Type == entity.EdmString {
+		return s, true
+	}
+	b, err := v.AppendJSON(nil)
+	if err != nil || len(b) == 0 || b[0] != '"' {
+		return "", false
+	}
 	var s string
-	if json.Unmarshal(v, &s) != nil {
+	if json.Unmarshal(b, &s) != nil {
 		return "", false
 	}
 	return s, true
 }
 
-// upsertEntity writes p with replace semantics.
-func upsertEntity(ctx context.Context, acct *tablekit.Account, table string, p props, mode aztables.UpdateMode) error {
+// upsertEntity writes e with the given mode. The entity layer checks
+// Azure's limits first: an entity the service would reject is a permanent
+// error and no request is sent.
+func upsertEntity(ctx context.Context, acct *tablekit.Account, table string, e entity.Entity, mode aztables.UpdateMode) error {
 	c, err := acct.Table(table)
 	if err != nil {
 		return Permanent(err)
 	}
-	b, err := json.Marshal(p)
+	ref := EntityRef{table, e.PartitionKey, e.RowKey}
+	b, err := e.MarshalJSON()
 	if err != nil {
-		return Permanent(err)
+		return Permanent(&wrapped{msg: "consistency: write " + ref.String() + ": " + err.Error(), err: err})
 	}
-	pk, _ := p.stringProp("PartitionKey")
-	rk, _ := p.stringProp("RowKey")
 	_, err = c.UpsertEntity(ctx, b, &aztables.UpsertEntityOptions{UpdateMode: mode})
-	return tablekit.MapError(err, "upsert entity", EntityRef{table, pk, rk}.String())
+	return tablekit.MapError(err, "upsert entity", ref.String())
 }
 
 // deleteEntityIfExists deletes an entity; a missing entity is success, a
@@ -187,26 +161,14 @@ func deleteEntityIfExists(ctx context.Context, acct *tablekit.Account, ref Entit
 	return err
 }
 
-// decodeEntity parses the JSON object of an entity given in step
-// arguments and checks its keys.
-func decodeEntity(kind string, raw json.RawMessage) (props, error) {
-	var p props
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil || p == nil {
-		return nil, argsError(kind, "entity is not a JSON object")
+// parseStepEntity decodes the entity given in step arguments with the
+// entity layer (entity.ParseEntity: keys required, every EDM annotation
+// kept, service metadata dropped) and checks it against Azure's limits,
+// as every write is checked.
+func parseStepEntity(kind string, raw json.RawMessage) (entity.Entity, error) {
+	e, err := entity.ParseEntity(raw)
+	if err != nil {
+		return entity.Entity{}, &wrapped{msg: "consistency: " + kind + ": " + err.Error(), err: ErrInvalidArgs, cause: err}
 	}
-	pk, ok1 := p.stringProp("PartitionKey")
-	rk, ok2 := p.stringProp("RowKey")
-	if !ok1 || !ok2 {
-		return nil, argsError(kind, "entity needs string PartitionKey and RowKey")
-	}
-	if err := keys.ValidateKey("PartitionKey", pk); err != nil {
-		return nil, invalidArgs(kind, "entity.PartitionKey", err)
-	}
-	if err := keys.ValidateKey("RowKey", rk); err != nil {
-		return nil, invalidArgs(kind, "entity.RowKey", err)
-	}
-	p.stripMetadata()
-	return p, nil
+	return e, nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Version is the envelope version this package writes and reads.
@@ -207,6 +209,12 @@ func decodeEnvelope(data []byte) (*envelope, error) {
 		}
 		if env.Blob.Container == "" || env.Blob.Name == "" || len(env.Steps) > 0 {
 			return nil, malformed("a blob reference needs a container and a name and no steps", nil)
+		}
+		if err := keys.ValidateContainerName(env.Blob.Container); err != nil {
+			return nil, malformed("the blob reference's container", err)
+		}
+		if err := keys.ValidateBlobName(env.Blob.Name); err != nil {
+			return nil, malformed("the blob reference's name", err)
 		}
 	}
 	return &env, nil

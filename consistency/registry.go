@@ -52,8 +52,9 @@ func (c *Call) Decode(v any) error {
 
 // Registry maps step kinds to handlers. It is safe for concurrent use.
 type Registry struct {
-	mu sync.RWMutex
-	m  map[string]Handler
+	mu       sync.RWMutex
+	m        map[string]Handler
+	replaced map[string]bool // built-in kinds whose handler Handle replaced
 }
 
 // NewRegistry returns a registry holding the built-in steps (see Kinds).
@@ -74,6 +75,12 @@ func (r *Registry) Handle(kind string, h Handler) {
 	}
 	r.mu.Lock()
 	r.m[kind] = h
+	if _, ok := builtins[kind]; ok {
+		if r.replaced == nil {
+			r.replaced = map[string]bool{}
+		}
+		r.replaced[kind] = true
+	}
 	r.mu.Unlock()
 }
 
@@ -98,16 +105,33 @@ func (r *Registry) Kinds() []string {
 }
 
 // ValidateSteps checks the arguments of every built-in step of tx (custom
-// kinds are checked by their handlers when they run). Queue.Enqueue calls
-// it so that a malformed step fails at the caller, not in the poison
-// queue. Errors are *StepError wrapping ErrInvalidArgs.
-func ValidateSteps(tx *Transaction) error {
+// kinds are checked by their handlers when they run): names of tables,
+// containers and blobs, keys, and every entity a step writes against
+// Azure's limits (entity.Entity.Validate, the check of every write).
+// Queue.Enqueue calls it so that a malformed step fails at the caller, not
+// in the poison queue; Apply and the worker run the same checks on the
+// whole transaction before its first step. Errors are *StepError wrapping
+// ErrInvalidArgs (and, for an entity, tablekit.ErrInvalidEntity or
+// tablekit.ErrInvalidKey; for a name, tablekit.ErrInvalidName), naming the
+// step's index and the property or field.
+func ValidateSteps(tx *Transaction) error { return defaultRegistry.validate(tx) }
+
+// validate is ValidateSteps for the steps this registry runs with a
+// built-in handler: a built-in kind replaced with Handle is left to its
+// handler.
+func (r *Registry) validate(tx *Transaction) error {
 	if err := tx.Validate(); err != nil {
 		return err
 	}
 	for i, s := range tx.Steps {
 		b, ok := builtins[s.Kind]
 		if !ok {
+			continue
+		}
+		r.mu.RLock()
+		replaced := r.replaced[s.Kind]
+		r.mu.RUnlock()
+		if replaced {
 			continue
 		}
 		if err := b.validate(s.Args); err != nil {
@@ -120,13 +144,15 @@ func ValidateSteps(tx *Transaction) error {
 // Apply runs the steps of tx in order, in the caller's goroutine, with the
 // handlers of reg (nil means the built-ins). Writers use it for the fast
 // path ("enqueue the intent, then apply it yourself"): the queued copy
-// makes the outcome certain even if this call fails half way. The first
-// failure is returned as a *StepError.
+// makes the outcome certain even if this call fails half way. The steps
+// are validated first, as by ValidateSteps, so a transaction with an
+// invalid step applies none. The first failure is returned as a
+// *StepError.
 func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Registry) error {
 	if reg == nil {
 		reg = defaultRegistry
 	}
-	if err := tx.Validate(); err != nil {
+	if err := reg.validate(tx); err != nil {
 		return err
 	}
 	return runSteps(ctx, acct, reg, tx, 0, 0, slog.New(slog.DiscardHandler))

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -123,6 +124,8 @@ type UpsertEntityArgs struct {
 	// Mode is aztables.UpdateModeReplace (the default: the stored entity
 	// becomes exactly Entity) or aztables.UpdateModeMerge.
 	Mode aztables.UpdateMode `json:"mode,omitempty"`
+
+	parsed entity.Entity // Entity, decoded and checked by validate
 }
 
 func (a *UpsertEntityArgs) validate(kind string) error {
@@ -132,13 +135,17 @@ func (a *UpsertEntityArgs) validate(kind string) error {
 	if a.Mode != "" && a.Mode != aztables.UpdateModeReplace && a.Mode != aztables.UpdateModeMerge {
 		return argsError(kind, "mode "+strconv.Quote(string(a.Mode))+" is neither replace nor merge")
 	}
-	_, err := decodeEntity(kind, a.Entity)
+	e, err := parseStepEntity(kind, a.Entity)
+	a.parsed = e
 	return err
 }
 
 // UpsertEntity returns a KindUpsertEntity step writing entity (the Table
 // service JSON of one entity) to table with the given mode ("" means
-// replace).
+// replace). Enqueue, Apply and the worker refuse the step, before any
+// request, when the entity breaks one of Azure's limits
+// (entity.Entity.Validate): too many properties, a String or Binary
+// value too long, an entity over 1 MiB, an invalid property name or key.
 func UpsertEntity(table string, entity []byte, mode aztables.UpdateMode) Step {
 	return NewStep(KindUpsertEntity, UpsertEntityArgs{Table: table, Entity: entity, Mode: mode})
 }
@@ -148,12 +155,11 @@ func applyUpsertEntity(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	p, _ := decodeEntity(c.Kind, a.Entity)
 	mode := a.Mode
 	if mode == "" {
 		mode = aztables.UpdateModeReplace
 	}
-	return upsertEntity(ctx, c.Account, a.Table, p, mode)
+	return upsertEntity(ctx, c.Account, a.Table, a.parsed, mode)
 }
 
 // ---- delete-entity ----
@@ -234,12 +240,12 @@ func applyMoveEntity(ctx context.Context, c *Call) error {
 	}
 	to := a.dest()
 	for range maxReadRepair {
-		p, etag, found, err := readEntity(ctx, c.Account, a.From)
+		p, etag, found, err := getEntity(ctx, c.Account, a.From)
 		if err != nil {
 			return err
 		}
 		if !found {
-			_, _, there, err := readEntity(ctx, c.Account, to)
+			_, _, there, err := getEntity(ctx, c.Account, to)
 			if err != nil {
 				return err
 			}
@@ -248,7 +254,7 @@ func applyMoveEntity(ctx context.Context, c *Call) error {
 			}
 			return Permanent(&wrapped{msg: "consistency: move-entity: neither " + a.From.String() + " nor " + to.String() + " exists", err: tablekit.ErrNotFound})
 		}
-		if err := upsertEntity(ctx, c.Account, to.Table, p.withKeys(to.PartitionKey, to.RowKey, nil), aztables.UpdateModeReplace); err != nil {
+		if err := upsertEntity(ctx, c.Account, to.Table, withKeys(p, to.PartitionKey, to.RowKey, nil), aztables.UpdateModeReplace); err != nil {
 			return err
 		}
 		err = deleteEntityIfExists(ctx, c.Account, a.From, &etag)
@@ -278,8 +284,8 @@ func (b *BlobRef) validate(kind string) error {
 	if err := keys.ValidateContainerName(b.Container); err != nil {
 		return invalidArgs(kind, "container", err)
 	}
-	if b.Name == "" || len(b.Name) > 1024 {
-		return argsError(kind, "blob name must have 1 to 1024 characters")
+	if err := keys.ValidateBlobName(b.Name); err != nil {
+		return invalidArgs(kind, "name", err)
 	}
 	return nil
 }
@@ -402,14 +408,14 @@ func NewIntentID() string {
 // MaxDequeueCount is lower, so the message is never poisoned for waiting).
 const ExpectDeliveries = 3
 
-func (e *Expectation) met(found bool, p props) bool {
+func (e *Expectation) met(found bool, p entity.Entity) bool {
 	if e.Absent {
 		return !found
 	}
 	if !found {
 		return false
 	}
-	v, ok := p.stringProp(e.Property)
+	v, ok := stringProp(p, e.Property)
 	return ok && (v == e.Value || e.Ordered && v > e.Value)
 }
 
@@ -469,7 +475,7 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 		stale[p] = true
 	}
 	for pass := 0; pass < maxReadRepair; pass++ {
-		p, etag, found, err := readEntity(ctx, c.Account, a.Source)
+		p, etag, found, err := getEntity(ctx, c.Account, a.Source)
 		if err != nil {
 			return err
 		}
@@ -486,7 +492,7 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 				r := s.Ref()
 				desired[r] = true
 				stale[r] = true // written by this pass; removed by a later one if no longer desired
-				if err := upsertEntity(ctx, c.Account, r.Table, p.withKeys(r.PartitionKey, r.RowKey, s.Props), aztables.UpdateModeReplace); err != nil {
+				if err := upsertEntity(ctx, c.Account, r.Table, withKeys(p, r.PartitionKey, r.RowKey, s.Props), aztables.UpdateModeReplace); err != nil {
 					return err
 				}
 			}
@@ -499,7 +505,7 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 				return err
 			}
 		}
-		_, etag2, found2, err := readEntity(ctx, c.Account, a.Source)
+		_, etag2, found2, err := getEntity(ctx, c.Account, a.Source)
 		if err != nil {
 			return err
 		}
@@ -510,13 +516,12 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 	return Retryable(errors.New("consistency: sync-copies: " + a.Source.String() + " kept changing"))
 }
 
-func parseCopies(kind string, src EntityRef, prop string, p props) ([]CopySpec, error) {
-	raw, ok := p[prop]
-	if !ok {
+func parseCopies(kind string, src EntityRef, prop string, p entity.Entity) ([]CopySpec, error) {
+	if _, ok := p.Properties[prop]; !ok {
 		return nil, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, ok := stringProp(p, prop)
+	if !ok {
 		return nil, Permanent(argsError(kind, "property "+prop+" of "+src.String()+" is not a string"))
 	}
 	if s == "" {
@@ -596,6 +601,9 @@ func (a *IndexListArgs) validate(kind string) error {
 	if a.Property == "" || a.Where == "" {
 		return argsError(kind, "property and where must name properties")
 	}
+	if err := entity.ValidatePropertyName(a.Property); err != nil {
+		return invalidArgs(kind, "property", err)
+	}
 	if a.Member == "" {
 		return argsError(kind, "member is empty")
 	}
@@ -632,21 +640,23 @@ func applyIndexList(ctx context.Context, c *Call) error {
 		return Permanent(err)
 	}
 	for range maxReadRepair {
-		src, etag, found, err := readEntity(ctx, c.Account, a.Source)
+		src, etag, found, err := getEntity(ctx, c.Account, a.Source)
 		if err != nil {
 			return err
 		}
 		member := false
 		if found {
-			if raw, ok := src[a.Where]; ok {
+			if v, ok := src.Properties[a.Where]; ok {
+				// Compared as JSON values, as the service carries them.
 				var got any
-				member = json.Unmarshal(raw, &got) == nil && reflect.DeepEqual(got, want)
+				raw, err := v.AppendJSON(nil)
+				member = err == nil && json.Unmarshal(raw, &got) == nil && reflect.DeepEqual(got, want)
 			}
 		}
 		if err := setMembership(ctx, idx, a, member); err != nil {
 			return err
 		}
-		_, etag2, found2, err := readEntity(ctx, c.Account, a.Source)
+		_, etag2, found2, err := getEntity(ctx, c.Account, a.Source)
 		if err != nil {
 			return err
 		}
@@ -660,13 +670,13 @@ func applyIndexList(ctx context.Context, c *Call) error {
 // setMembership adds or removes a.Member with optimistic concurrency.
 func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, member bool) error {
 	for range maxReadRepair {
-		p, etag, found, err := readEntityWith(ctx, idx, a.Index)
+		p, etag, found, err := getEntityWith(ctx, idx, a.Index)
 		if err != nil {
 			return err
 		}
 		var list []string
 		if found {
-			s, _ := p.stringProp(a.Property)
+			s, _ := stringProp(p, a.Property)
 			if list, err = DecodeMembers(s); err != nil {
 				return Permanent(argsError(KindIndexList, "property "+a.Property+" of "+a.Index.String()+" is not a JSON array of strings"))
 			}
@@ -689,14 +699,17 @@ func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, 
 			list = []string{}
 		}
 		enc, _ := json.Marshal(list)
-		if units := utf16Len(string(enc)); units > maxStringUnits {
+		ie := entity.Entity{PartitionKey: a.Index.PartitionKey, RowKey: a.Index.RowKey, Properties: map[string]entity.Value{a.Property: entity.String(string(enc))}}
+		body, err := ie.MarshalJSON()
+		if err != nil {
+			// The keys and the property name were validated with the
+			// step: what fails is the list's length.
 			return Permanent(&wrapped{
-				msg: "consistency: index-list: the list of " + a.Index.String() + " would be " + strconv.Itoa(units) +
-					" UTF-16 code units, over the 32,768 a String property holds; keep this index in a blob (patterns.BlobIndexedTable, the guide's option 1)",
-				err: tablekit.ErrInvalidEntity,
+				msg: "consistency: index-list: the list of " + a.Index.String() + " cannot be stored: " + err.Error() +
+					"; keep this index in a blob (patterns.BlobIndexedTable, the guide's option 1)",
+				err: err,
 			})
 		}
-		body, _ := json.Marshal(map[string]string{"PartitionKey": a.Index.PartitionKey, "RowKey": a.Index.RowKey, a.Property: string(enc)})
 		if !found {
 			_, err = idx.AddEntity(ctx, body, nil)
 			err = tablekit.MapError(err, "insert index entity", a.Index.String())
@@ -713,21 +726,6 @@ func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, 
 		return err
 	}
 	return Retryable(errors.New("consistency: index-list: " + a.Index.String() + " kept changing (412)"))
-}
-
-// maxStringUnits is the most UTF-16 code units a String property holds.
-const maxStringUnits = 32 * 1024
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }
 
 // ---- blob-cleanup ----
@@ -767,12 +765,12 @@ func applyBlobCleanup(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	p, _, found, err := readEntity(ctx, c.Account, a.Source)
+	p, _, found, err := getEntity(ctx, c.Account, a.Source)
 	if err != nil {
 		return err
 	}
 	if found {
-		if s, ok := p.stringProp(a.Property); ok {
+		if s, ok := stringProp(p, a.Property); ok {
 			if s == a.Name {
 				return nil
 			}

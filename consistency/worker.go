@@ -420,7 +420,10 @@ func (w *Worker) decode(ctx context.Context, text string) (*Transaction, *BlobRe
 	}
 	if env.Blob == nil {
 		tx := &Transaction{ID: env.ID, Steps: env.Steps}
-		return tx, nil, tx.Validate()
+		// Every step is checked before the first one runs: a message put
+		// on the queue without Enqueue (or by an older writer) gets the
+		// checks Enqueue makes, Azure's limits included.
+		return tx, nil, w.reg.validate(tx)
 	}
 	body, err := downloadBlob(ctx, w.acct, *env.Blob)
 	if err != nil {
@@ -436,7 +439,7 @@ func (w *Worker) decode(ctx context.Context, text string) (*Transaction, *BlobRe
 	if tx.ID != env.ID {
 		return nil, nil, malformed("the blob holds transaction "+strconv.Quote(tx.ID)+", the message names "+strconv.Quote(env.ID), nil)
 	}
-	return tx, env.Blob, nil
+	return tx, env.Blob, w.reg.validate(tx)
 }
 
 // releaseLease makes the message visible again after delay.
