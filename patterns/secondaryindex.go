@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/wire"
@@ -253,6 +254,51 @@ func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intr
 	return err
 }
 
+// modify is the read-modify-write of the entity (pk, rk) of t through
+// wire.ModifyBatch, for repositories that keep other entities in step with
+// it. Each attempt decodes the stored entity (old, with the ETag read),
+// applies fn to a copy (v; a nil fn leaves it as read), checks that fn
+// kept the keys, and sends the operations ops returns, the first being
+// v's own write: ModifyBatch makes it conditional on the ETag read and
+// adds the write-id log. The entity must exist (tablekit.ErrNotFound
+// otherwise); o.MaxAttempts defaults to the table's. On success v carries
+// the entity's new ETag (none when the write's response was lost and
+// others have written since).
+func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error, ops func(old, v *T) ([]Op, error), o wire.ModifyOptions) (T, error) {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = t.maxAttempts
+	}
+	o.MustExist = true
+	var v T
+	m, err := t.w.ModifyBatch(ctx, pk, rk, func(stored []byte, etag string) ([]Op, error) {
+		var old T
+		if err := t.codec.Unmarshal(stored, &old); err != nil {
+			return nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+		}
+		t.codec.SetMeta(&old, etag, time.Time{})
+		v = old
+		if fn != nil {
+			if err := fn(&v); err != nil {
+				return nil, err
+			}
+			if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
+				return nil, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
+			}
+		}
+		return ops(&old, &v)
+	}, &o)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if m.ETag != "" {
+		t.setMeta(&v, m.ETag)
+	} else {
+		t.codec.SetMeta(&v, "", time.Time{})
+	}
+	return v, nil
+}
+
 // Insert adds v and its index copies in one transaction (one request). It
 // fails with tablekit.ErrAlreadyExists when v's keys exist, or with an
 // *IndexConflictError (also ErrAlreadyExists) when a unique value is
@@ -280,98 +326,87 @@ func (x *IndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // unchanged are rewritten, changed ones are deleted and inserted under the
 // new value. When another writer got there first it starts over, up to
 // TableOptions.MaxUpdateAttempts times; fn must be safe to call again.
-// Errors: those of fn, tablekit.ErrNotFound, *IndexConflictError. Two
-// requests per attempt.
+// Errors: those of fn, tablekit.ErrNotFound, *IndexConflictError, and
+// tablekit.ErrOutcomeUnknown when a lost response leaves open whether the
+// change landed (as for Table.Update). Two requests per attempt; one
+// attempt more when a copy it deletes is already gone (an index added
+// after the entity was written).
 func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
-	var zero T
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return zero, err
-		}
-		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
+	var sent []Op
+	var copies []intraCopy
+	missing := map[string]bool{}
+	v, err := x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
+		body, _, _, cs, err := x.encode(v)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		body, _, _, copies, err := x.encode(&v)
-		if err != nil {
-			return zero, err
-		}
-		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}}
+		copies = cs
+		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}
 		want := map[string]bool{}
 		for _, c := range copies {
 			want[c.rk] = true
 		}
 		for i := range x.indexes {
 			ix := &x.indexes[i]
-			if ov := ix.Key(&old); ov != "" {
-				if ork := intraRowKey(ix, ov, rk); !want[ork] {
+			if ov := ix.Key(old); ov != "" {
+				if ork := intraRowKey(ix, ov, rk); !want[ork] && !missing[ork] {
 					ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: ork})
 				}
 			}
 		}
 		for _, c := range copies {
 			typ := OpInsert
-			if ov := x.indexes[x.byName[c.index]].Key(&old); ov == c.value {
+			if ov := x.indexes[x.byName[c.index]].Key(old); ov == c.value {
 				typ = OpUpsertReplace
 			}
 			ops = append(ops, Op{Type: typ, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
 		}
-		res, ops, err := x.submitSkippingMissingCopies(ctx, ops)
-		if err == nil {
-			x.t.setMeta(&v, res[0].ETag)
-			return v, nil
-		}
-		if i, ok := transactionIndex(err); !ok || i != 0 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, x.conflict(err, pk, ops, copies)
-		}
-		lastErr = err
+		sent = ops
+		return ops, nil
+	}, wire.ModifyOptions{Race: func(err error) bool { return x.race(err, sent, missing) }})
+	if err != nil {
+		return v, x.conflict(err, pk, sent, copies)
 	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+	return v, nil
 }
 
 // Delete removes the entity and its copies in one transaction conditional
 // on the ETag it reads first (two requests), starting over when the entity
 // changed in between. A missing entity is tablekit.ErrNotFound.
 func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
-		if err != nil {
-			return err
-		}
-		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk, ETag: etag}}
+	var sent []Op
+	missing := map[string]bool{}
+	_, err := x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
+		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}
 		for i := range x.indexes {
-			if ov := x.indexes[i].Key(&old); ov != "" {
-				ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: intraRowKey(&x.indexes[i], ov, rk)})
+			if ov := x.indexes[i].Key(old); ov != "" {
+				if crk := intraRowKey(&x.indexes[i], ov, rk); !missing[crk] {
+					ops = append(ops, Op{Type: OpDelete, PartitionKey: pk, RowKey: crk})
+				}
 			}
 		}
-		_, _, err = x.submitSkippingMissingCopies(ctx, ops)
-		if err == nil {
-			return nil
-		}
-		if i, ok := transactionIndex(err); !ok || i != 0 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return err
-		}
-		lastErr = err
-	}
-	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+		sent = ops
+		return ops, nil
+	}, wire.ModifyOptions{Verb: "delete", Race: func(err error) bool { return x.race(err, sent, missing) }})
+	return err
 }
 
-// submitSkippingMissingCopies submits ops (the primary's operation first)
-// and, when the transaction fails because a copy it deletes does not exist
-// (an index added after the entity was written, or a copy already gone),
-// sends it again without that deletion: the copy's absence is what the
-// deletion wanted. It returns the operations finally sent.
-func (x *IndexedTable[T]) submitSkippingMissingCopies(ctx context.Context, ops []Op) ([]OpResult, []Op, error) {
-	for {
-		res, err := x.t.SubmitOps(ctx, ops)
-		i, ok := transactionIndex(err)
-		if err == nil || !ok || i == 0 || i >= len(ops) || ops[i].Type != OpDelete || !errors.Is(err, tablekit.ErrNotFound) {
-			return res, ops, err
-		}
-		ops = slices.Delete(slices.Clone(ops), i, i+1)
+// race reports whether the failed write of ops lost a race and the
+// read-modify-write should start over: the entity changed since it was
+// read (412 on the entity's own operation), or a copy the write deletes
+// does not exist (an index added after the entity was written, or a copy
+// already gone), which it records in missing so the next attempt leaves
+// that deletion out: the copy's absence is what the deletion wanted.
+func (x *IndexedTable[T]) race(err error, ops []Op, missing map[string]bool) bool {
+	i, ok := transactionIndex(err)
+	switch {
+	case !ok || i == 0:
+		return errors.Is(err, tablekit.ErrPreconditionFailed)
+	case i < len(ops) && ops[i].Type == OpDelete && errors.Is(err, tablekit.ErrNotFound):
+		missing[ops[i].RowKey] = true
+		return true
 	}
+	return false
 }
 
 // Get reads the entity by its primary keys (one request).
