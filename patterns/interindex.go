@@ -2,7 +2,6 @@ package patterns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -239,60 +238,39 @@ func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // Update reads the entity, calls fn on it, enqueues the intent to sync its
 // copies (naming the copies the read value had, so the worker deletes
 // those no longer wanted) and replaces it conditionally on the ETag read;
-// on a concurrent change it starts over. Three requests per attempt.
+// on a concurrent change it starts over. A lost response that leaves open
+// whether the write landed is settled as Table.Update settles it, or
+// reported with tablekit.ErrOutcomeUnknown. Three requests per attempt.
 func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
-	var zero T
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
-		if err != nil {
-			return zero, err
-		}
+	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
 		intent := consistency.NewIntentID()
-		body, _, _, _, err := x.encode(&v, intent)
+		body, _, _, _, err := x.encode(v, intent)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		prev, err := x.specs(&old)
+		prev, err := x.specs(old)
 		if err != nil {
 			prev = nil // the old value's keys were invalid: it had no such copies
 		}
 		if err := x.enqueue(ctx, pk, rk, refsOf(prev), intentOf(intent)); err != nil {
-			return zero, err
+			return nil, err
 		}
-		newETag, err := x.t.write(ctx, OpReplace, pk, rk, body, etag, "update")
-		if err == nil {
-			x.t.setMeta(&v, newETag)
-			return v, nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, err
-		}
-		lastErr = err
-	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
+	}, wire.ModifyOptions{})
 }
 
 // Delete reads the entity, enqueues the intent to remove its copies and
-// deletes it conditionally on the ETag read. Three requests.
+// deletes it conditionally on the ETag read, starting over when the entity
+// changed in between. Three requests.
 func (x *EventualIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
-		if err != nil {
-			return err
-		}
-		prev, _ := x.specs(&old)
+	_, err := x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
+		prev, _ := x.specs(old)
 		if err := x.enqueue(ctx, pk, rk, refsOf(prev), consistency.Expectation{Absent: true}); err != nil {
-			return err
+			return nil, err
 		}
-		err = x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return err
-		}
-		lastErr = err
-	}
-	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+		return []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}, nil
+	}, wire.ModifyOptions{Verb: "delete"})
+	return err
 }
 
 // Get reads the primary (one request).
