@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/tablekit/tablekit"
@@ -133,15 +134,15 @@ func encodeList(index, value string, m memberList) (string, error) {
 	return string(b), nil
 }
 
-// listEntity is an index entity as read: its members and ETag (empty when
-// it does not exist).
+// listEntity is an index entity as read: its members, ETag (empty when it
+// does not exist) and JSON.
 type listEntity struct {
 	members memberList
 	etag    string
+	body    []byte
 }
 
 func readListEntity(ctx context.Context, w *wire.Table, pk, rk, prop string) (listEntity, error) {
-	table := w.Name()
 	value, etag, err := w.Get(ctx, pk, rk)
 	if err != nil {
 		var se *tablekit.ServiceError
@@ -149,6 +150,14 @@ func readListEntity(ctx context.Context, w *wire.Table, pk, rk, prop string) (li
 			return listEntity{}, nil
 		}
 		return listEntity{}, err
+	}
+	return parseListEntity(w.Name(), pk, rk, prop, value, etag)
+}
+
+// parseListEntity decodes an index entity's JSON (nil: it does not exist).
+func parseListEntity(table, pk, rk, prop string, value []byte, etag string) (listEntity, error) {
+	if value == nil {
+		return listEntity{}, nil
 	}
 	p, err := parseProps(value)
 	if err != nil {
@@ -163,12 +172,12 @@ func readListEntity(ctx context.Context, w *wire.Table, pk, rk, prop string) (li
 		slices.Sort(m)
 		m = slices.Compact(m)
 	}
-	return listEntity{members: m, etag: etag}, nil
+	return listEntity{members: m, etag: etag, body: value}, nil
 }
 
 // listOp is the transaction operation that turns index entity old into
-// the list m: insert, replace (conditional on old's ETag) or delete when m
-// is empty.
+// the list m: insert, replace (conditional on old's ETag, keeping its
+// write-id log) or delete when m is empty.
 func listOp(pk, rk, prop, index, value string, old listEntity, m memberList) (Op, bool, error) {
 	if len(m) == 0 {
 		if old.etag == "" {
@@ -187,7 +196,23 @@ func listOp(pk, rk, prop, index, value string, old listEntity, m memberList) (Op
 	if old.etag == "" {
 		return Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: p.bytes()}, true, nil
 	}
-	return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: p.bytes(), ETag: old.etag}, true, nil
+	body, err := keepLog(p.bytes(), old.body)
+	if err != nil {
+		return Op{}, false, err
+	}
+	return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: old.etag}, true, nil
+}
+
+// keepLog carries the write-id log (wire.UpdateLogProperty) of an entity
+// as read (its JSON was) into body, the entity's replacement written by
+// another entity's read-modify-write, so that the entity's own pending
+// read-modify-write can still tell from the log whether it landed.
+func keepLog(body, was []byte) ([]byte, error) {
+	log := wire.ReadLog(was)
+	if len(log) == 0 {
+		return body, nil
+	}
+	return wire.WithProp(body, wire.UpdateLogProperty, strings.Join(log, " "))
 }
 
 func describeKeys(table, pk, rk string) string {
@@ -305,9 +330,12 @@ func listRace(err error) bool {
 }
 
 // Insert adds v and its RowKey to the index entity of its value, in one
-// transaction; a concurrent change of the index entity makes it read the
-// index entity again and retry. Errors: tablekit.ErrAlreadyExists (v's
-// keys exist), *ListTooLargeError. Two requests per attempt.
+// transaction: a read-modify-write of the index entity, so a concurrent
+// change of it makes Insert read it again and retry, and a lost response
+// is settled through the index entity's write-id log (or reported with
+// tablekit.ErrOutcomeUnknown; then v's ETag stays empty also when a
+// settled write landed). Errors: tablekit.ErrAlreadyExists (v's keys
+// exist), *ListTooLargeError. Two requests per attempt.
 func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 	body, pk, rk, err := x.t.marshal(v)
 	if err != nil {
@@ -317,80 +345,71 @@ func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 	if val == "" {
 		return x.t.Insert(ctx, v)
 	}
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		le, err := x.readList(ctx, pk, val)
-		if err != nil {
-			return err
-		}
-		op, _, err := listOp(pk, x.ix.Prefix+val, x.ix.property(), x.ix.Name, val, le, le.members.with(rk))
-		if err != nil {
-			return err
-		}
-		res, err := x.t.SubmitOps(ctx, []Op{{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, op})
-		if err == nil {
-			x.t.setMeta(v, res[0].ETag)
-			return nil
-		}
-		if i, ok := transactionIndex(err); !ok || i == 0 || !listRace(err) {
-			return err
-		}
-		lastErr = err
+	if err := validateKeys(pk, rk); err != nil {
+		return err
 	}
-	return fmt.Errorf("tablekit: insert %s: gave up after %d attempts, index entity %q kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, x.ix.Prefix+val, lastErr)
+	irk := x.ix.Prefix + val
+	m, err := x.t.w.ModifyBatch(ctx, pk, irk, func(raw []byte, etag string) ([]Op, error) {
+		le, err := parseListEntity(x.t.name, pk, irk, x.ix.property(), raw, etag)
+		if err != nil {
+			return nil, err
+		}
+		le.body = nil // ModifyBatch writes the log of the entity it reads
+		op, _, err := listOp(pk, irk, x.ix.property(), x.ix.Name, val, le, le.members.with(rk))
+		if err != nil {
+			return nil, err
+		}
+		return []Op{op, {Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
+	}, &wire.ModifyOptions{MaxAttempts: x.t.maxAttempts, Verb: "insert", Race: func(err error) bool {
+		i, ok := transactionIndex(err)
+		return ok && i == 0 && listRace(err)
+	}})
+	if err != nil {
+		return err
+	}
+	x.t.setMeta(v, m.Results[1].ETag)
+	return nil
 }
 
 // Update reads the entity, calls fn on it and writes it conditionally on
 // the ETag read. When fn changes the indexed value it reads both index
 // entities and updates the three entities in one transaction, as the guide
 // describes for a last-name change; any concurrent change starts it over
-// (fn must be safe to call again).
+// (fn must be safe to call again). A lost response is settled as
+// Table.Update settles it, or reported with tablekit.ErrOutcomeUnknown.
 func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
-	var zero T
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
+	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
+		body, _, _, err := x.t.marshal(v)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		body, _, _, err := x.t.marshal(&v)
+		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}
+		ov, nv := x.ix.Key(old), x.ix.Key(v)
+		if ov == nv {
+			return ops, nil
+		}
+		lists, err := x.readLists(ctx, pk, ov, nv)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}}
-		if ov, nv := x.ix.Key(&old), x.ix.Key(&v); ov != nv {
-			lists, err := x.readLists(ctx, pk, ov, nv)
+		if ov != "" {
+			op, ok, err := listOp(pk, x.ix.Prefix+ov, x.ix.property(), x.ix.Name, ov, lists[0], lists[0].members.without(rk))
 			if err != nil {
-				return zero, err
+				return nil, err
 			}
-			if ov != "" {
-				op, ok, err := listOp(pk, x.ix.Prefix+ov, x.ix.property(), x.ix.Name, ov, lists[0], lists[0].members.without(rk))
-				if err != nil {
-					return zero, err
-				}
-				if ok {
-					ops = append(ops, op)
-				}
-			}
-			if nv != "" {
-				op, _, err := listOp(pk, x.ix.Prefix+nv, x.ix.property(), x.ix.Name, nv, lists[1], lists[1].members.with(rk))
-				if err != nil {
-					return zero, err
-				}
+			if ok {
 				ops = append(ops, op)
 			}
 		}
-		res, err := x.t.SubmitOps(ctx, ops)
-		if err == nil {
-			x.t.setMeta(&v, res[0].ETag)
-			return v, nil
+		if nv != "" {
+			op, _, err := listOp(pk, x.ix.Prefix+nv, x.ix.property(), x.ix.Name, nv, lists[1], lists[1].members.with(rk))
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, op)
 		}
-		if _, ok := transactionIndex(err); !ok || !listRace(err) {
-			return zero, err
-		}
-		lastErr = err
-	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity or its index entities kept changing: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+		return ops, nil
+	}, wire.ModifyOptions{Race: listRace})
 }
 
 // readLists reads the index entities of values a and b (empty values are
@@ -418,36 +437,26 @@ func (x *ListIndexedTable[T]) readLists(ctx context.Context, pk, a, b string) ([
 // transaction), starting over on a concurrent change. A missing entity is
 // tablekit.ErrNotFound.
 func (x *ListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, etag, err := x.t.getWithETag(ctx, pk, rk)
+	_, err := x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
+		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}
+		ov := x.ix.Key(old)
+		if ov == "" {
+			return ops, nil
+		}
+		le, err := x.readList(ctx, pk, ov)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk, ETag: etag}}
-		if ov := x.ix.Key(&old); ov != "" {
-			le, err := x.readList(ctx, pk, ov)
-			if err != nil {
-				return err
-			}
-			op, ok, err := listOp(pk, x.ix.Prefix+ov, x.ix.property(), x.ix.Name, ov, le, le.members.without(rk))
-			if err != nil {
-				return err
-			}
-			if ok {
-				ops = append(ops, op)
-			}
+		op, ok, err := listOp(pk, x.ix.Prefix+ov, x.ix.property(), x.ix.Name, ov, le, le.members.without(rk))
+		if err != nil {
+			return nil, err
 		}
-		_, err = x.t.SubmitOps(ctx, ops)
-		if err == nil {
-			return nil
+		if ok {
+			ops = append(ops, op)
 		}
-		if _, ok := transactionIndex(err); !ok || !listRace(err) {
-			return err
-		}
-		lastErr = err
-	}
-	return fmt.Errorf("tablekit: delete %s: gave up after %d attempts: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+		return ops, nil
+	}, wire.ModifyOptions{Verb: "delete", Race: listRace})
+	return err
 }
 
 // Get reads an entity by its keys (one request).

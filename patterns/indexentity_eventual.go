@@ -3,12 +3,12 @@ package patterns
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -166,24 +166,19 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // Update reads the entity, calls fn on it and replaces it conditionally on
 // the ETag read; when the value changes it first checks the new list has
 // room and enqueues the intent to move the entity from the old list to the
-// new one. A concurrent change starts it over.
+// new one. A concurrent change starts it over; a lost response is settled
+// as Table.Update settles it, or reported with tablekit.ErrOutcomeUnknown.
 func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
-	var zero T
-	var lastErr error
-	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
-		old, v, etag, err := x.t.readForUpdate(ctx, pk, rk, fn)
+	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
+		body, _, _, err := x.encode(v)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		body, _, _, err := x.encode(&v)
-		if err != nil {
-			return zero, err
-		}
-		if ov, nv := x.ix.Key(&old), x.ix.Key(&v); ov != nv {
+		if ov, nv := x.ix.Key(old), x.ix.Key(v); ov != nv {
 			tx := consistency.NewTransaction()
 			if nv != "" {
 				if err := x.checkFits(ctx, nv, keys.Join(pk, rk)); err != nil {
-					return zero, err
+					return nil, err
 				}
 				tx.Add(x.step(pk, rk, nv))
 			}
@@ -191,20 +186,11 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 				tx.Add(x.step(pk, rk, ov))
 			}
 			if err := x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
-				return zero, err
+				return nil, err
 			}
 		}
-		newETag, err := x.t.write(ctx, OpReplace, pk, rk, body, etag, "update")
-		if err == nil {
-			x.t.setMeta(&v, newETag)
-			return v, nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, err
-		}
-		lastErr = err
-	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts: %w", x.t.describe(pk, rk), x.t.maxAttempts, lastErr)
+		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
+	}, wire.ModifyOptions{})
 }
 
 // Delete reads the entity, enqueues the intent to unlist it and deletes it
