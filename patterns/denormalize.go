@@ -57,111 +57,93 @@ func (x *Denormalization[S, D]) Targets() *Table[D] { return x.dst }
 // UpdateSource reads the source, calls fn on it, reads its targets and
 // writes the source and every target (with the copied fields refreshed)
 // in one transaction conditional on all their ETags; a concurrent change
-// starts it over. Targets that do not exist are skipped. At most 99
-// targets fit one transaction.
+// starts it over (a target deleted meanwhile is then skipped). Targets
+// that do not exist are skipped. At most 99 targets fit one transaction.
+// A lost response is settled as Table.Update settles it, or reported with
+// tablekit.ErrOutcomeUnknown.
 func (x *Denormalization[S, D]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error) (S, error) {
-	var zero S
-	var lastErr error
-	for attempt := 0; attempt < x.src.maxAttempts; attempt++ {
-		_, s, etag, err := x.src.readForUpdate(ctx, pk, rk, fn)
+	return x.src.modify(ctx, pk, rk, fn, func(_, s *S) ([]Op, error) {
+		body, _, _, err := x.src.marshal(s)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		body, _, _, err := x.src.marshal(&s)
-		if err != nil {
-			return zero, err
-		}
-		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}}
-		rks := x.targets(&s)
+		ops := []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}
+		rks := x.targets(s)
 		if len(rks) >= MaxTransactionOps {
-			return zero, fmt.Errorf("tablekit: update %s: %w: %d targets; a transaction holds the source and at most %d", x.src.describe(pk, rk), tablekit.ErrInvalidTransaction, len(rks), MaxTransactionOps-1)
+			return nil, fmt.Errorf("tablekit: update %s: %w: %d targets; a transaction holds the source and at most %d", x.src.describe(pk, rk), tablekit.ErrInvalidTransaction, len(rks), MaxTransactionOps-1)
 		}
-		ds, etags, err := x.readTargets(ctx, pk, rks)
+		ds, read, err := x.readTargets(ctx, pk, rks)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
 		for i := range ds {
-			if etags[i] == "" {
+			if read[i].etag == "" {
 				continue
 			}
-			x.copy(&s, &ds[i])
+			x.copy(s, &ds[i])
 			b, _, _, err := x.dst.marshal(&ds[i])
-			if err != nil {
-				return zero, err
+			if err == nil {
+				b, err = keepLog(b, read[i].body)
 			}
-			ops = append(ops, Op{Type: OpReplace, PartitionKey: pk, RowKey: rks[i], Entity: b, ETag: etags[i]})
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, Op{Type: OpReplace, PartitionKey: pk, RowKey: rks[i], Entity: b, ETag: read[i].etag})
 		}
-		res, err := x.src.SubmitOps(ctx, ops)
-		if err == nil {
-			x.src.setMeta(&s, res[0].ETag)
-			return s, nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, err
-		}
-		lastErr = err
-	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts: %w", x.src.describe(pk, rk), x.src.maxAttempts, lastErr)
+		return ops, nil
+	}, wire.ModifyOptions{})
+}
+
+// stored is an entity's JSON and ETag as read.
+type stored struct {
+	body []byte
+	etag string
 }
 
 // readTargets reads the targets in parallel; a missing one has an empty
 // ETag.
-func (x *Denormalization[S, D]) readTargets(ctx context.Context, pk string, rks []string) ([]D, []string, error) {
+func (x *Denormalization[S, D]) readTargets(ctx context.Context, pk string, rks []string) ([]D, []stored, error) {
 	ds := make([]D, len(rks))
-	etags := make([]string, len(rks))
+	read := make([]stored, len(rks))
 	errs := make([]error, len(rks))
 	var wg sync.WaitGroup
 	for i, rk := range rks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, etag, err := x.dst.getWithETag(ctx, pk, rk)
+			d, etag, body, err := x.dst.read(ctx, pk, rk)
 			if tablekit.IsNotFound(err) {
 				return
 			}
-			ds[i], etags[i], errs[i] = d, etag, err
+			ds[i], read[i], errs[i] = d, stored{body: body, etag: etag}, err
 		}()
 	}
 	wg.Wait()
-	return ds, etags, errors.Join(errs...)
+	return ds, read, errors.Join(errs...)
 }
 
 // UpdateTarget reads the target, calls fn on it (which may point it at
 // another source, the department's new manager), reads its source and
 // writes the target with the source's fields copied, in one transaction
 // that also checks the source's ETag (a merge of its keys alone), so the
-// copy is never stale. A concurrent change starts it over.
+// copy is never stale. A concurrent change starts it over; a lost
+// response is settled as Table.Update settles it, or reported with
+// tablekit.ErrOutcomeUnknown.
 func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string, fn func(*D) error) (D, error) {
-	var zero D
-	var lastErr error
-	for attempt := 0; attempt < x.dst.maxAttempts; attempt++ {
-		_, d, etag, err := x.dst.readForUpdate(ctx, pk, rk, fn)
-		if err != nil {
-			return zero, err
-		}
-		var ops []Op
-		if srk := x.source(&d); srk != "" {
+	return x.dst.modify(ctx, pk, rk, fn, func(_, d *D) ([]Op, error) {
+		var source []Op
+		if srk := x.source(d); srk != "" {
 			s, setag, err := x.src.getWithETag(ctx, pk, srk)
 			if err != nil {
-				return zero, fmt.Errorf("tablekit: update %s: its source: %w", x.dst.describe(pk, rk), err)
+				return nil, fmt.Errorf("tablekit: update %s: its source: %w", x.dst.describe(pk, rk), err)
 			}
-			x.copy(&s, &d)
-			ops = append(ops, Op{Type: OpMerge, PartitionKey: pk, RowKey: srk, Entity: wire.KeysOnly(pk, srk), ETag: setag})
+			x.copy(&s, d)
+			source = append(source, Op{Type: OpMerge, PartitionKey: pk, RowKey: srk, Entity: wire.KeysOnly(pk, srk), ETag: setag})
 		}
-		body, _, _, err := x.dst.marshal(&d)
+		body, _, _, err := x.dst.marshal(d)
 		if err != nil {
-			return zero, err
+			return nil, err
 		}
-		ops = append(ops, Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
-		res, err := x.dst.SubmitOps(ctx, ops)
-		if err == nil {
-			x.dst.setMeta(&d, res[len(res)-1].ETag)
-			return d, nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, err
-		}
-		lastErr = err
-	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts: %w", x.dst.describe(pk, rk), x.dst.maxAttempts, lastErr)
+		return append([]Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, source...), nil
+	}, wire.ModifyOptions{})
 }

@@ -3,7 +3,6 @@ package patterns
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -84,41 +83,24 @@ func (x *EventualDenormalization[S]) Sources() *Table[S] { return x.src }
 
 // UpdateSource reads the source, calls fn on it, enqueues the intent to
 // refresh every target's copied properties and replaces the source
-// conditionally on the ETag read (a concurrent change starts it over).
-// Three requests per attempt.
+// conditionally on the ETag read (a concurrent change starts it over; a
+// lost response is settled as Table.Update settles it, or reported with
+// tablekit.ErrOutcomeUnknown). Three requests per attempt.
 func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error) (S, error) {
-	var zero S
-	var lastErr error
-	for attempt := 0; attempt < x.src.maxAttempts; attempt++ {
-		_, v, etag, err := x.src.readForUpdate(ctx, pk, rk, fn)
+	return x.src.modify(ctx, pk, rk, fn, func(_, v *S) ([]Op, error) {
+		body, _, _, err := x.src.marshal(v)
 		if err != nil {
-			return zero, err
-		}
-		body, _, _, err := x.src.marshal(&v)
-		if err != nil {
-			return zero, err
+			return nil, err
 		}
 		intent := consistency.NewIntentID()
 		if body, err = wire.WithProp(body, PropIntent, intent); err != nil {
-			return zero, err
+			return nil, err
 		}
-		if err := x.enqueue(ctx, &v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent, Ordered: true}); err != nil {
-			return zero, err
+		if err := x.enqueue(ctx, v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent, Ordered: true}); err != nil {
+			return nil, err
 		}
-		newETag, err := x.src.write(ctx, OpReplace, pk, rk, body, etag, "update")
-		if err == nil {
-			x.src.setMeta(&v, newETag)
-			return v, nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return zero, err
-		}
-		lastErr = err
-		if err := wire.ConflictPause(ctx, attempt); err != nil {
-			return zero, err
-		}
-	}
-	return zero, fmt.Errorf("tablekit: update %s: gave up after %d attempts, the entity kept changing: %w", x.src.describe(pk, rk), x.src.maxAttempts, lastErr)
+		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
+	}, wire.ModifyOptions{})
 }
 
 // Refresh enqueues the refresh of the targets of the source (pk, rk) as it
