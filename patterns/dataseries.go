@@ -2,13 +2,13 @@ package patterns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -42,9 +42,10 @@ type DataSeriesOptions struct {
 // clients updating an entity simultaneously, use the ETag to implement
 // optimistic concurrency"), and Get reads the whole series in one request.
 //
-// An entity holds at most 252 properties, so a series has at most 252
-// slots; longer series belong in a WideEntities (several physical
-// entities written in one EGT) or, as the guide suggests, in a blob.
+// An entity holds at most 252 properties, one of which keeps Add's
+// write-id log, so a series has at most 251 slots; longer series belong
+// in a WideEntities (several physical entities written in one EGT) or,
+// as the guide suggests, in a blob.
 // A DataSeries is safe for concurrent use.
 type DataSeries[V SeriesNumber] struct {
 	t        *Table[entity.Entity]
@@ -65,9 +66,14 @@ type Series[V SeriesNumber] struct {
 	Values []V
 }
 
+// maxSeriesSlots is the most slots a series has: an entity's 252
+// properties less the one that holds Add's write-id log
+// (wire.UpdateLogProperty).
+const maxSeriesSlots = entity.MaxProperties - 1
+
 // NewDataSeries returns the data series repository of table name with
-// slots slots per series. More slots than an entity's 252 properties is an
-// error wrapping tablekit.ErrInvalidEntity that points to WideEntities. It
+// slots slots per series. More than 251 slots is an error
+// wrapping tablekit.ErrInvalidEntity that points to WideEntities. It
 // makes no request; call Table().CreateIfNotExists to create the table.
 func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots int, opts *DataSeriesOptions) (*DataSeries[V], error) {
 	var o DataSeriesOptions
@@ -83,8 +89,8 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 	if slots < 1 {
 		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots; a series needs at least one", name, tablekit.ErrInvalidEntity, slots)
 	}
-	if slots > entity.MaxProperties {
-		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots do not fit one entity (at most %d properties); store the series as a wide entity (NewWideEntities) or in a blob",
+	if slots > maxSeriesSlots {
+		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots do not fit one entity (at most %d properties, one of them Add's write-id log); store the series as a wide entity (NewWideEntities) or in a blob",
 			name, tablekit.ErrInvalidEntity, slots, entity.MaxProperties)
 	}
 	if !seriesIdentifier(o.Prefix) {
@@ -158,49 +164,40 @@ func (d *DataSeries[V]) SetMany(ctx context.Context, pk, rk string, values map[i
 // the new value conditionally on the ETag it read, reading again when
 // another writer got there first, up to DataSeriesOptions.MaxAttempts
 // times. A series that does not exist is created. Two requests per attempt.
+//
+// Add applies delta exactly once, or fails with an error wrapping
+// tablekit.ErrOutcomeUnknown: as Table.Update, it keeps a write-id log in
+// the series' entity (wire.UpdateLogProperty, one of its 252 properties),
+// which settles a write whose response was lost.
 func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V) (V, error) {
 	if err := d.checkSlot(i); err != nil {
 		return 0, err
 	}
 	name := d.Property(i)
-	var lastErr error
-	for attempt := 0; attempt < d.attempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		cur, err := d.t.Get(ctx, pk, rk)
-		if errors.Is(err, tablekit.ErrNotFound) {
-			e := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]entity.Value{name: d.value(delta)}}
-			err = d.t.Insert(ctx, &e)
-			if err == nil {
-				return delta, nil
+	var next V
+	_, err := d.t.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
+		op := Op{Type: OpInsert, PartitionKey: pk, RowKey: rk}
+		next = delta
+		if stored != nil {
+			var cur entity.Entity
+			if err := d.t.codec.Unmarshal(stored, &cur); err != nil {
+				return Op{}, fmt.Errorf("tablekit: get %s: %w", d.t.describe(pk, rk), err)
 			}
-			if !errors.Is(err, tablekit.ErrAlreadyExists) {
-				return 0, err
+			old, err := d.slotValue(&cur, name)
+			if err != nil {
+				return Op{}, err
 			}
-			lastErr = err
-			continue
+			op.Type, next = OpMerge, old+delta
 		}
-		if err != nil {
-			return 0, err
-		}
-		old, err := d.slotValue(&cur, name)
-		if err != nil {
-			return 0, err
-		}
-		next := old + delta
 		e := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]entity.Value{name: d.value(next)}}
-		err = d.t.Merge(ctx, &e, &WriteOptions{ETag: cur.ETag})
-		if err == nil {
-			return next, nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
-			return 0, err
-		}
-		lastErr = err
+		var err error
+		op.Entity, _, _, err = d.t.marshal(&e)
+		return op, err
+	}, &wire.ModifyOptions{MaxAttempts: d.attempts, Verb: "add to"})
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): add to slot %d gave up after %d attempts, the series kept changing: %w",
-		d.t.name, pk, rk, i, d.attempts, lastErr)
+	return next, nil
 }
 
 // Get reads the whole series (pk, rk): one request. It fails with
