@@ -320,24 +320,6 @@ func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error)
 	return v, nil
 }
 
-// readForUpdate is the first half of every read-modify-write loop: it
-// reads (pk, rk), applies fn to a copy, and checks that fn kept the keys.
-// An error from fn is returned as is.
-func (t *Table[T]) readForUpdate(ctx context.Context, pk, rk string, fn func(*T) error) (old, v T, etag string, err error) {
-	old, etag, err = t.getWithETag(ctx, pk, rk)
-	if err != nil {
-		return old, v, "", err
-	}
-	v = old
-	if err := fn(&v); err != nil {
-		return old, v, "", err
-	}
-	if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
-		return old, v, "", fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
-	}
-	return old, v, etag, nil
-}
-
 // read fetches one entity and decodes it, returning its ETag and JSON
 // too. A missing entity is an error wrapping tablekit.ErrNotFound.
 func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, error) {
