@@ -24,7 +24,25 @@ import (
 // worker whose every request may fail (500, 503, 408, 429, timeout, reset;
 // before or after reaching the service). The tables must end in exactly
 // the expected state, with nothing poisoned and nothing left in the queue.
+// It runs with azcore's default retry options (the first retry after about
+// 0.8 s, as a deployed worker has them) and with fast ones; the default
+// variant enqueues 60 transactions, not 200, and gives the worker a 5 s
+// visibility timeout, since one request may then take seconds.
 func TestRandomizedConvergence(t *testing.T) {
+	fast := policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond}
+	for _, mode := range faults.RetryModes(fast) {
+		t.Run(mode.Name, func(t *testing.T) {
+			if mode.Default() {
+				randomizedConvergence(t, mode, 12, 5*time.Second)
+			} else {
+				randomizedConvergence(t, mode, 40, 2*time.Second)
+			}
+		})
+	}
+}
+
+// randomizedConvergence runs the test with n sources (5n transactions).
+func randomizedConvergence(t *testing.T, mode faults.RetryMode, n int, visibility time.Duration) {
 	const seed = 20240601
 	rng := rand.New(rand.NewPCG(seed, 1))
 	acct := testenv.Account(t)
@@ -38,7 +56,6 @@ func TestRandomizedConvergence(t *testing.T) {
 		}
 	}
 	depts := []string{"Sales", "HR", "IT", "Ops"}
-	const n = 40
 	var txs []*Transaction
 	wantCopies := map[string]map[string]any{}
 	wantIndex := map[string][]string{}
@@ -133,16 +150,16 @@ func TestRandomizedConvergence(t *testing.T) {
 	}
 	faulty := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		PerRetryPolicies: []policy.Policy{fp},
-		Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond},
+		Retry:            mode.Retry,
 	}})
-	w := newWorker(t, faulty, q, WorkerOptions{Concurrency: 8, MaxDequeueCount: 20, VisibilityTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond})
+	w := newWorker(t, faulty, q, WorkerOptions{Concurrency: 8, MaxDequeueCount: 20, VisibilityTimeout: visibility, PollInterval: 50 * time.Millisecond})
 	stop := startWorker(t, w)
 	waitFor(t, 60*time.Second, "the queue to drain", func() bool {
 		return w.Metrics().Processed() >= int64(len(all)) && messageCount(t, q.qc) == 0 && w.Metrics().InFlight() == 0
 	})
 	stop()
 	t.Logf("%d messages, %d faults injected, %d worker-level retries", len(all), fp.Injected(), w.Metrics().Retried())
-	if fp.Injected() < 50 {
+	if fp.Injected() < int64(5*n)/4 {
 		t.Fatalf("only %d faults injected", fp.Injected())
 	}
 	if w.Metrics().Poisoned() != 0 {

@@ -22,10 +22,20 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
+// fastFaultRetry is the fast retry mode of the fault suites: azcore
+// retries after a millisecond or so.
+var fastFaultRetry = policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}
+
+// faultRetryModes are the modes every fault suite runs under, as subtests:
+// azcore's default retry options ("default-retry", the first retry after
+// about 0.8 s, as users have them) and fast ones ("fast-retry").
+func faultRetryModes() []faults.RetryMode { return faults.RetryModes(fastFaultRetry) }
+
 // faultyTable returns a table whose every HTTP attempt fails with
 // probability rate (500, 503, 408, 429, timeouts and resets, half of them
-// after the service applied the request), with azcore retrying quickly.
-func faultyTable[T any](t *testing.T, rate float64, seed uint64) (*patterns.Table[T], *faults.Policy) {
+// after the service applied the request), with azcore retrying as mode
+// says.
+func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed uint64) (*patterns.Table[T], *faults.Policy) {
 	t.Helper()
 	var rules []faults.Rule
 	kinds := []faults.Kind{faults.Status500, faults.Status503, faults.Status408, faults.Status429, faults.Timeout, faults.ConnReset}
@@ -39,7 +49,7 @@ func faultyTable[T any](t *testing.T, rate float64, seed uint64) (*patterns.Tabl
 		t.Fatal(err)
 	}
 	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		Retry:            policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}})
 	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxUpdateAttempts: 100}))
@@ -57,13 +67,36 @@ func faultyTable[T any](t *testing.T, rate float64, seed uint64) (*patterns.Tabl
 // Under 10% injected faults, half of them after the service applied the
 // write, every kind of write ends in exactly the expected state: nothing
 // lost, nothing applied twice, and no error for a write that happened.
+// With azcore's default retry options every fault costs about a second,
+// so that variant writes a fifth as much (about 15 s instead of 75 s).
 func TestWritesUnderFaultsEndExact(t *testing.T) {
+	for _, mode := range faultRetryModes() {
+		t.Run(mode.Name, func(t *testing.T) {
+			size := writesUnderFaultsSize{singles: 150, writers: 4, increments: 25, txs: 10, bulk: 2000, minFaults: 50}
+			if mode.Default() {
+				size = writesUnderFaultsSize{singles: 30, writers: 4, increments: 4, txs: 3, bulk: 400, minFaults: 8}
+			}
+			writesUnderFaultsEndExact(t, mode, size)
+		})
+	}
+}
+
+type writesUnderFaultsSize struct {
+	singles    int // single inserts, replaces, and deletes of half of them
+	writers    int // concurrent Update writers of one counter ...
+	increments int // ... each making this many increments
+	txs        int // transactions of 50 inserts
+	bulk       int // entities of one bulk insert over 4 partitions
+	minFaults  int // fewer injected faults prove nothing
+}
+
+func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesUnderFaultsSize) {
 	ctx := context.Background()
 	seed := faultSeed(t, 42)
-	tbl, fp := faultyTable[Employee](t, 0.10, seed)
+	tbl, fp := faultyTable[Employee](t, mode, 0.10, seed)
 
 	// Single inserts, then conditional replaces of each.
-	const n = 150
+	n := size.singles
 	rows := make([]Employee, n)
 	for i := range rows {
 		rows[i] = Employee{PartitionKey: "single", RowKey: fmt.Sprintf("%04d", i), Age: i}
@@ -84,12 +117,12 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for w := 0; w < 4; w++ {
+	errs := make(chan error, size.writers)
+	for w := 0; w < size.writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 25; i++ {
+			for i := 0; i < size.increments; i++ {
 				if _, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil }); err != nil {
 					errs <- err
 					return
@@ -104,7 +137,7 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 	}
 
 	// Strict transactions of 50 inserts each.
-	for b := 0; b < 10; b++ {
+	for b := 0; b < size.txs; b++ {
 		tx := tbl.Transaction()
 		for i := 0; i < 50; i++ {
 			tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
@@ -115,7 +148,7 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 	}
 
 	// A bulk insert of 2,000 entities over 4 partitions.
-	bulk := make([]Employee, 2000)
+	bulk := make([]Employee, size.bulk)
 	for i := range bulk {
 		bulk[i] = Employee{PartitionKey: fmt.Sprintf("bulk%d", i%4), RowKey: fmt.Sprintf("%05d", i), Age: i}
 	}
@@ -132,7 +165,7 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 
 	injected := fp.Injected()
 	fp.SetEnabled(false)
-	if injected < 50 {
+	if injected < int64(size.minFaults) {
 		t.Fatalf("only %d faults injected; the test proves nothing", injected)
 	}
 	t.Logf("%d faults injected", injected)
@@ -154,15 +187,15 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Age != 100 {
-		t.Errorf("counter = %d after 100 increments under faults", c.Age)
+	if want := size.writers * size.increments; c.Age != want {
+		t.Errorf("counter = %d after %d increments under faults", c.Age, want)
 	}
 	txRows, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("tx"), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(txRows) != 500 {
-		t.Errorf("%d transaction rows, want 500", len(txRows))
+	if len(txRows) != 50*size.txs {
+		t.Errorf("%d transaction rows, want %d", len(txRows), 50*size.txs)
 	}
 	total := 0
 	for p := 0; p < 4; p++ {
@@ -183,21 +216,37 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 }
 
 // A genuine conflict is still reported after retries: recognising our own
-// earlier attempt must not hide another writer's entity.
+// earlier attempt must not hide another writer's entity. With azcore's
+// default retry options (three retries, not twelve) half the attempts
+// failing would exhaust the retries of one write in 16; that variant
+// injects 20% (one in 600) over 8 rounds instead of 50% over 20.
 func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
+	for _, mode := range faultRetryModes() {
+		t.Run(mode.Name, func(t *testing.T) {
+			if mode.Default() {
+				ambiguityCheckDoesNotHideRealConflicts(t, mode, 0.2, 8)
+			} else {
+				ambiguityCheckDoesNotHideRealConflicts(t, mode, 0.5, 20)
+			}
+		})
+	}
+}
+
+func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode, rate float64, rounds int) {
 	ctx := context.Background()
-	tbl, fp := faultyTable[Employee](t, 0.5, 7)
+	tbl, fp := faultyTable[Employee](t, mode, rate, 7)
 	fp.SetEnabled(false)
 	other := Employee{PartitionKey: "p", RowKey: "r", FirstName: "other writer"}
 	if err := tbl.Insert(ctx, &other); err != nil {
 		t.Fatal(err)
 	}
+	defer func() { t.Logf("%d faults injected", fp.Injected()) }()
 	// The other writer's entity must predate the writes below by more than
 	// the service's Date header resolution (1 s): a state written while a
 	// retried write was in flight leaves its outcome open (ErrOutcomeUnknown).
 	time.Sleep(2 * time.Second)
 	fp.SetEnabled(true)
-	for i := 0; i < 20; i++ {
+	for i := 0; i < rounds; i++ {
 		mine := Employee{PartitionKey: "p", RowKey: "r", FirstName: "me"}
 		if err := tbl.Insert(ctx, &mine); !errors.Is(err, tablekit.ErrAlreadyExists) {
 			t.Fatalf("insert over another writer's entity = %v, want ErrAlreadyExists", err)
@@ -240,15 +289,16 @@ func testLogger() *slog.Logger {
 }
 
 // faultyAccount is an account whose every attempt fails with probability
-// rate, half of the failures after the service applied the request.
-func faultyAccount(t *testing.T, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
+// rate, half of the failures after the service applied the request, with
+// azcore retrying as mode says.
+func faultyAccount(t *testing.T, mode faults.RetryMode, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
 	t.Helper()
 	fp, err := faults.New(seed, faults.Transient(rate)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		Retry:            policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}}), fp
 }
@@ -256,11 +306,24 @@ func faultyAccount(t *testing.T, rate float64, seed uint64) (*tablekit.Account, 
 // Index maintenance under 10% faults: the intra-partition index (one
 // transaction per write) and the inter-partition index (its writer and
 // its worker both see faults) end with exactly one copy per primary and
-// no orphans.
+// no orphans. With azcore's default retry options the variant writes 24
+// intra-partition and 10 inter-partition entities instead of 40 and 20.
 func TestIndexMaintenanceUnderFaults(t *testing.T) {
+	for _, mode := range faultRetryModes() {
+		t.Run(mode.Name, func(t *testing.T) {
+			if mode.Default() {
+				indexMaintenanceUnderFaults(t, mode, 24, 10)
+			} else {
+				indexMaintenanceUnderFaults(t, mode, 40, 20)
+			}
+		})
+	}
+}
+
+func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, n, m int) {
 	ctx := context.Background()
 	seed := faultSeed(t, 7)
-	acct, fp := faultyAccount(t, 0.10, seed)
+	acct, fp := faultyAccount(t, mode, 0.10, seed)
 	email := func(e *Employee) string { return e.Email }
 
 	// Intra-partition.
@@ -273,7 +336,6 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(true)
-	const n = 40
 	for i := 0; i < n; i++ {
 		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
 		if err := intra.Insert(ctx, &e); err != nil {
@@ -339,7 +401,7 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	if err := inter.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	workerAcct, wfp := faultyAccount(t, 0.10, seed+1)
+	workerAcct, wfp := faultyAccount(t, mode, 0.10, seed+1)
 	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
 		Queues: []string{qname}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
 		// A receive or release that fails after the service applied it
@@ -355,19 +417,21 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	fp.SetEnabled(true)
-	for i := 0; i < 20; i++ {
+	for i := 0; i < m; i++ {
 		e := Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
 		if err := inter.Insert(ctx, &e); err != nil {
 			t.Fatalf("inter insert %d under faults: %v", i, err)
 		}
 	}
-	for i := 0; i < 20; i += 3 {
+	for i := 0; i < m; i += 3 {
 		pk := []string{"Sales", "HR"}[i%2]
 		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }); err != nil {
 			t.Fatalf("inter update %d under faults: %v", i, err)
 		}
 	}
-	for i := 1; i < 20; i += 5 {
+	interPrimaries := m
+	for i := 1; i < m; i += 5 {
+		interPrimaries--
 		if err := inter.Delete(ctx, []string{"Sales", "HR"}[i%2], fmt.Sprintf("%06d", i)); err != nil {
 			t.Fatalf("inter delete %d under faults: %v", i, err)
 		}
@@ -376,7 +440,7 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		rep, err := inter.Verify(ctx, nil)
-		if err == nil && rep.OK() && rep.Primaries == 16 {
+		if err == nil && rep.OK() && rep.Primaries == interPrimaries {
 			break
 		}
 		if time.Now().After(deadline) {
