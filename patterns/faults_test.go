@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,13 +69,15 @@ func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed 
 // write, every kind of write ends in exactly the expected state: nothing
 // lost, nothing applied twice, and no error for a write that happened.
 // With azcore's default retry options every fault costs about a second,
-// so that variant writes a fifth as much (about 15 s instead of 75 s).
+// so that variant writes a fifth as many single entities, transactions
+// and bulk entities (the 100 concurrent increments stay: a retry delayed
+// 0.8 s while others write is what tests the write-id log).
 func TestWritesUnderFaultsEndExact(t *testing.T) {
 	for _, mode := range faultRetryModes() {
 		t.Run(mode.Name, func(t *testing.T) {
 			size := writesUnderFaultsSize{singles: 150, writers: 4, increments: 25, txs: 10, bulk: 2000, minFaults: 50}
 			if mode.Default() {
-				size = writesUnderFaultsSize{singles: 30, writers: 4, increments: 4, txs: 3, bulk: 400, minFaults: 8}
+				size = writesUnderFaultsSize{singles: 30, writers: 4, increments: 25, txs: 3, bulk: 400, minFaults: 20}
 			}
 			writesUnderFaultsEndExact(t, mode, size)
 		})
@@ -112,18 +115,28 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	}
 
 	// Read-modify-write increments: an ambiguous 412 must not apply an
-	// increment twice.
+	// increment twice. Each Update applies its increment exactly once, or
+	// says the outcome is unknown (when later writers pushed its trace out
+	// of the entity's write-id log: more likely with the default retry
+	// delays, during which the other writers carry on).
 	if err := tbl.Insert(ctx, &Employee{PartitionKey: "counter", RowKey: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	var incremented, unknown atomic.Int64
 	errs := make(chan error, size.writers)
 	for w := 0; w < size.writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < size.increments; i++ {
-				if _, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil }); err != nil {
+				_, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil })
+				switch {
+				case err == nil:
+					incremented.Add(1)
+				case errors.Is(err, tablekit.ErrOutcomeUnknown):
+					unknown.Add(1)
+				default:
 					errs <- err
 					return
 				}
@@ -187,8 +200,10 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := size.writers * size.increments; c.Age != want {
-		t.Errorf("counter = %d after %d increments under faults", c.Age, want)
+	if done, open := int(incremented.Load()), int(unknown.Load()); c.Age < done || c.Age > done+open {
+		t.Errorf("counter = %d after %d increments under faults and %d whose outcome is unknown: an increment was lost or applied twice", c.Age, done, open)
+	} else if open > 0 {
+		t.Logf("counter = %d after %d increments and %d whose outcome is unknown", c.Age, done, open)
 	}
 	txRows, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("tx"), nil))
 	if err != nil {
