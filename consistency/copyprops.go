@@ -5,10 +5,8 @@ import (
 	"errors"
 	"sort"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // KindCopyProps keeps denormalized properties of a target entity (the
@@ -83,9 +81,10 @@ func applyCopyProps(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	tc, err := c.Account.Table(a.Target.Table)
+	ts := c.tableSet()
+	tt, err := ts.table(a.Target.Table)
 	if err != nil {
-		return Permanent(err)
+		return err
 	}
 	// Deterministic order, for stable bodies.
 	names := make([]string, 0, len(a.Props))
@@ -93,22 +92,25 @@ func applyCopyProps(ctx context.Context, c *Call) error {
 		names = append(names, s)
 	}
 	sort.Strings(names)
-	for range maxReadRepair {
-		target, etag, found, err := getEntityWith(ctx, tc, a.Target)
-		if err != nil || !found {
-			return err
+	// The core's read-modify-write loop: read the target, read the source,
+	// replace the target conditionally on what was read; on a race, pause
+	// and start over.
+	_, err = tt.Modify(ctx, a.Target.PartitionKey, a.Target.RowKey, func(stored []byte) (wire.Op, error) {
+		target, err := decodeStored(a.Target, stored)
+		if err != nil {
+			return wire.Op{}, err
 		}
 		if a.Link != "" {
 			if v, _ := stringProp(target, a.Link); v != a.LinkValue {
-				return nil // the target follows another source now
+				return wire.Op{}, wire.ErrNoChange // the target follows another source now
 			}
 		}
-		source, _, srcFound, err := getEntity(ctx, c.Account, a.Source)
+		source, _, srcFound, err := getEntity(ctx, ts, a.Source)
 		if err != nil {
-			return err
+			return wire.Op{}, err
 		}
 		if a.Expect != nil && !a.Expect.met(srcFound, source) && stillWaiting(c) {
-			return Retryable(errors.New("consistency: copy-props: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
+			return wire.Op{}, Retryable(errors.New("consistency: copy-props: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
 		}
 		changed := false
 		for _, s := range names {
@@ -129,21 +131,17 @@ func applyCopyProps(ctx context.Context, c *Call) error {
 			}
 		}
 		if !changed {
-			return nil
+			return wire.Op{}, wire.ErrNoChange
 		}
+		// MarshalJSON checks Azure's limits (entity.Entity.Validate).
 		body, err := target.MarshalJSON()
 		if err != nil {
-			return Permanent(&wrapped{msg: "consistency: copy-props: write " + a.Target.String() + ": " + err.Error(), err: err})
+			return wire.Op{}, Permanent(&wrapped{msg: "consistency: copy-props: write " + a.Target.String() + ": " + err.Error(), err: err})
 		}
-		e := etag
-		_, err = tc.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeReplace})
-		err = tablekit.MapError(err, "replace entity", a.Target.String())
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
-			return err
-		}
+		return wire.Op{Type: wire.OpReplace, PartitionKey: a.Target.PartitionKey, RowKey: a.Target.RowKey, Entity: body}, nil
+	}, &wire.ModifyOptions{MaxAttempts: maxReadRepair, Verb: "copy-props: replace", MustExist: true, Typed: true, Race: lostRace})
+	if entityMissing(err) {
+		return nil // the target is gone: nothing to copy into
 	}
-	return Retryable(errors.New("consistency: copy-props: " + a.Target.String() + " kept changing"))
+	return modifyErr(err, lostRace)
 }

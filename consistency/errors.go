@@ -68,7 +68,9 @@ func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
 // IsPermanent reports whether the worker treats err as permanent. The
 // rules, in order: ErrRetry (Retryable) means retry; ErrPermanent
 // (Permanent, ErrMalformed, ErrUnknownStep, ErrInvalidArgs) means
-// permanent; transient errors (tablekit.IsTransient: 5xx, 408, 429,
+// permanent; tablekit.ErrOutcomeUnknown (a write whose response was lost
+// and whose outcome the core could not settle) means retry, whatever its
+// last failure was; transient errors (tablekit.IsTransient: 5xx, 408, 429,
 // connection failures, timeouts) mean retry; other service answers in the
 // 4xx range mean permanent (a missing table, a rejected entity); anything
 // else (an unclassified error from user code) is retried until the
@@ -82,6 +84,11 @@ func IsPermanent(err error) bool {
 	}
 	if errors.Is(err, ErrPermanent) {
 		return true
+	}
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		// A lost response the core could not settle: the message comes
+		// back and the idempotent step reads the state again.
+		return false
 	}
 	if tablekit.IsTransient(err) || errors.Is(err, context.DeadlineExceeded) {
 		return false

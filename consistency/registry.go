@@ -33,6 +33,17 @@ type Call struct {
 	// queue (0 with Apply).
 	MaxDequeueCount int64
 	Logger          *slog.Logger // never nil
+
+	tables *tableSet // the core's table handles; shared by the steps of a worker
+}
+
+// tableSet returns the table handles of the call, opening a set on
+// c.Account when the call was built without one.
+func (c *Call) tableSet() *tableSet {
+	if c.tables == nil || c.tables.acct != c.Account {
+		c.tables = newTableSet(c.Account)
+	}
+	return c.tables
 }
 
 // Decode decodes the step's arguments into v, rejecting unknown fields.
@@ -161,12 +172,19 @@ func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Re
 var defaultRegistry = NewRegistry()
 
 func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, dequeueCount, maxDequeue int64, log *slog.Logger) error {
+	return runStepsOn(ctx, newTableSet(acct), reg, tx, dequeueCount, maxDequeue, log)
+}
+
+// runStepsOn is runSteps with the table handles ts (a worker keeps one set
+// for all its messages).
+func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transaction, dequeueCount, maxDequeue int64, log *slog.Logger) error {
+	acct := ts.acct
 	for i, s := range tx.Steps {
 		h, ok := reg.Lookup(s.Kind)
 		if !ok {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: &wrapped{msg: "consistency: no handler for step kind " + s.Kind, err: ErrUnknownStep}}
 		}
-		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, MaxDequeueCount: maxDequeue, Logger: log}
+		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, MaxDequeueCount: maxDequeue, Logger: log, tables: ts}
 		if err := h(ctx, c); err != nil {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
 		}

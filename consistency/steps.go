@@ -20,6 +20,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -155,11 +156,11 @@ func applyUpsertEntity(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	mode := a.Mode
-	if mode == "" {
-		mode = aztables.UpdateModeReplace
+	typ := wire.OpUpsertReplace
+	if a.Mode == aztables.UpdateModeMerge {
+		typ = wire.OpUpsertMerge
 	}
-	return upsertEntity(ctx, c.Account, a.Table, a.parsed, mode)
+	return upsertEntity(ctx, c.tableSet(), a.Table, a.parsed, typ)
 }
 
 // ---- delete-entity ----
@@ -185,7 +186,7 @@ func applyDeleteEntity(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	return deleteEntityIfExists(ctx, c.Account, *r, nil)
+	return deleteEntityIfExists(ctx, c.tableSet(), *r, "")
 }
 
 // ---- move-entity ----
@@ -239,31 +240,35 @@ func applyMoveEntity(ctx context.Context, c *Call) error {
 		return err
 	}
 	to := a.dest()
-	for range maxReadRepair {
-		p, etag, found, err := getEntity(ctx, c.Account, a.From)
-		if err != nil {
-			return err
-		}
-		if !found {
-			_, _, there, err := getEntity(ctx, c.Account, to)
-			if err != nil {
-				return err
-			}
-			if there || a.MissingOK {
-				return nil // done, by this or an earlier delivery
-			}
-			return Permanent(&wrapped{msg: "consistency: move-entity: neither " + a.From.String() + " nor " + to.String() + " exists", err: tablekit.ErrNotFound})
-		}
-		if err := upsertEntity(ctx, c.Account, to.Table, withKeys(p, to.PartitionKey, to.RowKey, nil), aztables.UpdateModeReplace); err != nil {
-			return err
-		}
-		err = deleteEntityIfExists(ctx, c.Account, a.From, &etag)
-		if tablekit.IsPreconditionFailed(err) {
-			continue // the source changed after the read: copy it again
-		}
+	ts := c.tableSet()
+	from, err := ts.table(a.From.Table)
+	if err != nil {
 		return err
 	}
-	return Retryable(errors.New("consistency: move-entity: " + a.From.String() + " kept changing while being moved"))
+	// The core's read-modify-write loop: read the source, copy it, delete
+	// it conditionally on the ETag read; a source updated meanwhile (412)
+	// is read and copied again, never lost.
+	_, err = from.Modify(ctx, a.From.PartitionKey, a.From.RowKey, func(stored []byte) (wire.Op, error) {
+		p, err := decodeStored(a.From, stored)
+		if err != nil {
+			return wire.Op{}, err
+		}
+		if err := upsertEntity(ctx, ts, to.Table, withKeys(p, to.PartitionKey, to.RowKey, nil), wire.OpUpsertReplace); err != nil {
+			return wire.Op{}, err
+		}
+		return wire.Op{Type: wire.OpDelete, PartitionKey: a.From.PartitionKey, RowKey: a.From.RowKey}, nil
+	}, &wire.ModifyOptions{MaxAttempts: maxReadRepair, Verb: "move-entity: delete", MustExist: true, Typed: true, Race: lostRace})
+	if !entityMissing(err) {
+		return modifyErr(err, lostRace)
+	}
+	_, _, there, err := getEntity(ctx, ts, to)
+	if err != nil {
+		return err
+	}
+	if there || a.MissingOK {
+		return nil // done, by this or an earlier delivery
+	}
+	return Permanent(&wrapped{msg: "consistency: move-entity: neither " + a.From.String() + " nor " + to.String() + " exists", err: tablekit.ErrNotFound})
 }
 
 // ---- put-blob / delete-blob ----
@@ -474,11 +479,8 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 	for _, p := range a.Previous {
 		stale[p] = true
 	}
-	for pass := 0; pass < maxReadRepair; pass++ {
-		p, etag, found, err := getEntity(ctx, c.Account, a.Source)
-		if err != nil {
-			return err
-		}
+	ts := c.tableSet()
+	return untilSourceSettles(ctx, ts, c.Kind, a.Source, func(pass int, p entity.Entity, found bool) error {
 		if pass == 0 && a.Expect != nil && !a.Expect.met(found, p) && stillWaiting(c) {
 			return Retryable(errors.New("consistency: sync-copies: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
 		}
@@ -492,7 +494,7 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 				r := s.Ref()
 				desired[r] = true
 				stale[r] = true // written by this pass; removed by a later one if no longer desired
-				if err := upsertEntity(ctx, c.Account, r.Table, withKeys(p, r.PartitionKey, r.RowKey, s.Props), aztables.UpdateModeReplace); err != nil {
+				if err := upsertEntity(ctx, ts, r.Table, withKeys(p, r.PartitionKey, r.RowKey, s.Props), wire.OpUpsertReplace); err != nil {
 					return err
 				}
 			}
@@ -501,11 +503,29 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 			if desired[r] || r == a.Source {
 				continue
 			}
-			if err := deleteEntityIfExists(ctx, c.Account, r, nil); err != nil {
+			if err := deleteEntityIfExists(ctx, ts, r, ""); err != nil {
 				return err
 			}
 		}
-		_, etag2, found2, err := getEntity(ctx, c.Account, a.Source)
+		return nil
+	})
+}
+
+// untilSourceSettles reads the source entity src and runs pass on it
+// (found is false when src does not exist), then reads src again and
+// repeats while it changed meanwhile, so that what pass derives matches
+// the source whatever order messages arrive in; past maxReadRepair passes
+// the step fails with a retryable error.
+func untilSourceSettles(ctx context.Context, ts *tableSet, kind string, src EntityRef, pass func(n int, p entity.Entity, found bool) error) error {
+	for n := range maxReadRepair {
+		p, etag, found, err := getEntity(ctx, ts, src)
+		if err != nil {
+			return err
+		}
+		if err := pass(n, p, found); err != nil {
+			return err
+		}
+		_, etag2, found2, err := getEntity(ctx, ts, src)
 		if err != nil {
 			return err
 		}
@@ -513,7 +533,7 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 			return nil
 		}
 	}
-	return Retryable(errors.New("consistency: sync-copies: " + a.Source.String() + " kept changing"))
+	return Retryable(errors.New("consistency: " + kind + ": " + src.String() + " kept changing"))
 }
 
 func parseCopies(kind string, src EntityRef, prop string, p entity.Entity) ([]CopySpec, error) {
@@ -635,15 +655,12 @@ func applyIndexList(ctx context.Context, c *Call) error {
 	if err := json.Unmarshal(a.Equals, &want); err != nil {
 		return Permanent(err)
 	}
-	idx, err := c.Account.Table(a.Index.Table)
+	ts := c.tableSet()
+	idx, err := ts.table(a.Index.Table)
 	if err != nil {
-		return Permanent(err)
+		return err
 	}
-	for range maxReadRepair {
-		src, etag, found, err := getEntity(ctx, c.Account, a.Source)
-		if err != nil {
-			return err
-		}
+	return untilSourceSettles(ctx, ts, c.Kind, a.Source, func(_ int, src entity.Entity, found bool) error {
 		member := false
 		if found {
 			if v, ok := src.Properties[a.Where]; ok {
@@ -653,40 +670,33 @@ func applyIndexList(ctx context.Context, c *Call) error {
 				member = err == nil && json.Unmarshal(raw, &got) == nil && reflect.DeepEqual(got, want)
 			}
 		}
-		if err := setMembership(ctx, idx, a, member); err != nil {
-			return err
-		}
-		_, etag2, found2, err := getEntity(ctx, c.Account, a.Source)
-		if err != nil {
-			return err
-		}
-		if found2 == found && etag2 == etag {
-			return nil
-		}
-	}
-	return Retryable(errors.New("consistency: index-list: " + a.Source.String() + " kept changing"))
+		return setMembership(ctx, idx, a, member)
+	})
 }
 
-// setMembership adds or removes a.Member with optimistic concurrency.
-func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, member bool) error {
-	for range maxReadRepair {
-		p, etag, found, err := getEntityWith(ctx, idx, a.Index)
-		if err != nil {
-			return err
-		}
+// setMembership adds or removes a.Member through the core's
+// read-modify-write loop (wire.Table.Modify): an insert of the index
+// entity on the first add, else a merge conditional on the ETag read.
+func setMembership(ctx context.Context, idx *wire.Table, a *IndexListArgs, member bool) error {
+	_, err := idx.Modify(ctx, a.Index.PartitionKey, a.Index.RowKey, func(stored []byte) (wire.Op, error) {
+		found := stored != nil
 		var list []string
 		if found {
+			p, err := decodeStored(a.Index, stored)
+			if err != nil {
+				return wire.Op{}, err
+			}
 			s, _ := stringProp(p, a.Property)
 			if list, err = DecodeMembers(s); err != nil {
-				return Permanent(argsError(KindIndexList, "property "+a.Property+" of "+a.Index.String()+" is not a JSON array of strings"))
+				return wire.Op{}, Permanent(argsError(KindIndexList, "property "+a.Property+" of "+a.Index.String()+" is not a JSON array of strings"))
 			}
 		}
 		present := slices.Contains(list, a.Member)
 		if !found && !member {
-			return nil
+			return wire.Op{}, wire.ErrNoChange
 		}
 		if found && present == member && slices.IsSorted(list) && len(slices.Compact(slices.Clone(list))) == len(list) {
-			return nil
+			return wire.Op{}, wire.ErrNoChange
 		}
 		if member && !present {
 			list = append(list, a.Member)
@@ -700,32 +710,24 @@ func setMembership(ctx context.Context, idx *aztables.Client, a *IndexListArgs, 
 		}
 		enc, _ := json.Marshal(list)
 		ie := entity.Entity{PartitionKey: a.Index.PartitionKey, RowKey: a.Index.RowKey, Properties: map[string]entity.Value{a.Property: entity.String(string(enc))}}
+		// MarshalJSON checks Azure's limits (entity.Entity.Validate).
 		body, err := ie.MarshalJSON()
 		if err != nil {
 			// The keys and the property name were validated with the
 			// step: what fails is the list's length.
-			return Permanent(&wrapped{
+			return wire.Op{}, Permanent(&wrapped{
 				msg: "consistency: index-list: the list of " + a.Index.String() + " cannot be stored: " + err.Error() +
 					"; keep this index in a blob (patterns.BlobIndexedTable, the guide's option 1)",
 				err: err,
 			})
 		}
+		typ := wire.OpMerge
 		if !found {
-			_, err = idx.AddEntity(ctx, body, nil)
-			err = tablekit.MapError(err, "insert index entity", a.Index.String())
-			if tablekit.IsAlreadyExists(err) {
-				continue
-			}
-			return err
+			typ = wire.OpInsert
 		}
-		_, err = idx.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge})
-		err = tablekit.MapError(err, "merge index entity", a.Index.String())
-		if tablekit.IsPreconditionFailed(err) || tablekit.IsNotFound(err) && !isTableNotFound(err) {
-			continue
-		}
-		return err
-	}
-	return Retryable(errors.New("consistency: index-list: " + a.Index.String() + " kept changing (412)"))
+		return wire.Op{Type: typ, PartitionKey: a.Index.PartitionKey, RowKey: a.Index.RowKey, Entity: body}, nil
+	}, &wire.ModifyOptions{MaxAttempts: maxReadRepair, Verb: "index-list: write", Typed: true, Race: lostRace})
+	return modifyErr(err, lostRace)
 }
 
 // ---- blob-cleanup ----
@@ -765,7 +767,7 @@ func applyBlobCleanup(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	p, _, found, err := getEntity(ctx, c.Account, a.Source)
+	p, _, found, err := getEntity(ctx, c.tableSet(), a.Source)
 	if err != nil {
 		return err
 	}

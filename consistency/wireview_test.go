@@ -15,9 +15,9 @@ import (
 // value per property and per `@odata.type` annotation, PartitionKey and
 // RowKey included.
 func readEntity(ctx context.Context, acct *tablekit.Account, ref EntityRef) (map[string]json.RawMessage, azcore.ETag, bool, error) {
-	e, etag, found, err := getEntity(ctx, acct, ref)
+	e, etag, found, err := getEntity(ctx, newTableSet(acct), ref)
 	if err != nil || !found {
-		return nil, etag, found, err
+		return nil, azcore.ETag(etag), found, err
 	}
 	b, err := e.MarshalJSON()
 	if err != nil {
@@ -27,5 +27,5 @@ func readEntity(ctx context.Context, acct *tablekit.Account, ref EntityRef) (map
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, "", false, err
 	}
-	return p, etag, true, nil
+	return p, azcore.ETag(etag), true, nil
 }

@@ -62,6 +62,7 @@ type WorkerOptions struct {
 // with NewWorker, add custom steps with Handle, then call Run.
 type Worker struct {
 	acct      *tablekit.Account
+	tables    *tableSet // one core handle per table, for every message
 	opts      WorkerOptions
 	backoff   Backoff
 	reg       *Registry
@@ -119,7 +120,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 	if err := keys.ValidateContainerName(o.BlobContainer); err != nil {
 		return nil, err
 	}
-	w := &Worker{acct: acct, opts: o, backoff: DefaultBackoff, reg: o.Registry, log: o.Logger, metrics: &Metrics{}}
+	w := &Worker{acct: acct, tables: newTableSet(acct), opts: o, backoff: DefaultBackoff, reg: o.Registry, log: o.Logger, metrics: &Metrics{}}
 	if o.Backoff != nil {
 		w.backoff = *o.Backoff
 	}
@@ -368,7 +369,7 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.Deq
 	tx, blob, err := w.decode(workCtx, l.text)
 	if err == nil {
 		log = log.With("tx", tx.ID)
-		err = runSteps(workCtx, w.acct, w.reg, tx, count, w.opts.MaxDequeueCount, log)
+		err = runStepsOn(workCtx, w.tables, w.reg, tx, count, w.opts.MaxDequeueCount, log)
 	}
 	stopKeeper()
 
