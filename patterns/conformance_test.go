@@ -1,0 +1,524 @@
+package patterns_test
+
+// The conformance suite, in the spirit of gocloud.dev's docstore/drivertest:
+// one harness runs every repository's contract in every mode, so a new
+// repository joins the table below instead of growing its own fault tests.
+//
+// Modes: each transport (tablekit's REST calls, and the aztables SDK path
+// chosen with TableOptions.SDKPath), without faults, and under a fault
+// policy (internal/faults: 10% of the attempts fail, half of them after the
+// service applied the request, the response lost) with azcore's default
+// retry options (first retry after about 0.8 s) and with fast ones (1 ms).
+//
+// Each repository's scenario writes, reads, updates and deletes a handful of
+// entities through its public API, with concurrent increments through its
+// update verb, then checks the final state exactly: nothing lost, nothing
+// applied twice. An error wrapping tablekit.ErrOutcomeUnknown is allowed
+// under faults and counted as "maybe" (a counter then lies between the
+// successes and the successes plus the maybes). A transient failure after
+// azcore gave up (about one attempt in 10,000 fails four times in a row)
+// is counted as not applied, and the final state proves it: a write that
+// landed but said it failed shows up as an extra increment, or as a
+// conflict when the caller tries again. Any other error fails. In
+// the modes without faults each operation's request count is checked
+// against the repository's documented budget (DESIGN.md), and in every mode
+// the repository's entity requests must all go through the transport it
+// was asked for. Eventually consistent repositories run a worker in this
+// process until their queue is drained, then their index copies, lists
+// and copied properties are checked too.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// cfMode is one way of running a repository's contract.
+type cfMode struct {
+	name   string
+	sdk    bool // TableOptions.SDKPath
+	faults bool // 10% transient faults, half of them lost responses
+	fast   bool // retry after 1 ms instead of azcore's default 0.8 s
+}
+
+var cfModes = []cfMode{
+	{name: "rest"},
+	{name: "sdk", sdk: true},
+	{name: "rest-faults-defaultretry", faults: true},
+	{name: "sdk-faults-defaultretry", sdk: true, faults: true},
+	{name: "rest-faults-fastretry", faults: true, fast: true},
+	{name: "sdk-faults-fastretry", sdk: true, faults: true, fast: true},
+}
+
+// cfFaultRate is the share of HTTP attempts that fail in the fault modes.
+const cfFaultRate = 0.10
+
+// retry is the mode's azcore retry options: azcore's defaults (3 retries,
+// the first after about 0.8 s) unless fast.
+func (m cfMode) retry() policy.RetryOptions {
+	if m.fast {
+		return policy.RetryOptions{MaxRetries: 12, RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}
+	}
+	return policy.RetryOptions{}
+}
+
+// cfRepos is the suite: every repository of package patterns and its
+// scenario (conformance_repos_test.go).
+var cfRepos = []struct {
+	name string
+	run  func(e *cfEnv)
+}{
+	{"Table", cfTable},
+	{"MixedTable", cfMixedTable},
+	{"IndexedTable", cfIndexedTable},
+	{"EventualIndexedTable", cfEventualIndexedTable},
+	{"BlobIndexedTable", cfBlobIndexedTable},
+	{"ListIndexedTable", cfListIndexedTable},
+	{"EventualListIndexedTable", cfEventualListIndexedTable},
+	{"Denormalization", cfDenormalization},
+	{"EventualDenormalization", cfEventualDenormalization},
+	{"LogTail", cfLogTail},
+	{"DataSeries", cfDataSeries},
+	{"WideEntities", cfWideEntities},
+	{"LargeEntities", cfLargeEntities},
+	{"Bucketed", cfBucketed},
+	{"PeriodTables", cfPeriodTables},
+	{"CompoundKeys", cfCompoundKeys},
+}
+
+// TestConformance runs every repository in every mode. The subtests run at
+// once from their own goroutines rather than through t.Parallel, which
+// -parallel (GOMAXPROCS by default) would bound: most of a fault mode's
+// time is spent in azcore's retry delays, not on a CPU.
+func TestConformance(t *testing.T) {
+	var wg sync.WaitGroup
+	for _, m := range cfModes {
+		for _, r := range cfRepos {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(m.name+"/"+r.name, func(t *testing.T) {
+					e := newCfEnv(t, m, r.name)
+					r.run(e)
+					e.finish()
+				})
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// cfEnv is one repository's run in one mode.
+type cfEnv struct {
+	t    *testing.T
+	ctx  context.Context
+	mode cfMode
+	seed uint64
+	// acct is the repository's account: every attempt counted and its
+	// transport recorded, and failing at cfFaultRate in the fault modes.
+	acct    *tablekit.Account
+	counter *tablekit.RequestCounter
+	fp      *faults.Policy // nil without faults
+	wit     *cfWitness
+	// plain is an account without faults or counting, for checks that
+	// look past the repository (queues, blobs).
+	plain *tablekit.Account
+
+	mu         sync.Mutex
+	maybes     int
+	containers map[*consistency.Queue]string // each queue's blob container
+}
+
+func newCfEnv(t *testing.T, m cfMode, repo string) *cfEnv {
+	t.Helper()
+	h := fnv.New64a()
+	h.Write([]byte(m.name + "/" + repo))
+	e := &cfEnv{t: t, ctx: context.Background(), mode: m, counter: &tablekit.RequestCounter{}, plain: testenv.Account(t)}
+	e.wit = &cfWitness{host: hostOf(t, e.plain.TableHTTP().Endpoint())}
+	pols := []policy.Policy{e.counter, e.wit}
+	if m.faults {
+		e.seed = faultSeed(t, h.Sum64())
+		e.fp = cfFaultPolicy(t, e.seed)
+		e.fp.SetEnabled(false) // until setup is done
+		pols = append(pols, e.fp)
+	}
+	e.acct = testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		Retry: m.retry(), PerRetryPolicies: pols,
+	}})
+	return e
+}
+
+func cfFaultPolicy(t *testing.T, seed uint64) *faults.Policy {
+	t.Helper()
+	fp, err := faults.New(seed, faults.Transient(cfFaultRate)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
+
+func hostOf(t *testing.T, endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// tableOpts chooses the mode's transport.
+func (e *cfEnv) tableOpts() *patterns.TableOptions {
+	return &patterns.TableOptions{SDKPath: e.mode.sdk}
+}
+
+// n is a count of operations: full, or fewer under faults with azcore's
+// default retry delays, where each fault costs about a second.
+func (e *cfEnv) n(full, slow int) int {
+	if e.mode.faults && !e.mode.fast {
+		return slow
+	}
+	return full
+}
+
+// setup runs fns (creating tables, queues, containers) without faults, then
+// turns the faults on and forgets the requests counted so far.
+func (e *cfEnv) setup(fns ...func(context.Context) error) {
+	e.t.Helper()
+	if e.fp != nil {
+		e.fp.SetEnabled(false)
+	}
+	for _, fn := range fns {
+		if err := fn(e.ctx); err != nil {
+			e.t.Fatalf("setup: %v", err)
+		}
+	}
+	if e.fp != nil {
+		e.fp.SetEnabled(true)
+	}
+	e.counter.Reset()
+}
+
+// settle turns the faults off for the final checks and logs what the
+// scenario met.
+func (e *cfEnv) settle() {
+	if e.fp != nil {
+		e.fp.SetEnabled(false)
+		e.t.Logf("%d faults injected, %d outcomes unknown", e.fp.Injected(), e.maybes)
+		if e.fp.Injected() == 0 {
+			e.t.Errorf("no fault was injected: the fault mode proves nothing")
+		}
+	}
+}
+
+// finish checks the transport every entity request took.
+func (e *cfEnv) finish() {
+	e.t.Helper()
+	rest, sdk := e.wit.counts()
+	switch {
+	case e.mode.sdk && rest > 0:
+		e.t.Errorf("SDKPath is set, but %d entity requests went through tablekit's REST transport:\n%s", rest, e.wit.sample("rest"))
+	case !e.mode.sdk && sdk > 0:
+		e.t.Errorf("the REST transport is the default, but %d entity requests went through the aztables client:\n%s", sdk, e.wit.sample("sdk"))
+	case rest+sdk == 0:
+		e.t.Errorf("no entity request was seen: the transport check proves nothing")
+	}
+}
+
+// cfOutcome is what an operation's error says about its effect.
+type cfOutcome int
+
+const (
+	cfFailed    cfOutcome = iota // an error the contract does not allow
+	cfApplied                    // nil: the change was applied once
+	cfMaybe                      // tablekit.ErrOutcomeUnknown: applied once or not at all
+	cfTransient                  // a transient failure after azcore's retries: not applied
+)
+
+// outcome classifies err; under faults ErrOutcomeUnknown and transient
+// failures are allowed, any other error fails the test, naming the
+// operation.
+func (e *cfEnv) outcome(err error, what string) cfOutcome {
+	e.t.Helper()
+	switch {
+	case err == nil:
+		return cfApplied
+	case e.fp != nil && errors.Is(err, tablekit.ErrOutcomeUnknown):
+		e.mu.Lock()
+		e.maybes++
+		e.mu.Unlock()
+		e.t.Logf("outcome unknown: %s: %v", what, err)
+		return cfMaybe
+	case e.fp != nil && tablekit.IsTransient(err):
+		e.t.Logf("failed after azcore's retries, so not applied (the final state checks it): %s: %v", what, err)
+		return cfTransient
+	}
+	e.t.Errorf("%s: %v", what, err)
+	return cfFailed
+}
+
+// cost runs op and, in the modes without faults, checks that it made want
+// requests, the budget its repository documents.
+func (e *cfEnv) cost(want int64, what string, op func() error) error {
+	e.t.Helper()
+	if e.fp != nil {
+		return op()
+	}
+	e.counter.Reset()
+	err := op()
+	if got := e.counter.Count(); got != want && err == nil {
+		e.t.Errorf("request budget: %s took %d requests, want %d:\n%s", what, got, want, e.counter.Requests())
+	}
+	e.counter.Reset()
+	return err
+}
+
+// do runs a write that must end applied: op within its budget; after an
+// unknown outcome, landed reads the state as a caller would and op runs
+// again when it had not landed (nil: op is idempotent), and after a
+// transient failure op runs again. It reports whether the write is
+// applied.
+func (e *cfEnv) do(want int64, what string, op func() error, landed func() bool) bool {
+	e.t.Helper()
+	for range 5 {
+		switch e.outcome(e.cost(want, what, op), what) {
+		case cfApplied:
+			return true
+		case cfFailed:
+			return false
+		case cfMaybe:
+			if landed != nil && landed() {
+				return true
+			}
+		}
+	}
+	e.t.Errorf("%s: not applied after 5 attempts", what)
+	return false
+}
+
+// read runs a read that must succeed within its budget (under faults, a
+// transient failure after azcore's retries is allowed).
+func (e *cfEnv) read(want int64, what string, op func() error) {
+	e.t.Helper()
+	if err := e.cost(want, what, op); err != nil && !(e.fp != nil && tablekit.IsTransient(err)) {
+		e.t.Errorf("%s: %v", what, err)
+	}
+}
+
+// must fails the test now when err is not nil (setup and final reads).
+func (e *cfEnv) must(err error, what string) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// cfCounter tallies the increments of one counter.
+type cfCounter struct {
+	mu      sync.Mutex
+	applied int
+	maybe   int
+}
+
+func (c *cfCounter) add(o cfOutcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch o {
+	case cfApplied:
+		c.applied++
+	case cfMaybe:
+		c.maybe++
+	}
+}
+
+// check fails the test unless got (counted from base) is one of the
+// values the increments allow.
+func (c *cfCounter) check(e *cfEnv, what string, base, got int) {
+	e.t.Helper()
+	n := got - base
+	switch {
+	case n < c.applied:
+		e.t.Errorf("%s: %d increments stored, but %d succeeded (%d outcomes unknown): %d lost", what, n, c.applied, c.maybe, c.applied-n)
+	case n > c.applied+c.maybe:
+		e.t.Errorf("%s: %d increments stored, but only %d succeeded and %d had an unknown outcome: %d applied twice", what, n, c.applied, c.maybe, n-c.applied-c.maybe)
+	}
+}
+
+// hammer increments every counter of keys from workers goroutines, each
+// making rounds increments per counter through inc, and returns the tally
+// of each key.
+func (e *cfEnv) hammer(keys []string, workers, rounds int, what string, inc func(key string) error) map[string]*cfCounter {
+	tally := map[string]*cfCounter{}
+	for _, k := range keys {
+		tally[k] = &cfCounter{}
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				for j := range keys {
+					k := keys[(j+w)%len(keys)]
+					tally[k].add(e.outcome(inc(k), fmt.Sprintf("%s %s (worker %d, round %d)", what, k, w, i)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return tally
+}
+
+// cfWitness records which transport sent each entity request of the
+// table service, by the User-Agent azcore's telemetry policy sets:
+// "azsdk-go-tablekit" for tablekit's REST calls, "azsdk-go-aztables" for
+// the SDK's. Table-level requests (create, delete, list tables) always go
+// through the SDK's service client and are not counted.
+type cfWitness struct {
+	host string
+	mu   sync.Mutex
+	rest []string
+	sdk  []string
+}
+
+func (w *cfWitness) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	if raw.URL.Host == w.host && !strings.Contains(raw.URL.Path, "/Tables") {
+		ua := raw.Header.Get("User-Agent")
+		line := raw.Method + " " + raw.URL.Path + " (" + ua + ")"
+		w.mu.Lock()
+		switch {
+		case strings.Contains(ua, "azsdk-go-aztables"):
+			w.sdk = append(w.sdk, line)
+		default:
+			w.rest = append(w.rest, line)
+		}
+		w.mu.Unlock()
+	}
+	return req.Next()
+}
+
+func (w *cfWitness) counts() (rest, sdk int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.rest), len(w.sdk)
+}
+
+func (w *cfWitness) sample(which string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := w.rest
+	if which == "sdk" {
+		lines = w.sdk
+	}
+	return strings.Join(lines[:min(len(lines), 10)], "\n")
+}
+
+// queue creates a consistency queue on the repository's account (and its
+// blob container), deleted with its poison queue when the test ends.
+func (e *cfEnv) queue() *consistency.Queue {
+	e.t.Helper()
+	qname := testenv.QueueName(e.t)
+	e.t.Cleanup(func() {
+		_, _ = e.plain.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
+	})
+	container := testenv.ContainerName(e.t)
+	q, err := consistency.NewQueue(e.acct, qname, &consistency.QueueOptions{BlobContainer: container})
+	e.must(err, "new queue")
+	if e.containers == nil {
+		e.containers = map[*consistency.Queue]string{}
+	}
+	e.containers[q] = container
+	return q
+}
+
+// cfWorker is a consistency worker running in this process.
+type cfWorker struct {
+	q    *consistency.Queue
+	w    *consistency.Worker
+	fp   *faults.Policy
+	stop context.CancelFunc
+	done chan error
+}
+
+// startWorker runs a worker on q until drain. In the fault modes it has
+// faults of its own, with the mode's retry options. Its options are a
+// deployment's, not the repository's contract: a short visibility timeout
+// (a receive whose response is lost hides its messages that long) and
+// enough deliveries that lost receives do not poison a message.
+func (e *cfEnv) startWorker(q *consistency.Queue) *cfWorker {
+	e.t.Helper()
+	acct := e.plain
+	cw := &cfWorker{q: q, done: make(chan error, 1)}
+	if e.fp != nil {
+		cw.fp = cfFaultPolicy(e.t, e.seed+1)
+		acct = testenv.AccountWith(e.t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+			Retry: e.mode.retry(), PerRetryPolicies: []policy.Policy{cw.fp},
+		}})
+	}
+	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
+		Queues: []string{q.Name()}, PollInterval: 100 * time.Millisecond,
+		VisibilityTimeout: 5 * time.Second, MaxDequeueCount: 20,
+		BlobContainer: e.containers[q], Logger: testLogger(),
+	})
+	e.must(err, "new worker")
+	cw.w = w
+	ctx, stop := context.WithCancel(context.Background())
+	cw.stop = stop
+	go func() { cw.done <- w.Run(ctx) }()
+	e.t.Cleanup(func() {
+		stop()
+		<-cw.done
+	})
+	return cw
+}
+
+// drain waits until the worker has emptied its queue (every intent
+// applied or poisoned), stops it, and fails the test when a transaction
+// was poisoned.
+func (e *cfEnv) drain(cw *cfWorker) {
+	e.t.Helper()
+	qc := e.plain.Queues().NewQueueClient(cw.q.Name())
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := qc.GetProperties(e.ctx, nil)
+		e.must(err, "queue properties")
+		if resp.ApproximateMessagesCount != nil && *resp.ApproximateMessagesCount == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the worker did not drain queue %s in 2 minutes (%d messages left)", cw.q.Name(), *resp.ApproximateMessagesCount)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cw.stop()
+	if err := <-cw.done; err != nil {
+		e.t.Errorf("worker: %v", err)
+	}
+	cw.done <- nil // for the cleanup
+	if cw.fp != nil {
+		e.t.Logf("worker: %d faults injected", cw.fp.Injected())
+	}
+	if n := cw.w.Metrics().Poisoned(); n != 0 {
+		e.t.Errorf("the worker poisoned %d transactions", n)
+	}
+	rec, err := cw.q.Poisoned(e.ctx, 32)
+	e.must(err, "poisoned")
+	for _, r := range rec {
+		e.t.Errorf("poisoned: %+v", r)
+	}
+}
