@@ -27,7 +27,10 @@ const KindCopyProps = "copy-props"
 // and replace the target, conditionally on its ETag, with each mapped
 // property set to the source's value (types kept), or removed when the
 // source or its property is gone; on a concurrent change of the target,
-// start over.
+// start over. The replace goes through the core's read-modify-write loop,
+// so the target also carries its write-id log (the String property
+// "TablekitUpdates"); a write whose outcome even the log cannot settle
+// fails with tablekit.ErrOutcomeUnknown, which the worker retries.
 type CopyPropsArgs struct {
 	Source EntityRef `json:"source"`
 	Target EntityRef `json:"target"`

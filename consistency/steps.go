@@ -64,8 +64,9 @@ const (
 )
 
 // maxReadRepair bounds the read-apply-reread loops of sync-copies and
-// index-list (and the 412 loop of index-list); past it the step fails with
-// a retryable error and the worker tries again later.
+// index-list, and the attempts of the core's read-modify-write loop
+// (wire.Table.Modify) in copy-props, index-list and move-entity; past it
+// the step fails with a retryable error and the worker tries again later.
 const maxReadRepair = 8
 
 type builtin struct {
@@ -600,8 +601,13 @@ func cmpStr(a, b string) int {
 // in the list when the source entity exists and its property Where equals
 // Equals (compared as JSON values: "Sales", 42, true). Applying the step
 // reads the source, then adds or removes Member with an ETag-conditioned
-// merge of the index entity (created on the first add), retrying on 412
-// up to a bound, and repeats if the source changed meanwhile.
+// merge of the index entity (created on the first add) through the core's
+// read-modify-write loop, retrying on 412 up to a bound, and repeats if the
+// source changed meanwhile. The index entity also carries the loop's
+// write-id log (the String property wire.UpdateLogProperty,
+// "TablekitUpdates"), which settles a write whose response was lost; when
+// even the log cannot, the step fails with tablekit.ErrOutcomeUnknown and
+// the worker retries it.
 type IndexListArgs struct {
 	Index    EntityRef       `json:"index"`
 	Property string          `json:"property"`
