@@ -193,10 +193,14 @@ func listOp(pk, rk, prop, index, value string, old listEntity, m memberList) (Op
 	p.setString("PartitionKey", pk)
 	p.setString("RowKey", rk)
 	p.setString(prop, s)
-	if old.etag == "" {
-		return Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: p.bytes()}, true, nil
+	body, err := p.bytes()
+	if err != nil {
+		return Op{}, false, fmt.Errorf("tablekit: index %q entity (PartitionKey %q, RowKey %q): %w", index, pk, rk, err)
 	}
-	body, err := keepLog(p.bytes(), old.body)
+	if old.etag == "" {
+		return Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, true, nil
+	}
+	body, err = keepLog(body, old.body)
 	if err != nil {
 		return Op{}, false, err
 	}

@@ -137,7 +137,11 @@ func (x *EventualListIndexedTable[T]) encode(v *T) ([]byte, string, string, erro
 		return nil, "", "", err
 	}
 	p.setString(x.where, x.ix.Key(v))
-	return p.bytes(), pk, rk, nil
+	b, err := p.bytes()
+	if err != nil {
+		return nil, "", "", err
+	}
+	return b, pk, rk, nil
 }
 
 // Insert checks that the list has room, enqueues the intent to list v,

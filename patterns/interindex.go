@@ -195,7 +195,11 @@ func (x *EventualIndexedTable[T]) encode(v *T, intent string) (body []byte, pk, 
 	if intent != "" {
 		p.setString(PropIntent, intent)
 	}
-	return p.bytes(), pk, rk, specs, nil
+	b, err := p.bytes()
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	return b, pk, rk, specs, nil
 }
 
 // enqueue sends the intent to sync the copies of (pk, rk). expect is the
@@ -535,7 +539,11 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 	merges := make([]Op, 0, len(batch))
 	for _, p := range batch {
 		var v T
-		if err := x.t.codec.Unmarshal(p.bytes(), &v); err != nil {
+		row, err := p.bytes()
+		if err == nil {
+			err = x.t.codec.Unmarshal(row, &v)
+		}
+		if err != nil {
 			return fmt.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
 		}
 		pk, rk := x.t.codec.Keys(&v)
@@ -551,7 +559,11 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 			if _, ok := copies[g]; !ok {
 				groups = append(groups, g)
 			}
-			copies[g] = append(copies[g], Op{Type: OpUpsertReplace, PartitionKey: s.PartitionKey, RowKey: s.RowKey, Entity: c.bytes()})
+			body, err := c.bytes()
+			if err != nil {
+				return fmt.Errorf("tablekit: rebuild %s: copy %s: %w", x.t.name, s.Ref(), err)
+			}
+			copies[g] = append(copies[g], Op{Type: OpUpsertReplace, PartitionKey: s.PartitionKey, RowKey: s.RowKey, Entity: body})
 		}
 		enc, err := consistency.EncodeCopies(specs...)
 		if err != nil {
@@ -564,7 +576,11 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 		m.setString(PropPrimaryPartitionKey, pk)
 		m.setString(PropPrimaryRowKey, rk)
 		etag, _ := p.str("odata.etag")
-		merges = append(merges, Op{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: m.bytes(), ETag: etag})
+		body, err := m.bytes()
+		if err != nil {
+			return fmt.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
+		}
+		merges = append(merges, Op{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
 	}
 	for _, g := range groups {
 		for _, chunk := range chunkOps(copies[g]) {
@@ -647,7 +663,11 @@ func (x *EventualIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceO
 			return nil, err
 		}
 		var v T
-		if err := x.t.codec.Unmarshal(p.bytes(), &v); err != nil {
+		row, err := p.bytes()
+		if err == nil {
+			err = x.t.codec.Unmarshal(row, &v)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("tablekit: verify %s: %w", x.t.name, err)
 		}
 		specs, err := x.specs(&v)

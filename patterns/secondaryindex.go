@@ -234,7 +234,11 @@ func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []int
 		}
 		c := p.project(pk, crk, ix.Props)
 		c.setString(PropPrimaryRowKey, rk)
-		copies = append(copies, intraCopy{index: ix.Name, value: val, rk: crk, body: c.bytes()})
+		cb, err := c.bytes()
+		if err != nil {
+			return nil, "", "", nil, fmt.Errorf("tablekit: %s: index %q copy: %w", x.t.describe(pk, rk), ix.Name, err)
+		}
+		copies = append(copies, intraCopy{index: ix.Name, value: val, rk: crk, body: cb})
 	}
 	return body, pk, rk, copies, nil
 }

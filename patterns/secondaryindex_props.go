@@ -3,10 +3,11 @@ package patterns
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+	"time"
 	"unicode/utf16"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // Properties tablekit adds to the entities of the index patterns. They are
@@ -36,42 +37,68 @@ const (
 // and so the largest JSON member list an index entity can store.
 const MaxListUnits = 32 * 1024
 
-// rawProps is an entity in the service's JSON form: property names (and
-// their "@odata.type" annotations) to raw values.
-type rawProps map[string]json.RawMessage
+// rawProps is an entity as the index patterns handle it between reading a
+// row and writing a copy: its properties, with their exact EDM types, and
+// PartitionKey, RowKey (Strings), odata.etag (a String) and Timestamp (a
+// DateTime) under their wire names. It is decoded and encoded by the entity
+// layer (entity.Entity), which keeps every annotation and checks Azure's
+// limits on every body it writes.
+type rawProps map[string]entity.Value
+
+// propETag is the wire name of an entity's ETag.
+const propETag = "odata.etag"
 
 func parseProps(body []byte) (rawProps, error) {
-	var p rawProps
-	if err := json.Unmarshal(body, &p); err != nil {
+	var e entity.Entity
+	if err := e.UnmarshalJSON(body); err != nil {
 		return nil, err
+	}
+	p := make(rawProps, len(e.Properties)+4)
+	for k, v := range e.Properties {
+		p[k] = v
+	}
+	p["PartitionKey"] = entity.String(e.PartitionKey)
+	p["RowKey"] = entity.String(e.RowKey)
+	if e.ETag != "" {
+		p[propETag] = entity.String(e.ETag)
+	}
+	if !e.Timestamp.IsZero() {
+		p["Timestamp"] = entity.DateTime(e.Timestamp)
 	}
 	return p, nil
 }
 
-func (p rawProps) setString(name, v string) {
-	b, _ := json.Marshal(v) // a string always encodes
-	p[name] = b
-}
+func (p rawProps) setString(name, v string) { p[name] = entity.String(v) }
 
+// str returns the text of a property carried as a JSON string: a String,
+// and also an Int64, DateTime, Guid or Binary as their wire text.
 func (p rawProps) str(name string) (string, bool) {
 	v, ok := p[name]
 	if !ok {
 		return "", false
 	}
+	if s, ok := v.V.(string); ok && v.Type == entity.EdmString {
+		return s, true
+	}
+	b, err := v.AppendJSON(nil)
+	if err != nil || len(b) == 0 || b[0] != '"' {
+		return "", false
+	}
 	var s string
-	if json.Unmarshal(v, &s) != nil {
+	if json.Unmarshal(b, &s) != nil {
 		return "", false
 	}
 	return s, true
 }
 
 // project returns a copy of p under other keys, keeping only the named
-// properties (all when names is nil) and their annotations.
+// properties (all when names is nil), without the source's ETag and
+// Timestamp.
 func (p rawProps) project(pk, rk string, names []string) rawProps {
 	out := make(rawProps, len(p)+2)
 	if names == nil {
 		for k, v := range p {
-			if !strings.HasPrefix(k, "odata.") {
+			if k != propETag && k != "Timestamp" {
 				out[k] = v
 			}
 		}
@@ -80,9 +107,6 @@ func (p rawProps) project(pk, rk string, names []string) rawProps {
 			if v, ok := p[n]; ok {
 				out[n] = v
 			}
-			if v, ok := p[n+"@odata.type"]; ok {
-				out[n+"@odata.type"] = v
-			}
 		}
 	}
 	out.setString("PartitionKey", pk)
@@ -90,10 +114,30 @@ func (p rawProps) project(pk, rk string, names []string) rawProps {
 	return out
 }
 
-func (p rawProps) bytes() []byte {
-	b, _ := json.Marshal(p) // raw messages that came from valid JSON
-	return b
+// entity returns p as the entity layer's Entity.
+func (p rawProps) entity() entity.Entity {
+	e := entity.Entity{Properties: make(map[string]entity.Value, len(p))}
+	for k, v := range p {
+		switch k {
+		case "PartitionKey":
+			e.PartitionKey, _ = v.V.(string)
+		case "RowKey":
+			e.RowKey, _ = v.V.(string)
+		case propETag:
+			e.ETag, _ = v.V.(string)
+		case "Timestamp":
+			e.Timestamp, _ = v.V.(time.Time)
+		default:
+			e.Properties[k] = v
+		}
+	}
+	return e
 }
+
+// bytes encodes p with entity.Entity.MarshalJSON: the error wraps
+// tablekit.ErrInvalidEntity when p breaks one of Azure's limits (a copy
+// with the properties the pattern adds may pass 252 properties or 1 MiB).
+func (p rawProps) bytes() ([]byte, error) { return p.entity().MarshalJSON() }
 
 // asPrimary rewrites a row read from an index copy so that it decodes as
 // the primary entity: the primary's keys replace the copy's, and the
@@ -110,8 +154,8 @@ func asPrimary(row []byte) ([]byte, error) {
 	if pk, ok := p.str(PropPrimaryPartitionKey); ok {
 		p.setString("PartitionKey", pk)
 	}
-	delete(p, "odata.etag")
-	return p.bytes(), nil
+	delete(p, propETag)
+	return p.bytes()
 }
 
 // utf16Len is the length of s in UTF-16 code units, the unit of the
