@@ -185,7 +185,11 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 		return storedETag, nil
 	case op.Type == OpInsert && stored == nil:
 		return "", err // nothing there: the insert never landed
-	case isEcho(op.Type, err) && stored != nil && unchangedSince(storedETag, err, elapsed):
+	case op.ETag != "" && op.ETag != "*" && stored != nil && storedETag == op.ETag:
+		// The entity still has the version the write was conditional on:
+		// no attempt of it landed.
+		return "", err
+	case stored != nil && unchangedSince(storedETag, err, elapsed):
 		// The stored state predates the write's first attempt, so that
 		// attempt never landed: the failure is the service's true answer.
 		return "", err
