@@ -537,6 +537,9 @@ func cfEventualIndexedTable(e *cfEnv) {
 	n := e.n(8, 8)
 	for i := range n {
 		v := cfEmp([]string{"Sales", "HR"}[i%2], i, "Jones")
+		if i == n-1 {
+			e.lateWrite(x.Table().Name())
+		}
 		if e.do(2, "Insert "+v.RowKey, func() error { return x.Insert(ctx, &v) }, cfExists(e, x.Get, v.PartitionKey, v.RowKey)) {
 			m.put(v)
 		}
@@ -627,6 +630,8 @@ type cfListRepo struct {
 	update func(pk, rk string, fn func(*cfEmployee) error) error
 	delete func(pk, rk string) error
 	get    func(ctx context.Context, pk, rk string) (cfEmployee, error)
+	// late, when set, makes the next write land late (cfEnv.lateWrite).
+	late func()
 	// budgets: insert, update keeping the value, update changing it, delete
 	budget [4]int64
 }
@@ -636,6 +641,9 @@ func cfListScenario(e *cfEnv, what string, r cfListRepo) *cfModel {
 	n := e.n(8, 8)
 	for i := range n {
 		v := cfEmp([]string{"Sales", "HR"}[i%2], i, []string{"Jones", "Jones", "Smith"}[i%3])
+		if i == n-1 && r.late != nil {
+			r.late()
+		}
 		if e.do(r.budget[0], what+" Insert "+v.RowKey, func() error { return r.insert(&v) }, cfExists(e, r.get, v.PartitionKey, v.RowKey)) {
 			m.put(v)
 		}
@@ -792,6 +800,7 @@ func cfEventualListIndexedTable(e *cfEnv) {
 		update: func(pk, rk string, fn func(*cfEmployee) error) error { _, err := x.Update(ctx, pk, rk, fn); return err },
 		delete: func(pk, rk string) error { return x.Delete(ctx, pk, rk) },
 		get:    x.Table().Get,
+		late:   func() { e.lateWrite(x.Table().Name()) },
 		// Update keeping the value: read and write, 2 (the type's godoc
 		// says 3; no intent is enqueued when the value stays).
 		budget: [4]int64{3, 2, 4, 3},
@@ -925,6 +934,7 @@ func cfEventualDenormalization(e *cfEnv) {
 		e.do(1, "insert a department", func() error { return depts.Insert(ctx, &d) }, cfExists(e, depts.Get, d.PartitionKey, d.RowKey))
 	}
 	src := &cfCounter{}
+	e.lateWrite(x.Sources().Name())
 	src.add(e.outcome(e.cost(3, "UpdateSource", func() error {
 		_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager)
 		return err
@@ -1022,7 +1032,7 @@ func cfLogTail(e *cfEnv) {
 // DataSeries: the guide's hourly message counts, one property per hour.
 func cfDataSeries(e *cfEnv) {
 	ctx := e.ctx
-	ds, err := patterns.NewDataSeries[int64](e.acct, testenv.TableName(e.t), 24, &patterns.DataSeriesOptions{Prefix: "H", Table: e.tableOpts()})
+	ds, err := patterns.NewDataSeries[int64](e.acct, testenv.TableName(e.t), 24, &patterns.DataSeriesOptions{Prefix: "H", MaxAttempts: cfMaxAttempts, Table: e.tableOpts()})
 	e.must(err, "NewDataSeries")
 	e.setup(ds.Table().CreateIfNotExists)
 	want := make([]int64, 24)
@@ -1174,7 +1184,7 @@ func cfLargeEntities(e *cfEnv) {
 	ctx := e.ctx
 	q := e.queue()
 	container := testenv.ContainerName(e.t)
-	l, err := patterns.NewLargeEntities[cfPhotoEmployee](e.acct, testenv.TableName(e.t), container, &patterns.LargeEntitiesOptions{Table: e.tableOpts(), Queue: q})
+	l, err := patterns.NewLargeEntities[cfPhotoEmployee](e.acct, testenv.TableName(e.t), container, &patterns.LargeEntitiesOptions{Table: e.tableOpts(), Queue: q, MaxAttempts: cfMaxAttempts})
 	e.must(err, "NewLargeEntities")
 	e.setup(q.Create, l.CreateIfNotExists)
 	wk := e.startWorker(q)
