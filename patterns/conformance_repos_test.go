@@ -1364,7 +1364,7 @@ func cfPeriodTables(e *cfEnv) {
 	}
 	// DESIGN.md: a batch costs 1 request per 100 operations; the period's
 	// table exists (written above), so none is needed to create it.
-	if e.do(1, "BulkWrite of 5 rows into an existing period", func() error {
+	if e.do(1, "PeriodTables.BulkWrite of 5 rows into an existing period (DESIGN.md: 1 request per 100 operations)", func() error {
 		res, err := p.BulkWrite(ctx, day(1), bulk, nil)
 		if err == nil && res.Written != len(bulk) {
 			err = fmt.Errorf("%d of %d written", res.Written, len(bulk))
@@ -1396,6 +1396,10 @@ func cfPeriodTables(e *cfEnv) {
 	if err := e.cost(0, "Insert into a dropped day", func() error { return p.Insert(ctx, day(0), &late) }); !errors.Is(err, patterns.ErrPeriodDropped) {
 		e.t.Errorf("PeriodTables: Insert into a dropped day = %v, want ErrPeriodDropped", err)
 	}
+	// A period of its own, dropped whole: one request.
+	extra := cfSignIn{PartitionKey: "user0", RowKey: keys.TimeKey(day(5))}
+	e.do(3, "Insert into a new period", func() error { return p.Insert(ctx, day(5), &extra) }, nil)
+	e.do(1, "Drop of one period", func() error { return p.Drop(ctx, day(5)) }, nil)
 
 	e.settle()
 	names, err := p.List(ctx)

@@ -25,7 +25,8 @@ package patterns_test
 // the repository's entity requests must all go through the transport it
 // was asked for. Eventually consistent repositories run a worker in this
 // process until their queue is drained, then their index copies, lists
-// and copied properties are checked too.
+// and copied properties are checked too; one of their writes lands late
+// (lateWrite), after its intent became visible to the worker.
 
 import (
 	"cmp"
@@ -130,7 +131,7 @@ func TestConformance(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, cfConcurrency)
 	modes := slices.Clone(cfModes)
-	slices.SortStableFunc(modes, func(a, b cfMode) int { return cmp.Compare(a.cost(), b.cost()) * -1 })
+	slices.SortStableFunc(modes, func(a, b cfMode) int { return cmp.Compare(b.cost(), a.cost()) })
 	for _, m := range modes {
 		for _, r := range cfRepos {
 			wg.Add(1)
