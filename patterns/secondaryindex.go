@@ -95,8 +95,9 @@ type IndexedTableOptions struct {
 // copies in one entity group transaction, so they never disagree.
 //
 // Requests: Insert 1; Update and Delete 2 (read, transaction), more only
-// when another writer changed the entity meanwhile; Get, Lookup 1; Find,
-// Prefix and Between 1 per page of up to 1,000.
+// when another writer changed the entity meanwhile or a copy to delete is
+// missing (two more: read again, send without that deletion); Get,
+// Lookup 1; Find, Prefix and Between 1 per page of up to 1,000.
 //
 // Every entity of the partition is either a primary or a copy: query the
 // partition through IndexedTable, not through a plain Table[T].
