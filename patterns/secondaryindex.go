@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/wire"
@@ -257,51 +256,6 @@ func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intr
 		}
 	}
 	return err
-}
-
-// modify is the read-modify-write of the entity (pk, rk) of t through
-// wire.ModifyBatch, for repositories that keep other entities in step with
-// it. Each attempt decodes the stored entity (old, with the ETag read),
-// applies fn to a copy (v; a nil fn leaves it as read), checks that fn
-// kept the keys, and sends the operations ops returns, the first being
-// v's own write: ModifyBatch makes it conditional on the ETag read and
-// adds the write-id log. The entity must exist (tablekit.ErrNotFound
-// otherwise); o.MaxAttempts defaults to the table's. On success v carries
-// the entity's new ETag (none when the write's response was lost and
-// others have written since).
-func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error, ops func(old, v *T) ([]Op, error), o wire.ModifyOptions) (T, error) {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = t.maxAttempts
-	}
-	o.MustExist = true
-	var v T
-	m, err := t.w.ModifyBatch(ctx, pk, rk, func(stored []byte, etag string) ([]Op, error) {
-		var old T
-		if err := t.codec.Unmarshal(stored, &old); err != nil {
-			return nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
-		}
-		t.codec.SetMeta(&old, etag, time.Time{})
-		v = old
-		if fn != nil {
-			if err := fn(&v); err != nil {
-				return nil, err
-			}
-			if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
-				return nil, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
-			}
-		}
-		return ops(&old, &v)
-	}, &o)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	if m.ETag != "" {
-		t.setMeta(&v, m.ETag)
-	} else {
-		t.codec.SetMeta(&v, "", time.Time{})
-	}
-	return v, nil
 }
 
 // Insert adds v and its index copies in one transaction (one request). It

@@ -292,22 +292,45 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 // write landed, and when it cannot tell, Update says so instead of applying
 // the change a second time. On ErrOutcomeUnknown, Get the entity and decide.
 func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+	return t.modify(ctx, pk, rk, fn, func(_, v *T) ([]Op, error) {
+		body, _, _, err := t.marshal(v)
+		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, err
+	}, wire.ModifyOptions{Verb: "update"})
+}
+
+// modify is the read-modify-write of the entity (pk, rk) of t through
+// wire.ModifyBatch, for repositories that keep other entities in step with
+// it. Each attempt decodes the stored entity (old, with the ETag read),
+// applies fn to a copy (v; a nil fn leaves it as read), checks that fn
+// kept the keys, and sends the operations ops returns, the first being
+// v's own write: ModifyBatch makes it conditional on the ETag read and
+// adds the write-id log. The entity must exist (tablekit.ErrNotFound
+// otherwise); o.MaxAttempts defaults to the table's. On success v carries
+// the entity's new ETag (none when the write's response was lost and
+// others have written since).
+func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error, ops func(old, v *T) ([]Op, error), o wire.ModifyOptions) (T, error) {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = t.maxAttempts
+	}
+	o.MustExist = true
 	var v T
-	m, err := t.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
-		var zero T
-		v = zero
-		if err := t.codec.Unmarshal(stored, &v); err != nil {
-			return Op{}, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+	m, err := t.w.ModifyBatch(ctx, pk, rk, func(stored []byte, etag string) ([]Op, error) {
+		var old T
+		if err := t.codec.Unmarshal(stored, &old); err != nil {
+			return nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
 		}
-		if err := fn(&v); err != nil {
-			return Op{}, err
+		t.codec.SetMeta(&old, etag, time.Time{})
+		v = old
+		if fn != nil {
+			if err := fn(&v); err != nil {
+				return nil, err
+			}
+			if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
+				return nil, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
+			}
 		}
-		if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
-			return Op{}, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
-		}
-		body, _, _, err := t.marshal(&v)
-		return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}, err
-	}, &wire.ModifyOptions{MaxAttempts: t.maxAttempts, Verb: "update", MustExist: true})
+		return ops(&old, &v)
+	}, &o)
 	if err != nil {
 		var zero T
 		return zero, err
