@@ -22,10 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/cliconn"
 )
 
 const intro = `tablekit-worker applies tablekit's eventually consistent transactions.
@@ -75,8 +74,8 @@ type command struct {
 
 // config holds every flag's value.
 type config struct {
-	connString, account, tableEP, queueEP, blobEP string
-	container, logLevel, logFormat                string
+	conn                           cliconn.Options
+	container, logLevel, logFormat string
 
 	queues                  stringList
 	concurrency, batch      int
@@ -105,39 +104,18 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-func env(name, def string) string {
-	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v := env(name, ""); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	var n int
-	if _, err := fmt.Sscan(env(name, ""), &n); err == nil {
-		return n
-	}
-	return def
-}
+// The environment helpers are cliconn's, shared with the tablekit command.
+var (
+	env         = cliconn.Env
+	envDuration = cliconn.EnvDuration
+	envInt      = cliconn.EnvInt
+)
 
 // commands builds the subcommands; their flag sets are the source of the
 // usage text.
 func commands(c *config) []*command {
 	conn := func(fs *flag.FlagSet) {
-		fs.StringVar(&c.connString, "connection-string", "", "storage connection string (env AZURE_STORAGE_CONNECTION_STRING); UseDevelopmentStorage=true means Azurite's default ports")
-		fs.StringVar(&c.account, "account", env("AZURE_STORAGE_ACCOUNT", ""), "storage account name: public-cloud endpoints with Entra ID (env AZURE_STORAGE_ACCOUNT)")
-		fs.StringVar(&c.tableEP, "table-endpoint", env("AZURE_STORAGE_TABLE_ENDPOINT", ""), "table service URL, with Entra ID (env AZURE_STORAGE_TABLE_ENDPOINT)")
-		fs.StringVar(&c.queueEP, "queue-endpoint", env("AZURE_STORAGE_QUEUE_ENDPOINT", ""), "queue service URL, with Entra ID (env AZURE_STORAGE_QUEUE_ENDPOINT)")
-		fs.StringVar(&c.blobEP, "blob-endpoint", env("AZURE_STORAGE_BLOB_ENDPOINT", ""), "blob service URL, with Entra ID (env AZURE_STORAGE_BLOB_ENDPOINT)")
+		c.conn.Register(fs)
 		fs.StringVar(&c.container, "container", env("TABLEKIT_BLOB_CONTAINER", consistency.DefaultBlobContainer), "blob container for transactions over 64 KiB and large poison records (env TABLEKIT_BLOB_CONTAINER)")
 		fs.StringVar(&c.logLevel, "log-level", env("TABLEKIT_LOG_LEVEL", "info"), "log level: debug, info, warn or error; debug logs every applied step (env TABLEKIT_LOG_LEVEL)")
 		fs.StringVar(&c.logFormat, "log-format", env("TABLEKIT_LOG_FORMAT", "json"), "log format: json or text, written to stderr (env TABLEKIT_LOG_FORMAT)")
@@ -235,7 +213,7 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
-	stderr = redactingWriter{stderr}
+	stderr = cliconn.RedactingWriter{W: stderr}
 	c := &config{stdout: stdout, stderr: stderr}
 	cmds := commands(c)
 	if len(args) == 0 {
@@ -289,23 +267,6 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// redactingWriter passes every write through tablekit.Redact: whatever
-// reaches stderr (error messages and log records, each written whole in
-// one call) shows no SAS signature, account key or SAS setting, even if an
-// error from outside tablekit prints a URL or a connection string.
-type redactingWriter struct{ w io.Writer }
-
-func (r redactingWriter) Write(p []byte) (int, error) {
-	s := string(p)
-	if red := tablekit.Redact(s); red != s {
-		if _, err := io.WriteString(r.w, red); err != nil {
-			return 0, err
-		}
-		return len(p), nil
-	}
-	return r.w.Write(p)
-}
-
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
@@ -325,37 +286,14 @@ func (c *config) logger() (*slog.Logger, error) {
 	return nil, usageError{"--log-format " + c.logFormat + ": want json or text"}
 }
 
-// account connects with the connection string, or with Entra ID on the
-// given endpoints.
+// connect connects as cliconn does for every tablekit command; a missing
+// account is a usage error.
 func (c *config) connect() (*tablekit.Account, error) {
-	cs := c.connString
-	if cs == "" {
-		cs = tablekit.ConnectionStringFromEnv("")
+	acct, err := c.conn.Connect(nil)
+	if ue := (cliconn.UsageError{}); errors.As(err, &ue) {
+		return nil, usageError{ue.Msg}
 	}
-	if cs != "" {
-		return tablekit.Connect(cs, nil)
-	}
-	ep := tablekit.Endpoints{Table: c.tableEP, Queue: c.queueEP, Blob: c.blobEP}
-	if c.account != "" {
-		def := tablekit.AccountEndpoints(c.account)
-		if ep.Table == "" {
-			ep.Table = def.Table
-		}
-		if ep.Queue == "" {
-			ep.Queue = def.Queue
-		}
-		if ep.Blob == "" {
-			ep.Blob = def.Blob
-		}
-	}
-	if ep.Table == "" && ep.Queue == "" && ep.Blob == "" {
-		return nil, usageError{"no account: set AZURE_STORAGE_CONNECTION_STRING, --connection-string, --account or the endpoint flags"}
-	}
-	cred, err := azidentity.NewDefaultAzureCredential(nil)
-	if err != nil {
-		return nil, err
-	}
-	return tablekit.NewAccountWithCredential(ep, cred, nil)
+	return acct, err
 }
 
 func parseBackoff(s string) (*consistency.Backoff, error) {

@@ -1,0 +1,131 @@
+// Package cliconn is how tablekit's commands (tablekit and tablekit-worker)
+// connect to a storage account: one set of flags and environment
+// variables, one Connect, one way to keep secrets out of what they print.
+package cliconn
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/tablekit/tablekit"
+)
+
+// Options are the connection flags. The zero value connects with
+// $AZURE_STORAGE_CONNECTION_STRING.
+type Options struct {
+	// ConnectionString is a storage connection string; empty means
+	// $AZURE_STORAGE_CONNECTION_STRING.
+	ConnectionString string
+	// Account names a public-cloud account whose endpoints are used with
+	// Microsoft Entra ID when there is no connection string.
+	Account string
+	// TableEndpoint, QueueEndpoint and BlobEndpoint are service URLs used
+	// with Entra ID; they override the ones Account implies.
+	TableEndpoint, QueueEndpoint, BlobEndpoint string
+}
+
+// Register adds --connection-string, --account, --table-endpoint,
+// --queue-endpoint and --blob-endpoint to fs, with defaults from their
+// environment variables (a flag given on the command line wins).
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.ConnectionString, "connection-string", "", "storage connection string (env AZURE_STORAGE_CONNECTION_STRING); UseDevelopmentStorage=true means Azurite's default ports")
+	fs.StringVar(&o.Account, "account", Env("AZURE_STORAGE_ACCOUNT", ""), "storage account name: public-cloud endpoints with Entra ID (env AZURE_STORAGE_ACCOUNT)")
+	fs.StringVar(&o.TableEndpoint, "table-endpoint", Env("AZURE_STORAGE_TABLE_ENDPOINT", ""), "table service URL, with Entra ID (env AZURE_STORAGE_TABLE_ENDPOINT)")
+	fs.StringVar(&o.QueueEndpoint, "queue-endpoint", Env("AZURE_STORAGE_QUEUE_ENDPOINT", ""), "queue service URL, with Entra ID (env AZURE_STORAGE_QUEUE_ENDPOINT)")
+	fs.StringVar(&o.BlobEndpoint, "blob-endpoint", Env("AZURE_STORAGE_BLOB_ENDPOINT", ""), "blob service URL, with Entra ID (env AZURE_STORAGE_BLOB_ENDPOINT)")
+}
+
+// Connect connects with the connection string (the flag, else
+// $AZURE_STORAGE_CONNECTION_STRING), or else with Entra ID, through
+// azidentity's DefaultAzureCredential, on the account's or the given
+// endpoints. With neither it returns a UsageError. It makes no request.
+func (o *Options) Connect(opts *tablekit.AccountOptions) (*tablekit.Account, error) {
+	cs := o.ConnectionString
+	if cs == "" {
+		cs = tablekit.ConnectionStringFromEnv("")
+	}
+	if cs != "" {
+		return tablekit.Connect(cs, opts)
+	}
+	ep := tablekit.Endpoints{Table: o.TableEndpoint, Queue: o.QueueEndpoint, Blob: o.BlobEndpoint}
+	if o.Account != "" {
+		def := tablekit.AccountEndpoints(o.Account)
+		if ep.Table == "" {
+			ep.Table = def.Table
+		}
+		if ep.Queue == "" {
+			ep.Queue = def.Queue
+		}
+		if ep.Blob == "" {
+			ep.Blob = def.Blob
+		}
+	}
+	if ep.Table == "" && ep.Queue == "" && ep.Blob == "" {
+		return nil, UsageError{"no account: set AZURE_STORAGE_CONNECTION_STRING, --connection-string, --account or the endpoint flags"}
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, err
+	}
+	return tablekit.NewAccountWithCredential(ep, cred, opts)
+}
+
+// UsageError is a mistake on the command line: the commands print it and
+// exit with status 2.
+type UsageError struct{ Msg string }
+
+// Error returns the message.
+func (e UsageError) Error() string { return e.Msg }
+
+// Env returns the trimmed value of the environment variable name, or def
+// when it is unset or blank.
+func Env(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// EnvDuration is Env parsed as a time.Duration; def when unset or invalid.
+func EnvDuration(name string, def time.Duration) time.Duration {
+	if v := Env(name, ""); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+// EnvInt is Env parsed as an int; def when unset or invalid.
+func EnvInt(name string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(Env(name, ""), &n); err == nil {
+		return n
+	}
+	return def
+}
+
+// RedactingWriter passes every write through tablekit.Redact: whatever
+// reaches it (error messages and log records, each written whole in one
+// call) shows no SAS signature, account key or SAS setting, even if an
+// error from outside tablekit prints a URL or a connection string.
+type RedactingWriter struct{ W io.Writer }
+
+// Write writes p, redacted, to W; it reports len(p) when the redacted
+// text was written whole.
+func (r RedactingWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if red := tablekit.Redact(s); red != s {
+		if _, err := io.WriteString(r.W, red); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return r.W.Write(p)
+}
