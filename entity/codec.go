@@ -72,23 +72,38 @@ func (c *Codec) AppendMarshal(dst []byte, v any) ([]byte, error) {
 // wire fills an int64 field, 3 fills a float64, and a value that does not
 // fit (2^40 into an int32) is an error naming the field.
 func (c *Codec) Unmarshal(data []byte, v any) error {
+	rv, err := c.target(v, "Unmarshal")
+	if err != nil {
+		return err
+	}
+	if c.p.hookU {
+		return c.unmarshalHook(data, rv)
+	}
+	return c.decodeStruct(data, rv)
+}
+
+// target checks that v is a non-nil *T and returns *v, reset to its zero
+// value.
+func (c *Codec) target(v any, method string) (reflect.Value, error) {
 	rv := reflect.ValueOf(v)
 	if v == nil || rv.Kind() != reflect.Pointer || rv.Type().Elem() != c.p.typ || rv.IsNil() {
-		return errType(c.p.typ, "", "Unmarshal needs a non-nil *"+c.p.typ.String())
+		return reflect.Value{}, errType(c.p.typ, "", method+" needs a non-nil *"+c.p.typ.String())
 	}
 	rv = rv.Elem()
 	rv.SetZero()
-	if c.p.hookU {
-		e, err := decodeEntity(data, c.p.typ)
-		if err != nil {
-			return err
-		}
-		if err := rv.Addr().Interface().(EntityUnmarshaler).UnmarshalEntity(e); err != nil {
-			return errCause(c.p.typ, "", "UnmarshalEntity failed", err)
-		}
-		return nil
+	return rv, nil
+}
+
+// unmarshalHook decodes data for a T that implements EntityUnmarshaler.
+func (c *Codec) unmarshalHook(data []byte, rv reflect.Value) error {
+	e, err := decodeEntity(data, c.p.typ)
+	if err != nil {
+		return err
 	}
-	return c.decodeStruct(data, rv)
+	if err := rv.Addr().Interface().(EntityUnmarshaler).UnmarshalEntity(e); err != nil {
+		return errCause(c.p.typ, "", "UnmarshalEntity failed", err)
+	}
+	return nil
 }
 
 // Keys returns the PartitionKey and RowKey of v (a T or *T); "" for both

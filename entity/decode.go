@@ -27,16 +27,25 @@ func (d *decoder) syntax(err error) error {
 
 func (c *Codec) decodeStruct(data []byte, rv reflect.Value) error {
 	d := decoder{c: c, s: scanner{b: data}}
-	p := c.p
+	if err := d.object(rv); err != nil {
+		return err
+	}
+	if err := d.s.end(); err != nil {
+		return d.syntax(err)
+	}
+	return nil
+}
+
+// object decodes the JSON object at the scanner's position into rv and
+// leaves the scanner just after it.
+func (d *decoder) object(rv reflect.Value) error {
+	p := d.c.p
 	s := &d.s
 	if err := s.expect('{'); err != nil {
 		return d.syntax(err)
 	}
 	if s.peek() == '}' {
 		s.i++
-		if err := s.end(); err != nil {
-			return d.syntax(err)
-		}
 		return nil
 	}
 	for {
@@ -69,9 +78,6 @@ func (c *Codec) decodeStruct(data []byte, rv reflect.Value) error {
 			s.i++
 		case '}':
 			s.i++
-			if err := s.end(); err != nil {
-				return d.syntax(err)
-			}
 			return nil
 		default:
 			return d.syntax(s.fail("want ',' or '}'"))

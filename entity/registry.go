@@ -283,67 +283,17 @@ func (e *RowError) Unwrap() error { return e.Err }
 // SplitPage returns the rows of a query response body
 // {"value":[{...},...]}; each row aliases body.
 func SplitPage(body []byte) ([][]byte, error) {
-	fail := func(err error) error {
-		return &Error{Rule: "cannot decode the query page", Err: ErrInvalidEntity, Cause: err}
-	}
-	s := scanner{b: body}
-	if err := s.expect('{'); err != nil {
-		return nil, fail(err)
-	}
 	var rows [][]byte
-	if s.peek() == '}' {
-		s.i++
-		return nil, nil
-	}
-	for {
-		if s.peek() != '"' {
-			return nil, fail(s.fail("want a member name"))
-		}
-		key, _, err := s.str()
-		if err == nil {
-			err = s.expect(':')
-		}
+	r := NewPageReader(body)
+	for r.Next() {
+		row, err := r.Raw()
 		if err != nil {
-			return nil, fail(err)
+			return nil, err
 		}
-		if string(key) == "value" && s.peek() == '[' {
-			s.i++
-			if s.peek() == ']' {
-				s.i++
-			} else {
-				for {
-					if s.peek() != '{' {
-						return nil, fail(s.fail("want an entity object"))
-					}
-					start := s.i
-					if err := s.skip(0); err != nil {
-						return nil, fail(err)
-					}
-					rows = append(rows, body[start:s.i])
-					if c := s.peek(); c == ',' {
-						s.i++
-						continue
-					} else if c == ']' {
-						s.i++
-						break
-					}
-					return nil, fail(s.fail("want ',' or ']'"))
-				}
-			}
-		} else if _, _, _, err := s.value(); err != nil {
-			return nil, fail(err)
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			if err := s.end(); err != nil {
-				return nil, fail(err)
-			}
-			return rows, nil
-		default:
-			return nil, fail(s.fail("want ',' or '}'"))
-		}
+		rows = append(rows, row)
 	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }

@@ -1,6 +1,8 @@
 package entity
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -72,14 +74,47 @@ func (s *scanner) peek() byte {
 	return s.b[s.i]
 }
 
-// str reads a string; s.b[s.i] must be '"'.
+// Masks of the eight-bytes-at-a-time string scan.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// special returns a mask whose lowest set bit (if any) is the high bit of
+// the first byte of x (little-endian) that is '"', '\\' or a control
+// character; bytes above it may be flagged falsely (borrows), so only the
+// lowest bit counts.
+func special(x uint64) uint64 {
+	q := x ^ (lsb * '"')
+	e := x ^ (lsb * '\\')
+	return ((q-lsb)&^q | (e-lsb)&^e | (x-lsb*0x20)&^x) & msb
+}
+
+// str reads a string; s.b[s.i] must be '"'. Runs of ordinary bytes are
+// skipped eight at a time.
 func (s *scanner) str() (raw []byte, esc bool, err error) {
 	s.i++
 	start := s.i
 	b := s.b
-	for i := s.i; i < len(b); i++ {
-		c := b[i]
-		switch {
+	i := s.i
+	for {
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for ; i < len(b); i++ {
+			if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+		}
+		if i >= len(b) {
+			s.i = len(b)
+			return nil, false, s.fail("unterminated string")
+		}
+		switch c := b[i]; {
 		case c == '"':
 			s.i = i + 1
 			return b[start:i], esc, nil
@@ -91,7 +126,7 @@ func (s *scanner) str() (raw []byte, esc bool, err error) {
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
+				i += 2
 			case 'u':
 				if i+5 >= len(b) {
 					s.i = i
@@ -103,18 +138,16 @@ func (s *scanner) str() (raw []byte, esc bool, err error) {
 						return nil, false, s.fail("bad \\u escape")
 					}
 				}
-				i += 5
+				i += 6
 			default:
 				s.i = i
 				return nil, false, s.fail("bad escape")
 			}
-		case c < 0x20:
+		default:
 			s.i = i
 			return nil, false, s.fail("control character in string")
 		}
 	}
-	s.i = len(b)
-	return nil, false, s.fail("unterminated string")
 }
 
 // value reads one value of any kind. Objects and arrays are skipped and

@@ -1,0 +1,164 @@
+package entity_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/entity"
+)
+
+type pageRow struct {
+	PartitionKey, RowKey string
+	ETag                 string
+	Name                 string
+	N                    int64
+}
+
+func pageCodec(t *testing.T) *entity.Codec {
+	t.Helper()
+	c, err := entity.CodecOf(reflect.TypeOf(pageRow{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Decoding a page row by row in one pass gives what splitting it and
+// unmarshalling each row gives, whatever members surround "value".
+func TestPageReaderDecodeMatchesSplit(t *testing.T) {
+	c := pageCodec(t)
+	rows := `[{"odata.etag":"W/\"1\"","PartitionKey":"p","RowKey":"a","Name":"x\"y\\u00e9","N@odata.type":"Edm.Int64","N":"7"},` +
+		` {"PartitionKey":"p","RowKey":"b","Extra":{"deep":[1,{"k":"v"}]},"Name":"","N":3} ]`
+	for _, body := range []string{
+		`{"value":` + rows + `}`,
+		`{"odata.metadata":"http://x/$metadata#t","value":` + rows + `}`,
+		` { "value" : ` + rows + ` , "odata.nextLink":"n" } `,
+	} {
+		split, err := entity.SplitPage([]byte(body))
+		if err != nil {
+			t.Fatalf("SplitPage(%s): %v", body, err)
+		}
+		var want []pageRow
+		for _, raw := range split {
+			var v pageRow
+			if err := c.Unmarshal(raw, &v); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, v)
+		}
+		var got []pageRow
+		r := entity.NewPageReader([]byte(body))
+		for r.Next() {
+			var v pageRow
+			if err := r.Decode(c, &v); err != nil {
+				t.Fatalf("Decode in %s: %v", body, err)
+			}
+			got = append(got, v)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatalf("Err in %s: %v", body, err)
+		}
+		if len(got) != 2 || !reflect.DeepEqual(got, want) {
+			t.Errorf("page %s:\n got %+v\nwant %+v", body, got, want)
+		}
+		if got[0].Name != "x\"yé" || got[0].N != 7 || got[0].ETag != `W/"1"` {
+			t.Errorf("first row decoded as %+v", got[0])
+		}
+	}
+}
+
+// Rows the caller does not read are skipped; Raw returns them whole.
+func TestPageReaderSkipAndRaw(t *testing.T) {
+	body := []byte(`{"value":[{"RowKey":"a"},{"RowKey":"b","X":[{}]},{"RowKey":"c"}]}`)
+	r := entity.NewPageReader(body)
+	var raws []string
+	for i := 0; r.Next(); i++ {
+		if i == 1 {
+			continue // not read: skipped by the next Next
+		}
+		raw, err := r.Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, string(raw))
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(raws, "|") != `{"RowKey":"a"}|{"RowKey":"c"}` {
+		t.Errorf("raw rows %q", raws)
+	}
+}
+
+func TestPageReaderEmptyAndMalformed(t *testing.T) {
+	for _, body := range []string{`{}`, `{"value":[]}`, ` {"value":[ ],"x":1} `} {
+		r := entity.NewPageReader([]byte(body))
+		if r.Next() || r.Err() != nil {
+			t.Errorf("%s: a row or an error (%v)", body, r.Err())
+		}
+	}
+	for _, body := range []string{``, `[]`, `{"value":[1]}`, `{"value":[{"a":1}`, `{"value":[{"a":1}]`, `{"value":[{"a":1}]} x`, `{"value":[{"a":1} {"b":2}]}`, `{"value":[{"a":"\x01"}]}`} {
+		r := entity.NewPageReader([]byte(body))
+		for r.Next() {
+			if _, err := r.Raw(); err != nil {
+				break
+			}
+		}
+		if !errors.Is(r.Err(), entity.ErrInvalidEntity) {
+			t.Errorf("%q: Err = %v, want ErrInvalidEntity", body, r.Err())
+		}
+	}
+}
+
+// A row that does not fit T stops the reader with Decode's error naming
+// the field; a single row (the SDK's form) reads as a page of one.
+func TestPageReaderDecodeErrorAndSingleRow(t *testing.T) {
+	c := pageCodec(t)
+	r := entity.NewPageReader([]byte(`{"value":[{"N":"x"},{"N":1}]}`))
+	if !r.Next() {
+		t.Fatal(r.Err())
+	}
+	var v pageRow
+	if err := r.Decode(c, &v); !errors.Is(err, entity.ErrInvalidEntity) || !strings.Contains(err.Error(), "N") {
+		t.Errorf("Decode = %v, want an ErrInvalidEntity naming N", err)
+	}
+	if r.Next() {
+		t.Error("Next after a failed Decode")
+	}
+	r.ResetRow([]byte(`{"RowKey":"r","N":2}`))
+	n := 0
+	for r.Next() {
+		if err := r.Decode(c, &v); err != nil || v.RowKey != "r" || v.N != 2 {
+			t.Errorf("single row: %+v, %v", v, err)
+		}
+		n++
+	}
+	if n != 1 || r.Err() != nil {
+		t.Errorf("single row: %d rows, %v", n, r.Err())
+	}
+}
+
+// The eight-bytes-at-a-time string scan finds a quote, a backslash or a
+// control character at every offset, as encoding/json does.
+func TestScannerStringsAtEveryOffset(t *testing.T) {
+	c := pageCodec(t)
+	for n := 0; n < 20; n++ {
+		for _, tail := range []string{``, `\"`, `\\`, `\u00e9`, `\n`, "\x01", "\x1f", "é", "\x7f"} {
+			s := strings.Repeat("a", n) + tail + strings.Repeat("b", n%9)
+			raw := `{"Name":"` + s + `"}`
+			var got pageRow
+			err := c.Unmarshal([]byte(raw), &got)
+			var want struct{ Name string }
+			jerr := json.Unmarshal([]byte(raw), &want)
+			if (err == nil) != (jerr == nil) {
+				t.Fatalf("%q: tablekit %v, encoding/json %v", raw, err, jerr)
+			}
+			if err == nil && got.Name != want.Name {
+				t.Fatalf("%q: decoded %q, want %q", raw, got.Name, want.Name)
+			}
+		}
+	}
+}
