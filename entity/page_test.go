@@ -30,7 +30,7 @@ func pageCodec(t *testing.T) *entity.Codec {
 // unmarshalling each row gives, whatever members surround "value".
 func TestPageReaderDecodeMatchesSplit(t *testing.T) {
 	c := pageCodec(t)
-	rows := `[{"odata.etag":"W/\"1\"","PartitionKey":"p","RowKey":"a","Name":"x\"y\\u00e9","N@odata.type":"Edm.Int64","N":"7"},` +
+	rows := `[{"odata.etag":"W/\"1\"","PartitionKey":"p","RowKey":"a","Name":"x\"y\u00e9","N@odata.type":"Edm.Int64","N":"7"},` +
 		` {"PartitionKey":"p","RowKey":"b","Extra":{"deep":[1,{"k":"v"}]},"Name":"","N":3} ]`
 	for _, body := range []string{
 		`{"value":` + rows + `}`,
