@@ -1,0 +1,238 @@
+package patterns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// WhereOptions configures Count and DeleteWhere. A nil *WhereOptions means
+// the defaults: table scans refused, 8 transactions in flight.
+type WhereOptions struct {
+	// AllowTableScan lets a filter that does not pin one partition run,
+	// as QueryOptions.AllowTableScan does. Without it such a filter fails
+	// with tablekit.ErrTableScan before any request.
+	AllowTableScan bool
+	// Concurrency bounds DeleteWhere's transactions in flight. Default 8.
+	Concurrency int
+	// Progress, when set, is called (from one goroutine at a time) after
+	// each page Count reads and after each transaction DeleteWhere sends,
+	// with the totals so far.
+	Progress func(WhereResult)
+}
+
+// WhereResult is what Count or DeleteWhere did.
+type WhereResult struct {
+	// Matched is the number of entities the filter matched (Count's
+	// answer; the entities DeleteWhere set out to delete).
+	Matched int
+	// Deleted is the number of entities DeleteWhere deleted.
+	Deleted int
+	// Gone is the number of matched entities that another writer deleted
+	// before DeleteWhere's transaction reached them; they are not failures.
+	Gone int
+	// Pages is the number of query pages read (one request each).
+	Pages int
+	// Transactions is the number of entity group transactions sent (one
+	// request each), resends after a failed entity included.
+	Transactions int
+}
+
+// keysOnly is the projection Count and DeleteWhere read: the service
+// returns the keys (and its metadata) and nothing else.
+var keysOnly = []string{"PartitionKey", "RowKey"}
+
+func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (query, WhereOptions, error) {
+	var o WhereOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	q, err := prepareQuery(t.name, f, &QueryOptions{Select: keysOnly, AllowTableScan: o.AllowTableScan}, nil)
+	return q, o, err
+}
+
+// Count returns the number of entities matching f. It reads their keys
+// only (a $select of PartitionKey and RowKey), so what travels is small
+// whatever the entities hold, but the service still reads every entity the
+// filter scans (see keys.Classify). A table scan is refused unless
+// opts.AllowTableScan is set.
+//
+// Requests: one per page of up to 1,000 entities, at least one:
+// ceil(N/1000) for N matching entities when the service fills its pages,
+// as Azurite does; Azure may return shorter pages (at a partition boundary
+// or after five seconds), each one more request.
+func (t *Table[T]) Count(ctx context.Context, f keys.Filter, opts *WhereOptions) (int, error) {
+	res, err := t.CountWhere(ctx, f, opts)
+	return res.Matched, err
+}
+
+// CountWhere is Count reporting the pages it read too (Matched is the
+// count). Its requests are Count's.
+func (t *Table[T]) CountWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
+	var res WhereResult
+	q, o, err := t.prepareWhere(f, opts)
+	if err != nil {
+		return res, err
+	}
+	var pos *wire.Continuation
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		rows, next, err := t.w.Page(ctx, q.wire(), pos)
+		if err != nil {
+			return res, err
+		}
+		res.Pages++
+		res.Matched += len(rows)
+		if o.Progress != nil {
+			o.Progress(res)
+		}
+		if next == nil {
+			return res, nil
+		}
+		pos = next
+	}
+}
+
+// DeleteWhere deletes every entity matching f, whatever its ETag, in
+// entity group transactions: it reads the matching keys a page at a time
+// (keys only) and deletes each page's entities in transactions of up to
+// 100 entities of one partition, up to opts.Concurrency at a time, while it
+// reads the next page. A table scan is refused unless opts.AllowTableScan
+// is set; pass keys.PK().Eq(pk) to empty one partition.
+//
+// Requests: one per page of up to 1,000 matching entities (as Count), plus
+// one transaction per 100 entities of a partition: ceil(N/1000) +
+// Σ ceil(Np/100) for Np matching entities in partition p, when pages are
+// full (Azurite). Deleting 1,200 entities of one partition takes 2 + 12.
+//
+// DeleteWhere is not atomic: each transaction is. An entity that another
+// writer deletes first is counted in WhereResult.Gone, not as a failure.
+// When other entities cannot be deleted, DeleteWhere deletes the rest and
+// returns a *BulkError listing them, Index being the entity's position in
+// the query's order; a transaction whose response was lost and whose
+// outcome reading back cannot settle fails with an error wrapping
+// tablekit.ErrOutcomeUnknown. Entities written after a page was read are
+// not deleted.
+func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
+	var res WhereResult
+	q, o, err := t.prepareWhere(f, opts)
+	if err != nil {
+		return res, err
+	}
+	var progressMu sync.Mutex
+	b := &bulk{ctx: ctx, work: make(chan *group)}
+	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
+		r, err := t.submit(ctx, ops)
+		if o.Progress != nil {
+			progressMu.Lock()
+			b.mu.Lock()
+			cur := res
+			cur.Transactions, cur.Deleted = b.requests+1, b.written
+			if err == nil {
+				cur.Deleted += len(ops)
+			}
+			b.mu.Unlock()
+			o.Progress(cur)
+			progressMu.Unlock()
+		}
+		return r, err
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < o.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range b.work {
+				b.send(g)
+			}
+		}()
+	}
+
+	// Rows come in PartitionKey order, so only the last partition of a
+	// page can continue on the next: its partial transaction waits for
+	// that page; every other one is sent at once.
+	var open *group
+	openPK := ""
+	index := 0
+	var pos *wire.Continuation
+	var qerr error
+	for qerr == nil {
+		if qerr = ctx.Err(); qerr != nil {
+			break
+		}
+		var rows [][]byte
+		var next *wire.Continuation
+		rows, next, qerr = t.w.Page(ctx, q.wire(), pos)
+		if qerr != nil {
+			break
+		}
+		b.mu.Lock()
+		res.Pages++
+		res.Matched += len(rows)
+		b.mu.Unlock()
+		for _, raw := range rows {
+			var k struct{ PartitionKey, RowKey string }
+			if err := json.Unmarshal(raw, &k); err != nil {
+				qerr = fmt.Errorf("tablekit: delete from %s: cannot read the keys of a row: %w", t.name, err)
+				break
+			}
+			if open != nil && (k.PartitionKey != openPK || len(open.ops) == MaxTransactionOps) {
+				b.dispatch(open)
+				open = nil
+			}
+			if open == nil {
+				open, openPK = &group{}, k.PartitionKey
+			}
+			open.ops = append(open.ops, Op{Type: OpDelete, PartitionKey: k.PartitionKey, RowKey: k.RowKey})
+			open.index = append(open.index, index)
+			index++
+		}
+		if next == nil {
+			break
+		}
+		pos = next
+	}
+	if open != nil {
+		if qerr == nil {
+			b.dispatch(open)
+		} else {
+			for i, op := range open.ops {
+				b.fail(open.index[i], op.PartitionKey, op.RowKey, fmt.Errorf("not deleted: the query stopped: %w", qerr))
+			}
+		}
+	}
+	close(b.work)
+	wg.Wait()
+
+	res.Deleted, res.Transactions = b.written, b.requests
+	var failed []BulkFailure
+	for _, fl := range b.failed {
+		if errors.Is(fl.Err, tablekit.ErrNotFound) {
+			res.Gone++
+			continue
+		}
+		failed = append(failed, fl)
+	}
+	slices.SortFunc(failed, func(x, y BulkFailure) int { return x.Index - y.Index })
+	switch {
+	case qerr != nil:
+		return res, qerr
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case len(failed) > 0:
+		return res, &BulkError{Failed: failed}
+	}
+	return res, nil
+}
