@@ -70,6 +70,18 @@ type Options struct {
 	Output io.Writer
 	// ExtraArgs are appended to the command line (e.g. "--loose").
 	ExtraArgs []string
+	// Strict puts a loopback reverse proxy in front of the table endpoint
+	// that refuses what Azure Table storage refuses and Azurite lets
+	// through, with Azure's status, error code and message: a transaction
+	// spanning partitions, with more than 100 operations or two on one
+	// entity; an entity with more than 252 custom properties, over 1 MiB,
+	// or with a property name that is not a C# identifier of at most 255
+	// characters; $top above 1000; a $filter with an unterminated string
+	// literal; an entity outside the key range of a SAS (and a query
+	// under such a SAS returns only the range). Everything else passes
+	// through untouched. TableURL and ConnectionString then point at the
+	// proxy; blob and queue endpoints are Azurite's own.
+	Strict bool
 }
 
 // Instance is a running Azurite.
@@ -85,6 +97,7 @@ type Instance struct {
 	waitErr  error
 	stopOnce sync.Once
 	location string
+	proxy    *strictProxy
 }
 
 // Find returns the path of the azurite command, searching as the package
@@ -238,6 +251,15 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
 	inst.QueueURL = base + strconv.Itoa(ports[1]) + "/" + AccountName
 	inst.TableURL = base + strconv.Itoa(ports[2]) + "/" + AccountName
+	if o.Strict {
+		p, u, err := startStrictProxy(base + strconv.Itoa(ports[2]))
+		if err != nil {
+			inst.Stop()
+			return nil, fmt.Errorf("azurite: strict proxy: %w", err)
+		}
+		inst.proxy = p
+		inst.TableURL = u + "/" + AccountName
+	}
 	inst.ConnectionString = "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
 		";AccountKey=" + AccountKey +
 		";BlobEndpoint=" + inst.BlobURL +
@@ -275,6 +297,9 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 // working directory. It is safe to call more than once.
 func (i *Instance) Stop() error {
 	i.stopOnce.Do(func() {
+		if i.proxy != nil {
+			i.proxy.close()
+		}
 		if i.cmd != nil && i.cmd.Process != nil {
 			_ = i.cmd.Process.Signal(syscall.SIGTERM)
 			select {
