@@ -3,9 +3,11 @@ package consistency
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/tablekit/tablekit/keys"
 )
@@ -82,12 +84,17 @@ func NewID() string {
 }
 
 // envelope is the wire form of a queue message: a transaction inline, or a
-// reference to the blob that holds it.
+// reference to the blob that holds it. TraceParent and TraceState are the
+// W3C trace context of the span that enqueued it; they are written only by
+// a Queue with a TracePropagator, so that workers older than these fields
+// (which reject unknown fields) keep reading what other writers send.
 type envelope struct {
-	V     int      `json:"v"`
-	ID    string   `json:"id"`
-	Steps []Step   `json:"steps,omitempty"`
-	Blob  *BlobRef `json:"blob,omitempty"`
+	V           int      `json:"v"`
+	ID          string   `json:"id"`
+	Steps       []Step   `json:"steps,omitempty"`
+	Blob        *BlobRef `json:"blob,omitempty"`
+	TraceParent string   `json:"traceparent,omitempty"`
+	TraceState  string   `json:"tracestate,omitempty"`
 }
 
 // BlobRef names a blob.
@@ -188,6 +195,29 @@ func validateID(id string) error {
 	return nil
 }
 
+// decodeMessage decodes the envelope of a queue message's text: JSON, or
+// JSON encoded in base64 (standard alphabet, padded), as Azure Functions'
+// queue output bindings and other SDKs write messages by default.
+func decodeMessage(text string) (*envelope, error) {
+	return decodeEnvelope(messageBody(text))
+}
+
+// messageBody returns the JSON of a message's text, decoding base64. A
+// JSON envelope starts with '{', which base64 never contains, so the two
+// forms cannot be confused.
+func messageBody(text string) []byte {
+	t := strings.TrimSpace(text)
+	if t == "" || t[0] == '{' {
+		return []byte(text)
+	}
+	if b, err := base64.StdEncoding.DecodeString(t); err == nil {
+		if bt := bytes.TrimSpace(b); len(bt) > 0 && bt[0] == '{' {
+			return b
+		}
+	}
+	return []byte(text)
+}
+
 // decodeEnvelope decodes and checks the version; unknown fields are
 // rejected so that a newer writer's envelope is not half-understood.
 func decodeEnvelope(data []byte) (*envelope, error) {
@@ -195,7 +225,7 @@ func decodeEnvelope(data []byte) (*envelope, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&env); err != nil {
-		return nil, malformed("not a JSON envelope", err)
+		return nil, malformed("not a JSON envelope (nor one encoded in base64)", err)
 	}
 	if dec.More() {
 		return nil, malformed("trailing data after the envelope", nil)

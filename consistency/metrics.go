@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,12 @@ type Metrics struct {
 	poisoned      atomic.Int64
 	released      atomic.Int64
 	inFlight      atomic.Int64
+	waiting       atomic.Int64
 	receiveErrors atomic.Int64
+	depthErrors   atomic.Int64
+
+	depthMu sync.Mutex
+	depths  []QueueDepth // in the order of WorkerOptions.Queues
 
 	// apply is the time from receiving a message to deleting it;
 	// age is the time from enqueueing to deleting (enqueue-to-applied).
@@ -39,6 +45,29 @@ func (m *Metrics) InFlight() int64 { return m.inFlight.Load() }
 
 // Released is the number of messages handed back unprocessed at shutdown.
 func (m *Metrics) Released() int64 { return m.released.Load() }
+
+// Waiting is the number of received messages waiting for a free slot.
+func (m *Metrics) Waiting() int64 { return m.waiting.Load() }
+
+// QueueDepths returns the queue depths last read (every
+// WorkerOptions.DepthInterval), one per queue read so far.
+func (m *Metrics) QueueDepths() []QueueDepth {
+	m.depthMu.Lock()
+	defer m.depthMu.Unlock()
+	return slices.Clone(m.depths)
+}
+
+func (m *Metrics) setDepth(d QueueDepth) {
+	m.depthMu.Lock()
+	defer m.depthMu.Unlock()
+	for i := range m.depths {
+		if m.depths[i].Queue == d.Queue {
+			m.depths[i] = d
+			return
+		}
+	}
+	m.depths = append(m.depths, d)
+}
 
 var buckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
@@ -89,21 +118,40 @@ func (m *Metrics) WritePrometheus(out io.Writer) error {
 	counter("tablekit_worker_poisoned_total", "Messages moved to a poison queue.", m.poisoned.Load(), "counter")
 	counter("tablekit_worker_released_total", "Messages handed back unprocessed at shutdown.", m.released.Load(), "counter")
 	counter("tablekit_worker_receive_errors_total", "Failed receive calls.", m.receiveErrors.Load(), "counter")
+	counter("tablekit_worker_depth_errors_total", "Failed reads of a queue's depth.", m.depthErrors.Load(), "counter")
 	counter("tablekit_worker_in_flight", "Messages being processed.", m.inFlight.Load(), "gauge")
+	counter("tablekit_worker_waiting", "Received messages waiting for a free slot.", m.waiting.Load(), "gauge")
+	if depths := m.QueueDepths(); len(depths) > 0 {
+		gauge := func(name, help string, v func(QueueDepth) int64) {
+			w.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n")
+			for _, d := range depths {
+				// Queue names are lowercase letters, digits and dashes:
+				// nothing to escape in a label value.
+				w.WriteString(name + `{queue="` + d.Queue + `"} ` + strconv.FormatInt(v(d), 10) + "\n")
+			}
+		}
+		gauge("tablekit_worker_queue_messages", "Approximate number of messages in the transaction queue, visible and invisible, as last read.", func(d QueueDepth) int64 { return d.Messages })
+		gauge("tablekit_worker_poison_messages", "Approximate number of messages in the queue's poison queue, as last read.", func(d QueueDepth) int64 { return d.Poison })
+	}
 	m.apply.write(w, "tablekit_worker_apply_seconds", "Time from receiving a transaction to deleting its message.")
 	m.age.write(w, "tablekit_worker_end_to_end_seconds", "Time from enqueueing a transaction to deleting its message.")
 	return w.Flush()
 }
 
-// metricsHandler serves /metrics and /healthz.
-func metricsHandler(m *Metrics, healthy func() (bool, string)) http.Handler {
+// metricsHandler serves /metrics, /livez, /readyz and /healthz (the same
+// as /readyz); see Worker.Handler.
+func metricsHandler(m *Metrics, ready func() (bool, string)) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_ = m.WritePrometheus(w)
 	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		ok, why := healthy()
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	readyz := func(w http.ResponseWriter, r *http.Request) {
+		ok, why := ready()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -111,6 +159,8 @@ func metricsHandler(m *Metrics, healthy func() (bool, string)) http.Handler {
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
-	})
+	}
+	mux.HandleFunc("GET /readyz", readyz)
+	mux.HandleFunc("GET /healthz", readyz)
 	return mux
 }

@@ -3,6 +3,7 @@ package consistency
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
@@ -31,17 +33,31 @@ type QueueOptions struct {
 	// BlobContainer holds oversize envelopes; DefaultBlobContainer when
 	// empty. Workers reading the queue must be able to read it.
 	BlobContainer string
+	// Base64 writes every message base64-encoded, as an Azure Functions
+	// queue trigger expects by default (host.json "messageEncoding":
+	// "base64"). Workers read both forms. Base64 makes a message a third
+	// larger, so the limit of MaxMessageBytes applies to the encoded text
+	// and a transaction over about 48 KiB of JSON travels through a blob.
+	Base64 bool
+	// Propagator writes the W3C trace context of the enqueueing span into
+	// each envelope, so that the worker continues that trace. Nil writes
+	// none. Workers older than this field reject envelopes that carry it:
+	// upgrade the workers first.
+	Propagator TracePropagator
 }
 
 // Queue is a transaction queue and its poison queue: writers Enqueue
 // transactions, operators inspect and requeue poisoned ones. It is safe
 // for concurrent use.
 type Queue struct {
-	acct      *tablekit.Account
-	name      string
-	container string
-	qc        *azqueue.QueueClient
-	pc        *azqueue.QueueClient
+	acct       *tablekit.Account
+	name       string
+	container  string
+	base64     bool
+	propagator TracePropagator
+	tracer     tracing.Tracer
+	qc         *azqueue.QueueClient
+	pc         *azqueue.QueueClient
 }
 
 // NewQueue returns the transaction queue name of acct. It validates the
@@ -57,18 +73,59 @@ func NewQueue(acct *tablekit.Account, name string, opts *QueueOptions) (*Queue, 
 	if err := keys.ValidateQueueName(PoisonQueueName(name)); err != nil {
 		return nil, err
 	}
-	container := DefaultBlobContainer
-	if opts != nil && opts.BlobContainer != "" {
-		container = opts.BlobContainer
+	var o QueueOptions
+	if opts != nil {
+		o = *opts
 	}
-	if err := keys.ValidateContainerName(container); err != nil {
+	if o.BlobContainer == "" {
+		o.BlobContainer = DefaultBlobContainer
+	}
+	if err := keys.ValidateContainerName(o.BlobContainer); err != nil {
 		return nil, err
 	}
 	return &Queue{
-		acct: acct, name: name, container: container,
-		qc: acct.Queues().NewQueueClient(name),
-		pc: acct.Queues().NewQueueClient(PoisonQueueName(name)),
+		acct: acct, name: name, container: o.BlobContainer, base64: o.Base64, propagator: o.Propagator,
+		tracer: newTracer(acct),
+		qc:     acct.Queues().NewQueueClient(name),
+		pc:     acct.Queues().NewQueueClient(PoisonQueueName(name)),
 	}, nil
+}
+
+// QueueDepth is the approximate number of messages in a transaction queue
+// and in its poison queue, as the service reports them
+// (ApproximateMessagesCount): visible messages and invisible ones alike,
+// that is messages a worker holds, messages waiting for their retry
+// backoff and messages enqueued with a Delay. Azure documents the count as
+// never lower than the real number, and possibly higher.
+type QueueDepth struct {
+	Queue    string // the transaction queue's name
+	Messages int64  // messages in the queue
+	Poison   int64  // messages in its poison queue
+}
+
+// Depth returns the approximate message counts of the queue and its poison
+// queue (2 requests). A poison queue that does not exist counts 0; a
+// missing transaction queue is an error wrapping tablekit.ErrNotFound.
+func (q *Queue) Depth(ctx context.Context) (QueueDepth, error) {
+	d := QueueDepth{Queue: q.name}
+	n, err := approxCount(ctx, q.qc)
+	if err != nil {
+		return d, err
+	}
+	d.Messages = n
+	if d.Poison, err = approxCount(ctx, q.pc); tablekit.IsNotFound(err) {
+		err = nil
+	}
+	return d, err
+}
+
+// approxCount is one queue's approximate message count.
+func approxCount(ctx context.Context, c *azqueue.QueueClient) (int64, error) {
+	resp, err := c.GetProperties(ctx, nil)
+	if err = tablekit.MapError(err, "get queue properties", queueLabel(c)); err != nil {
+		return 0, err
+	}
+	return int64(deref(resp.ApproximateMessagesCount)), nil
 }
 
 // Name is the queue's name.
@@ -144,18 +201,33 @@ type EnqueueOptions struct {
 }
 
 // Enqueue validates tx (ValidateSteps), sets a random ID when it has none,
-// and sends it as one message. An envelope over MaxMessageBytes is first
-// uploaded to the blob container as "tx/<id>.json" and the message carries
-// its reference; the worker deletes the blob after the transaction
-// succeeds. Requests: 1, or 2 for an oversize transaction.
-func (q *Queue) Enqueue(ctx context.Context, tx *Transaction, opts *EnqueueOptions) error {
+// and sends it as one message (base64-encoded with QueueOptions.Base64).
+// An envelope over MaxMessageBytes is first uploaded to the blob container
+// as "tx/<id>.json" and the message carries its reference; the worker
+// deletes the blob after the transaction succeeds. With a tracing provider
+// on the account, Enqueue runs in a "Queue.Enqueue" span; with a
+// QueueOptions.Propagator, the envelope carries that span's trace context.
+// Requests: 1, or 2 for an oversize transaction.
+func (q *Queue) Enqueue(ctx context.Context, tx *Transaction, opts *EnqueueOptions) (err error) {
 	if tx.ID == "" {
 		tx.ID = NewID()
 	}
 	if err := ValidateSteps(tx); err != nil {
 		return err
 	}
-	body, err := json.Marshal(tx)
+	ctx, end := startSpan(ctx, q.tracer, "Queue.Enqueue", tracing.SpanKindProducer,
+		tracing.Attribute{Key: "messaging.destination.name", Value: q.name}, tracing.Attribute{Key: "tablekit.tx", Value: tx.ID})
+	defer func() { end(err) }()
+	env := envelope{V: Version, ID: tx.ID, Steps: tx.Steps}
+	if q.propagator != nil {
+		env.TraceParent, env.TraceState = q.propagator.Inject(ctx)
+		if env.TraceParent == "" {
+			env.TraceState = ""
+		} else if !validTraceParent(env.TraceParent) || len(env.TraceState) > maxTraceState {
+			return &wrapped{msg: "consistency: transaction " + strconv.Quote(tx.ID) + ": the TracePropagator returned a traceparent or tracestate that is not W3C Trace Context: " + strconv.Quote(env.TraceParent), err: ErrMalformed}
+		}
+	}
+	body, err := json.Marshal(env)
 	if err != nil {
 		return err
 	}
@@ -171,7 +243,7 @@ func (q *Queue) Enqueue(ctx context.Context, tx *Transaction, opts *EnqueueOptio
 		eo.VisibilityTimeout = to.Ptr(seconds(o.Delay))
 	}
 	var ref *BlobRef
-	if len(body) > MaxMessageBytes {
+	if q.encodedLen(len(body)) > MaxMessageBytes {
 		if q.acct.Blobs() == nil {
 			return &wrapped{msg: "consistency: transaction " + strconv.Quote(tx.ID) + " is " + strconv.Itoa(len(body)) + " bytes, over the queue's limit, and the account has no blob endpoint", err: tablekit.ErrNoEndpoint}
 		}
@@ -179,9 +251,10 @@ func (q *Queue) Enqueue(ctx context.Context, tx *Transaction, opts *EnqueueOptio
 		if err := q.upload(ctx, *ref, body); err != nil {
 			return err
 		}
-		body, _ = json.Marshal(envelope{V: Version, ID: tx.ID, Blob: ref})
+		env.Steps, env.Blob = nil, ref
+		body, _ = json.Marshal(env)
 	}
-	_, err = q.qc.EnqueueMessage(ctx, string(body), eo)
+	_, err = q.qc.EnqueueMessage(ctx, q.encode(body), eo)
 	if err = tablekit.MapError(err, "enqueue message", q.name); err != nil {
 		if ref != nil {
 			_ = deleteBlobIfExists(context.WithoutCancel(ctx), q.acct, *ref)
@@ -189,6 +262,22 @@ func (q *Queue) Enqueue(ctx context.Context, tx *Transaction, opts *EnqueueOptio
 		return err
 	}
 	return nil
+}
+
+// encodedLen is the length of a message of n bytes once encoded.
+func (q *Queue) encodedLen(n int) int {
+	if q.base64 {
+		return base64.StdEncoding.EncodedLen(n)
+	}
+	return n
+}
+
+// encode returns the message text of body.
+func (q *Queue) encode(body []byte) string {
+	if q.base64 {
+		return base64.StdEncoding.EncodeToString(body)
+	}
+	return string(body)
 }
 
 // upload writes a blob, creating the container on first use.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
@@ -24,14 +25,19 @@ type WorkerOptions struct {
 	// Concurrency bounds the transactions processed at once, over all
 	// queues (default 16). Steps of one transaction run in order.
 	Concurrency int
-	// BatchSize is the most messages one receive asks for (1 to 32,
-	// default 32); a receive never asks for more than the free
-	// concurrency slots.
+	// BatchSize is the most messages one receive asks for (1 to 32;
+	// default Concurrency, at most 32). It is also how many received
+	// messages each queue keeps waiting for a free slot, so that a slot
+	// that frees starts the next transaction without a round trip: a
+	// worker holds at most Concurrency messages being processed plus
+	// BatchSize waiting per queue, and receives again when no more than
+	// half of BatchSize is waiting. The visibility of waiting messages is
+	// extended like that of running ones.
 	BatchSize int
 	// VisibilityTimeout hides a received message from other workers
-	// (whole seconds, default 30 s). While a transaction runs, the worker
-	// extends it every third of this period, so a slow step is not
-	// redelivered.
+	// (whole seconds, default 30 s). From the receive until the message is
+	// settled, the worker extends it every third of this period, so a
+	// slow step is not redelivered.
 	VisibilityTimeout time.Duration
 	// MaxDequeueCount is how many deliveries a message gets (default 5):
 	// a retryable failure on the last one, or a message delivered more
@@ -48,6 +54,26 @@ type WorkerOptions struct {
 	// after its context is cancelled (default 30 s); those still running
 	// then are cancelled and their messages released for another worker.
 	DrainTimeout time.Duration
+	// UntilEmpty makes Run return nil, after a normal drain, once the
+	// queues are empty. Empty means: a receive of one of the queues found
+	// no visible message, and then the service's approximate message
+	// count (Queue.Depth) of every queue was zero. That count includes
+	// invisible messages, so the queues are not empty while this worker
+	// or another one holds a message, while a failed transaction waits
+	// for its retry backoff, or while a message enqueued with a Delay has
+	// not yet become visible; poisoned messages have left their queue and
+	// do not count. For KEDA ScaledJobs, scripts and tests.
+	UntilEmpty bool
+	// DepthInterval is how often the queues' approximate depths (Queue.Depth,
+	// 2 requests per queue) are refreshed for Metrics (default 30 s;
+	// negative disables).
+	DepthInterval time.Duration
+	// Propagator reads the trace context that a Queue with a Propagator
+	// wrote into each envelope; the worker's "Worker.ProcessMessage" span
+	// then continues the enqueueing trace. Nil, or an envelope without a
+	// valid traceparent, starts a new trace (spans are emitted only when
+	// the account has a tracing provider).
+	Propagator TracePropagator
 	// BlobContainer is where oversize transactions and poison records
 	// live (default DefaultBlobContainer).
 	BlobContainer string
@@ -68,16 +94,20 @@ type Worker struct {
 	reg       *Registry
 	log       *slog.Logger
 	metrics   *Metrics
+	tracer    tracing.Tracer
 	queues    []*workerQueue
 	running   atomic.Bool
 	draining  atomic.Bool
+	received  atomic.Bool // a receive has succeeded since Run started
 	recvFails atomic.Int64
 }
 
 type workerQueue struct {
-	name string
-	qc   *azqueue.QueueClient
-	pc   *azqueue.QueueClient
+	name    string
+	q       *Queue
+	qc      *azqueue.QueueClient
+	pc      *azqueue.QueueClient
+	waiting atomic.Int64 // received messages not yet started
 }
 
 // NewWorker validates opts and returns a worker on acct. It makes no
@@ -96,9 +126,10 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
-	if o.BatchSize <= 0 || o.BatchSize > 32 {
-		o.BatchSize = 32
+	if o.BatchSize <= 0 {
+		o.BatchSize = o.Concurrency
 	}
+	o.BatchSize = min(o.BatchSize, 32)
 	if o.VisibilityTimeout <= 0 {
 		o.VisibilityTimeout = 30 * time.Second
 	}
@@ -114,13 +145,16 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
 	}
+	if o.DepthInterval == 0 {
+		o.DepthInterval = 30 * time.Second
+	}
 	if o.BlobContainer == "" {
 		o.BlobContainer = DefaultBlobContainer
 	}
 	if err := keys.ValidateContainerName(o.BlobContainer); err != nil {
 		return nil, err
 	}
-	w := &Worker{acct: acct, tables: newTableSet(acct), opts: o, backoff: DefaultBackoff, reg: o.Registry, log: o.Logger, metrics: &Metrics{}}
+	w := &Worker{acct: acct, tables: newTableSet(acct), opts: o, backoff: DefaultBackoff, reg: o.Registry, log: o.Logger, metrics: &Metrics{}, tracer: newTracer(acct)}
 	if o.Backoff != nil {
 		w.backoff = *o.Backoff
 	}
@@ -135,7 +169,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.queues = append(w.queues, &workerQueue{name: name, qc: q.qc, pc: q.pc})
+		w.queues = append(w.queues, &workerQueue{name: name, q: q, qc: q.qc, pc: q.pc})
 	}
 	return w, nil
 }
@@ -150,13 +184,23 @@ func (w *Worker) Registry() *Registry { return w.reg }
 // Metrics returns the worker's counters.
 func (w *Worker) Metrics() *Metrics { return w.metrics }
 
-// Handler serves /metrics (Prometheus text format) and /healthz (200 "ok"
-// while Run receives normally; 503 with the reason when it is not running,
-// draining, or its last receives failed).
-func (w *Worker) Handler() http.Handler { return metricsHandler(w.metrics, w.Healthy) }
+// Handler serves the worker's HTTP endpoints:
+//   - /metrics: the Metrics in the Prometheus text format;
+//   - /livez: 200 "ok" while the process serves HTTP. It checks nothing
+//     outside the process, so that a storage outage does not make
+//     Kubernetes restart every worker: use it as the liveness probe;
+//   - /readyz: 200 "ok" when Ready, else 503 with the reason (not
+//     running, draining, no receive succeeded yet, or the last receives
+//     failed): the readiness probe, and what an alert on storage reach
+//     watches;
+//   - /healthz: the same as /readyz, kept for existing probes (do not use
+//     it as a liveness probe).
+func (w *Worker) Handler() http.Handler { return metricsHandler(w.metrics, w.Ready) }
 
-// Healthy reports whether the worker is running normally, and why not.
-func (w *Worker) Healthy() (bool, string) {
+// Ready reports whether the worker can reach its queues, and why not: it
+// is running, not draining, a receive has succeeded since Run started, and
+// fewer than three receives in a row have failed since.
+func (w *Worker) Ready() (bool, string) {
 	switch {
 	case !w.running.Load():
 		return false, "not running"
@@ -164,82 +208,164 @@ func (w *Worker) Healthy() (bool, string) {
 		return false, "draining"
 	case w.recvFails.Load() >= 3:
 		return false, strconv.FormatInt(w.recvFails.Load(), 10) + " consecutive receive failures"
+	case !w.received.Load():
+		return false, "no receive has succeeded yet"
 	}
 	return true, ""
 }
 
-// Run receives and applies transactions until ctx is cancelled, then
-// drains: it stops receiving, lets in-flight transactions finish for up to
-// DrainTimeout, cancels the rest and releases their messages (visible again
-// at once), and returns nil. Messages are deleted only after every step
-// succeeded; a failure is retried after a backoff or moved to the poison
-// queue, never dropped.
+// Healthy is Ready, under its former name.
+func (w *Worker) Healthy() (bool, string) { return w.Ready() }
+
+// Run receives and applies transactions until ctx is cancelled (or, with
+// UntilEmpty, until the queues are empty), then drains: it stops
+// receiving, releases the received messages that have not started (visible
+// again at once), lets in-flight transactions finish for up to
+// DrainTimeout, cancels the rest and releases their messages too, and
+// returns nil. A ctx cancelled before or during Run's start drains the
+// same way. Messages are deleted only after every step succeeded; a
+// failure is retried after a backoff or moved to the poison queue, never
+// dropped.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("consistency: Worker.Run called twice")
 	}
 	defer w.running.Store(false)
 	w.draining.Store(false)
+	w.received.Store(false)
+	w.recvFails.Store(0)
+	recvCtx, stopReceiving := context.WithCancel(ctx)
+	defer stopReceiving()
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	sem := make(chan struct{}, w.opts.Concurrency)
 	var work, loops sync.WaitGroup
+	var emptied atomic.Bool
+	onEmpty := func() {
+		if w.queuesEmpty(recvCtx) && emptied.CompareAndSwap(false, true) {
+			w.log.Info("queues empty; stopping", "queues", w.opts.Queues)
+			stopReceiving()
+		}
+	}
 	for _, q := range w.queues {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.receiveLoop(ctx, workCtx, q, sem, &work)
+			w.receiveLoop(recvCtx, workCtx, q, sem, &work, onEmpty)
 		}()
 	}
-	w.log.Info("worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
+	if w.opts.DepthInterval > 0 {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.depthLoop(recvCtx)
+		}()
+	}
+	w.log.Info("worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency, "batch", w.opts.BatchSize, "until_empty", w.opts.UntilEmpty)
 	loops.Wait()
 	w.draining.Store(true)
 	w.log.Info("worker draining", "in_flight", w.metrics.InFlight())
 	done := make(chan struct{})
 	go func() { work.Wait(); close(done) }()
+	timer := time.NewTimer(w.opts.DrainTimeout)
+	defer timer.Stop()
 	select {
 	case <-done:
-	case <-time.After(w.opts.DrainTimeout):
+	case <-timer.C:
 		w.log.Warn("drain timeout: cancelling in-flight transactions", "in_flight", w.metrics.InFlight())
 		cancelWork()
 		<-done
 	}
-	w.log.Info("worker stopped", "processed", w.metrics.Processed(), "poisoned", w.metrics.Poisoned())
+	w.log.Info("worker stopped", "processed", w.metrics.Processed(), "poisoned", w.metrics.Poisoned(), "released", w.metrics.Released())
 	return nil
 }
 
-func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, work *sync.WaitGroup) {
+// queuesEmpty reports whether no message is held by this worker and the
+// approximate count of every queue is zero.
+func (w *Worker) queuesEmpty(ctx context.Context) bool {
+	if w.metrics.InFlight() > 0 || w.metrics.Waiting() > 0 {
+		return false // held messages are still in their queue
+	}
+	for _, q := range w.queues {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		n, err := approxCount(rctx, q.qc)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("cannot count the queue's messages", "queue", q.name, "error", err)
+			}
+			return false
+		}
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// depthLoop refreshes the queue depths of Metrics every DepthInterval.
+func (w *Worker) depthLoop(ctx context.Context) {
+	t := time.NewTicker(w.opts.DepthInterval)
+	defer t.Stop()
+	for {
+		for _, q := range w.queues {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			d, err := q.q.Depth(rctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				w.metrics.depthErrors.Add(1)
+				w.log.Warn("cannot read the queue depth", "queue", q.name, "error", err)
+				continue
+			}
+			w.metrics.setDepth(d)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// receiveLoop keeps up to BatchSize received messages of q waiting for a
+// slot of sem, receiving again when at most half of them are left; a
+// dispatcher starts each waiting message when a slot frees, or releases it
+// once ctx is cancelled.
+func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, work *sync.WaitGroup, onEmpty func()) {
 	const minIdle = 50 * time.Millisecond
 	idle := minIdle
 	vis := seconds(w.opts.VisibilityTimeout)
+	batch := int64(w.opts.BatchSize)
+	queued := make(chan *lease, batch)
+	taken := make(chan struct{}, 1)
+	var dispatcher sync.WaitGroup
+	dispatcher.Add(1)
+	go func() {
+		defer dispatcher.Done()
+		w.dispatch(ctx, workCtx, q, queued, taken, sem, work)
+	}()
+	defer func() { close(queued); dispatcher.Wait() }()
 	for {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		for q.waiting.Load() > batch/2 {
+			select {
+			case <-taken:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
 			return
 		}
-		n := 1
-	grab:
-		for n < w.opts.BatchSize {
-			select {
-			case sem <- struct{}{}:
-				n++
-			default:
-				break grab
-			}
-		}
-		release := func(k int) {
-			for range k {
-				<-sem
-			}
-		}
+		n := batch - q.waiting.Load()
 		// The receive is not cancelled by ctx: messages the service hands
 		// out must reach this process, to be processed or released.
 		rctx, cancel := context.WithTimeout(workCtx, 30*time.Second)
 		resp, err := q.qc.DequeueMessages(rctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(n)), VisibilityTimeout: to.Ptr(vis)})
 		cancel()
 		if err != nil {
-			release(n)
 			w.metrics.receiveErrors.Add(1)
 			fails := w.recvFails.Add(1)
 			w.log.Warn("receive failed", "queue", q.name, "error", tablekit.MapError(err, "receive messages", q.name), "consecutive", fails)
@@ -249,16 +375,11 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 			continue
 		}
 		w.recvFails.Store(0)
-		msgs := resp.Messages
-		release(n - len(msgs))
-		if ctx.Err() != nil {
-			for _, m := range msgs {
-				w.releaseMsg(workCtx, q, m)
-				<-sem
+		w.received.Store(true)
+		if len(resp.Messages) == 0 {
+			if w.opts.UntilEmpty {
+				onEmpty()
 			}
-			return
-		}
-		if len(msgs) == 0 {
 			if !sleepCtx(ctx, idle) {
 				return
 			}
@@ -266,14 +387,54 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 			continue
 		}
 		idle = minIdle
-		for _, m := range msgs {
-			work.Add(1)
+		for _, m := range resp.Messages {
+			q.waiting.Add(1)
+			w.metrics.waiting.Add(1)
+			queued <- w.hold(q, m)
+		}
+	}
+}
+
+// dispatch starts each queued message when a slot of sem is free; once ctx
+// is cancelled it releases the rest instead. It returns when queued is
+// closed and empty.
+func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan<- struct{}, sem chan struct{}, work *sync.WaitGroup) {
+	for l := range queued {
+		start := false
+		if ctx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+				if start = ctx.Err() == nil; !start {
+					<-sem
+				}
+			case <-ctx.Done():
+			}
+		}
+		q.waiting.Add(-1)
+		w.metrics.waiting.Add(-1)
+		select {
+		case taken <- struct{}{}:
+		default:
+		}
+		work.Add(1)
+		if start {
+			w.metrics.inFlight.Add(1)
 			go func() {
 				defer work.Done()
 				defer func() { <-sem }()
-				w.process(workCtx, q, m)
+				defer w.metrics.inFlight.Add(-1)
+				w.process(workCtx, q, l)
 			}()
+			continue
 		}
+		go func() {
+			defer work.Done()
+			l.stopKeeper()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(workCtx), 30*time.Second)
+			defer cancel()
+			w.releaseLease(sctx, q, l, 0, w.log.With("queue", q.name, "message", l.id))
+			w.metrics.released.Add(1)
+		}()
 	}
 }
 
@@ -289,13 +450,19 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // lease is a received message whose pop receipt changes with every
-// visibility update.
+// visibility update. Its keeper extends the visibility from the receive
+// until stopKeeper.
 type lease struct {
-	mu   sync.Mutex
-	id   string
-	pop  string
-	text string
-	lost bool
+	mu       sync.Mutex
+	id       string
+	pop      string
+	text     string
+	lost     bool // the service no longer knows this receipt
+	msg      *azqueue.DequeuedMessage
+	received time.Time
+	stop     chan struct{}
+	stopOnce sync.Once
+	keeper   sync.WaitGroup
 }
 
 func (l *lease) receipt() string {
@@ -304,17 +471,32 @@ func (l *lease) receipt() string {
 	return l.pop
 }
 
+// stopKeeper stops extending the visibility and waits for an update in
+// flight, so that the pop receipt is known.
+func (l *lease) stopKeeper() {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.keeper.Wait()
+}
+
+// hold returns the lease of a received message, with its keeper started.
+func (w *Worker) hold(q *workerQueue, m *azqueue.DequeuedMessage) *lease {
+	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), msg: m, received: time.Now(), stop: make(chan struct{})}
+	l.keeper.Add(1)
+	go func() { defer l.keeper.Done(); w.keepAlive(q, l) }()
+	return l
+}
+
 // keepAlive extends the message's visibility every third of the timeout
-// until stop is closed. An update in flight when stop closes completes, so
-// the pop receipt stays known.
-func (w *Worker) keepAlive(q *workerQueue, l *lease, stop <-chan struct{}) {
+// until l.stop is closed or the lease is lost. An update in flight when
+// stop closes completes, so the pop receipt stays known.
+func (w *Worker) keepAlive(q *workerQueue, l *lease) {
 	period := w.opts.VisibilityTimeout / 3
 	vis := seconds(w.opts.VisibilityTimeout)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-l.stop:
 			return
 		case <-t.C:
 		}
@@ -331,47 +513,64 @@ func (w *Worker) keepAlive(q *workerQueue, l *lease, stop <-chan struct{}) {
 			}
 			w.log.Warn("cannot extend visibility", "queue", q.name, "message", l.id, "error", err)
 		}
+		lost := l.lost
 		l.mu.Unlock()
+		if lost {
+			return
+		}
 	}
 }
 
 // process applies one message and settles it: deleted, released for a
 // retry, or poisoned.
-func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.DequeuedMessage) {
-	w.metrics.inFlight.Add(1)
-	defer w.metrics.inFlight.Add(-1)
-	start := time.Now()
-	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText)}
+func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
+	m := l.msg
 	count := deref(m.DequeueCount)
 	log := w.log.With("queue", q.name, "message", l.id, "dequeue_count", count)
+	env, err := decodeMessage(l.text)
 
-	stop := make(chan struct{})
-	var keeper sync.WaitGroup
-	keeper.Add(1)
-	go func() { defer keeper.Done(); w.keepAlive(q, l, stop) }()
-	stopKeeper := func() { close(stop); keeper.Wait() }
+	ctx := workCtx
+	if env != nil && env.TraceParent != "" && w.opts.Propagator != nil {
+		if validTraceParent(env.TraceParent) && len(env.TraceState) <= maxTraceState {
+			ctx = w.opts.Propagator.Extract(ctx, env.TraceParent, env.TraceState)
+		} else {
+			log.Debug("ignoring an invalid trace context", "traceparent", env.TraceParent)
+		}
+	}
+	ctx, endSpan := startSpan(ctx, w.tracer, "Worker.ProcessMessage", tracing.SpanKindConsumer,
+		tracing.Attribute{Key: "messaging.destination.name", Value: q.name},
+		tracing.Attribute{Key: "messaging.message.id", Value: l.id},
+		tracing.Attribute{Key: "messaging.message.delivery_count", Value: count})
+	var spanErr error
+	defer func() { endSpan(spanErr) }()
 
 	// settle runs after the steps, even during a drain.
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(workCtx), 60*time.Second)
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer scancel()
 
 	if count > w.opts.MaxDequeueCount {
-		stopKeeper()
+		l.stopKeeper()
 		rec := &PoisonRecord{DequeueCount: count, Step: -1,
 			Error: "delivered " + strconv.FormatInt(count, 10) + " times (limit " + strconv.FormatInt(w.opts.MaxDequeueCount, 10) + ") without completing: a worker crashed or was stopped while processing it"}
-		if env, err := decodeEnvelope([]byte(l.text)); err == nil {
+		if env != nil {
 			rec.TxID = env.ID
 		}
+		spanErr = errors.New(rec.Error)
 		w.poison(sctx, q, l, rec, log)
 		return
 	}
 
-	tx, blob, err := w.decode(workCtx, l.text)
+	var tx *Transaction
+	var blob *BlobRef
+	if err == nil {
+		tx, blob, err = w.decode(ctx, env)
+	}
 	if err == nil {
 		log = log.With("tx", tx.ID)
-		err = runStepsOn(workCtx, w.tables, w.reg, tx, count, w.opts.MaxDequeueCount, log)
+		err = runStepsOn(ctx, w.tables, w.reg, tx, count, w.opts.MaxDequeueCount, log)
 	}
-	stopKeeper()
+	l.stopKeeper()
+	spanErr = err
 
 	switch {
 	case err == nil:
@@ -385,11 +584,11 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.Deq
 			}
 		}
 		w.metrics.processed.Add(1)
-		w.metrics.apply.observe(time.Since(start))
+		w.metrics.apply.observe(time.Since(l.received))
 		if m.InsertionTime != nil {
 			w.metrics.age.observe(time.Since(*m.InsertionTime))
 		}
-		log.Debug("transaction applied", "duration", time.Since(start))
+		log.Debug("transaction applied", "duration", time.Since(l.received))
 	case workCtx.Err() != nil:
 		w.releaseLease(sctx, q, l, 0, log)
 		w.metrics.released.Add(1)
@@ -401,6 +600,8 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.Deq
 		}
 		if tx != nil {
 			rec.TxID = tx.ID
+		} else if env != nil {
+			rec.TxID = env.ID
 		}
 		if rec.Permanent || count >= w.opts.MaxDequeueCount {
 			w.poison(sctx, q, l, rec, log)
@@ -413,12 +614,9 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, m *azqueue.Deq
 	}
 }
 
-// decode reads the envelope, fetching it from its blob when needed.
-func (w *Worker) decode(ctx context.Context, text string) (*Transaction, *BlobRef, error) {
-	env, err := decodeEnvelope([]byte(text))
-	if err != nil {
-		return nil, nil, err
-	}
+// decode returns the envelope's transaction, fetching it from its blob
+// when needed.
+func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *BlobRef, error) {
 	if env.Blob == nil {
 		tx := &Transaction{ID: env.ID, Steps: env.Steps}
 		// Every step is checked before the first one runs: a message put
@@ -450,14 +648,6 @@ func (w *Worker) releaseLease(ctx context.Context, q *workerQueue, l *lease, del
 		// The message reappears when its visibility timeout ends anyway.
 		log.Warn("cannot release the message", "error", tablekit.MapError(err, "release message", q.name))
 	}
-}
-
-func (w *Worker) releaseMsg(ctx context.Context, q *workerQueue, m *azqueue.DequeuedMessage) {
-	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText)}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	w.releaseLease(sctx, q, l, 0, w.log.With("queue", q.name, "message", l.id))
-	w.metrics.released.Add(1)
 }
 
 // poison moves the message to the poison queue, then deletes it. When the
