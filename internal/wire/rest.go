@@ -7,14 +7,10 @@ package wire
 // Retries, logging, the HTTP span and authentication stay azcore's.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -176,11 +172,18 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 	if err != nil {
 		return nil, err
 	}
-	if tablekit.ParseTransactionError(payload) != nil {
+	results := make([]Result, len(ops))
+	failed, ok := batchOutcome(payload, len(ops), results)
+	if failed || (!ok && tablekit.ParseTransactionError(payload) != nil) {
+		// The inner failure becomes a *tablekit.TransactionError naming
+		// the operation, as for the SDK path.
 		return nil, tablekit.MapError(runtime.NewResponseError(resp), "transaction on", label)
 	}
-	results := make([]Result, len(ops))
-	parseBatchResults(resp.Header.Get("Content-Type"), payload, results)
+	if !ok {
+		// A body it cannot read leaves results zero: the transaction
+		// succeeded either way.
+		clear(results)
+	}
 	return results, nil
 }
 
@@ -220,40 +223,6 @@ func buildBatchBody(endpoint, table, batch, changeset string, ops []Op) []byte {
 	}
 	b.WriteString("--" + changeset + "--\r\n--" + batch + "--\r\n")
 	return b.Bytes()
-}
-
-// parseBatchResults fills results from a successful batch response: one
-// inner HTTP response per operation, in order, each with its status and
-// (for writes) ETag. A body it cannot read leaves results zero: the
-// transaction succeeded either way.
-func parseBatchResults(contentType string, body []byte, results []Result) {
-	_, params, err := mime.ParseMediaType(contentType)
-	if err != nil || params["boundary"] == "" {
-		return
-	}
-	outer := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	part, err := outer.NextPart()
-	if err != nil {
-		return
-	}
-	_, cparams, err := mime.ParseMediaType(part.Header.Get("Content-Type"))
-	if err != nil || cparams["boundary"] == "" {
-		return
-	}
-	inner := multipart.NewReader(part, cparams["boundary"])
-	for i := 0; i < len(results); i++ {
-		p, err := inner.NextPart()
-		if err != nil {
-			return
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(p), nil)
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		results[i] = Result{StatusCode: resp.StatusCode, ETag: resp.Header.Get("ETag")}
-	}
 }
 
 // RandomID returns 32 random hex digits.

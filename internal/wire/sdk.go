@@ -124,7 +124,9 @@ func (s *sdkPath) batch(ctx context.Context, ops []Op, label string) ([]Result, 
 	results := make([]Result, len(ops))
 	if raw != nil {
 		if body, perr := runtime.Payload(raw); perr == nil {
-			parseBatchResults(raw.Header.Get("Content-Type"), body, results)
+			if _, ok := batchOutcome(body, len(ops), results); !ok {
+				clear(results)
+			}
 		}
 	}
 	return results, nil
