@@ -291,7 +291,7 @@ func parseResource(u *url.URL) (resource, bool) {
 	return res, true
 }
 
-// keyLiteral reads name='value' (” inside the quotes is one quote) at
+// keyLiteral reads name='value' (two quotes inside stand for one) at
 // the start of s and returns the value and what follows.
 func keyLiteral(s, name string) (val, rest string, ok bool) {
 	if !strings.HasPrefix(s, name+"'") {
@@ -329,7 +329,7 @@ func checkQuery(q url.Values) *refusal {
 }
 
 // unterminatedLiteral reports whether an OData filter ends inside a string
-// literal (” inside a literal is an escaped quote).
+// literal (two quotes inside a literal stand for one).
 func unterminatedLiteral(f string) bool {
 	in := false
 	for i := 0; i < len(f); i++ {
