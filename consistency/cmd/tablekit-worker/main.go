@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -84,25 +83,14 @@ type config struct {
 	backoff                 string
 	metricsAddr             string
 	create                  bool
-	max, listMax            int
-	ids                     stringList
-	jsonOut                 bool
+	poisonList              cliconn.PoisonList
+	poisonRequeue           cliconn.PoisonRequeue
 	delay                   time.Duration
 	stdout, stderr          io.Writer
 }
 
 // stringList is a repeatable, comma-separated flag.
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error {
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*s = append(*s, p)
-		}
-	}
-	return nil
-}
+type stringList = cliconn.StringList
 
 // The environment helpers are cliconn's, shared with the tablekit command.
 var (
@@ -140,12 +128,10 @@ func commands(c *config) []*command {
 	run.BoolVar(&c.create, "create", env("TABLEKIT_CREATE", "true") == "true", "create the queues, poison queues and container at start if missing (env TABLEKIT_CREATE)")
 
 	list := newFS("poison list")
-	list.IntVar(&c.listMax, "max", 32, "most records to show (the service peeks at most 32)")
-	list.BoolVar(&c.jsonOut, "json", false, "print each record as a JSON line")
+	c.poisonList.Register(list)
 
 	requeue := newFS("poison requeue")
-	requeue.IntVar(&c.max, "max", 0, "most messages to requeue; 0 means all")
-	requeue.Var(&c.ids, "id", "requeue only this poison message id, original message id or transaction id; repeatable")
+	c.poisonRequeue.Register(requeue)
 
 	enq := newFS("enqueue")
 	enq.DurationVar(&c.delay, "delay", 0, "keep the message invisible this long before a worker may take it")
@@ -379,28 +365,7 @@ func (c *config) cmdPoisonList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	recs, err := q.Poisoned(ctx, c.listMax)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(c.stdout)
-	for _, r := range recs {
-		if c.jsonOut {
-			if err := enc.Encode(struct {
-				PoisonMessageID string `json:"poisonMessageId"`
-				consistency.PoisonRecord
-			}{r.PoisonMessageID, r}); err != nil {
-				return err
-			}
-			continue
-		}
-		fmt.Fprintf(c.stdout, "%s\ttx=%s\tmessage=%s\tdequeued=%d\tstep=%d\tkind=%s\tpermanent=%t\tat=%s\terror=%s\n",
-			r.PoisonMessageID, r.TxID, r.MessageID, r.DequeueCount, r.Step, r.Kind, r.Permanent, r.At.Format(time.RFC3339), r.Error)
-	}
-	if !c.jsonOut {
-		fmt.Fprintf(c.stdout, "%d poisoned message(s) shown\n", len(recs))
-	}
-	return nil
+	return c.poisonList.Run(ctx, q, c.stdout)
 }
 
 func (c *config) cmdPoisonRequeue(ctx context.Context, args []string) error {
@@ -411,9 +376,7 @@ func (c *config) cmdPoisonRequeue(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := q.Requeue(ctx, &consistency.RequeueOptions{MessageIDs: c.ids, Max: c.max})
-	fmt.Fprintf(c.stdout, "%d message(s) requeued to %s\n", n, q.Name())
-	return err
+	return c.poisonRequeue.Run(ctx, q, c.stdout)
 }
 
 func (c *config) cmdEnqueue(ctx context.Context, args []string) error {
