@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,5 +188,32 @@ func TestMetricsEndpoint(t *testing.T) {
 	healthy = false
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "draining") {
 		t.Errorf("unhealthy /healthz = %d %q", code, body)
+	}
+}
+
+// TestDecodeMessageBase64: a message is a JSON envelope or one encoded in
+// base64 (as Azure Functions writes them); anything else is malformed.
+func TestDecodeMessageBase64(t *testing.T) {
+	const env = `{"v":1,"id":"a","steps":[{"kind":"k"}],"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`
+	for name, text := range map[string]string{
+		"json":           env,
+		"base64":         base64.StdEncoding.EncodeToString([]byte(env)),
+		"base64 newline": base64.StdEncoding.EncodeToString([]byte(env)) + "\n",
+	} {
+		e, err := decodeMessage(text)
+		if err != nil || e.ID != "a" || len(e.Steps) != 1 || e.TraceParent == "" {
+			t.Errorf("%s: %+v %v", name, e, err)
+		}
+	}
+	for name, text := range map[string]string{
+		"base64 of text":  base64.StdEncoding.EncodeToString([]byte("hello")),
+		"not base64":      "hello!",
+		"base64 of v2":    base64.StdEncoding.EncodeToString([]byte(`{"v":2,"id":"a","steps":[{"kind":"k"}]}`)),
+		"unknown field":   base64.StdEncoding.EncodeToString([]byte(`{"v":1,"id":"a","steps":[{"kind":"k"}],"x":1}`)),
+		"url-safe base64": strings.TrimRight(base64.URLEncoding.EncodeToString([]byte(`{"v":1,"id":"a?>","steps":[{"kind":"k"}]}`)), "="),
+	} {
+		if _, err := decodeMessage(text); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
 	}
 }
