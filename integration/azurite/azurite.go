@@ -17,6 +17,11 @@
 //		os.Exit(code)
 //	}
 //
+// Azurite accepts requests that Azure Table storage refuses. With
+// Options.Strict, a loopback proxy in front of the table endpoint refuses
+// them as Azure does (status, error code, message), so a test that passes
+// here does not fail on Azure; see Options.Strict for the rules.
+//
 // The azurite command is looked for, in order: $TABLEKIT_AZURITE (a path);
 // tablekit's own pinned install (integration/azurite/_npm, installed by
 // `make test` with npm ci); node_modules/.bin/azurite in the current
