@@ -42,6 +42,7 @@ consistency package documentation for their arguments).
 
 Usage:
   tablekit-worker run            --queue NAME [flags]   apply transactions until SIGTERM/SIGINT
+                                                        (with --until-empty: until the queues are empty)
   tablekit-worker poison list    --queue NAME [flags]   show poisoned messages and their errors
   tablekit-worker poison requeue --queue NAME [flags]   move poisoned messages back to the queue
   tablekit-worker enqueue        --queue NAME [flags] FILE.json
@@ -55,10 +56,21 @@ DefaultAzureCredential (environment, workload identity, managed identity,
 Azure CLI). Every flag can also be set by the environment variable named in
 its description; a flag given on the command line wins.
 
-SIGTERM or SIGINT makes "run" drain: it stops receiving, lets in-flight
+SIGTERM or SIGINT, at any moment from the start, makes "run" drain: it stops
+receiving, releases received messages that have not started, lets in-flight
 transactions finish for up to --drain, releases the rest for another worker,
-and exits 0. Metrics (Prometheus text format) are served on
-http://<metrics-addr>/metrics and a health check on /healthz.
+and exits 0. With --until-empty, "run" drains and exits 0 once the queues are
+empty: a receive found no visible message and then every queue's approximate
+message count was zero, which counts invisible messages (held by a worker,
+waiting for a retry backoff, or enqueued with --delay).
+
+HTTP on --metrics-addr: /metrics (Prometheus text format, with each queue's
+and poison queue's approximate depth), /livez (200 while the process serves
+HTTP: the liveness probe; a storage outage does not fail it), /readyz (200
+while the worker receives from storage, 503 with the reason otherwise: the
+readiness probe) and /healthz (the same as /readyz, kept for existing
+probes). docs/DEPLOY.md has manifests for Kubernetes, KEDA and Azure
+Container Apps.
 
 Exit status: 0 success, 1 failure, 2 usage error.
 `
@@ -82,7 +94,9 @@ type config struct {
 	maxDequeue              int64
 	backoff                 string
 	metricsAddr             string
-	create                  bool
+	create, untilEmpty      bool
+	depthInterval           time.Duration
+	base64                  bool
 	poisonList              cliconn.PoisonList
 	poisonRequeue           cliconn.PoisonRequeue
 	delay                   time.Duration
@@ -118,13 +132,15 @@ func commands(c *config) []*command {
 
 	run := newFS("run")
 	run.IntVar(&c.concurrency, "concurrency", envInt("TABLEKIT_CONCURRENCY", 16), "transactions processed at once, over all queues (env TABLEKIT_CONCURRENCY)")
-	run.IntVar(&c.batch, "batch", envInt("TABLEKIT_BATCH", 32), "most messages per receive, 1 to 32 (env TABLEKIT_BATCH)")
+	run.IntVar(&c.batch, "batch", envInt("TABLEKIT_BATCH", 0), "most messages per receive, 1 to 32, and how many received messages each queue keeps waiting for a free slot; 0 means --concurrency, at most 32 (env TABLEKIT_BATCH)")
 	run.DurationVar(&c.visibility, "visibility", envDuration("TABLEKIT_VISIBILITY", 30*time.Second), "visibility timeout of a received message, extended every third of it while its steps run; whole seconds (env TABLEKIT_VISIBILITY)")
 	run.Int64Var(&c.maxDequeue, "max-dequeue", int64(envInt("TABLEKIT_MAX_DEQUEUE", 5)), "deliveries before a failing message moves to the poison queue (env TABLEKIT_MAX_DEQUEUE)")
 	run.StringVar(&c.backoff, "backoff", env("TABLEKIT_BACKOFF", "2s,4s,10s,30s"), "retry delays after the 1st, 2nd, ... failure; the last repeats; ±20% jitter (env TABLEKIT_BACKOFF)")
 	run.DurationVar(&c.poll, "poll", envDuration("TABLEKIT_POLL", 2*time.Second), "longest wait between receives when the queues are empty (env TABLEKIT_POLL)")
 	run.DurationVar(&c.drain, "drain", envDuration("TABLEKIT_DRAIN", 30*time.Second), "how long in-flight transactions may finish after SIGTERM (env TABLEKIT_DRAIN)")
-	run.StringVar(&c.metricsAddr, "metrics-addr", env("TABLEKIT_METRICS_ADDR", ":9090"), "address serving /metrics and /healthz; empty disables (env TABLEKIT_METRICS_ADDR)")
+	run.StringVar(&c.metricsAddr, "metrics-addr", env("TABLEKIT_METRICS_ADDR", ":9090"), "address serving /metrics, /livez, /readyz and /healthz; empty disables (env TABLEKIT_METRICS_ADDR)")
+	run.BoolVar(&c.untilEmpty, "until-empty", env("TABLEKIT_UNTIL_EMPTY", "false") == "true", "drain and exit 0 once the queues are empty, counting invisible messages (for KEDA ScaledJobs and scripts) (env TABLEKIT_UNTIL_EMPTY)")
+	run.DurationVar(&c.depthInterval, "depth-interval", envDuration("TABLEKIT_DEPTH_INTERVAL", 30*time.Second), "how often the queue depth gauges of /metrics are refreshed (2 requests per queue); 0 disables (env TABLEKIT_DEPTH_INTERVAL)")
 	run.BoolVar(&c.create, "create", env("TABLEKIT_CREATE", "true") == "true", "create the queues, poison queues and container at start if missing (env TABLEKIT_CREATE)")
 
 	list := newFS("poison list")
@@ -135,6 +151,7 @@ func commands(c *config) []*command {
 
 	enq := newFS("enqueue")
 	enq.DurationVar(&c.delay, "delay", 0, "keep the message invisible this long before a worker may take it")
+	enq.BoolVar(&c.base64, "base64", false, "write the message base64-encoded, as an Azure Functions queue trigger expects; workers read both forms")
 
 	return []*command{
 		{name: "run", summary: "apply transactions until SIGTERM/SIGINT", fs: run, run: c.cmdRun},
@@ -195,10 +212,15 @@ func printFlags(w io.Writer, fs, skip *flag.FlagSet) {
 }
 
 func main() {
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+	// Signals are caught before anything else runs, so that a SIGTERM
+	// during the start drains instead of killing the process.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func realMain(args []string, stdout, stderr io.Writer) int {
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stderr = cliconn.RedactingWriter{W: stderr}
 	c := &config{stdout: stdout, stderr: stderr}
 	cmds := commands(c)
@@ -239,8 +261,6 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tablekit-worker %s: --queue is required\n", cmd.name)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	if err := cmd.run(ctx, cmd.fs.Args()); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -302,6 +322,7 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	log.Info("worker starting", "queues", []string(c.queues))
 	backoff, err := parseBackoff(c.backoff)
 	if err != nil {
 		return err
@@ -310,25 +331,20 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.create {
-		for _, name := range c.queues {
-			q, err := consistency.NewQueue(acct, name, &consistency.QueueOptions{BlobContainer: c.container})
-			if err != nil {
-				return err
-			}
-			if err := q.Create(ctx); err != nil {
-				return err
-			}
-		}
+	depth := c.depthInterval
+	if depth <= 0 {
+		depth = -1
 	}
 	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
 		Queues: c.queues, Concurrency: c.concurrency, BatchSize: c.batch,
 		VisibilityTimeout: c.visibility, MaxDequeueCount: c.maxDequeue, Backoff: backoff,
-		PollInterval: c.poll, DrainTimeout: c.drain, BlobContainer: c.container, Logger: log,
+		PollInterval: c.poll, DrainTimeout: c.drain, UntilEmpty: c.untilEmpty, DepthInterval: depth,
+		BlobContainer: c.container, Logger: log,
 	})
 	if err != nil {
 		return err
 	}
+	// /livez answers from here on, during the start too.
 	if c.metricsAddr != "" {
 		ln, err := net.Listen("tcp", c.metricsAddr)
 		if err != nil {
@@ -343,6 +359,21 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 			_ = srv.Shutdown(sctx)
 		}()
 	}
+	if c.create {
+		// A signal does not cut the creation short: Run then drains at once
+		// and the process exits 0.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		for _, name := range c.queues {
+			q, err := consistency.NewQueue(acct, name, &consistency.QueueOptions{BlobContainer: c.container})
+			if err != nil {
+				return err
+			}
+			if err := q.Create(cctx); err != nil {
+				return err
+			}
+		}
+	}
 	return w.Run(ctx)
 }
 
@@ -354,7 +385,7 @@ func (c *config) queue() (*consistency.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return consistency.NewQueue(acct, c.queues[0], &consistency.QueueOptions{BlobContainer: c.container})
+	return consistency.NewQueue(acct, c.queues[0], &consistency.QueueOptions{BlobContainer: c.container, Base64: c.base64})
 }
 
 func (c *config) cmdPoisonList(ctx context.Context, args []string) error {
