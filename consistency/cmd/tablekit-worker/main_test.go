@@ -193,7 +193,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 			}
 		})
 	}
-	for _, s := range []string{"AZURE_STORAGE_CONNECTION_STRING", "DefaultAzureCredential", "SIGTERM", "/metrics", "/healthz", "-poison"} {
+	for _, s := range []string{"AZURE_STORAGE_CONNECTION_STRING", "DefaultAzureCredential", "SIGTERM", "/metrics", "/healthz", "/livez", "/readyz", "--until-empty", "-poison"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("--help does not mention %s", s)
 		}
