@@ -1,0 +1,504 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// rows is a table of dynamic entities: every property with its EDM type.
+type rows = patterns.Table[entity.Entity]
+
+func (a *app) table(name string) (*rows, error) {
+	return patterns.NewTable[entity.Entity](a.acct, name, nil)
+}
+
+// parseFilter reads a FILTER argument; "" is the whole table.
+func parseFilter(s string) (keys.Filter, error) {
+	f, err := keys.ParseFilter(s)
+	if err != nil {
+		return f, usageError{err.Error()}
+	}
+	return f, nil
+}
+
+// optionalFilter is the FILTER argument at args[i], or the whole table.
+func optionalFilter(args []string, i int) (keys.Filter, error) {
+	if len(args) <= i {
+		return keys.Filter{}, nil
+	}
+	return parseFilter(args[i])
+}
+
+// scanRefused turns the library's table-scan refusal into a usage error
+// naming the flag.
+func scanRefused(err error) error {
+	if errors.Is(err, tablekit.ErrTableScan) {
+		return usagef("%v; add --allow-scan to read every partition", err)
+	}
+	return err
+}
+
+// scanAllowed is whether a scan may run: --allow-scan, or no FILTER, as
+// then the user asked for the whole table.
+func (a *app) scanAllowed(f keys.Filter) bool { return a.allowScan || f.IsZero() }
+
+func (a *app) cmdTables(ctx context.Context, args []string) error {
+	o := &aztables.ListTablesOptions{}
+	if len(args) == 1 && args[0] != "" {
+		lo, hi := keys.PrefixRange(args[0])
+		f := keys.Prop("TableName").Ge(lo)
+		if hi != "" {
+			f = keys.And(f, keys.Prop("TableName").Lt(hi))
+		}
+		text, err := f.Build()
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		o.Filter = &text
+	}
+	if a.acct.Tables() == nil {
+		return tablekit.ErrNoEndpoint
+	}
+	pager := a.acct.Tables().NewListTablesPager(o)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return tablekit.MapError(err, "list tables", a.acct.Name())
+		}
+		for _, t := range page.Tables {
+			if t.Name != nil {
+				fmt.Fprintln(a.stdout, *t.Name)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *app) cmdQuery(ctx context.Context, args []string) error {
+	f, err := parseFilter(args[1])
+	if err != nil {
+		return err
+	}
+	if a.format != "json" && a.format != "table" {
+		return usagef("--format %q: want json or table", a.format)
+	}
+	if a.limit < 0 {
+		return usagef("--limit %d: want 0 or more", a.limit)
+	}
+	tbl, err := a.table(args[0])
+	if err != nil {
+		return err
+	}
+	opts := &patterns.QueryOptions{SelectAll: a.sel == "", Top: a.top, AllowTableScan: a.allowScan}
+	if a.sel != "" {
+		opts.Select = strings.Split(a.sel, ",")
+	}
+	out := bufio.NewWriter(a.stdout)
+	defer out.Flush()
+	var table []entity.Entity
+	a.counter.Reset()
+	pages, returned := 0, 0
+	token := ""
+	var class keys.Class
+	for {
+		p, err := tbl.Page(ctx, f, token, opts)
+		if err != nil {
+			return scanRefused(err)
+		}
+		pages++
+		class = p.Class
+		for _, e := range p.Items {
+			if a.limit > 0 && returned == a.limit {
+				break
+			}
+			returned++
+			if a.format == "table" {
+				table = append(table, e)
+				continue
+			}
+			if err := writeLine(out, e); err != nil {
+				return err
+			}
+		}
+		if p.Token == "" || (a.limit > 0 && returned == a.limit) {
+			break
+		}
+		token = p.Token
+	}
+	if a.format == "table" {
+		if err := writeTable(out, table); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if a.explain {
+		return a.writeExplain(ctx, tbl, f, class, pages, returned)
+	}
+	return nil
+}
+
+// writeExplain prints what the query cost. The service does not say how
+// many entities it read; they are the entities matching the filter's scope
+// (its key conditions), counted keys-only when the scope differs from the
+// filter.
+func (a *app) writeExplain(ctx context.Context, tbl *rows, f keys.Filter, class keys.Class, pages, returned int) error {
+	requests := a.counter.Take()
+	text, _ := f.Build()
+	w := tabwriter.NewWriter(a.stderr, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(w, "class:\t%s\n", class)
+	fmt.Fprintf(w, "filter:\t%s\n", quoteOrAll(text))
+	fmt.Fprintf(w, "pages:\t%d\n", pages)
+	fmt.Fprintf(w, "requests:\t%d\n", requests)
+	fmt.Fprintf(w, "returned:\t%d\n", returned)
+	scope := f.Scope()
+	switch {
+	case a.limit > 0 && returned == a.limit:
+		fmt.Fprintf(w, "scanned:\tnot measured: --limit stopped the query early\n")
+	case scope.Equal(f):
+		fmt.Fprintf(w, "scanned:\t%d (the filter is its key conditions)\n", returned)
+	default:
+		n, err := tbl.Count(ctx, scope, &patterns.WhereOptions{AllowTableScan: true})
+		if err != nil {
+			return err
+		}
+		stext, _ := scope.Build()
+		fmt.Fprintf(w, "scanned:\t%d (keys-only count of %s: %d more requests)\n", n, quoteOrAll(stext), a.counter.Take())
+	}
+	return w.Flush()
+}
+
+func quoteOrAll(filter string) string {
+	if filter == "" {
+		return "(none: the whole table)"
+	}
+	return filter
+}
+
+// writeLine writes e as one JSON line in the service's format.
+func writeLine(w io.Writer, e entity.Entity) error {
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("entity (PartitionKey %q, RowKey %q): %w", e.PartitionKey, e.RowKey, err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// writeTable writes rows as aligned columns: the keys, Timestamp, then
+// every property any row has, by name.
+func writeTable(w io.Writer, rows []entity.Entity) error {
+	var names []string
+	seen := map[string]bool{}
+	for _, e := range rows {
+		for n := range e.Properties {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "PartitionKey\tRowKey\tTimestamp")
+	for _, n := range names {
+		fmt.Fprint(tw, "\t", n)
+	}
+	fmt.Fprintln(tw)
+	for _, e := range rows {
+		ts := ""
+		if !e.Timestamp.IsZero() {
+			ts = e.Timestamp.Format(time.RFC3339Nano)
+		}
+		fmt.Fprint(tw, cell(e.PartitionKey), "\t", cell(e.RowKey), "\t", ts)
+		for _, n := range names {
+			fmt.Fprint(tw, "\t")
+			if v, ok := e.Properties[n]; ok {
+				fmt.Fprint(tw, cellValue(v))
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+const maxCell = 60
+
+// cell makes s fit one aligned cell: control characters quoted, long text
+// cut.
+func cell(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		s = strconv.Quote(s)
+	}
+	if utf8.RuneCountInString(s) > maxCell {
+		r := []rune(s)
+		s = string(r[:maxCell-1]) + "…"
+	}
+	return s
+}
+
+// cellValue is v as text: strings bare, everything else as its JSON.
+func cellValue(v entity.Value) string {
+	b, err := v.AppendJSON(nil)
+	if err != nil {
+		return "!" + err.Error()
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			return cell(s)
+		}
+	}
+	return cell(string(b))
+}
+
+func (a *app) cmdCount(ctx context.Context, args []string) error {
+	f, err := optionalFilter(args, 1)
+	if err != nil {
+		return err
+	}
+	tbl, err := a.table(args[0])
+	if err != nil {
+		return err
+	}
+	n, err := tbl.Count(ctx, f, &patterns.WhereOptions{AllowTableScan: a.scanAllowed(f)})
+	if err != nil {
+		return scanRefused(err)
+	}
+	fmt.Fprintln(a.stdout, n)
+	return nil
+}
+
+func (a *app) cmdExport(ctx context.Context, args []string) error {
+	f, err := optionalFilter(args, 1)
+	if err != nil {
+		return err
+	}
+	tbl, err := a.table(args[0])
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(a.stdout, 256<<10)
+	n := 0
+	start := time.Now()
+	a.counter.Reset()
+	for e, err := range tbl.Query(ctx, f, &patterns.QueryOptions{SelectAll: true, AllowTableScan: a.scanAllowed(f)}) {
+		if err != nil {
+			out.Flush()
+			return scanRefused(err)
+		}
+		if err := writeLine(out, e); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "exported %d entities from %s in %d requests (%v)\n", n, args[0], a.counter.Take(), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// badLine is an input line that was not written.
+type badLine struct {
+	line int
+	err  error
+}
+
+// maxLine bounds one input line: an entity is at most 1 MiB on the
+// service, and JSON escaping of strings and base64 of binary make its text
+// larger.
+const maxLine = 8 << 20
+
+func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
+	in := a.stdin
+	if len(args) == 2 && args[1] != "-" {
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	tbl, err := a.table(args[0])
+	if err != nil {
+		return err
+	}
+	if a.create {
+		if err := tbl.CreateIfNotExists(ctx); err != nil {
+			return err
+		}
+	}
+	mode := patterns.BulkInsert
+	if a.upsert {
+		mode = patterns.BulkUpsertReplace
+	}
+
+	var bad []badLine
+	var lineOf []int // input line of each entity handed to the writer
+	var read atomic.Int64
+	var readErr error
+	r := bufio.NewReaderSize(in, 256<<10)
+	entities := iter.Seq[entity.Entity](func(yield func(entity.Entity) bool) {
+		line := 0
+		for {
+			text, err := readLine(r)
+			if len(text) > 0 || err == nil {
+				line++
+			}
+			if t := bytes.TrimSpace(text); len(t) > 0 {
+				if len(t) > maxLine {
+					bad = append(bad, badLine{line, fmt.Errorf("%d bytes; an entity line is at most %d", len(t), maxLine)})
+				} else if e, perr := entity.ParseEntity(t); perr != nil {
+					bad = append(bad, badLine{line, perr})
+				} else {
+					lineOf = append(lineOf, line)
+					read.Add(1)
+					if !yield(e) {
+						return
+					}
+				}
+			}
+			if err != nil {
+				if err != io.EOF {
+					readErr = err
+				}
+				return
+			}
+		}
+	})
+
+	start := time.Now()
+	stop := a.progress(&read, start)
+	res, werr := tbl.BulkWriteSeq(ctx, entities, &patterns.BulkOptions{Mode: mode, Concurrency: a.concurrency})
+	stop()
+
+	var be *patterns.BulkError
+	if werr != nil && !errors.As(werr, &be) {
+		return werr
+	}
+	for _, f := range res.Failed {
+		bad = append(bad, badLine{lineOf[f.Index], fmt.Errorf("(PartitionKey %q, RowKey %q): %w", f.PartitionKey, f.RowKey, f.Err)})
+	}
+	slices.SortFunc(bad, func(x, y badLine) int { return x.line - y.line })
+	for _, b := range bad {
+		fmt.Fprintf(a.stderr, "line %d: %v\n", b.line, b.err)
+	}
+	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v); %d line(s) failed\n",
+		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), len(bad))
+	if readErr != nil {
+		return fmt.Errorf("reading the input stopped after line %d: %w", len(lineOf)+len(bad), readErr)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d line(s) not imported (listed above)", len(bad))
+	}
+	return nil
+}
+
+// readLine returns the next line without its end, and io.EOF after the
+// last; a line longer than maxLine is read whole and reported by the
+// caller.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line) <= maxLine {
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == nil {
+			line = line[:len(line)-1]
+		}
+		return line, err
+	}
+}
+
+// progress shows, on a terminal, how many entities were read so far, four
+// times a second; the returned func stops it.
+func (a *app) progress(read *atomic.Int64, start time.Time) func() {
+	if !a.terminal {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(a.stdout, "\r\033[K")
+				return
+			case <-t.C:
+				n := read.Load()
+				rate := float64(n) / time.Since(start).Seconds()
+				fmt.Fprintf(a.stdout, "\r\033[Kimporting: %d entities read (%.0f/s)", n, rate)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+func (a *app) cmdDelete(ctx context.Context, args []string) error {
+	var f keys.Filter
+	if len(args) == 2 {
+		if !a.yes {
+			return usagef("deleting what FILTER matches needs --yes (run \"tablekit count\" with it first)")
+		}
+		var err error
+		if f, err = parseFilter(args[1]); err != nil {
+			return err
+		}
+		if f.IsZero() {
+			return usagef("an empty FILTER would delete the whole table; drop the table instead")
+		}
+	}
+	if a.partition != "" {
+		f = keys.And(keys.PK().Eq(a.partition), f)
+	}
+	if f.IsZero() {
+		return usagef("give --partition PK, or a FILTER and --yes")
+	}
+	tbl, err := a.table(args[0])
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: a.allowScan, Concurrency: a.concurrency})
+	fmt.Fprintf(a.stdout, "deleted %d of %d matching entities from %s in %d pages and %d transactions (%v)",
+		res.Deleted, res.Matched, args[0], res.Pages, res.Transactions, time.Since(start).Round(time.Millisecond))
+	if res.Gone > 0 {
+		fmt.Fprintf(a.stdout, "; %d were already gone", res.Gone)
+	}
+	fmt.Fprintln(a.stdout)
+	return scanRefused(err)
+}

@@ -1,0 +1,383 @@
+// Command tablekit is a tool for the people who own Azure tables: it lists
+// tables, runs and explains OData queries, counts, exports a table to JSON
+// lines that keep every EDM type and imports them back, deletes in bulk
+// through entity group transactions, and lists or requeues the poisoned
+// messages of tablekit's transaction queues. It connects as tablekit-worker
+// does. Run "tablekit --help", or "tablekit COMMAND --help" for a command's
+// usage and an example.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/cliconn"
+)
+
+const intro = `tablekit works with the tables of an Azure Storage account (or Azurite).
+
+Usage:
+  tablekit COMMAND [flags] [arguments]
+  tablekit COMMAND --help        a command's flags and an example
+  tablekit --help                this text
+
+Commands:
+`
+
+const outro = `
+Connecting: set AZURE_STORAGE_CONNECTION_STRING (or --connection-string), or
+give the account's endpoints (--account or --table-endpoint, --queue-endpoint,
+--blob-endpoint) to authenticate with Microsoft Entra ID through azidentity's
+DefaultAzureCredential. Flags may come before or after the arguments.
+
+Exit status: 0 success, 1 failure, 2 usage error (a table scan refused
+without --allow-scan is one).
+`
+
+// command is one subcommand.
+type command struct {
+	name     string // "query", "poison list"
+	args     string // the arguments after the flags, for the usage line
+	summary  string
+	about    string // what it does, in a few lines
+	example  string
+	flags    func(fs *flag.FlagSet)
+	run      func(ctx context.Context, args []string) error
+	minArgs  int
+	maxArgs  int
+	needConn bool
+}
+
+// app is one run of the command: its flags' values and where it writes.
+type app struct {
+	conn           cliconn.Options
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	terminal       bool // stdout is a terminal: show progress
+	counter        *tablekit.RequestCounter
+	acct           *tablekit.Account
+
+	// flags of the commands (each command registers only its own)
+	format, sel, partition, queue, container string
+	explain, allowScan, upsert, yes, create   bool
+	top, limit, concurrency                  int
+	poisonList                               cliconn.PoisonList
+	poisonRequeue                            cliconn.PoisonRequeue
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func (a *app) commands() []*command {
+	scan := func(fs *flag.FlagSet) {
+		fs.BoolVar(&a.allowScan, "allow-scan", false, "run a FILTER that is a table scan (reads every partition); refused without it")
+	}
+	queue := func(fs *flag.FlagSet) {
+		fs.StringVar(&a.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "transaction queue name (env TABLEKIT_QUEUES)")
+		fs.StringVar(&a.container, "container", cliconn.Env("TABLEKIT_BLOB_CONTAINER", consistency.DefaultBlobContainer), "blob container of large transactions and poison records (env TABLEKIT_BLOB_CONTAINER)")
+	}
+	return []*command{
+		{
+			name: "tables", args: "[PREFIX]", summary: "list the account's tables", maxArgs: 1, needConn: true,
+			about:   "Lists the tables of the account, one name a line, optionally only those whose\nname starts with PREFIX.",
+			example: "tablekit tables\n  tablekit tables Orders",
+			run:     a.cmdTables,
+		},
+		{
+			name: "query", args: "TABLE FILTER", summary: "run an OData filter; print rows as JSON lines or a table", minArgs: 2, maxArgs: 2, needConn: true,
+			about: `Runs FILTER (OData $filter text, checked by tablekit's parser before any
+request) on TABLE and prints the rows as JSON lines in the service's format
+(with @odata.type annotations), or as an aligned table with --format table.
+--explain prints to stderr the query's class (point, range, partition scan,
+table scan), the pages and requests it took, and the entities it returned
+and scanned (measured with a keys-only count of the key conditions the
+service scans by, when they differ from FILTER; those requests are shown
+apart). A FILTER that does not pin one partition is a table scan and needs
+--allow-scan. An empty FILTER ("") is the whole table.`,
+			example: "tablekit query Employees \"PartitionKey eq 'Sales' and RowKey ge '1' and RowKey lt '2'\" --format table --explain",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&a.format, "format", "json", "output: json (JSON lines) or table (aligned columns; reads every row first)")
+				fs.BoolVar(&a.explain, "explain", false, "print the query class, pages, requests and entities returned and scanned to stderr")
+				fs.StringVar(&a.sel, "select", "", "comma-separated properties to return ($select); empty: all")
+				fs.IntVar(&a.top, "top", 0, "page size, 1 to 1000 ($top); 0: 1000")
+				fs.IntVar(&a.limit, "limit", 0, "stop after this many rows; 0: no limit")
+				scan(fs)
+			},
+			run: a.cmdQuery,
+		},
+		{
+			name: "count", args: "TABLE [FILTER]", summary: "count the entities matching FILTER (keys only)", minArgs: 1, maxArgs: 2, needConn: true,
+			about: `Counts the entities of TABLE matching FILTER, or all of them without one,
+reading keys only ($select=PartitionKey,RowKey): one request per 1,000
+entities. A FILTER that is a table scan needs --allow-scan.`,
+			example: "tablekit count Employees \"PartitionKey eq 'Sales'\"",
+			flags:   scan,
+			run:     a.cmdCount,
+		},
+		{
+			name: "export", args: "TABLE [FILTER]", summary: "write entities as JSON lines that keep every EDM type", minArgs: 1, maxArgs: 2, needConn: true,
+			about: `Writes the entities of TABLE matching FILTER (all without one) to stdout, one
+JSON object a line in the Table service's own format: every Int64, Double,
+DateTime, Guid and Binary property carries its @odata.type annotation, so
+"tablekit import" writes back identical entities (Int64 above 2^53, 3.0 as a
+Double, DateTime to 100 ns). A summary goes to stderr. A FILTER that is a
+table scan needs --allow-scan.`,
+			example: "tablekit export Employees > employees.jsonl\n  tablekit export Employees \"PartitionKey eq 'Sales'\" > sales.jsonl",
+			flags:   scan,
+			run:     a.cmdExport,
+		},
+		{
+			name: "import", args: "TABLE [FILE]", summary: "write JSON lines (as export writes them) through the bulk writer", minArgs: 1, maxArgs: 2, needConn: true,
+			about: `Reads JSON lines from FILE (or stdin, or "-") in the format export writes
+and writes them to TABLE through the bulk writer: entity group transactions
+of up to 100 entities of one partition. Each entity is inserted (an existing
+one is a failure) or, with --upsert, inserted or replaced. A line that is not
+a valid entity, and an entity the service refuses, are reported with their
+line number; every other line is written. Shows progress on a terminal and a
+summary otherwise; exits 1 when a line failed. The table is created if
+missing (--create=false to refuse).`,
+			example: "tablekit import EmployeesCopy employees.jsonl\n  tablekit export Employees | tablekit import --upsert EmployeesCopy",
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&a.upsert, "upsert", false, "insert or replace instead of insert")
+				fs.BoolVar(&a.create, "create", true, "create TABLE if it does not exist")
+				fs.IntVar(&a.concurrency, "concurrency", 8, "transactions in flight")
+			},
+			run: a.cmdImport,
+		},
+		{
+			name: "delete", args: "TABLE [FILTER]", summary: "delete a partition (--partition) or the entities matching FILTER (--yes)", minArgs: 1, maxArgs: 2, needConn: true,
+			about: `Deletes entities in entity group transactions of up to 100, reading their
+keys a page of 1,000 at a time: every entity of partition --partition, or
+those matching FILTER, which needs --yes (and --allow-scan when it is a table
+scan). With both, the entities of the partition matching FILTER. Prints what
+it deleted.`,
+			example: "tablekit delete Employees --partition Sales\n  tablekit delete Employees \"PartitionKey eq 'Sales' and Age gt 65\" --yes",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&a.partition, "partition", "", "delete the entities of this partition")
+				fs.BoolVar(&a.yes, "yes", false, "confirm deleting what FILTER matches")
+				fs.IntVar(&a.concurrency, "concurrency", 8, "transactions in flight")
+				scan(fs)
+			},
+			run: a.cmdDelete,
+		},
+		{
+			name: "poison list", summary: "show a transaction queue's poisoned messages and their errors", needConn: true,
+			about:   "Shows the messages of --queue's poison queue, as \"tablekit-worker poison list\" does.",
+			example: "tablekit poison list --queue orders --json",
+			flags: func(fs *flag.FlagSet) {
+				queue(fs)
+				a.poisonList.Register(fs)
+			},
+			run: a.cmdPoisonList,
+		},
+		{
+			name: "poison requeue", summary: "move poisoned messages back to their queue", needConn: true,
+			about:   "Moves the messages of --queue's poison queue back to it, as \"tablekit-worker\npoison requeue\" does.",
+			example: "tablekit poison requeue --queue orders --id 0f8e...",
+			flags: func(fs *flag.FlagSet) {
+				queue(fs)
+				a.poisonRequeue.Register(fs)
+			},
+			run: a.cmdPoisonRequeue,
+		},
+	}
+}
+
+// flagSet is cmd's flags: the connection's and its own.
+func (a *app) flagSet(cmd *command) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	a.conn.Register(fs)
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	return fs
+}
+
+func usage(w io.Writer, cmds []*command) {
+	fmt.Fprint(w, intro)
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, outro)
+}
+
+// commandUsage documents one command: usage line, what it does, its flags
+// (the connection flags last), an example.
+func (a *app) commandUsage(w io.Writer, cmd *command) {
+	fmt.Fprintf(w, "Usage: tablekit %s [flags] %s\n\n%s\n", cmd.name, cmd.args, cmd.about)
+	own := flag.NewFlagSet("", flag.ContinueOnError)
+	if cmd.flags != nil {
+		cmd.flags(own)
+	}
+	conn := flag.NewFlagSet("", flag.ContinueOnError)
+	(&cliconn.Options{}).Register(conn)
+	if hasFlags(own) {
+		fmt.Fprint(w, "\nFlags:\n")
+		printFlags(w, own)
+	}
+	fmt.Fprint(w, "\nConnection flags:\n")
+	printFlags(w, conn)
+	fmt.Fprintf(w, "\nExample:\n  %s\n", cmd.example)
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// printFlags writes fs's flags as PrintDefaults does, with two dashes.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, help := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + help
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			line += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// parseInterleaved parses flags given before, between or after the
+// positional arguments, which it returns; "--" ends the flags.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(realMain(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: cliconn.RedactingWriter{W: stderr}, terminal: isTerminal(stdout)}
+	cmds := a.commands()
+	if len(args) == 0 {
+		usage(a.stderr, cmds)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout, cmds)
+		return 0
+	}
+	var cmd *command
+	rest := args
+	for _, k := range cmds {
+		words := strings.Fields(k.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == k.name {
+			cmd, rest = k, args[len(words):]
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(a.stderr, "tablekit: unknown command %q; run tablekit --help\n", strings.Join(args, " "))
+		return 2
+	}
+	fs := a.flagSet(cmd)
+	pos, err := parseInterleaved(fs, rest)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			a.commandUsage(stdout, cmd)
+			return 0
+		}
+		fmt.Fprintf(a.stderr, "tablekit %s: %v; run tablekit %s --help\n", cmd.name, err, cmd.name)
+		return 2
+	}
+	if len(pos) < cmd.minArgs || len(pos) > cmd.maxArgs {
+		fmt.Fprintf(a.stderr, "tablekit %s: want %s, got %d argument(s); run tablekit %s --help\n", cmd.name, strings.TrimSpace("arguments "+cmd.args), len(pos), cmd.name)
+		return 2
+	}
+	if cmd.needConn {
+		a.counter = &tablekit.RequestCounter{}
+		acct, err := a.conn.Connect(&tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{a.counter}}})
+		if err != nil {
+			return a.fail(cmd, err)
+		}
+		a.acct = acct
+	}
+	if err := cmd.run(ctx, pos); err != nil {
+		return a.fail(cmd, err)
+	}
+	return 0
+}
+
+// fail reports err and returns the exit status: 2 for a usage error (an
+// invalid table or queue name is one), else 1.
+func (a *app) fail(cmd *command, err error) int {
+	fmt.Fprintf(a.stderr, "tablekit %s: %v\n", cmd.name, err)
+	var ue usageError
+	var ce cliconn.UsageError
+	if errors.As(err, &ue) || errors.As(err, &ce) || errors.Is(err, tablekit.ErrInvalidName) {
+		return 2
+	}
+	return 1
+}
+
+func (a *app) consistencyQueue() (*consistency.Queue, error) {
+	if a.queue == "" {
+		return nil, usagef("--queue is required")
+	}
+	return consistency.NewQueue(a.acct, a.queue, &consistency.QueueOptions{BlobContainer: a.container})
+}
+
+func (a *app) cmdPoisonList(ctx context.Context, _ []string) error {
+	q, err := a.consistencyQueue()
+	if err != nil {
+		return err
+	}
+	return a.poisonList.Run(ctx, q, a.stdout)
+}
+
+func (a *app) cmdPoisonRequeue(ctx context.Context, _ []string) error {
+	q, err := a.consistencyQueue()
+	if err != nil {
+		return err
+	}
+	return a.poisonRequeue.Run(ctx, q, a.stdout)
+}
