@@ -71,7 +71,7 @@ type app struct {
 
 	// flags of the commands (each command registers only its own)
 	format, sel, partition, queue, container string
-	explain, allowScan, upsert, yes, create   bool
+	explain, allowScan, upsert, yes, create  bool
 	top, limit, concurrency                  int
 	poisonList                               cliconn.PoisonList
 	poisonRequeue                            cliconn.PoisonRequeue
