@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // A successful changeset in the service's form: one part per operation,
@@ -76,5 +79,23 @@ func TestBatchOutcomeMalformed(t *testing.T) {
 	quoted := strings.Replace(okBatch, "boundary=changesetresponse_b2", `boundary="changesetresponse_b2"`, 1)
 	if _, ok := batchOutcome([]byte(quoted), 3, make([]Result, 3)); !ok {
 		t.Error("quoted boundary not read")
+	}
+}
+
+// A page body of unknown length (chunked) is read whole, growing the
+// buffer; a known length is read into exactly that many bytes.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat(`{"value":[]}`, 20000)
+	for _, n := range []int64{-1, int64(len(body))} {
+		buf := make([]byte, 0, 10)
+		resp := &http.Response{ContentLength: n, Body: io.NopCloser(iotest.OneByteReader(strings.NewReader(body)))}
+		got, err := readBody(resp, &buf)
+		if err != nil || string(got) != body || string(buf) != body {
+			t.Errorf("ContentLength %d: %d bytes, %v", n, len(got), err)
+		}
+	}
+	resp := &http.Response{ContentLength: int64(len(body)) + 1, Body: io.NopCloser(strings.NewReader(body))}
+	if _, err := readBody(resp, nil); err == nil {
+		t.Error("a body shorter than its Content-Length read without error")
 	}
 }

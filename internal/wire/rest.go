@@ -13,9 +13,9 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
@@ -46,6 +46,16 @@ func entityPath(table, pk, rk string) string {
 // do sends one request and returns the response when its status is one of
 // ok, else the typed error.
 func (f *restPath) do(ctx context.Context, method, path string, query url.Values, body []byte, header map[string]string, op, resource string, ok ...int) (*http.Response, error) {
+	req, err := f.request(ctx, method, path, query, body, header)
+	if err != nil {
+		return nil, err
+	}
+	return f.send(req, op, resource, ok...)
+}
+
+// request builds a request; body is sent as JSON unless header sets a
+// Content-Type.
+func (f *restPath) request(ctx context.Context, method, path string, query url.Values, body []byte, header map[string]string) (*policy.Request, error) {
 	req, err := f.h.NewRequest(ctx, method, path, query)
 	if err != nil {
 		return nil, err
@@ -62,6 +72,12 @@ func (f *restPath) do(ctx context.Context, method, path string, query url.Values
 			return nil, err
 		}
 	}
+	return req, nil
+}
+
+// send sends req and returns the response when its status is one of ok,
+// else the typed error.
+func (f *restPath) send(req *policy.Request, op, resource string, ok ...int) (*http.Response, error) {
 	resp, err := f.h.Do(req)
 	if err != nil {
 		return nil, tablekit.MapError(err, op, resource)
@@ -126,35 +142,15 @@ func (f *restPath) get(ctx context.Context, pk, rk, label string, typed bool) ([
 }
 
 func (f *restPath) page(ctx context.Context, q Query, pos *Continuation) ([][]byte, *Continuation, error) {
-	v := url.Values{}
-	if q.Filter != "" {
-		v["$filter"] = []string{q.Filter}
-	}
-	if q.Select != "" {
-		v["$select"] = []string{q.Select}
-	}
-	v["$top"] = []string{strconv.Itoa(int(q.Top))}
-	if pos != nil {
-		v["NextPartitionKey"] = []string{pos.PK}
-		if pos.RK != "" {
-			v["NextRowKey"] = []string{pos.RK}
-		}
-	}
-	resp, err := f.do(ctx, http.MethodGet, "/"+f.table+"()", v, nil, nil, "query", q.label(f.table), http.StatusOK)
-	if err != nil {
-		return nil, nil, err
-	}
-	body, err := runtime.Payload(resp)
+	// The rows alias the body and outlive this call: its buffer is sized
+	// by Content-Length but not pooled.
+	body, next, err := f.pageBody(ctx, q, pos, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	rows, err := entity.SplitPage(body)
 	if err != nil {
 		return nil, nil, err
-	}
-	var next *Continuation
-	if npk := resp.Header.Get("x-ms-continuation-NextPartitionKey"); npk != "" {
-		next = &Continuation{PK: npk, RK: resp.Header.Get("x-ms-continuation-NextRowKey")}
 	}
 	return rows, next, nil
 }
