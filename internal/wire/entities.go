@@ -11,23 +11,36 @@ import (
 // row instead of the row's bytes: r.Decode(codec, &v) decodes the row in
 // one pass straight from the page's body (no split of the page first, no
 // second scan), r.Raw returns its JSON. The reader, and what Raw returns,
-// are valid only until the loop continues: the page's buffer is sized by
-// its Content-Length, comes from a pool and goes back to it. A row the
-// loop neither decodes nor reads is skipped. It stops after q.Limit rows,
-// at the first error, or when ctx is cancelled; one request per page.
+// are valid only until the loop continues: page buffers are sized by
+// Content-Length, come from a pool and go back to it. A row the loop
+// neither decodes nor reads is skipped. It stops after q.Limit rows, at
+// the first error, or when ctx is cancelled; one request per page.
+//
+// Without a Limit, the next page is requested while the loop works through
+// the current one, so the service prepares a page while the client
+// decodes the last (a partition scan's wall time is then the larger of the
+// two, not their sum). A loop that stops early may thus have caused one
+// more page request, which is cancelled. With a Limit, pages are fetched
+// one after the other.
 func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageReader, error] {
 	return func(yield func(*entity.PageReader, error) bool) {
 		if q.Top <= 0 || q.Top > 1000 {
 			q.Top = 1000
 		}
-		rp, isREST := t.tr.(*restPath)
-		buf := getPageBuf()
-		defer putPageBuf(buf)
+		ahead := q.Limit == 0
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		var (
-			r   entity.PageReader
-			pos *Continuation
-			n   int
+			r       entity.PageReader
+			n       int
+			pending chan fetched // the page being fetched ahead, if any
 		)
+		defer func() {
+			if pending != nil {
+				cancel()
+				putPageBuf((<-pending).buf)
+			}
+		}()
 		// emit yields the rows of r; false means stop.
 		emit := func() bool {
 			for r.Next() {
@@ -45,45 +58,66 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 			}
 			return true
 		}
+		cur := t.fetchPage(fctx, q, nil)
 		for {
-			if err := ctx.Err(); err != nil {
-				yield(nil, err)
+			if cur.err == nil {
+				cur.err = ctx.Err()
+			}
+			if cur.err != nil {
+				putPageBuf(cur.buf)
+				yield(nil, cur.err)
 				return
 			}
-			sctx, end := t.span(ctx, "Pager[ListEntitiesResponse].NextPage")
-			var (
-				next *Continuation
-				err  error
-				rows [][]byte
-				body []byte
-			)
-			if isREST {
-				body, next, err = rp.pageBody(sctx, q, pos, buf)
-			} else {
-				rows, next, err = t.tr.page(sctx, q, pos)
+			if ahead && cur.next != nil {
+				pending = make(chan fetched, 1)
+				go func(ch chan<- fetched, pos *Continuation) { ch <- t.fetchPage(fctx, q, pos) }(pending, cur.next)
 			}
-			end(err)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if isREST {
-				r.Reset(body)
-				if !emit() {
-					return
-				}
+			ok := true
+			if cur.rows == nil {
+				r.Reset(cur.body)
+				ok = emit()
 			} else {
-				for _, row := range rows {
+				for _, row := range cur.rows {
 					r.ResetRow(row)
-					if !emit() {
-						return
+					if ok = emit(); !ok {
+						break
 					}
 				}
 			}
-			if next == nil {
+			putPageBuf(cur.buf)
+			if !ok || cur.next == nil {
 				return
 			}
-			pos = next
+			if pending != nil {
+				cur = <-pending
+				pending = nil
+			} else {
+				cur = t.fetchPage(fctx, q, cur.next)
+			}
 		}
 	}
+}
+
+// fetched is one page: its body in buf (REST) or its rows (SDK).
+type fetched struct {
+	buf  *[]byte
+	body []byte
+	rows [][]byte
+	next *Continuation
+	err  error
+}
+
+func (t *Table) fetchPage(ctx context.Context, q Query, pos *Continuation) fetched {
+	f := fetched{buf: getPageBuf()}
+	ctx, end := t.span(ctx, "Pager[ListEntitiesResponse].NextPage")
+	if rp, ok := t.tr.(*restPath); ok {
+		f.body, f.next, f.err = rp.pageBody(ctx, q, pos, f.buf)
+	} else {
+		f.rows, f.next, f.err = t.tr.page(ctx, q, pos)
+		if f.err == nil && f.rows == nil {
+			f.rows = [][]byte{}
+		}
+	}
+	end(f.err)
+	return f
 }

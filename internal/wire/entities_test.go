@@ -85,5 +85,19 @@ func TestEntitiesMatchesRows(t *testing.T) {
 		if count != 150 {
 			t.Errorf("%s: Limit 150 yielded %d rows", label, count)
 		}
+		// A loop that stops while the next page is being fetched ahead
+		// ends cleanly, and its context is not left cancelled.
+		for r, err := range tbl.Entities(ctx, q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Raw(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
 	}
 }
