@@ -3,7 +3,10 @@ package patterns_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -15,7 +18,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -96,28 +101,54 @@ func BenchmarkGet(b *testing.B) {
 	if err := tbl.Insert(ctx, &row); err != nil {
 		b.Fatal(err)
 	}
+	ceil := newCeiling(b)
+	getURL := ceil.endpoint + "/" + tbl.Name() + "(PartitionKey='Sales',RowKey='" + row.RowKey + "')"
+	getPath := "/" + tbl.Name() + "(PartitionKey='Sales',RowKey='" + row.RowKey + "')"
+	ceilingGet := func(h http.Header) error {
+		_, body, err := ceil.send(ctx, http.MethodGet, getURL, h, nil, http.StatusOK)
+		if err == nil && len(body) == 0 {
+			err = errors.New("ceiling: empty entity")
+		}
+		return err
+	}
 	warmUp(b, warmTime,
 		func() error { _, err := tbl.Get(ctx, "Sales", row.RowKey); return err },
-		func() error { _, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil); return err })
-	b.Run("impl=tablekit", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := tbl.Get(ctx, "Sales", row.RowKey); err != nil {
-				b.Fatal(err)
+		func() error { _, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil); return err },
+		func() error { return ceilingGet(ceil.signed(getPath)) })
+	runSides(b,
+		side{"tablekit", func(b *testing.B) {
+			cpu := startCPU()
+			for b.Loop() {
+				if _, err := tbl.Get(ctx, "Sales", row.RowKey); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("impl=raw", func(b *testing.B) {
-		for b.Loop() {
-			resp, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil)
-			if err != nil {
-				b.Fatal(err)
+			cpu.report(b, 1)
+		}},
+		side{"raw", func(b *testing.B) {
+			cpu := startCPU()
+			for b.Loop() {
+				resp, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var e rawEmployee
+				if err := json.Unmarshal(resp.Value, &e); err != nil {
+					b.Fatal(err)
+				}
 			}
-			var e rawEmployee
-			if err := json.Unmarshal(resp.Value, &e); err != nil {
-				b.Fatal(err)
+			cpu.report(b, 1)
+		}},
+		side{"ceiling", func(b *testing.B) {
+			h := ceil.signed(getPath)
+			cpu := startCPU()
+			for b.Loop() {
+				if err := ceilingGet(h); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+			cpu.report(b, 1)
+		}})
 }
 
 var benchSeq atomic.Int64
@@ -140,63 +171,156 @@ func warmUp(b *testing.B, d time.Duration, ops ...func() error) {
 // warmTime is how long each comparison warms the emulator up.
 const warmTime = 3 * time.Second
 
-// BenchmarkBulkWrite writes 1,000 entities over 10 partitions per op.
+// BenchmarkBulkWrite upserts the same 1,000 entities over 10 partitions
+// per op on every side (the table stays at 1,000 entities, so no side
+// pays for a larger one). BulkWrite keeps 8 transactions in flight; so do
+// the raw side and the ceiling. raw-sequential is the loop a developer
+// writes first, raw-single one UpsertEntity per entity.
 func BenchmarkBulkWrite(b *testing.B) {
 	ctx := context.Background()
 	tbl, raw := benchTable(b)
-	const n, parts = 1000, 10
-	b.Run("impl=tablekit", func(b *testing.B) {
-		for b.Loop() {
-			base := int(benchSeq.Add(1)) * n
-			items := make([]benchEmployee, n)
-			for i := range items {
-				items[i] = benchRow("p"+strconv.Itoa(i%parts), base+i)
-			}
-			if _, err := tbl.BulkWrite(ctx, items, nil); err != nil {
+	const n, parts, conc = 1000, 10, 8
+	items := make([]benchEmployee, n)
+	for i := range items {
+		items[i] = benchRow("p"+strconv.Itoa(i%parts), i)
+	}
+	// rawChunks is the raw developer's encoding: JSON-tagged structs,
+	// grouped by partition, 100-entity transactions.
+	rawChunks := func(b *testing.B) [][]aztables.TransactionAction {
+		byPart := map[string][]aztables.TransactionAction{}
+		for i := 0; i < n; i++ {
+			e := rawRow("p"+strconv.Itoa(i%parts), i)
+			body, err := json.Marshal(e)
+			if err != nil {
 				b.Fatal(err)
 			}
+			byPart[e.PartitionKey] = append(byPart[e.PartitionKey], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: body})
 		}
-		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-	})
-	b.Run("impl=raw", func(b *testing.B) {
-		for b.Loop() {
-			base := int(benchSeq.Add(1)) * n
-			byPart := map[string][]aztables.TransactionAction{}
-			for i := 0; i < n; i++ {
-				e := rawRow("p"+strconv.Itoa(i%parts), base+i)
-				body, err := json.Marshal(e)
+		var chunks [][]aztables.TransactionAction
+		for _, actions := range byPart {
+			for len(actions) > 0 {
+				chunk := actions[:min(100, len(actions))]
+				actions = actions[len(chunk):]
+				chunks = append(chunks, chunk)
+			}
+		}
+		return chunks
+	}
+	ceil := newCeiling(b)
+	var bodies [][]byte
+	var contentType string
+	{
+		byPart := map[string][]int{}
+		for i, it := range items {
+			byPart[it.PartitionKey] = append(byPart[it.PartitionKey], i)
+		}
+		codec, err := entity.CodecOf(reflect.TypeOf(benchEmployee{}), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, idx := range byPart {
+			var ents [][]byte
+			var ks [][2]string
+			for _, i := range idx {
+				e, err := codec.Marshal(&items[i])
 				if err != nil {
 					b.Fatal(err)
 				}
-				byPart[e.PartitionKey] = append(byPart[e.PartitionKey], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: body})
+				ents = append(ents, e)
+				ks = append(ks, [2]string{items[i].PartitionKey, items[i].RowKey})
 			}
-			for _, actions := range byPart {
-				for len(actions) > 0 {
-					chunk := actions[:min(100, len(actions))]
-					actions = actions[len(chunk):]
+			var body []byte
+			body, contentType = ceil.batchBody(tbl.Name(), ents, ks)
+			bodies = append(bodies, body)
+		}
+	}
+	batchHeader := func() http.Header {
+		h := ceil.signed("/$batch")
+		h["Content-Type"] = []string{contentType}
+		return h
+	}
+	perEntity := func(b *testing.B, cpu cpuMeter) {
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+		cpu.report(b, n)
+	}
+	warmUp(b, warmTime,
+		func() error { _, err := tbl.BulkWrite(ctx, items, nil); return err },
+		func() error { return ceil.sendBatches(ctx, bodies, batchHeader(), conc) })
+	runSides(b,
+		side{"tablekit", func(b *testing.B) {
+			cpu := startCPU()
+			for b.Loop() {
+				if _, err := tbl.BulkWrite(ctx, items, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perEntity(b, cpu)
+		}},
+		side{"raw", func(b *testing.B) {
+			cpu := startCPU()
+			for b.Loop() {
+				chunks := rawChunks(b)
+				work := make(chan []aztables.TransactionAction)
+				var wg sync.WaitGroup
+				var failed atomic.Value
+				for range conc {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for chunk := range work {
+							if _, err := raw.SubmitTransaction(ctx, chunk, nil); err != nil {
+								failed.Store(err)
+							}
+						}
+					}()
+				}
+				for _, c := range chunks {
+					work <- c
+				}
+				close(work)
+				wg.Wait()
+				if err, _ := failed.Load().(error); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perEntity(b, cpu)
+		}},
+		side{"raw-sequential", func(b *testing.B) {
+			cpu := startCPU()
+			for b.Loop() {
+				for _, chunk := range rawChunks(b) {
 					if _, err := raw.SubmitTransaction(ctx, chunk, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
-		}
-		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-	})
-	b.Run("impl=raw-single", func(b *testing.B) {
-		for b.Loop() {
-			base := int(benchSeq.Add(1)) * n
-			for i := 0; i < n; i++ {
-				body, err := json.Marshal(rawRow("p"+strconv.Itoa(i%parts), base+i))
-				if err != nil {
-					b.Fatal(err)
+			perEntity(b, cpu)
+		}},
+		side{"raw-single", func(b *testing.B) {
+			cpu := startCPU()
+			for b.Loop() {
+				for i := 0; i < n; i++ {
+					body, err := json.Marshal(rawRow("p"+strconv.Itoa(i%parts), i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := raw.UpsertEntity(ctx, body, nil); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := raw.UpsertEntity(ctx, body, nil); err != nil {
+			}
+			perEntity(b, cpu)
+		}},
+		side{"ceiling", func(b *testing.B) {
+			h := batchHeader()
+			cpu := startCPU()
+			for b.Loop() {
+				if err := ceil.sendBatches(ctx, bodies, h, conc); err != nil {
 					b.Fatal(err)
 				}
 			}
-		}
-		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-	})
+			perEntity(b, cpu)
+		}})
 }
 
 // BenchmarkScan10k reads one partition of 10,000 entities per op.
@@ -264,42 +388,32 @@ func scanFixture(b *testing.B, n int) (*patterns.Table[benchEmployee], *aztables
 	return tbl, tbl.Client()
 }
 
+// benchScan reads one partition of n entities per op: tablekit's Query
+// with every property (SelectAll) and with its default projection ($select
+// of T's fields), the same decoding through the core's one-pass page
+// reader (wire.Table.Entities, what Query gets once it moves onto it), the
+// SDK's pager with encoding/json, and the ceiling.
 func benchScan(b *testing.B, n int) {
 	ctx := context.Background()
 	tbl, raw := scanFixture(b, n)
-	b.Run("impl=tablekit", func(b *testing.B) {
-		heap := newHeapSampler()
-		for b.Loop() {
-			count := 0
-			for _, err := range tbl.Query(ctx, keys.PK().Eq("scan"), &patterns.QueryOptions{SelectAll: true}) {
-				if err != nil {
-					b.Fatal(err)
-				}
-				count++
-				if count%1000 == 0 {
-					heap.sample()
-				}
-			}
-			if count != n {
-				b.Fatalf("scanned %d", count)
-			}
-		}
-		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-		heap.report(b)
-	})
-	b.Run("impl=raw", func(b *testing.B) {
-		heap := newHeapSampler()
-		for b.Loop() {
-			count := 0
-			pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'scan'")})
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, body := range page.Entities {
-					var e rawEmployee
-					if err := json.Unmarshal(body, &e); err != nil {
+	ceil := newCeiling(b)
+	core, err := wire.Open(testenv.Account(b), tbl.Name(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	codec, err := entity.CodecOf(reflect.TypeOf(benchEmployee{}), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const filter = "PartitionKey eq 'scan'"
+	tablekitSide := func(opts *patterns.QueryOptions) func(b *testing.B) {
+		return func(b *testing.B) {
+			heap := newHeapSampler()
+			cpu := startCPU()
+			for b.Loop() {
+				count := 0
+				for _, err := range tbl.Query(ctx, keys.PK().Eq("scan"), opts) {
+					if err != nil {
 						b.Fatal(err)
 					}
 					count++
@@ -307,12 +421,87 @@ func benchScan(b *testing.B, n int) {
 						heap.sample()
 					}
 				}
+				if count != n {
+					b.Fatalf("scanned %d", count)
+				}
 			}
-			if count != n {
-				b.Fatalf("scanned %d", count)
-			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+			cpu.report(b, n)
+			heap.report(b)
 		}
-		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-		heap.report(b)
-	})
+	}
+	runSides(b,
+		side{"tablekit", tablekitSide(&patterns.QueryOptions{SelectAll: true})},
+		side{"tablekit-select", tablekitSide(nil)},
+		side{"core-onepass", func(b *testing.B) {
+			heap := newHeapSampler()
+			cpu := startCPU()
+			for b.Loop() {
+				count := 0
+				for r, err := range core.Entities(ctx, wire.Query{Filter: filter}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					var v benchEmployee
+					if err := r.Decode(codec, &v); err != nil {
+						b.Fatal(err)
+					}
+					count++
+					if count%1000 == 0 {
+						heap.sample()
+					}
+				}
+				if count != n {
+					b.Fatalf("scanned %d", count)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+			cpu.report(b, n)
+			heap.report(b)
+		}},
+		side{"raw", func(b *testing.B) {
+			heap := newHeapSampler()
+			cpu := startCPU()
+			for b.Loop() {
+				count := 0
+				pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr(filter)})
+				for pager.More() {
+					page, err := pager.NextPage(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, body := range page.Entities {
+						var e rawEmployee
+						if err := json.Unmarshal(body, &e); err != nil {
+							b.Fatal(err)
+						}
+						count++
+						if count%1000 == 0 {
+							heap.sample()
+						}
+					}
+				}
+				if count != n {
+					b.Fatalf("scanned %d", count)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+			cpu.report(b, n)
+			heap.report(b)
+		}},
+		side{"ceiling", func(b *testing.B) {
+			h := ceil.signed("/" + tbl.Name() + "()")
+			cpu := startCPU()
+			for b.Loop() {
+				count, err := ceil.scan(ctx, tbl.Name(), filter, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if count != n {
+					b.Fatalf("scanned %d", count)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+			cpu.report(b, n)
+		}})
 }
