@@ -112,7 +112,14 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 	}
 	opts := &patterns.QueryOptions{SelectAll: a.sel == "", Top: a.top, AllowTableScan: a.allowScan}
 	if a.sel != "" {
-		opts.Select = strings.Split(a.sel, ",")
+		// The service returns only what $select names: keep the keys and
+		// Timestamp, which every row prints.
+		opts.Select = []string{"PartitionKey", "RowKey", "Timestamp"}
+		for _, p := range strings.Split(a.sel, ",") {
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(opts.Select, p) {
+				opts.Select = append(opts.Select, p)
+			}
+		}
 	}
 	out := bufio.NewWriter(a.stdout)
 	defer out.Flush()
@@ -359,6 +366,10 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 
 	var bad []badLine
 	var lineOf []int // input line of each entity handed to the writer
+	// The bulk writer sends the transactions of a partition concurrently,
+	// so of two lines with the same keys either could land last: the
+	// first one is written and the repeats are reported.
+	firstLine := map[string]int{}
 	var read atomic.Int64
 	var readErr error
 	r := bufio.NewReaderSize(in, 256<<10)
@@ -374,7 +385,10 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 					bad = append(bad, badLine{line, fmt.Errorf("%d bytes; an entity line is at most %d", len(t), maxLine)})
 				} else if e, perr := entity.ParseEntity(t); perr != nil {
 					bad = append(bad, badLine{line, perr})
+				} else if first, dup := firstLine[e.PartitionKey+"\x00"+e.RowKey]; dup {
+					bad = append(bad, badLine{line, fmt.Errorf("(PartitionKey %q, RowKey %q): the keys of line %d again; each entity is imported once", e.PartitionKey, e.RowKey, first)})
 				} else {
+					firstLine[e.PartitionKey+"\x00"+e.RowKey] = line
 					lineOf = append(lineOf, line)
 					read.Add(1)
 					if !yield(e) {

@@ -147,8 +147,9 @@ table scan needs --allow-scan.`,
 and writes them to TABLE through the bulk writer: entity group transactions
 of up to 100 entities of one partition. Each entity is inserted (an existing
 one is a failure) or, with --upsert, inserted or replaced. A line that is not
-a valid entity, and an entity the service refuses, are reported with their
-line number; every other line is written. Shows progress on a terminal and a
+a valid entity, a line repeating the keys of an earlier one, and an entity
+the service refuses are reported with their line number; every other line
+is written. Shows progress on a terminal and a
 summary otherwise; exits 1 when a line failed. The table is created if
 missing (--create=false to refuse).`,
 			example: "tablekit import EmployeesCopy employees.jsonl\n  tablekit export Employees | tablekit import --upsert EmployeesCopy",

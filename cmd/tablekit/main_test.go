@@ -273,8 +273,8 @@ func TestImportReportsBadLinesAndKeepsTheRest(t *testing.T) {
 	if regexp.MustCompile(`line (1|3|5|8):`).MatchString(r.stderr) {
 		t.Errorf("stderr reports a good line:\n%s", r.stderr)
 	}
-	if !strings.Contains(r.stderr, "EntityAlreadyExists") && !strings.Contains(r.stderr, "already exists") {
-		t.Errorf("the duplicate's error does not say it exists:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, "line 6: (PartitionKey \"p\", RowKey \"1\"): the keys of line 1 again") {
+		t.Errorf("the repeated keys are not reported as such:\n%s", r.stderr)
 	}
 	if !strings.Contains(r.stdout, "imported 3 entities") || !strings.Contains(r.stdout, "4 line(s) failed") {
 		t.Errorf("summary: %q", r.stdout)
@@ -284,17 +284,21 @@ func TestImportReportsBadLinesAndKeepsTheRest(t *testing.T) {
 		t.Fatalf("table holds %+v, want rows 1, 5 and 8", got)
 	}
 	if v := got[0].Properties["N"]; !v.Equal(entity.Int32(1)) {
-		t.Errorf("row 1 was overwritten by the duplicate: N = %v", v)
+		t.Errorf("row 1 was overwritten by the repeat: N = %v", v)
 	}
 
-	// --upsert replaces: the duplicate line wins, the malformed ones still fail.
-	r = run(t, input, "import", "--upsert", tbl.Name(), "-")
-	if r.code != 1 || !strings.Contains(r.stdout, "imported 4 entities") || !strings.Contains(r.stdout, "3 line(s) failed") {
-		t.Fatalf("import --upsert: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	// An existing entity: insert refuses it, --upsert replaces it.
+	again := `{"PartitionKey":"p","RowKey":"1","N":6}` + "\n"
+	r = run(t, again, "import", tbl.Name())
+	if r.code != 1 || !strings.Contains(r.stderr, "line 1: ") || !strings.Contains(r.stderr, "EntityAlreadyExists") || !strings.Contains(r.stdout, "imported 0 entities") {
+		t.Fatalf("import of an existing entity: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	got = all(t, tbl)
-	if v := got[0].Properties["N"]; !v.Equal(entity.Int32(6)) {
-		t.Errorf("after --upsert row 1 has N = %v, want 6", v)
+	r = mustRun(t, again, "import", "--upsert", tbl.Name(), "-")
+	if !strings.Contains(r.stdout, "imported 1 entities") {
+		t.Fatalf("import --upsert: %s", r.stdout)
+	}
+	if got = all(t, tbl); !got[0].Properties["N"].Equal(entity.Int32(6)) {
+		t.Errorf("after --upsert row 1 has N = %v, want 6", got[0].Properties["N"])
 	}
 }
 
@@ -321,7 +325,7 @@ func TestQueryCountDeleteAndTables(t *testing.T) {
 			t.Errorf("--explain lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	r = mustRun(t, "", "query", "--explain", "--format", "table", "--top", "2", name, "PartitionKey eq 'p1' and RowKey ge '05' and RowKey lt '13'")
+	r = mustRun(t, "", "query", "--explain", "--format", "table", "--top", "2", "--select", "Name, Age", name, "PartitionKey eq 'p1' and RowKey ge '05' and RowKey lt '13'")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 5 || !regexp.MustCompile(`^PartitionKey +RowKey +Timestamp +Age +Name$`).MatchString(lines[0]) || !regexp.MustCompile(`^p1 +05 +\S+ +5 +name 5$`).MatchString(lines[1]) {
 		t.Errorf("--format table:\n%s", r.stdout)

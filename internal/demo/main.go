@@ -3,8 +3,10 @@
 // consistency/cmd/tablekit-worker into a temporary directory and starts it
 // in the background on the examples' transaction queues, points
 // AZURE_STORAGE_CONNECTION_STRING at Azurite, runs the examples one after
-// the other, and stops everything it started. It exits non-zero when any
-// example fails or the worker dies. `make demo` runs it.
+// the other, shows the tablekit command exporting an example table and
+// importing it into a new one, and stops everything it started. It exits
+// non-zero when any example or the tablekit step fails, or the worker
+// dies. `make demo` runs it.
 //
 // The examples that need a worker (archive, employees, photos) run their
 // own consistency.Worker in-process when started alone (and in their
@@ -72,6 +74,13 @@ func run() int {
 			continue
 		}
 		fmt.Printf("--- ok   %s (%v)\n", filepath.Base(dir), time.Since(start).Round(time.Millisecond))
+	}
+	fmt.Printf("\n=== tablekit (the command)\n")
+	if err := tablekitDemo(ctx, az.ConnectionString); err != nil {
+		fmt.Printf("--- FAIL tablekit: %v\n", err)
+		failed++
+	} else {
+		fmt.Println("--- ok   tablekit")
 	}
 	if err := worker.stop(); err != nil {
 		fmt.Printf("\ndemo: tablekit-worker: %v\n", err)
