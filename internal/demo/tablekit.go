@@ -52,7 +52,7 @@ func tablekitDemo(ctx context.Context, connStr string) (err error) {
 			"Name":     entity.String(fmt.Sprintf("Employee %d", i)),
 			"Age":      entity.Int32(int32(30 + i)),
 			"BadgeID":  entity.Int64(1<<53 + int64(i) + 1), // not a float64
-			"Salary":   entity.Double(3000.0),               // stays a Double
+			"Salary":   entity.Double(3000.0),              // stays a Double
 			"Hired":    entity.DateTime(hired.Add(time.Duration(i) * 100)),
 			"Active":   entity.Bool(i%2 == 0),
 			"ID":       entity.Guid(entity.NewGUID()),
