@@ -10,15 +10,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/benchutil"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -28,55 +27,27 @@ import (
 // rows. What it reaches stands in for what Azurite can serve; tablekit's
 // wall time and client CPU are reported against it.
 
-// benchRounds is how many rounds of sides a comparison runs
-// (TABLEKIT_BENCH_ROUNDS, default 1). make bench runs -count 1 with
-// several rounds, so the sides alternate (tablekit, reference, ceiling,
-// tablekit, ...) instead of go test running each side's repetitions in a
-// row while the shared machine drifts; benchreport pairs the rounds.
-func benchRounds() int {
-	if n, err := strconv.Atoi(os.Getenv("TABLEKIT_BENCH_ROUNDS")); err == nil && n > 0 {
-		return n
-	}
-	return 1
-}
-
 type side struct {
 	name string
 	fn   func(b *testing.B)
 }
 
-// runSides runs every side once per round, as sub-benchmarks impl=NAME
-// (go test names repeats impl=NAME#01, #02, ...), rotating which side
-// goes first.
+// runSides runs the sides in alternating rounds (benchutil.RunSides).
 func runSides(b *testing.B, sides ...side) {
-	for r := range benchRounds() {
-		for i := range sides {
-			s := sides[(r+i)%len(sides)]
-			b.Run("impl="+s.name, s.fn)
-		}
+	bs := make([]benchutil.Side, len(sides))
+	for i, s := range sides {
+		bs[i] = benchutil.Side{Name: s.name, Fn: s.fn}
 	}
+	benchutil.RunSides(b, bs...)
 }
 
-// cpuMeter measures the benchmark process's CPU time (user + system, from
-// getrusage): the client's cost, Azurite runs in another process.
-type cpuMeter struct{ start time.Duration }
+type cpuMeter struct{ m benchutil.CPUMeter }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func startCPU() cpuMeter { return cpuMeter{start: processCPU()} }
+func startCPU() cpuMeter { return cpuMeter{benchutil.StartCPU()} }
 
 // report records the client CPU per entity over the b.N operations of
 // entities each.
-func (m cpuMeter) report(b *testing.B, entities int) {
-	d := processCPU() - m.start
-	b.ReportMetric(float64(d.Nanoseconds())/1e3/float64(b.N*entities), "cpu-µs/entity")
-}
+func (m cpuMeter) report(b *testing.B, entities int) { m.m.Report(b, entities, "entity") }
 
 // ceiling is the minimal client.
 type ceiling struct {

@@ -1,0 +1,68 @@
+// Package benchutil holds what tablekit's benchmarks share: rounds that
+// alternate the sides of a comparison, and the client's CPU time.
+package benchutil
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// EnvRounds sets how many rounds of sides a comparison runs.
+const EnvRounds = "TABLEKIT_BENCH_ROUNDS"
+
+// Rounds is how many rounds of sides a comparison runs (TABLEKIT_BENCH_ROUNDS,
+// default 1). make bench runs -count 1 with several rounds, so the sides
+// alternate (tablekit, reference, ceiling, tablekit, ...) instead of go
+// test running each side's repetitions in a row while the shared machine
+// drifts; benchreport pairs the rounds.
+func Rounds() int {
+	if n, err := strconv.Atoi(os.Getenv(EnvRounds)); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// Side is one side of a comparison: Name becomes the sub-benchmark
+// impl=Name.
+type Side struct {
+	Name string
+	Fn   func(b *testing.B)
+}
+
+// RunSides runs every side once per round, as sub-benchmarks impl=NAME
+// (go test names the repeats impl=NAME#01, #02, ...), rotating which side
+// goes first.
+func RunSides(b *testing.B, sides ...Side) {
+	for r := range Rounds() {
+		for i := range sides {
+			s := sides[(r+i)%len(sides)]
+			b.Run("impl="+s.Name, s.Fn)
+		}
+	}
+}
+
+// ProcessCPU is the CPU time (user + system, from getrusage) this process
+// has used: the client's cost when the service runs in another process.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// CPUMeter measures the client CPU spent from its start.
+type CPUMeter struct{ start time.Duration }
+
+// StartCPU starts a CPUMeter.
+func StartCPU() CPUMeter { return CPUMeter{start: ProcessCPU()} }
+
+// Report records the client CPU per unit (metric "cpu-µs/"+unit) over b.N
+// operations of perOp units each.
+func (m CPUMeter) Report(b *testing.B, perOp int, unit string) {
+	d := ProcessCPU() - m.start
+	b.ReportMetric(float64(d.Nanoseconds())/1e3/float64(b.N*perOp), "cpu-µs/"+unit)
+}
