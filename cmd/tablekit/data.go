@@ -42,14 +42,6 @@ func parseFilter(s string) (keys.Filter, error) {
 	return f, nil
 }
 
-// optionalFilter is the FILTER argument at args[i], or the whole table.
-func optionalFilter(args []string, i int) (keys.Filter, error) {
-	if len(args) <= i {
-		return keys.Filter{}, nil
-	}
-	return parseFilter(args[i])
-}
-
 // scanRefused turns the library's table-scan refusal into a usage error
 // naming the flag.
 func scanRefused(err error) error {
@@ -282,12 +274,22 @@ func cellValue(v entity.Value) string {
 	return cell(string(b))
 }
 
-func (a *app) cmdCount(ctx context.Context, args []string) error {
-	f, err := optionalFilter(args, 1)
-	if err != nil {
-		return err
+// tableAndFilter opens the table args[0] and reads the optional FILTER
+// args[1] (none: the whole table).
+func (a *app) tableAndFilter(args []string) (*rows, keys.Filter, error) {
+	var f keys.Filter
+	if len(args) > 1 {
+		var err error
+		if f, err = parseFilter(args[1]); err != nil {
+			return nil, f, err
+		}
 	}
 	tbl, err := a.table(args[0])
+	return tbl, f, err
+}
+
+func (a *app) cmdCount(ctx context.Context, args []string) error {
+	tbl, f, err := a.tableAndFilter(args)
 	if err != nil {
 		return err
 	}
@@ -300,11 +302,7 @@ func (a *app) cmdCount(ctx context.Context, args []string) error {
 }
 
 func (a *app) cmdExport(ctx context.Context, args []string) error {
-	f, err := optionalFilter(args, 1)
-	if err != nil {
-		return err
-	}
-	tbl, err := a.table(args[0])
+	tbl, f, err := a.tableAndFilter(args)
 	if err != nil {
 		return err
 	}

@@ -129,3 +129,13 @@ func (r RedactingWriter) Write(p []byte) (int, error) {
 	}
 	return r.W.Write(p)
 }
+
+// MatchCommand reports whether args start with the words of the command
+// name ("poison list"), and returns the arguments after them.
+func MatchCommand(args []string, name string) (rest []string, ok bool) {
+	words := strings.Fields(name)
+	if len(args) < len(words) || strings.Join(args[:len(words)], " ") != name {
+		return nil, false
+	}
+	return args[len(words):], true
+}

@@ -236,9 +236,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var cmd *command
 	rest := args
 	for _, k := range cmds {
-		words := strings.Fields(k.name)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == k.name {
-			cmd, rest = k, args[len(words):]
+		if r, ok := cliconn.MatchCommand(args, k.name); ok {
+			cmd, rest = k, r
 			break
 		}
 	}
