@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/benchutil"
 )
 
 // benchRow has 10 custom properties of the common types.
@@ -135,41 +136,43 @@ func benchCodec(b *testing.B) *entity.Codec {
 func BenchmarkEncodeEntity(b *testing.B) {
 	c := benchCodec(b)
 	row := newBenchRow(1)
-	b.Run("codec=tablekit", func(b *testing.B) {
-		b.ReportAllocs()
-		var buf []byte
-		for i := 0; i < b.N; i++ {
-			var err error
-			if buf, err = c.AppendMarshal(buf[:0], &row); err != nil {
-				b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			b.ReportAllocs()
+			var buf []byte
+			for i := 0; i < b.N; i++ {
+				var err error
+				if buf, err = c.AppendMarshal(buf[:0], &row); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		b.SetBytes(int64(len(buf)))
-	})
-	b.Run("codec=aztables", func(b *testing.B) {
-		b.ReportAllocs()
-		var n int
-		for i := 0; i < b.N; i++ {
-			out, err := json.Marshal(toEDM(&row))
-			if err != nil {
-				b.Fatal(err)
+			b.SetBytes(int64(len(buf)))
+		}),
+		benchutil.S("aztables", func(b *testing.B) {
+			b.ReportAllocs()
+			var n int
+			for i := 0; i < b.N; i++ {
+				out, err := json.Marshal(toEDM(&row))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(out)
 			}
-			n = len(out)
-		}
-		b.SetBytes(int64(n))
-	})
-	b.Run("codec=json", func(b *testing.B) {
-		b.ReportAllocs()
-		var n int
-		for i := 0; i < b.N; i++ {
-			out, err := json.Marshal(toJSONRow(&row))
-			if err != nil {
-				b.Fatal(err)
+			b.SetBytes(int64(n))
+		}),
+		benchutil.S("json", func(b *testing.B) {
+			b.ReportAllocs()
+			var n int
+			for i := 0; i < b.N; i++ {
+				out, err := json.Marshal(toJSONRow(&row))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(out)
 			}
-			n = len(out)
-		}
-		b.SetBytes(int64(n))
-	})
+			b.SetBytes(int64(n))
+		}),
+	)
 }
 
 func BenchmarkDecodeEntity(b *testing.B) {
@@ -177,40 +180,42 @@ func BenchmarkDecodeEntity(b *testing.B) {
 	row := newBenchRow(1)
 	raw, _ := c.Marshal(&row)
 	raw = serviceForm(raw)
-	b.Run("codec=tablekit", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(raw)))
-		var out benchRow
-		for i := 0; i < b.N; i++ {
-			if err := c.Unmarshal(raw, &out); err != nil {
-				b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			var out benchRow
+			for i := 0; i < b.N; i++ {
+				if err := c.Unmarshal(raw, &out); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("codec=aztables", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(raw)))
-		var out benchRow
-		for i := 0; i < b.N; i++ {
-			var e aztables.EDMEntity
-			if err := json.Unmarshal(raw, &e); err != nil {
-				b.Fatal(err)
+		}),
+		benchutil.S("aztables", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			var out benchRow
+			for i := 0; i < b.N; i++ {
+				var e aztables.EDMEntity
+				if err := json.Unmarshal(raw, &e); err != nil {
+					b.Fatal(err)
+				}
+				fromEDM(&e, &out)
 			}
-			fromEDM(&e, &out)
-		}
-	})
-	b.Run("codec=json", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(raw)))
-		var out benchRow
-		for i := 0; i < b.N; i++ {
-			var j jsonRow
-			if err := json.Unmarshal(raw, &j); err != nil {
-				b.Fatal(err)
+		}),
+		benchutil.S("json", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			var out benchRow
+			for i := 0; i < b.N; i++ {
+				var j jsonRow
+				if err := json.Unmarshal(raw, &j); err != nil {
+					b.Fatal(err)
+				}
+				fromJSONRow(&j, &out)
 			}
-			fromJSONRow(&j, &out)
-		}
-	})
+		}),
+	)
 }
 
 const pageSize = 1000
@@ -221,39 +226,41 @@ func BenchmarkEncodePage(b *testing.B) {
 	for i := range rows {
 		rows[i] = newBenchRow(i)
 	}
-	b.Run("codec=tablekit", func(b *testing.B) {
-		b.ReportAllocs()
-		var buf []byte
-		for i := 0; i < b.N; i++ {
-			buf = buf[:0]
-			for j := range rows {
-				var err error
-				if buf, err = c.AppendMarshal(buf, &rows[j]); err != nil {
-					b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			b.ReportAllocs()
+			var buf []byte
+			for i := 0; i < b.N; i++ {
+				buf = buf[:0]
+				for j := range rows {
+					var err error
+					if buf, err = c.AppendMarshal(buf, &rows[j]); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-	})
-	b.Run("codec=aztables", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			for j := range rows {
-				if _, err := json.Marshal(toEDM(&rows[j])); err != nil {
-					b.Fatal(err)
+		}),
+		benchutil.S("aztables", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				for j := range rows {
+					if _, err := json.Marshal(toEDM(&rows[j])); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-	})
-	b.Run("codec=json", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			for j := range rows {
-				if _, err := json.Marshal(toJSONRow(&rows[j])); err != nil {
-					b.Fatal(err)
+		}),
+		benchutil.S("json", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				for j := range rows {
+					if _, err := json.Marshal(toJSONRow(&rows[j])); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-	})
+		}),
+	)
 }
 
 // BenchmarkDecodePage decodes a 1,000-row query response body into
@@ -272,56 +279,58 @@ func BenchmarkDecodePage(b *testing.B) {
 		body = append(body, serviceForm(raw)...)
 	}
 	body = append(body, "]}"...)
-	b.Run("codec=tablekit", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		var r entity.PageReader
-		for i := 0; i < b.N; i++ {
-			out := make([]benchRow, 0, pageSize)
-			r.Reset(body)
-			for r.Next() {
-				out = append(out, benchRow{})
-				if err := r.Decode(c, &out[len(out)-1]); err != nil {
-					b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			var r entity.PageReader
+			for i := 0; i < b.N; i++ {
+				out := make([]benchRow, 0, pageSize)
+				r.Reset(body)
+				for r.Next() {
+					out = append(out, benchRow{})
+					if err := r.Decode(c, &out[len(out)-1]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if r.Err() != nil || len(out) != pageSize {
+					b.Fatal(r.Err(), len(out))
 				}
 			}
-			if r.Err() != nil || len(out) != pageSize {
-				b.Fatal(r.Err(), len(out))
-			}
-		}
-	})
-	b.Run("codec=aztables", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for i := 0; i < b.N; i++ {
-			var page struct{ Value []json.RawMessage }
-			if err := json.Unmarshal(body, &page); err != nil {
-				b.Fatal(err)
-			}
-			out := make([]benchRow, len(page.Value))
-			for j, raw := range page.Value {
-				var e aztables.EDMEntity
-				if err := json.Unmarshal(raw, &e); err != nil {
+		}),
+		benchutil.S("aztables", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for i := 0; i < b.N; i++ {
+				var page struct{ Value []json.RawMessage }
+				if err := json.Unmarshal(body, &page); err != nil {
 					b.Fatal(err)
 				}
-				fromEDM(&e, &out[j])
+				out := make([]benchRow, len(page.Value))
+				for j, raw := range page.Value {
+					var e aztables.EDMEntity
+					if err := json.Unmarshal(raw, &e); err != nil {
+						b.Fatal(err)
+					}
+					fromEDM(&e, &out[j])
+				}
 			}
-		}
-	})
-	b.Run("codec=json", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for i := 0; i < b.N; i++ {
-			var page struct{ Value []jsonRow }
-			if err := json.Unmarshal(body, &page); err != nil {
-				b.Fatal(err)
+		}),
+		benchutil.S("json", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for i := 0; i < b.N; i++ {
+				var page struct{ Value []jsonRow }
+				if err := json.Unmarshal(body, &page); err != nil {
+					b.Fatal(err)
+				}
+				out := make([]benchRow, len(page.Value))
+				for j := range page.Value {
+					fromJSONRow(&page.Value[j], &out[j])
+				}
 			}
-			out := make([]benchRow, len(page.Value))
-			for j := range page.Value {
-				fromJSONRow(&page.Value[j], &out[j])
-			}
-		}
-	})
+		}),
+	)
 }
 
 // The two paths decode the benchmark rows to the same values.

@@ -27,20 +27,6 @@ import (
 // rows. What it reaches stands in for what Azurite can serve; tablekit's
 // wall time and client CPU are reported against it.
 
-type side struct {
-	name string
-	fn   func(b *testing.B)
-}
-
-// runSides runs the sides in alternating rounds (benchutil.RunSides).
-func runSides(b *testing.B, sides ...side) {
-	bs := make([]benchutil.Side, len(sides))
-	for i, s := range sides {
-		bs[i] = benchutil.Side{Name: s.name, Fn: s.fn}
-	}
-	benchutil.RunSides(b, bs...)
-}
-
 type cpuMeter struct{ m benchutil.CPUMeter }
 
 func startCPU() cpuMeter { return cpuMeter{benchutil.StartCPU()} }

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/benchutil"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
@@ -115,8 +116,8 @@ func BenchmarkGet(b *testing.B) {
 		func() error { _, err := tbl.Get(ctx, "Sales", row.RowKey); return err },
 		func() error { _, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil); return err },
 		func() error { return ceilingGet(ceil.signed(getPath)) })
-	runSides(b,
-		side{"tablekit", func(b *testing.B) {
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				if _, err := tbl.Get(ctx, "Sales", row.RowKey); err != nil {
@@ -124,8 +125,8 @@ func BenchmarkGet(b *testing.B) {
 				}
 			}
 			cpu.report(b, 1)
-		}},
-		side{"raw", func(b *testing.B) {
+		}),
+		benchutil.S("raw", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				resp, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil)
@@ -138,8 +139,8 @@ func BenchmarkGet(b *testing.B) {
 				}
 			}
 			cpu.report(b, 1)
-		}},
-		side{"ceiling", func(b *testing.B) {
+		}),
+		benchutil.S("ceiling", func(b *testing.B) {
 			h := ceil.signed(getPath)
 			cpu := startCPU()
 			for b.Loop() {
@@ -148,7 +149,7 @@ func BenchmarkGet(b *testing.B) {
 				}
 			}
 			cpu.report(b, 1)
-		}})
+		}))
 }
 
 var benchSeq atomic.Int64
@@ -246,8 +247,8 @@ func BenchmarkBulkWrite(b *testing.B) {
 	warmUp(b, warmTime,
 		func() error { _, err := tbl.BulkWrite(ctx, items, nil); return err },
 		func() error { return ceil.sendBatches(ctx, bodies, batchHeader(), conc) })
-	runSides(b,
-		side{"tablekit", func(b *testing.B) {
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				if _, err := tbl.BulkWrite(ctx, items, nil); err != nil {
@@ -255,8 +256,8 @@ func BenchmarkBulkWrite(b *testing.B) {
 				}
 			}
 			perEntity(b, cpu)
-		}},
-		side{"raw", func(b *testing.B) {
+		}),
+		benchutil.S("raw", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				chunks := rawChunks(b)
@@ -284,8 +285,8 @@ func BenchmarkBulkWrite(b *testing.B) {
 				}
 			}
 			perEntity(b, cpu)
-		}},
-		side{"raw-sequential", func(b *testing.B) {
+		}),
+		benchutil.S("raw-sequential", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				for _, chunk := range rawChunks(b) {
@@ -295,8 +296,8 @@ func BenchmarkBulkWrite(b *testing.B) {
 				}
 			}
 			perEntity(b, cpu)
-		}},
-		side{"raw-single", func(b *testing.B) {
+		}),
+		benchutil.S("raw-single", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
 				for i := 0; i < n; i++ {
@@ -310,8 +311,8 @@ func BenchmarkBulkWrite(b *testing.B) {
 				}
 			}
 			perEntity(b, cpu)
-		}},
-		side{"ceiling", func(b *testing.B) {
+		}),
+		benchutil.S("ceiling", func(b *testing.B) {
 			h := batchHeader()
 			cpu := startCPU()
 			for b.Loop() {
@@ -320,7 +321,7 @@ func BenchmarkBulkWrite(b *testing.B) {
 				}
 			}
 			perEntity(b, cpu)
-		}})
+		}))
 }
 
 // BenchmarkScan10k reads one partition of 10,000 entities per op.
@@ -430,10 +431,10 @@ func benchScan(b *testing.B, n int) {
 			heap.report(b)
 		}
 	}
-	runSides(b,
-		side{"tablekit", tablekitSide(&patterns.QueryOptions{SelectAll: true})},
-		side{"tablekit-select", tablekitSide(nil)},
-		side{"core-onepass", func(b *testing.B) {
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", tablekitSide(&patterns.QueryOptions{SelectAll: true})),
+		benchutil.S("tablekit-select", tablekitSide(nil)),
+		benchutil.S("core-onepass", func(b *testing.B) {
 			heap := newHeapSampler()
 			cpu := startCPU()
 			for b.Loop() {
@@ -458,8 +459,8 @@ func benchScan(b *testing.B, n int) {
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
 			cpu.report(b, n)
 			heap.report(b)
-		}},
-		side{"raw", func(b *testing.B) {
+		}),
+		benchutil.S("raw", func(b *testing.B) {
 			heap := newHeapSampler()
 			cpu := startCPU()
 			for b.Loop() {
@@ -488,8 +489,8 @@ func benchScan(b *testing.B, n int) {
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
 			cpu.report(b, n)
 			heap.report(b)
-		}},
-		side{"ceiling", func(b *testing.B) {
+		}),
+		benchutil.S("ceiling", func(b *testing.B) {
 			h := ceil.signed("/" + tbl.Name() + "()")
 			cpu := startCPU()
 			for b.Loop() {
@@ -503,5 +504,5 @@ func benchScan(b *testing.B, n int) {
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
 			cpu.report(b, n)
-		}})
+		}))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/benchutil"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -55,37 +56,39 @@ func BenchmarkLogTailLatest10(b *testing.B) {
 			_, err := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'emp000123'"), Top: to.Ptr(int32(10))}).NextPage(ctx)
 			return err
 		})
-	b.Run("impl=tablekit", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			got, err := lt.Latest(ctx, "emp000123", 10)
-			if err != nil || len(got) != 10 {
-				b.Fatal(len(got), err)
-			}
-		}
-		reportRequests(b, c)
-	})
-	b.Run("impl=raw", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'emp000123'"), Top: to.Ptr(int32(10))})
-			page, err := pager.NextPage(ctx)
-			if err != nil || len(page.Entities) != 10 {
-				b.Fatal(err)
-			}
-			for _, body := range page.Entities {
-				var e struct {
-					RowKey      string
-					Amount      float64
-					Description string
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				got, err := lt.Latest(ctx, "emp000123", 10)
+				if err != nil || len(got) != 10 {
+					b.Fatal(len(got), err)
 				}
-				if err := json.Unmarshal(body, &e); err != nil {
+			}
+			reportRequests(b, c)
+		}),
+		benchutil.S("raw", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'emp000123'"), Top: to.Ptr(int32(10))})
+				page, err := pager.NextPage(ctx)
+				if err != nil || len(page.Entities) != 10 {
 					b.Fatal(err)
 				}
+				for _, body := range page.Entities {
+					var e struct {
+						RowKey      string
+						Amount      float64
+						Description string
+					}
+					if err := json.Unmarshal(body, &e); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
-		reportRequests(b, c)
-	})
+			reportRequests(b, c)
+		}),
+	)
 }
 
 func BenchmarkDataSeriesAdd(b *testing.B) {
@@ -106,41 +109,45 @@ func BenchmarkDataSeriesAdd(b *testing.B) {
 		func() error { _, err := ds.Add(ctx, "im", "2014-08-22", 1, 1); return err },
 		func() error { _, err := raw.GetEntity(ctx, "im", "2014-08-22", nil); return err })
 	hour := 0
-	b.Run("impl=tablekit", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			hour = (hour + 1) % 24
-			if _, err := ds.Add(ctx, "im", "2014-08-22", hour, 1); err != nil {
-				b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				hour = (hour + 1) % 24
+				if _, err := ds.Add(ctx, "im", "2014-08-22", hour, 1); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportRequests(b, c)
-	})
+			reportRequests(b, c)
+		}),
+	)
 	// The raw side: read, add, merge one property with If-Match, retry on
 	// 412: the same guarantee by hand.
 	prop := ds.Property(0)
-	b.Run("impl=raw", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			for {
-				resp, err := raw.GetEntity(ctx, "im", "2014-08-22", nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var m map[string]any
-				if err := json.Unmarshal(resp.Value, &m); err != nil {
-					b.Fatal(err)
-				}
-				n, _ := strconv.ParseInt(fmt.Sprint(m[prop]), 10, 64)
-				body, _ := json.Marshal(map[string]any{"PartitionKey": "im", "RowKey": "2014-08-22", prop: strconv.FormatInt(n+1, 10), prop + "@odata.type": "Edm.Int64"})
-				etag := resp.ETag
-				if _, err := raw.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge}); err == nil {
-					break
+	benchutil.RunSides(b,
+		benchutil.S("raw", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				for {
+					resp, err := raw.GetEntity(ctx, "im", "2014-08-22", nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var m map[string]any
+					if err := json.Unmarshal(resp.Value, &m); err != nil {
+						b.Fatal(err)
+					}
+					n, _ := strconv.ParseInt(fmt.Sprint(m[prop]), 10, 64)
+					body, _ := json.Marshal(map[string]any{"PartitionKey": "im", "RowKey": "2014-08-22", prop: strconv.FormatInt(n+1, 10), prop + "@odata.type": "Edm.Int64"})
+					etag := resp.ETag
+					if _, err := raw.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge}); err == nil {
+						break
+					}
 				}
 			}
-		}
-		reportRequests(b, c)
-	})
+			reportRequests(b, c)
+		}),
+	)
 }
 
 func BenchmarkWideEntityGet365(b *testing.B) {
@@ -165,35 +172,39 @@ func BenchmarkWideEntityGet365(b *testing.B) {
 	warmUp(b, warmTime,
 		func() error { _, err := w.Get(ctx, "im", "2014"); return err },
 		func() error { _, err := raw.GetEntity(ctx, "im", chunks[0], nil); return err })
-	b.Run("impl=tablekit", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			got, err := w.Get(ctx, "im", "2014")
-			if err != nil || len(got.Properties) != 365 {
-				b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				got, err := w.Get(ctx, "im", "2014")
+				if err != nil || len(got.Properties) != 365 {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportRequests(b, c)
-	})
+			reportRequests(b, c)
+		}),
+	)
 	// The guide's way: one point query per physical entity.
-	b.Run("impl=raw", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			n := 0
-			for _, rk := range chunks {
-				resp, err := raw.GetEntity(ctx, "im", rk, nil)
-				if err != nil {
-					b.Fatal(err)
+	benchutil.RunSides(b,
+		benchutil.S("raw", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				n := 0
+				for _, rk := range chunks {
+					resp, err := raw.GetEntity(ctx, "im", rk, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var m map[string]any
+					if err := json.Unmarshal(resp.Value, &m); err != nil {
+						b.Fatal(err)
+					}
+					n += len(m)
 				}
-				var m map[string]any
-				if err := json.Unmarshal(resp.Value, &m); err != nil {
-					b.Fatal(err)
-				}
-				n += len(m)
 			}
-		}
-		reportRequests(b, c)
-	})
+			reportRequests(b, c)
+		}),
+	)
 }
 
 func BenchmarkIndexLookupByEmail(b *testing.B) {
@@ -220,32 +231,36 @@ func BenchmarkIndexLookupByEmail(b *testing.B) {
 			_, err := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f}).NextPage(ctx)
 			return err
 		})
-	b.Run("impl=tablekit", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			if _, err := x.Lookup(ctx, "email", "Sales", "e42@contoso.com"); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportRequests(b, c)
-	})
-	// Without the index: a partition scan filtered on Email.
-	b.Run("impl=raw-scan", func(b *testing.B) {
-		c.Reset()
-		for b.Loop() {
-			pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
-			found := 0
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
+	benchutil.RunSides(b,
+		benchutil.S("tablekit", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				if _, err := x.Lookup(ctx, "email", "Sales", "e42@contoso.com"); err != nil {
 					b.Fatal(err)
 				}
-				found += len(page.Entities)
 			}
-			if found == 0 {
-				b.Fatal("not found")
+			reportRequests(b, c)
+		}),
+	)
+	// Without the index: a partition scan filtered on Email.
+	benchutil.RunSides(b,
+		benchutil.S("raw-scan", func(b *testing.B) {
+			c.Reset()
+			for b.Loop() {
+				pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
+				found := 0
+				for pager.More() {
+					page, err := pager.NextPage(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					found += len(page.Entities)
+				}
+				if found == 0 {
+					b.Fatal("not found")
+				}
 			}
-		}
-		reportRequests(b, c)
-	})
+			reportRequests(b, c)
+		}),
+	)
 }

@@ -7,7 +7,15 @@
 // BenchmarkScan10k/impl=raw. Other benchmarks (BenchmarkTransactions/
 // concurrency=4) are listed in a table of their own.
 //
-// Usage: go test -run '^$' -bench . -count 6 ./... | go run ./internal/benchreport
+// Sides measured in rounds (TABLEKIT_BENCH_ROUNDS: go test names the
+// repeats impl=tablekit#01, ...) are paired round by round: a ratio is the
+// median of the per-round ratios, each taken from sides measured minutes
+// apart at most. A side named "ceiling" (pre-encoded requests, nothing
+// decoded) gets a table of its own: tablekit's throughput as a percentage
+// of the ceiling's, and client CPU per entity (the cpu-µs/... metric) as a
+// ratio to the ceiling's.
+//
+// Usage: TABLEKIT_BENCH_ROUNDS=6 go test -run '^$' -bench . -count 1 ./... | go run ./internal/benchreport
 package main
 
 import (
@@ -27,6 +35,7 @@ var (
 	sideRE  = regexp.MustCompile(`^(impl|codec)=(.+)$`)
 	pkgRE   = regexp.MustCompile(`^pkg:\s+(\S+)`)
 	valueRE = regexp.MustCompile(`([-+0-9.eE]+)\s+(\S+)`)
+	roundRE = regexp.MustCompile(`#\d+$`)
 )
 
 type sample map[string][]float64 // unit -> values
@@ -58,7 +67,11 @@ func run(in io.Reader, out io.Writer) error {
 		if m == nil {
 			continue
 		}
-		name := pkg + "." + strings.TrimPrefix(m[1], "Benchmark")
+		parts := strings.Split(strings.TrimPrefix(m[1], "Benchmark"), "/")
+		for i, p := range parts {
+			parts[i] = roundRE.ReplaceAllString(p, "")
+		}
+		name := pkg + "." + strings.Join(parts, "/")
 		s := samples[name]
 		if s == nil {
 			s = sample{}
@@ -115,12 +128,15 @@ func run(in io.Reader, out io.Writer) error {
 	for _, name := range order {
 		if !hasSide(name) {
 			single = append(single, name)
+		} else if g := groups[sideBase(name)]; g != nil && g.ours == name && len(g.refs) == 0 {
+			single = append(single, name)
 		}
 	}
 	sort.Strings(single)
 
 	fmt.Fprintln(out, "| benchmark | reference | tablekit | reference | speed-up (reference time / tablekit time) | tablekit allocs/op | reference allocs/op | runs |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
+	var ceilings [][2]string
 	for _, b := range bases {
 		g := groups[b]
 		if g.ours == "" {
@@ -130,10 +146,34 @@ func run(in io.Reader, out io.Writer) error {
 		for _, r := range g.refs {
 			ref := samples[r]
 			side := sideRE.FindStringSubmatch(lastSide(r))[2]
-			to, tr := median(ours["ns/op"]), median(ref["ns/op"])
+			if side == "ceiling" {
+				ceilings = append(ceilings, [2]string{g.ours, r})
+			}
 			fmt.Fprintf(out, "| %s | %s | %s | %s | %.2fx | %s | %s | %d |\n",
-				b, side, describe(ours), describe(ref), tr/to,
+				b, side, describe(ours), describe(ref), pairedRatio(ref["ns/op"], ours["ns/op"]),
 				fmtNum(median(ours["allocs/op"])), fmtNum(median(ref["allocs/op"])), len(ours["ns/op"]))
+		}
+	}
+	if len(ceilings) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "| benchmark | tablekit | ceiling | tablekit throughput, % of the ceiling's | client CPU, tablekit | ceiling | CPU ratio | runs |")
+		fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
+		for _, c := range ceilings {
+			ours, ref := samples[c[0]], samples[c[1]]
+			cpuUnit, cpuOurs, cpuRef, cpuRatio := "", "", "", ""
+			for u := range ours {
+				if strings.HasPrefix(u, "cpu-") && len(ref[u]) > 0 {
+					cpuUnit = u
+				}
+			}
+			if cpuUnit != "" {
+				cpuOurs = fmtNum(median(ours[cpuUnit])) + " " + cpuUnit
+				cpuRef = fmtNum(median(ref[cpuUnit])) + " " + cpuUnit
+				cpuRatio = fmt.Sprintf("%.2fx", pairedRatio(ours[cpuUnit], ref[cpuUnit]))
+			}
+			fmt.Fprintf(out, "| %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n",
+				sideBase(c[0]), fmtDur(median(ours["ns/op"])), fmtDur(median(ref["ns/op"])),
+				100*pairedRatio(ref["ns/op"], ours["ns/op"]), cpuOurs, cpuRef, cpuRatio, len(ours["ns/op"]))
 		}
 	}
 	if len(single) > 0 {
@@ -145,6 +185,30 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// sideBase is a benchmark's name without its side segment.
+func sideBase(name string) string {
+	parts := strings.Split(name, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if sideRE.MatchString(parts[i]) {
+			return strings.Join(slices.Delete(slices.Clone(parts), i, i+1), "/")
+		}
+	}
+	return name
+}
+
+// pairedRatio is num/den: the median of the per-round ratios when both
+// sides have one sample per round, else the ratio of the medians.
+func pairedRatio(num, den []float64) float64 {
+	if len(num) == len(den) && len(num) > 0 {
+		r := make([]float64, len(num))
+		for i := range num {
+			r[i] = num[i] / den[i]
+		}
+		return median(r)
+	}
+	return median(num) / median(den)
 }
 
 // describeAll prints the median of every metric but the allocation ones.
@@ -181,7 +245,7 @@ func describe(s sample) string {
 	out := fmtDur(median(s["ns/op"]))
 	var units []string
 	for u := range s {
-		if strings.HasSuffix(u, "/s") || strings.HasPrefix(u, "p50") || strings.HasPrefix(u, "p99") || u == "requests/op" || strings.HasSuffix(u, "-MB") {
+		if strings.HasSuffix(u, "/s") || strings.HasPrefix(u, "cpu-") || strings.HasPrefix(u, "p50") || strings.HasPrefix(u, "p99") || u == "requests/op" || strings.HasSuffix(u, "-MB") {
 			units = append(units, u)
 		}
 	}

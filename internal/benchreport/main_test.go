@@ -26,7 +26,7 @@ BenchmarkTransactions/concurrency=4-2   100   5000000 ns/op   200 tx/s   9.5 p50
 	}
 	got := out.String()
 	for _, want := range []string{
-		"| patterns.Scan10k | raw | 200.00 ms, 50000 entities/s | 500.00 ms, 17000 entities/s | 2.50x | 100 | 900 | 3 |",
+		"| patterns.Scan10k | raw | 200.00 ms, 50000 entities/s | 500.00 ms, 17000 entities/s | 3.00x | 100 | 900 | 3 |",
 		"| entity.Decode | aztables | 10.0 µs | 40.0 µs | 4.00x |",
 	} {
 		if !strings.Contains(got, want) {
@@ -38,5 +38,36 @@ BenchmarkTransactions/concurrency=4-2   100   5000000 ns/op   200 tx/s   9.5 p50
 	}
 	if !strings.Contains(got, "| entity.Lonely | 40.0 µs | 1 |") {
 		t.Errorf("a benchmark without sides is missing from its own table:\n%s", got)
+	}
+}
+
+// Rounds (impl=X#01, ...) pair up; the ceiling gets its own table with
+// the wall-time percentage and the CPU ratio, each a median of per-round
+// ratios; a tablekit side with no reference is listed alone.
+func TestReportRoundsAndCeiling(t *testing.T) {
+	in := `pkg: github.com/tablekit/tablekit/patterns
+BenchmarkGet/impl=tablekit-2        100   1000000 ns/op   100 cpu-µs/entity
+BenchmarkGet/impl=ceiling-2         100    900000 ns/op    50 cpu-µs/entity
+BenchmarkGet/impl=ceiling#01-2      100    500000 ns/op    40 cpu-µs/entity
+BenchmarkGet/impl=tablekit#01-2     100   1000000 ns/op   120 cpu-µs/entity
+BenchmarkGet/impl=tablekit#02-2     100   2000000 ns/op   150 cpu-µs/entity
+BenchmarkGet/impl=ceiling#02-2      100   1900000 ns/op    50 cpu-µs/entity
+pkg: github.com/tablekit/tablekit/consistency
+BenchmarkWorker/concurrency=16/impl=tablekit-2   100   5000000 ns/op
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	// Per-round ratios 0.9, 0.5, 0.95: median 90%; CPU 2, 3, 3: 3.00x.
+	for _, want := range []string{
+		"| patterns.Get | 1.00 ms | 900.0 µs | 90% | 120 cpu-µs/entity | 50 cpu-µs/entity | 3.00x | 3 |",
+		"| patterns.Get | ceiling | 1.00 ms, 120 cpu-µs/entity | 900.0 µs, 50 cpu-µs/entity | 0.90x |",
+		"| consistency.Worker/concurrency=16/impl=tablekit | 5.00 ms | 1 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -32,6 +32,9 @@ type Side struct {
 	Fn   func(b *testing.B)
 }
 
+// S returns the side name measured by fn.
+func S(name string, fn func(b *testing.B)) Side { return Side{Name: name, Fn: fn} }
+
 // RunSides runs every side once per round, as sub-benchmarks impl=NAME
 // (go test names the repeats impl=NAME#01, #02, ...), rotating which side
 // goes first.
