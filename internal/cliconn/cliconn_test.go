@@ -1,0 +1,93 @@
+package cliconn
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+)
+
+const devKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+func clearEnv(t *testing.T) {
+	for _, v := range []string{"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_TABLE_ENDPOINT", "AZURE_STORAGE_QUEUE_ENDPOINT", "AZURE_STORAGE_BLOB_ENDPOINT"} {
+		t.Setenv(v, "")
+	}
+}
+
+func TestConnectWithoutAnAccountIsAUsageError(t *testing.T) {
+	clearEnv(t)
+	_, err := (&Options{}).Connect(nil)
+	var ue UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "AZURE_STORAGE_CONNECTION_STRING") {
+		t.Fatalf("Connect with nothing set: %v, want a UsageError naming the variable", err)
+	}
+}
+
+func TestConnectionStringFlagWinsOverTheEnvironment(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "AccountName=x;AccountKey=not base64!")
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var o Options
+	o.Register(fs)
+	if _, err := o.Connect(nil); !errors.Is(err, tablekit.ErrInvalidConnectionString) {
+		t.Fatalf("the environment's invalid string: %v, want ErrInvalidConnectionString", err)
+	}
+	good := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + devKey + ";TableEndpoint=http://127.0.0.1:1/devstoreaccount1"
+	if err := fs.Parse([]string{"--connection-string", good}); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := o.Connect(nil)
+	if err != nil || acct.Name() != "devstoreaccount1" || acct.TableEndpoint() != "http://127.0.0.1:1/devstoreaccount1" {
+		t.Fatalf("Connect with --connection-string: %v", err)
+	}
+}
+
+func TestEndpointFlagsDefaultFromTheEnvironment(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("AZURE_STORAGE_TABLE_ENDPOINT", "https://env.table.core.windows.net")
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var o Options
+	o.Register(fs)
+	if err := fs.Parse([]string{"--account", "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.TableEndpoint != "https://env.table.core.windows.net" || o.Account != "acme" {
+		t.Fatalf("flags: %+v", o)
+	}
+}
+
+func TestMatchCommand(t *testing.T) {
+	cases := []struct {
+		args []string
+		name string
+		rest []string
+		ok   bool
+	}{
+		{[]string{"poison", "list", "--queue", "q"}, "poison list", []string{"--queue", "q"}, true},
+		{[]string{"poison"}, "poison list", nil, false},
+		{[]string{"poison", "requeue"}, "poison list", nil, false},
+		{[]string{"query", "T", "F"}, "query", []string{"T", "F"}, true},
+	}
+	for _, c := range cases {
+		rest, ok := MatchCommand(c.args, c.name)
+		if ok != c.ok || strings.Join(rest, " ") != strings.Join(c.rest, " ") {
+			t.Errorf("MatchCommand(%q, %q) = %q, %v", c.args, c.name, rest, ok)
+		}
+	}
+}
+
+func TestRedactingWriterHidesSecrets(t *testing.T) {
+	var b bytes.Buffer
+	w := RedactingWriter{W: &b}
+	msg := "error: AccountName=a;AccountKey=" + devKey + "; url http://h/t?sv=2020&sig=c2VjcmV0c2lnbmF0dXJl\n"
+	if n, err := w.Write([]byte(msg)); err != nil || n != len(msg) {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(msg))
+	}
+	if out := b.String(); strings.Contains(out, devKey) || strings.Contains(out, "c2VjcmV0c2lnbmF0dXJl") || !strings.Contains(out, "error: ") {
+		t.Fatalf("written: %q", out)
+	}
+}
