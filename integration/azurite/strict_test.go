@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func harnesses(t *testing.T) (plain, strict *azurite.Instance) {
+func harnesses(t testing.TB) (plain, strict *azurite.Instance) {
 	t.Helper()
 	harness.once.Do(func() {
 		ctx := context.Background()
@@ -111,13 +111,13 @@ func answerOf(t *testing.T, err error) azureAnswer {
 
 // newTable creates a table with a unique name on inst and returns its raw
 // SDK client.
-func newTable(t *testing.T, inst *azurite.Instance) *aztables.Client {
+func newTable(t testing.TB, inst *azurite.Instance) *aztables.Client {
 	t.Helper()
 	c, _ := newNamedTable(t, inst)
 	return c
 }
 
-func newNamedTable(t *testing.T, inst *azurite.Instance) (*aztables.Client, string) {
+func newNamedTable(t testing.TB, inst *azurite.Instance) (*aztables.Client, string) {
 	t.Helper()
 	svc, err := aztables.NewServiceClientFromConnectionString(inst.ConnectionString, nil)
 	if err != nil {
@@ -132,7 +132,7 @@ func newNamedTable(t *testing.T, inst *azurite.Instance) (*aztables.Client, stri
 	return c, name
 }
 
-func entityJSON(t *testing.T, e map[string]any) []byte {
+func entityJSON(t testing.TB, e map[string]any) []byte {
 	t.Helper()
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -141,7 +141,7 @@ func entityJSON(t *testing.T, e map[string]any) []byte {
 	return b
 }
 
-func insertActions(t *testing.T, keys ...[2]string) []aztables.TransactionAction {
+func insertActions(t testing.TB, keys ...[2]string) []aztables.TransactionAction {
 	var acts []aztables.TransactionAction
 	for _, k := range keys {
 		acts = append(acts, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd,
@@ -407,6 +407,41 @@ func TestStrictSASKeyRange(t *testing.T) {
 			}
 			if !h.strict && onlyAlice {
 				t.Errorf("plain Azurite now narrows the query to the range (%v): update the notes", pks)
+			}
+		})
+	}
+}
+
+// BenchmarkStrictOverhead measures what the proxy adds: a point read and a
+// 100-operation transaction, on the plain and the strict harness side by
+// side (compare the two medians of -count 6).
+func BenchmarkStrictOverhead(b *testing.B) {
+	ctx := context.Background()
+	plain, strict := harnesses(b)
+	for _, h := range []struct {
+		name string
+		inst *azurite.Instance
+	}{{"plain", plain}, {"strict", strict}} {
+		c := newTable(b, h.inst)
+		if _, err := c.AddEntity(ctx, entityJSON(b, map[string]any{"PartitionKey": "p", "RowKey": "r", "V": 1}), nil); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("get/"+h.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := c.GetEntity(ctx, "p", "r", nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("batch100/"+h.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				keys := make([][2]string, 100)
+				for j := range keys {
+					keys[j] = [2]string{"b" + strconv.Itoa(i), strconv.Itoa(j)}
+				}
+				if _, err := c.SubmitTransaction(ctx, insertActions(b, keys...), nil); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
