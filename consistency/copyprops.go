@@ -2,7 +2,6 @@ package consistency
 
 import (
 	"context"
-	"errors"
 	"sort"
 
 	"github.com/tablekit/tablekit/entity"
@@ -67,7 +66,7 @@ func (a *CopyPropsArgs) validate(kind string) error {
 	if (a.Link == "") != (a.LinkValue == "") {
 		return argsError(kind, "link and linkValue go together")
 	}
-	return nil
+	return a.Expect.validate(kind)
 }
 
 func reservedProp(n string) bool {
@@ -112,8 +111,8 @@ func applyCopyProps(ctx context.Context, c *Call) error {
 		if err != nil {
 			return wire.Op{}, err
 		}
-		if a.Expect != nil && !a.Expect.met(srcFound, source) && stillWaiting(c) {
-			return wire.Op{}, Retryable(errors.New("consistency: copy-props: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
+		if err := a.Expect.wait(c, a.Source, srcFound, source); err != nil {
+			return wire.Op{}, err
 		}
 		changed := false
 		for _, s := range names {

@@ -425,6 +425,17 @@ func (e *Expectation) met(found bool, p entity.Entity) bool {
 	return ok && (v == e.Value || e.Ordered && v > e.Value)
 }
 
+// wait returns a retryable error while the source src (found, p) does not
+// meet the expectation and the step should wait for its writer's write,
+// and nil when the step should apply now (no expectation, met, or waited
+// long enough).
+func (e *Expectation) wait(c *Call, src EntityRef, found bool, p entity.Entity) error {
+	if e == nil || e.met(found, p) || !stillWaiting(c) {
+		return nil
+	}
+	return Retryable(errors.New("consistency: " + c.Kind + ": " + src.String() + " does not show its writer's write yet; retrying later"))
+}
+
 // stillWaiting reports whether a step whose expectation is not met should
 // be retried later rather than applied now.
 func stillWaiting(c *Call) bool {
@@ -450,7 +461,12 @@ func (a *SyncCopiesArgs) validate(kind string) error {
 	if a.Property == "" {
 		return argsError(kind, "property names no property")
 	}
-	if e := a.Expect; e != nil && !e.Absent && (e.Property == "" || e.Value == "") {
+	return a.Expect.validate(kind)
+}
+
+// validate checks an optional expectation (nil is valid).
+func (e *Expectation) validate(kind string) error {
+	if e != nil && !e.Absent && (e.Property == "" || e.Value == "") {
 		return argsError(kind, "expect needs absent, or a property and a value")
 	}
 	return nil
@@ -482,8 +498,10 @@ func applySyncCopies(ctx context.Context, c *Call) error {
 	}
 	ts := c.tableSet()
 	return untilSourceSettles(ctx, ts, c.Kind, a.Source, func(pass int, p entity.Entity, found bool) error {
-		if pass == 0 && a.Expect != nil && !a.Expect.met(found, p) && stillWaiting(c) {
-			return Retryable(errors.New("consistency: sync-copies: " + a.Source.String() + " does not show its writer's write yet; retrying later"))
+		if pass == 0 {
+			if err := a.Expect.wait(c, a.Source, found, p); err != nil {
+				return err
+			}
 		}
 		desired := map[EntityRef]bool{}
 		if found {
@@ -608,6 +626,11 @@ func cmpStr(a, b string) int {
 // "TablekitUpdates"), which settles a write whose response was lost; when
 // even the log cannot, the step fails with tablekit.ErrOutcomeUnknown and
 // the worker retries it.
+//
+// Expect, when set, makes the step wait for the source to show its
+// writer's write, as SyncCopiesArgs.Expect does: without it, a step that
+// runs before the write lands finds no member to list and never runs
+// again.
 type IndexListArgs struct {
 	Index    EntityRef       `json:"index"`
 	Property string          `json:"property"`
@@ -615,6 +638,7 @@ type IndexListArgs struct {
 	Source   EntityRef       `json:"source"`
 	Where    string          `json:"where"`
 	Equals   json.RawMessage `json:"equals"`
+	Expect   *Expectation    `json:"expect,omitempty"`
 }
 
 func (a *IndexListArgs) validate(kind string) error {
@@ -636,7 +660,7 @@ func (a *IndexListArgs) validate(kind string) error {
 	if eq := bytes.TrimSpace(a.Equals); len(eq) == 0 || string(eq) == "null" || !json.Valid(eq) {
 		return argsError(kind, "equals is not a JSON value (null never matches: the Table service stores no nulls)")
 	}
-	return nil
+	return a.Expect.validate(kind)
 }
 
 // IndexList returns a KindIndexList step.
@@ -666,7 +690,12 @@ func applyIndexList(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	return untilSourceSettles(ctx, ts, c.Kind, a.Source, func(_ int, src entity.Entity, found bool) error {
+	return untilSourceSettles(ctx, ts, c.Kind, a.Source, func(pass int, src entity.Entity, found bool) error {
+		if pass == 0 {
+			if err := a.Expect.wait(c, a.Source, found, src); err != nil {
+				return err
+			}
+		}
 		member := false
 		if found {
 			if v, ok := src.Properties[a.Where]; ok {

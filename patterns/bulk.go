@@ -156,7 +156,10 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 			b.fail(index, pk, rk, err)
 			continue
 		}
-		op := Op{Type: opType, PartitionKey: pk, RowKey: rk, Entity: body}
+		// A bulk load settles a lost answer by content (Op.Unique): no
+		// entity's content derives from a read, and none gets the write
+		// marker, so what is stored is exactly what was given.
+		op := Op{Type: opType, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true}
 		g := pending[pk]
 		if g != nil && (len(g.ops) == MaxTransactionOps || g.bytes+wire.OpWireSize(op) > o.MaxBatchBytes || g.has(rk)) {
 			flush(pk)

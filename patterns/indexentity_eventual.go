@@ -58,7 +58,7 @@ func NewEventualListIndexedTable[T any](acct *tablekit.Account, name string, q *
 		return nil, err
 	}
 	x := &EventualListIndexedTable[T]{t: t, it: t, q: q, ix: ix, where: "TkList" + ix.Name, delay: o.Delay}
-	if err := checkHiddenProps(what, t.codec.Select(), x.where); err != nil {
+	if err := checkHiddenProps(what, t.codec.Select(), x.where, PropIntent); err != nil {
 		return nil, err
 	}
 	if x.delay <= 0 {
@@ -94,8 +94,11 @@ func (x *EventualListIndexedTable[T]) indexRef(value string) consistency.EntityR
 }
 
 // step is the index-list step that lists or unlists (pk, rk) under value,
-// whichever the entity's state says when the worker runs it.
-func (x *EventualListIndexedTable[T]) step(pk, rk, value string) consistency.Step {
+// whichever the entity's state says when the worker runs it. The worker
+// first waits for the entity to show expect, the state the write that
+// follows the enqueue leaves it in, so a step that runs before the write
+// lands does not settle on the state before it.
+func (x *EventualListIndexedTable[T]) step(pk, rk, value string, expect consistency.Expectation) consistency.Step {
 	eq, _ := json.Marshal(value) // a string always encodes
 	return consistency.IndexList(consistency.IndexListArgs{
 		Index:    x.indexRef(value),
@@ -104,6 +107,7 @@ func (x *EventualListIndexedTable[T]) step(pk, rk, value string) consistency.Ste
 		Source:   consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk},
 		Where:    x.where,
 		Equals:   eq,
+		Expect:   &expect,
 	})
 }
 
@@ -119,7 +123,9 @@ func (x *EventualListIndexedTable[T]) checkFits(ctx context.Context, value, memb
 	return err
 }
 
-func (x *EventualListIndexedTable[T]) encode(v *T) ([]byte, string, string, error) {
+// encode marshals v with its indexed value and the write's intent id
+// (PropIntent), which the index-list step waits for.
+func (x *EventualListIndexedTable[T]) encode(v *T, intent string) ([]byte, string, string, error) {
 	body, pk, rk, err := x.t.marshal(v)
 	if err != nil {
 		return nil, "", "", err
@@ -137,6 +143,7 @@ func (x *EventualListIndexedTable[T]) encode(v *T) ([]byte, string, string, erro
 		return nil, "", "", err
 	}
 	p.setString(x.where, x.ix.Key(v))
+	p.setString(PropIntent, intent)
 	b, err := p.bytes()
 	if err != nil {
 		return nil, "", "", err
@@ -147,7 +154,8 @@ func (x *EventualListIndexedTable[T]) encode(v *T) ([]byte, string, string, erro
 // Insert checks that the list has room, enqueues the intent to list v,
 // then inserts v. Three requests (one when v has no value).
 func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
-	body, pk, rk, err := x.encode(v)
+	intent := consistency.NewIntentID()
+	body, pk, rk, err := x.encode(v, intent)
 	if err != nil {
 		return err
 	}
@@ -155,11 +163,12 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 		if err := x.checkFits(ctx, val, keys.Join(pk, rk)); err != nil {
 			return err
 		}
-		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, val)), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, val, intentOf(intent))), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 			return err
 		}
 	}
-	etag, err := x.t.write(ctx, OpInsert, pk, rk, body, "", "insert")
+	// The intent id makes the entity unique to this write.
+	etag, err := x.t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
 	if err != nil {
 		return err
 	}
@@ -174,7 +183,8 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // as Table.Update settles it, or reported with tablekit.ErrOutcomeUnknown.
 func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
 	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
-		body, _, _, err := x.encode(v)
+		intent := consistency.NewIntentID()
+		body, _, _, err := x.encode(v, intent)
 		if err != nil {
 			return nil, err
 		}
@@ -184,10 +194,10 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 				if err := x.checkFits(ctx, nv, keys.Join(pk, rk)); err != nil {
 					return nil, err
 				}
-				tx.Add(x.step(pk, rk, nv))
+				tx.Add(x.step(pk, rk, nv, intentOf(intent)))
 			}
 			if ov != "" {
-				tx.Add(x.step(pk, rk, ov))
+				tx.Add(x.step(pk, rk, ov, intentOf(intent)))
 			}
 			if err := x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 				return nil, err
@@ -205,7 +215,7 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, pk, rk string)
 		return err
 	}
 	if ov := x.ix.Key(&old); ov != "" {
-		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, ov)), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, ov, consistency.Expectation{Absent: true})), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 			return err
 		}
 	}

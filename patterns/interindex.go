@@ -231,7 +231,8 @@ func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 	if err := x.enqueue(ctx, pk, rk, nil, intentOf(intent)); err != nil {
 		return err
 	}
-	etag, err := x.t.write(ctx, OpInsert, pk, rk, body, "", "insert")
+	// The intent id makes the entity unique to this write.
+	etag, err := x.t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
 	if err != nil {
 		return err
 	}

@@ -324,7 +324,7 @@ func (l *LargeEntities[T]) Insert(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	etag, err := l.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body})
+	etag, err := l.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: len(written) > 0})
 	if err != nil {
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			l.deleteNow(written)

@@ -57,7 +57,8 @@ type PeriodTables[T any] struct {
 
 	mu      sync.Mutex
 	tables  map[string]*Table[T]
-	dropped time.Time // periods that end at or before this are dropped
+	exists  map[string]bool // tables this PeriodTables created or wrote into
+	dropped time.Time       // periods that end at or before this are dropped
 }
 
 // NewPeriodTables returns the period table series named by prefix (a
@@ -78,7 +79,7 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, opts *PeriodT
 	if _, err := NewTable[T](acct, name, o.Table); err != nil {
 		return nil, err
 	}
-	return &PeriodTables[T]{acct: acct, prefix: prefix, period: o.Period, opts: o.Table, tables: map[string]*Table[T]{}}, nil
+	return &PeriodTables[T]{acct: acct, prefix: prefix, period: o.Period, opts: o.Table, tables: map[string]*Table[T]{}, exists: map[string]bool{}}, nil
 }
 
 // Period is the span one table holds.
@@ -122,7 +123,7 @@ func (p *PeriodTables[T]) Insert(ctx context.Context, at time.Time, v *T) error 
 	if err != nil {
 		return err
 	}
-	return periodCreateOnMissing(ctx, t, func() error { return t.Insert(ctx, v) })
+	return p.createOnMissing(ctx, t, func() error { return t.Insert(ctx, v) })
 }
 
 // Upsert inserts or replaces (or merges) v in the table of the period
@@ -132,31 +133,70 @@ func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v *T, mode U
 	if err != nil {
 		return err
 	}
-	return periodCreateOnMissing(ctx, t, func() error { return t.Upsert(ctx, v, mode) })
+	return p.createOnMissing(ctx, t, func() error { return t.Upsert(ctx, v, mode) })
 }
 
 // BulkWrite writes items into the table of the period containing at, in
-// as few transactions as BulkWrite allows, creating the table when needed.
+// as few transactions as BulkWrite allows: one request per 100 entities.
+// The first write of this PeriodTables into a period creates its table
+// first (one more request) unless an earlier write or create showed it
+// exists.
 func (p *PeriodTables[T]) BulkWrite(ctx context.Context, at time.Time, items []T, opts *BulkOptions) (BulkResult, error) {
 	t, err := p.writable(at)
 	if err != nil {
 		return BulkResult{}, err
 	}
-	if err := t.CreateIfNotExists(ctx); err != nil {
-		return BulkResult{}, err
+	if !p.known(t) {
+		if err := t.CreateIfNotExists(ctx); err != nil {
+			return BulkResult{}, err
+		}
+		p.markExists(t, true)
 	}
-	return t.BulkWrite(ctx, items, opts)
+	res, err := t.BulkWrite(ctx, items, opts)
+	if err != nil && res.Written == 0 && periodTableMissing(err) {
+		// Dropped elsewhere since: nothing was written, so create it again
+		// and write everything once more.
+		if err := t.CreateIfNotExists(ctx); err != nil {
+			return res, err
+		}
+		again, err := t.BulkWrite(ctx, items, opts)
+		again.Requests += res.Requests + 1
+		return again, err
+	}
+	return res, err
 }
 
-func periodCreateOnMissing[T any](ctx context.Context, t *Table[T], write func() error) error {
+// createOnMissing runs write, and when the period's table does not exist,
+// creates it and runs write once more.
+func (p *PeriodTables[T]) createOnMissing(ctx context.Context, t *Table[T], write func() error) error {
 	err := write()
 	if !periodTableMissing(err) {
+		if err == nil {
+			p.markExists(t, true)
+		}
 		return err
 	}
 	if err := t.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
+	p.markExists(t, true)
 	return write()
+}
+
+func (p *PeriodTables[T]) known(t *Table[T]) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exists[t.Name()]
+}
+
+func (p *PeriodTables[T]) markExists(t *Table[T], exists bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if exists {
+		p.exists[t.Name()] = true
+	} else {
+		delete(p.exists, t.Name())
+	}
 }
 
 func periodTableMissing(err error) bool {
@@ -256,6 +296,7 @@ func (p *PeriodTables[T]) Drop(ctx context.Context, at time.Time) error {
 		return err
 	}
 	p.markDropped(p.period.Next(at))
+	p.markExists(t, false)
 	return t.Drop(ctx)
 }
 
@@ -280,6 +321,7 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, t time.Time) ([]string
 		if err != nil {
 			return dropped, err
 		}
+		p.markExists(tbl, false)
 		if err := tbl.Drop(ctx); err != nil {
 			return dropped, err
 		}

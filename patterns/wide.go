@@ -133,8 +133,8 @@ func (w *WideEntities) Get(ctx context.Context, pk, rk string) (*WideEntity, err
 			return nil, fmt.Errorf("tablekit: wide entity %s: %w: physical entity %q of %d is missing", w.describe(pk, rk), tablekit.ErrInvalidEntity, WideChunkRowKey(rk, i), count)
 		}
 		for name, v := range c.Properties {
-			if i == 0 && name == WideChunksProperty {
-				continue
+			if i == 0 && name == WideChunksProperty || name == UpdateLogProperty {
+				continue // tablekit's own: the chunk count and the write-id log
 			}
 			out.Properties[name] = v
 		}

@@ -123,37 +123,59 @@ func number(v entity.Value) (float64, bool) {
 	return 0, false
 }
 
-// batchApplied reports whether every operation of a transaction shows its
-// effect in the partition (read with one range query over the operations'
-// RowKeys), and returns the stored ETags.
-func (t *Table) batchApplied(ctx context.Context, ops []Op) ([]Result, bool) {
+// batchApplied tells from the operations' entities, read with one range
+// query over their RowKeys, whether a transaction whose answer was lost
+// landed (yes: every operation proven by its entity, see Op.provenBy; no:
+// one refuted, see Op.refutedBy, and a transaction is all or nothing), and
+// returns the stored ETags.
+//
+// When ops[marked] carries the write marker id (see markBatch), its log
+// settles the whole transaction.
+func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id string) ([]Result, verdict) {
 	rks := make([]string, len(ops))
 	for i, op := range ops {
 		rks[i] = op.RowKey
 	}
 	f, err := keys.And(keys.PK().Eq(ops[0].PartitionKey), keys.RK().Between(slices.Min(rks), slices.Max(rks))).Build()
 	if err != nil {
-		return nil, false
+		return nil, unknown
 	}
 	stored := map[string][]byte{}
 	etags := map[string]string{}
 	for raw, err := range t.Rows(ctx, Query{Filter: f}) {
 		if err != nil {
-			return nil, false
+			return nil, unknown
 		}
 		var e entity.Entity
 		if e.UnmarshalJSON(raw) != nil {
-			return nil, false
+			return nil, unknown
 		}
 		stored[e.RowKey] = raw
 		etags[e.RowKey] = e.ETag
 	}
+	for _, op := range ops {
+		if op.refutedBy(stored[op.RowKey], etags[op.RowKey]) {
+			return nil, no
+		}
+	}
 	results := make([]Result, len(ops))
 	for i, op := range ops {
-		if !showsEffect(op, stored[op.RowKey]) {
-			return nil, false
-		}
 		results[i] = Result{StatusCode: 204, ETag: etags[op.RowKey]}
 	}
-	return results, true
+	if marked >= 0 {
+		m := ops[marked]
+		switch markVerdict(m, id, stored[m.RowKey]) {
+		case yes:
+			results[marked].ETag = etagIfLast(id, stored[m.RowKey], etags[m.RowKey])
+			return results, yes
+		case no:
+			return nil, no
+		}
+	}
+	for _, op := range ops {
+		if !op.provenBy(stored[op.RowKey]) {
+			return nil, unknown
+		}
+	}
+	return results, yes
 }

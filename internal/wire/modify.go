@@ -237,7 +237,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			if rerr != nil {
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
-			switch landed(op, id, anchor, now) {
+			switch landed(op, id, anchor, anchorOf(nil, etag), now) {
 			case yes:
 				if log := ReadLog(now); len(log) == 0 || log[len(log)-1] != id {
 					nowETag = "" // later writers followed ours
@@ -291,8 +291,10 @@ const (
 )
 
 // landed tells from the entity read back (nil when absent) whether op, the
-// write with id that followed anchor, landed.
-func landed(op Op, id, anchor string, now []byte) verdict {
+// write with id that followed anchor, landed. etagAnchor is the anchor
+// derived from the ETag of the state op was conditional on, which a plain
+// conditional write (Write's marker) records when it consumes that state.
+func landed(op Op, id, anchor, etagAnchor string, now []byte) verdict {
 	if op.Type == OpDelete || now == nil {
 		if now == nil && op.Type == OpDelete {
 			return yes
@@ -303,7 +305,7 @@ func landed(op Op, id, anchor string, now []byte) verdict {
 	if slices.Contains(log, id) {
 		return yes
 	}
-	if slices.Contains(log, anchor) {
+	if slices.Contains(log, anchor) || slices.Contains(log, etagAnchor) {
 		// The state we read was consumed by another write.
 		return no
 	}

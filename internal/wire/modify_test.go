@@ -38,7 +38,7 @@ func TestLandedVerdicts(t *testing.T) {
 		{"delete: entity still there", Op{Type: OpDelete, PartitionKey: "p", RowKey: "r"}, "a", entityWithLog("a"), no},
 	}
 	for _, c := range cases {
-		if got := landed(c.op, "me", c.anchor, c.now); got != c.want {
+		if got := landed(c.op, "me", c.anchor, "^etag", c.now); got != c.want {
 			t.Errorf("%s: landed = %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -57,6 +57,39 @@ type Op struct {
 	// ETag is the If-Match condition of OpReplace, OpMerge and OpDelete;
 	// empty means "*" (the entity must exist, whatever its version).
 	ETag string
+	// Unique tells that Entity holds a value no other write holds (a fresh
+	// blob name, an intent id), or that the caller takes a stored entity
+	// equal to Entity as its own write (a bulk load, whose content derives
+	// from no read). When a conditional write's answer is lost, a stored
+	// entity equal to Entity then settles it as landed, and the write gets
+	// no write marker (see mark). Without it, equal content may be another
+	// writer's, and only the marker settles the write.
+	Unique bool
+}
+
+// conditional reports whether op can be refused because of another
+// writer: an insert, or an update or delete conditional on one ETag.
+func (op Op) conditional() bool {
+	return op.Type == OpInsert || op.ETag != "" && op.ETag != "*" && (op.Type == OpReplace || op.Type == OpMerge || op.Type == OpDelete)
+}
+
+// provenBy reports whether stored (the entity's JSON, nil when absent)
+// proves that op landed, or left the state it would have left: it shows
+// op's effect, and either op is unconditional or a delete (its effect is
+// the same whoever made it: applying it again changes nothing), or Entity
+// is unique to op. The write marker (see mark) settles the others.
+func (op Op) provenBy(stored []byte) bool {
+	return showsEffect(op, stored) && (op.Unique || op.Type == OpDelete || !op.conditional())
+}
+
+// refutedBy reports whether stored (nil when absent) with storedETag
+// proves that op never landed: an insert finds nothing, or a conditional
+// write's entity still has the version it was conditional on.
+func (op Op) refutedBy(stored []byte, storedETag string) bool {
+	if op.Type == OpInsert {
+		return stored == nil
+	}
+	return op.conditional() && stored != nil && storedETag == op.ETag
 }
 
 // Result is the outcome of one operation of a successful write.

@@ -157,10 +157,19 @@ var writeSpans = [...]string{"Client.AddEntity", "Client.UpdateEntity", "Client.
 // One request, more only when it fails.
 //
 // A write whose outcome the answer leaves open (azcore retried it and the
-// retry met the write's own first attempt, or the response never came) is
-// resolved by reading the entity back: when the stored state is what the
-// write leaves behind, Write reports success. When it cannot tell, the
-// error wraps tablekit.ErrOutcomeUnknown (see tablekit.OutcomeUnknownError).
+// retry met what may be the write's own first attempt, or the response
+// never came) is resolved by reading the entity back:
+//   - the stored state predates the write's first attempt, or still has
+//     the version the write was conditional on, or an insert finds
+//     nothing: the write never landed, and the original error stands;
+//   - the stored state is what the write leaves behind, and the write is
+//     unconditional (an upsert, or an update or delete with If-Match *) or
+//     its content unique (Op.Unique): Write reports success;
+//   - otherwise the error wraps tablekit.ErrOutcomeUnknown (see
+//     tablekit.OutcomeUnknownError). In particular a conditional write
+//     whose content another writer may have stored as well (two writers
+//     incrementing the same counter from the same value) is never
+//     reported as applied on the strength of equal content.
 func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	if err := validateOp(op); err != nil {
 		return "", err
@@ -169,6 +178,7 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 		return "", err
 	}
 	label := t.Label(op.PartitionKey, op.RowKey)
+	op, id := mark(op)
 	wctx, tries := attempts.With(ctx)
 	sctx, end := t.span(wctx, writeSpans[op.Type])
 	start := time.Now()
@@ -179,20 +189,26 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	}
 	elapsed := time.Since(start)
 	stored, storedETag, rerr := t.readBack(ctx, op.PartitionKey, op.RowKey)
-	switch {
-	case rerr != nil:
-	case showsEffect(op, stored):
+	if rerr != nil {
+		return "", outcomeUnknown(verb, label, err)
+	}
+	if op.refutedBy(stored, storedETag) || stored != nil && unchangedSince(storedETag, err, elapsed) {
+		// Nothing there for an insert, the version the write was
+		// conditional on, or a state older than the write's first
+		// attempt: no attempt landed, and the failure is the service's
+		// true answer.
+		return "", err
+	}
+	if id != "" {
+		switch markVerdict(op, id, stored) {
+		case yes:
+			return etagIfLast(id, stored, storedETag), nil
+		case no:
+			return "", err
+		}
+	}
+	if op.provenBy(stored) {
 		return storedETag, nil
-	case op.Type == OpInsert && stored == nil:
-		return "", err // nothing there: the insert never landed
-	case op.ETag != "" && op.ETag != "*" && stored != nil && storedETag == op.ETag:
-		// The entity still has the version the write was conditional on:
-		// no attempt of it landed.
-		return "", err
-	case stored != nil && unchangedSince(storedETag, err, elapsed):
-		// The stored state predates the write's first attempt, so that
-		// attempt never landed: the failure is the service's true answer.
-		return "", err
 	}
 	return "", outcomeUnknown(verb, label, err)
 }
@@ -325,6 +341,7 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 		return nil, err
 	}
 	label := t.name + " (PartitionKey " + strconv.Quote(ops[0].PartitionKey) + ")"
+	ops, marked, id := markBatch(ops)
 	wctx, tries := attempts.With(ctx)
 	sctx, end := t.span(wctx, "Client.SubmitTransaction")
 	results, err := t.tr.batch(sctx, ops, label)
@@ -341,8 +358,11 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 		return nil, err
 	}
 	if ctx.Err() == nil {
-		if res, ok := t.batchApplied(ctx, ops); ok {
+		switch res, v := t.batchApplied(ctx, ops, marked, id); v {
+		case yes:
 			return res, nil
+		case no:
+			return nil, err
 		}
 	}
 	return nil, outcomeUnknown("transaction on", label, err)
