@@ -110,7 +110,14 @@ func (l *LogTail[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) 
 // [from, to), newest first, as a range query on the inverted-ticks
 // RowKeys (one request per 1,000 entities). opts may set Select, Top and
 // Limit.
+//
+// A RowKey records its time in 100 ns ticks, so from and to are cut to
+// ticks the same way before they are compared: an entry appended at
+// exactly to (time.Now() has digits below 100 ns on Linux) is left out,
+// one appended at exactly from is included, and from and to within one
+// tick make an empty span.
 func (l *LogTail[T]) Range(ctx context.Context, pk string, from, to time.Time, opts *QueryOptions) iter.Seq2[T, error] {
+	from, to = keys.TimeFromTicks(keys.Ticks(from)), keys.TimeFromTicks(keys.Ticks(to))
 	// Inverted: a later time has a smaller key. Every key of a time t in
 	// [from, to) starts with InvertedTicks(t), so it is > InvertedTicks(to)
 	// followed by anything, and below the first key after the prefix

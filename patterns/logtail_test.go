@@ -121,3 +121,53 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 	}
 	requests(t, c, 0, "refused Latest calls")
 }
+
+// TestLogTailRangeCutsBoundsToTicks: row times are stored in 100 ns ticks,
+// so Range cuts its bounds the same way and the span stays [from, to) for
+// times with digits below 100 ns, as time.Now() has on Linux.
+func TestLogTailRangeCutsBoundsToTicks(t *testing.T) {
+	ctx := context.Background()
+	acct, c := testenv.CountingAccount(t)
+	lt, err := patterns.NewLogTail[ExpenseClaim](acct, testenv.TableName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lt.Table().CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2014, 7, 31, 18, 0, 0, 0, time.UTC)
+	from, to := base.Add(30), base.Add(time.Microsecond+50)
+	for _, a := range []struct {
+		note string
+		at   time.Time
+	}{
+		{"the tick before from", base.Add(-70)},
+		{"from", from},
+		{"in the span", base.Add(time.Microsecond - 50)},
+		{"to", to},
+	} {
+		if _, err := lt.Append(ctx, &ExpenseClaim{PartitionKey: "empid", Note: a.note}, a.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Reset()
+	got, err := patterns.Collect(lt.Range(ctx, "empid", from, to, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests(t, c, 1, "Range")
+	var notes []string
+	for _, claim := range got {
+		notes = append(notes, claim.Note)
+	}
+	if fmt.Sprint(notes) != "[in the span from]" {
+		t.Errorf("Range(%v, %v) = %q, want [in the span from]", from, to, notes)
+	}
+
+	// Bounds within one tick: an empty span, no request.
+	got, err = patterns.Collect(lt.Range(ctx, "empid", base.Add(10), base.Add(90), nil))
+	if err != nil || len(got) != 0 {
+		t.Errorf("Range within one tick = %d rows, %v; want none", len(got), err)
+	}
+	requests(t, c, 0, "Range within one tick")
+}
