@@ -128,7 +128,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 	if o.Verb == "" {
 		o.Verb = "update"
 	}
-	if err := ValidateKeys(pk, rk); err != nil {
+	if err := t.prof.ValidateKeys(pk, rk); err != nil {
 		return Modified{}, err
 	}
 	label := t.Label(pk, rk)
@@ -200,7 +200,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		var results []Result
 		var werr error
 		if len(ops) == 1 {
-			if werr = validateOp(op); werr != nil {
+			if werr = t.prof.ValidateOp(op); werr != nil {
 				return Modified{}, werr
 			}
 			sctx, end := t.span(wctx, writeSpans[op.Type])
@@ -209,7 +209,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			end(werr)
 			results = []Result{{ETag: newETag}}
 		} else {
-			if werr = ValidateTransaction(ops); werr != nil {
+			if werr = t.prof.ValidateTransaction(ops); werr != nil {
 				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, werr)
 			}
 			sctx, end := t.span(wctx, "Client.SubmitTransaction")

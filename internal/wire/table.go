@@ -37,6 +37,7 @@ type Table struct {
 	tr     transport
 	tracer tracing.Tracer
 	rest   bool
+	prof   *Profile
 }
 
 // Options chooses how a Table reaches the service.
@@ -44,6 +45,9 @@ type Options struct {
 	// SDKPath sends every request through the aztables client instead of
 	// tablekit's own REST calls. Cosmos DB Table endpoints always use it.
 	SDKPath bool
+	// Profile is the service's rules every write is checked against; nil
+	// means the endpoint's (ProfileFor).
+	Profile *Profile
 }
 
 // Open returns the table name of acct. It makes no request.
@@ -62,6 +66,13 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 		t.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Tables"})
 	}
 	h := acct.TableHTTP()
+	t.prof = ProfileFor(h != nil && h.IsCosmos())
+	if opts != nil && opts.Profile != nil {
+		t.prof = opts.Profile
+	}
+	if err := t.prof.ValidateTableName(name); err != nil {
+		return nil, fmt.Errorf("tablekit: table %q on %s: %w", name, t.prof, err)
+	}
 	if (opts == nil || !opts.SDKPath) && h != nil && !h.IsCosmos() {
 		t.tr = &restPath{h: h, table: name}
 		t.rest = true
@@ -73,6 +84,9 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 
 // Name is the table's name.
 func (t *Table) Name() string { return t.name }
+
+// Profile is the rules of the service the table lives on.
+func (t *Table) Profile() *Profile { return t.prof }
 
 // Client is the table's SDK client, for what tablekit does not wrap.
 func (t *Table) Client() *aztables.Client { return t.client }
@@ -171,7 +185,7 @@ var writeSpans = [...]string{"Client.AddEntity", "Client.UpdateEntity", "Client.
 //     incrementing the same counter from the same value) is never
 //     reported as applied on the strength of equal content.
 func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
-	if err := validateOp(op); err != nil {
+	if err := t.prof.ValidateOp(op); err != nil {
 		return "", err
 	}
 	if err := ctx.Err(); err != nil {
@@ -334,7 +348,7 @@ func (t *Table) Rows(ctx context.Context, q Query) iter.Seq2[[]byte, error] {
 // is resolved as Write resolves it, with one range query over the
 // operations' RowKeys. One request, more only when it fails.
 func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
-	if err := ValidateTransaction(ops); err != nil {
+	if err := t.prof.ValidateTransaction(ops); err != nil {
 		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
 	}
 	if err := ctx.Err(); err != nil {
