@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -89,10 +90,17 @@ func (f *restPath) send(req *policy.Request, op, resource string, ok ...int) (*h
 }
 
 func (f *restPath) write(ctx context.Context, op Op, verb, label string) (string, error) {
-	method, path, header := opRequest(op.Type, f.table, op.PartitionKey, op.RowKey, op.ETag)
+	method, path, oh := opRequest(op.Type, f.table, op.PartitionKey, op.RowKey, op.ETag)
 	var body []byte
 	if op.Type != OpDelete {
 		body = op.Entity
+	}
+	header := map[string]string{}
+	if oh.ifMatch != "" {
+		header["If-Match"] = oh.ifMatch
+	}
+	if oh.prefer != "" {
+		header["Prefer"] = oh.prefer
 	}
 	resp, err := f.do(ctx, method, path, nil, body, header, verb, label, http.StatusCreated, http.StatusNoContent)
 	if err != nil {
@@ -101,19 +109,23 @@ func (f *restPath) write(ctx context.Context, op Op, verb, label string) (string
 	return resp.Header.Get("ETag"), nil
 }
 
+// opHeaders are the headers an operation needs beyond every request's.
+type opHeaders struct {
+	ifMatch string
+	prefer  string
+}
+
 // opRequest maps an operation to its method, path and headers, for single
 // requests and for the parts of a batch alike.
-func opRequest(typ OpType, table, pk, rk, etag string) (method, path string, header map[string]string) {
-	header = map[string]string{}
+func opRequest(typ OpType, table, pk, rk, etag string) (method, path string, h opHeaders) {
 	switch typ {
 	case OpInsert:
-		header["Prefer"] = "return-no-content"
-		return http.MethodPost, "/" + table, header
+		return http.MethodPost, "/" + table, opHeaders{prefer: "return-no-content"}
 	case OpReplace, OpMerge, OpDelete:
 		if etag == "" {
 			etag = "*"
 		}
-		header["If-Match"] = etag
+		h.ifMatch = etag
 	}
 	method = http.MethodPut
 	switch typ {
@@ -122,7 +134,7 @@ func opRequest(typ OpType, table, pk, rk, etag string) (method, path string, hea
 	case OpDelete:
 		method = http.MethodDelete
 	}
-	return method, entityPath(table, pk, rk), header
+	return method, entityPath(table, pk, rk), h
 }
 
 func (f *restPath) get(ctx context.Context, pk, rk, label string, typed bool) ([]byte, string, error) {
@@ -158,21 +170,32 @@ func (f *restPath) page(ctx context.Context, q Query, pos *Continuation) ([][]by
 func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result, error) {
 	batch, changeset := "batch_"+RandomID(), "changeset_"+RandomID()
 	body := buildBatchBody(f.h.Endpoint(), f.table, batch, changeset, ops)
-	resp, err := f.do(ctx, http.MethodPost, "/$batch", nil, body,
-		map[string]string{"Content-Type": "multipart/mixed; boundary=" + batch},
-		"transaction on", label, http.StatusAccepted)
+	req, err := f.request(ctx, http.MethodPost, "/$batch", nil, body,
+		map[string]string{"Content-Type": "multipart/mixed; boundary=" + batch})
 	if err != nil {
 		return nil, err
 	}
-	payload, err := runtime.Payload(resp)
+	// The 202's body is read here, by its Content-Length into a pooled
+	// buffer, not by azcore's growing download (a failure status's body
+	// still is). azcore does not retry a failed body download of a POST
+	// either: a broken-off answer is an open outcome for Table.Batch.
+	runtime.SkipBodyDownload(req)
+	resp, err := f.send(req, "transaction on", label, http.StatusAccepted)
 	if err != nil {
 		return nil, err
+	}
+	buf := getPageBuf()
+	defer putPageBuf(buf)
+	payload, err := readBody(resp, buf)
+	if err != nil {
+		return nil, tablekit.MapError(err, "transaction on (reading the answer)", label)
 	}
 	results := make([]Result, len(ops))
 	failed, ok := batchOutcome(payload, len(ops), results)
 	if failed || (!ok && tablekit.ParseTransactionError(payload) != nil) {
 		// The inner failure becomes a *tablekit.TransactionError naming
 		// the operation, as for the SDK path.
+		resp.Body = io.NopCloser(bytes.NewReader(bytes.Clone(payload)))
 		return nil, tablekit.MapError(runtime.NewResponseError(resp), "transaction on", label)
 	}
 	if !ok {
@@ -189,36 +212,54 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 // with a blank line, a delete's too (its body is empty), as the Microsoft
 // SDKs write them.
 func buildBatchBody(endpoint, table, batch, changeset string, ops []Op) []byte {
-	size := 256
+	// Each part's fixed text (boundary line, part headers, request line,
+	// headers) is under 300 bytes.
+	size := 4*len(batch) + 4*len(changeset) + 128
 	for _, op := range ops {
-		size += OpWireSize(op)
+		size += 300 + len(changeset) + len(endpoint) + len(table) + 3*(len(op.PartitionKey)+len(op.RowKey)) + len(op.ETag) + len(op.Entity)
 	}
-	var b bytes.Buffer
-	b.Grow(size)
-	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+	b := make([]byte, 0, size)
+	b = append(b, "--"...)
+	b = append(b, batch...)
+	b = append(b, "\r\nContent-Type: multipart/mixed; boundary="...)
+	b = append(b, changeset...)
+	b = append(b, "\r\n\r\n"...)
 	for _, op := range ops {
-		method, path, header := opRequest(op.Type, table, op.PartitionKey, op.RowKey, op.ETag)
-		b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
-		b.WriteString(method + " " + endpoint + path + " HTTP/1.1\r\n")
-		b.WriteString("Accept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0\r\n")
-		if v := header["If-Match"]; v != "" {
-			b.WriteString("If-Match: " + v + "\r\n")
+		method, path, h := opRequest(op.Type, table, op.PartitionKey, op.RowKey, op.ETag)
+		b = append(b, "--"...)
+		b = append(b, changeset...)
+		b = append(b, "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"...)
+		b = append(b, method...)
+		b = append(b, ' ')
+		b = append(b, endpoint...)
+		b = append(b, path...)
+		b = append(b, " HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0\r\n"...)
+		if h.ifMatch != "" {
+			b = append(b, "If-Match: "...)
+			b = append(b, h.ifMatch...)
+			b = append(b, "\r\n"...)
 		}
-		if v := header["Prefer"]; v != "" {
-			b.WriteString("Prefer: " + v + "\r\n")
+		if h.prefer != "" {
+			b = append(b, "Prefer: "...)
+			b = append(b, h.prefer...)
+			b = append(b, "\r\n"...)
 		}
 		if op.Type != OpDelete {
-			b.WriteString("Content-Type: application/json\r\n\r\n")
-			b.Write(op.Entity)
-			b.WriteString("\r\n")
+			b = append(b, "Content-Type: application/json\r\n\r\n"...)
+			b = append(b, op.Entity...)
+			b = append(b, "\r\n"...)
 		} else {
 			// The blank line that ends the headers, then the empty body's
 			// line break before the next boundary.
-			b.WriteString("\r\n\r\n")
+			b = append(b, "\r\n\r\n"...)
 		}
 	}
-	b.WriteString("--" + changeset + "--\r\n--" + batch + "--\r\n")
-	return b.Bytes()
+	b = append(b, "--"...)
+	b = append(b, changeset...)
+	b = append(b, "--\r\n--"...)
+	b = append(b, batch...)
+	b = append(b, "--\r\n"...)
+	return b
 }
 
 // RandomID returns 32 random hex digits.
