@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tablekit/tablekit"
@@ -26,17 +25,9 @@ func lastNameList() patterns.ListIndex[ixEmployee] {
 
 func newListIndexedTable(t *testing.T) (*patterns.ListIndexedTable[ixEmployee], *tablekit.RequestCounter) {
 	t.Helper()
-	acct, counter := testenv.CountingAccount(t)
-	x, err := patterns.NewListIndexedTable(acct, testenv.TableName(t), lastNameList(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.CreateIfNotExists(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
-	counter.Reset()
-	return x, counter
+	return ixFixture(t, func(acct *tablekit.Account, table string) (*patterns.ListIndexedTable[ixEmployee], error) {
+		return patterns.NewListIndexedTable(acct, table, lastNameList(), nil)
+	})
 }
 
 // listIDs returns the sorted employee ids of es.
@@ -47,6 +38,51 @@ func listIDs(es []ixEmployee) string {
 	}
 	sort.Strings(ids)
 	return strings.Join(ids, " ")
+}
+
+// ixLookup fails the test when a list index lookup failed, took other
+// than reqs requests, or did not return the employees want (listIDs).
+func ixLookup(t *testing.T, c *tablekit.RequestCounter, reqs int64, what string, got []ixEmployee, err error, want string) {
+	t.Helper()
+	must(t, err)
+	requests(t, c, reqs, what)
+	if listIDs(got) != want {
+		t.Errorf("%s = %s, want %s", what, listIDs(got), want)
+	}
+}
+
+// ixUpdater is the update verb of the index repositories.
+type ixUpdater interface {
+	Update(ctx context.Context, pk, rk string, fn func(*ixEmployee) error) (ixEmployee, error)
+}
+
+// ixRename changes an employee's last name through x, failing the test
+// on error.
+func ixRename(t *testing.T, x ixUpdater, pk, rk, last string) {
+	t.Helper()
+	_, err := x.Update(context.Background(), pk, rk, func(e *ixEmployee) error { e.LastName = last; return nil })
+	must(t, err)
+}
+
+// ixInsertAll inserts es through insert, failing the test on error.
+func ixInsertAll(t *testing.T, insert func(context.Context, *ixEmployee) error, es ...ixEmployee) {
+	t.Helper()
+	for _, e := range es {
+		must(t, insert(context.Background(), &e))
+	}
+}
+
+// ixPlantList returns the body of an index entity whose list property
+// prop holds 2,184 members of 12 characters: 15*2184+1 = 32,761 UTF-16
+// units, just under the 32K limit of a string property.
+func ixPlantList(pk, rk, prop string) []byte {
+	members := make([]string, 2184)
+	for i := range members {
+		members[i] = fmt.Sprintf("member%06d", i)
+	}
+	list, _ := json.Marshal(members)
+	body, _ := json.Marshal(map[string]string{"PartitionKey": pk, "RowKey": rk, prop: string(list)})
+	return body
 }
 
 // rawIndexEntity reads an index entity's list property straight from the
@@ -74,15 +110,10 @@ func rawIndexEntity(t *testing.T, tbl *patterns.Table[ixEmployee], pk, rk, prop 
 func TestListIndexOption2GuideFlows(t *testing.T) {
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
-	for _, e := range []ixEmployee{
+	ixInsertAll(t, x.Insert,
 		ixEmp("Sales", "000100", "Ann", "Jones", "a@contoso.com", 41),
 		ixEmp("Sales", "000120", "Bob", "Smith", "b@contoso.com", 30),
-		ixEmp("HR", "000130", "Cid", "Jones", "c@contoso.com", 30),
-	} {
-		if err := x.Insert(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
+		ixEmp("HR", "000130", "Cid", "Jones", "c@contoso.com", 30))
 	c.Reset()
 
 	// The guide: add employee 000152, last name Jones, in Sales: read the
@@ -100,13 +131,7 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 
 	// The guide's lookup: the index entity, then each employee.
 	got, err := x.Lookup(ctx, "Sales", "Jones")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests(t, c, 1+2, "Lookup of 2 Joneses")
-	if listIDs(got) != "Sales/000100 Sales/000152" {
-		t.Errorf("Lookup(Sales, Jones) = %s", listIDs(got))
-	}
+	ixLookup(t, c, 1+2, "Lookup(Sales, Jones) of 2 Joneses", got, err, "Sales/000100 Sales/000152")
 	if got, _ := x.Lookup(ctx, "Sales", "Nobody"); len(got) != 0 {
 		t.Errorf("Lookup of an unknown name = %v", got)
 	}
@@ -114,9 +139,7 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 
 	// The guide's last-name change: one EGT over the employee and the old
 	// and new index entities, after reading all three.
-	if _, err := x.Update(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	ixRename(t, x, "Sales", "empid_000100", "Smith")
 	requests(t, c, 4, "last-name change (3 reads + EGT)")
 	if list, _ := rawIndexEntity(t, x.Table(), "Sales", "Jones", "EmployeeIDs"); fmt.Sprint(list) != "[000152]" {
 		t.Errorf("Jones after the change = %v", list)
@@ -148,18 +171,9 @@ func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
 	ctx := context.Background()
 	x, _ := newListIndexedTable(t)
 	const n = 8
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)
-			if err := x.Insert(ctx, &e); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	concurrently(t, n, func(i int) error {
+		return x.Insert(ctx, ixPtr(ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)))
+	})
 	m, err := x.Members(ctx, "Sales", "Jones")
 	if err != nil {
 		t.Fatal(err)
@@ -174,27 +188,16 @@ func TestListIndexOption2LastNameChangesUnderConcurrency(t *testing.T) {
 	x, _ := newListIndexedTable(t)
 	const n = 6
 	for i := range n {
-		e := ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)
-		if err := x.Insert(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
+		must(t, x.Insert(ctx, ixPtr(ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30))))
 	}
 	// Each employee changes name twice while the others do too, and one
 	// employee is renamed by two writers at once.
 	names := []string{"Smith", "Brown"}
-	var wg sync.WaitGroup
-	for i := range n {
-		for _, name := range names {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := x.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *ixEmployee) error { e.LastName = name; return nil }); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-	}
-	wg.Wait()
+	concurrently(t, n*len(names), func(j int) error {
+		i, name := j/len(names), names[j%len(names)]
+		_, err := x.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *ixEmployee) error { e.LastName = name; return nil })
+		return err
+	})
 	want := map[string][]string{}
 	for i := range n {
 		e, err := x.Get(ctx, "Sales", fmt.Sprintf("empid_%06d", i))
@@ -217,15 +220,8 @@ func TestListIndexOption2LastNameChangesUnderConcurrency(t *testing.T) {
 func TestListIndexOption2RefusesAListPastTheEntityLimit(t *testing.T) {
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
-	// Plant a Jones list just under the 32K UTF-16 limit: 2,184 members of
-	// 12 characters take 15*2184+1 = 32,761 units.
-	members := make([]string, 2184)
-	for i := range members {
-		members[i] = fmt.Sprintf("member%06d", i)
-	}
-	list, _ := json.Marshal(members)
-	body, _ := json.Marshal(map[string]string{"PartitionKey": "Sales", "RowKey": "Jones", "EmployeeIDs": string(list)})
-	if _, err := x.Table().Client().AddEntity(ctx, body, nil); err != nil {
+	// Plant a Jones list just under the 32K UTF-16 limit.
+	if _, err := x.Table().Client().AddEntity(ctx, ixPlantList("Sales", "Jones", "EmployeeIDs"), nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
@@ -243,17 +239,9 @@ func TestListIndexOption2RefusesAListPastTheEntityLimit(t *testing.T) {
 
 func newBlobIndexedTable(t *testing.T) (*patterns.BlobIndexedTable[ixEmployee], *tablekit.RequestCounter) {
 	t.Helper()
-	acct, counter := testenv.CountingAccount(t)
-	x, err := patterns.NewBlobIndexedTable(acct, testenv.TableName(t), testenv.ContainerName(t), lastNameList(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.CreateIfNotExists(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
-	counter.Reset()
-	return x, counter
+	return ixFixture(t, func(acct *tablekit.Account, table string) (*patterns.BlobIndexedTable[ixEmployee], error) {
+		return patterns.NewBlobIndexedTable(acct, table, testenv.ContainerName(t), lastNameList(), nil)
+	})
 }
 
 func TestListIndexOption1BlobFlows(t *testing.T) {
@@ -264,30 +252,15 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "first Insert (read blob, create blob, insert)")
-	for _, e := range []ixEmployee{
-		ixEmp("HR", "000130", "Cid", "Jones", "", 30),
-		ixEmp("Sales", "000120", "Bob", "Smith", "", 30),
-	} {
-		if err := x.Insert(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ixInsertAll(t, x.Insert, ixEmp("HR", "000130", "Cid", "Jones", "", 30), ixEmp("Sales", "000120", "Bob", "Smith", "", 30))
 	c.Reset()
 
 	// Option 1 answers across departments.
 	got, err := x.Lookup(ctx, "Jones")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests(t, c, 1+2, "Lookup of 2 Joneses")
-	if listIDs(got) != "HR/000130 Sales/000152" {
-		t.Errorf("Lookup(Jones) = %s", listIDs(got))
-	}
+	ixLookup(t, c, 1+2, "Lookup(Jones) of 2 Joneses", got, err, "HR/000130 Sales/000152")
 
 	// A last-name change moves the member between blobs.
-	if _, err := x.Update(ctx, "HR", "empid_000130", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	ixRename(t, x, "HR", "empid_000130", "Smith")
 	requests(t, c, 6, "last-name change")
 	if got, _ := x.Lookup(ctx, "Smith"); listIDs(got) != "HR/000130 Sales/000120" {
 		t.Errorf("Lookup(Smith) = %s", listIDs(got))
@@ -314,9 +287,7 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// list the Brown employee under Smith, as a crashed rename would.
-	if _, err := x.Update(ctx, "Sales", "empid_000999", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	ixRename(t, x, "Sales", "empid_000999", "Smith")
 	if err := x.Table().Replace(ctx, &ghost, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,17 +303,9 @@ func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
 	ctx := context.Background()
 	x, _ := newBlobIndexedTable(t)
 	const n = 8
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := x.Insert(ctx, ixPtr(ixEmp(fmt.Sprintf("D%d", i%3), fmt.Sprintf("%06d", i), "F", "Jones", "", 30))); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	concurrently(t, n, func(i int) error {
+		return x.Insert(ctx, ixPtr(ixEmp(fmt.Sprintf("D%d", i%3), fmt.Sprintf("%06d", i), "F", "Jones", "", 30)))
+	})
 	m, err := x.Members(ctx, "Jones")
 	if err != nil {
 		t.Fatal(err)
@@ -358,31 +321,15 @@ func ixPtr[V any](v V) *V { return &v }
 
 func newEventualListIndexedTable(t *testing.T) (*patterns.EventualListIndexedTable[ixEmployee], *interFixture) {
 	t.Helper()
-	ctx := context.Background()
 	acct, counter := testenv.CountingAccount(t)
 	f := &interFixture{counter: counter, worker: testenv.Account(t)}
-	qname := testenv.QueueName(t)
-	t.Cleanup(func() {
-		_, _ = f.worker.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
-	})
-	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: testenv.ContainerName(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f.q = q
+	f.q, f.container = testQueue(t, acct)
 	ix := lastNameList()
 	ix.Table = testenv.TableName(t)
 	f.idTable = ix.Table
-	x, err := patterns.NewEventualListIndexedTable(acct, testenv.TableName(t), q, ix, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	x, err := patterns.NewEventualListIndexedTable(acct, testenv.TableName(t), f.q, ix, nil)
+	must(t, err)
+	must(t, x.CreateIfNotExists(context.Background()))
 	counter.Reset()
 	return x, f
 }
@@ -395,26 +342,11 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Insert (read index entity, enqueue, insert)")
-	for _, e := range []ixEmployee{
-		ixEmp("HR", "000130", "Cid", "Jones", "", 30),
-		ixEmp("Sales", "000120", "Bob", "Smith", "", 30),
-	} {
-		if err := x.Insert(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ixInsertAll(t, x.Insert, ixEmp("HR", "000130", "Cid", "Jones", "", 30), ixEmp("Sales", "000120", "Bob", "Smith", "", 30))
 	// Two writers at once on the same index entity.
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := x.Insert(ctx, ixPtr(ixEmp("IT", fmt.Sprintf("%06d", 500+i), "R", "Jones", "", 30))); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	concurrently(t, 2, func(i int) error {
+		return x.Insert(ctx, ixPtr(ixEmp("IT", fmt.Sprintf("%06d", 500+i), "R", "Jones", "", 30)))
+	})
 	f.startWorker(t)
 	interWait(t, "the worker to list the Joneses", func() bool {
 		m, err := x.Members(ctx, "Jones")
@@ -422,19 +354,11 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 	})
 	c.Reset()
 	got, err := x.Lookup(ctx, "Jones")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests(t, c, 1+4, "Lookup of 4 Joneses")
-	if listIDs(got) != "HR/000130 IT/000500 IT/000501 Sales/000152" {
-		t.Errorf("Lookup(Jones) = %s", listIDs(got))
-	}
+	ixLookup(t, c, 1+4, "Lookup(Jones) of 4 Joneses", got, err, "HR/000130 IT/000500 IT/000501 Sales/000152")
 
 	// A last-name change: Lookup stops returning the entity at once, the
 	// lists follow when the worker runs.
-	if _, err := x.Update(ctx, "HR", "empid_000130", func(e *ixEmployee) error { e.LastName = "Smith"; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	ixRename(t, x, "HR", "empid_000130", "Smith")
 	requests(t, c, 4, "last-name change (read, read new index entity, enqueue, write)")
 	if got, _ := x.Lookup(ctx, "Jones"); len(got) != 3 {
 		t.Errorf("Lookup(Jones) right after the change = %s", listIDs(got))
@@ -472,17 +396,9 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 func TestListIndexOption3RefusesAListPastTheEntityLimit(t *testing.T) {
 	ctx := context.Background()
 	x, f := newEventualListIndexedTable(t)
-	members := make([]string, 2184)
-	for i := range members {
-		members[i] = fmt.Sprintf("member%06d", i)
-	}
-	list, _ := json.Marshal(members)
-	body, _ := json.Marshal(map[string]string{"PartitionKey": "lastname", "RowKey": "Jones", "EmployeeIDs": string(list)})
 	it, err := f.worker.Table(f.idTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := it.AddEntity(ctx, body, nil); err != nil {
+	must(t, err)
+	if _, err := it.AddEntity(ctx, ixPlantList("lastname", "Jones", "EmployeeIDs"), nil); err != nil {
 		t.Fatal(err)
 	}
 	err = x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28)))

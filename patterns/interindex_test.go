@@ -27,35 +27,22 @@ type interFixture struct {
 	counter *tablekit.RequestCounter
 	worker  *tablekit.Account
 	idTable string
+	// container is the queue's blob container.
+	container string
 }
 
 func newInterFixture(t *testing.T) *interFixture {
 	t.Helper()
-	ctx := context.Background()
 	acct, counter := testenv.CountingAccount(t)
 	f := &interFixture{counter: counter, worker: testenv.Account(t), idTable: testenv.TableName(t)}
-	qname := testenv.QueueName(t)
-	t.Cleanup(func() {
-		_, _ = f.worker.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
-	})
-	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: testenv.ContainerName(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f.q = q
-	f.x, err = patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[ixEmployee]{
+	f.q, f.container = testQueue(t, acct)
+	var err error
+	f.x, err = patterns.NewEventualIndexedTable(acct, testenv.TableName(t), f.q, []patterns.Index[ixEmployee]{
 		{Name: "email", Unique: true, Key: func(e *ixEmployee) string { return e.Email }, Props: []string{"EmployeeID", "FirstName", "LastName", "Email"}},
 		{Name: "empid", Unique: true, Key: func(e *ixEmployee) string { return e.EmployeeID }, Table: f.idTable},
 	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.x.CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, f.x.CreateIfNotExists(context.Background()))
 	counter.Reset()
 	return f
 }
@@ -68,25 +55,11 @@ func (f *interFixture) startWorker(t *testing.T) (stop func()) {
 		Queues:        []string{f.q.Name()},
 		PollInterval:  100 * time.Millisecond,
 		Backoff:       &consistency.Backoff{Delays: []time.Duration{0, time.Second}},
-		BlobContainer: testenv.ContainerName(t),
+		BlobContainer: f.container,
 		Logger:        slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := w.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
+	must(t, err)
+	return runWorker(t, w)
 }
 
 // copies returns the index copies of ix in partition part, as

@@ -48,19 +48,11 @@ func ixLastNameIndex() patterns.Index[ixEmployee] {
 
 func newIndexedTable(t *testing.T) (*patterns.IndexedTable[ixEmployee], *tablekit.RequestCounter) {
 	t.Helper()
-	acct, counter := testenv.CountingAccount(t)
-	x, err := patterns.NewIndexedTable(acct, testenv.TableName(t),
-		[]patterns.Index[ixEmployee]{ixEmailIndex(), ixLastNameIndex()},
-		&patterns.IndexedTableOptions{Primary: "empid"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.CreateIfNotExists(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
-	counter.Reset()
-	return x, counter
+	return ixFixture(t, func(acct *tablekit.Account, table string) (*patterns.IndexedTable[ixEmployee], error) {
+		return patterns.NewIndexedTable(acct, table,
+			[]patterns.Index[ixEmployee]{ixEmailIndex(), ixLastNameIndex()},
+			&patterns.IndexedTableOptions{Primary: "empid"})
+	})
 }
 
 func ixIDs(t *testing.T, seq func(yield func(ixEmployee, error) bool)) []string {

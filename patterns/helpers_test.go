@@ -1,0 +1,104 @@
+package patterns_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// The helpers the package's tests share: setup steps many tests repeat.
+
+// must fails the test at once when err is not nil.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// concurrently runs fn(0), …, fn(n-1) in n goroutines at once, reports
+// each error with t.Error once all are done, and reports whether none
+// failed.
+func concurrently(t testing.TB, n int, fn func(i int) error) bool {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	ok := true
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// testQueue creates a consistency queue on acct with a blob container of
+// its own, and returns both. The queue, its poison queue and the
+// container are deleted when the test ends.
+func testQueue(t testing.TB, acct *tablekit.Account) (*consistency.Queue, string) {
+	t.Helper()
+	qname := testenv.QueueName(t)
+	t.Cleanup(func() {
+		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
+	})
+	container := testenv.ContainerName(t)
+	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: container})
+	must(t, err)
+	must(t, q.Create(context.Background()))
+	return q, container
+}
+
+// runWorker runs w in this process until stop is called or the test ends;
+// the first call of stop cancels Run, waits for it to return and reports
+// its error with t.Error.
+func runWorker(t testing.TB, w *consistency.Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// ixRepo is what ixFixture needs of an index repository over ixEmployee.
+type ixRepo interface {
+	CreateIfNotExists(ctx context.Context) error
+	Table() *patterns.Table[ixEmployee]
+}
+
+// ixFixture builds an index repository with build on a request-counting
+// account and a table of its own, creates its tables (dropped when the
+// test ends), and returns it with the counter reset.
+func ixFixture[X ixRepo](t *testing.T, build func(acct *tablekit.Account, table string) (X, error)) (X, *tablekit.RequestCounter) {
+	t.Helper()
+	acct, counter := testenv.CountingAccount(t)
+	x, err := build(acct, testenv.TableName(t))
+	must(t, err)
+	must(t, x.CreateIfNotExists(context.Background()))
+	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
+	counter.Reset()
+	return x, counter
+}
