@@ -114,11 +114,14 @@ func startStrictProxy(upstream string) (*strictProxy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// Azurite (Node) closes a connection idle for 5 s; a request sent on
+	// it at that moment fails, and the proxy would answer 502 to a write
+	// the client then retries. Idle connections are dropped well before.
 	p := &strictProxy{tr: &http.Transport{
 		Proxy:               nil,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     30 * time.Second,
+		IdleConnTimeout:     2 * time.Second,
 	}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
