@@ -397,40 +397,21 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, n, m int) 
 
 	// Inter-partition: the writer and the worker both run on faulty
 	// accounts.
-	qname := testenv.QueueName(t)
-	container := testenv.ContainerName(t)
-	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: container})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
-	})
+	q, container := testQueue(t, acct)
 	inter, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email, Partition: func(*Employee) string { return "all" }}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inter.CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, inter.CreateIfNotExists(ctx))
 	workerAcct, wfp := faultyAccount(t, mode, 0.10, seed+1)
 	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
-		Queues: []string{qname}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
+		Queues: []string{q.Name()}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
 		// A receive or release that fails after the service applied it
 		// hides a message for the visibility timeout: keep it short.
 		VisibilityTimeout: 5 * time.Second,
 		Backoff:           &consistency.Backoff{Delays: []time.Duration{0, 500 * time.Millisecond}},
 		BlobContainer:     container, Logger: testLogger(),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	must(t, err)
+	stop := runWorker(t, w)
 	fp.SetEnabled(true)
 	for i := 0; i < m; i++ {
 		e := Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
@@ -464,9 +445,6 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, n, m int) 
 		time.Sleep(200 * time.Millisecond)
 	}
 	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	if rec, err := q.Poisoned(ctx, 32); err != nil || len(rec) != 0 {
 		t.Errorf("poisoned under faults: %v, %v", rec, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,26 +54,11 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	plain := testenv.Account(t)
-	qname := testenv.QueueName(t)
-	t.Cleanup(func() {
-		_, _ = plain.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
-	})
-	txContainer := testenv.ContainerName(t)
-	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: txContainer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
+	q, txContainer := testQueue(t, acct)
 	container := testenv.ContainerName(t)
 	l, err := patterns.NewLargeEntities[LargeEmployee](acct, testenv.TableName(t), container, &patterns.LargeEntitiesOptions{Queue: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, l.CreateIfNotExists(ctx))
 	c.Reset()
 
 	photo := largePhoto(1, 5<<20)
@@ -137,17 +121,11 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 		t.Fatal("the old blob went before the worker ran: cleanup must go through the queue")
 	}
 	w, err := consistency.NewWorker(plain, &consistency.WorkerOptions{
-		Queues: []string{qname}, BlobContainer: txContainer, PollInterval: 100 * time.Millisecond,
+		Queues: []string{q.Name()}, BlobContainer: txContainer, PollInterval: 100 * time.Millisecond,
 		VisibilityTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = w.Run(wctx) }()
-	defer func() { stop(); wg.Wait() }()
+	must(t, err)
+	defer runWorker(t, w)()
 	deadline := time.Now().Add(20 * time.Second)
 	for largeBlobExists(t, ctx, plain, container, oldBlob) {
 		if time.Now().After(deadline) {

@@ -54,26 +54,15 @@ func hammer(t *testing.T, workers, each int, counters []string, inc func(ctx con
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := &tally{done: map[string]int{}, unknown: map[string]int{}, failed: map[string]int{}}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				c := counters[(w+i)%len(counters)]
-				if err := r.record(t, c, inc(ctx, c)); err != nil {
-					errs <- err
-					return
-				}
+	concurrently(t, workers, func(w int) error {
+		for i := range each {
+			c := counters[(w+i)%len(counters)]
+			if err := r.record(t, c, inc(ctx, c)); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}
+		return nil
+	})
 	return r
 }
 

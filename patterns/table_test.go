@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -264,39 +263,22 @@ func TestUpdateLosesNoConcurrentIncrement(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxUpdateAttempts: 200}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.Insert(ctx, &Counter{PartitionKey: "c", RowKey: "hits"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, tbl.CreateIfNotExists(ctx))
+	must(t, tbl.Insert(ctx, &Counter{PartitionKey: "c", RowKey: "hits"}))
 	const workers, each = 16, 10
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				if _, err := tbl.Update(ctx, "c", "hits", func(c *Counter) error { c.N++; return nil }); err != nil {
-					errs <- err
-					return
-				}
+	if !concurrently(t, workers, func(int) error {
+		for range each {
+			if _, err := tbl.Update(ctx, "c", "hits", func(c *Counter) error { c.N++; return nil }); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+		}
+		return nil
+	}) {
+		t.FailNow()
 	}
 	got, err := tbl.Get(ctx, "c", "hits")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if got.N != workers*each {
 		t.Fatalf("counter = %d after %d concurrent increments", got.N, workers*each)
 	}

@@ -32,26 +32,26 @@ func widePhysicalRows(t *testing.T, w *patterns.WideEntities, pk string) []entit
 	return rows
 }
 
-func TestWideEntityGuide365DailyCounts(t *testing.T) {
-	ctx := context.Background()
+// newWideEntities returns wide entities in a table of their own, created,
+// on an account whose requests c counts.
+func newWideEntities(t *testing.T) (w *patterns.WideEntities, c *tablekit.RequestCounter) {
+	t.Helper()
 	acct, c := testenv.CountingAccount(t)
 	w, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Table().CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, w.Table().CreateIfNotExists(context.Background()))
+	return w, c
+}
+
+func TestWideEntityGuide365DailyCounts(t *testing.T) {
+	ctx := context.Background()
+	w, c := newWideEntities(t)
 	c.Reset()
 	e := wideDays("Sales", "000123", 365, 1)
-	if err := w.Put(ctx, e); err != nil {
-		t.Fatal(err)
-	}
+	must(t, w.Put(ctx, e))
 	requests(t, c, 1, "Put of 365 properties")
 	got, err := w.Get(ctx, "Sales", "000123")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	requests(t, c, 1, "Get of a wide entity")
 	if len(got.Properties) != 365 || got.Properties["D0200"] != entity.Int32(200) || got.ETag != e.ETag {
 		t.Errorf("Get: %d properties, D0200 %v, ETag %q (Put gave %q)", len(got.Properties), got.Properties["D0200"], got.ETag, e.ETag)
@@ -88,14 +88,7 @@ func TestWideEntityGuide365DailyCounts(t *testing.T) {
 
 func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	ctx := context.Background()
-	acct, c := testenv.CountingAccount(t)
-	w, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Table().CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, c := newWideEntities(t)
 	// A neighbour whose RowKey shares the prefix must not be touched.
 	if err := w.Put(ctx, wideDays("p", "e1", 3, 1)); err != nil {
 		t.Fatal(err)
@@ -103,14 +96,10 @@ func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	c.Reset()
 	big := wideDays("p", "e", 1000, 3)
 	big.Properties["Note"] = entity.String("a string too")
-	if err := w.Put(ctx, big); err != nil {
-		t.Fatal(err)
-	}
+	must(t, w.Put(ctx, big))
 	requests(t, c, 1, "Put of 1,001 properties")
 	got, err := w.Get(ctx, "p", "e")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	requests(t, c, 1, "Get of 1,001 properties")
 	if len(got.Properties) != 1001 {
 		t.Fatalf("round trip: %d properties, want 1001", len(got.Properties))
