@@ -86,34 +86,51 @@ func cfEmployeeCounter(t *testing.T, e *cfRaceEnv, insert func(*cfEmployee) erro
 	}
 }
 
+// cfUpdater is a repository's update verb on cfEmployee.
+type cfUpdater interface {
+	CreateIfNotExists(ctx context.Context) error
+	Insert(ctx context.Context, v *cfEmployee) error
+	Update(ctx context.Context, pk, rk string, fn func(*cfEmployee) error) (cfEmployee, error)
+}
+
+// cfUpdateCounter builds the increment of an employee's Age through x's
+// Update, x being new (err its constructor's error); get reads the
+// employee back.
+func cfUpdateCounter(t *testing.T, e *cfRaceEnv, x cfUpdater, err error, get func(ctx context.Context, pk, rk string) (cfEmployee, error)) (func() error, func() int) {
+	t.Helper()
+	e.must(t, err)
+	e.must(t, x.CreateIfNotExists(e.ctx))
+	return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
+		func(fn func(*cfEmployee) error) error {
+			_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
+			return err
+		},
+		func() (cfEmployee, error) { return get(e.ctx, "Sales", "empid_000101") })
+}
+
+// cfRaceTable is a new table of cfEmployee, created.
+func cfRaceTable(t *testing.T, e *cfRaceEnv) *patterns.Table[cfEmployee] {
+	t.Helper()
+	tbl, err := patterns.NewTable[cfEmployee](e.acct, testenv.TableName(t), e.opts)
+	e.must(t, err)
+	e.must(t, tbl.CreateIfNotExists(e.ctx))
+	return tbl
+}
+
+// cfRaceQueue is a new consistency queue on the race's account.
 func cfRaceQueue(t *testing.T, e *cfRaceEnv) *consistency.Queue {
 	t.Helper()
-	qname := testenv.QueueName(t)
-	t.Cleanup(func() {
-		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
-	})
-	q, err := consistency.NewQueue(e.acct, qname, &consistency.QueueOptions{BlobContainer: testenv.ContainerName(t)})
-	e.must(t, err)
-	e.must(t, q.Create(e.ctx))
+	q, _ := testQueue(t, e.acct)
 	return q
 }
 
 var cfRaceCases = []cfRaceCase{
 	{"Table.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		tbl, err := patterns.NewTable[cfEmployee](e.acct, testenv.TableName(t), e.opts)
-		e.must(t, err)
-		e.must(t, tbl.CreateIfNotExists(e.ctx))
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return tbl.Insert(e.ctx, v) },
-			func(fn func(*cfEmployee) error) error {
-				_, err := tbl.Update(e.ctx, "Sales", "empid_000101", fn)
-				return err
-			},
-			func() (cfEmployee, error) { return tbl.Get(e.ctx, "Sales", "empid_000101") })
+		return cfUpdateCounter(t, e, tbl, err, tbl.Get)
 	}},
 	{"Table.Replace in the caller's loop", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
-		tbl, err := patterns.NewTable[cfEmployee](e.acct, testenv.TableName(t), e.opts)
-		e.must(t, err)
-		e.must(t, tbl.CreateIfNotExists(e.ctx))
+		tbl := cfRaceTable(t, e)
 		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return tbl.Insert(e.ctx, v) },
 			func(fn func(*cfEmployee) error) error {
 				for {
@@ -132,9 +149,7 @@ var cfRaceCases = []cfRaceCase{
 	{"Table.Insert then Replace in the caller's loop", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		// The counter does not exist yet: both writers insert it with the
 		// same content, so only the write marker tells whose insert landed.
-		tbl, err := patterns.NewTable[cfEmployee](e.acct, testenv.TableName(t), e.opts)
-		e.must(t, err)
-		e.must(t, tbl.CreateIfNotExists(e.ctx))
+		tbl := cfRaceTable(t, e)
 		return func() error {
 				for {
 					v, err := tbl.Get(e.ctx, "Sales", "empid_000101")
@@ -164,61 +179,26 @@ var cfRaceCases = []cfRaceCase{
 	{"IndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x, err := patterns.NewIndexedTable(e.acct, testenv.TableName(t), []patterns.Index[cfEmployee]{cfEmailIndex(), cfLastNameIndex()},
 			&patterns.IndexedTableOptions{Primary: "empid", Table: e.opts})
-		e.must(t, err)
-		e.must(t, x.CreateIfNotExists(e.ctx))
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
-			func(fn func(*cfEmployee) error) error {
-				_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
-				return err
-			},
-			func() (cfEmployee, error) { return x.Get(e.ctx, "Sales", "empid_000101") })
+		return cfUpdateCounter(t, e, x, err, x.Get)
 	}},
 	{"ListIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x, err := patterns.NewListIndexedTable(e.acct, testenv.TableName(t), cfLastNameList(), e.opts)
-		e.must(t, err)
-		e.must(t, x.CreateIfNotExists(e.ctx))
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
-			func(fn func(*cfEmployee) error) error {
-				_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
-				return err
-			},
-			func() (cfEmployee, error) { return x.Get(e.ctx, "Sales", "empid_000101") })
+		return cfUpdateCounter(t, e, x, err, x.Get)
 	}},
 	{"BlobIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x, err := patterns.NewBlobIndexedTable(e.acct, testenv.TableName(t), testenv.ContainerName(t), cfLastNameList(), e.opts)
-		e.must(t, err)
-		e.must(t, x.CreateIfNotExists(e.ctx))
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
-			func(fn func(*cfEmployee) error) error {
-				_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
-				return err
-			},
-			func() (cfEmployee, error) { return x.Table().Get(e.ctx, "Sales", "empid_000101") })
+		return cfUpdateCounter(t, e, x, err, func(ctx context.Context, pk, rk string) (cfEmployee, error) { return x.Table().Get(ctx, pk, rk) })
 	}},
 	{"EventualIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x, err := patterns.NewEventualIndexedTable(e.acct, testenv.TableName(t), cfRaceQueue(t, e), []patterns.Index[cfEmployee]{cfEmailIndex()},
 			&patterns.EventualIndexedTableOptions{Table: e.opts})
-		e.must(t, err)
-		e.must(t, x.CreateIfNotExists(e.ctx))
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
-			func(fn func(*cfEmployee) error) error {
-				_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
-				return err
-			},
-			func() (cfEmployee, error) { return x.Get(e.ctx, "Sales", "empid_000101") })
+		return cfUpdateCounter(t, e, x, err, x.Get)
 	}},
 	{"EventualListIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		ix := cfLastNameList()
 		ix.Table = testenv.TableName(t)
 		x, err := patterns.NewEventualListIndexedTable(e.acct, testenv.TableName(t), cfRaceQueue(t, e), ix, &patterns.EventualIndexedTableOptions{Table: e.opts})
-		e.must(t, err)
-		e.must(t, x.CreateIfNotExists(e.ctx))
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
-			func(fn func(*cfEmployee) error) error {
-				_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
-				return err
-			},
-			func() (cfEmployee, error) { return x.Table().Get(e.ctx, "Sales", "empid_000101") })
+		return cfUpdateCounter(t, e, x, err, func(ctx context.Context, pk, rk string) (cfEmployee, error) { return x.Table().Get(ctx, pk, rk) })
 	}},
 	{"Denormalization.UpdateSource", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x := cfRaceDenormalization(t, e)
@@ -302,7 +282,7 @@ func cfRaceDenormalization(t *testing.T, e *cfRaceEnv) *patterns.Denormalization
 		func(*cfManager) []string { return []string{"dept_Sales"} },
 		func(d *cfDepartment) string { return d.ManagerID },
 		func(s *cfManager, d *cfDepartment) { d.ManagerFirstName, d.ManagerPhone = s.FirstName, s.Phone },
-		e.opts)
+		&patterns.DenormalizationOptions[cfManager]{Table: e.opts})
 	e.must(t, err)
 	e.must(t, x.Sources().CreateIfNotExists(e.ctx))
 	e.must(t, x.Sources().Insert(e.ctx, &cfManager{PartitionKey: "Contoso", RowKey: "mgr_000100", FirstName: "Mary", Phone: cfPhone(0)}))

@@ -852,7 +852,7 @@ func cfDenormalization(e *cfEnv) {
 		func(*cfManager) []string { return depts },
 		func(d *cfDepartment) string { return d.ManagerID },
 		func(s *cfManager, d *cfDepartment) { d.ManagerFirstName, d.ManagerPhone = s.FirstName, s.Phone },
-		e.tableOpts())
+		&patterns.DenormalizationOptions[cfManager]{Table: e.tableOpts()})
 	e.must(err, "NewDenormalization")
 	e.setup(x.Sources().CreateIfNotExists)
 	mgr := cfManager{PartitionKey: "Contoso", RowKey: "mgr_000100", FirstName: "Mary", Phone: cfPhone(0)}
