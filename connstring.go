@@ -1,15 +1,16 @@
 package tablekit
 
 import (
-	"errors"
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 // ErrInvalidConnectionString is the sentinel wrapped by every connection
-// string parsing error.
-var ErrInvalidConnectionString = errors.New("tablekit: invalid connection string")
+// string parsing error. It unwraps to ErrInvalidArgument.
+var ErrInvalidConnectionString = keys.NewArgumentSentinel("tablekit: invalid connection string")
 
 // connError reports a problem in a connection string. It names the setting
 // at fault but never echoes a key or a SAS signature.

@@ -32,7 +32,9 @@ var (
 	ErrPreconditionFailed = errors.New("tablekit: precondition failed (stale ETag)")
 	// ErrConflict: another 409, such as a table that is still being deleted.
 	ErrConflict = errors.New("tablekit: conflict")
-	// ErrBadRequest: the service rejected the request as invalid (400, 413).
+	// ErrBadRequest: the service rejected the request as invalid (400,
+	// 413). Arguments tablekit refuses itself wrap ErrInvalidArgument
+	// instead.
 	ErrBadRequest = errors.New("tablekit: bad request")
 	// ErrAuthorization: authentication or authorization failed (401, 403).
 	ErrAuthorization = errors.New("tablekit: not authorized")
@@ -42,13 +44,24 @@ var (
 	// ErrTableScan: a query would scan the whole table and the caller did
 	// not opt in (the guide ranks table scans last).
 	ErrTableScan = errors.New("tablekit: query is a table scan; set AllowTableScan to run it")
+	// ErrInvalidArgument: an argument was refused before any request was
+	// sent (a slot out of range, a page size over 1000, a missing
+	// function); it never comes from the service, whose 400 is
+	// ErrBadRequest. The more specific ErrInvalidKey, ErrInvalidName,
+	// ErrInvalidFilter, ErrInvalidTransaction, ErrInvalidToken,
+	// ErrInvalidConnectionString and ErrInvalidSAS unwrap to it, so one
+	// errors.Is(err, ErrInvalidArgument) tells "my input was bad".
+	// ErrInvalidEntity does not: it also reports a stored row that does
+	// not decode into the destination type.
+	ErrInvalidArgument = keys.ErrInvalidArgument
 	// ErrInvalidTransaction: a transaction breaks an entity group
 	// transaction rule (100 operations, one partition, 4 MiB, one
-	// operation per entity). Checked before sending.
-	ErrInvalidTransaction = errors.New("tablekit: invalid transaction")
+	// operation per entity). Checked before sending; it unwraps to
+	// ErrInvalidArgument.
+	ErrInvalidTransaction = keys.NewArgumentSentinel("tablekit: invalid transaction")
 	// ErrInvalidToken: a continuation token is malformed or belongs to
-	// another query.
-	ErrInvalidToken = errors.New("tablekit: invalid continuation token")
+	// another query. It unwraps to ErrInvalidArgument.
+	ErrInvalidToken = keys.NewArgumentSentinel("tablekit: invalid continuation token")
 	// ErrOutcomeUnknown: a write may or may not have been applied. Its
 	// response was lost (a dropped connection, a timeout, retries that met
 	// the write's own first attempt) and reading the entity back could not

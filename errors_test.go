@@ -65,6 +65,9 @@ func TestMapErrorOnAzurite(t *testing.T) {
 			if !errors.Is(err, c.sentinel) {
 				t.Errorf("errors.Is(%v, %v) = false", err, c.sentinel)
 			}
+			if errors.Is(err, tablekit.ErrInvalidArgument) {
+				t.Errorf("a service error %v unwraps to ErrInvalidArgument, which is for local refusals", err)
+			}
 			var re *azcore.ResponseError
 			if !errors.As(err, &re) || re.StatusCode != c.status {
 				t.Errorf("errors.As *azcore.ResponseError: %v (status %v), want status %d", err, re, c.status)
@@ -171,5 +174,42 @@ func TestParseTransactionErrorBody(t *testing.T) {
 	ok := "--batchresponse_1\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n--batchresponse_1--"
 	if te := tablekit.ParseTransactionError([]byte(ok)); te != nil {
 		t.Errorf("successful batch parsed as failure: %+v", te)
+	}
+}
+
+// TestInvalidArgumentFamily: every sentinel of a locally refused argument
+// unwraps to ErrInvalidArgument and keeps its own identity; the service's
+// ErrBadRequest and ErrInvalidEntity (which also reports stored rows that
+// do not decode) do not.
+func TestInvalidArgumentFamily(t *testing.T) {
+	family := map[string]error{
+		"ErrInvalidKey":              tablekit.ErrInvalidKey,
+		"ErrInvalidName":             tablekit.ErrInvalidName,
+		"ErrInvalidFilter":           tablekit.ErrInvalidFilter,
+		"ErrInvalidTransaction":      tablekit.ErrInvalidTransaction,
+		"ErrInvalidToken":            tablekit.ErrInvalidToken,
+		"ErrInvalidConnectionString": tablekit.ErrInvalidConnectionString,
+		"ErrInvalidSAS":              tablekit.ErrInvalidSAS,
+	}
+	for name, sentinel := range family {
+		wrapped := fmt.Errorf("tablekit: somewhere: %w: detail", sentinel)
+		if !errors.Is(wrapped, tablekit.ErrInvalidArgument) || !errors.Is(wrapped, sentinel) {
+			t.Errorf("%s: errors.Is(ErrInvalidArgument) = %v, errors.Is(itself) = %v; want both", name,
+				errors.Is(wrapped, tablekit.ErrInvalidArgument), errors.Is(wrapped, sentinel))
+		}
+		for other, o := range family {
+			if other != name && errors.Is(wrapped, o) {
+				t.Errorf("%s matches %s", name, other)
+			}
+		}
+	}
+	for name, sentinel := range map[string]error{"ErrBadRequest": tablekit.ErrBadRequest, "ErrInvalidEntity": tablekit.ErrInvalidEntity} {
+		if errors.Is(sentinel, tablekit.ErrInvalidArgument) {
+			t.Errorf("%s unwraps to ErrInvalidArgument", name)
+		}
+	}
+	// Errors as returned, not only the sentinels.
+	if _, err := tablekit.Connect("AccountName=contoso", nil); !errors.Is(err, tablekit.ErrInvalidArgument) {
+		t.Errorf("a malformed connection string: %v, want ErrInvalidArgument", err)
 	}
 }

@@ -33,8 +33,9 @@ var ErrNoSharedKey = errors.New("tablekit: the account has no shared key to sign
 // ErrInvalidSAS is wrapped by the errors Account.TableSAS returns for
 // parameters the service would reject or misread: no permission, no
 // expiry, an expiry before the start, a RowKey bound without its
-// PartitionKey bound, a bad IP range or protocol.
-var ErrInvalidSAS = errors.New("tablekit: invalid SAS parameters")
+// PartitionKey bound, a bad IP range or protocol. It unwraps to
+// ErrInvalidArgument.
+var ErrInvalidSAS = keys.NewArgumentSentinel("tablekit: invalid SAS parameters")
 
 // TableSASVersion is the signed version (sv) of the SAS tokens tablekit
 // issues; it fixes the layout of the string to sign.

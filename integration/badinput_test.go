@@ -181,7 +181,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"page size over 1000", func() error {
 			_, err := people.Page(ctx, keys.PK().Eq("p"), "", &patterns.QueryOptions{Top: 1001})
 			return err
-		}, tablekit.ErrBadRequest},
+		}, tablekit.ErrInvalidArgument},
 
 		// Transactions.
 		{"transaction across partitions", func() error {
@@ -206,7 +206,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		}, tablekit.ErrInvalidEntity},
 
 		// Patterns.
-		{"data series slot out of range", func() error { return series.Set(ctx, "p", "r", 24, 1) }, tablekit.ErrBadRequest},
+		{"data series slot out of range", func() error { return series.Set(ctx, "p", "r", 24, 1) }, tablekit.ErrInvalidArgument},
 		{"data series over the property limit", func() error { _, err := patterns.NewDataSeries[int64](acct, "series", 253, nil); return err }, tablekit.ErrInvalidEntity},
 
 		// Queue messages built by the client.

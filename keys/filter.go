@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -10,8 +9,8 @@ import (
 
 // ErrInvalidFilter is the sentinel every filter error wraps: a bad
 // property name, an unsupported value, too many comparisons, or text that
-// ParseFilter does not accept.
-var ErrInvalidFilter = errors.New("invalid filter")
+// ParseFilter does not accept. It unwraps to ErrInvalidArgument.
+var ErrInvalidFilter = NewArgumentSentinel("invalid filter")
 
 // MaxComparisons is the Table service's limit on discrete comparisons in
 // one $filter string. Build and ParseFilter refuse filters with more.

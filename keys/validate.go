@@ -7,13 +7,34 @@ import (
 	"unicode/utf8"
 )
 
-// ErrInvalidKey is the sentinel every key validation error wraps. The root
-// package re-exports it as tablekit.ErrInvalidKey.
-var ErrInvalidKey = errors.New("invalid key")
+// ErrInvalidArgument is the sentinel of an argument refused before any
+// request is sent: it never comes from the service (an HTTP 400 is
+// tablekit.ErrBadRequest). ErrInvalidKey, ErrInvalidName and
+// ErrInvalidFilter unwrap to it, so one errors.Is tells "my input was
+// bad". The root package re-exports it as tablekit.ErrInvalidArgument.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// ErrInvalidKey is the sentinel every key validation error wraps; it
+// unwraps to ErrInvalidArgument. The root package re-exports it as
+// tablekit.ErrInvalidKey.
+var ErrInvalidKey = NewArgumentSentinel("invalid key")
 
 // ErrInvalidName is the sentinel for invalid table, queue, container and
-// blob names. The root package re-exports it as tablekit.ErrInvalidName.
-var ErrInvalidName = errors.New("invalid name")
+// blob names; it unwraps to ErrInvalidArgument. The root package
+// re-exports it as tablekit.ErrInvalidName.
+var ErrInvalidName = NewArgumentSentinel("invalid name")
+
+// NewArgumentSentinel returns a new sentinel error with text msg for one
+// kind of invalid argument: errors.Is matches it by identity, and it
+// unwraps to ErrInvalidArgument. tablekit's packages declare their
+// specific sentinels (ErrInvalidKey, tablekit.ErrInvalidTransaction, ...)
+// with it.
+func NewArgumentSentinel(msg string) error { return &argumentSentinel{msg} }
+
+type argumentSentinel struct{ msg string }
+
+func (e *argumentSentinel) Error() string { return e.msg }
+func (e *argumentSentinel) Unwrap() error { return ErrInvalidArgument }
 
 // MaxKeyBytes is the size limit of a PartitionKey or RowKey: 1 KiB. The
 // service stores keys as UTF-16, so this is 512 UTF-16 code units (what

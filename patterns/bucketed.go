@@ -41,7 +41,7 @@ type Bucketed[T any] struct {
 // string field the repository can set. It makes no request.
 func NewBucketed[T any](acct *tablekit.Account, name string, buckets int, opts *TableOptions) (*Bucketed[T], error) {
 	if buckets < 2 || buckets > 1000 {
-		return nil, fmt.Errorf("tablekit: bucketed %s: %w: %d buckets; use 2 to 1000 (one bucket is a plain Table)", name, tablekit.ErrBadRequest, buckets)
+		return nil, fmt.Errorf("tablekit: bucketed %s: %w: %d buckets; use 2 to 1000 (one bucket is a plain Table)", name, tablekit.ErrInvalidArgument, buckets)
 	}
 	t, err := NewTable[T](acct, name, opts)
 	if err != nil {
@@ -112,7 +112,7 @@ func (b *Bucketed[T]) Query(ctx context.Context, stream string, rows keys.Filter
 	return func(yield func(T, error) bool) {
 		var zero T
 		if _, ok := rows.PartitionKey(); ok {
-			yield(zero, fmt.Errorf("tablekit: bucketed %s: %w: the row filter names a PartitionKey; Query picks the buckets", b.t.name, tablekit.ErrBadRequest))
+			yield(zero, fmt.Errorf("tablekit: bucketed %s: %w: the row filter names a PartitionKey; Query picks the buckets", b.t.name, tablekit.ErrInvalidArgument))
 			return
 		}
 		type head struct {

@@ -39,7 +39,7 @@ type CompoundKeys[K, T any] struct {
 // tablekit.ErrInvalidKey. It makes no request.
 func NewCompoundKeys[K, T any](t *Table[T], pattern string) (*CompoundKeys[K, T], error) {
 	if t == nil {
-		return nil, fmt.Errorf("tablekit: NewCompoundKeys: table is nil")
+		return nil, fmt.Errorf("tablekit: NewCompoundKeys: %w: table is nil", tablekit.ErrInvalidArgument)
 	}
 	tmpl, err := keys.NewTemplate[K](pattern)
 	if err != nil {

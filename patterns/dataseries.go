@@ -125,7 +125,7 @@ func (d *DataSeries[V]) Property(i int) string {
 
 func (d *DataSeries[V]) checkSlot(i int) error {
 	if i < 0 || i >= d.slots {
-		return fmt.Errorf("tablekit: data series %s: %w: slot %d is outside 0..%d", d.t.name, tablekit.ErrBadRequest, i, d.slots-1)
+		return fmt.Errorf("tablekit: data series %s: %w: slot %d is outside 0..%d", d.t.name, tablekit.ErrInvalidArgument, i, d.slots-1)
 	}
 	return nil
 }

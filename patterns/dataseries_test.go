@@ -69,8 +69,8 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 	}
 	c.Reset()
 
-	if err := ds.Set(ctx, "Sales", "000123", 24, 1); !errors.Is(err, tablekit.ErrBadRequest) {
-		t.Errorf("Set of slot 24 = %v, want ErrBadRequest", err)
+	if err := ds.Set(ctx, "Sales", "000123", 24, 1); !errors.Is(err, tablekit.ErrInvalidArgument) {
+		t.Errorf("Set of slot 24 = %v, want ErrInvalidArgument", err)
 	}
 	requests(t, c, 0, "a refused Set")
 	if _, err := ds.Get(ctx, "Sales", "nobody"); !errors.Is(err, tablekit.ErrNotFound) {

@@ -67,7 +67,7 @@ type DenormalizationOptions[S any] struct {
 // source's fields into a target. It makes no request.
 func NewDenormalization[S, D any](acct *tablekit.Account, name string, targets func(s *S) []string, source func(d *D) string, copy func(s *S, d *D), opts *DenormalizationOptions[S]) (*Denormalization[S, D], error) {
 	if targets == nil || source == nil || copy == nil {
-		return nil, errors.New("tablekit: NewDenormalization: targets, source and copy are required")
+		return nil, fmt.Errorf("tablekit: NewDenormalization: %w: targets, source and copy are required", tablekit.ErrInvalidArgument)
 	}
 	var o DenormalizationOptions[S]
 	if opts != nil {

@@ -2,7 +2,7 @@ package patterns
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -53,7 +53,7 @@ type EventualDenormalizationOptions struct {
 // names. It makes no request.
 func NewEventualDenormalization[S any](acct *tablekit.Account, sourceTable string, q *consistency.Queue, targets func(s *S) []consistency.EntityRef, props map[string]string, opts *EventualDenormalizationOptions) (*EventualDenormalization[S], error) {
 	if q == nil || targets == nil || len(props) == 0 {
-		return nil, errors.New("tablekit: NewEventualDenormalization: queue, targets and props are required")
+		return nil, fmt.Errorf("tablekit: NewEventualDenormalization: %w: queue, targets and props are required", tablekit.ErrInvalidArgument)
 	}
 	var o EventualDenormalizationOptions
 	if opts != nil {

@@ -133,7 +133,7 @@ type largeField struct {
 // be a struct type without EntityMarshaler/EntityUnmarshaler methods.
 func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opts *LargeEntitiesOptions) (*LargeEntities[T], error) {
 	if acct == nil {
-		return nil, errors.New("tablekit: NewLargeEntities: account is nil")
+		return nil, fmt.Errorf("tablekit: NewLargeEntities: %w: account is nil", tablekit.ErrInvalidArgument)
 	}
 	if acct.Blobs() == nil {
 		return nil, fmt.Errorf("tablekit: large entities %s: %w", name, tablekit.ErrNoEndpoint)

@@ -98,7 +98,7 @@ func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time) (string, er
 // request.
 func (l *LogTail[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
 	if n < 1 || n > MaxPageSize {
-		return nil, fmt.Errorf("tablekit: log tail %s: %w: n %d is outside 1..%d", l.t.name, tablekit.ErrBadRequest, n, MaxPageSize)
+		return nil, fmt.Errorf("tablekit: log tail %s: %w: n %d is outside 1..%d", l.t.name, tablekit.ErrInvalidArgument, n, MaxPageSize)
 	}
 	if err := keys.ValidateKey("PartitionKey", pk); err != nil {
 		return nil, err

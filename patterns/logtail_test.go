@@ -115,8 +115,8 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 	}
 
 	for _, n := range []int{0, 1001} {
-		if _, err := lt.Latest(ctx, "empid", n); !errors.Is(err, tablekit.ErrBadRequest) {
-			t.Errorf("Latest(%d) = %v, want ErrBadRequest", n, err)
+		if _, err := lt.Latest(ctx, "empid", n); !errors.Is(err, tablekit.ErrInvalidArgument) {
+			t.Errorf("Latest(%d) = %v, want ErrInvalidArgument", n, err)
 		}
 	}
 	requests(t, c, 0, "refused Latest calls")

@@ -2,7 +2,6 @@ package patterns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 
@@ -31,7 +30,7 @@ type MixedTable struct {
 // transport (SDKPath), nil means the defaults. It makes no request.
 func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry, opts *TableOptions) (*MixedTable, error) {
 	if acct == nil || reg == nil {
-		return nil, errors.New("tablekit: NewMixedTable: account and registry are required")
+		return nil, fmt.Errorf("tablekit: NewMixedTable: %w: account and registry are required", tablekit.ErrInvalidArgument)
 	}
 	w, err := wire.Open(acct, name, &wire.Options{SDKPath: opts != nil && opts.SDKPath})
 	if err != nil {

@@ -88,14 +88,14 @@ func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect
 	}
 	switch {
 	case o.Top < 0 || o.Top > MaxPageSize:
-		return query{}, fmt.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", table, tablekit.ErrBadRequest, o.Top, MaxPageSize)
+		return query{}, fmt.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", table, tablekit.ErrInvalidArgument, o.Top, MaxPageSize)
 	case o.Top == 0:
 		q.top = MaxPageSize
 	default:
 		q.top = int32(o.Top)
 	}
 	if o.Limit < 0 {
-		return query{}, fmt.Errorf("tablekit: query %s: %w: negative Limit %d", table, tablekit.ErrBadRequest, o.Limit)
+		return query{}, fmt.Errorf("tablekit: query %s: %w: negative Limit %d", table, tablekit.ErrInvalidArgument, o.Limit)
 	}
 	if !o.SelectAll {
 		sel := o.Select
@@ -104,7 +104,7 @@ func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect
 		}
 		for _, name := range sel {
 			if name == "" || strings.ContainsAny(name, ",()'\"") {
-				return query{}, fmt.Errorf("tablekit: query %s: %w: invalid property name %q in Select", table, tablekit.ErrBadRequest, name)
+				return query{}, fmt.Errorf("tablekit: query %s: %w: invalid property name %q in Select", table, tablekit.ErrInvalidArgument, name)
 			}
 		}
 		q.selects = strings.Join(sel, ",")

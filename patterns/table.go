@@ -63,7 +63,7 @@ type Table[T any] struct {
 // request; call CreateIfNotExists to create the table.
 func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*Table[T], error) {
 	if acct == nil {
-		return nil, errors.New("tablekit: NewTable: account is nil")
+		return nil, fmt.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
 	}
 	var o TableOptions
 	if opts != nil {

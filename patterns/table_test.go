@@ -225,7 +225,7 @@ func TestBadInputFailsBeforeAnyRequest(t *testing.T) {
 		{"Top over 1000", func() error {
 			_, err := tbl.Page(ctx, keys.PK().Eq("p"), "", &patterns.QueryOptions{Top: 1001})
 			return err
-		}, tablekit.ErrBadRequest},
+		}, tablekit.ErrInvalidArgument},
 		{"malformed token", func() error {
 			_, err := tbl.Page(ctx, keys.PK().Eq("p"), "not a token!", nil)
 			return err
