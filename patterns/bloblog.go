@@ -101,7 +101,8 @@ type BlobLog struct {
 
 // NewBlobLog returns a log of source (1 to 256 ASCII letters, digits,
 // '-', '_' or '.') in container, and starts its background flusher; call
-// Close to stop it. It makes no request; the container must exist.
+// Close to stop it. It makes no request; call CreateIfNotExists to create
+// the container.
 func NewBlobLog(acct *tablekit.Account, containerName, source string, opts *BlobLogOptions) (*BlobLog, error) {
 	if acct == nil || acct.Blobs() == nil {
 		return nil, fmt.Errorf("tablekit: blob log %s: %w", source, tablekit.ErrNoEndpoint)
@@ -158,6 +159,12 @@ func (l *BlobLog) run() {
 		_ = l.Flush(ctx) // kept in lastErr for the next Flush or Close
 		cancel()
 	}
+}
+
+// CreateIfNotExists creates the blob container; an existing one is not an
+// error. One request.
+func (l *BlobLog) CreateIfNotExists(ctx context.Context) error {
+	return createContainer(ctx, l.acct, l.container)
 }
 
 // Append buffers a record of time at. It does no I/O: a background flush

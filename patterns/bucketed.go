@@ -57,6 +57,10 @@ func NewBucketed[T any](acct *tablekit.Account, name string, buckets int, opts *
 // Table is the underlying typed table.
 func (b *Bucketed[T]) Table() *Table[T] { return b.t }
 
+// CreateIfNotExists creates the table that holds every bucket; an
+// existing one is not an error. One request.
+func (b *Bucketed[T]) CreateIfNotExists(ctx context.Context) error { return b.t.CreateIfNotExists(ctx) }
+
 // Buckets is the number of partitions per stream.
 func (b *Bucketed[T]) Buckets() int { return b.n }
 

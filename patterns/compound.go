@@ -54,6 +54,12 @@ func NewCompoundKeys[K, T any](t *Table[T], pattern string) (*CompoundKeys[K, T]
 // Table is the underlying typed table.
 func (c *CompoundKeys[K, T]) Table() *Table[T] { return c.t }
 
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request.
+func (c *CompoundKeys[K, T]) CreateIfNotExists(ctx context.Context) error {
+	return c.t.CreateIfNotExists(ctx)
+}
+
 // Template is the RowKey template.
 func (c *CompoundKeys[K, T]) Template() *keys.Template[K] { return c.tmpl }
 

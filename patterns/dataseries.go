@@ -115,6 +115,12 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 // Table is the underlying table of dynamic entities.
 func (d *DataSeries[V]) Table() *Table[entity.Entity] { return d.t }
 
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request.
+func (d *DataSeries[V]) CreateIfNotExists(ctx context.Context) error {
+	return d.t.CreateIfNotExists(ctx)
+}
+
 // Slots is the number of slots of a series.
 func (d *DataSeries[V]) Slots() int { return d.slots }
 

@@ -90,6 +90,12 @@ func (x *Denormalization[S, D]) Sources() *Table[S] { return x.src }
 // Targets is the table of target entities (the same table).
 func (x *Denormalization[S, D]) Targets() *Table[D] { return x.dst }
 
+// CreateIfNotExists creates the table of sources and targets; an existing
+// one is not an error. One request.
+func (x *Denormalization[S, D]) CreateIfNotExists(ctx context.Context) error {
+	return x.src.CreateIfNotExists(ctx)
+}
+
 // UpdateSource reads the source, calls fn on it, reads its targets and
 // writes the source and every target that still names this source (with
 // the copied fields refreshed) in one transaction conditional on all

@@ -81,6 +81,17 @@ func NewEventualDenormalization[S any](acct *tablekit.Account, sourceTable strin
 // Sources is the table of source entities.
 func (x *EventualDenormalization[S]) Sources() *Table[S] { return x.src }
 
+// CreateIfNotExists creates the source table and the consistency queue
+// (its poison queue and blob container too, see consistency.Queue.Create);
+// existing ones are not an error. Four requests. The targets' tables are
+// the targets' own.
+func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context) error {
+	if err := x.src.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+	return x.q.Create(ctx)
+}
+
 // UpdateSource reads the source, calls fn on it, enqueues the intent to
 // refresh every target's copied properties and replaces the source
 // conditionally on the ETag read (a concurrent change starts it over; a

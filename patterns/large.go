@@ -240,14 +240,27 @@ func (l *LargeEntities[T]) Name() string { return l.name }
 // Container is the blob container's name.
 func (l *LargeEntities[T]) Container() string { return l.container }
 
-// CreateIfNotExists creates the table and the container (two requests);
-// existing ones are not an error.
+// CreateIfNotExists creates the table and the container (two requests),
+// and the cleanup queue when Options.Queue is set (see
+// consistency.Queue.Create, three more); existing ones are not an error.
 func (l *LargeEntities[T]) CreateIfNotExists(ctx context.Context) error {
 	if err := l.w.Create(ctx); err != nil {
 		return err
 	}
-	_, err := l.acct.Blobs().CreateContainer(ctx, l.container, nil)
-	if err = tablekit.MapError(err, "create container", l.container); err != nil && !errors.Is(err, tablekit.ErrAlreadyExists) {
+	if err := createContainer(ctx, l.acct, l.container); err != nil {
+		return err
+	}
+	if l.queue != nil {
+		return l.queue.Create(ctx)
+	}
+	return nil
+}
+
+// createContainer creates the blob container name; an existing one is not
+// an error. One request.
+func createContainer(ctx context.Context, acct *tablekit.Account, name string) error {
+	_, err := acct.Blobs().CreateContainer(ctx, name, nil)
+	if err = tablekit.MapError(err, "create container", name); err != nil && !errors.Is(err, tablekit.ErrAlreadyExists) {
 		return err
 	}
 	return nil

@@ -52,7 +52,7 @@ type LogTail[T any] struct {
 
 // NewLogTail returns the log tail repository of table name for rows of
 // type T. T's RowKey field must be a string field the repository can set.
-// It makes no request; call Table().CreateIfNotExists to create the table.
+// It makes no request; call CreateIfNotExists to create the table.
 func NewLogTail[T any](acct *tablekit.Account, name string, opts *LogTailOptions) (*LogTail[T], error) {
 	var o LogTailOptions
 	if opts != nil {
@@ -74,6 +74,10 @@ func NewLogTail[T any](acct *tablekit.Account, name string, opts *LogTailOptions
 
 // Table is the underlying typed table.
 func (l *LogTail[T]) Table() *Table[T] { return l.t }
+
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request.
+func (l *LogTail[T]) CreateIfNotExists(ctx context.Context) error { return l.t.CreateIfNotExists(ctx) }
 
 // RowKey returns a new RowKey for an entity appended at time at: the
 // inverted ticks of at, the separator '_' and a fresh suffix.

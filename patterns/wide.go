@@ -72,7 +72,7 @@ type WideEntities struct {
 
 // NewWideEntities returns the wide entity repository of table name; opts
 // chooses the transport (SDKPath), nil means the defaults. It makes no
-// request; call Table().CreateIfNotExists to create the table.
+// request; call CreateIfNotExists to create the table.
 func NewWideEntities(acct *tablekit.Account, name string, opts *TableOptions) (*WideEntities, error) {
 	t, err := NewTable[entity.Entity](acct, name, &TableOptions{SDKPath: opts != nil && opts.SDKPath})
 	if err != nil {
@@ -83,6 +83,12 @@ func NewWideEntities(acct *tablekit.Account, name string, opts *TableOptions) (*
 
 // Table is the underlying table of physical entities.
 func (w *WideEntities) Table() *Table[entity.Entity] { return w.t }
+
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request.
+func (w *WideEntities) CreateIfNotExists(ctx context.Context) error {
+	return w.t.CreateIfNotExists(ctx)
+}
 
 // WideChunkRowKey returns the RowKey of physical entity i of the logical
 // entity rk.
