@@ -74,7 +74,7 @@ const maxSeriesSlots = entity.MaxProperties - 1
 // NewDataSeries returns the data series repository of table name with
 // slots slots per series. More than 251 slots is an error
 // wrapping tablekit.ErrInvalidEntity that points to WideEntities. It
-// makes no request; call Table().CreateIfNotExists to create the table.
+// makes no request; call CreateIfNotExists to create the table.
 func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots int, opts *DataSeriesOptions) (*DataSeries[V], error) {
 	var o DataSeriesOptions
 	if opts != nil {

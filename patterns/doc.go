@@ -1,6 +1,7 @@
 // Package patterns holds tablekit's typed repositories: Table[T], the base
 // of all of them, and one repository per pattern of the Azure Table storage
-// design guide.
+// design guide. Every repository follows the contract below, so what you
+// learn on one carries over to the next.
 //
 // # Start here
 //
@@ -9,48 +10,132 @@
 // write loop (Update), queries classified as the guide ranks them
 // (point, range, partition scan; table scans only with AllowTableScan),
 // resumable pages (Page, with an opaque URL-safe token), strict entity
-// group transactions (Transaction, SubmitOps) and a bulk writer
-// (BulkWrite) that groups by partition and splits at 100 operations and
-// 4 MiB. MixedTable reads and writes several entity types in one table
-// ("Work with heterogeneous entity types") through an entity.Registry.
+// group transactions (Transaction, SubmitOps), a bulk writer (BulkWrite)
+// that groups by partition and splits at 100 operations and 4 MiB, and
+// Count and DeleteWhere over a filter.
 //
-// Every Table[T] operation talks REST through the account's azcore
-// pipeline (tablekit.TableHTTP) and decodes pages straight into T; the
-// SDK path (TableOptions.SDKPath, and Cosmos DB endpoints) behaves the
-// same, slower.
+// Every repository reaches storage through one core transport: REST
+// through the account's azcore pipeline (tablekit.TableHTTP), decoding
+// pages straight into T; the SDK path (TableOptions.SDKPath, and Cosmos DB
+// endpoints) behaves the same, slower.
 //
-// # The patterns, by guide section
+// # The contract
+//
+// Constructors. NewX(acct, name, required arguments..., opts *XOptions):
+// a nil opts means the defaults, and a repository never writes into the
+// caller's options. Options reach the shared table options (codec,
+// transport, update attempts) through a field Table *TableOptions. A
+// constructor checks its arguments and T's type at once (a bad tag fails
+// here, not on the first write) and makes no request.
+//
+// Creating storage. CreateIfNotExists(ctx) creates everything the
+// repository uses: its tables, its blob containers and the consistency
+// queue it was given (with that queue's poison queue and container). An
+// existing resource is not an error, so it is safe at every start. Other
+// methods create nothing, except PeriodTables, whose tables follow the
+// calendar: a period's table is created by its first write.
+//
+// Verbs keep one meaning everywhere:
+//   - Get(ctx, pk, rk) returns one item, or an error wrapping
+//     tablekit.ErrNotFound; Lookup(ctx, index, ...) returns one item
+//     through a unique index.
+//   - Find and Query return many, as an iter.Seq2[T, error]; Page returns
+//     one page and a token to resume from.
+//   - Insert, Replace, Merge, Upsert and Delete behave as on Table[T]:
+//     Insert fails with tablekit.ErrAlreadyExists on an existing entity;
+//     Replace, Merge and Delete are conditional on the item's ETag
+//     (tablekit.ErrPreconditionFailed when it is stale) unless
+//     WriteOptions say otherwise.
+//   - Update(ctx, pk, rk, fn) reads, applies fn and writes conditionally,
+//     starting over on a concurrent change, with bounded attempts.
+//
+// Keys. A key has the same form in every method of a repository: the
+// RowKey Insert stored is the RowKey Get, Update and Delete take.
+//
+// Options on I/O. Methods that do I/O take ctx first, and those that may
+// grow take a trailing *Options, nil meaning the defaults, as the Azure
+// SDK's methods do.
+//
+// Errors. Every error wraps at most one of tablekit's sentinels; test them
+// with errors.Is. An argument refused before any request wraps
+// tablekit.ErrInvalidArgument (or a more specific sentinel that unwraps to
+// it: ErrInvalidKey, ErrInvalidName, ErrInvalidFilter,
+// ErrInvalidTransaction, ErrInvalidToken); a table scan without opt-in
+// wraps tablekit.ErrTableScan; an entity that breaks a data-model rule
+// wraps tablekit.ErrInvalidEntity. A request the service refused is a
+// *tablekit.ServiceError (or *tablekit.TransactionError, naming the
+// failing operation) that unwraps to its sentinel (ErrNotFound,
+// ErrAlreadyExists, ErrPreconditionFailed, ErrBadRequest for a 400, ...)
+// and to the SDK's *azcore.ResponseError. A write is applied once, or the
+// error wraps tablekit.ErrOutcomeUnknown: its response was lost and
+// reading back could not tell whether it landed.
+//
+// Requests. Each repository's documentation states how many requests each
+// operation makes; the tests assert those numbers with a request counter.
+//
+// The contract is being adopted before 1.0. Where a repository still
+// differs (Put on WideEntities and LargeEntities, Set on DataSeries,
+// Lookup returning a list, constructors taking a bare *TableOptions or
+// none, EventualIndexedTable and EventualListIndexedTable leaving their
+// queue to consistency.Queue.Create), CHANGELOG.md lists the planned
+// change under Planned.
+//
+// # Queries and transactions ("Design for querying", "Entity group transactions")
+//
+// Table[T]: Get, Query, Page, Count, Transaction, SubmitOps, BulkWrite,
+// DeleteWhere. Filters are keys.Filter trees; every query is classified as
+// a point query, a range query, a partition scan or a table scan.
+//
+// # Heterogeneous entity types ("Work with heterogeneous entity types")
+//
+// MixedTable reads and writes several entity types in one table through an
+// entity.Registry that names each row's type.
+//
+// # Secondary indexes
 //
 //   - Intra-partition secondary index pattern: IndexedTable (copies under
-//     prefixed RowKeys, one transaction, optional uniqueness).
+//     prefixed RowKeys, written in one transaction, optionally unique).
 //   - Inter-partition secondary index pattern: EventualIndexedTable (copies
 //     in other partitions or tables, kept by the consistency worker;
 //     Rebuild, Verify, Repair).
 //   - Index entities pattern: BlobIndexedTable (option 1, a blob per
 //     value), ListIndexedTable (option 2, same-partition transaction),
 //     EventualListIndexedTable (option 3, kept by the worker).
-//   - Denormalization pattern: Denormalization (co-located, one
-//     transaction) and EventualDenormalization (targets in other
-//     partitions or tables, kept by the worker's copy-props step).
-//   - Compound key pattern: CompoundKeys.
-//   - Log tail pattern: LogTail (inverted ticks, interleaving with .NET).
-//   - High volume delete pattern: PeriodTables (a table per day or month).
-//   - Data series pattern: DataSeries.
-//   - Wide entities pattern: WideEntities.
-//   - Large entities pattern: LargeEntities (fields tagged `table:",blob"`).
-//   - Prepend/append anti-pattern: Bucketed (hot-partition spreading).
-//   - Log data anti-pattern: BlobLog (logs in blobs named by time).
-//   - Eventually consistent transactions pattern: package consistency.
 //
-// # Request budgets
+// # Related data
 //
-// Each repository's documentation states how many requests each operation
-// makes; the tests assert those numbers with a request counter.
+//   - Denormalization pattern: Denormalization (co-located sources and
+//     targets, one transaction; the target names its source, and
+//     DenormalizationOptions.Link and Unlink keep the sources' lists in
+//     step) and EventualDenormalization (targets in other partitions or
+//     tables, kept by the worker's copy-props step).
+//   - Compound key pattern: CompoundKeys (RowKeys such as
+//     "empid_000123_2012" built from a template; related rows in one range
+//     query).
 //
-// # Errors
+// # Time-ordered data
 //
-// Errors wrap tablekit's sentinels (ErrNotFound, ErrAlreadyExists,
-// ErrPreconditionFailed, ErrInvalidEntity, ErrInvalidKey, ErrTableScan,
-// ErrInvalidTransaction, ...) and, for service errors, the SDK's
-// *azcore.ResponseError. Bad input fails before any request.
+//   - Log tail pattern: LogTail (inverted-ticks RowKeys, interleaving with
+//     .NET's; Latest n in one request, Range over [from, to)).
+//   - High volume delete pattern: PeriodTables (a table per hour, day or
+//     month; dropping a period is one request).
+//   - Prepend/append anti-pattern: Bucketed (a stream spread over several
+//     partitions, read back merged).
+//   - Log data anti-pattern: BlobLog (log records in blobs named by time,
+//     written in batches).
+//
+// # Entity shape
+//
+//   - Data series pattern: DataSeries (one entity, one property per slot).
+//   - Wide entities pattern: WideEntities (a logical entity over several
+//     physical ones, written in one transaction).
+//   - Large entities pattern: LargeEntities (fields tagged `table:",blob"`
+//     stored in Blob storage, referenced from the entity).
+//
+// # Across partitions
+//
+// The eventually consistent transactions pattern lives in package
+// consistency: queue messages of idempotent steps, carried out by a worker.
+// EventualIndexedTable, EventualListIndexedTable, EventualDenormalization
+// and LargeEntities (with a Queue) enqueue their steps there.
 package patterns
