@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -70,101 +71,61 @@ func ValidateTransaction(ops []Op) error { return wire.ValidateTransaction(ops) 
 // Builder errors (an entity that does not encode) are reported by Submit
 // with the operation's index. A Transaction is not safe for concurrent use.
 type Transaction[T any] struct {
-	t    *Table[T]
-	ops  []Op
-	vals []*T // the value of each op, to receive its new ETag (nil for raw ops)
-	err  error
+	t *Table[T]
+	b txBuilder
 }
 
 // Transaction starts an entity group transaction on t.
-func (t *Table[T]) Transaction() *Transaction[T] { return &Transaction[T]{t: t} }
-
-func (x *Transaction[T]) add(typ OpType, v *T, etag string) *Transaction[T] {
-	if x.err != nil {
-		return x
-	}
-	body, pk, rk, err := x.t.marshal(v)
-	if err != nil {
-		x.err = fmt.Errorf("operation %d (%v): %w", len(x.ops), typ, err)
-		return x
-	}
-	if typ == OpDelete {
-		body = nil
-	}
-	x.ops = append(x.ops, Op{Type: typ, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
-	x.vals = append(x.vals, v)
-	return x
-}
-
-func (x *Transaction[T]) conditional(typ OpType, v *T, opts *WriteOptions) *Transaction[T] {
-	if x.err != nil {
-		return x
-	}
-	if v == nil {
-		return x.add(typ, v, "")
-	}
-	etag, err := x.t.ifMatch(v, opts)
-	if err != nil {
-		x.err = fmt.Errorf("operation %d (%v): %w", len(x.ops), typ, err)
-		return x
-	}
-	if etag == azcore.ETagAny {
-		etag = ""
-	}
-	return x.add(typ, v, string(etag))
+func (t *Table[T]) Transaction() *Transaction[T] {
+	return &Transaction[T]{t: t, b: txBuilder{
+		name: t.name,
+		codec: func(v any) (*entity.Codec, error) {
+			if v.(*T) == nil {
+				return nil, fmt.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+			}
+			return t.codec, nil
+		},
+		marshal: func(c *entity.Codec, v any) ([]byte, error) { return c.Marshal(v) },
+	}}
 }
 
 // Insert adds an insert of v.
-func (x *Transaction[T]) Insert(v *T) *Transaction[T] { return x.add(OpInsert, v, "") }
+func (x *Transaction[T]) Insert(v *T) *Transaction[T] { x.b.add(OpInsert, v, nil); return x }
 
 // Replace adds a replace of v, conditional as Table.Replace is.
 func (x *Transaction[T]) Replace(v *T, opts *WriteOptions) *Transaction[T] {
-	return x.conditional(OpReplace, v, opts)
+	x.b.add(OpReplace, v, opts)
+	return x
 }
 
 // Merge adds a merge of v, conditional as Table.Merge is.
 func (x *Transaction[T]) Merge(v *T, opts *WriteOptions) *Transaction[T] {
-	if x.err == nil && x.t.codec.Encrypted() {
-		x.err = fmt.Errorf("operation %d (merge): %w", len(x.ops), ErrEncryptedMerge)
-		return x
-	}
-	return x.conditional(OpMerge, v, opts)
+	x.b.add(OpMerge, v, opts)
+	return x
 }
 
 // Upsert adds an insert-or-replace (or insert-or-merge) of v.
 func (x *Transaction[T]) Upsert(v *T, mode UpsertMode) *Transaction[T] {
-	if mode == UpsertMerge {
-		if x.err == nil && x.t.codec.Encrypted() {
-			x.err = fmt.Errorf("operation %d (upsert-merge): %w", len(x.ops), ErrEncryptedMerge)
-			return x
-		}
-		return x.add(OpUpsertMerge, v, "")
-	}
-	return x.add(OpUpsertReplace, v, "")
+	x.b.add(upsertOp(mode), v, nil)
+	return x
 }
 
 // Delete adds a delete of the entity with v's keys, conditional as
 // Table.Delete is.
 func (x *Transaction[T]) Delete(v *T, opts *WriteOptions) *Transaction[T] {
-	return x.conditional(OpDelete, v, opts)
+	x.b.add(OpDelete, v, opts)
+	return x
 }
 
 // Add appends an already-encoded operation, such as an index entity of
 // another Go type in the same partition.
-func (x *Transaction[T]) Add(op Op) *Transaction[T] {
-	if x.err != nil {
-		return x
-	}
-	x.ops = append(x.ops, op)
-	x.vals = append(x.vals, nil)
-	return x
-}
+func (x *Transaction[T]) Add(op Op) *Transaction[T] { x.b.addOp(op); return x }
 
 // Len is the number of operations so far.
-func (x *Transaction[T]) Len() int { return len(x.ops) }
+func (x *Transaction[T]) Len() int { return len(x.b.ops) }
 
 // Ops returns the operations so far (for inspection; do not modify).
-func (x *Transaction[T]) Ops() []Op { return x.ops }
+func (x *Transaction[T]) Ops() []Op { return x.b.ops }
 
 // Submit validates and sends the transaction (one request) and, on
 // success, stores each written entity's new ETag and Timestamp into its
@@ -172,19 +133,97 @@ func (x *Transaction[T]) Ops() []Op { return x.ops }
 // rule is broken (before any request); or a *tablekit.TransactionError
 // naming the failing operation (no operation applied).
 func (x *Transaction[T]) Submit(ctx context.Context) ([]OpResult, error) {
+	return x.b.submit(ctx, x.t.submit)
+}
+
+// txBuilder is the untyped core of Transaction[T] and MixedTransaction:
+// each value is encoded by the codec of its type, and kept to receive its
+// new ETag.
+type txBuilder struct {
+	name    string                                       // the table's
+	codec   func(v any) (*entity.Codec, error)           // v's codec, or why v cannot be written
+	marshal func(c *entity.Codec, v any) ([]byte, error) // v's entity JSON
+	ops     []Op
+	vals    []any // the value of each op, nil for raw ops
+	codecs  []*entity.Codec
+	err     error
+}
+
+// add appends the operation typ on v; a failure is kept for Submit, and
+// later calls do nothing.
+func (x *txBuilder) add(typ OpType, v any, opts *WriteOptions) {
 	if x.err != nil {
-		return nil, fmt.Errorf("tablekit: transaction on %s: %w", x.t.name, x.err)
+		return
 	}
-	results, err := x.t.submit(ctx, x.ops)
+	if err := x.encode(typ, v, opts); err != nil {
+		x.err = fmt.Errorf("operation %d (%v): %w", len(x.ops), typ, err)
+	}
+}
+
+func (x *txBuilder) encode(typ OpType, v any, opts *WriteOptions) error {
+	c, err := x.codec(v)
+	if err != nil {
+		return err
+	}
+	if (typ == OpMerge || typ == OpUpsertMerge) && c.Encrypted() {
+		return ErrEncryptedMerge
+	}
+	var etag azcore.ETag
+	if typ == OpReplace || typ == OpMerge || typ == OpDelete {
+		if etag, err = ifMatch(c, v, opts, x.name); err != nil {
+			return err
+		}
+		if etag == azcore.ETagAny {
+			etag = ""
+		}
+	}
+	body, err := x.marshal(c, v)
+	if err != nil {
+		return err
+	}
+	if typ == OpDelete {
+		body = nil
+	}
+	pk, rk := c.Keys(v)
+	x.ops = append(x.ops, Op{Type: typ, PartitionKey: pk, RowKey: rk, Entity: body, ETag: string(etag)})
+	x.vals = append(x.vals, v)
+	x.codecs = append(x.codecs, c)
+	return nil
+}
+
+func (x *txBuilder) addOp(op Op) {
+	if x.err != nil {
+		return
+	}
+	x.ops = append(x.ops, op)
+	x.vals = append(x.vals, nil)
+	x.codecs = append(x.codecs, nil)
+}
+
+// submit sends the operations through send and, on success, stores each
+// written entity's new ETag and Timestamp into its value.
+func (x *txBuilder) submit(ctx context.Context, send func(context.Context, []Op) ([]OpResult, error)) ([]OpResult, error) {
+	if x.err != nil {
+		return nil, fmt.Errorf("tablekit: transaction on %s: %w", x.name, x.err)
+	}
+	results, err := send(ctx, x.ops)
 	if err != nil {
 		return nil, err
 	}
 	for i, v := range x.vals {
 		if v != nil && x.ops[i].Type != OpDelete && results[i].ETag != "" {
-			x.t.setMeta(v, results[i].ETag)
+			x.codecs[i].SetMeta(v, results[i].ETag, TimestampFromETag(results[i].ETag))
 		}
 	}
 	return results, nil
+}
+
+// upsertOp is the operation of an upsert in mode.
+func upsertOp(mode UpsertMode) OpType {
+	if mode == UpsertMerge {
+		return OpUpsertMerge
+	}
+	return OpUpsertReplace
 }
 
 // transactionIndex reports the failing index of a transaction error.

@@ -53,17 +53,93 @@ func (m *MixedTable) CreateIfNotExists(ctx context.Context) error {
 // Encode returns v's entity JSON with its discriminator, and its keys, for
 // use in a transaction (Op).
 func (m *MixedTable) Encode(v any) (body []byte, pk, rk string, err error) {
-	k, ok := m.reg.KindOf(v)
-	if !ok {
-		return nil, "", "", fmt.Errorf("tablekit: %s: %w: type %T is not registered", m.name, entity.ErrUnknownKind, v)
+	c, err := m.codecOf(v)
+	if err != nil {
+		return nil, "", "", err
 	}
-	c, _ := m.reg.Codec(k)
 	body, err = m.reg.Marshal(v)
 	if err != nil {
 		return nil, "", "", err
 	}
 	pk, rk = c.Keys(v)
 	return body, pk, rk, nil
+}
+
+// codecOf returns the codec of v's registered type.
+func (m *MixedTable) codecOf(v any) (*entity.Codec, error) {
+	k, ok := m.reg.KindOf(v)
+	if !ok {
+		return nil, fmt.Errorf("tablekit: %s: %w: type %T is not registered", m.name, entity.ErrUnknownKind, v)
+	}
+	c, _ := m.reg.Codec(k)
+	return c, nil
+}
+
+// MixedTransaction builds an entity group transaction on a MixedTable:
+// values of any registered types in one partition (a department and its
+// employees, so that the department's employee count changes with them,
+// the guide's reason for keeping them in one partition), applied
+// atomically by Submit. Values are pointers to registered types; each is
+// written with its discriminator, and conditional operations use its ETag
+// field as Transaction[T]'s do. Builder errors are reported by Submit with
+// the operation's index. A MixedTransaction is not safe for concurrent use.
+type MixedTransaction struct {
+	m *MixedTable
+	b txBuilder
+}
+
+// Transaction starts an entity group transaction on m.
+func (m *MixedTable) Transaction() *MixedTransaction {
+	return &MixedTransaction{m: m, b: txBuilder{
+		name:    m.name,
+		codec:   m.codecOf,
+		marshal: func(_ *entity.Codec, v any) ([]byte, error) { return m.reg.Marshal(v) },
+	}}
+}
+
+// Insert adds an insert of v.
+func (x *MixedTransaction) Insert(v any) *MixedTransaction { x.b.add(OpInsert, v, nil); return x }
+
+// Replace adds a replace of v, conditional on v's ETag unless opts say
+// otherwise (as Table.Replace is).
+func (x *MixedTransaction) Replace(v any, opts *WriteOptions) *MixedTransaction {
+	x.b.add(OpReplace, v, opts)
+	return x
+}
+
+// Merge adds a merge of v, conditional as Replace is.
+func (x *MixedTransaction) Merge(v any, opts *WriteOptions) *MixedTransaction {
+	x.b.add(OpMerge, v, opts)
+	return x
+}
+
+// Upsert adds an insert-or-replace (or insert-or-merge) of v.
+func (x *MixedTransaction) Upsert(v any, mode UpsertMode) *MixedTransaction {
+	x.b.add(upsertOp(mode), v, nil)
+	return x
+}
+
+// Delete adds a delete of the entity with v's keys, conditional as
+// Replace is.
+func (x *MixedTransaction) Delete(v any, opts *WriteOptions) *MixedTransaction {
+	x.b.add(OpDelete, v, opts)
+	return x
+}
+
+// Add appends an already-encoded operation.
+func (x *MixedTransaction) Add(op Op) *MixedTransaction { x.b.addOp(op); return x }
+
+// Len is the number of operations so far.
+func (x *MixedTransaction) Len() int { return len(x.b.ops) }
+
+// Ops returns the operations so far (for inspection; do not modify).
+func (x *MixedTransaction) Ops() []Op { return x.b.ops }
+
+// Submit validates and sends the transaction (one request) and, on
+// success, stores each written entity's new ETag and Timestamp into its
+// value. Errors are those of Transaction.Submit.
+func (x *MixedTransaction) Submit(ctx context.Context) ([]OpResult, error) {
+	return x.b.submit(ctx, x.m.w.Batch)
 }
 
 // Insert adds v, a value of a registered type, with its discriminator. One

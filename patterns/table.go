@@ -120,6 +120,13 @@ type WriteOptions struct {
 
 // ifMatch returns the If-Match value for a conditional write of v.
 func (t *Table[T]) ifMatch(v *T, opts *WriteOptions) (azcore.ETag, error) {
+	return ifMatch(t.codec, v, opts, t.name)
+}
+
+// ifMatch returns the If-Match value for a conditional write of v, whose
+// codec is c, in table: the ETag opts give, * when opts ask for none or
+// the type has no ETag field, else v's ETag (ErrNoETag when it is empty).
+func ifMatch(c *entity.Codec, v any, opts *WriteOptions, table string) (azcore.ETag, error) {
 	if opts != nil {
 		if opts.ETag != "" {
 			return azcore.ETag(opts.ETag), nil
@@ -128,14 +135,14 @@ func (t *Table[T]) ifMatch(v *T, opts *WriteOptions) (azcore.ETag, error) {
 			return azcore.ETagAny, nil
 		}
 	}
-	if !t.codec.HasETag() {
+	if !c.HasETag() {
 		return azcore.ETagAny, nil
 	}
-	if etag := t.codec.ETag(v); etag != "" {
+	if etag := c.ETag(v); etag != "" {
 		return azcore.ETag(etag), nil
 	}
-	pk, rk := t.codec.Keys(v)
-	return "", fmt.Errorf("%w (%s)", ErrNoETag, t.describe(pk, rk))
+	pk, rk := c.Keys(v)
+	return "", fmt.Errorf("%w (%s)", ErrNoETag, describeKeys(table, pk, rk))
 }
 
 // Insert adds v; it fails with tablekit.ErrAlreadyExists when an entity
