@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
 // EnvConnectionString is the conventional environment variable holding a
@@ -47,9 +48,9 @@ type AccountOptions struct {
 type Account struct {
 	name   string
 	key    *aztables.SharedKeyCredential // nil unless authenticated by shared key
-	auth   tableAuth                     // how TableHTTP authenticates
+	auth   tablehttp.Auth                // how the raw table transport authenticates
 	httpMu sync.Mutex
-	http   *TableHTTP
+	http   *tablehttp.Client
 	tables *aztables.ServiceClient
 	queues *azqueue.ServiceClient
 	blobs  *azblob.Client
@@ -89,7 +90,7 @@ func Connect(connectionString string, opts *AccountOptions) (*Account, error) {
 	if s.accountKey != "" {
 		return NewAccountWithSharedKey(s.accountName, s.accountKey, Endpoints{Table: s.tableURL, Queue: s.queueURL, Blob: s.blobURL}, opts)
 	}
-	a := &Account{name: s.accountName, opts: optsOrZero(opts), auth: tableAuth{sas: s.sas}}
+	a := &Account{name: s.accountName, opts: optsOrZero(opts), auth: tablehttp.Auth{SAS: s.sas}}
 	co := a.opts.ClientOptions
 	if s.tableURL != "" {
 		a.urls.table = s.tableURL
@@ -145,7 +146,7 @@ func NewAccountWithSharedKey(accountName, accountKey string, ep Endpoints, opts 
 	if a.key, err = aztables.NewSharedKeyCredential(accountName, accountKey); err != nil {
 		return nil, &connError{msg: "AccountKey is not base64"}
 	}
-	a.auth.keyBytes, _ = base64.StdEncoding.DecodeString(accountKey)
+	a.auth.Key, _ = base64.StdEncoding.DecodeString(accountKey)
 	if ep.Table != "" {
 		if a.tables, err = aztables.NewServiceClientWithSharedKey(ep.Table, a.key, &aztables.ClientOptions{ClientOptions: co}); err != nil {
 			return nil, wrapClientErr("table", err)
@@ -182,7 +183,7 @@ func NewAccountWithCredential(ep Endpoints, cred azcore.TokenCredential, opts *A
 	if err := checkEndpoints(ep); err != nil {
 		return nil, err
 	}
-	a := &Account{opts: optsOrZero(opts), urls: endpoints{ep.Table, ep.Queue, ep.Blob}, auth: tableAuth{token: cred}}
+	a := &Account{opts: optsOrZero(opts), urls: endpoints{ep.Table, ep.Queue, ep.Blob}, auth: tablehttp.Auth{Token: cred}}
 	co := a.opts.ClientOptions
 	var err error
 	for _, p := range []string{ep.Table, ep.Queue, ep.Blob} {

@@ -211,6 +211,12 @@ func transientStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
+// MapError is for code that calls the SDK's clients directly beside
+// tablekit (an azblob download, an aztables or azqueue call tablekit does
+// not wrap): it turns their errors into tablekit's typed errors, so that
+// errors.Is(err, tablekit.ErrNotFound) and the other sentinels work the
+// same on both, with credentials redacted.
+//
 // MapError classifies an error returned by the SDK. Errors that are not
 // *azcore.ResponseError are returned unchanged (nil stays nil), unless
 // their text holds a credential: then they are wrapped with that text
@@ -229,7 +235,7 @@ func MapError(err error, op, resource string) error {
 	}
 	if re.StatusCode == http.StatusAccepted && re.RawResponse != nil {
 		if body, perr := runtime.Payload(re.RawResponse); perr == nil {
-			if te := ParseTransactionError(body); te != nil {
+			if te := parseTransactionError(body); te != nil {
 				te.resp = re
 				return te
 			}
@@ -271,13 +277,13 @@ func sentinelFor(status int, code string) error {
 	return nil
 }
 
-// ParseTransactionError reads a batch response body and returns the
+// parseTransactionError reads a batch response body and returns the
 // failure it reports, or nil when every operation succeeded (or the body
 // is not a batch response). The service answers a failed entity group
 // transaction with one inner response: its status line, and an OData error
 // whose message starts with "N:", N the 0-based index of the failing
 // operation.
-func ParseTransactionError(body []byte) *TransactionError {
+func parseTransactionError(body []byte) *TransactionError {
 	// Find the first inner HTTP status line that is not a success.
 	rest := body
 	for {

@@ -173,7 +173,7 @@ func (s TableSAS) Format(f fmt.State, verb rune) {
 // ErrInvalidKey for a range bound that is not a valid key; ErrInvalidSAS
 // for the other parameter errors. No error contains the key or signature.
 func (a *Account) TableSAS(table string, p TableSASPermissions, start, expiry time.Time, opts *TableSASOptions) (*TableSAS, error) {
-	if a.auth.keyBytes == nil {
+	if a.auth.Key == nil {
 		return nil, fmt.Errorf("tablekit: TableSAS for table %q: %w", table, ErrNoSharedKey)
 	}
 	if a.urls.table == "" {
@@ -183,7 +183,7 @@ func (a *Account) TableSAS(table string, p TableSASPermissions, start, expiry ti
 	if opts != nil {
 		v.Options = *opts
 	}
-	return v.sign(a.name, a.auth.keyBytes, a.urls.table)
+	return v.sign(a.name, a.auth.Key, a.urls.table)
 }
 
 // TableSASValues are the fields of a table service SAS, before signing.
@@ -359,11 +359,11 @@ func (a *Account) Format(f fmt.State, verb rune) {
 	}
 	auth := "none"
 	switch {
-	case a.auth.keyBytes != nil:
+	case a.auth.Key != nil:
 		auth = "shared key"
-	case a.auth.token != nil:
+	case a.auth.Token != nil:
 		auth = "token credential"
-	case a.auth.sas != "":
+	case a.auth.SAS != "":
 		auth = "SAS"
 	}
 	_, _ = f.Write([]byte("tablekit.Account{name: " + a.name + ", auth: " + auth +

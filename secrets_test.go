@@ -24,6 +24,7 @@ import (
 	azqsas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tablehttp"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -294,7 +295,7 @@ func TestSecretsNotInRequestErrors(t *testing.T) {
 		assertNoLeak(t, what+": MapError", mapped, secrets...)
 
 		// A raw TableHTTP request, whose URL carries the SAS.
-		h := acct.TableHTTP()
+		h := tablehttp.Of(acct)
 		req, err := h.NewRequest(ctx, "GET", "/"+name+"(PartitionKey='alice',RowKey='1')", nil)
 		if err != nil {
 			t.Fatal(err)

@@ -260,7 +260,7 @@ func (r *Registry) ResolveAll(rows [][]byte) ([]any, error) {
 // ResolvePage resolves the rows of a query response body,
 // {"value":[{...},{...}]} (other top-level members are ignored).
 func (r *Registry) ResolvePage(body []byte) ([]any, error) {
-	rows, err := SplitPage(body)
+	rows, err := splitPage(body)
 	if err != nil {
 		return nil, err
 	}
@@ -280,9 +280,9 @@ func (e *RowError) Error() string {
 // Unwrap returns the row's error.
 func (e *RowError) Unwrap() error { return e.Err }
 
-// SplitPage returns the rows of a query response body
+// splitPage returns the rows of a query response body
 // {"value":[{...},...]}; each row aliases body.
-func SplitPage(body []byte) ([][]byte, error) {
+func splitPage(body []byte) ([][]byte, error) {
 	var rows [][]byte
 	r := NewPageReader(body)
 	for r.Next() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/internal/tablehttp"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -55,7 +56,7 @@ func newCeiling(b *testing.B) *ceiling {
 	if err != nil || settings["AccountName"] == "" {
 		b.Fatalf("the ceiling needs AccountName and AccountKey in the test connection string")
 	}
-	endpoint := testenv.Account(b).TableHTTP().Endpoint()
+	endpoint := testenv.Account(b).TableEndpoint()
 	return &ceiling{
 		client:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		endpoint: strings.TrimSuffix(endpoint, "/"),
@@ -69,7 +70,7 @@ func (c *ceiling) signed(path string) http.Header {
 	u, _ := url.Parse(c.endpoint + path)
 	date := time.Now().UTC().Format(http.TimeFormat)
 	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(tablekit.SharedKeyLiteStringToSign(c.account, date, u)))
+	m.Write([]byte(tablehttp.StringToSign(c.account, date, u)))
 	return http.Header{
 		"X-Ms-Date":             {date},
 		"Authorization":         {"SharedKeyLite " + c.account + ":" + base64.StdEncoding.EncodeToString(m.Sum(nil))},

@@ -307,7 +307,7 @@ func TestConformanceLostRefusal(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				plain := testenv.Account(t)
-				stage := &cfInterleave{host: hostOf(t, plain.TableHTTP().Endpoint())}
+				stage := &cfInterleave{host: hostOf(t, plain.TableEndpoint())}
 				acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 					PerRetryPolicies: []policy.Policy{stage},
 				}})

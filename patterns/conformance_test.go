@@ -176,7 +176,7 @@ func newCfEnv(t *testing.T, m cfMode, repo string) *cfEnv {
 	h := fnv.New64a()
 	h.Write([]byte(m.name + "/" + repo))
 	e := &cfEnv{t: t, ctx: context.Background(), mode: m, counter: &tablekit.RequestCounter{}, plain: testenv.Account(t)}
-	e.wit = &cfWitness{host: hostOf(t, e.plain.TableHTTP().Endpoint())}
+	e.wit = &cfWitness{host: hostOf(t, e.plain.TableEndpoint())}
 	e.stall = &cfStall{}
 	pols := []policy.Policy{e.counter, e.wit, e.stall}
 	if m.faults {

@@ -15,7 +15,7 @@
 // Count and DeleteWhere over a filter.
 //
 // Every repository reaches storage through one core transport: REST
-// through the account's azcore pipeline (tablekit.TableHTTP), decoding
+// through the account's azcore pipeline (internal/tablehttp), decoding
 // pages straight into T; the SDK path (TableOptions.SDKPath, and Cosmos DB
 // endpoints) behaves the same, slower.
 //

@@ -5,7 +5,7 @@
 // holds for all of them:
 //
 //   - one transport chosen once per table: REST through the account's azcore
-//     pipeline (tablekit.TableHTTP), or the aztables SDK for Cosmos DB Table
+//     pipeline (internal/tablehttp), or the aztables SDK for Cosmos DB Table
 //     endpoints and when asked for;
 //   - lost responses resolved: a write that failed only because its own
 //     earlier attempt landed (409, 412 or 404 after azcore retried it, or a

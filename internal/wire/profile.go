@@ -41,7 +41,7 @@ const CosmosMaxTransactionBytes = 2 << 20
 var ErrUnsortedResults = errors.New("tablekit: the service does not return query results in PartitionKey, RowKey order")
 
 // ProfileFor returns the profile of an endpoint: CosmosProfile when cosmos
-// (tablekit.TableHTTP.IsCosmos), StorageProfile otherwise.
+// (tablehttp.Client.IsCosmos), StorageProfile otherwise.
 func ProfileFor(cosmos bool) *Profile {
 	if cosmos {
 		return CosmosProfile

@@ -1,7 +1,7 @@
 package wire
 
 // The REST transport: tablekit's own requests through the account's azcore
-// pipeline (tablekit.TableHTTP). aztables decodes each entity, page and
+// pipeline (internal/tablehttp). aztables decodes each entity, page and
 // batch body into map[string]any and encodes it again; here the codec's
 // JSON goes to the wire as is, and pages are split without decoding.
 // Retries, logging, the HTTP span and authentication stay azcore's.
@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,10 +23,11 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
 type restPath struct {
-	h     *tablekit.TableHTTP
+	h     *tablehttp.Client
 	table string
 }
 
@@ -160,8 +162,16 @@ func (f *restPath) page(ctx context.Context, q Query, pos *Continuation) ([][]by
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := entity.SplitPage(body)
-	if err != nil {
+	var rows [][]byte
+	r := entity.NewPageReader(body)
+	for r.Next() {
+		row, err := r.Raw()
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, row)
+	}
+	if err := r.Err(); err != nil {
 		return nil, nil, err
 	}
 	return rows, next, nil
@@ -192,11 +202,16 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 	}
 	results := make([]Result, len(ops))
 	failed, ok := batchOutcome(payload, len(ops), results)
-	if failed || (!ok && tablekit.ParseTransactionError(payload) != nil) {
+	if failed || !ok {
 		// The inner failure becomes a *tablekit.TransactionError naming
-		// the operation, as for the SDK path.
+		// the operation, as for the SDK path. A body the reader could not
+		// follow is a failure only if MapError finds one in it.
 		resp.Body = io.NopCloser(bytes.NewReader(bytes.Clone(payload)))
-		return nil, tablekit.MapError(runtime.NewResponseError(resp), "transaction on", label)
+		mapped := tablekit.MapError(runtime.NewResponseError(resp), "transaction on", label)
+		var te *tablekit.TransactionError
+		if failed || errors.As(mapped, &te) {
+			return nil, mapped
+		}
 	}
 	if !ok {
 		// A body it cannot read leaves results zero: the transaction

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
 // transport is one way of sending table operations: REST or the SDK. Both
@@ -65,7 +66,7 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 	if t.tracer.Enabled() {
 		t.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Tables"})
 	}
-	h := acct.TableHTTP()
+	h := tablehttp.Of(acct)
 	t.prof = ProfileFor(h != nil && h.IsCosmos())
 	if opts != nil && opts.Profile != nil {
 		t.prof = opts.Profile
