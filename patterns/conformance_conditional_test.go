@@ -108,6 +108,16 @@ func cfUpdateCounter(t *testing.T, e *cfRaceEnv, x cfUpdater, err error, get fun
 		func() (cfEmployee, error) { return get(e.ctx, "Sales", "empid_000101") })
 }
 
+// cfCount builds a counter from an increment (its result dropped) and a
+// read of the counted value.
+func cfCount[V, R any](t *testing.T, e *cfRaceEnv, inc func() (V, error), read func() (R, error), count func(R) int) (func() error, func() int) {
+	return func() error { _, err := inc(); return err }, func() int {
+		r, err := read()
+		e.must(t, err)
+		return count(r)
+	}
+}
+
 // cfRaceTable is a new table of cfEmployee, created.
 func cfRaceTable(t *testing.T, e *cfRaceEnv) *patterns.Table[cfEmployee] {
 	t.Helper()
@@ -202,25 +212,15 @@ var cfRaceCases = []cfRaceCase{
 	}},
 	{"Denormalization.UpdateSource", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x := cfRaceDenormalization(t, e)
-		return func() error {
-				_, err := x.UpdateSource(e.ctx, "Contoso", "mgr_000100", cfIncManager)
-				return err
-			}, func() int {
-				s, err := x.Sources().Get(e.ctx, "Contoso", "mgr_000100")
-				e.must(t, err)
-				return s.Age
-			}
+		return cfCount(t, e, func() (cfManager, error) { return x.UpdateSource(e.ctx, "Contoso", "mgr_000100", cfIncManager) },
+			func() (cfManager, error) { return x.Sources().Get(e.ctx, "Contoso", "mgr_000100") },
+			func(s cfManager) int { return s.Age })
 	}},
 	{"Denormalization.UpdateTarget", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x := cfRaceDenormalization(t, e)
-		return func() error {
-				_, err := x.UpdateTarget(e.ctx, "Contoso", "dept_Sales", cfIncHeadcount)
-				return err
-			}, func() int {
-				d, err := x.Targets().Get(e.ctx, "Contoso", "dept_Sales")
-				e.must(t, err)
-				return d.Headcount
-			}
+		return cfCount(t, e, func() (cfDepartment, error) { return x.UpdateTarget(e.ctx, "Contoso", "dept_Sales", cfIncHeadcount) },
+			func() (cfDepartment, error) { return x.Targets().Get(e.ctx, "Contoso", "dept_Sales") },
+			func(d cfDepartment) int { return d.Headcount })
 	}},
 	{"EventualDenormalization.UpdateSource", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x, err := patterns.NewEventualDenormalization(e.acct, testenv.TableName(t), cfRaceQueue(t, e),
@@ -229,28 +229,18 @@ var cfRaceCases = []cfRaceCase{
 		e.must(t, err)
 		e.must(t, x.Sources().CreateIfNotExists(e.ctx))
 		e.must(t, x.Sources().Insert(e.ctx, &cfManager{PartitionKey: "Managers", RowKey: "000100", FirstName: "Mary", Phone: cfPhone(0)}))
-		return func() error {
-				_, err := x.UpdateSource(e.ctx, "Managers", "000100", cfIncManager)
-				return err
-			}, func() int {
-				s, err := x.Sources().Get(e.ctx, "Managers", "000100")
-				e.must(t, err)
-				return s.Age
-			}
+		return cfCount(t, e, func() (cfManager, error) { return x.UpdateSource(e.ctx, "Managers", "000100", cfIncManager) },
+			func() (cfManager, error) { return x.Sources().Get(e.ctx, "Managers", "000100") },
+			func(s cfManager) int { return s.Age })
 	}},
 	{"DataSeries.Add", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		ds, err := patterns.NewDataSeries[int64](e.acct, testenv.TableName(t), 24, &patterns.DataSeriesOptions{Table: e.opts})
 		e.must(t, err)
 		e.must(t, ds.Table().CreateIfNotExists(e.ctx))
 		e.must(t, ds.Set(e.ctx, "Sales", "000123", 0, 0))
-		return func() error {
-				_, err := ds.Add(e.ctx, "Sales", "000123", 13, 1)
-				return err
-			}, func() int {
-				s, err := ds.Get(e.ctx, "Sales", "000123")
-				e.must(t, err)
-				return int(s.Values[13])
-			}
+		return cfCount(t, e, func() (int64, error) { return ds.Add(e.ctx, "Sales", "000123", 13, 1) },
+			func() (patterns.Series[int64], error) { return ds.Get(e.ctx, "Sales", "000123") },
+			func(s patterns.Series[int64]) int { return int(s.Values[13]) })
 	}},
 	{"WideEntities.Put in the caller's loop", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		w, err := patterns.NewWideEntities(e.acct, testenv.TableName(t), e.opts)

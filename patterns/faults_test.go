@@ -73,13 +73,22 @@ func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed 
 // and bulk entities (the 100 concurrent increments stay: a retry delayed
 // 0.8 s while others write is what tests the write-id log).
 func TestWritesUnderFaultsEndExact(t *testing.T) {
+	inRetryModes(t, writesUnderFaultsEndExact,
+		writesUnderFaultsSize{singles: 150, writers: 4, increments: 25, txs: 10, bulk: 2000, minFaults: 50},
+		writesUnderFaultsSize{singles: 30, writers: 4, increments: 25, txs: 3, bulk: 400, minFaults: 20})
+}
+
+// inRetryModes runs test as a subtest per retry mode of faultRetryModes,
+// with size full, or def in the mode of azcore's default retry options
+// (where every fault costs about a second).
+func inRetryModes[S any](t *testing.T, test func(*testing.T, faults.RetryMode, S), full, def S) {
 	for _, mode := range faultRetryModes() {
 		t.Run(mode.Name, func(t *testing.T) {
-			size := writesUnderFaultsSize{singles: 150, writers: 4, increments: 25, txs: 10, bulk: 2000, minFaults: 50}
+			size := full
 			if mode.Default() {
-				size = writesUnderFaultsSize{singles: 30, writers: 4, increments: 25, txs: 3, bulk: 400, minFaults: 20}
+				size = def
 			}
-			writesUnderFaultsEndExact(t, mode, size)
+			test(t, mode, size)
 		})
 	}
 }
@@ -236,18 +245,16 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 // failing would exhaust the retries of one write in 16; that variant
 // injects 20% (one in 600) over 8 rounds instead of 50% over 20.
 func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
-	for _, mode := range faultRetryModes() {
-		t.Run(mode.Name, func(t *testing.T) {
-			if mode.Default() {
-				ambiguityCheckDoesNotHideRealConflicts(t, mode, 0.2, 8)
-			} else {
-				ambiguityCheckDoesNotHideRealConflicts(t, mode, 0.5, 20)
-			}
-		})
-	}
+	inRetryModes(t, ambiguityCheckDoesNotHideRealConflicts, ambiguitySize{rate: 0.5, rounds: 20}, ambiguitySize{rate: 0.2, rounds: 8})
 }
 
-func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode, rate float64, rounds int) {
+type ambiguitySize struct {
+	rate   float64 // of injected faults
+	rounds int
+}
+
+func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode, size ambiguitySize) {
+	rate, rounds := size.rate, size.rounds
 	ctx := context.Background()
 	tbl, fp := faultyTable[Employee](t, mode, rate, 7)
 	fp.SetEnabled(false)
@@ -324,18 +331,13 @@ func faultyAccount(t *testing.T, mode faults.RetryMode, rate float64, seed uint6
 // no orphans. With azcore's default retry options the variant writes 24
 // intra-partition and 10 inter-partition entities instead of 40 and 20.
 func TestIndexMaintenanceUnderFaults(t *testing.T) {
-	for _, mode := range faultRetryModes() {
-		t.Run(mode.Name, func(t *testing.T) {
-			if mode.Default() {
-				indexMaintenanceUnderFaults(t, mode, 24, 10)
-			} else {
-				indexMaintenanceUnderFaults(t, mode, 40, 20)
-			}
-		})
-	}
+	inRetryModes(t, indexMaintenanceUnderFaults, [2]int{40, 20}, [2]int{24, 10})
 }
 
-func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, n, m int) {
+// indexMaintenanceUnderFaults writes size[0] intra-partition and size[1]
+// inter-partition entities.
+func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]int) {
+	n, m := size[0], size[1]
 	ctx := context.Background()
 	seed := faultSeed(t, 7)
 	acct, fp := faultyAccount(t, mode, 0.10, seed)

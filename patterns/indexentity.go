@@ -224,53 +224,23 @@ func describeKeys(table, pk, rk string) string {
 }
 
 // fetchAll reads the entities at refs with at most n reads in flight,
-// keeping the order of refs; missing entities are left out.
-func fetchAll[T any](ctx context.Context, t *Table[T], refs [][2]string, n int, keep func(*T) bool) ([]T, error) {
+// keeping the order of refs; missing entities, and those keep (if not
+// nil) refuses, are left out.
+func fetchAll[T any](ctx context.Context, t *Table[T], refs []Member, n int, keep func(*T) bool) ([]T, error) {
 	out := make([]T, len(refs))
 	ok := make([]bool, len(refs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		firstEr error
-		sem     = make(chan struct{}, n)
-	)
-	for i, r := range refs {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	err := parallel(ctx, indexes(len(refs)), n, nil, func(ctx context.Context, i int) (int, error) {
+		v, err := t.Get(ctx, refs[i].PartitionKey, refs[i].RowKey)
+		switch {
+		case tablekit.IsNotFound(err):
+		case err != nil:
+			return 0, err
+		case keep == nil || keep(&v):
+			out[i], ok[i] = v, true
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			v, err := t.Get(ctx, r[0], r[1])
-			if tablekit.IsNotFound(err) {
-				return
-			}
-			if err != nil {
-				mu.Lock()
-				if firstEr == nil {
-					firstEr = err
-				}
-				mu.Unlock()
-				cancel()
-				return
-			}
-			if keep == nil || keep(&v) {
-				out[i], ok[i] = v, true
-			}
-		}()
-	}
-	wg.Wait()
-	if firstEr != nil {
-		return nil, firstEr
-	}
-	if err := ctx.Err(); err != nil {
+		return 0, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	res := make([]T, 0, len(refs))
@@ -280,6 +250,18 @@ func fetchAll[T any](ctx context.Context, t *Table[T], refs [][2]string, n int, 
 		}
 	}
 	return res, nil
+}
+
+// lookupMembers reads the entities that members lists under value in
+// index ix, ListIndex.Parallelism at a time, keeping those whose value is
+// still value (a write that crashed half way, or that the worker has not
+// caught up with, leaves others listed).
+func lookupMembers[T any](ctx context.Context, t *Table[T], ix ListIndex[T], value string, members func(context.Context, string) ([]Member, error)) ([]T, error) {
+	m, err := members(ctx, value)
+	if err != nil {
+		return nil, err
+	}
+	return fetchAll(ctx, t, m, ix.parallelism(), func(v *T) bool { return ix.Key(v) == value })
 }
 
 // ListIndexedTable is the guide's index entities pattern, option 2: index
@@ -301,11 +283,10 @@ type ListIndexedTable[T any] struct {
 // NewListIndexedTable returns the repository of table name with the index
 // entities of ix in each partition. It makes no request.
 func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListIndex[T], opts *TableOptions) (*ListIndexedTable[T], error) {
-	t, err := NewTable[T](acct, name, opts)
+	t, what, err := openTable[T](acct, name, opts, "NewListIndexedTable")
 	if err != nil {
 		return nil, err
 	}
-	what := "NewListIndexedTable[" + t.codec.Type().String() + "]"
 	if err := validateListIndex(what, t, &ix); err != nil {
 		return nil, err
 	}
@@ -484,9 +465,9 @@ func (x *ListIndexedTable[T]) Lookup(ctx context.Context, pk, value string) ([]T
 	if err != nil {
 		return nil, err
 	}
-	refs := make([][2]string, len(m))
+	refs := make([]Member, len(m))
 	for i, rk := range m {
-		refs[i] = [2]string{pk, rk}
+		refs[i] = Member{PartitionKey: pk, RowKey: rk}
 	}
 	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), nil)
 }

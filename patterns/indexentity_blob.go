@@ -53,11 +53,10 @@ type Member struct {
 // lives in blobs of container. It makes no request; CreateIfNotExists
 // creates the table and the container.
 func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, ix ListIndex[T], opts *TableOptions) (*BlobIndexedTable[T], error) {
-	t, err := NewTable[T](acct, name, opts)
+	t, what, err := openTable[T](acct, name, opts, "NewBlobIndexedTable")
 	if err != nil {
 		return nil, err
 	}
-	what := "NewBlobIndexedTable[" + t.codec.Type().String() + "]"
 	if err := validateListIndex(what, t, &ix); err != nil {
 		return nil, err
 	}
@@ -252,13 +251,5 @@ func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string) ([]Memb
 // ListIndex.Parallelism. Members whose entity is gone or has another value
 // (a write that crashed half way) are skipped.
 func (x *BlobIndexedTable[T]) Lookup(ctx context.Context, value string) ([]T, error) {
-	m, err := x.Members(ctx, value)
-	if err != nil {
-		return nil, err
-	}
-	refs := make([][2]string, len(m))
-	for i, r := range m {
-		refs[i] = [2]string{r.PartitionKey, r.RowKey}
-	}
-	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), func(v *T) bool { return x.ix.Key(v) == value })
+	return lookupMembers(ctx, x.t, x.ix, value, x.Members)
 }

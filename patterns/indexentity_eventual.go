@@ -42,17 +42,9 @@ type EventualListIndexedTable[T any] struct {
 // NewEventualListIndexedTable returns the repository of table name whose
 // list index ix is kept through queue q. It makes no request.
 func NewEventualListIndexedTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, ix ListIndex[T], opts *EventualIndexedTableOptions) (*EventualListIndexedTable[T], error) {
-	var o EventualIndexedTableOptions
-	if opts != nil {
-		o = *opts
-	}
-	t, err := NewTable[T](acct, name, o.Table)
+	t, o, what, err := openEventualTable[T](acct, name, q, opts, "NewEventualListIndexedTable")
 	if err != nil {
 		return nil, err
-	}
-	what := "NewEventualListIndexedTable[" + t.codec.Type().String() + "]"
-	if q == nil {
-		return nil, fmt.Errorf("tablekit: %s: the queue is nil", what)
 	}
 	if err := validateListIndex(what, t, &ix); err != nil {
 		return nil, err
@@ -60,9 +52,6 @@ func NewEventualListIndexedTable[T any](acct *tablekit.Account, name string, q *
 	x := &EventualListIndexedTable[T]{t: t, it: t, q: q, ix: ix, where: "TkList" + ix.Name, delay: o.Delay}
 	if err := checkHiddenProps(what, t.codec.Select(), x.where, PropIntent); err != nil {
 		return nil, err
-	}
-	if x.delay <= 0 {
-		x.delay = time.Second
 	}
 	if ix.Table != "" && ix.Table != name {
 		if x.it, err = NewTable[T](acct, ix.Table, o.Table); err != nil {
@@ -167,13 +156,7 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 			return err
 		}
 	}
-	// The intent id makes the entity unique to this write.
-	etag, err := x.t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
-	if err != nil {
-		return err
-	}
-	x.t.setMeta(v, etag)
-	return nil
+	return insertUnique(ctx, x.t, v, pk, rk, body)
 }
 
 // Update reads the entity, calls fn on it and replaces it conditionally on
@@ -245,13 +228,5 @@ func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string)
 // ListIndex.Parallelism; members whose entity is gone or changed value
 // (the worker has not caught up) are skipped.
 func (x *EventualListIndexedTable[T]) Lookup(ctx context.Context, value string) ([]T, error) {
-	m, err := x.Members(ctx, value)
-	if err != nil {
-		return nil, err
-	}
-	refs := make([][2]string, len(m))
-	for i, r := range m {
-		refs[i] = [2]string{r.PartitionKey, r.RowKey}
-	}
-	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), func(v *T) bool { return x.ix.Key(v) == value })
+	return lookupMembers(ctx, x.t, x.ix, value, x.Members)
 }

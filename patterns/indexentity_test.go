@@ -120,9 +120,7 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 	// index entity, then one EGT inserting the employee and updating it.
 	e := ixEmp("Sales", "000152", "Dan", "Jones", "d@contoso.com", 28)
 	e.RowKey = "000152"
-	if err := x.Insert(ctx, &e); err != nil {
-		t.Fatal(err)
-	}
+	must(t, x.Insert(ctx, &e))
 	requests(t, c, 2, "Insert (read index entity + EGT)")
 	if list, _ := rawIndexEntity(t, x.Table(), "Sales", "Jones", "EmployeeIDs"); fmt.Sprint(list) != "[000152 empid_000100]" {
 		t.Errorf(`index entity "Sales"/"Jones" EmployeeIDs = %v`, list)
@@ -248,9 +246,7 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 	ctx := context.Background()
 	x, c := newBlobIndexedTable(t)
 	e := ixEmp("Sales", "000152", "Dan", "Jones", "", 28)
-	if err := x.Insert(ctx, &e); err != nil {
-		t.Fatal(err)
-	}
+	must(t, x.Insert(ctx, &e))
 	requests(t, c, 3, "first Insert (read blob, create blob, insert)")
 	ixInsertAll(t, x.Insert, ixEmp("HR", "000130", "Cid", "Jones", "", 30), ixEmp("Sales", "000120", "Bob", "Smith", "", 30))
 	c.Reset()

@@ -52,30 +52,41 @@ type EventualIndexedTable[T any] struct {
 	delay   time.Duration
 }
 
-// NewEventualIndexedTable returns the repository of table name whose
-// indexes are kept through queue q (run a consistency worker on it). It
-// checks the indexes now and makes no request.
-func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, indexes []Index[T], opts *EventualIndexedTableOptions) (*EventualIndexedTable[T], error) {
+// openEventualTable opens the table of an eventually consistent
+// repository that ctor ("NewX") builds over queue q, and returns it with
+// the options (nil means defaults; Delay defaults to 1 s) and the name
+// ctor's errors give.
+func openEventualTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, opts *EventualIndexedTableOptions, ctor string) (*Table[T], EventualIndexedTableOptions, string, error) {
 	var o EventualIndexedTableOptions
 	if opts != nil {
 		o = *opts
 	}
-	t, err := NewTable[T](acct, name, o.Table)
+	if o.Delay <= 0 {
+		o.Delay = time.Second
+	}
+	t, what, err := openTable[T](acct, name, o.Table, ctor)
+	if err != nil {
+		return nil, o, "", err
+	}
+	if q == nil {
+		return nil, o, "", fmt.Errorf("tablekit: %s: the queue is nil", what)
+	}
+	return t, o, what, nil
+}
+
+// NewEventualIndexedTable returns the repository of table name whose
+// indexes are kept through queue q (run a consistency worker on it). It
+// checks the indexes now and makes no request.
+func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, indexes []Index[T], opts *EventualIndexedTableOptions) (*EventualIndexedTable[T], error) {
+	t, o, what, err := openEventualTable[T](acct, name, q, opts, "NewEventualIndexedTable")
 	if err != nil {
 		return nil, err
-	}
-	what := "NewEventualIndexedTable[" + t.codec.Type().String() + "]"
-	if q == nil {
-		return nil, fmt.Errorf("tablekit: %s: the queue is nil", what)
 	}
 	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryPartitionKey, PropPrimaryRowKey, PropCopies, PropIntent); err != nil {
 		return nil, err
 	}
 	x := &EventualIndexedTable[T]{t: t, q: q, indexes: slices.Clone(indexes), byName: map[string]int{},
 		tables: map[string]*Table[T]{name: t}, delay: o.Delay}
-	if x.delay <= 0 {
-		x.delay = time.Second
-	}
 	for _, p := range t.codec.Select() {
 		if p != "PartitionKey" && p != "RowKey" && p != "Timestamp" {
 			x.props = append(x.props, p)
@@ -215,6 +226,19 @@ func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, pr
 	return x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
 }
 
+// insertUnique inserts body, v encoded with its write's intent id, as
+// pk/rk. The intent id makes the entity unique to this write (Op.Unique):
+// when the answer is lost, a stored entity equal to body settles the
+// insert as landed. It sets v's ETag and Timestamp.
+func insertUnique[T any](ctx context.Context, t *Table[T], v *T, pk, rk string, body []byte) error {
+	etag, err := t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
+	if err != nil {
+		return err
+	}
+	t.setMeta(v, etag)
+	return nil
+}
+
 func intentOf(id string) consistency.Expectation {
 	return consistency.Expectation{Property: PropIntent, Value: id, Ordered: true}
 }
@@ -231,13 +255,7 @@ func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 	if err := x.enqueue(ctx, pk, rk, nil, intentOf(intent)); err != nil {
 		return err
 	}
-	// The intent id makes the entity unique to this write.
-	etag, err := x.t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
-	if err != nil {
-		return err
-	}
-	x.t.setMeta(v, etag)
-	return nil
+	return insertUnique(ctx, x.t, v, pk, rk, body)
 }
 
 // Update reads the entity, calls fn on it, enqueues the intent to sync its
@@ -481,6 +499,17 @@ func parallel[V any](ctx context.Context, seq iter.Seq2[V, error], n int, progre
 		return first
 	}
 	return ctx.Err()
+}
+
+// indexes yields 0, …, n-1.
+func indexes(n int) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		for i := range n {
+			if !yield(i, nil) {
+				return
+			}
+		}
+	}
 }
 
 // partitionBatches groups the primaries of seq into batches of up to 100

@@ -103,9 +103,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 	f.startWorker(t)
 
 	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	if err := f.x.Insert(ctx, &jones); err != nil {
-		t.Fatal(err)
-	}
+	must(t, f.x.Insert(ctx, &jones))
 	requests(t, c, 2, "Insert (enqueue + write)")
 	for _, e := range []ixEmployee{
 		ixEmp("Sales", "000100", "Ann", "Abbot", "abbota@contoso.com", 41),
@@ -113,9 +111,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 		ixEmp("Sales", "000200", "Aaron", "Adams", "adamsa@contoso.com", 23),
 		ixEmp("HR", "000150", "Al", "Akers", "akersa@contoso.com", 29),
 	} {
-		if err := f.x.Insert(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
+		must(t, f.x.Insert(ctx, &e))
 	}
 	interWait(t, "the worker to write the copies", func() bool {
 		n := 0
@@ -179,9 +175,7 @@ func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.
 	ctx := context.Background()
 	f := newInterFixture(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "a@contoso.com", 34)
-	if err := f.x.Insert(ctx, &e); err != nil {
-		t.Fatal(err)
-	}
+	must(t, f.x.Insert(ctx, &e))
 	// Four writes, no worker yet: four intents wait in the queue.
 	for _, email := range []string{"b@contoso.com", "c@contoso.com", "d@contoso.com"} {
 		if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = email; return nil }); err != nil {
@@ -218,9 +212,7 @@ func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
 	ctx := context.Background()
 	f := newInterFixture(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	if err := f.x.Insert(ctx, &e); err != nil {
-		t.Fatal(err)
-	}
+	must(t, f.x.Insert(ctx, &e))
 	// A worker receives the intent and dies before deleting it: the
 	// message stays hidden for its visibility timeout, then comes back.
 	qc := f.worker.Queues().NewQueueClient(f.q.Name())

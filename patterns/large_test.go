@@ -166,6 +166,12 @@ type largeTooBig struct {
 	Photo                                             []byte `table:"Photo,blob"`
 }
 
+// newLargeErr is the error of NewLargeEntities[T].
+func newLargeErr[T any](acct *tablekit.Account, container string) error {
+	_, err := patterns.NewLargeEntities[T](acct, "goodname", container, nil)
+	return err
+}
+
 func TestLargeEntityLimitsAndTags(t *testing.T) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
@@ -222,40 +228,25 @@ func TestLargeEntityLimitsAndTags(t *testing.T) {
 
 	bad := []struct {
 		name string
-		make func() error
+		make func(acct *tablekit.Account, container string) error
 	}{
-		{"blob on a string", func() error {
-			type T struct {
-				PartitionKey, RowKey string
-				P                    string `table:"P,blob"`
-			}
-			_, err := patterns.NewLargeEntities[T](acct, "goodname", container, nil)
-			return err
-		}},
-		{"blob with another option", func() error {
-			type T struct {
-				PartitionKey, RowKey string
-				P                    []byte `table:"P,blob,omitempty"`
-			}
-			_, err := patterns.NewLargeEntities[T](acct, "goodname", container, nil)
-			return err
-		}},
-		{"no blob field", func() error {
-			_, err := patterns.NewLargeEntities[Employee](acct, "goodname", container, nil)
-			return err
-		}},
-		{"reference property taken", func() error {
-			type T struct {
-				PartitionKey, RowKey string
-				Photo                []byte `table:"Photo,blob"`
-				PhotoSize            int
-			}
-			_, err := patterns.NewLargeEntities[T](acct, "goodname", container, nil)
-			return err
-		}},
+		{"blob on a string", newLargeErr[struct {
+			PartitionKey, RowKey string
+			P                    string `table:"P,blob"`
+		}]},
+		{"blob with another option", newLargeErr[struct {
+			PartitionKey, RowKey string
+			P                    []byte `table:"P,blob,omitempty"`
+		}]},
+		{"no blob field", newLargeErr[Employee]},
+		{"reference property taken", newLargeErr[struct {
+			PartitionKey, RowKey string
+			Photo                []byte `table:"Photo,blob"`
+			PhotoSize            int
+		}]},
 	}
 	for _, tc := range bad {
-		if err := tc.make(); !errors.Is(err, tablekit.ErrInvalidEntity) {
+		if err := tc.make(acct, container); !errors.Is(err, tablekit.ErrInvalidEntity) {
 			t.Errorf("%s: %v, want ErrInvalidEntity", tc.name, err)
 		}
 	}

@@ -108,6 +108,16 @@ type IndexedTable[T any] struct {
 	sel     []string
 }
 
+// openTable opens the typed table of a repository that ctor ("NewX")
+// builds, and returns it with the name ctor's errors give ("NewX[T]").
+func openTable[T any](acct *tablekit.Account, name string, opts *TableOptions, ctor string) (*Table[T], string, error) {
+	t, err := NewTable[T](acct, name, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return t, ctor + "[" + t.codec.Type().String() + "]", nil
+}
+
 // NewIndexedTable returns the repository of table name with the given
 // indexes. It checks the indexes now (names, key functions, projected
 // properties, and that an update touching every index fits one 100-
@@ -117,11 +127,10 @@ func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index
 	if opts != nil {
 		o = *opts
 	}
-	t, err := NewTable[T](acct, name, o.Table)
+	t, what, err := openTable[T](acct, name, o.Table, "NewIndexedTable")
 	if err != nil {
 		return nil, err
 	}
-	what := "NewIndexedTable[" + t.codec.Type().String() + "]"
 	if len(indexes) > maxIndexes {
 		return nil, fmt.Errorf("tablekit: %s: %w: %d indexes; an update that changes every indexed value takes 1 + 2 per index operations and a transaction holds %d, so at most %d indexes fit",
 			what, tablekit.ErrInvalidTransaction, len(indexes), MaxTransactionOps, maxIndexes)
@@ -433,54 +442,60 @@ func decodeCopy[T any](t *Table[T], row []byte) (T, error) {
 // value (any index; for a unique one at most one entity). One request per
 // page.
 func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opts *QueryOptions) iter.Seq2[T, error] {
-	ix, primary, err := x.index(index)
-	if err != nil {
-		return errSeq[T](err)
-	}
-	if primary {
-		return x.t.Query(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Eq(x.primary+"_"+value)), opts)
-	}
-	if ix.Unique {
-		return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Eq(intraRowKey(ix, value, ""))), opts)
-	}
-	return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Prefix(ix.Name+"_"+keys.Join(value, ""))), opts)
+	return x.search(ctx, index, pk, opts, func(p string) []keys.Filter {
+		return []keys.Filter{keys.RK().Eq(p + value)}
+	}, func(ix *Index[T]) []keys.Filter {
+		if ix.Unique {
+			return []keys.Filter{keys.RK().Eq(intraRowKey(ix, value, ""))}
+		}
+		return []keys.Filter{keys.RK().Prefix(ix.Name + "_" + keys.Join(value, ""))}
+	})
 }
 
 // Prefix returns, in partition pk and in the index's order, the entities
 // whose value in index (or the primary prefix) starts with prefix: the
 // guide's "employees whose email starts with a". One request per page.
 func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, opts *QueryOptions) iter.Seq2[T, error] {
-	ix, primary, err := x.index(index)
-	if err != nil {
-		return errSeq[T](err)
-	}
-	if primary {
-		return x.t.Query(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Prefix(x.primary+"_"+prefix)), opts)
-	}
-	p := prefix
-	if !ix.Unique {
-		p = keys.Compound{}.Part(prefix)
-	}
-	return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Prefix(ix.Name+"_"+p)), opts)
+	return x.search(ctx, index, pk, opts, func(p string) []keys.Filter {
+		return []keys.Filter{keys.RK().Prefix(p + prefix)}
+	}, func(ix *Index[T]) []keys.Filter {
+		p := prefix
+		if !ix.Unique {
+			p = keys.Compound{}.Part(prefix)
+		}
+		return []keys.Filter{keys.RK().Prefix(ix.Name + "_" + p)}
+	})
 }
 
 // Between returns, in partition pk and in the index's order, the entities
 // whose value in index (or the primary prefix) lies between lo and hi,
 // both included: the guide's "ids 000100 to 000199". One request per page.
 func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string, opts *QueryOptions) iter.Seq2[T, error] {
+	return x.search(ctx, index, pk, opts, func(p string) []keys.Filter {
+		return []keys.Filter{keys.RK().Ge(p + lo), keys.RK().Le(p + hi)}
+	}, func(ix *Index[T]) []keys.Filter {
+		if ix.Unique {
+			return []keys.Filter{keys.RK().Ge(ix.Name + "_" + lo), keys.RK().Le(ix.Name + "_" + hi)}
+		}
+		c := keys.Compound{}
+		_, end := keys.PrefixRange(ix.Name + "_" + c.Part(hi) + string(c.Separator()))
+		return []keys.Filter{keys.RK().Ge(ix.Name + "_" + c.Part(lo)), keys.RK().Lt(end)}
+	})
+}
+
+// search runs a query in partition pk over index: when index is the
+// primary prefix, over the primaries with the RowKey conditions primaryRK
+// gives for the prefix ("empid_"); else over the index's copies with
+// those copyRK gives.
+func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *QueryOptions, primaryRK func(prefix string) []keys.Filter, copyRK func(ix *Index[T]) []keys.Filter) iter.Seq2[T, error] {
 	ix, primary, err := x.index(index)
 	if err != nil {
 		return errSeq[T](err)
 	}
 	if primary {
-		return x.t.Query(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Ge(x.primary+"_"+lo), keys.RK().Le(x.primary+"_"+hi)), opts)
+		return x.t.Query(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, primaryRK(x.primary+"_")...)...), opts)
 	}
-	if ix.Unique {
-		return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Ge(ix.Name+"_"+lo), keys.RK().Le(ix.Name+"_"+hi)), opts)
-	}
-	c := keys.Compound{}
-	_, end := keys.PrefixRange(ix.Name + "_" + c.Part(hi) + string(c.Separator()))
-	return x.copies(ctx, keys.And(keys.PK().Eq(pk), keys.RK().Ge(ix.Name+"_"+c.Part(lo)), keys.RK().Lt(end)), opts)
+	return x.copies(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, copyRK(ix)...)...), opts)
 }
 
 // copies runs a query over index copies, decoding each as its primary.
@@ -506,11 +521,10 @@ func queryCopies[T any](ctx context.Context, t, in *Table[T], f keys.Filter, opt
 			return
 		}
 		for row, err := range rawRows(ctx, in.w, q) {
-			if err != nil {
-				yield(zero, err)
-				return
+			var v T
+			if err == nil {
+				v, err = decodeCopy(t, row)
 			}
-			v, err := decodeCopy(t, row)
 			if !yield(v, err) || err != nil {
 				return
 			}

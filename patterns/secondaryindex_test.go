@@ -72,9 +72,7 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 	x, c := newIndexedTable(t)
 
 	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	if err := x.Insert(ctx, &jones); err != nil {
-		t.Fatal(err)
-	}
+	must(t, x.Insert(ctx, &jones))
 	requests(t, c, 1, "Insert with two indexes")
 	if jones.ETag == "" {
 		t.Error("Insert did not set the ETag")
@@ -87,9 +85,7 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 		ixEmp("Sales", "000099", "Zed", "Zane", "zanez@contoso.com", 60),
 		ixEmp("HR", "000120", "Amy", "Jones", "amyj@contoso.com", 38),
 	} {
-		if err := x.Insert(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
+		must(t, x.Insert(ctx, &e))
 	}
 	c.Reset()
 
@@ -229,9 +225,7 @@ func TestIndexedTableConcurrentUpdatesKeepCopiesInStep(t *testing.T) {
 	ctx := context.Background()
 	x, _ := newIndexedTable(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	if err := x.Insert(ctx, &e); err != nil {
-		t.Fatal(err)
-	}
+	must(t, x.Insert(ctx, &e))
 	names := []string{"Smith", "Brown", "Green", "White", "Black", "Gray"}
 	var wg sync.WaitGroup
 	for _, n := range names {
