@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/tablekit/tablekit"
@@ -41,6 +43,14 @@ type QueryOptions struct {
 	// request: the guide ranks table scans last, and a scan reads every
 	// partition of the table.
 	AllowTableScan bool
+	// AllowUnknownProperties lets a filter name properties T does not
+	// have: rows of other types in a heterogeneous table, or a filter
+	// parsed from elsewhere. Without it such a filter fails with
+	// tablekit.ErrInvalidFilter, naming the property, before any request:
+	// a typo would otherwise match nothing. Types whose entity hooks
+	// (entity.EntityMarshaler, entity.EntityUnmarshaler) decide their
+	// properties, such as entity.Entity, are never checked.
+	AllowUnknownProperties bool
 }
 
 // Page is one page of a query.
@@ -68,7 +78,37 @@ type query struct {
 }
 
 func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
+	if err := t.checkFilter(f, opts != nil && opts.AllowUnknownProperties); err != nil {
+		return query{}, err
+	}
 	return prepareQuery(t.name, f, opts, t.codec.Select())
+}
+
+// checkFilter refuses a filter naming a property T does not have, unless
+// allowed or T's properties are its hooks' business.
+func (t *Table[T]) checkFilter(f keys.Filter, allow bool) error {
+	if allow || t.props == nil || f.Err() != nil {
+		return nil // an invalid filter reports its own error in prepareQuery
+	}
+	if err := f.CheckProperties(func(name string) bool { return t.props[name] }); err != nil {
+		return fmt.Errorf("tablekit: query %s: %w (type %s; set AllowUnknownProperties to send it anyway)", t.name, err, t.codec.Type())
+	}
+	return nil
+}
+
+// filterProps returns the property names a filter on c's type may name,
+// or nil, meaning any, when the type's entity hooks decide its properties
+// (entity.Entity and other dynamic types).
+func filterProps(c *entity.Codec) map[string]bool {
+	pt := reflect.PointerTo(c.Type())
+	if pt.Implements(reflect.TypeFor[entity.EntityMarshaler]()) || pt.Implements(reflect.TypeFor[entity.EntityUnmarshaler]()) {
+		return nil
+	}
+	props := make(map[string]bool, len(c.Select()))
+	for _, name := range c.Select() {
+		props[name] = true
+	}
+	return props
 }
 
 // prepareQuery validates and classifies a query on table; defaultSelect

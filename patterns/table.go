@@ -54,6 +54,7 @@ type Table[T any] struct {
 	name        string
 	w           *wire.Table
 	codec       *entity.Codec
+	props       map[string]bool // what a filter may name; nil: anything (see filterProps)
 	maxAttempts int
 }
 
@@ -80,7 +81,7 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	if o.MaxUpdateAttempts <= 0 {
 		o.MaxUpdateAttempts = wire.DefaultMaxAttempts
 	}
-	return &Table[T]{acct: acct, name: name, w: w, codec: codec, maxAttempts: o.MaxUpdateAttempts}, nil
+	return &Table[T]{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxUpdateAttempts}, nil
 }
 
 // Name is the table's name.

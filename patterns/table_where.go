@@ -20,6 +20,9 @@ type WhereOptions struct {
 	// as QueryOptions.AllowTableScan does. Without it such a filter fails
 	// with tablekit.ErrTableScan before any request.
 	AllowTableScan bool
+	// AllowUnknownProperties lets the filter name properties T does not
+	// have, as QueryOptions.AllowUnknownProperties does.
+	AllowUnknownProperties bool
 	// Concurrency bounds DeleteWhere's transactions in flight. Default 8.
 	Concurrency int
 	// Progress, when set, is called (from one goroutine at a time) after
@@ -56,6 +59,9 @@ func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (query, Where
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
+	}
+	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
+		return query{}, o, err
 	}
 	q, err := prepareQuery(t.name, f, &QueryOptions{Select: keysOnly, AllowTableScan: o.AllowTableScan}, nil)
 	return q, o, err
