@@ -89,7 +89,10 @@
 // # Heterogeneous entity types ("Work with heterogeneous entity types")
 //
 // MixedTable reads and writes several entity types in one table through an
-// entity.Registry that names each row's type.
+// entity.Registry that names each row's type; MixedTable.Transaction
+// writes several of them in one entity group transaction. A Table[T] over
+// such a table refuses filters on properties T lacks unless
+// QueryOptions.AllowUnknownProperties is set.
 //
 // # Secondary indexes
 //
