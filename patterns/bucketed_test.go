@@ -28,12 +28,8 @@ func TestBucketedSpreadsInsertsAndMergesInKeyOrder(t *testing.T) {
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	b, err := patterns.NewBucketed[AccessEvent](acct, testenv.TableName(t), 7, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Table().CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, b.Table().CreateIfNotExists(ctx))
 	c.Reset()
 	base := time.Date(2014, 8, 22, 18, 0, 0, 0, time.UTC)
 	const n = 120
