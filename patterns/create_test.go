@@ -113,6 +113,31 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 				return depth(q)(ctx)
 			}}
 		}},
+		{"EventualIndexedTable", 4, func(t *testing.T, acct *tablekit.Account) repo {
+			q := queue(t, acct)
+			x, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{
+				{Name: "email", Key: func(e *Employee) string { return e.Email }, Partition: func(e *Employee) string { return "email_" + e.PartitionKey }},
+			}, nil)
+			must(t, err)
+			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
+				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}); err != nil {
+					return err
+				}
+				return depth(q)(ctx)
+			}}
+		}},
+		{"EventualListIndexedTable", 5, func(t *testing.T, acct *tablekit.Account) repo {
+			q := queue(t, acct)
+			x, err := patterns.NewEventualListIndexedTable(acct, testenv.TableName(t), q,
+				patterns.ListIndex[Employee]{Name: "lastname", Key: func(e *Employee) string { return e.LastName }, Table: testenv.TableName(t)}, nil)
+			must(t, err)
+			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
+				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}); err != nil {
+					return err
+				}
+				return depth(q)(ctx)
+			}}
+		}},
 		{"LargeEntities with a queue", 5, func(t *testing.T, acct *tablekit.Account) repo {
 			q := queue(t, acct)
 			x, err := patterns.NewLargeEntities[LargeEmployee](acct, testenv.TableName(t), testenv.ContainerName(t), &patterns.LargeEntitiesOptions{Queue: q})

@@ -76,9 +76,7 @@
 // The contract is being adopted before 1.0. Where a repository still
 // differs (Put on WideEntities and LargeEntities, Set on DataSeries,
 // Lookup returning a list, constructors taking a bare *TableOptions or
-// none, EventualIndexedTable and EventualListIndexedTable leaving their
-// queue to consistency.Queue.Create), CHANGELOG.md lists the planned
-// change under Planned.
+// none), CHANGELOG.md lists the planned change under Planned.
 //
 // # Queries and transactions ("Design for querying", "Entity group transactions")
 //

@@ -86,10 +86,10 @@ func (ix *ListIndex[T]) parallelism() int {
 
 func validateListIndex[T any](what string, t *Table[T], ix *ListIndex[T]) error {
 	if !validIndexName(ix.Name) {
-		return fmt.Errorf("tablekit: %s: list index name %q: use 1 to 64 ASCII letters and digits", what, ix.Name)
+		return fmt.Errorf("tablekit: %s: %w: list index name %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if ix.Key == nil {
-		return fmt.Errorf("tablekit: %s: list index %q has no Key function", what, ix.Name)
+		return fmt.Errorf("tablekit: %s: %w: list index %q has no Key function", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if err := keys.ValidateKey("RowKey", ix.Prefix+"x"); ix.Prefix != "" && err != nil {
 		return fmt.Errorf("tablekit: %s: list index %q prefix: %w", what, ix.Name, err)
@@ -291,7 +291,7 @@ func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListInde
 		return nil, err
 	}
 	if ix.Table != "" || ix.Partition != "" {
-		return nil, fmt.Errorf("tablekit: %s: list index %q sets Table or Partition; option 2 keeps index entities in the entity's partition (use NewEventualListIndexedTable for option 3)", what, ix.Name)
+		return nil, fmt.Errorf("tablekit: %s: %w: list index %q sets Table or Partition; option 2 keeps index entities in the entity's partition (use NewEventualListIndexedTable for option 3)", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	return &ListIndexedTable[T]{t: t, ix: ix}, nil
 }

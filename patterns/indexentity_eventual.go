@@ -70,12 +70,17 @@ func NewEventualListIndexedTable[T any](acct *tablekit.Account, name string, q *
 // Table is the entities' table.
 func (x *EventualListIndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the entities' table and the index table.
+// CreateIfNotExists creates the entities' table, the index table and the
+// consistency queue (with its poison queue and container, see
+// consistency.Queue.Create); existing ones are not an error.
 func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
 	if err := x.t.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
-	return x.it.CreateIfNotExists(ctx)
+	if err := x.it.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+	return x.q.Create(ctx)
 }
 
 func (x *EventualListIndexedTable[T]) indexRef(value string) consistency.EntityRef {

@@ -69,7 +69,7 @@ func openEventualTable[T any](acct *tablekit.Account, name string, q *consistenc
 		return nil, o, "", err
 	}
 	if q == nil {
-		return nil, o, "", fmt.Errorf("tablekit: %s: the queue is nil", what)
+		return nil, o, "", fmt.Errorf("tablekit: %s: %w: the queue is nil", what, tablekit.ErrInvalidArgument)
 	}
 	return t, o, what, nil
 }
@@ -98,7 +98,7 @@ func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *cons
 			return nil, err
 		}
 		if _, dup := x.byName[ix.Name]; dup {
-			return nil, fmt.Errorf("tablekit: %s: index name %q is used twice", what, ix.Name)
+			return nil, fmt.Errorf("tablekit: %s: %w: index name %q is used twice", what, tablekit.ErrInvalidArgument, ix.Name)
 		}
 		x.byName[ix.Name] = i
 		if ix.Table != "" && x.tables[ix.Table] == nil {
@@ -116,14 +116,16 @@ func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *cons
 // Table is the primary table.
 func (x *EventualIndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the primary table and every index table.
+// CreateIfNotExists creates the primary table, every index table and the
+// consistency queue (with its poison queue and container, see
+// consistency.Queue.Create); existing ones are not an error.
 func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
 	for _, t := range x.tables {
 		if err := t.CreateIfNotExists(ctx); err != nil {
 			return err
 		}
 	}
-	return nil
+	return x.q.Create(ctx)
 }
 
 func (x *EventualIndexedTable[T]) indexTable(ix *Index[T]) string {
@@ -304,7 +306,7 @@ func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, er
 func (x *EventualIndexedTable[T]) index(name string) (*Index[T], error) {
 	i, ok := x.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrBadRequest, name)
+		return nil, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrInvalidArgument, name)
 	}
 	return &x.indexes[i], nil
 }
@@ -321,7 +323,7 @@ func (x *EventualIndexedTable[T]) Lookup(ctx context.Context, index, part, value
 		return zero, err
 	}
 	if !ix.Unique {
-		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrBadRequest, index)
+		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
 	}
 	return getCopy(ctx, x.t, x.tables[x.indexTable(ix)].w, ix.Name+"_"+part, value)
 }

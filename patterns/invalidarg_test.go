@@ -35,6 +35,12 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ix, err := patterns.NewIndexedTable[Employee](acct, name, []patterns.Index[Employee]{
+		{Name: "lastname", Key: func(e *Employee) string { return e.LastName }},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Reset()
 	for _, tc := range []struct {
 		name string
@@ -70,6 +76,12 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 			_, err := patterns.NewDenormalization[Employee, Employee](acct, name, nil, nil, nil, nil)
 			return err
 		}},
+		{"an index without a Key function", func() error {
+			_, err := patterns.NewIndexedTable[Employee](acct, name, []patterns.Index[Employee]{{Name: "email"}}, nil)
+			return err
+		}},
+		{"Lookup on an unknown index", func() error { _, err := ix.Lookup(ctx, "phone", "Sales", "1"); return err }},
+		{"Lookup on a non-unique index", func() error { _, err := ix.Lookup(ctx, "lastname", "Sales", "Jones"); return err }},
 		{"a bad key (ErrInvalidKey)", func() error { _, err := tbl.Get(ctx, "a/b", "1"); return err }},
 		{"a malformed token (ErrInvalidToken)", func() error {
 			_, err := tbl.Page(ctx, keys.PK().Eq("Sales"), "not a token!", nil)

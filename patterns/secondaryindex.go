@@ -140,14 +140,14 @@ func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index
 	}
 	x := &IndexedTable[T]{t: t, indexes: slices.Clone(indexes), byName: map[string]int{}, primary: o.Primary}
 	if o.Primary != "" && !validIndexName(o.Primary) {
-		return nil, fmt.Errorf("tablekit: %s: Primary %q: use 1 to 64 ASCII letters and digits", what, o.Primary)
+		return nil, fmt.Errorf("tablekit: %s: %w: Primary %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, o.Primary)
 	}
 	for i, ix := range x.indexes {
 		if err := validateIndex(what, t, ix, false); err != nil {
 			return nil, err
 		}
 		if _, dup := x.byName[ix.Name]; dup || ix.Name == o.Primary {
-			return nil, fmt.Errorf("tablekit: %s: index name %q is used twice", what, ix.Name)
+			return nil, fmt.Errorf("tablekit: %s: %w: index name %q is used twice", what, tablekit.ErrInvalidArgument, ix.Name)
 		}
 		x.byName[ix.Name] = i
 	}
@@ -157,13 +157,13 @@ func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index
 
 func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) error {
 	if !validIndexName(ix.Name) {
-		return fmt.Errorf("tablekit: %s: index name %q: use 1 to 64 ASCII letters and digits", what, ix.Name)
+		return fmt.Errorf("tablekit: %s: %w: index name %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if ix.Key == nil {
-		return fmt.Errorf("tablekit: %s: index %q has no Key function", what, ix.Name)
+		return fmt.Errorf("tablekit: %s: %w: index %q has no Key function", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if !eventual && (ix.Table != "" || ix.Partition != nil) {
-		return fmt.Errorf("tablekit: %s: index %q sets Table or Partition, which only an EventualIndexedTable (inter-partition index) can honour", what, ix.Name)
+		return fmt.Errorf("tablekit: %s: %w: index %q sets Table or Partition, which only an EventualIndexedTable (inter-partition index) can honour", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if ix.Table != "" {
 		if err := keys.ValidateTableName(ix.Table); err != nil {
@@ -175,7 +175,7 @@ func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) 
 			continue
 		}
 		if !slices.Contains(t.codec.Select(), p) {
-			return fmt.Errorf("tablekit: %s: index %q projects property %q, which %s does not have", what, ix.Name, p, t.codec.Type())
+			return fmt.Errorf("tablekit: %s: %w: index %q projects property %q, which %s does not have", what, tablekit.ErrInvalidArgument, ix.Name, p, t.codec.Type())
 		}
 	}
 	return nil
@@ -390,7 +390,7 @@ func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err er
 	}
 	i, ok := x.byName[name]
 	if !ok {
-		return nil, false, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrBadRequest, name)
+		return nil, false, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrInvalidArgument, name)
 	}
 	return &x.indexes[i], false, nil
 }
@@ -411,7 +411,7 @@ func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string) (
 		return x.t.Get(ctx, pk, x.primary+"_"+value)
 	}
 	if !ix.Unique {
-		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrBadRequest, index)
+		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
 	}
 	return getCopy(ctx, x.t, x.t.w, pk, intraRowKey(ix, value, ""))
 }

@@ -132,11 +132,11 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 		t.Errorf("Between(lastname, Abbot, Brown) = %s, want %s", got, want)
 	}
 	c.Reset()
-	if _, err := x.Lookup(ctx, "lastname", "Sales", "Jones"); !errors.Is(err, tablekit.ErrBadRequest) {
-		t.Errorf("Lookup on a non-unique index = %v, want ErrBadRequest", err)
+	if _, err := x.Lookup(ctx, "lastname", "Sales", "Jones"); !errors.Is(err, tablekit.ErrInvalidArgument) {
+		t.Errorf("Lookup on a non-unique index = %v, want ErrInvalidArgument", err)
 	}
-	if _, err := x.Lookup(ctx, "phone", "Sales", "1"); !errors.Is(err, tablekit.ErrBadRequest) {
-		t.Errorf("Lookup on an unknown index = %v, want ErrBadRequest", err)
+	if _, err := x.Lookup(ctx, "phone", "Sales", "1"); !errors.Is(err, tablekit.ErrInvalidArgument) {
+		t.Errorf("Lookup on an unknown index = %v, want ErrInvalidArgument", err)
 	}
 	requests(t, c, 0, "lookups refused before sending")
 }
