@@ -49,7 +49,7 @@ func TestArchiveEmployee(t *testing.T) {
 	}
 	w := newWorker(t, acct, q, WorkerOptions{})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "the archive transaction", func() bool { return w.Metrics().Processed() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the archive transaction", func() bool { return w.Metrics().Processed() == 1 })
 	stop()
 
 	if got := getProps(t, acct, EntityRef{current, "Sales", "000456"}); got != nil {

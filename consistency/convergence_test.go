@@ -154,7 +154,7 @@ func randomizedConvergence(t *testing.T, mode faults.RetryMode, n int, visibilit
 	}})
 	w := newWorker(t, faulty, q, WorkerOptions{Concurrency: 8, MaxDequeueCount: 20, VisibilityTimeout: visibility, PollInterval: 50 * time.Millisecond})
 	stop := startWorker(t, w)
-	waitFor(t, 60*time.Second, "the queue to drain", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the queue to drain", func() bool {
 		return w.Metrics().Processed() >= int64(len(all)) && messageCount(t, q.qc) == 0 && w.Metrics().InFlight() == 0
 	})
 	stop()

@@ -1,6 +1,7 @@
 package consistency
 
 import (
+	"cmp"
 	"context"
 	"sort"
 
@@ -46,10 +47,7 @@ type CopyPropsArgs struct {
 }
 
 func (a *CopyPropsArgs) validate(kind string) error {
-	if err := a.Source.validateField(kind, "source"); err != nil {
-		return err
-	}
-	if err := a.Target.validateField(kind, "target"); err != nil {
+	if err := cmp.Or(a.Source.validateField(kind, "source"), a.Target.validateField(kind, "target")); err != nil {
 		return err
 	}
 	if len(a.Props) == 0 {
@@ -78,11 +76,7 @@ func CopyProps(source, target EntityRef, props map[string]string) Step {
 	return NewStep(KindCopyProps, CopyPropsArgs{Source: source, Target: target, Props: props})
 }
 
-func applyCopyProps(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[CopyPropsArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyCopyProps(ctx context.Context, c *Call, a *CopyPropsArgs) error {
 	ts := c.tableSet()
 	tt, err := ts.table(a.Target.Table)
 	if err != nil {

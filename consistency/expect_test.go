@@ -115,9 +115,7 @@ func TestIndexListRefusesAListPastTheStringLimit(t *testing.T) {
 }
 
 func TestQueueDeleteRemovesBothQueues(t *testing.T) {
-	ctx := context.Background()
-	acct := testenv.Account(t)
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	if err := q.Enqueue(ctx, NewTransaction(DeleteEntity(EntityRef{"Current", "p", "r"})), nil); err != nil {
 		t.Fatal(err)
 	}

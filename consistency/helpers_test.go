@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	azblobcontainer "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
@@ -39,6 +40,49 @@ func newQueue(t testing.TB, acct *tablekit.Account) *Queue {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// queueEnv is how most worker tests start: a context, the test account
+// and a new queue on it.
+func queueEnv(t testing.TB) (context.Context, *tablekit.Account, *Queue) {
+	t.Helper()
+	acct := testenv.Account(t)
+	return context.Background(), acct, newQueue(t, acct)
+}
+
+// queuePair creates a queue (plain, with default options) and returns it
+// with a second Queue on the same queue and blob container with options o.
+func queuePair(t testing.TB, acct *tablekit.Account, o QueueOptions) (plain, q *Queue) {
+	t.Helper()
+	plain = newQueue(t, acct)
+	o.BlobContainer = plain.container
+	q, err := NewQueue(acct, plain.Name(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, q
+}
+
+// blobNames lists the names of the blobs in container that start with
+// prefix.
+func blobNames(t testing.TB, acct *tablekit.Account, container, prefix string) []string {
+	t.Helper()
+	var o *azblobcontainer.ListBlobsFlatOptions
+	if prefix != "" {
+		o = &azblobcontainer.ListBlobsFlatOptions{Prefix: &prefix}
+	}
+	var names []string
+	pager := acct.Blobs().NewListBlobsFlatPager(container, o)
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			names = append(names, *b.Name)
+		}
+	}
+	return names
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -88,18 +132,6 @@ func newWorker(t testing.TB, acct *tablekit.Account, q *Queue, o WorkerOptions) 
 		t.Fatal(err)
 	}
 	return w
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // messageCount is the queue's approximate message count (visible and

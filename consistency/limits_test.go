@@ -197,9 +197,7 @@ func rawEnqueue(t *testing.T, q *Queue, text string) {
 // properties (Azurite stores it; Azure would reject it). It must poison
 // it as permanent before applying any step of the transaction.
 func TestWorkerPoisonsAnEntityOverTheLimits(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	table := createTable(t, acct)
 	env := `{"v":1,"id":"wide","steps":[` +
 		`{"kind":"upsert-entity","args":{"table":"` + table + `","entity":{"PartitionKey":"p","RowKey":"first","A":1}}},` +
@@ -207,7 +205,7 @@ func TestWorkerPoisonsAnEntityOverTheLimits(t *testing.T) {
 	rawEnqueue(t, q, env)
 	w := newWorker(t, acct, q, WorkerOptions{MaxDequeueCount: 3})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "the transaction to be settled", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the transaction to be settled", func() bool {
 		return w.Metrics().Poisoned()+w.Metrics().Processed() >= 1
 	})
 	stop()
@@ -261,7 +259,7 @@ func TestWorkerRefusesBadBlobNamesBeforeAnyRequest(t *testing.T) {
 	}
 	w := newWorker(t, acct, q, WorkerOptions{MaxDequeueCount: 3})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "every message to be settled", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "every message to be settled", func() bool {
 		return w.Metrics().Poisoned()+w.Metrics().Processed() >= int64(len(msgs))
 	})
 	stop()

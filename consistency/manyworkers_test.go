@@ -55,7 +55,7 @@ func TestManyWorkersOnOneQueue(t *testing.T) {
 		processed[i] = w
 		startWorker(t, w)
 	}
-	waitFor(t, 60*time.Second, "all transactions", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "all transactions", func() bool {
 		var total int64
 		for _, w := range processed {
 			total += w.Metrics().Processed()

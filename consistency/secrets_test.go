@@ -9,11 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -24,24 +21,7 @@ import (
 // query string and signature.
 func queueSAS(t *testing.T, key, permissions string) (query, sig string) {
 	t.Helper()
-	name := testenv.Account(t).Name()
-	if key == "" {
-		for _, part := range strings.Split(testenv.ConnectionString(t), ";") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(k, "AccountKey") {
-				key = v
-			}
-		}
-	}
-	cred, err := azqueue.NewSharedKeyCredential(name, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp, err := sas.AccountSignatureValues{
-		ExpiryTime: time.Now().Add(time.Hour), Permissions: permissions, ResourceTypes: "sco",
-	}.SignWithSharedKey(cred)
-	if err != nil {
-		t.Fatal(err)
-	}
+	qp := testenv.QueueSAS(t, key, permissions)
 	return qp.Encode(), qp.Signature()
 }
 

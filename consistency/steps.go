@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -75,15 +76,30 @@ type builtin struct {
 }
 
 var builtins = map[string]builtin{
-	KindUpsertEntity: {validateAs[UpsertEntityArgs](KindUpsertEntity), applyUpsertEntity},
-	KindDeleteEntity: {validateAs[EntityRef](KindDeleteEntity), applyDeleteEntity},
-	KindMoveEntity:   {validateAs[MoveEntityArgs](KindMoveEntity), applyMoveEntity},
-	KindPutBlob:      {validateAs[PutBlobArgs](KindPutBlob), applyPutBlob},
-	KindDeleteBlob:   {validateAs[BlobRef](KindDeleteBlob), applyDeleteBlob},
-	KindSyncCopies:   {validateAs[SyncCopiesArgs](KindSyncCopies), applySyncCopies},
-	KindIndexList:    {validateAs[IndexListArgs](KindIndexList), applyIndexList},
-	KindBlobCleanup:  {validateAs[BlobCleanupArgs](KindBlobCleanup), applyBlobCleanup},
-	KindCopyProps:    {validateAs[CopyPropsArgs](KindCopyProps), applyCopyProps},
+	KindUpsertEntity: builtinOf(KindUpsertEntity, applyUpsertEntity),
+	KindDeleteEntity: builtinOf(KindDeleteEntity, applyDeleteEntity),
+	KindMoveEntity:   builtinOf(KindMoveEntity, applyMoveEntity),
+	KindPutBlob:      builtinOf(KindPutBlob, applyPutBlob),
+	KindDeleteBlob:   builtinOf(KindDeleteBlob, applyDeleteBlob),
+	KindSyncCopies:   builtinOf(KindSyncCopies, applySyncCopies),
+	KindIndexList:    builtinOf(KindIndexList, applyIndexList),
+	KindBlobCleanup:  builtinOf(KindBlobCleanup, applyBlobCleanup),
+	KindCopyProps:    builtinOf(KindCopyProps, applyCopyProps),
+}
+
+// builtinOf is the built-in step kind whose arguments are a T: both its
+// validation and apply decode and validate them first.
+func builtinOf[T any, P interface {
+	*T
+	validator
+}](kind string, apply func(ctx context.Context, c *Call, args *T) error) builtin {
+	return builtin{validate: validateAs[T, P](kind), apply: func(ctx context.Context, c *Call) error {
+		a, err := decodeArgs[T, P](c.Kind, c.Args)
+		if err != nil {
+			return err
+		}
+		return apply(ctx, c, a)
+	}}
 }
 
 type validator interface{ validate(kind string) error }
@@ -152,11 +168,7 @@ func UpsertEntity(table string, entity []byte, mode aztables.UpdateMode) Step {
 	return NewStep(KindUpsertEntity, UpsertEntityArgs{Table: table, Entity: entity, Mode: mode})
 }
 
-func applyUpsertEntity(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[UpsertEntityArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyUpsertEntity(ctx context.Context, c *Call, a *UpsertEntityArgs) error {
 	typ := wire.OpUpsertReplace
 	if a.Mode == aztables.UpdateModeMerge {
 		typ = wire.OpUpsertMerge
@@ -182,11 +194,7 @@ func (r *EntityRef) validate(kind string) error {
 // DeleteEntity returns a KindDeleteEntity step.
 func DeleteEntity(ref EntityRef) Step { return NewStep(KindDeleteEntity, ref) }
 
-func applyDeleteEntity(ctx context.Context, c *Call) error {
-	r, err := decodeArgs[EntityRef](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyDeleteEntity(ctx context.Context, c *Call, r *EntityRef) error {
 	return deleteEntityIfExists(ctx, c.tableSet(), *r, "")
 }
 
@@ -235,11 +243,7 @@ func MoveEntity(from, to EntityRef) Step {
 	return NewStep(KindMoveEntity, MoveEntityArgs{From: from, To: to})
 }
 
-func applyMoveEntity(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[MoveEntityArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 	to := a.dest()
 	ts := c.tableSet()
 	from, err := ts.table(a.From.Table)
@@ -301,11 +305,7 @@ func PutBlob(container, name string, data []byte, contentType string) Step {
 	return NewStep(KindPutBlob, PutBlobArgs{Container: container, Name: name, Data: data, ContentType: contentType})
 }
 
-func applyPutBlob(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[PutBlobArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyPutBlob(ctx context.Context, c *Call, a *PutBlobArgs) error {
 	if c.Account.Blobs() == nil {
 		return Permanent(tablekit.ErrNoEndpoint)
 	}
@@ -313,7 +313,7 @@ func applyPutBlob(ctx context.Context, c *Call) error {
 	if a.ContentType != "" {
 		o = &azblob.UploadBufferOptions{HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr(a.ContentType)}}
 	}
-	_, err = c.Account.Blobs().UploadBuffer(ctx, a.Container, a.Name, a.Data, o)
+	_, err := c.Account.Blobs().UploadBuffer(ctx, a.Container, a.Name, a.Data, o)
 	return tablekit.MapError(err, "put blob", a.Container+"/"+a.Name)
 }
 
@@ -322,11 +322,7 @@ func DeleteBlob(container, name string) Step {
 	return NewStep(KindDeleteBlob, BlobRef{Container: container, Name: name})
 }
 
-func applyDeleteBlob(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[BlobRef](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyDeleteBlob(ctx context.Context, c *Call, a *BlobRef) error {
 	return deleteBlobIfExists(ctx, c.Account, *a)
 }
 
@@ -487,11 +483,7 @@ func EncodeCopies(specs ...CopySpec) (string, error) {
 	return string(b), err
 }
 
-func applySyncCopies(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[SyncCopiesArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applySyncCopies(ctx context.Context, c *Call, a *SyncCopiesArgs) error {
 	stale := map[EntityRef]bool{}
 	for _, p := range a.Previous {
 		stale[p] = true
@@ -642,10 +634,7 @@ type IndexListArgs struct {
 }
 
 func (a *IndexListArgs) validate(kind string) error {
-	if err := a.Index.validateField(kind, "index"); err != nil {
-		return err
-	}
-	if err := a.Source.validateField(kind, "source"); err != nil {
+	if err := cmp.Or(a.Index.validateField(kind, "index"), a.Source.validateField(kind, "source")); err != nil {
 		return err
 	}
 	if a.Property == "" || a.Where == "" {
@@ -676,11 +665,7 @@ func DecodeMembers(s string) ([]string, error) {
 	return m, err
 }
 
-func applyIndexList(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[IndexListArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyIndexList(ctx context.Context, c *Call, a *IndexListArgs) error {
 	var want any
 	if err := json.Unmarshal(a.Equals, &want); err != nil {
 		return Permanent(err)
@@ -797,11 +782,7 @@ func BlobCleanup(container, name string, source EntityRef, property string) Step
 	return NewStep(KindBlobCleanup, BlobCleanupArgs{Container: container, Name: name, Source: source, Property: property})
 }
 
-func applyBlobCleanup(ctx context.Context, c *Call) error {
-	a, err := decodeArgs[BlobCleanupArgs](c.Kind, c.Args)
-	if err != nil {
-		return err
-	}
+func applyBlobCleanup(ctx context.Context, c *Call, a *BlobCleanupArgs) error {
 	p, _, found, err := getEntity(ctx, c.tableSet(), a.Source)
 	if err != nil {
 		return err

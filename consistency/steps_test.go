@@ -332,17 +332,7 @@ func TestBlobCleanup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var left []string
-	pager := acct.Blobs().NewListBlobsFlatPager(cont, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range page.Segment.BlobItems {
-			left = append(left, *b.Name)
-		}
-	}
+	left := blobNames(t, acct, cont, "")
 	if want := []string{"a", "b", "v2"}; !reflect.DeepEqual(left, want) {
 		t.Fatalf("blobs left %v, want %v", left, want)
 	}

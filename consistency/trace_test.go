@@ -86,11 +86,7 @@ func TestTraceContextAcrossQueue(t *testing.T) {
 	rec := &idTracer{}
 	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{TracingProvider: rec.provider()}})
 	ctx := context.Background()
-	plain := newQueue(t, acct)
-	q, err := NewQueue(acct, plain.Name(), &QueueOptions{BlobContainer: plain.container, Propagator: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, q := queuePair(t, acct, QueueOptions{Propagator: rec})
 	table := createTable(t, acct)
 	upsert := func(rk string) *Transaction {
 		return NewTransaction(UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), aztables.UpdateModeReplace))
@@ -118,7 +114,7 @@ func TestTraceContextAcrossQueue(t *testing.T) {
 
 	w := newWorker(t, acct, plain, WorkerOptions{Propagator: rec})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "both transactions", func() bool { return w.Metrics().Processed() == 2 })
+	testenv.WaitFor(t, 20*time.Second, "both transactions", func() bool { return w.Metrics().Processed() == 2 })
 	stop()
 
 	spans := rec.ended()

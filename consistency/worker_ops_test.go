@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -28,9 +27,7 @@ import (
 // messages and the poison queue's, and the worker's /metrics shows the same
 // counts per queue.
 func TestQueueDepthAndGauges(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	for _, d := range []time.Duration{0, 0, time.Hour} { // the last one stays invisible
 		if err := q.Enqueue(ctx, NewTransaction(NewStep("hold", nil)), &EnqueueOptions{Delay: d}); err != nil {
 			t.Fatal(err)
@@ -61,14 +58,14 @@ func TestQueueDepthAndGauges(t *testing.T) {
 	stop := startWorker(t, w)
 	// Two messages in flight still count: they are in the queue until
 	// deleted.
-	waitFor(t, 10*time.Second, "the gauges", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the gauges", func() bool {
 		m := get(t, srv.URL+"/metrics")
 		return held.Load() == 2 &&
 			strings.Contains(m, `tablekit_worker_queue_messages{queue="`+q.Name()+`"} 3`+"\n") &&
 			strings.Contains(m, `tablekit_worker_poison_messages{queue="`+q.Name()+`"} 1`+"\n")
 	})
 	close(release)
-	waitFor(t, 10*time.Second, "the applied messages to leave the gauge", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the applied messages to leave the gauge", func() bool {
 		return strings.Contains(get(t, srv.URL+"/metrics"), `tablekit_worker_queue_messages{queue="`+q.Name()+`"} 1`+"\n")
 	})
 	stop()
@@ -94,22 +91,11 @@ func TestQueueDepthAndGauges(t *testing.T) {
 
 func get(t testing.TB, url string) string {
 	t.Helper()
-	code, body := getStatus(t, url)
+	code, body := testenv.HTTPGet(t, url)
 	if code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", url, code, body)
 	}
 	return body
-}
-
-func getStatus(t testing.TB, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // TestUntilEmpty: Run with UntilEmpty returns by itself once the queue is
@@ -117,9 +103,7 @@ func getStatus(t testing.TB, url string) (int, string) {
 // and one waiting for its retry backoff. Every transaction is applied
 // once, and a worker started on an empty queue returns at once.
 func TestUntilEmpty(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	var mu sync.Mutex
 	applied := map[string]int{}
 	var failed atomic.Bool
@@ -201,7 +185,7 @@ func TestLivezApartFromReadyz(t *testing.T) {
 	w := newWorker(t, acct, q, WorkerOptions{DepthInterval: -1})
 	srv := httptest.NewServer(w.Handler())
 	defer srv.Close()
-	status := func(path string) (int, string) { return getStatus(t, srv.URL+path) }
+	status := func(path string) (int, string) { return testenv.HTTPGet(t, srv.URL+path) }
 
 	if code, body := status("/readyz"); code != 503 || body != "not running\n" {
 		t.Fatalf("/readyz before Run: %d %q", code, body)
@@ -210,10 +194,10 @@ func TestLivezApartFromReadyz(t *testing.T) {
 		t.Fatalf("/livez before Run: %d", code)
 	}
 	stop := startWorker(t, w)
-	waitFor(t, 10*time.Second, "/readyz 200", func() bool { code, _ := status("/readyz"); return code == 200 })
+	testenv.WaitFor(t, 10*time.Second, "/readyz 200", func() bool { code, _ := status("/readyz"); return code == 200 })
 
 	outage.SetEnabled(true)
-	waitFor(t, 10*time.Second, "/readyz 503 in the outage", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "/readyz 503 in the outage", func() bool {
 		code, body := status("/readyz")
 		return code == 503 && strings.Contains(body, "consecutive receive failures")
 	})
@@ -224,7 +208,7 @@ func TestLivezApartFromReadyz(t *testing.T) {
 		}
 	}
 	outage.SetEnabled(false)
-	waitFor(t, 10*time.Second, "/readyz 200 after the outage", func() bool { code, _ := status("/readyz"); return code == 200 })
+	testenv.WaitFor(t, 10*time.Second, "/readyz 200 after the outage", func() bool { code, _ := status("/readyz"); return code == 200 })
 	if code, _ := status("/healthz"); code != 200 {
 		t.Errorf("/healthz after the outage: %d", code)
 	}
@@ -239,9 +223,7 @@ func TestLivezApartFromReadyz(t *testing.T) {
 // extend the visibility of the waiting messages, which wait longer than
 // the visibility timeout: no message is delivered twice.
 func TestPrefetchKeepsPipelineFull(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	const n = 16
 	for range n {
 		if err := q.Enqueue(ctx, NewTransaction(NewStep("slow", nil)), nil); err != nil {
@@ -283,7 +265,7 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 	for _, w := range ws {
 		startWorker(t, w)
 	}
-	waitFor(t, 30*time.Second, "every transaction", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "every transaction", func() bool {
 		return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == n
 	})
 	time.Sleep(1500 * time.Millisecond) // a redelivery would show up now
@@ -309,11 +291,7 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 func TestBase64Envelopes(t *testing.T) {
 	acct := testenv.Account(t)
 	ctx := context.Background()
-	plain := newQueue(t, acct)
-	q, err := NewQueue(acct, plain.Name(), &QueueOptions{BlobContainer: plain.container, Base64: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, q := queuePair(t, acct, QueueOptions{Base64: true})
 	table := createTable(t, acct)
 	upsert := func(rk, text string) Step {
 		return UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk, "Text": text, "More": text}), aztables.UpdateModeReplace)
@@ -346,7 +324,7 @@ func TestBase64Envelopes(t *testing.T) {
 	}
 	w := newWorker(t, acct, plain, WorkerOptions{})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "three transactions", func() bool { return w.Metrics().Processed() == 3 })
+	testenv.WaitFor(t, 20*time.Second, "three transactions", func() bool { return w.Metrics().Processed() == 3 })
 	stop()
 	for rk, text := range map[string]string{"small": "x", "big": strings.Repeat("y", 26_000), "foreign": "z"} {
 		if p := getProps(t, acct, EntityRef{table, "p", rk}); p == nil || p["Text"] != text {

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -21,9 +19,7 @@ import (
 // poison queue with its last error; Requeue brings it back and a fixed
 // handler applies it.
 func TestPoisonAfterLimit(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	var calls atomic.Int64
 	var fixed atomic.Bool
 	var applied atomic.Int64
@@ -44,7 +40,7 @@ func TestPoisonAfterLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "the poison queue", func() bool { return w.Metrics().Poisoned() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the poison queue", func() bool { return w.Metrics().Poisoned() == 1 })
 	stop()
 	if calls.Load() != 3 || w.Metrics().Retried() != 2 {
 		t.Fatalf("handler ran %d times, %d retries; want 3 and 2", calls.Load(), w.Metrics().Retried())
@@ -76,7 +72,7 @@ func TestPoisonAfterLimit(t *testing.T) {
 	w2 := newWorker(t, acct, q, WorkerOptions{MaxDequeueCount: 3})
 	w2.Handle("flaky", w.reg.m["flaky"])
 	stop2 := startWorker(t, w2)
-	waitFor(t, 20*time.Second, "the requeued transaction", func() bool { return w2.Metrics().Processed() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the requeued transaction", func() bool { return w2.Metrics().Processed() == 1 })
 	stop2()
 	if applied.Load() != 1 {
 		t.Fatalf("applied %d times", applied.Load())
@@ -86,9 +82,7 @@ func TestPoisonAfterLimit(t *testing.T) {
 // TestPermanentFailuresPoisonAtOnce: a missing table, an unknown step and
 // a message that is not an envelope are not retried.
 func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	missing := testenv.TableName(t) // never created
 	if err := q.Enqueue(ctx, &Transaction{ID: "missing-table", Steps: []Step{UpsertEntity(missing, []byte(`{"PartitionKey":"p","RowKey":"r"}`), "")}}, nil); err != nil {
 		t.Fatal(err)
@@ -101,7 +95,7 @@ func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 	}
 	w := newWorker(t, acct, q, WorkerOptions{MaxDequeueCount: 5})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "three poisoned messages", func() bool { return w.Metrics().Poisoned() == 3 })
+	testenv.WaitFor(t, 20*time.Second, "three poisoned messages", func() bool { return w.Metrics().Poisoned() == 3 })
 	stop()
 	if w.Metrics().Retried() != 0 {
 		t.Fatalf("%d retries of permanent failures", w.Metrics().Retried())
@@ -131,9 +125,7 @@ func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 // TestVisibilityExtension: a step slower than the visibility timeout is
 // not redelivered to another worker while it runs.
 func TestVisibilityExtension(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	var calls atomic.Int64
 	slow := func(ctx context.Context, c *Call) error {
 		calls.Add(1)
@@ -156,7 +148,7 @@ func TestVisibilityExtension(t *testing.T) {
 	for _, w := range ws {
 		startWorker(t, w)
 	}
-	waitFor(t, 20*time.Second, "the slow transaction", func() bool { return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the slow transaction", func() bool { return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == 1 })
 	time.Sleep(1500 * time.Millisecond) // a redelivery would show up now
 	if calls.Load() != 1 {
 		t.Fatalf("slow step ran %d times, want 1", calls.Load())
@@ -169,9 +161,7 @@ func TestVisibilityExtension(t *testing.T) {
 // TestOversizeTransactionThroughBlob: an envelope over 64 KiB goes through
 // a blob, is applied, and the blob is deleted afterwards.
 func TestOversizeTransactionThroughBlob(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	table := createTable(t, acct)
 	big := strings.Repeat("é\"x", 10000) // 40,000 bytes of JSON per entity after escaping
 	tx := NewTransaction()
@@ -181,26 +171,13 @@ func TestOversizeTransactionThroughBlob(t *testing.T) {
 	if err := q.Enqueue(ctx, tx, nil); err != nil {
 		t.Fatal(err)
 	}
-	blobs := func() []string {
-		var names []string
-		pager := acct.Blobs().NewListBlobsFlatPager(q.container, &container.ListBlobsFlatOptions{Prefix: to.Ptr("tx/")})
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range page.Segment.BlobItems {
-				names = append(names, *b.Name)
-			}
-		}
-		return names
-	}
+	blobs := func() []string { return blobNames(t, acct, q.container, "tx/") }
 	if got := blobs(); len(got) != 1 || got[0] != "tx/"+tx.ID+".json" {
 		t.Fatalf("blobs after enqueue: %v", got)
 	}
 	w := newWorker(t, acct, q, WorkerOptions{})
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "the oversize transaction", func() bool { return w.Metrics().Processed() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the oversize transaction", func() bool { return w.Metrics().Processed() == 1 })
 	stop()
 	for i := range 3 {
 		p := getProps(t, acct, EntityRef{table, "p", string(rune('a' + i))})
@@ -255,7 +232,7 @@ func TestGracefulShutdown(t *testing.T) {
 			w1 := newWorker(t, acct, q, opts)
 			w1.Handle("work", handler)
 			stop1 := startWorker(t, w1)
-			waitFor(t, 20*time.Second, "work to start", func() bool { return started.Load() >= 4 })
+			testenv.WaitFor(t, 20*time.Second, "work to start", func() bool { return started.Load() >= 4 })
 			stop1()
 			if w1.Metrics().InFlight() != 0 {
 				t.Fatalf("in flight after Run returned: %d", w1.Metrics().InFlight())
@@ -269,7 +246,7 @@ func TestGracefulShutdown(t *testing.T) {
 			w2 := newWorker(t, acct, q, opts)
 			w2.Handle("work", handler)
 			stop2 := startWorker(t, w2)
-			waitFor(t, 30*time.Second, "the remaining transactions", func() bool {
+			testenv.WaitFor(t, 30*time.Second, "the remaining transactions", func() bool {
 				return w1.Metrics().Processed()+w2.Metrics().Processed() == n
 			})
 			stop2()
@@ -294,9 +271,7 @@ func TestGracefulShutdown(t *testing.T) {
 // limit without ever completing (workers died holding it) is poisoned
 // without running its steps again.
 func TestCrashLoopMessagePoisoned(t *testing.T) {
-	acct := testenv.Account(t)
-	ctx := context.Background()
-	q := newQueue(t, acct)
+	ctx, acct, q := queueEnv(t)
 	tx := NewTransaction(NewStep("crash", nil))
 	if err := q.Enqueue(ctx, tx, nil); err != nil {
 		t.Fatal(err)
@@ -315,7 +290,7 @@ func TestCrashLoopMessagePoisoned(t *testing.T) {
 	w := newWorker(t, acct, q, WorkerOptions{MaxDequeueCount: 3})
 	w.Handle("crash", func(context.Context, *Call) error { ran.Add(1); return nil })
 	stop := startWorker(t, w)
-	waitFor(t, 20*time.Second, "the poisoned message", func() bool { return w.Metrics().Poisoned() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the poisoned message", func() bool { return w.Metrics().Poisoned() == 1 })
 	stop()
 	if ran.Load() != 0 {
 		t.Fatalf("steps ran %d times on the 4th delivery", ran.Load())

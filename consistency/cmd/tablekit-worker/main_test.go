@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -23,8 +21,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
@@ -403,13 +399,8 @@ func TestPoisonListAndRequeueCLI(t *testing.T) {
 
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	_, body := testenv.HTTPGet(t, url)
+	return body
 }
 
 // queueSAS signs an account SAS for the queue service of the test account
@@ -418,23 +409,7 @@ func httpGet(t *testing.T, url string) string {
 func queueSAS(t *testing.T, key, permissions string) (connString, sig string) {
 	t.Helper()
 	acct := testenv.Account(t)
-	if key == "" {
-		for _, part := range strings.Split(testenv.ConnectionString(t), ";") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(k, "AccountKey") {
-				key = v
-			}
-		}
-	}
-	cred, err := azqueue.NewSharedKeyCredential(acct.Name(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp, err := sas.AccountSignatureValues{
-		ExpiryTime: time.Now().Add(time.Hour), Permissions: permissions, ResourceTypes: "sco",
-	}.SignWithSharedKey(cred)
-	if err != nil {
-		t.Fatal(err)
-	}
+	qp := testenv.QueueSAS(t, key, permissions)
 	return "QueueEndpoint=" + acct.QueueEndpoint() + ";BlobEndpoint=" + acct.BlobEndpoint() + ";TableEndpoint=" + acct.TableEndpoint() +
 		";SharedAccessSignature=" + qp.Encode(), qp.Signature()
 }

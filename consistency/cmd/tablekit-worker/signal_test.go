@@ -136,7 +136,7 @@ func TestUntilEmptyCLI(t *testing.T) {
 		t.Errorf("/livez: %d", code)
 	}
 	p.waitLine(t, 30*time.Second, "the worker to start", func(l map[string]any) bool { return l["msg"] == "worker started" })
-	waitFor(t, 10*time.Second, "/readyz 200", func() bool { return status(t, "http://"+addr+"/readyz") == http.StatusOK })
+	testenv.WaitFor(t, 10*time.Second, "/readyz 200", func() bool { return status(t, "http://"+addr+"/readyz") == http.StatusOK })
 	log := p.stopped(t, 60*time.Second)
 	if !strings.Contains(log, `"msg":"queues empty; stopping"`) {
 		t.Fatalf("no empty-queue stop; log:\n%s", log)
@@ -168,15 +168,4 @@ func status(t *testing.T, url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
