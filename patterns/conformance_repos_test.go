@@ -1255,13 +1255,9 @@ func cfLargeEntities(e *cfEnv) {
 	}
 }
 
-// cfEvent is the guide's prepend/append example: access events keyed by
-// time and event id.
-type cfEvent struct {
-	PartitionKey string
-	RowKey       string
-	Resource     string
-}
+// cfEvent is the guide's prepend/append example (AccessEvent): access
+// events keyed by time and event id.
+type cfEvent = AccessEvent
 
 // Bucketed: one stream over five partitions. It has no update or delete
 // verb; Upsert replaces.

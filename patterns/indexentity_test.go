@@ -165,17 +165,24 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 	}
 }
 
-func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
+// ixRacingJoneses inserts n employees named Jones at once through insert,
+// employee i in partition part(i), and returns what members then reads.
+func ixRacingJoneses[M any](t *testing.T, n int, part func(i int) string, insert func(context.Context, *ixEmployee) error, members func(context.Context) ([]M, error)) []M {
+	t.Helper()
 	ctx := context.Background()
+	concurrently(t, n, func(i int) error {
+		return insert(ctx, ixPtr(ixEmp(part(i), fmt.Sprintf("%06d", i), "F", "Jones", "", 30)))
+	})
+	m, err := members(ctx)
+	must(t, err)
+	return m
+}
+
+func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
 	x, _ := newListIndexedTable(t)
 	const n = 8
-	concurrently(t, n, func(i int) error {
-		return x.Insert(ctx, ixPtr(ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)))
-	})
-	m, err := x.Members(ctx, "Sales", "Jones")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := ixRacingJoneses(t, n, func(int) string { return "Sales" }, x.Insert,
+		func(ctx context.Context) ([]string, error) { return x.Members(ctx, "Sales", "Jones") })
 	if len(m) != n {
 		t.Errorf("after %d racing inserts the index lists %d: %v", n, len(m), m)
 	}
@@ -245,8 +252,7 @@ func newBlobIndexedTable(t *testing.T) (*patterns.BlobIndexedTable[ixEmployee], 
 func TestListIndexOption1BlobFlows(t *testing.T) {
 	ctx := context.Background()
 	x, c := newBlobIndexedTable(t)
-	e := ixEmp("Sales", "000152", "Dan", "Jones", "", 28)
-	must(t, x.Insert(ctx, &e))
+	ixInsertAll(t, x.Insert, ixEmp("Sales", "000152", "Dan", "Jones", "", 28))
 	requests(t, c, 3, "first Insert (read blob, create blob, insert)")
 	ixInsertAll(t, x.Insert, ixEmp("HR", "000130", "Cid", "Jones", "", 30), ixEmp("Sales", "000120", "Bob", "Smith", "", 30))
 	c.Reset()
@@ -296,16 +302,10 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 }
 
 func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
-	ctx := context.Background()
 	x, _ := newBlobIndexedTable(t)
 	const n = 8
-	concurrently(t, n, func(i int) error {
-		return x.Insert(ctx, ixPtr(ixEmp(fmt.Sprintf("D%d", i%3), fmt.Sprintf("%06d", i), "F", "Jones", "", 30)))
-	})
-	m, err := x.Members(ctx, "Jones")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := ixRacingJoneses(t, n, func(i int) string { return fmt.Sprintf("D%d", i%3) }, x.Insert,
+		func(ctx context.Context) ([]patterns.Member, error) { return x.Members(ctx, "Jones") })
 	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.Member) int {
 		return strings.Compare(a.PartitionKey+"/"+a.RowKey, b.PartitionKey+"/"+b.RowKey)
 	}) {
