@@ -298,27 +298,15 @@ func isTerminal(w io.Writer) bool {
 func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: cliconn.RedactingWriter{W: stderr}, terminal: isTerminal(stdout)}
 	cmds := a.commands()
-	if len(args) == 0 {
-		usage(a.stderr, cmds)
-		return 2
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		usage(stdout, cmds)
-		return 0
+	i, rest, status := cliconn.PickCommand("tablekit", args, names, func(w io.Writer) { usage(w, cmds) }, stdout, a.stderr)
+	if i < 0 {
+		return status
 	}
-	var cmd *command
-	rest := args
-	for _, k := range cmds {
-		if r, ok := cliconn.MatchCommand(args, k.name); ok {
-			cmd, rest = k, r
-			break
-		}
-	}
-	if cmd == nil {
-		fmt.Fprintf(a.stderr, "tablekit: unknown command %q; run tablekit --help\n", strings.Join(args, " "))
-		return 2
-	}
+	cmd := cmds[i]
 	fs := a.flagSet(cmd)
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {

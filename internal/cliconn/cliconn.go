@@ -130,6 +130,31 @@ func (r RedactingWriter) Write(p []byte) (int, error) {
 	return r.W.Write(p)
 }
 
+// PickCommand chooses the subcommand of prog (a command's name) that args
+// start with, among names (several words allowed: "poison list"), and
+// returns its index and the arguments after its name. When there is
+// nothing to run it answers itself and returns index -1 with the exit
+// status: usage(stderr) and 2 for no arguments, usage(stdout) and 0 for a
+// help flag, a message on stderr and 2 for an unknown command.
+func PickCommand(prog string, args, names []string, usage func(io.Writer), stdout, stderr io.Writer) (index int, rest []string, status int) {
+	if len(args) == 0 {
+		usage(stderr)
+		return -1, nil, 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return -1, nil, 0
+	}
+	for i, name := range names {
+		if r, ok := MatchCommand(args, name); ok {
+			return i, r, 0
+		}
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q; run %s --help\n", prog, strings.Join(args, " "), prog)
+	return -1, nil, 2
+}
+
 // MatchCommand reports whether args start with the words of the command
 // name ("poison list"), and returns the arguments after them.
 func MatchCommand(args []string, name string) (rest []string, ok bool) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -89,5 +91,29 @@ func TestRedactingWriterHidesSecrets(t *testing.T) {
 	}
 	if out := b.String(); strings.Contains(out, devKey) || strings.Contains(out, "c2VjcmV0c2lnbmF0dXJl") || !strings.Contains(out, "error: ") {
 		t.Fatalf("written: %q", out)
+	}
+}
+
+func TestPickCommand(t *testing.T) {
+	names := []string{"poison list", "run"}
+	usage := func(w io.Writer) { fmt.Fprint(w, "USAGE") }
+	for _, c := range []struct {
+		args             []string
+		index, status    int
+		rest             []string
+		stdout, stderrIn string
+	}{
+		{args: nil, index: -1, status: 2, stderrIn: "USAGE"},
+		{args: []string{"--help"}, index: -1, status: 0, stdout: "USAGE"},
+		{args: []string{"poison", "list", "--json"}, index: 0, rest: []string{"--json"}},
+		{args: []string{"run"}, index: 1, rest: []string{}},
+		{args: []string{"poison", "drop"}, index: -1, status: 2, stderrIn: `prog: unknown command "poison drop"; run prog --help`},
+	} {
+		var out, errw strings.Builder
+		i, rest, status := PickCommand("prog", c.args, names, usage, &out, &errw)
+		if i != c.index || status != c.status || strings.Join(rest, " ") != strings.Join(c.rest, " ") ||
+			out.String() != c.stdout || !strings.Contains(errw.String(), c.stderrIn) {
+			t.Errorf("PickCommand(%q) = %d, %q, %d; stdout %q, stderr %q", c.args, i, rest, status, out.String(), errw.String())
+		}
 	}
 }

@@ -224,27 +224,15 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	stderr = cliconn.RedactingWriter{W: stderr}
 	c := &config{stdout: stdout, stderr: stderr}
 	cmds := commands(c)
-	if len(args) == 0 {
-		usage(stderr, cmds)
-		return 2
+	names := make([]string, len(cmds))
+	for i, k := range cmds {
+		names[i] = k.name
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		usage(stdout, cmds)
-		return 0
+	i, rest, status := cliconn.PickCommand("tablekit-worker", args, names, func(w io.Writer) { usage(w, cmds) }, stdout, stderr)
+	if i < 0 {
+		return status
 	}
-	var cmd *command
-	rest := args
-	for _, k := range cmds {
-		if r, ok := cliconn.MatchCommand(args, k.name); ok {
-			cmd, rest = k, r
-			break
-		}
-	}
-	if cmd == nil {
-		fmt.Fprintf(stderr, "tablekit-worker: unknown command %q; run tablekit-worker --help\n", strings.Join(args, " "))
-		return 2
-	}
+	cmd := cmds[i]
 	if err := cmd.fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, cmds)
