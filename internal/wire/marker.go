@@ -87,6 +87,9 @@ func hasRoom(body []byte) bool {
 	if e.UnmarshalJSON(body) != nil {
 		return false
 	}
+	if e.Properties == nil {
+		e.Properties = map[string]entity.Value{}
+	}
 	if _, ok := e.Properties[UpdateLogProperty]; !ok {
 		e.Properties[UpdateLogProperty] = entity.String(RandomID() + RandomID())
 	}

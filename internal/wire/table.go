@@ -185,6 +185,10 @@ var writeSpans = [...]string{"Client.AddEntity", "Client.UpdateEntity", "Client.
 //     whose content another writer may have stored as well (two writers
 //     incrementing the same counter from the same value) is never
 //     reported as applied on the strength of equal content.
+//
+// When a marked write is settled as landed but later writes followed it,
+// the ETag returned is empty: the caller's version is no longer the
+// stored one, and a conditional write from it needs a fresh read.
 func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	if err := t.prof.ValidateOp(op); err != nil {
 		return "", err
