@@ -94,10 +94,18 @@
 // visibility while its steps run, so a slow step is not handed to another
 // worker. When Run's context is cancelled (SIGTERM in tablekit-worker) it
 // stops receiving, lets in-flight transactions finish for up to
-// DrainTimeout, and releases the rest. Logs go to log/slog; Worker.Handler
-// serves counters (processed, retried, poisoned, released, in flight) and
-// latency histograms in the Prometheus text format on /metrics, and a
-// health check on /healthz.
+// DrainTimeout, and releases the rest; with UntilEmpty it also returns
+// once its queues are empty. Logs go to log/slog; Worker.Handler serves
+// counters (processed, retried, poisoned, released, in flight, waiting),
+// each queue's and poison queue's approximate depth, and latency
+// histograms in the Prometheus text format on /metrics, liveness on
+// /livez (the process serves), readiness on /readyz (storage answers;
+// /healthz is the same), so that a storage outage takes workers out of
+// rotation without restarting them. Queue.Depth reads the same counts. A
+// TracePropagator (QueueOptions and WorkerOptions) carries the enqueuing
+// span's W3C trace context in the envelope, and QueueOptions.Base64
+// writes envelopes as Azure Functions queue triggers read them; the worker
+// reads both forms.
 //
 // The guide's caveats hold: there is no isolation (a reader may see a
 // moved employee in both tables, never in neither), and consistency is
