@@ -198,7 +198,7 @@ func runTransactions(b *testing.B, conc int, consume consumer) {
 			defer wg.Done()
 			for i := range next {
 				e, _ := json.Marshal(map[string]any{"PartitionKey": "p" + strconv.Itoa(i%16), "RowKey": strconv.Itoa(i), "V": i})
-				tx := NewTransaction(UpsertEntity(table, e, ""), NewStep("mark", map[string]int64{"T": time.Now().UnixNano()}))
+				tx := NewTransaction(UpsertEntity(table, e, tablekit.UpsertReplace), NewStep("mark", map[string]int64{"T": time.Now().UnixNano()}))
 				done := make(chan struct{})
 				mu.Lock()
 				waiting[tx.ID] = done

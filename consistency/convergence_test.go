@@ -122,8 +122,8 @@ func randomizedConvergence(t *testing.T, mode faults.RetryMode, n int, visibilit
 		// A multi-step transaction: upsert, merge, delete a junk entity.
 		write(up, map[string]any{"PartitionKey": "junk", "RowKey": id})
 		txs = append(txs, NewTransaction(
-			UpsertEntity(up, mustJSON(t, map[string]any{"PartitionKey": "u", "RowKey": id, "A": i}), ""),
-			UpsertEntity(up, mustJSON(t, map[string]any{"PartitionKey": "u", "RowKey": id, "B": 0.5}), aztables.UpdateModeMerge),
+			UpsertEntity(up, mustJSON(t, map[string]any{"PartitionKey": "u", "RowKey": id, "A": i}), tablekit.UpsertReplace),
+			UpsertEntity(up, mustJSON(t, map[string]any{"PartitionKey": "u", "RowKey": id, "B": 0.5}), tablekit.UpsertMerge),
 			DeleteEntity(EntityRef{up, "junk", id}),
 		))
 		wantUp["u/"+id] = map[string]any{"PartitionKey": "u", "RowKey": id, "A": float64(i), "B": 0.5, "B@odata.type": "Edm.Double"}

@@ -71,11 +71,11 @@ func TestStepsKeepEveryEDMType(t *testing.T) {
 		names[k] = "C" + k
 	}
 	tx := NewTransaction(
-		UpsertEntity(a, body, ""),
+		UpsertEntity(a, body, tablekit.UpsertReplace),
 		MoveEntity(EntityRef{a, "p", "r"}, EntityRef{Table: b, PartitionKey: "moved"}),
-		UpsertEntity(a, wbody, aztables.UpdateModeMerge),
+		UpsertEntity(a, wbody, tablekit.UpsertMerge),
 		SyncCopies(EntityRef{a, "p", "r"}, "Copies"),
-		UpsertEntity(c, []byte(`{"PartitionKey":"target","RowKey":"t"}`), ""),
+		UpsertEntity(c, []byte(`{"PartitionKey":"target","RowKey":"t"}`), tablekit.UpsertReplace),
 		CopyProps(EntityRef{a, "p", "r"}, EntityRef{c, "target", "t"}, names),
 	)
 	if err := Apply(ctx, acct, tx, nil); err != nil {

@@ -75,7 +75,7 @@ func TestEnqueueRefusesEntitiesAzureRejects(t *testing.T) {
 			counter.Reset()
 			tx := NewTransaction(
 				DeleteEntity(EntityRef{"Current", "p", "r"}),
-				UpsertEntity("Current", c.body, ""),
+				UpsertEntity("Current", c.body, tablekit.UpsertReplace),
 			)
 			err := q.Enqueue(ctx, tx, nil)
 			if n := counter.Count(); n != 0 {
@@ -291,7 +291,7 @@ func TestApplyValidatesEveryStepFirst(t *testing.T) {
 		ran = append(ran, c.Kind)
 		return nil
 	})
-	bad := NewTransaction(NewStep("count", nil), UpsertEntity("Current", []byte(`{"PartitionKey":"p","RowKey":"r","bad name":1}`), ""))
+	bad := NewTransaction(NewStep("count", nil), UpsertEntity("Current", []byte(`{"PartitionKey":"p","RowKey":"r","bad name":1}`), tablekit.UpsertReplace))
 	err := Apply(ctx, nil, bad, reg)
 	var se *StepError
 	if !errors.As(err, &se) || se.Index != 1 || !errors.Is(err, tablekit.ErrInvalidEntity) || len(ran) != 0 {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
@@ -139,9 +138,10 @@ type UpsertEntityArgs struct {
 	// properties (Int64, Double, DateTime, Guid, Binary), as
 	// entity.Marshal produces it.
 	Entity json.RawMessage `json:"entity"`
-	// Mode is aztables.UpdateModeReplace (the default: the stored entity
-	// becomes exactly Entity) or aztables.UpdateModeMerge.
-	Mode aztables.UpdateMode `json:"mode,omitempty"`
+	// Mode is tablekit.UpsertReplace (the default: the stored entity
+	// becomes exactly Entity) or tablekit.UpsertMerge. It travels as
+	// "replace" or "merge", as aztables.UpdateMode did.
+	Mode tablekit.UpsertMode `json:"mode,omitempty"`
 
 	parsed entity.Entity // Entity, decoded and checked by validate
 }
@@ -150,8 +150,8 @@ func (a *UpsertEntityArgs) validate(kind string) error {
 	if err := keys.ValidateTableName(a.Table); err != nil {
 		return invalidArgs(kind, "table", err)
 	}
-	if a.Mode != "" && a.Mode != aztables.UpdateModeReplace && a.Mode != aztables.UpdateModeMerge {
-		return argsError(kind, "mode "+strconv.Quote(string(a.Mode))+" is neither replace nor merge")
+	if !a.Mode.Valid() {
+		return argsError(kind, "mode "+a.Mode.String()+" is neither replace nor merge")
 	}
 	e, err := parseStepEntity(kind, a.Entity)
 	a.parsed = e
@@ -159,18 +159,17 @@ func (a *UpsertEntityArgs) validate(kind string) error {
 }
 
 // UpsertEntity returns a KindUpsertEntity step writing entity (the Table
-// service JSON of one entity) to table with the given mode ("" means
-// replace). Enqueue, Apply and the worker refuse the step, before any
+// service JSON of one entity) to table with the given mode. Enqueue, Apply and the worker refuse the step, before any
 // request, when the entity breaks one of Azure's limits
 // (entity.Entity.Validate): too many properties, a String or Binary
 // value too long, an entity over 1 MiB, an invalid property name or key.
-func UpsertEntity(table string, entity []byte, mode aztables.UpdateMode) Step {
+func UpsertEntity(table string, entity []byte, mode tablekit.UpsertMode) Step {
 	return NewStep(KindUpsertEntity, UpsertEntityArgs{Table: table, Entity: entity, Mode: mode})
 }
 
 func applyUpsertEntity(ctx context.Context, c *Call, a *UpsertEntityArgs) error {
 	typ := wire.OpUpsertReplace
-	if a.Mode == aztables.UpdateModeMerge {
+	if a.Mode == tablekit.UpsertMerge {
 		typ = wire.OpUpsertMerge
 	}
 	return upsertEntity(ctx, c.tableSet(), a.Table, a.parsed, typ)

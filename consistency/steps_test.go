@@ -90,9 +90,9 @@ func TestUpsertAndDeleteEntity(t *testing.T) {
 	ctx := context.Background()
 	table := createTable(t, acct)
 	tx := NewTransaction(
-		UpsertEntity(table, []byte(`{"PartitionKey":"p","RowKey":"r","A":1,"B":"x"}`), ""),
-		UpsertEntity(table, []byte(`{"PartitionKey":"p","RowKey":"r","C":2.5}`), aztables.UpdateModeMerge),
-		UpsertEntity(table, []byte(`{"PartitionKey":"p","RowKey":"gone","A":1}`), ""),
+		UpsertEntity(table, []byte(`{"PartitionKey":"p","RowKey":"r","A":1,"B":"x"}`), tablekit.UpsertReplace),
+		UpsertEntity(table, []byte(`{"PartitionKey":"p","RowKey":"r","C":2.5}`), tablekit.UpsertMerge),
+		UpsertEntity(table, []byte(`{"PartitionKey":"p","RowKey":"gone","A":1}`), tablekit.UpsertReplace),
 		DeleteEntity(EntityRef{table, "p", "gone"}),
 		DeleteEntity(EntityRef{table, "p", "never-existed"}),
 	)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -89,7 +88,7 @@ func TestTraceContextAcrossQueue(t *testing.T) {
 	plain, q := queuePair(t, acct, QueueOptions{Propagator: rec})
 	table := createTable(t, acct)
 	upsert := func(rk string) *Transaction {
-		return NewTransaction(UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), aztables.UpdateModeReplace))
+		return NewTransaction(UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), tablekit.UpsertReplace))
 	}
 
 	tracer := acct.ClientOptions().TracingProvider.NewTracer("test", "v0")

@@ -15,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
@@ -294,7 +293,7 @@ func TestBase64Envelopes(t *testing.T) {
 	plain, q := queuePair(t, acct, QueueOptions{Base64: true})
 	table := createTable(t, acct)
 	upsert := func(rk, text string) Step {
-		return UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk, "Text": text, "More": text}), aztables.UpdateModeReplace)
+		return UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk, "Text": text, "More": text}), tablekit.UpsertReplace)
 	}
 	small := NewTransaction(upsert("small", "x"))
 	if err := q.Enqueue(ctx, small, nil); err != nil {

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -84,7 +83,7 @@ func TestPoisonAfterLimit(t *testing.T) {
 func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 	ctx, acct, q := queueEnv(t)
 	missing := testenv.TableName(t) // never created
-	if err := q.Enqueue(ctx, &Transaction{ID: "missing-table", Steps: []Step{UpsertEntity(missing, []byte(`{"PartitionKey":"p","RowKey":"r"}`), "")}}, nil); err != nil {
+	if err := q.Enqueue(ctx, &Transaction{ID: "missing-table", Steps: []Step{UpsertEntity(missing, []byte(`{"PartitionKey":"p","RowKey":"r"}`), tablekit.UpsertReplace)}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Enqueue(ctx, &Transaction{ID: "unknown-kind", Steps: []Step{NewStep("no-such-kind", nil)}}, nil); err != nil {
@@ -166,7 +165,7 @@ func TestOversizeTransactionThroughBlob(t *testing.T) {
 	big := strings.Repeat("é\"x", 10000) // 40,000 bytes of JSON per entity after escaping
 	tx := NewTransaction()
 	for i := range 3 {
-		tx.Add(UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": string(rune('a' + i)), "Text": big}), aztables.UpdateModeReplace))
+		tx.Add(UpsertEntity(table, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": string(rune('a' + i)), "Text": big}), tablekit.UpsertReplace))
 	}
 	if err := q.Enqueue(ctx, tx, nil); err != nil {
 		t.Fatal(err)

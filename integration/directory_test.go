@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/tablekit/tablekit"
@@ -199,7 +198,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.queue.Enqueue(ctx, consistency.NewTransaction(consistency.UpsertEntity(d.archive.Name(), body, aztables.UpdateModeReplace)), nil); err != nil {
+		if err := d.queue.Enqueue(ctx, consistency.NewTransaction(consistency.UpsertEntity(d.archive.Name(), body, tablekit.UpsertReplace)), nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.hr.Delete(ctx, e.PartitionKey, e.RowKey); err != nil {

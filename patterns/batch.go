@@ -104,9 +104,10 @@ func (x *Transaction[T]) Merge(v *T, opts *WriteOptions) *Transaction[T] {
 	return x
 }
 
-// Upsert adds an insert-or-replace (or insert-or-merge) of v.
-func (x *Transaction[T]) Upsert(v *T, mode UpsertMode) *Transaction[T] {
-	x.b.add(upsertOp(mode), v, nil)
+// Upsert adds an insert-or-replace (or, with UpsertMerge,
+// insert-or-merge) of v.
+func (x *Transaction[T]) Upsert(v *T, opts *UpsertOptions) *Transaction[T] {
+	x.b.upsert(v, opts)
 	return x
 }
 
@@ -189,6 +190,15 @@ func (x *txBuilder) encode(typ OpType, v any, opts *WriteOptions) error {
 	x.vals = append(x.vals, v)
 	x.codecs = append(x.codecs, c)
 	return nil
+}
+
+// upsert adds the upsert of v opts ask for.
+func (x *txBuilder) upsert(v any, opts *UpsertOptions) {
+	mode, err := upsertMode(opts)
+	if err != nil && x.err == nil {
+		x.err = fmt.Errorf("operation %d (upsert): %w", len(x.ops), err)
+	}
+	x.add(upsertOp(mode), v, nil)
 }
 
 func (x *txBuilder) addOp(op Op) {

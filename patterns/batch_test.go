@@ -27,7 +27,7 @@ func TestTransactionRulesCheckedBeforeSending(t *testing.T) {
 		{"empty", tbl.Transaction(), "no operations"},
 		{"101 operations", many, "101 operations"},
 		{"two partitions", tbl.Transaction().Insert(&Employee{PartitionKey: "a", RowKey: "1"}).Insert(&Employee{PartitionKey: "b", RowKey: "1"}), "one partition"},
-		{"same entity twice", tbl.Transaction().Insert(&Employee{PartitionKey: "a", RowKey: "1"}).Upsert(&Employee{PartitionKey: "a", RowKey: "1"}, patterns.UpsertMerge), "one operation per entity"},
+		{"same entity twice", tbl.Transaction().Insert(&Employee{PartitionKey: "a", RowKey: "1"}).Upsert(&Employee{PartitionKey: "a", RowKey: "1"}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}), "one operation per entity"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +58,7 @@ func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	existing := Employee{PartitionKey: "Sales", RowKey: "000005", FirstName: "Old"}
-	if err := tbl.Insert(ctx, &existing); err != nil {
+	if err := tbl.Insert(ctx, &existing, nil); err != nil {
 		t.Fatal(err)
 	}
 	tx := tbl.Transaction()
@@ -102,7 +102,7 @@ func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
 	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Errorf("batch with a stale delete = %v, want index 1 ErrPreconditionFailed", err)
 	}
-	if _, err := tbl.Get(ctx, "Sales", "b"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := tbl.Get(ctx, "Sales", "b", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("the batch's insert was applied although the batch failed: %v", err)
 	}
 }
@@ -197,7 +197,7 @@ func TestBulkWriteReportsFailuresAndKeepsTheRest(t *testing.T) {
 	ctx := context.Background()
 	tbl, _ := newTable[Employee](t)
 	for _, rk := range []string{"000010", "000077"} {
-		if err := tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: rk, FirstName: "existing"}); err != nil {
+		if err := tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: rk, FirstName: "existing"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -89,7 +89,7 @@ func benchTable(b *testing.B) (*patterns.Table[benchEmployee], *aztables.Client)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		b.Fatal(err)
 	}
 	return tbl, tbl.Client()
@@ -99,7 +99,7 @@ func BenchmarkGet(b *testing.B) {
 	ctx := context.Background()
 	tbl, raw := benchTable(b)
 	row := benchRow("Sales", 1)
-	if err := tbl.Insert(ctx, &row); err != nil {
+	if err := tbl.Insert(ctx, &row, nil); err != nil {
 		b.Fatal(err)
 	}
 	ceil := newCeiling(b)
@@ -113,14 +113,14 @@ func BenchmarkGet(b *testing.B) {
 		return err
 	}
 	warmUp(b, warmTime,
-		func() error { _, err := tbl.Get(ctx, "Sales", row.RowKey); return err },
+		func() error { _, err := tbl.Get(ctx, "Sales", row.RowKey, nil); return err },
 		func() error { _, err := raw.GetEntity(ctx, "Sales", row.RowKey, nil); return err },
 		func() error { return ceilingGet(ceil.signed(getPath)) })
 	benchutil.RunSides(b,
 		benchutil.S("tablekit", func(b *testing.B) {
 			cpu := startCPU()
 			for b.Loop() {
-				if _, err := tbl.Get(ctx, "Sales", row.RowKey); err != nil {
+				if _, err := tbl.Get(ctx, "Sales", row.RowKey, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -372,7 +372,7 @@ func scanFixture(b *testing.B, n int) (*patterns.Table[benchEmployee], *aztables
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
 	items := func(yield func(benchEmployee) bool) {

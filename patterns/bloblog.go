@@ -163,7 +163,7 @@ func (l *BlobLog) run() {
 
 // CreateIfNotExists creates the blob container; an existing one is not an
 // error. One request.
-func (l *BlobLog) CreateIfNotExists(ctx context.Context) error {
+func (l *BlobLog) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return createContainer(ctx, l.acct, l.container)
 }
 

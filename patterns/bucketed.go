@@ -39,11 +39,15 @@ type Bucketed[T any] struct {
 // NewBucketed returns the bucketed repository of table name with buckets
 // partitions per stream (2 to 1000). T's PartitionKey field must be a
 // string field the repository can set. It makes no request.
-func NewBucketed[T any](acct *tablekit.Account, name string, buckets int, opts *TableOptions) (*Bucketed[T], error) {
+func NewBucketed[T any](acct *tablekit.Account, name string, buckets int, opts *BucketedOptions) (*Bucketed[T], error) {
 	if buckets < 2 || buckets > 1000 {
 		return nil, fmt.Errorf("tablekit: bucketed %s: %w: %d buckets; use 2 to 1000 (one bucket is a plain Table)", name, tablekit.ErrInvalidArgument, buckets)
 	}
-	t, err := NewTable[T](acct, name, opts)
+	var o BucketedOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, err := NewTable[T](acct, name, o.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +63,9 @@ func (b *Bucketed[T]) Table() *Table[T] { return b.t }
 
 // CreateIfNotExists creates the table that holds every bucket; an
 // existing one is not an error. One request.
-func (b *Bucketed[T]) CreateIfNotExists(ctx context.Context) error { return b.t.CreateIfNotExists(ctx) }
+func (b *Bucketed[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return b.t.CreateIfNotExists(ctx, opts)
+}
 
 // Buckets is the number of partitions per stream.
 func (b *Bucketed[T]) Buckets() int { return b.n }
@@ -81,26 +87,26 @@ func (b *Bucketed[T]) place(stream string, v *T) error {
 
 // Insert sets v's PartitionKey to its bucket of stream (by v's RowKey,
 // which must be set) and inserts it. One request.
-func (b *Bucketed[T]) Insert(ctx context.Context, stream string, v *T) error {
+func (b *Bucketed[T]) Insert(ctx context.Context, stream string, v *T, opts *InsertOptions) error {
 	if err := b.place(stream, v); err != nil {
 		return err
 	}
-	return b.t.Insert(ctx, v)
+	return b.t.Insert(ctx, v, opts)
 }
 
-// Upsert is Insert as an insert-or-replace (or insert-or-merge). One
-// request.
-func (b *Bucketed[T]) Upsert(ctx context.Context, stream string, v *T, mode UpsertMode) error {
+// Upsert is Insert as an insert-or-replace (or, with UpsertMerge,
+// insert-or-merge). One request.
+func (b *Bucketed[T]) Upsert(ctx context.Context, stream string, v *T, opts *UpsertOptions) error {
 	if err := b.place(stream, v); err != nil {
 		return err
 	}
-	return b.t.Upsert(ctx, v, mode)
+	return b.t.Upsert(ctx, v, opts)
 }
 
 // Get reads the entity of stream with RowKey rk: a point query in its
 // bucket, one request.
-func (b *Bucketed[T]) Get(ctx context.Context, stream, rk string) (T, error) {
-	return b.t.Get(ctx, b.PartitionKey(stream, rk), rk)
+func (b *Bucketed[T]) Get(ctx context.Context, stream, rk string, opts *GetOptions) (T, error) {
+	return b.t.Get(ctx, b.PartitionKey(stream, rk), rk, opts)
 }
 
 // Query returns the entities of stream that match rows (RowKey bounds and

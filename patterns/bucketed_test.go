@@ -29,14 +29,14 @@ func TestBucketedSpreadsInsertsAndMergesInKeyOrder(t *testing.T) {
 	acct, c := testenv.CountingAccount(t)
 	b, err := patterns.NewBucketed[AccessEvent](acct, testenv.TableName(t), 7, nil)
 	must(t, err)
-	must(t, b.Table().CreateIfNotExists(ctx))
+	must(t, b.Table().CreateIfNotExists(ctx, nil))
 	c.Reset()
 	base := time.Date(2014, 8, 22, 18, 0, 0, 0, time.UTC)
 	const n = 120
 	used := map[string]int{}
 	for i := 0; i < n; i++ {
 		e := AccessEvent{RowKey: keys.Join(keys.TimeKey(base.Add(time.Duration(i)*time.Second)), keys.PadUint(uint64(i), 4)), Resource: fmt.Sprint("r", i)}
-		if err := b.Insert(ctx, "Sales", &e); err != nil {
+		if err := b.Insert(ctx, "Sales", &e, nil); err != nil {
 			t.Fatal(err)
 		}
 		requests(t, c, 1, "bucketed Insert")
@@ -70,7 +70,7 @@ func TestBucketedSpreadsInsertsAndMergesInKeyOrder(t *testing.T) {
 		t.Errorf("window = %v, %v", some, err)
 	}
 	c.Reset()
-	got, err := b.Get(ctx, "Sales", all[77].RowKey)
+	got, err := b.Get(ctx, "Sales", all[77].RowKey, nil)
 	if err != nil || got.Resource != "r77" {
 		t.Errorf("Get = %+v, %v", got, err)
 	}

@@ -34,12 +34,18 @@ type CompoundKeys[K, T any] struct {
 	tmpl *keys.Template[K]
 }
 
-// NewCompoundKeys returns the compound key repository of t with RowKeys
-// built by pattern (see keys.NewTemplate). Errors wrap
-// tablekit.ErrInvalidKey. It makes no request.
-func NewCompoundKeys[K, T any](t *Table[T], pattern string) (*CompoundKeys[K, T], error) {
-	if t == nil {
-		return nil, fmt.Errorf("tablekit: NewCompoundKeys: %w: table is nil", tablekit.ErrInvalidArgument)
+// NewCompoundKeys returns the compound key repository of table name with
+// RowKeys built by pattern (see keys.NewTemplate); opts configures the
+// table, nil means the defaults. Errors wrap tablekit.ErrInvalidKey (the
+// pattern) or tablekit.ErrInvalidName. It makes no request.
+func NewCompoundKeys[K, T any](acct *tablekit.Account, name, pattern string, opts *CompoundKeysOptions) (*CompoundKeys[K, T], error) {
+	var o CompoundKeysOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, err := NewTable[T](acct, name, o.Table)
+	if err != nil {
+		return nil, err
 	}
 	tmpl, err := keys.NewTemplate[K](pattern)
 	if err != nil {
@@ -56,8 +62,8 @@ func (c *CompoundKeys[K, T]) Table() *Table[T] { return c.t }
 
 // CreateIfNotExists creates the table; an existing one is not an error.
 // One request.
-func (c *CompoundKeys[K, T]) CreateIfNotExists(ctx context.Context) error {
-	return c.t.CreateIfNotExists(ctx)
+func (c *CompoundKeys[K, T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return c.t.CreateIfNotExists(ctx, opts)
 }
 
 // Template is the RowKey template.
@@ -71,13 +77,13 @@ func (c *CompoundKeys[K, T]) Parse(rowKey string) (K, error) { return c.tmpl.Par
 
 // Get reads the entity with k's compound RowKey in partition pk: a point
 // query, one request; tablekit.ErrNotFound when there is none.
-func (c *CompoundKeys[K, T]) Get(ctx context.Context, pk string, k K) (T, error) {
+func (c *CompoundKeys[K, T]) Get(ctx context.Context, pk string, k K, opts *GetOptions) (T, error) {
 	rk, err := c.tmpl.Key(k)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return c.t.Get(ctx, pk, rk)
+	return c.t.Get(ctx, pk, rk, opts)
 }
 
 // RelatedOptions shapes a Related query. A nil *RelatedOptions means the

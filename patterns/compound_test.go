@@ -33,7 +33,7 @@ type compoundReviewKey struct {
 func TestCompoundKeysGuideEmployeeReviews(t *testing.T) {
 	ctx := context.Background()
 	tbl, c := newTable[CompoundRow](t)
-	ck, err := patterns.NewCompoundKeys[compoundReviewKey, CompoundRow](tbl, "empid_{ID:6}_{Year}")
+	ck, err := patterns.NewCompoundKeys[compoundReviewKey, CompoundRow](tbl.Account(), tbl.Name(), "empid_{ID:6}_{Year}", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestCompoundKeysGuideEmployeeReviews(t *testing.T) {
 	c.Reset()
 
 	// The guide's point query for one year's review.
-	r, err := ck.Get(ctx, "Sales", compoundReviewKey{123, 2012})
+	r, err := ck.Get(ctx, "Sales", compoundReviewKey{123, 2012}, nil)
 	if err != nil || r.Comments != "review 2012" {
 		t.Fatalf("Get = %+v, %v", r, err)
 	}

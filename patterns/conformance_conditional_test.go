@@ -88,24 +88,24 @@ func cfEmployeeCounter(t *testing.T, e *cfRaceEnv, insert func(*cfEmployee) erro
 
 // cfUpdater is a repository's update verb on cfEmployee.
 type cfUpdater interface {
-	CreateIfNotExists(ctx context.Context) error
-	Insert(ctx context.Context, v *cfEmployee) error
-	Update(ctx context.Context, pk, rk string, fn func(*cfEmployee) error) (cfEmployee, error)
+	CreateIfNotExists(ctx context.Context, opts *patterns.CreateOptions) error
+	Insert(ctx context.Context, v *cfEmployee, opts *patterns.InsertOptions) error
+	Update(ctx context.Context, pk, rk string, fn func(*cfEmployee) error, opts *patterns.UpdateOptions) (cfEmployee, error)
 }
 
 // cfUpdateCounter builds the increment of an employee's Age through x's
 // Update, x being new (err its constructor's error); get reads the
 // employee back.
-func cfUpdateCounter(t *testing.T, e *cfRaceEnv, x cfUpdater, err error, get func(ctx context.Context, pk, rk string) (cfEmployee, error)) (func() error, func() int) {
+func cfUpdateCounter(t *testing.T, e *cfRaceEnv, x cfUpdater, err error, get func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (cfEmployee, error)) (func() error, func() int) {
 	t.Helper()
 	e.must(t, err)
-	e.must(t, x.CreateIfNotExists(e.ctx))
-	return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v) },
+	e.must(t, x.CreateIfNotExists(e.ctx, nil))
+	return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return x.Insert(e.ctx, v, nil) },
 		func(fn func(*cfEmployee) error) error {
-			_, err := x.Update(e.ctx, "Sales", "empid_000101", fn)
+			_, err := x.Update(e.ctx, "Sales", "empid_000101", fn, nil)
 			return err
 		},
-		func() (cfEmployee, error) { return get(e.ctx, "Sales", "empid_000101") })
+		func() (cfEmployee, error) { return get(e.ctx, "Sales", "empid_000101", nil) })
 }
 
 // cfCount builds a counter from an increment (its result dropped) and a
@@ -123,7 +123,7 @@ func cfRaceTable(t *testing.T, e *cfRaceEnv) *patterns.Table[cfEmployee] {
 	t.Helper()
 	tbl, err := patterns.NewTable[cfEmployee](e.acct, testenv.TableName(t), e.opts)
 	e.must(t, err)
-	e.must(t, tbl.CreateIfNotExists(e.ctx))
+	e.must(t, tbl.CreateIfNotExists(e.ctx, nil))
 	return tbl
 }
 
@@ -141,10 +141,10 @@ var cfRaceCases = []cfRaceCase{
 	}},
 	{"Table.Replace in the caller's loop", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		tbl := cfRaceTable(t, e)
-		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return tbl.Insert(e.ctx, v) },
+		return cfEmployeeCounter(t, e, func(v *cfEmployee) error { return tbl.Insert(e.ctx, v, nil) },
 			func(fn func(*cfEmployee) error) error {
 				for {
-					v, err := tbl.Get(e.ctx, "Sales", "empid_000101")
+					v, err := tbl.Get(e.ctx, "Sales", "empid_000101", nil)
 					if err != nil {
 						return err
 					}
@@ -154,7 +154,7 @@ var cfRaceCases = []cfRaceCase{
 					}
 				}
 			},
-			func() (cfEmployee, error) { return tbl.Get(e.ctx, "Sales", "empid_000101") })
+			func() (cfEmployee, error) { return tbl.Get(e.ctx, "Sales", "empid_000101", nil) })
 	}},
 	{"Table.Insert then Replace in the caller's loop", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		// The counter does not exist yet: both writers insert it with the
@@ -162,12 +162,12 @@ var cfRaceCases = []cfRaceCase{
 		tbl := cfRaceTable(t, e)
 		return func() error {
 				for {
-					v, err := tbl.Get(e.ctx, "Sales", "empid_000101")
+					v, err := tbl.Get(e.ctx, "Sales", "empid_000101", nil)
 					switch {
 					case errors.Is(err, tablekit.ErrNotFound):
 						v = cfEmp("Sales", 1, "Jones")
 						_ = cfIncAge(&v)
-						err = tbl.Insert(e.ctx, &v)
+						err = tbl.Insert(e.ctx, &v, nil)
 						if errors.Is(err, tablekit.ErrAlreadyExists) {
 							continue
 						}
@@ -181,7 +181,7 @@ var cfRaceCases = []cfRaceCase{
 					}
 				}
 			}, func() int {
-				g, err := tbl.Get(e.ctx, "Sales", "empid_000101")
+				g, err := tbl.Get(e.ctx, "Sales", "empid_000101", nil)
 				e.must(t, err)
 				return g.Age
 			}
@@ -192,12 +192,14 @@ var cfRaceCases = []cfRaceCase{
 		return cfUpdateCounter(t, e, x, err, x.Get)
 	}},
 	{"ListIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
-		x, err := patterns.NewListIndexedTable(e.acct, testenv.TableName(t), cfLastNameList(), e.opts)
+		x, err := patterns.NewListIndexedTable(e.acct, testenv.TableName(t), cfLastNameList(), &patterns.ListIndexedTableOptions{Table: e.opts})
 		return cfUpdateCounter(t, e, x, err, x.Get)
 	}},
 	{"BlobIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
-		x, err := patterns.NewBlobIndexedTable(e.acct, testenv.TableName(t), testenv.ContainerName(t), cfLastNameList(), e.opts)
-		return cfUpdateCounter(t, e, x, err, func(ctx context.Context, pk, rk string) (cfEmployee, error) { return x.Table().Get(ctx, pk, rk) })
+		x, err := patterns.NewBlobIndexedTable(e.acct, testenv.TableName(t), testenv.ContainerName(t), cfLastNameList(), &patterns.BlobIndexedTableOptions{Table: e.opts})
+		return cfUpdateCounter(t, e, x, err, func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (cfEmployee, error) {
+			return x.Table().Get(ctx, pk, rk, nil)
+		})
 	}},
 	{"EventualIndexedTable.Update", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x, err := patterns.NewEventualIndexedTable(e.acct, testenv.TableName(t), cfRaceQueue(t, e), []patterns.Index[cfEmployee]{cfEmailIndex()},
@@ -208,18 +210,22 @@ var cfRaceCases = []cfRaceCase{
 		ix := cfLastNameList()
 		ix.Table = testenv.TableName(t)
 		x, err := patterns.NewEventualListIndexedTable(e.acct, testenv.TableName(t), cfRaceQueue(t, e), ix, &patterns.EventualIndexedTableOptions{Table: e.opts})
-		return cfUpdateCounter(t, e, x, err, func(ctx context.Context, pk, rk string) (cfEmployee, error) { return x.Table().Get(ctx, pk, rk) })
+		return cfUpdateCounter(t, e, x, err, func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (cfEmployee, error) {
+			return x.Table().Get(ctx, pk, rk, nil)
+		})
 	}},
 	{"Denormalization.UpdateSource", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x := cfRaceDenormalization(t, e)
-		return cfCount(t, e, func() (cfManager, error) { return x.UpdateSource(e.ctx, "Contoso", "mgr_000100", cfIncManager) },
-			func() (cfManager, error) { return x.Sources().Get(e.ctx, "Contoso", "mgr_000100") },
+		return cfCount(t, e, func() (cfManager, error) { return x.UpdateSource(e.ctx, "Contoso", "mgr_000100", cfIncManager, nil) },
+			func() (cfManager, error) { return x.Sources().Get(e.ctx, "Contoso", "mgr_000100", nil) },
 			func(s cfManager) int { return s.Age })
 	}},
 	{"Denormalization.UpdateTarget", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		x := cfRaceDenormalization(t, e)
-		return cfCount(t, e, func() (cfDepartment, error) { return x.UpdateTarget(e.ctx, "Contoso", "dept_Sales", cfIncHeadcount) },
-			func() (cfDepartment, error) { return x.Targets().Get(e.ctx, "Contoso", "dept_Sales") },
+		return cfCount(t, e, func() (cfDepartment, error) {
+			return x.UpdateTarget(e.ctx, "Contoso", "dept_Sales", cfIncHeadcount, nil)
+		},
+			func() (cfDepartment, error) { return x.Targets().Get(e.ctx, "Contoso", "dept_Sales", nil) },
 			func(d cfDepartment) int { return d.Headcount })
 	}},
 	{"EventualDenormalization.UpdateSource", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
@@ -227,39 +233,39 @@ var cfRaceCases = []cfRaceCase{
 			func(*cfManager) []consistency.EntityRef { return nil },
 			map[string]string{"Phone": "ManagerPhone"}, &patterns.EventualDenormalizationOptions{Table: e.opts})
 		e.must(t, err)
-		e.must(t, x.Sources().CreateIfNotExists(e.ctx))
-		e.must(t, x.Sources().Insert(e.ctx, &cfManager{PartitionKey: "Managers", RowKey: "000100", FirstName: "Mary", Phone: cfPhone(0)}))
-		return cfCount(t, e, func() (cfManager, error) { return x.UpdateSource(e.ctx, "Managers", "000100", cfIncManager) },
-			func() (cfManager, error) { return x.Sources().Get(e.ctx, "Managers", "000100") },
+		e.must(t, x.Sources().CreateIfNotExists(e.ctx, nil))
+		e.must(t, x.Sources().Insert(e.ctx, &cfManager{PartitionKey: "Managers", RowKey: "000100", FirstName: "Mary", Phone: cfPhone(0)}, nil))
+		return cfCount(t, e, func() (cfManager, error) { return x.UpdateSource(e.ctx, "Managers", "000100", cfIncManager, nil) },
+			func() (cfManager, error) { return x.Sources().Get(e.ctx, "Managers", "000100", nil) },
 			func(s cfManager) int { return s.Age })
 	}},
 	{"DataSeries.Add", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
 		ds, err := patterns.NewDataSeries[int64](e.acct, testenv.TableName(t), 24, &patterns.DataSeriesOptions{Table: e.opts})
 		e.must(t, err)
-		e.must(t, ds.Table().CreateIfNotExists(e.ctx))
-		e.must(t, ds.Set(e.ctx, "Sales", "000123", 0, 0))
-		return cfCount(t, e, func() (int64, error) { return ds.Add(e.ctx, "Sales", "000123", 13, 1) },
-			func() (patterns.Series[int64], error) { return ds.Get(e.ctx, "Sales", "000123") },
+		e.must(t, ds.Table().CreateIfNotExists(e.ctx, nil))
+		e.must(t, ds.Upsert(e.ctx, "Sales", "000123", map[int]int64{0: 0}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}))
+		return cfCount(t, e, func() (int64, error) { return ds.Add(e.ctx, "Sales", "000123", 13, 1, nil) },
+			func() (patterns.Series[int64], error) { return ds.Get(e.ctx, "Sales", "000123", nil) },
 			func(s patterns.Series[int64]) int { return int(s.Values[13]) })
 	}},
 	{"WideEntities.Put in the caller's loop", func(t *testing.T, e *cfRaceEnv) (func() error, func() int) {
-		w, err := patterns.NewWideEntities(e.acct, testenv.TableName(t), e.opts)
+		w, err := patterns.NewWideEntities(e.acct, testenv.TableName(t), &patterns.WideEntitiesOptions{Table: e.opts})
 		e.must(t, err)
-		e.must(t, w.Table().CreateIfNotExists(e.ctx))
-		e.must(t, w.Put(e.ctx, cfWide("Sales", "000123", 300)))
+		e.must(t, w.Table().CreateIfNotExists(e.ctx, nil))
+		e.must(t, widePut(w, e.ctx, cfWide("Sales", "000123", 300)))
 		return func() error {
 				for {
-					v, err := w.Get(e.ctx, "Sales", "000123")
+					v, err := w.Get(e.ctx, "Sales", "000123", nil)
 					if err != nil {
 						return err
 					}
 					v.Properties["Counter"] = entity.Int64(v.Properties["Counter"].V.(int64) + 1)
-					if err := w.Put(e.ctx, v); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+					if err := widePut(w, e.ctx, v); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 						return err
 					}
 				}
 			}, func() int {
-				v, err := w.Get(e.ctx, "Sales", "000123")
+				v, err := w.Get(e.ctx, "Sales", "000123", nil)
 				e.must(t, err)
 				return int(v.Properties["Counter"].V.(int64))
 			}
@@ -274,9 +280,9 @@ func cfRaceDenormalization(t *testing.T, e *cfRaceEnv) *patterns.Denormalization
 		func(s *cfManager, d *cfDepartment) { d.ManagerFirstName, d.ManagerPhone = s.FirstName, s.Phone },
 		&patterns.DenormalizationOptions[cfManager]{Table: e.opts})
 	e.must(t, err)
-	e.must(t, x.Sources().CreateIfNotExists(e.ctx))
-	e.must(t, x.Sources().Insert(e.ctx, &cfManager{PartitionKey: "Contoso", RowKey: "mgr_000100", FirstName: "Mary", Phone: cfPhone(0)}))
-	e.must(t, x.Targets().Insert(e.ctx, &cfDepartment{PartitionKey: "Contoso", RowKey: "dept_Sales", ManagerID: "mgr_000100", ManagerFirstName: "Mary", ManagerPhone: cfPhone(0)}))
+	e.must(t, x.Sources().CreateIfNotExists(e.ctx, nil))
+	e.must(t, x.Sources().Insert(e.ctx, &cfManager{PartitionKey: "Contoso", RowKey: "mgr_000100", FirstName: "Mary", Phone: cfPhone(0)}, nil))
+	e.must(t, x.Targets().Insert(e.ctx, &cfDepartment{PartitionKey: "Contoso", RowKey: "dept_Sales", ManagerID: "mgr_000100", ManagerFirstName: "Mary", ManagerPhone: cfPhone(0)}, nil))
 	return x
 }
 

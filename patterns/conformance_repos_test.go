@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -165,20 +166,20 @@ func cfSame(a, b []string) bool { return slices.Equal(a, b) || len(a) == 0 && le
 
 // cfExists and cfGone are the reads a caller makes after an unknown
 // outcome.
-func cfExists[T any](e *cfEnv, get func(ctx context.Context, pk, rk string) (T, error), pk, rk string) func() bool {
+func cfExists[T any](e *cfEnv, get func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (T, error), pk, rk string) func() bool {
 	return func() bool { return cfRead(get, e.ctx, pk, rk) == nil }
 }
 
-func cfGone[T any](e *cfEnv, get func(ctx context.Context, pk, rk string) (T, error), pk, rk string) func() bool {
+func cfGone[T any](e *cfEnv, get func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (T, error), pk, rk string) func() bool {
 	return func() bool { return errors.Is(cfRead(get, e.ctx, pk, rk), tablekit.ErrNotFound) }
 }
 
 // cfRead reads (pk, rk) as a caller settling an unknown outcome does:
 // again after a transient failure.
-func cfRead[T any](get func(ctx context.Context, pk, rk string) (T, error), ctx context.Context, pk, rk string) error {
+func cfRead[T any](get func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (T, error), ctx context.Context, pk, rk string) error {
 	var err error
 	for range 5 {
-		if _, err = get(ctx, pk, rk); !tablekit.IsTransient(err) {
+		if _, err = get(ctx, pk, rk, nil); !tablekit.IsTransient(err) {
 			return err
 		}
 	}
@@ -198,14 +199,14 @@ func cfTable(e *cfEnv) {
 	n := e.n(8, 8)
 	for i := range n {
 		v := cfEmp("Sales", i, "Jones")
-		if e.do(1, "Insert "+v.RowKey, func() error { return tbl.Insert(ctx, &v) }, cfExists(e, tbl.Get, v.PartitionKey, v.RowKey)) {
+		if e.do(1, "Insert "+v.RowKey, func() error { return tbl.Insert(ctx, &v, nil) }, cfExists(e, tbl.Get, v.PartitionKey, v.RowKey)) {
 			m.put(v)
 		}
 	}
 	for _, k := range m.keys() {
 		w := m.rows[k]
 		e.read(1, "Get "+k, func() error {
-			g, err := tbl.Get(ctx, w.PartitionKey, w.RowKey)
+			g, err := tbl.Get(ctx, w.PartitionKey, w.RowKey, nil)
 			if err == nil && g.FirstName != w.FirstName {
 				e.t.Errorf("Get %s = %+v", k, g)
 			}
@@ -234,14 +235,14 @@ func cfTable(e *cfEnv) {
 	for i, mode := range []string{"Replace", "Merge"} {
 		v := cfEmp("Sales", i, "Jones")
 		var cur cfEmployee
-		e.read(1, "Get before "+mode, func() error { cur, err = tbl.Get(ctx, v.PartitionKey, v.RowKey); return err })
+		e.read(1, "Get before "+mode, func() error { cur, err = tbl.Get(ctx, v.PartitionKey, v.RowKey, nil); return err })
 		cur.FirstName = mode + "d"
 		write := tbl.Replace
 		if mode == "Merge" {
 			write = tbl.Merge
 		}
 		if e.do(1, mode, func() error { return write(ctx, &cur, nil) }, func() bool {
-			g, err := tbl.Get(ctx, v.PartitionKey, v.RowKey)
+			g, err := tbl.Get(ctx, v.PartitionKey, v.RowKey, nil)
 			return err == nil && g.FirstName == cur.FirstName
 		}) {
 			m.put(cur)
@@ -249,11 +250,11 @@ func cfTable(e *cfEnv) {
 	}
 	// Upserts: a new entity, then a merge into it.
 	up := cfEmp("Sales", n, "Upserted")
-	if e.do(1, "Upsert (insert)", func() error { return tbl.Upsert(ctx, &up, patterns.UpsertReplace) }, nil) {
+	if e.do(1, "Upsert (insert)", func() error { return tbl.Upsert(ctx, &up, nil) }, nil) {
 		m.put(up)
 	}
 	up.Email = "upserted@contoso.com"
-	if e.do(1, "Upsert (merge)", func() error { return tbl.Upsert(ctx, &up, patterns.UpsertMerge) }, nil) {
+	if e.do(1, "Upsert (merge)", func() error { return tbl.Upsert(ctx, &up, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }, nil) {
 		m.put(up)
 	}
 	// A strict transaction in another partition.
@@ -276,11 +277,11 @@ func cfTable(e *cfEnv) {
 		m.counter("Sales", rk)
 	}
 	m.counter("Sales", counters[0]).add(e.outcome(e.cost(2, "Update", func() error {
-		_, err := tbl.Update(ctx, "Sales", counters[0], cfIncAge)
+		_, err := tbl.Update(ctx, "Sales", counters[0], cfIncAge, nil)
 		return err
 	}), "Update"))
 	tally := e.hammer(counters, 6, e.n(10, 8), "Table.Update", func(rk string) error {
-		_, err := tbl.Update(ctx, "Sales", rk, cfIncAge)
+		_, err := tbl.Update(ctx, "Sales", rk, cfIncAge, nil)
 		return err
 	})
 	for rk, c := range tally {
@@ -290,7 +291,7 @@ func cfTable(e *cfEnv) {
 	// Deletes: conditional, then whatever the version.
 	del := cfEmp("Sales", n-1, "")
 	var cur cfEmployee
-	e.read(1, "Get before Delete", func() error { cur, err = tbl.Get(ctx, del.PartitionKey, del.RowKey); return err })
+	e.read(1, "Get before Delete", func() error { cur, err = tbl.Get(ctx, del.PartitionKey, del.RowKey, nil); return err })
 	if e.do(1, "Delete", func() error { return tbl.Delete(ctx, &cur, nil) }, cfGone(e, tbl.Get, del.PartitionKey, del.RowKey)) {
 		m.del(del.PartitionKey, del.RowKey)
 	}
@@ -341,26 +342,26 @@ func cfMixedTable(e *cfEnv) {
 	reg := entity.NewRegistry(nil)
 	e.must(reg.Register(entity.Kind{Name: "Department", Version: 1}, cfDepartment{}), "register")
 	e.must(reg.Register(entity.Kind{Name: "Employee", Version: 2}, cfEmployee{}), "register")
-	mt, err := patterns.NewMixedTable(e.acct, testenv.TableName(e.t), reg, e.tableOpts())
+	mt, err := patterns.NewMixedTable(e.acct, testenv.TableName(e.t), reg, &patterns.MixedTableOptions{Table: e.tableOpts()})
 	e.must(err, "NewMixedTable")
 	e.setup(mt.CreateIfNotExists)
 	exists := func(pk, rk string) func() bool {
-		return func() bool { _, err := mt.Get(ctx, pk, rk); return err == nil }
+		return func() bool { _, err := mt.Get(ctx, pk, rk, nil); return err == nil }
 	}
 	dept := cfDepartment{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales", ManagerFirstName: "Mary"}
-	deptOK := e.do(1, "Insert department", func() error { return mt.Insert(ctx, &dept) }, exists("Sales", "Department"))
+	deptOK := e.do(1, "Insert department", func() error { return mt.Insert(ctx, &dept, nil) }, exists("Sales", "Department"))
 	m := newCfModel()
 	n := e.n(8, 8)
 	for i := range n {
 		v := cfEmp("Sales", i, "Cao")
-		if e.do(1, "Insert employee", func() error { return mt.Insert(ctx, &v) }, exists(v.PartitionKey, v.RowKey)) {
+		if e.do(1, "Insert employee", func() error { return mt.Insert(ctx, &v, nil) }, exists(v.PartitionKey, v.RowKey)) {
 			m.put(v)
 		}
 	}
 	for _, k := range m.keys() {
 		w := m.rows[k]
 		e.read(1, "Get "+k, func() error {
-			v, err := mt.Get(ctx, w.PartitionKey, w.RowKey)
+			v, err := mt.Get(ctx, w.PartitionKey, w.RowKey, nil)
 			if g, ok := v.(*cfEmployee); err == nil && (!ok || g.FirstName != w.FirstName) {
 				e.t.Errorf("Get %s = %#v", k, v)
 			}
@@ -368,13 +369,13 @@ func cfMixedTable(e *cfEnv) {
 		})
 	}
 	dept.EmployeeCount = len(m.rows)
-	if e.do(1, "Upsert department", func() error { return mt.Upsert(ctx, &dept) }, nil) {
+	if e.do(1, "Upsert department", func() error { return mt.Upsert(ctx, &dept, nil) }, nil) {
 		deptOK = true
 	}
 	for _, k := range m.keys() {
 		ch := m.rows[k]
 		ch.LastName = "Hall"
-		if e.do(1, "Upsert employee", func() error { return mt.Upsert(ctx, &ch) }, nil) {
+		if e.do(1, "Upsert employee", func() error { return mt.Upsert(ctx, &ch, nil) }, nil) {
 			m.put(ch)
 		}
 	}
@@ -431,12 +432,12 @@ func cfIndexedTable(e *cfEnv) {
 	n := e.n(8, 8)
 	for i := range n {
 		v := cfEmp("Sales", i, []string{"Jones", "Smith"}[i%2])
-		if e.do(1, "Insert "+v.RowKey, func() error { return x.Insert(ctx, &v) }, cfExists(e, x.Get, v.PartitionKey, v.RowKey)) {
+		if e.do(1, "Insert "+v.RowKey, func() error { return x.Insert(ctx, &v, nil) }, cfExists(e, x.Get, v.PartitionKey, v.RowKey)) {
 			m.put(v)
 		}
 	}
-	e.read(1, "Lookup by email", func() error { _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com"); return err })
-	e.read(1, "Lookup by id", func() error { _, err := x.Lookup(ctx, "empid", "Sales", "000100"); return err })
+	e.read(1, "Lookup by email", func() error { _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com", nil); return err })
+	e.read(1, "Lookup by id", func() error { _, err := x.Lookup(ctx, "empid", "Sales", "000100", nil); return err })
 	e.read(1, "Find by last name", func() error {
 		_, err := patterns.Collect(x.Find(ctx, "lastname", "Sales", "Jones", nil))
 		return err
@@ -451,10 +452,10 @@ func cfIndexedTable(e *cfEnv) {
 		want := m.rows[k]
 		change(&want)
 		if e.do(2, "Update that changes an indexed value", func() error {
-			_, err := x.Update(ctx, want.PartitionKey, want.RowKey, func(v *cfEmployee) error { change(v); return nil })
+			_, err := x.Update(ctx, want.PartitionKey, want.RowKey, func(v *cfEmployee) error { change(v); return nil }, nil)
 			return err
 		}, func() bool {
-			g, err := x.Get(ctx, want.PartitionKey, want.RowKey)
+			g, err := x.Get(ctx, want.PartitionKey, want.RowKey, nil)
 			return err == nil && g.Email == want.Email && g.LastName == want.LastName
 		}) {
 			m.put(want)
@@ -462,17 +463,17 @@ func cfIndexedTable(e *cfEnv) {
 	}
 	counters := []string{cfEmp("Sales", 2, "").RowKey, cfEmp("Sales", 3, "").RowKey}
 	m.counter("Sales", counters[0]).add(e.outcome(e.cost(2, "Update", func() error {
-		_, err := x.Update(ctx, "Sales", counters[0], cfIncAge)
+		_, err := x.Update(ctx, "Sales", counters[0], cfIncAge, nil)
 		return err
 	}), "Update"))
 	for rk, c := range e.hammer(counters, 6, e.n(8, 6), "IndexedTable.Update", func(rk string) error {
-		_, err := x.Update(ctx, "Sales", rk, cfIncAge)
+		_, err := x.Update(ctx, "Sales", rk, cfIncAge, nil)
 		return err
 	}) {
 		cfMerge(m.counter("Sales", rk), c)
 	}
 	del := cfEmp("Sales", n-1, "")
-	if e.do(2, "Delete", func() error { return x.Delete(ctx, del.PartitionKey, del.RowKey) }, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
+	if e.do(2, "Delete", func() error { return x.Delete(ctx, &cfEmployee{PartitionKey: del.PartitionKey, RowKey: del.RowKey}, &patterns.WriteOptions{Unconditional: true}) }, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
 		m.del(del.PartitionKey, del.RowKey)
 	}
 
@@ -482,12 +483,12 @@ func cfIndexedTable(e *cfEnv) {
 	m.check(e, "IndexedTable primaries", prim)
 	for _, k := range m.keys() {
 		w := m.rows[k]
-		g, err := x.Lookup(ctx, "email", w.PartitionKey, w.Email)
+		g, err := x.Lookup(ctx, "email", w.PartitionKey, w.Email, nil)
 		if err != nil || g.RowKey != w.RowKey || g.FirstName != w.FirstName || g.LastName != w.LastName {
 			e.t.Errorf("IndexedTable: Lookup by email %s = %+v, %v; want %s", w.Email, g, err, k)
 		}
 	}
-	if _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t := e.t
 		t.Errorf("IndexedTable: the old email's copy is still found: %v", err)
 	}
@@ -521,7 +522,7 @@ func cfEventualIndexedTable(e *cfEnv) {
 		{Name: "empid", Unique: true, Key: func(v *cfEmployee) string { return v.EmployeeID }, Table: idTable},
 	}, &patterns.EventualIndexedTableOptions{Table: e.tableOpts()})
 	e.must(err, "NewEventualIndexedTable")
-	e.setup(q.Create, x.CreateIfNotExists)
+	e.setup(cfQueue(q), x.CreateIfNotExists)
 	w := e.startWorker(q)
 	m := newCfModel()
 	n := e.n(8, 8)
@@ -530,13 +531,13 @@ func cfEventualIndexedTable(e *cfEnv) {
 		if i == n-1 {
 			e.lateWrite(x.Table().Name())
 		}
-		if e.do(2, "Insert "+v.RowKey, func() error { return x.Insert(ctx, &v) }, cfExists(e, x.Get, v.PartitionKey, v.RowKey)) {
+		if e.do(2, "Insert "+v.RowKey, func() error { return x.Insert(ctx, &v, nil) }, cfExists(e, x.Get, v.PartitionKey, v.RowKey)) {
 			m.put(v)
 		}
 	}
-	e.read(1, "Get", func() error { _, err := x.Get(ctx, "Sales", "empid_000100"); return err })
+	e.read(1, "Get", func() error { _, err := x.Get(ctx, "Sales", "empid_000100", nil); return err })
 	e.read(1, "Lookup", func() error {
-		_, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com")
+		_, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com", nil)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			err = nil // the worker may not have run yet
 		}
@@ -545,10 +546,10 @@ func cfEventualIndexedTable(e *cfEnv) {
 	moved := m.rows[cfKey("Sales", "empid_000100")]
 	moved.Email = "moved0@contoso.com"
 	if e.do(3, "Update that changes the email", func() error {
-		_, err := x.Update(ctx, moved.PartitionKey, moved.RowKey, func(v *cfEmployee) error { v.Email = moved.Email; return nil })
+		_, err := x.Update(ctx, moved.PartitionKey, moved.RowKey, func(v *cfEmployee) error { v.Email = moved.Email; return nil }, nil)
 		return err
 	}, func() bool {
-		g, err := x.Get(ctx, moved.PartitionKey, moved.RowKey)
+		g, err := x.Get(ctx, moved.PartitionKey, moved.RowKey, nil)
 		return err == nil && g.Email == moved.Email
 	}) {
 		m.put(moved)
@@ -556,17 +557,17 @@ func cfEventualIndexedTable(e *cfEnv) {
 	counters := []string{cfKey("Sales", cfEmp("", 2, "").RowKey), cfKey("HR", cfEmp("", 3, "").RowKey)}
 	split := func(k string) (string, string) { pk, rk, _ := strings.Cut(k, "/"); return pk, rk }
 	pk0, rk0 := split(counters[0])
-	m.counter(pk0, rk0).add(e.outcome(e.cost(3, "Update", func() error { _, err := x.Update(ctx, pk0, rk0, cfIncAge); return err }), "Update"))
+	m.counter(pk0, rk0).add(e.outcome(e.cost(3, "Update", func() error { _, err := x.Update(ctx, pk0, rk0, cfIncAge, nil); return err }), "Update"))
 	for k, c := range e.hammer(counters, 4, e.n(6, 5), "EventualIndexedTable.Update", func(k string) error {
 		pk, rk := split(k)
-		_, err := x.Update(ctx, pk, rk, cfIncAge)
+		_, err := x.Update(ctx, pk, rk, cfIncAge, nil)
 		return err
 	}) {
 		pk, rk := split(k)
 		cfMerge(m.counter(pk, rk), c)
 	}
 	del := m.rows[cfKey("HR", cfEmp("", 1, "").RowKey)]
-	if e.do(3, "Delete", func() error { return x.Delete(ctx, del.PartitionKey, del.RowKey) }, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
+	if e.do(3, "Delete", func() error { return x.Delete(ctx, &cfEmployee{PartitionKey: del.PartitionKey, RowKey: del.RowKey}, &patterns.WriteOptions{Unconditional: true}) }, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
 		m.del(del.PartitionKey, del.RowKey)
 	}
 
@@ -581,22 +582,22 @@ func cfEventualIndexedTable(e *cfEnv) {
 	m.check(e, "EventualIndexedTable primaries", prim)
 	for _, k := range m.keys() {
 		v := m.rows[k]
-		g, err := x.Lookup(ctx, "email", v.PartitionKey, v.Email)
+		g, err := x.Lookup(ctx, "email", v.PartitionKey, v.Email, nil)
 		if err != nil || g.RowKey != v.RowKey || g.FirstName != v.FirstName {
 			e.t.Errorf("EventualIndexedTable: after the worker drained, Lookup by email %s = %+v, %v; want %s", v.Email, g, err, k)
 		}
-		c, err := x.Lookup(ctx, "empid", v.PartitionKey, v.EmployeeID)
+		c, err := x.Lookup(ctx, "empid", v.PartitionKey, v.EmployeeID, nil)
 		if err != nil {
 			e.t.Errorf("EventualIndexedTable: after the worker drained, Lookup by id %s: %v", v.EmployeeID, err)
 			continue
 		}
-		stored, err := x.Get(ctx, v.PartitionKey, v.RowKey)
+		stored, err := x.Get(ctx, v.PartitionKey, v.RowKey, nil)
 		e.must(err, "final get")
 		if c.Age != stored.Age || c.Email != stored.Email {
 			e.t.Errorf("EventualIndexedTable: the id copy of %s has Age %d, email %s; the primary has %d, %s", k, c.Age, c.Email, stored.Age, stored.Email)
 		}
 	}
-	if _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		e.t.Errorf("EventualIndexedTable: the old email's copy is still found after the worker drained: %v", err)
 	}
 	rep, err := x.Verify(ctx, nil)
@@ -619,7 +620,7 @@ type cfListRepo struct {
 	insert func(v *cfEmployee) error
 	update func(pk, rk string, fn func(*cfEmployee) error) error
 	delete func(pk, rk string) error
-	get    func(ctx context.Context, pk, rk string) (cfEmployee, error)
+	get    func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (cfEmployee, error)
 	// late, when set, makes the next write land late (cfEnv.lateWrite).
 	late func()
 	// budgets: insert, update keeping the value, update changing it, delete
@@ -628,17 +629,19 @@ type cfListRepo struct {
 
 // cfWriter is the write verbs of the index-entity repositories.
 type cfWriter interface {
-	Insert(ctx context.Context, v *cfEmployee) error
-	Update(ctx context.Context, pk, rk string, fn func(*cfEmployee) error) (cfEmployee, error)
-	Delete(ctx context.Context, pk, rk string) error
+	Insert(ctx context.Context, v *cfEmployee, opts *patterns.InsertOptions) error
+	Update(ctx context.Context, pk, rk string, fn func(*cfEmployee) error, opts *patterns.UpdateOptions) (cfEmployee, error)
+	Delete(ctx context.Context, v *cfEmployee, opts *patterns.WriteOptions) error
 }
 
 // cfListRepoOf is the cfListRepo of x's write verbs, reading through get.
-func cfListRepoOf(ctx context.Context, x cfWriter, get func(ctx context.Context, pk, rk string) (cfEmployee, error), budget [4]int64) cfListRepo {
+func cfListRepoOf(ctx context.Context, x cfWriter, get func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (cfEmployee, error), budget [4]int64) cfListRepo {
 	return cfListRepo{
-		insert: func(v *cfEmployee) error { return x.Insert(ctx, v) },
-		update: func(pk, rk string, fn func(*cfEmployee) error) error { _, err := x.Update(ctx, pk, rk, fn); return err },
-		delete: func(pk, rk string) error { return x.Delete(ctx, pk, rk) },
+		insert: func(v *cfEmployee) error { return x.Insert(ctx, v, nil) },
+		update: func(pk, rk string, fn func(*cfEmployee) error) error { _, err := x.Update(ctx, pk, rk, fn, nil); return err },
+		delete: func(pk, rk string) error {
+			return x.Delete(ctx, &cfEmployee{PartitionKey: pk, RowKey: rk}, &patterns.WriteOptions{Unconditional: true})
+		},
 		get:    get,
 		budget: budget,
 	}
@@ -647,8 +650,8 @@ func cfListRepoOf(ctx context.Context, x cfWriter, get func(ctx context.Context,
 // cfLists is what the index-entity repositories whose lists span
 // partitions answer.
 type cfLists interface {
-	Lookup(ctx context.Context, value string) ([]cfEmployee, error)
-	Members(ctx context.Context, value string) ([]patterns.Member, error)
+	Find(ctx context.Context, value string, opts *patterns.QueryOptions) iter.Seq2[cfEmployee, error]
+	Members(ctx context.Context, value string, opts *patterns.GetOptions) ([]patterns.Member, error)
 }
 
 // cfCheckLists checks, for each last name, that Lookup returns the
@@ -659,12 +662,12 @@ func cfCheckLists(e *cfEnv, what string, m *cfModel, x cfLists, stale bool) {
 	e.t.Helper()
 	for _, last := range []string{"Jones", "Smith", "Brown"} {
 		want := m.with(func(v cfEmployee) bool { return v.LastName == last })
-		got, err := x.Lookup(e.ctx, last)
-		e.must(err, "Lookup")
+		got, err := patterns.Collect(x.Find(e.ctx, last, nil))
+		e.must(err, "Find")
 		if g := cfEmployeeKeys(got); !cfSame(g, want) {
 			e.t.Errorf("%s: Lookup(%s) = %v, want %v", what, last, g, want)
 		}
-		members, err := x.Members(e.ctx, last)
+		members, err := x.Members(e.ctx, last, nil)
 		e.must(err, "Members")
 		if g := cfMemberKeys(members); !cfSame(g, want) && (!stale || e.maybes == 0 || !cfSubset(want, g)) {
 			e.t.Errorf("%s: the %s list holds %v, want %v", what, last, g, want)
@@ -689,7 +692,7 @@ func cfListScenario(e *cfEnv, what string, r cfListRepo) *cfModel {
 	if e.do(r.budget[2], what+" Update that changes the last name", func() error {
 		return r.update(ren.PartitionKey, ren.RowKey, func(v *cfEmployee) error { v.LastName = "Brown"; return nil })
 	}, func() bool {
-		g, err := r.get(e.ctx, ren.PartitionKey, ren.RowKey)
+		g, err := r.get(e.ctx, ren.PartitionKey, ren.RowKey, nil)
 		return err == nil && g.LastName == "Brown"
 	}) {
 		m.put(ren)
@@ -728,12 +731,12 @@ func cfPrimaries(e *cfEnv, t *patterns.Table[cfEmployee]) []cfEmployee {
 // BlobIndexedTable: index entities option 1, a blob per value.
 func cfBlobIndexedTable(e *cfEnv) {
 	ctx := e.ctx
-	x, err := patterns.NewBlobIndexedTable(e.acct, testenv.TableName(e.t), testenv.ContainerName(e.t), cfLastNameList(), e.tableOpts())
+	x, err := patterns.NewBlobIndexedTable(e.acct, testenv.TableName(e.t), testenv.ContainerName(e.t), cfLastNameList(), &patterns.BlobIndexedTableOptions{Table: e.tableOpts()})
 	e.must(err, "NewBlobIndexedTable")
 	e.setup(x.CreateIfNotExists)
 	m := cfListScenario(e, "BlobIndexedTable", cfListRepoOf(ctx, x, x.Table().Get, [4]int64{3, 2, 6, 4}))
 	e.read(1+2, "Lookup of Smith", func() error {
-		_, err := x.Lookup(ctx, "Smith")
+		_, err := patterns.Collect(x.Find(ctx, "Smith", nil))
 		return err
 	})
 
@@ -757,11 +760,11 @@ func cfSubset(a, b []string) bool {
 func cfListIndexedTable(e *cfEnv) {
 	ctx := e.ctx
 	name := testenv.TableName(e.t)
-	x, err := patterns.NewListIndexedTable(e.acct, name, cfLastNameList(), e.tableOpts())
+	x, err := patterns.NewListIndexedTable(e.acct, name, cfLastNameList(), &patterns.ListIndexedTableOptions{Table: e.tableOpts()})
 	e.must(err, "NewListIndexedTable")
 	e.setup(x.CreateIfNotExists)
 	m := cfListScenario(e, "ListIndexedTable", cfListRepoOf(ctx, x, x.Get, [4]int64{2, 2, 4, 3}))
-	e.read(1+1, "Lookup of Sales Smith", func() error { _, err := x.Lookup(ctx, "Sales", "Smith"); return err })
+	e.read(1+1, "Lookup of Sales Smith", func() error { _, err := patterns.Collect(x.Find(ctx, "Sales", "Smith", nil)); return err })
 
 	e.settle()
 	m.check(e, "ListIndexedTable", cfPrimaries(e, x.Table()))
@@ -769,16 +772,16 @@ func cfListIndexedTable(e *cfEnv) {
 		lists := 0
 		for _, last := range []string{"Jones", "Smith", "Brown"} {
 			want := m.with(func(v cfEmployee) bool { return v.PartitionKey == pk && v.LastName == last })
-			got, err := x.Lookup(ctx, pk, last)
+			got, err := patterns.Collect(x.Find(ctx, pk, last, nil))
 			e.must(err, "Lookup")
 			if g := cfEmployeeKeys(got); !cfSame(g, want) {
 				e.t.Errorf("ListIndexedTable: Lookup(%s, %s) = %v, want %v", pk, last, g, want)
 			}
-			members, err := x.Members(ctx, pk, last)
+			members, err := x.Members(ctx, pk, last, nil)
 			e.must(err, "Members")
 			var keysOf []string
 			for _, rk := range members {
-				keysOf = append(keysOf, cfKey(pk, rk))
+				keysOf = append(keysOf, cfKey(rk.PartitionKey, rk.RowKey))
 			}
 			if !cfSame(keysOf, want) {
 				e.t.Errorf("ListIndexedTable: index entity %s/%s lists %v, want %v", pk, last, keysOf, want)
@@ -803,7 +806,7 @@ func cfEventualListIndexedTable(e *cfEnv) {
 	ix.Table = testenv.TableName(e.t)
 	x, err := patterns.NewEventualListIndexedTable(e.acct, testenv.TableName(e.t), q, ix, &patterns.EventualIndexedTableOptions{Table: e.tableOpts()})
 	e.must(err, "NewEventualListIndexedTable")
-	e.setup(q.Create, x.CreateIfNotExists)
+	e.setup(cfQueue(q), x.CreateIfNotExists)
 	w := e.startWorker(q)
 	// Update keeping the value: read and write, 2 (the type's godoc says
 	// 3; no intent is enqueued when the value stays).
@@ -849,29 +852,29 @@ func cfDenormalization(e *cfEnv) {
 	e.must(err, "NewDenormalization")
 	e.setup(x.Sources().CreateIfNotExists)
 	mgr := cfManager{PartitionKey: "Contoso", RowKey: "mgr_000100", FirstName: "Mary", Phone: cfPhone(0)}
-	e.do(1, "insert the source", func() error { return x.Sources().Insert(ctx, &mgr) }, cfExists(e, x.Sources().Get, mgr.PartitionKey, mgr.RowKey))
+	e.do(1, "insert the source", func() error { return x.Sources().Insert(ctx, &mgr, nil) }, cfExists(e, x.Sources().Get, mgr.PartitionKey, mgr.RowKey))
 	for _, rk := range depts {
 		d := cfDepartment{PartitionKey: "Contoso", RowKey: rk, DepartmentName: rk, ManagerID: mgr.RowKey, ManagerFirstName: "Mary", ManagerPhone: cfPhone(0)}
-		e.do(1, "insert a target", func() error { return x.Targets().Insert(ctx, &d) }, cfExists(e, x.Targets().Get, d.PartitionKey, d.RowKey))
+		e.do(1, "insert a target", func() error { return x.Targets().Insert(ctx, &d, nil) }, cfExists(e, x.Targets().Get, d.PartitionKey, d.RowKey))
 	}
-	e.read(1, "Get a target", func() error { _, err := x.Targets().Get(ctx, "Contoso", depts[0]); return err })
+	e.read(1, "Get a target", func() error { _, err := x.Targets().Get(ctx, "Contoso", depts[0], nil); return err })
 	src := &cfCounter{}
 	src.add(e.outcome(e.cost(2+int64(len(depts)), "UpdateSource", func() error {
-		_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager)
+		_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager, nil)
 		return err
 	}), "UpdateSource"))
 	heads := map[string]*cfCounter{depts[0]: {}, depts[1]: {}}
 	heads[depts[0]].add(e.outcome(e.cost(3, "UpdateTarget", func() error {
-		_, err := x.UpdateTarget(ctx, "Contoso", depts[0], cfIncHeadcount)
+		_, err := x.UpdateTarget(ctx, "Contoso", depts[0], cfIncHeadcount, nil)
 		return err
 	}), "UpdateTarget"))
 	all := append([]string{mgr.RowKey}, depts...)
 	for k, c := range e.hammer(all, 4, e.n(6, 5), "Denormalization", func(rk string) error {
 		if rk == mgr.RowKey {
-			_, err := x.UpdateSource(ctx, "Contoso", rk, cfIncManager)
+			_, err := x.UpdateSource(ctx, "Contoso", rk, cfIncManager, nil)
 			return err
 		}
-		_, err := x.UpdateTarget(ctx, "Contoso", rk, cfIncHeadcount)
+		_, err := x.UpdateTarget(ctx, "Contoso", rk, cfIncHeadcount, nil)
 		return err
 	}) {
 		if k == mgr.RowKey {
@@ -882,14 +885,14 @@ func cfDenormalization(e *cfEnv) {
 	}
 
 	e.settle()
-	s, err := x.Sources().Get(ctx, mgr.PartitionKey, mgr.RowKey)
+	s, err := x.Sources().Get(ctx, mgr.PartitionKey, mgr.RowKey, nil)
 	e.must(err, "final source")
 	src.check(e, "Denormalization: the manager's Age", 0, s.Age)
 	if s.Phone != cfPhone(s.Age) {
 		e.t.Errorf("Denormalization: the manager's phone %s does not follow Age %d", s.Phone, s.Age)
 	}
 	for _, rk := range depts {
-		d, err := x.Targets().Get(ctx, "Contoso", rk)
+		d, err := x.Targets().Get(ctx, "Contoso", rk, nil)
 		e.must(err, "final target")
 		heads[rk].check(e, "Denormalization: "+rk+" Headcount", 0, d.Headcount)
 		if d.ManagerFirstName != s.FirstName || d.ManagerPhone != s.Phone {
@@ -914,22 +917,22 @@ func cfEventualDenormalization(e *cfEnv) {
 		map[string]string{"FirstName": "ManagerFirstName", "Phone": "ManagerPhone"},
 		&patterns.EventualDenormalizationOptions{Link: "ManagerID", Table: e.tableOpts()})
 	e.must(err, "NewEventualDenormalization")
-	e.setup(q.Create, depts.CreateIfNotExists, x.Sources().CreateIfNotExists)
+	e.setup(cfQueue(q), depts.CreateIfNotExists, x.Sources().CreateIfNotExists)
 	w := e.startWorker(q)
 	mgr := cfManager{PartitionKey: "Managers", RowKey: "000100", FirstName: "Mary", Phone: cfPhone(0)}
-	e.do(1, "insert the source", func() error { return x.Sources().Insert(ctx, &mgr) }, cfExists(e, x.Sources().Get, mgr.PartitionKey, mgr.RowKey))
+	e.do(1, "insert the source", func() error { return x.Sources().Insert(ctx, &mgr, nil) }, cfExists(e, x.Sources().Get, mgr.PartitionKey, mgr.RowKey))
 	link := keys.Join(mgr.PartitionKey, mgr.RowKey)
 	marketing := cfDepartment{PartitionKey: "Marketing", RowKey: "Department", DepartmentName: "Marketing", ManagerID: keys.Join("Managers", "000200"), ManagerFirstName: "Ken", ManagerPhone: "555-0200"}
 	for _, d := range []cfDepartment{
 		{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales", ManagerID: link, ManagerFirstName: "Mary", ManagerPhone: cfPhone(0)},
 		marketing,
 	} {
-		e.do(1, "insert a department", func() error { return depts.Insert(ctx, &d) }, cfExists(e, depts.Get, d.PartitionKey, d.RowKey))
+		e.do(1, "insert a department", func() error { return depts.Insert(ctx, &d, nil) }, cfExists(e, depts.Get, d.PartitionKey, d.RowKey))
 	}
 	src := &cfCounter{}
 	e.lateWrite(x.Sources().Name())
 	src.add(e.outcome(e.cost(3, "UpdateSource", func() error {
-		_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager)
+		_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager, nil)
 		return err
 	}), "UpdateSource"))
 	e.do(2, "Refresh", func() error { return x.Refresh(ctx, mgr.PartitionKey, mgr.RowKey) }, nil)
@@ -937,10 +940,10 @@ func cfEventualDenormalization(e *cfEnv) {
 	heads := &cfCounter{}
 	for k, c := range e.hammer([]string{"manager", "Sales"}, 4, e.n(6, 5), "EventualDenormalization", func(k string) error {
 		if k == "manager" {
-			_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager)
+			_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager, nil)
 			return err
 		}
-		_, err := depts.Update(ctx, "Sales", "Department", cfIncHeadcount)
+		_, err := depts.Update(ctx, "Sales", "Department", cfIncHeadcount, nil)
 		return err
 	}) {
 		if k == "manager" {
@@ -952,16 +955,16 @@ func cfEventualDenormalization(e *cfEnv) {
 
 	e.settle()
 	e.drain(w)
-	s, err := x.Sources().Get(ctx, mgr.PartitionKey, mgr.RowKey)
+	s, err := x.Sources().Get(ctx, mgr.PartitionKey, mgr.RowKey, nil)
 	e.must(err, "final source")
 	src.check(e, "EventualDenormalization: the manager's Age", 0, s.Age)
-	sales, err := depts.Get(ctx, "Sales", "Department")
+	sales, err := depts.Get(ctx, "Sales", "Department", nil)
 	e.must(err, "final department")
 	heads.check(e, "EventualDenormalization: Sales Headcount", 0, sales.Headcount)
 	if sales.ManagerFirstName != s.FirstName || sales.ManagerPhone != s.Phone || sales.ManagerID != link {
 		e.t.Errorf("EventualDenormalization: after the worker drained, Sales copies %s, %s (link %s); the manager has %s, %s", sales.ManagerFirstName, sales.ManagerPhone, sales.ManagerID, s.FirstName, s.Phone)
 	}
-	mk, err := depts.Get(ctx, "Marketing", "Department")
+	mk, err := depts.Get(ctx, "Marketing", "Department", nil)
 	e.must(err, "final department")
 	mk.ETag = ""
 	if mk != marketing {
@@ -991,7 +994,7 @@ func cfLogTail(e *cfEnv) {
 	n := e.n(30, 20)
 	for i := range n {
 		c := cfClaim{PartitionKey: "empid", Amount: float64(i), Note: fmt.Sprint("claim ", i)}
-		if e.do(1, "Append", func() error { _, err := lt.Append(ctx, &c, base.Add(time.Duration(i)*time.Minute)); return err },
+		if e.do(1, "Append", func() error { _, err := lt.Append(ctx, &c, base.Add(time.Duration(i)*time.Minute), nil); return err },
 			cfExists(e, lt.Table().Get, "empid", c.RowKey)) {
 			want = append(want, claim{c.RowKey, c.Note})
 		}
@@ -1025,33 +1028,37 @@ func cfLogTail(e *cfEnv) {
 // DataSeries: the guide's hourly message counts, one property per hour.
 func cfDataSeries(e *cfEnv) {
 	ctx := e.ctx
-	ds, err := patterns.NewDataSeries[int64](e.acct, testenv.TableName(e.t), 24, &patterns.DataSeriesOptions{Prefix: "H", MaxAttempts: cfMaxAttempts, Table: e.tableOpts()})
+	ds, err := patterns.NewDataSeries[int64](e.acct, testenv.TableName(e.t), 24, &patterns.DataSeriesOptions{Prefix: "H", Table: e.tableOpts()})
 	e.must(err, "NewDataSeries")
 	e.setup(ds.Table().CreateIfNotExists)
 	want := make([]int64, 24)
 	for h := range 10 {
-		if e.do(1, "Set", func() error { return ds.Set(ctx, "Sales", "000123", h, int64(10*h+1)) }, nil) {
+		if e.do(1, "Upsert", func() error {
+			return ds.Upsert(ctx, "Sales", "000123", map[int]int64{h: int64(10*h + 1)}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
+		}, nil) {
 			want[h] = int64(10*h + 1)
 		}
 	}
-	if e.do(1, "SetMany", func() error { return ds.SetMany(ctx, "Sales", "000123", map[int]int64{20: 200, 21: 210}) }, nil) {
+	if e.do(1, "Upsert", func() error {
+		return ds.Upsert(ctx, "Sales", "000123", map[int]int64{20: 200, 21: 210}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
+	}, nil) {
 		want[20], want[21] = 200, 210
 	}
-	e.read(1, "Get", func() error { _, err := ds.Get(ctx, "Sales", "000123"); return err })
+	e.read(1, "Get", func() error { _, err := ds.Get(ctx, "Sales", "000123", nil); return err })
 	slots := map[string]int{"H12": 12, "H13": 13}
 	adds := map[string]*cfCounter{"H12": {}, "H13": {}}
-	adds["H12"].add(e.outcome(e.cost(2, "Add", func() error { _, err := ds.Add(ctx, "Sales", "000123", 12, 1); return err }), "Add"))
+	adds["H12"].add(e.outcome(e.cost(2, "Add", func() error { _, err := ds.Add(ctx, "Sales", "000123", 12, 1, nil); return err }), "Add"))
 	for k, c := range e.hammer([]string{"H12", "H13"}, 6, e.n(10, 8), "DataSeries.Add", func(k string) error {
-		_, err := ds.Add(ctx, "Sales", "000123", slots[k], 1)
+		_, err := ds.Add(ctx, "Sales", "000123", slots[k], 1, nil)
 		return err
 	}) {
 		cfMerge(adds[k], c)
 	}
-	e.do(1, "Set of another series", func() error { return ds.Set(ctx, "Sales", "000124", 0, 1) }, nil)
-	e.do(1, "Delete", func() error { return ds.Delete(ctx, "Sales", "000124") }, nil)
+	e.do(1, "Set of another series", func() error { return ds.Upsert(ctx, "Sales", "000124", map[int]int64{0: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }, nil)
+	e.do(1, "Delete", func() error { return ds.Delete(ctx, &patterns.Series[int64]{PartitionKey: "Sales", RowKey: "000124"}, &patterns.WriteOptions{Unconditional: true}) }, nil)
 
 	e.settle()
-	s, err := ds.Get(ctx, "Sales", "000123")
+	s, err := ds.Get(ctx, "Sales", "000123", nil)
 	e.must(err, "final Get")
 	for h, v := range s.Values {
 		if c := adds[ds.Property(h)]; c != nil {
@@ -1060,7 +1067,7 @@ func cfDataSeries(e *cfEnv) {
 			e.t.Errorf("DataSeries: slot %s = %d, want %d", ds.Property(h), v, want[h])
 		}
 	}
-	if _, err := ds.Get(ctx, "Sales", "000124"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := ds.Get(ctx, "Sales", "000124", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		e.t.Errorf("DataSeries: the deleted series: %v", err)
 	}
 }
@@ -1080,41 +1087,41 @@ func cfWide(pk, rk string, n int) *patterns.WideEntity {
 // ErrPreconditionFailed).
 func cfWideEntities(e *cfEnv) {
 	ctx := e.ctx
-	w, err := patterns.NewWideEntities(e.acct, testenv.TableName(e.t), e.tableOpts())
+	w, err := patterns.NewWideEntities(e.acct, testenv.TableName(e.t), &patterns.WideEntitiesOptions{Table: e.tableOpts()})
 	e.must(err, "NewWideEntities")
 	e.setup(w.Table().CreateIfNotExists)
 	for _, rk := range []string{"000123", "000124", "000125"} {
 		v := cfWide("Sales", rk, 300)
-		e.do(1, "Put of 300 properties", func() error { return w.Put(ctx, v) }, func() bool { _, err := w.Get(ctx, "Sales", rk); return err == nil })
+		e.do(1, "Put of 300 properties", func() error { return widePut(w, ctx, v) }, func() bool { _, err := w.Get(ctx, "Sales", rk, nil); return err == nil })
 	}
 	var got *patterns.WideEntity
-	e.read(1, "Get", func() error { got, err = w.Get(ctx, "Sales", "000124"); return err })
+	e.read(1, "Get", func() error { got, err = w.Get(ctx, "Sales", "000124", nil); return err })
 	// Shrink 000124 to 100 days: its second physical entity goes.
 	if got != nil {
 		for d := 101; d <= 300; d++ {
 			delete(got.Properties, fmt.Sprintf("D%04d", d))
 		}
-		e.do(1, "Put that shrinks", func() error { return w.Put(ctx, got) }, func() bool {
-			g, err := w.Get(ctx, "Sales", "000124")
+		e.do(1, "Put that shrinks", func() error { return widePut(w, ctx, got) }, func() bool {
+			g, err := w.Get(ctx, "Sales", "000124", nil)
 			return err == nil && len(g.Properties) == 101
 		})
 	}
 	var gone *patterns.WideEntity
-	e.read(1, "Get before Delete", func() error { gone, err = w.Get(ctx, "Sales", "000125"); return err })
+	e.read(1, "Get before Delete", func() error { gone, err = w.Get(ctx, "Sales", "000125", nil); return err })
 	if gone != nil {
-		e.do(1, "Delete", func() error { return w.Delete(ctx, gone) }, func() bool {
-			_, err := w.Get(ctx, "Sales", "000125")
+		e.do(1, "Delete", func() error { return w.Delete(ctx, gone, nil) }, func() bool {
+			_, err := w.Get(ctx, "Sales", "000125", nil)
 			return errors.Is(err, tablekit.ErrNotFound)
 		})
 	}
 	inc := func(string) error {
 		for {
-			v, err := w.Get(ctx, "Sales", "000123")
+			v, err := w.Get(ctx, "Sales", "000123", nil)
 			if err != nil {
 				return err
 			}
 			v.Properties["Counter"] = entity.Int64(v.Properties["Counter"].V.(int64) + 1)
-			err = w.Put(ctx, v)
+			err = widePut(w, ctx, v)
 			if !errors.Is(err, tablekit.ErrPreconditionFailed) {
 				return err
 			}
@@ -1123,7 +1130,7 @@ func cfWideEntities(e *cfEnv) {
 	c := e.hammer([]string{"Counter"}, 4, e.n(8, 6), "WideEntities Get+Put", inc)["Counter"]
 
 	e.settle()
-	v, err := w.Get(ctx, "Sales", "000123")
+	v, err := w.Get(ctx, "Sales", "000123", nil)
 	e.must(err, "final Get")
 	c.check(e, "WideEntities: Counter", 0, int(v.Properties["Counter"].V.(int64)))
 	want := cfWide("Sales", "000123", 300)
@@ -1135,12 +1142,12 @@ func cfWideEntities(e *cfEnv) {
 	if len(v.Properties) != len(want.Properties) {
 		e.t.Errorf("WideEntities: %d properties, want %d", len(v.Properties), len(want.Properties))
 	}
-	s, err := w.Get(ctx, "Sales", "000124")
+	s, err := w.Get(ctx, "Sales", "000124", nil)
 	e.must(err, "final Get")
 	if len(s.Properties) != 101 {
 		e.t.Errorf("WideEntities: the shrunk entity has %d properties, want 101", len(s.Properties))
 	}
-	if _, err := w.Get(ctx, "Sales", "000125"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := w.Get(ctx, "Sales", "000125", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		e.t.Errorf("WideEntities: the deleted entity: %v", err)
 	}
 	var physical []string
@@ -1177,23 +1184,23 @@ func cfLargeEntities(e *cfEnv) {
 	ctx := e.ctx
 	q := e.queue()
 	container := testenv.ContainerName(e.t)
-	l, err := patterns.NewLargeEntities[cfPhotoEmployee](e.acct, testenv.TableName(e.t), container, &patterns.LargeEntitiesOptions{Table: e.tableOpts(), Queue: q, MaxAttempts: cfMaxAttempts})
+	l, err := patterns.NewLargeEntities[cfPhotoEmployee](e.acct, testenv.TableName(e.t), container, &patterns.LargeEntitiesOptions{Table: e.tableOpts(), Queue: q})
 	e.must(err, "NewLargeEntities")
-	e.setup(q.Create, l.CreateIfNotExists)
+	e.setup(cfQueue(q), l.CreateIfNotExists)
 	wk := e.startWorker(q)
 	want := map[string]cfPhotoEmployee{}
 	exists := func(rk string) func() bool {
-		return func() bool { _, _, err := l.GetLazy(ctx, "Sales", rk); return err == nil }
+		return func() bool { _, _, err := l.GetLazy(ctx, "Sales", rk, nil); return err == nil }
 	}
 	n := e.n(8, 6)
 	for i := range n {
 		v := cfPhotoEmployee{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i), FirstName: fmt.Sprint("First", i), Photo: cfPhoto(uint64(i))}
-		if e.do(2, "Insert", func() error { return l.Insert(ctx, &v) }, exists(v.RowKey)) {
+		if e.do(2, "Insert", func() error { return l.Insert(ctx, &v, nil) }, exists(v.RowKey)) {
 			want[v.RowKey] = v
 		}
 	}
-	e.read(2, "Get", func() error { _, err := l.Get(ctx, "Sales", "000000"); return err })
-	e.read(1, "GetLazy", func() error { _, _, err := l.GetLazy(ctx, "Sales", "000000"); return err })
+	e.read(2, "Get", func() error { _, err := l.Get(ctx, "Sales", "000000", nil); return err })
+	e.read(1, "GetLazy", func() error { _, _, err := l.GetLazy(ctx, "Sales", "000000", nil); return err })
 	// A new photo for an existing entity, and a Put of a new one.
 	for i, rk := range []string{"000000", "000100"} {
 		v := cfPhotoEmployee{PartitionKey: "Sales", RowKey: rk, FirstName: "Put", Photo: cfPhoto(uint64(1000 + i))}
@@ -1201,12 +1208,12 @@ func cfLargeEntities(e *cfEnv) {
 		if i == 1 {
 			budget = 3
 		}
-		if e.do(budget, "Put", func() error { return l.Put(ctx, &v) }, nil) {
+		if e.do(budget, "Put", func() error { return l.Upsert(ctx, &v, nil) }, nil) {
 			want[rk] = v
 		}
 	}
-	if e.do(3, "Delete", func() error { return l.Delete(ctx, "Sales", "000001") }, func() bool {
-		_, _, err := l.GetLazy(ctx, "Sales", "000001")
+	if e.do(3, "Delete", func() error { return l.Delete(ctx, &cfPhotoEmployee{PartitionKey: "Sales", RowKey: "000001"}, &patterns.WriteOptions{Unconditional: true}) }, func() bool {
+		_, _, err := l.GetLazy(ctx, "Sales", "000001", nil)
 		return errors.Is(err, tablekit.ErrNotFound)
 	}) {
 		delete(want, "000001")
@@ -1216,7 +1223,7 @@ func cfLargeEntities(e *cfEnv) {
 	e.drain(wk)
 	referenced := map[string]bool{}
 	for rk, w := range want {
-		g, err := l.Get(ctx, "Sales", rk)
+		g, err := l.Get(ctx, "Sales", rk, nil)
 		if err != nil {
 			e.t.Errorf("LargeEntities: Get %s after the worker drained: %v", rk, err)
 			continue
@@ -1224,13 +1231,13 @@ func cfLargeEntities(e *cfEnv) {
 		if g.FirstName != w.FirstName || !bytes.Equal(g.Photo, w.Photo) {
 			e.t.Errorf("LargeEntities: %s = %s with a %d-byte photo (equal %v), want %s", rk, g.FirstName, len(g.Photo), bytes.Equal(g.Photo, w.Photo), w.FirstName)
 		}
-		_, refs, err := l.GetLazy(ctx, "Sales", rk)
+		_, refs, err := l.GetLazy(ctx, "Sales", rk, nil)
 		e.must(err, "GetLazy")
 		for _, r := range refs {
 			referenced[r.Name] = true
 		}
 	}
-	if _, err := l.Get(ctx, "Sales", "000001"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := l.Get(ctx, "Sales", "000001", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		e.t.Errorf("LargeEntities: the deleted entity: %v", err)
 	}
 	rows := cfRows(e, l.Name(), "Sales")
@@ -1263,7 +1270,7 @@ type cfEvent = AccessEvent
 // verb; Upsert replaces.
 func cfBucketed(e *cfEnv) {
 	ctx := e.ctx
-	b, err := patterns.NewBucketed[cfEvent](e.acct, testenv.TableName(e.t), 5, e.tableOpts())
+	b, err := patterns.NewBucketed[cfEvent](e.acct, testenv.TableName(e.t), 5, &patterns.BucketedOptions{Table: e.tableOpts()})
 	e.must(err, "NewBucketed")
 	e.setup(b.Table().CreateIfNotExists)
 	base := time.Date(2014, 8, 22, 18, 0, 0, 0, time.UTC)
@@ -1271,7 +1278,7 @@ func cfBucketed(e *cfEnv) {
 	n := e.n(40, 30)
 	for i := range n {
 		v := cfEvent{RowKey: keys.Join(keys.TimeKey(base.Add(time.Duration(i)*time.Second)), keys.PadUint(uint64(i), 4)), Resource: fmt.Sprint("r", i)}
-		if e.do(1, "Insert", func() error { return b.Insert(ctx, "Sales", &v) }, func() bool { _, err := b.Get(ctx, "Sales", v.RowKey); return err == nil }) {
+		if e.do(1, "Insert", func() error { return b.Insert(ctx, "Sales", &v, nil) }, func() bool { _, err := b.Get(ctx, "Sales", v.RowKey, nil); return err == nil }) {
 			want[v.RowKey] = v.Resource
 		}
 	}
@@ -1282,10 +1289,10 @@ func cfBucketed(e *cfEnv) {
 			}
 		}
 	})
-	e.read(1, "Get", func() error { _, err := b.Get(ctx, "Sales", rks[0]); return err })
+	e.read(1, "Get", func() error { _, err := b.Get(ctx, "Sales", rks[0], nil); return err })
 	for _, rk := range rks[:2] {
 		v := cfEvent{RowKey: rk, Resource: "upserted"}
-		if e.do(1, "Upsert", func() error { return b.Upsert(ctx, "Sales", &v, patterns.UpsertReplace) }, nil) {
+		if e.do(1, "Upsert", func() error { return b.Upsert(ctx, "Sales", &v, nil) }, nil) {
 			want[rk] = "upserted"
 		}
 	}
@@ -1333,9 +1340,9 @@ func cfPeriodTables(e *cfEnv) {
 			if i == 0 {
 				budget = 3 // the period's first write creates its table
 			}
-			if e.do(budget, "Insert", func() error { return p.Insert(ctx, at, &v) }, func() bool {
+			if e.do(budget, "Insert", func() error { return p.Insert(ctx, at, &v, nil) }, func() bool {
 				t, _ := p.Table(at)
-				_, err := t.Get(ctx, v.PartitionKey, v.RowKey)
+				_, err := t.Get(ctx, v.PartitionKey, v.RowKey, nil)
 				return err == nil
 			}) {
 				put(d, v)
@@ -1344,7 +1351,7 @@ func cfPeriodTables(e *cfEnv) {
 	}
 	at := day(2).Add(time.Hour)
 	up := cfSignIn{PartitionKey: "user1", RowKey: keys.TimeKey(at), Success: true}
-	if e.do(1, "Upsert", func() error { return p.Upsert(ctx, at, &up, patterns.UpsertReplace) }, nil) {
+	if e.do(1, "Upsert", func() error { return p.Upsert(ctx, at, &up, nil) }, nil) {
 		put(2, up)
 	}
 	var bulk []cfSignIn
@@ -1382,12 +1389,12 @@ func cfPeriodTables(e *cfEnv) {
 		}
 	}
 	late := cfSignIn{PartitionKey: "late", RowKey: "1"}
-	if err := e.cost(0, "Insert into a dropped day", func() error { return p.Insert(ctx, day(0), &late) }); !errors.Is(err, patterns.ErrPeriodDropped) {
+	if err := e.cost(0, "Insert into a dropped day", func() error { return p.Insert(ctx, day(0), &late, nil) }); !errors.Is(err, patterns.ErrPeriodDropped) {
 		e.t.Errorf("PeriodTables: Insert into a dropped day = %v, want ErrPeriodDropped", err)
 	}
 	// A period of its own, dropped whole: one request.
 	extra := cfSignIn{PartitionKey: "user0", RowKey: keys.TimeKey(day(5))}
-	e.do(3, "Insert into a new period", func() error { return p.Insert(ctx, day(5), &extra) }, nil)
+	e.do(3, "Insert into a new period", func() error { return p.Insert(ctx, day(5), &extra, nil) }, nil)
 	e.do(1, "Drop of one period", func() error { return p.Drop(ctx, day(5)) }, nil)
 
 	e.settle()
@@ -1436,10 +1443,9 @@ type cfReviewKey struct {
 // Table; the repository adds the keys and the related-rows query.
 func cfCompoundKeys(e *cfEnv) {
 	ctx := e.ctx
-	tbl, err := patterns.NewTable[cfReview](e.acct, testenv.TableName(e.t), e.tableOpts())
-	e.must(err, "NewTable")
-	ck, err := patterns.NewCompoundKeys[cfReviewKey, cfReview](tbl, "empid_{ID:6}_{Year}")
+	ck, err := patterns.NewCompoundKeys[cfReviewKey, cfReview](e.acct, testenv.TableName(e.t), "empid_{ID:6}_{Year}", &patterns.CompoundKeysOptions{Table: e.tableOpts()})
 	e.must(err, "NewCompoundKeys")
+	tbl := ck.Table()
 	e.setup(tbl.CreateIfNotExists)
 	rk := func(id, year int) string { r, _ := ck.RowKey(cfReviewKey{id, year}); return r }
 	want := map[string]cfReview{}
@@ -1461,7 +1467,7 @@ func cfCompoundKeys(e *cfEnv) {
 			want[v.RowKey] = v
 		}
 	}
-	e.read(1, "Get by compound key", func() error { _, err := ck.Get(ctx, "Sales", cfReviewKey{123, 2012}); return err })
+	e.read(1, "Get by compound key", func() error { _, err := ck.Get(ctx, "Sales", cfReviewKey{123, 2012}, nil); return err })
 	e.read(1, "Related", func() error {
 		got, err := patterns.Collect(ck.Related(ctx, "Sales", cfReviewKey{ID: 123}, 2, &patterns.RelatedOptions{IncludeParent: true}))
 		if err == nil && len(got) != 5 {
@@ -1470,7 +1476,7 @@ func cfCompoundKeys(e *cfEnv) {
 		return err
 	})
 	ratings := e.hammer([]string{rk(123, 2012), rk(123, 2013)}, 4, e.n(8, 6), "CompoundKeys Table.Update", func(r string) error {
-		_, err := tbl.Update(ctx, "Sales", r, func(v *cfReview) error { v.ManagerRating++; return nil })
+		_, err := tbl.Update(ctx, "Sales", r, func(v *cfReview) error { v.ManagerRating++; return nil }, nil)
 		return err
 	})
 	if e.do(1, "DeleteIfExists", func() error { _, err := tbl.DeleteIfExists(ctx, "Sales", rk(123, 2010)); return err }, nil) {

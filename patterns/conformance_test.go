@@ -217,7 +217,7 @@ const cfMaxAttempts = 100
 
 // tableOpts chooses the mode's transport.
 func (e *cfEnv) tableOpts() *patterns.TableOptions {
-	return &patterns.TableOptions{SDKPath: e.mode.sdk, MaxUpdateAttempts: cfMaxAttempts}
+	return &patterns.TableOptions{SDKPath: e.mode.sdk, MaxAttempts: cfMaxAttempts}
 }
 
 // n is a count of operations: full, or fewer under faults with azcore's
@@ -231,13 +231,18 @@ func (e *cfEnv) n(full, slow int) int {
 
 // setup runs fns (creating tables, queues, containers) without faults, then
 // turns the faults on and forgets the requests counted so far.
-func (e *cfEnv) setup(fns ...func(context.Context) error) {
+// cfQueue is q's Create in the form setup takes.
+func cfQueue(q *consistency.Queue) func(context.Context, *patterns.CreateOptions) error {
+	return func(ctx context.Context, _ *patterns.CreateOptions) error { return q.Create(ctx) }
+}
+
+func (e *cfEnv) setup(fns ...func(context.Context, *patterns.CreateOptions) error) {
 	e.t.Helper()
 	if e.fp != nil {
 		e.fp.SetEnabled(false)
 	}
 	for _, fn := range fns {
-		if err := fn(e.ctx); err != nil {
+		if err := fn(e.ctx, nil); err != nil {
 			e.t.Fatalf("setup: %v", err)
 		}
 	}

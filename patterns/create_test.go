@@ -19,7 +19,7 @@ import (
 // and works after it.
 func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 	type repo struct {
-		create func(context.Context) error
+		create func(context.Context, *patterns.CreateOptions) error
 		use    func(context.Context) error
 	}
 	// queue is a consistency queue with its own container; it is not
@@ -47,37 +47,35 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 			x, err := patterns.NewLogTail[ExpenseClaim](acct, testenv.TableName(t), nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				_, err := x.Append(ctx, &ExpenseClaim{PartitionKey: "empid"}, time.Now())
+				_, err := x.Append(ctx, &ExpenseClaim{PartitionKey: "empid"}, time.Now(), nil)
 				return err
 			}}
 		}},
 		{"DataSeries", 1, func(t *testing.T, acct *tablekit.Account) repo {
 			x, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 24, nil)
 			must(t, err)
-			return repo{x.CreateIfNotExists, func(ctx context.Context) error { return x.Set(ctx, "Sales", "000123", 3, 1) }}
+			return repo{x.CreateIfNotExists, func(ctx context.Context) error { return x.Upsert(ctx, "Sales", "000123", map[int]int64{3: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }}
 		}},
 		{"WideEntities", 1, func(t *testing.T, acct *tablekit.Account) repo {
 			x, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				return x.Put(ctx, &patterns.WideEntity{PartitionKey: "p", RowKey: "r", Properties: map[string]entity.Value{"A": entity.Int64(1)}})
+				return widePut(x, ctx, &patterns.WideEntity{PartitionKey: "p", RowKey: "r", Properties: map[string]entity.Value{"A": entity.Int64(1)}})
 			}}
 		}},
 		{"Bucketed", 1, func(t *testing.T, acct *tablekit.Account) repo {
 			x, err := patterns.NewBucketed[Employee](acct, testenv.TableName(t), 7, nil)
 			must(t, err)
-			return repo{x.CreateIfNotExists, func(ctx context.Context) error { return x.Insert(ctx, "Sales", &Employee{RowKey: "000123"}) }}
+			return repo{x.CreateIfNotExists, func(ctx context.Context) error { return x.Insert(ctx, "Sales", &Employee{RowKey: "000123"}, nil) }}
 		}},
 		{"CompoundKeys", 1, func(t *testing.T, acct *tablekit.Account) repo {
-			tbl, err := patterns.NewTable[Employee](acct, testenv.TableName(t), nil)
-			must(t, err)
-			x, err := patterns.NewCompoundKeys[struct{ ID string }, Employee](tbl, "empid_{ID}")
+			x, err := patterns.NewCompoundKeys[struct{ ID string }, Employee](acct, testenv.TableName(t), "empid_{ID}", nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				if err := tbl.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "empid_000123"}); err != nil {
+				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "empid_000123"}, nil); err != nil {
 					return err
 				}
-				_, err := x.Get(ctx, "Sales", struct{ ID string }{"000123"})
+				_, err := x.Get(ctx, "Sales", struct{ ID string }{"000123"}, nil)
 				return err
 			}}
 		}},
@@ -98,7 +96,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 				func(m *denormManager, d *denormDepartment) { d.ManagerName = m.Name }, nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				return x.Sources().Insert(ctx, &denormManager{PartitionKey: "Contoso", RowKey: "mgr_mary"})
+				return x.Sources().Insert(ctx, &denormManager{PartitionKey: "Contoso", RowKey: "mgr_mary"}, nil)
 			}}
 		}},
 		{"EventualDenormalization", 4, func(t *testing.T, acct *tablekit.Account) repo {
@@ -107,7 +105,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 				func(*denormManager) []consistency.EntityRef { return nil }, map[string]string{"Phone": "ManagerPhone"}, nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				if err := x.Sources().Insert(ctx, &denormManager{PartitionKey: "Contoso", RowKey: "mgr_mary"}); err != nil {
+				if err := x.Sources().Insert(ctx, &denormManager{PartitionKey: "Contoso", RowKey: "mgr_mary"}, nil); err != nil {
 					return err
 				}
 				return depth(q)(ctx)
@@ -120,7 +118,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 			}, nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}); err != nil {
+				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}, nil); err != nil {
 					return err
 				}
 				return depth(q)(ctx)
@@ -132,7 +130,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 				patterns.ListIndex[Employee]{Name: "lastname", Key: func(e *Employee) string { return e.LastName }, Table: testenv.TableName(t)}, nil)
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}); err != nil {
+				if err := x.Table().Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}, nil); err != nil {
 					return err
 				}
 				return depth(q)(ctx)
@@ -143,7 +141,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 			x, err := patterns.NewLargeEntities[LargeEmployee](acct, testenv.TableName(t), testenv.ContainerName(t), &patterns.LargeEntitiesOptions{Queue: q})
 			must(t, err)
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
-				if err := x.Insert(ctx, &LargeEmployee{PartitionKey: "Sales", RowKey: "000123", Photo: []byte("jpeg")}); err != nil {
+				if err := x.Insert(ctx, &LargeEmployee{PartitionKey: "Sales", RowKey: "000123", Photo: []byte("jpeg")}, nil); err != nil {
 					return err
 				}
 				return depth(q)(ctx)
@@ -160,7 +158,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 			}
 			for _, what := range []string{"CreateIfNotExists", "CreateIfNotExists again"} {
 				counter.Reset()
-				if err := r.create(ctx); err != nil {
+				if err := r.create(ctx, nil); err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 				requests(t, counter, c.requests, what)

@@ -26,18 +26,17 @@ type DataSeriesOptions struct {
 	// guide's 24 hourly counts with Prefix "H"). Default "S". It must be a
 	// C# identifier start (a letter or '_', then letters, digits or '_').
 	Prefix string
-	// MaxAttempts bounds Add's read-modify-write loop on ETag conflicts.
-	// Default 64.
-	MaxAttempts int
-	// Table passes options to the underlying Table (SDKPath).
+	// Table passes options to the underlying Table: SDKPath, and
+	// MaxAttempts, which bounds Add's read-modify-write loop on ETag
+	// conflicts (default 64 here: a series is often a hot counter).
 	Table *TableOptions
 }
 
 // DataSeries is the guide's data series pattern ("Store complete data
 // series in a single entity to minimize the number of requests you make"):
 // one entity per series, one property per slot, such as the number of IM
-// messages an employee sent in each of the last 24 hours. Set writes a
-// slot with one merge (one request), Add increments one atomically with
+// messages an employee sent in each of the last 24 hours. Upsert writes
+// slots with one request (UpsertMerge leaves the others as they are), Add increments one atomically with
 // ETag-conditioned merges retried on conflict ("If you have multiple
 // clients updating an entity simultaneously, use the ETag to implement
 // optimistic concurrency"), and Get reads the whole series in one request.
@@ -83,9 +82,6 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 	if o.Prefix == "" {
 		o.Prefix = "S"
 	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 64
-	}
 	if slots < 1 {
 		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots; a series needs at least one", name, tablekit.ErrInvalidEntity, slots)
 	}
@@ -96,7 +92,14 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 	if !seriesIdentifier(o.Prefix) {
 		return nil, fmt.Errorf("tablekit: data series %s: %w: slot prefix %q is not a C# identifier", name, tablekit.ErrInvalidEntity, o.Prefix)
 	}
-	t, err := NewTable[entity.Entity](acct, name, &TableOptions{SDKPath: o.Table != nil && o.Table.SDKPath})
+	var to TableOptions
+	if o.Table != nil {
+		to = *o.Table
+	}
+	if to.MaxAttempts <= 0 {
+		to.MaxAttempts = 64
+	}
+	t, err := NewTable[entity.Entity](acct, name, &to)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +112,7 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 	default:
 		edm = entity.EdmDouble
 	}
-	return &DataSeries[V]{t: t, slots: slots, prefix: o.Prefix, width: len(fmt.Sprint(slots - 1)), attempts: o.MaxAttempts, edm: edm}, nil
+	return &DataSeries[V]{t: t, slots: slots, prefix: o.Prefix, width: len(fmt.Sprint(slots - 1)), attempts: to.MaxAttempts, edm: edm}, nil
 }
 
 // Table is the underlying table of dynamic entities.
@@ -117,8 +120,8 @@ func (d *DataSeries[V]) Table() *Table[entity.Entity] { return d.t }
 
 // CreateIfNotExists creates the table; an existing one is not an error.
 // One request.
-func (d *DataSeries[V]) CreateIfNotExists(ctx context.Context) error {
-	return d.t.CreateIfNotExists(ctx)
+func (d *DataSeries[V]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return d.t.CreateIfNotExists(ctx, opts)
 }
 
 // Slots is the number of slots of a series.
@@ -146,15 +149,14 @@ func (d *DataSeries[V]) value(v V) entity.Value {
 	return entity.Double(float64(v))
 }
 
-// Set writes value into slot i of the series (pk, rk), creating the
-// series when it does not exist, with one insert-or-merge: other slots
-// are untouched. One request.
-func (d *DataSeries[V]) Set(ctx context.Context, pk, rk string, i int, value V) error {
-	return d.SetMany(ctx, pk, rk, map[int]V{i: value})
-}
-
-// SetMany writes several slots at once, as Set does. One request.
-func (d *DataSeries[V]) SetMany(ctx context.Context, pk, rk string, values map[int]V) error {
+// Upsert writes values (slot index to value) into the series (pk, rk),
+// creating it when it does not exist, with one request, whatever its
+// version. As on Table.Upsert, the default mode replaces the stored
+// series: slots values lacks read back as zero. With UpsertMerge only
+// the given slots change, the others keep their values: the usual way to
+// set one slot, Upsert(ctx, pk, rk, map[int]V{i: v},
+// &UpsertOptions{Mode: UpsertMerge}).
+func (d *DataSeries[V]) Upsert(ctx context.Context, pk, rk string, values map[int]V, opts *UpsertOptions) error {
 	e := entity.Entity{PartitionKey: pk, RowKey: rk, Properties: make(map[string]entity.Value, len(values))}
 	for i, v := range values {
 		if err := d.checkSlot(i); err != nil {
@@ -162,20 +164,20 @@ func (d *DataSeries[V]) SetMany(ctx context.Context, pk, rk string, values map[i
 		}
 		e.Properties[d.Property(i)] = d.value(v)
 	}
-	return d.t.Upsert(ctx, &e, UpsertMerge)
+	return d.t.Upsert(ctx, &e, opts)
 }
 
 // Add adds delta to slot i of the series (pk, rk) and returns the slot's
 // new value. It loses no concurrent update: it reads the series and merges
 // the new value conditionally on the ETag it read, reading again when
-// another writer got there first, up to DataSeriesOptions.MaxAttempts
-// times. A series that does not exist is created. Two requests per attempt.
+// another writer got there first, up to TableOptions.MaxAttempts times
+// (default 64; UpdateOptions.MaxAttempts for this call). A series that does not exist is created. Two requests per attempt.
 //
 // Add applies delta exactly once, or fails with an error wrapping
 // tablekit.ErrOutcomeUnknown: as Table.Update, it keeps a write-id log in
 // the series' entity (wire.UpdateLogProperty, one of its 252 properties),
 // which settles a write whose response was lost.
-func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V) (V, error) {
+func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V, opts *UpdateOptions) (V, error) {
 	if err := d.checkSlot(i); err != nil {
 		return 0, err
 	}
@@ -199,7 +201,7 @@ func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V) 
 		var err error
 		op.Entity, _, _, err = d.t.marshal(&e)
 		return op, err
-	}, &wire.ModifyOptions{MaxAttempts: d.attempts, Verb: "add to"})
+	}, &wire.ModifyOptions{MaxAttempts: updateAttempts(opts, d.attempts), Verb: "add to"})
 	if err != nil {
 		return 0, err
 	}
@@ -207,9 +209,10 @@ func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V) 
 }
 
 // Get reads the whole series (pk, rk): one request. It fails with
-// tablekit.ErrNotFound when the series does not exist.
-func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string) (Series[V], error) {
-	e, err := d.t.Get(ctx, pk, rk)
+// tablekit.ErrNotFound when the series does not exist. opts is reserved;
+// pass nil.
+func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (Series[V], error) {
+	e, err := d.t.Get(ctx, pk, rk, opts)
 	if err != nil {
 		return Series[V]{}, err
 	}
@@ -222,11 +225,22 @@ func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string) (Series[V], erro
 	return s, nil
 }
 
-// Delete removes the series (pk, rk); a missing series is not an error.
-// One request.
-func (d *DataSeries[V]) Delete(ctx context.Context, pk, rk string) error {
-	_, err := d.t.DeleteIfExists(ctx, pk, rk)
-	return err
+// Delete removes the series s names, as Table.Delete does: conditional on
+// s.ETag unless opts say otherwise; tablekit.ErrNotFound when it does not
+// exist, tablekit.ErrPreconditionFailed when it changed since it was
+// read. One request.
+func (d *DataSeries[V]) Delete(ctx context.Context, s *Series[V], opts *WriteOptions) error {
+	if s == nil {
+		return fmt.Errorf("tablekit: data series %s: %w: nil *Series", d.t.name, tablekit.ErrInvalidArgument)
+	}
+	if err := validateKeys(s.PartitionKey, s.RowKey); err != nil {
+		return err
+	}
+	etag, err := condition(s.ETag, opts, d.t.describe(s.PartitionKey, s.RowKey))
+	if err != nil {
+		return err
+	}
+	return d.t.deleteKeys(ctx, s.PartitionKey, s.RowKey, etag)
 }
 
 // slotValue converts a stored slot to V; an absent slot is zero.

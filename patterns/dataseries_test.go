@@ -24,7 +24,7 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ds.Table().CreateIfNotExists(ctx); err != nil {
+	if err := ds.Table().CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
@@ -32,16 +32,16 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 		t.Errorf("Property(7) = %q, want H07", got)
 	}
 	for h := 0; h < 24; h++ {
-		if err := ds.Set(ctx, "Sales", "000123", h, int32(10*h)); err != nil {
+		if err := ds.Upsert(ctx, "Sales", "000123", map[int]int32{h: int32(10*h)}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 			t.Fatal(err)
 		}
 		requests(t, c, 1, fmt.Sprintf("Set hour %d", h))
 	}
-	if err := ds.Set(ctx, "Sales", "000123", 5, 7); err != nil {
+	if err := ds.Upsert(ctx, "Sales", "000123", map[int]int32{5: 7}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Set (update one slot)")
-	s, err := ds.Get(ctx, "Sales", "000123")
+	s, err := ds.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 	}
 	c.Reset()
 
-	if err := ds.Set(ctx, "Sales", "000123", 24, 1); !errors.Is(err, tablekit.ErrInvalidArgument) {
+	if err := ds.Upsert(ctx, "Sales", "000123", map[int]int32{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); !errors.Is(err, tablekit.ErrInvalidArgument) {
 		t.Errorf("Set of slot 24 = %v, want ErrInvalidArgument", err)
 	}
 	requests(t, c, 0, "a refused Set")
-	if _, err := ds.Get(ctx, "Sales", "nobody"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := ds.Get(ctx, "Sales", "nobody", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get of a missing series = %v, want ErrNotFound", err)
 	}
 	if _, err := patterns.NewDataSeries[int64](acct, "toolong", 365, nil); !errors.Is(err, tablekit.ErrInvalidEntity) {
@@ -86,11 +86,11 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 func TestDataSeriesConcurrentAddsLoseNothing(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t)
-	ds, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 24, &patterns.DataSeriesOptions{MaxAttempts: 500})
+	ds, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 24, &patterns.DataSeriesOptions{Table: &patterns.TableOptions{MaxAttempts: 500}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ds.Table().CreateIfNotExists(ctx); err != nil {
+	if err := ds.Table().CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The series does not exist yet: the first adds race to create it.
@@ -102,12 +102,12 @@ func TestDataSeriesConcurrentAddsLoseNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				if _, err := ds.Add(ctx, "Sales", "000123", 13, 1); err != nil {
+				if _, err := ds.Add(ctx, "Sales", "000123", 13, 1, nil); err != nil {
 					errs <- err
 					return
 				}
 				// Writers of other slots do not disturb the count either.
-				if err := ds.Set(ctx, "Sales", "000123", 2, int64(i)); err != nil {
+				if err := ds.Upsert(ctx, "Sales", "000123", map[int]int64{2: int64(i)}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 					errs <- err
 					return
 				}
@@ -119,14 +119,14 @@ func TestDataSeriesConcurrentAddsLoseNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s, err := ds.Get(ctx, "Sales", "000123")
+	s, err := ds.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Values[13] != workers*each {
 		t.Fatalf("slot 13 = %d after %d concurrent increments", s.Values[13], workers*each)
 	}
-	if got, err := ds.Add(ctx, "Sales", "000123", 13, -4); err != nil || got != workers*each-4 {
+	if got, err := ds.Add(ctx, "Sales", "000123", 13, -4, nil); err != nil || got != workers*each-4 {
 		t.Errorf("Add(-4) = %d, %v; want %d", got, err, workers*each-4)
 	}
 }

@@ -92,8 +92,8 @@ func (x *Denormalization[S, D]) Targets() *Table[D] { return x.dst }
 
 // CreateIfNotExists creates the table of sources and targets; an existing
 // one is not an error. One request.
-func (x *Denormalization[S, D]) CreateIfNotExists(ctx context.Context) error {
-	return x.src.CreateIfNotExists(ctx)
+func (x *Denormalization[S, D]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return x.src.CreateIfNotExists(ctx, opts)
 }
 
 // UpdateSource reads the source, calls fn on it, reads its targets and
@@ -105,7 +105,7 @@ func (x *Denormalization[S, D]) CreateIfNotExists(ctx context.Context) error {
 // are removed from the source's list in the same write. At most 99
 // targets fit one transaction. A lost response is settled as Table.Update
 // settles it, or reported with tablekit.ErrOutcomeUnknown.
-func (x *Denormalization[S, D]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error) (S, error) {
+func (x *Denormalization[S, D]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error, opts *UpdateOptions) (S, error) {
 	return x.src.modify(ctx, pk, rk, fn, func(_, s *S) ([]Op, error) {
 		rks := x.targets(s)
 		if len(rks) >= MaxTransactionOps {
@@ -140,7 +140,7 @@ func (x *Denormalization[S, D]) UpdateSource(ctx context.Context, pk, rk string,
 		}
 		ops[0] = Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}
 		return ops, nil
-	}, wire.ModifyOptions{})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }
 
 // marshalKeepLog encodes v as the replacement of the entity read as was,
@@ -191,7 +191,7 @@ func (x *Denormalization[S, D]) readTargets(ctx context.Context, pk string, rks 
 // transaction. A concurrent change starts it over; a lost response is
 // settled as Table.Update settles it, or reported with
 // tablekit.ErrOutcomeUnknown.
-func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string, fn func(*D) error) (D, error) {
+func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string, fn func(*D) error, opts *UpdateOptions) (D, error) {
 	return x.dst.modify(ctx, pk, rk, fn, func(old, d *D) ([]Op, error) {
 		var sources []Op
 		srk := x.source(d)
@@ -231,5 +231,5 @@ func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string,
 			return nil, err
 		}
 		return append([]Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, sources...), nil
-	}, wire.ModifyOptions{})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }

@@ -85,8 +85,8 @@ func (x *EventualDenormalization[S]) Sources() *Table[S] { return x.src }
 // (its poison queue and blob container too, see consistency.Queue.Create);
 // existing ones are not an error. Four requests. The targets' tables are
 // the targets' own.
-func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context) error {
-	if err := x.src.CreateIfNotExists(ctx); err != nil {
+func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	if err := x.src.CreateIfNotExists(ctx, opts); err != nil {
 		return err
 	}
 	return x.q.Create(ctx)
@@ -97,7 +97,7 @@ func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context) erro
 // conditionally on the ETag read (a concurrent change starts it over; a
 // lost response is settled as Table.Update settles it, or reported with
 // tablekit.ErrOutcomeUnknown). Three requests per attempt.
-func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error) (S, error) {
+func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error, opts *UpdateOptions) (S, error) {
 	return x.src.modify(ctx, pk, rk, fn, func(_, v *S) ([]Op, error) {
 		body, _, _, err := x.src.marshal(v)
 		if err != nil {
@@ -111,14 +111,14 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 			return nil, err
 		}
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
-	}, wire.ModifyOptions{})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }
 
 // Refresh enqueues the refresh of the targets of the source (pk, rk) as it
 // is now, for instance after a target was linked to it. Two requests
 // (read, enqueue).
 func (x *EventualDenormalization[S]) Refresh(ctx context.Context, pk, rk string) error {
-	v, err := x.src.Get(ctx, pk, rk)
+	v, err := x.src.Get(ctx, pk, rk, nil)
 	if err != nil {
 		return err
 	}

@@ -59,13 +59,13 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, create := range []func(context.Context) error{depts.CreateIfNotExists, dn.Sources().CreateIfNotExists} {
-		if err := create(ctx); err != nil {
+	for _, create := range []func(context.Context, *patterns.CreateOptions) error{depts.CreateIfNotExists, dn.Sources().CreateIfNotExists} {
+		if err := create(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mary := edManager{PartitionKey: "Managers", RowKey: "000100", FirstName: "Mary", LastName: "Smith", Phone: "555-0100"}
-	if err := dn.Sources().Insert(ctx, &mary); err != nil {
+	if err := dn.Sources().Insert(ctx, &mary, nil); err != nil {
 		t.Fatal(err)
 	}
 	link := keys.Join("Managers", "000100")
@@ -74,17 +74,17 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	// must not reach it.
 	marketing := edDepartment{PartitionKey: "Marketing", RowKey: "Department", DepartmentName: "Marketing", ManagerID: keys.Join("Managers", "000200"), ManagerFirstName: "Ken", ManagerPhone: "555-0200"}
 	for _, d := range []*edDepartment{&sales, &marketing} {
-		if err := depts.Insert(ctx, d); err != nil {
+		if err := depts.Insert(ctx, d, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	c.Reset()
-	if _, err := dn.UpdateSource(ctx, "Managers", "000100", func(m *edManager) error { m.Phone = "555-0111"; return nil }); err != nil {
+	if _, err := dn.UpdateSource(ctx, "Managers", "000100", func(m *edManager) error { m.Phone = "555-0111"; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "UpdateSource (read, enqueue, write)")
-	if _, err := dn.UpdateSource(ctx, "Managers", "000100", func(m *edManager) error { m.FirstName = "Maria"; return nil }); err != nil {
+	if _, err := dn.UpdateSource(ctx, "Managers", "000100", func(m *edManager) error { m.FirstName = "Maria"; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -103,7 +103,7 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		got, err := depts.Get(ctx, "Sales", "Department")
+		got, err := depts.Get(ctx, "Sales", "Department", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	for w.Metrics().Processed() < 2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	got, err := depts.Get(ctx, "Marketing", "Department")
+	got, err := depts.Get(ctx, "Marketing", "Department", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	if err := consistency.Apply(ctx, testenv.Account(t), tx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := depts.Get(ctx, "Sales", "Department"); got.ManagerFirstName != "Maria" || got.ManagerPhone != "555-0111" {
+	if got, _ := depts.Get(ctx, "Sales", "Department", nil); got.ManagerFirstName != "Maria" || got.ManagerPhone != "555-0111" {
 		t.Errorf("after a late duplicate: %+v", got)
 	}
 }

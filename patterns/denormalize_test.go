@@ -42,18 +42,18 @@ func newDenormalization(t *testing.T) (*patterns.Denormalization[ixEmployee, den
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := x.Sources().CreateIfNotExists(ctx); err != nil {
+	if err := x.Sources().CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []ixEmployee{
 		ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34),
 		ixEmp("Sales", "000100", "Ann", "Abbot", "abbota@contoso.com", 41),
 	} {
-		if err := x.Sources().Insert(ctx, &e); err != nil {
+		if err := x.Sources().Insert(ctx, &e, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := x.Targets().Insert(ctx, &denormDepartment{PartitionKey: "Sales", RowKey: "DEPT", Name: "Sales"}); err != nil {
+	if err := x.Targets().Insert(ctx, &denormDepartment{PartitionKey: "Sales", RowKey: "DEPT", Name: "Sales"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
@@ -64,11 +64,11 @@ func TestDenormalizedManagerDetails(t *testing.T) {
 	ctx := context.Background()
 	x, requests := newDenormalization(t)
 
-	if _, err := x.UpdateTarget(ctx, "Sales", "DEPT", func(d *denormDepartment) error { d.ManagerID = "empid_000223"; return nil }); err != nil {
+	if _, err := x.UpdateTarget(ctx, "Sales", "DEPT", func(d *denormDepartment) error { d.ManagerID = "empid_000223"; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(3, "appointing a manager (read department, read manager, EGT)")
-	d, err := x.Targets().Get(ctx, "Sales", "DEPT")
+	d, err := x.Targets().Get(ctx, "Sales", "DEPT", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,18 +77,18 @@ func TestDenormalizedManagerDetails(t *testing.T) {
 		t.Errorf("department = %+v", d)
 	}
 
-	if _, err := x.UpdateSource(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = "john.jones@contoso.com"; return nil }); err != nil {
+	if _, err := x.UpdateSource(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = "john.jones@contoso.com"; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(3, "changing the manager's email (read manager, read department, EGT)")
-	if d, _ := x.Targets().Get(ctx, "Sales", "DEPT"); d.ManagerEmail != "john.jones@contoso.com" {
+	if d, _ := x.Targets().Get(ctx, "Sales", "DEPT", nil); d.ManagerEmail != "john.jones@contoso.com" {
 		t.Errorf("the department still has %q", d.ManagerEmail)
 	}
 	// A change to another employee leaves the department's copy alone.
-	if _, err := x.UpdateSource(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.Email = "ann@contoso.com"; return nil }); err != nil {
+	if _, err := x.UpdateSource(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.Email = "ann@contoso.com"; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := x.Targets().Get(ctx, "Sales", "DEPT"); d.ManagerEmail != "john.jones@contoso.com" {
+	if d, _ := x.Targets().Get(ctx, "Sales", "DEPT", nil); d.ManagerEmail != "john.jones@contoso.com" {
 		t.Errorf("another employee's change reached the department: %q", d.ManagerEmail)
 	}
 }
@@ -102,7 +102,7 @@ func TestDenormalizedCopyStaysConsistentUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, rk := range []string{"empid_000223", "empid_000100"} {
-				if _, err := x.UpdateSource(ctx, "Sales", rk, func(e *ixEmployee) error { e.Email = fmt.Sprintf("v%d@contoso.com", i); return nil }); err != nil {
+				if _, err := x.UpdateSource(ctx, "Sales", rk, func(e *ixEmployee) error { e.Email = fmt.Sprintf("v%d@contoso.com", i); return nil }, nil); err != nil {
 					t.Error(err)
 				}
 			}
@@ -110,17 +110,17 @@ func TestDenormalizedCopyStaysConsistentUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			m := []string{"empid_000223", "empid_000100"}[i%2]
-			if _, err := x.UpdateTarget(ctx, "Sales", "DEPT", func(d *denormDepartment) error { d.ManagerID = m; return nil }); err != nil {
+			if _, err := x.UpdateTarget(ctx, "Sales", "DEPT", func(d *denormDepartment) error { d.ManagerID = m; return nil }, nil); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	d, err := x.Targets().Get(ctx, "Sales", "DEPT")
+	d, err := x.Targets().Get(ctx, "Sales", "DEPT", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := x.Sources().Get(ctx, "Sales", d.ManagerID)
+	m, err := x.Sources().Get(ctx, "Sales", d.ManagerID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,28 +182,28 @@ func TestDenormalizationThroughReassignments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := x.Sources().CreateIfNotExists(ctx); err != nil {
+			if err := x.Sources().CreateIfNotExists(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			for _, m := range managers {
-				if err := x.Sources().Insert(ctx, &denormManager{PartitionKey: "Contoso", RowKey: m, Name: m[4:], Phone: "0"}); err != nil {
+				if err := x.Sources().Insert(ctx, &denormManager{PartitionKey: "Contoso", RowKey: m, Name: m[4:], Phone: "0"}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for _, d := range depts {
-				if err := x.Targets().Insert(ctx, &denormDepartment{PartitionKey: "Contoso", RowKey: d, Name: d[5:]}); err != nil {
+				if err := x.Targets().Insert(ctx, &denormDepartment{PartitionKey: "Contoso", RowKey: d, Name: d[5:]}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
 			assign := func(dept, mgr string) {
 				t.Helper()
-				if _, err := x.UpdateTarget(ctx, "Contoso", dept, func(d *denormDepartment) error { d.ManagerID = mgr; return nil }); err != nil {
+				if _, err := x.UpdateTarget(ctx, "Contoso", dept, func(d *denormDepartment) error { d.ManagerID = mgr; return nil }, nil); err != nil {
 					t.Fatalf("assign %s to %q: %v", dept, mgr, err)
 				}
 			}
 			phone := func(mgr, p string) {
 				t.Helper()
-				if _, err := x.UpdateSource(ctx, "Contoso", mgr, func(m *denormManager) error { m.Phone = p; return nil }); err != nil {
+				if _, err := x.UpdateSource(ctx, "Contoso", mgr, func(m *denormManager) error { m.Phone = p; return nil }, nil); err != nil {
 					t.Fatalf("phone of %s: %v", mgr, err)
 				}
 			}
@@ -212,14 +212,14 @@ func TestDenormalizationThroughReassignments(t *testing.T) {
 				ms := map[string]denormManager{}
 				lists := map[string][]string{}
 				for _, m := range managers {
-					v, err := x.Sources().Get(ctx, "Contoso", m)
+					v, err := x.Sources().Get(ctx, "Contoso", m, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
 					ms[m] = v
 				}
 				for _, rk := range depts {
-					d, err := x.Targets().Get(ctx, "Contoso", rk)
+					d, err := x.Targets().Get(ctx, "Contoso", rk, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -53,12 +53,12 @@ func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed 
 		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}})
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxUpdateAttempts: 100}))
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxAttempts: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(false)
-	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(true)
@@ -112,7 +112,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	rows := make([]Employee, n)
 	for i := range rows {
 		rows[i] = Employee{PartitionKey: "single", RowKey: fmt.Sprintf("%04d", i), Age: i}
-		if err := tbl.Insert(ctx, &rows[i]); err != nil {
+		if err := tbl.Insert(ctx, &rows[i], nil); err != nil {
 			t.Fatalf("insert %d under faults: %v", i, err)
 		}
 	}
@@ -128,7 +128,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	// says the outcome is unknown (when later writers pushed its trace out
 	// of the entity's write-id log: more likely with the default retry
 	// delays, during which the other writers carry on).
-	if err := tbl.Insert(ctx, &Employee{PartitionKey: "counter", RowKey: "c"}); err != nil {
+	if err := tbl.Insert(ctx, &Employee{PartitionKey: "counter", RowKey: "c"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -139,7 +139,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 		go func() {
 			defer wg.Done()
 			for i := 0; i < size.increments; i++ {
-				_, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil })
+				_, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil }, nil)
 				switch {
 				case err == nil:
 					incremented.Add(1)
@@ -205,7 +205,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 			t.Errorf("row %s: Age %d (deleted rows are even, replaced ones have Age+1000)", e.RowKey, e.Age)
 		}
 	}
-	c, err := tbl.Get(ctx, "counter", "c")
+	c, err := tbl.Get(ctx, "counter", "c", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode,
 	tbl, fp := faultyTable[Employee](t, mode, rate, 7)
 	fp.SetEnabled(false)
 	other := Employee{PartitionKey: "p", RowKey: "r", FirstName: "other writer"}
-	if err := tbl.Insert(ctx, &other); err != nil {
+	if err := tbl.Insert(ctx, &other, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { t.Logf("%d faults injected", fp.Injected()) }()
@@ -270,7 +270,7 @@ func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode,
 	fp.SetEnabled(true)
 	for i := 0; i < rounds; i++ {
 		mine := Employee{PartitionKey: "p", RowKey: "r", FirstName: "me"}
-		if err := tbl.Insert(ctx, &mine); !errors.Is(err, tablekit.ErrAlreadyExists) {
+		if err := tbl.Insert(ctx, &mine, nil); !errors.Is(err, tablekit.ErrAlreadyExists) {
 			t.Fatalf("insert over another writer's entity = %v, want ErrAlreadyExists", err)
 		}
 		stale := other
@@ -349,13 +349,13 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 		t.Fatal(err)
 	}
 	fp.SetEnabled(false)
-	if err := intra.CreateIfNotExists(ctx); err != nil {
+	if err := intra.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(true)
 	for i := 0; i < n; i++ {
 		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
-		if err := intra.Insert(ctx, &e); err != nil {
+		if err := intra.Insert(ctx, &e, nil); err != nil {
 			t.Fatalf("insert %d under faults: %v", i, err)
 		}
 	}
@@ -363,12 +363,12 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 		if _, err := intra.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *Employee) error {
 			e.Email = fmt.Sprintf("new%d@contoso.com", i)
 			return nil
-		}); err != nil {
+		}, nil); err != nil {
 			t.Fatalf("update %d under faults: %v", i, err)
 		}
 	}
 	for i := 1; i < n; i += 4 {
-		if err := intra.Delete(ctx, "Sales", fmt.Sprintf("empid_%06d", i)); err != nil {
+		if err := intra.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i)}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 			t.Fatalf("delete %d under faults: %v", i, err)
 		}
 	}
@@ -380,7 +380,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	primaries := 0
 	for i := 0; i < n; i++ {
 		rk := fmt.Sprintf("empid_%06d", i)
-		got, err := intra.Lookup(ctx, "email", "Sales", map[bool]string{true: fmt.Sprintf("new%d@contoso.com", i), false: fmt.Sprintf("e%d@contoso.com", i)}[i%2 == 0])
+		got, err := intra.Lookup(ctx, "email", "Sales", map[bool]string{true: fmt.Sprintf("new%d@contoso.com", i), false: fmt.Sprintf("e%d@contoso.com", i)}[i%2 == 0], nil)
 		deleted := i%4 == 1
 		switch {
 		case deleted && !errors.Is(err, tablekit.ErrNotFound):
@@ -402,7 +402,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	q, container := testQueue(t, acct)
 	inter, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email, Partition: func(*Employee) string { return "all" }}}, nil)
 	must(t, err)
-	must(t, inter.CreateIfNotExists(ctx))
+	must(t, inter.CreateIfNotExists(ctx, nil))
 	workerAcct, wfp := faultyAccount(t, mode, 0.10, seed+1)
 	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
 		Queues: []string{q.Name()}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
@@ -417,20 +417,20 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	fp.SetEnabled(true)
 	for i := 0; i < m; i++ {
 		e := Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
-		if err := inter.Insert(ctx, &e); err != nil {
+		if err := inter.Insert(ctx, &e, nil); err != nil {
 			t.Fatalf("inter insert %d under faults: %v", i, err)
 		}
 	}
 	for i := 0; i < m; i += 3 {
 		pk := []string{"Sales", "HR"}[i%2]
-		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }); err != nil {
+		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil {
 			t.Fatalf("inter update %d under faults: %v", i, err)
 		}
 	}
 	interPrimaries := m
 	for i := 1; i < m; i += 5 {
 		interPrimaries--
-		if err := inter.Delete(ctx, []string{"Sales", "HR"}[i%2], fmt.Sprintf("%06d", i)); err != nil {
+		if err := inter.Delete(ctx, &Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i)}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 			t.Fatalf("inter delete %d under faults: %v", i, err)
 		}
 	}

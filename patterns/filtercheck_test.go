@@ -19,10 +19,10 @@ import (
 func TestFilterOnAPropertyTDoesNotHave(t *testing.T) {
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
-	must(t, tbl.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123", Age: 34}))
+	must(t, tbl.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123", Age: 34}, nil))
 	depts, err := patterns.NewTable[Department](tbl.Account(), tbl.Name(), nil)
 	must(t, err)
-	must(t, depts.Insert(ctx, &Department{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales"}))
+	must(t, depts.Insert(ctx, &Department{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales"}, nil))
 	c.Reset()
 
 	typo := keys.And(keys.PK().Eq("Sales"), keys.Prop("Agee").Gt(30))

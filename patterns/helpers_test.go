@@ -85,7 +85,7 @@ func runWorker(t testing.TB, w *consistency.Worker) (stop func()) {
 
 // ixRepo is what ixFixture needs of an index repository over ixEmployee.
 type ixRepo interface {
-	CreateIfNotExists(ctx context.Context) error
+	CreateIfNotExists(ctx context.Context, opts *patterns.CreateOptions) error
 	Table() *patterns.Table[ixEmployee]
 }
 
@@ -97,8 +97,17 @@ func ixFixture[X ixRepo](t *testing.T, build func(acct *tablekit.Account, table 
 	acct, counter := testenv.CountingAccount(t)
 	x, err := build(acct, testenv.TableName(t))
 	must(t, err)
-	must(t, x.CreateIfNotExists(context.Background()))
+	must(t, x.CreateIfNotExists(context.Background(), nil))
 	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
 	counter.Reset()
 	return x, counter
+}
+
+// widePut writes e as the old WideEntities.Put did: Replace, conditional
+// on e.ETag, when e was read or written; Upsert otherwise.
+func widePut(w *patterns.WideEntities, ctx context.Context, e *patterns.WideEntity) error {
+	if e.ETag != "" {
+		return w.Replace(ctx, e, nil)
+	}
+	return w.Upsert(ctx, e, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ type ListIndex[T any] struct {
 	// Partition is the PartitionKey of option 3's index entities; empty
 	// means Name.
 	Partition string
-	// Parallelism bounds the concurrent reads of Lookup (default 8).
+	// Parallelism bounds the concurrent reads of Find (default 8).
 	Parallelism int
 }
 
@@ -230,7 +231,7 @@ func fetchAll[T any](ctx context.Context, t *Table[T], refs []Member, n int, kee
 	out := make([]T, len(refs))
 	ok := make([]bool, len(refs))
 	err := parallel(ctx, indexes(len(refs)), n, nil, func(ctx context.Context, i int) (int, error) {
-		v, err := t.Get(ctx, refs[i].PartitionKey, refs[i].RowKey)
+		v, err := t.Get(ctx, refs[i].PartitionKey, refs[i].RowKey, nil)
 		switch {
 		case tablekit.IsNotFound(err):
 		case err != nil:
@@ -256,12 +257,32 @@ func fetchAll[T any](ctx context.Context, t *Table[T], refs []Member, n int, kee
 // index ix, ListIndex.Parallelism at a time, keeping those whose value is
 // still value (a write that crashed half way, or that the worker has not
 // caught up with, leaves others listed).
-func lookupMembers[T any](ctx context.Context, t *Table[T], ix ListIndex[T], value string, members func(context.Context, string) ([]Member, error)) ([]T, error) {
-	m, err := members(ctx, value)
-	if err != nil {
-		return nil, err
+func lookupMembers[T any](ctx context.Context, t *Table[T], ix ListIndex[T], value string, members func(context.Context, string, *GetOptions) ([]Member, error), opts *QueryOptions) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if opts != nil && opts.Limit < 0 {
+			yield(zero, fmt.Errorf("tablekit: find in %s: %w: Limit %d is negative", t.name, tablekit.ErrInvalidArgument, opts.Limit))
+			return
+		}
+		m, err := members(ctx, value, nil)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		vs, err := fetchAll(ctx, t, m, ix.parallelism(), func(v *T) bool { return ix.Key(v) == value })
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		if opts != nil && opts.Limit > 0 && len(vs) > opts.Limit {
+			vs = vs[:opts.Limit]
+		}
+		for _, v := range vs {
+			if !yield(v, nil) {
+				return
+			}
+		}
 	}
-	return fetchAll(ctx, t, m, ix.parallelism(), func(v *T) bool { return ix.Key(v) == value })
 }
 
 // ListIndexedTable is the guide's index entities pattern, option 2: index
@@ -274,16 +295,21 @@ func lookupMembers[T any](ctx context.Context, t *Table[T], ix ListIndex[T], val
 // Requests: Insert 2 (read the index entity, transaction); Update 2, or 4
 // when the value changes (read the entity, read both index entities,
 // one transaction over the three, as the guide's last-name change);
-// Delete 3; Lookup 1 + one read per member, in parallel.
+// Delete 3; Find 1 + one read per member, in parallel.
 type ListIndexedTable[T any] struct {
 	t  *Table[T]
 	ix ListIndex[T]
 }
 
 // NewListIndexedTable returns the repository of table name with the index
-// entities of ix in each partition. It makes no request.
-func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListIndex[T], opts *TableOptions) (*ListIndexedTable[T], error) {
-	t, what, err := openTable[T](acct, name, opts, "NewListIndexedTable")
+// entities of ix in each partition; nil opts means the defaults. It makes
+// no request.
+func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListIndex[T], opts *ListIndexedTableOptions) (*ListIndexedTable[T], error) {
+	var o ListIndexedTableOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, what, err := openTable[T](acct, name, o.Table, "NewListIndexedTable")
 	if err != nil {
 		return nil, err
 	}
@@ -300,8 +326,8 @@ func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListInde
 func (x *ListIndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the table.
-func (x *ListIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
-	return x.t.CreateIfNotExists(ctx)
+func (x *ListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return x.t.CreateIfNotExists(ctx, opts)
 }
 
 func (x *ListIndexedTable[T]) readList(ctx context.Context, pk, value string) (listEntity, error) {
@@ -321,14 +347,14 @@ func listRace(err error) bool {
 // tablekit.ErrOutcomeUnknown; then v's ETag stays empty also when a
 // settled write landed). Errors: tablekit.ErrAlreadyExists (v's keys
 // exist), *ListTooLargeError. Two requests per attempt.
-func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	body, pk, rk, err := x.t.marshal(v)
 	if err != nil {
 		return err
 	}
 	val := x.ix.Key(v)
 	if val == "" {
-		return x.t.Insert(ctx, v)
+		return x.t.Insert(ctx, v, opts)
 	}
 	if err := validateKeys(pk, rk); err != nil {
 		return err
@@ -362,7 +388,7 @@ func (x *ListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // describes for a last-name change; any concurrent change starts it over
 // (fn must be safe to call again). A lost response is settled as
 // Table.Update settles it, or reported with tablekit.ErrOutcomeUnknown.
-func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
 	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
 		body, _, _, err := x.t.marshal(v)
 		if err != nil {
@@ -394,7 +420,7 @@ func (x *ListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 			ops = append(ops, op)
 		}
 		return ops, nil
-	}, wire.ModifyOptions{Race: listRace})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0), Race: listRace})
 }
 
 // readLists reads the index entities of values a and b (empty values are
@@ -421,8 +447,12 @@ func (x *ListIndexedTable[T]) readLists(ctx context.Context, pk, a, b string) ([
 // transaction (three requests: read the entity, read the index entity,
 // transaction), starting over on a concurrent change. A missing entity is
 // tablekit.ErrNotFound.
-func (x *ListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	_, err := x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
+func (x *ListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
+	pk, rk, etag, err := x.t.deleteTarget(v, opts)
+	if err != nil {
+		return err
+	}
+	_, err = x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
 		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}
 		ov := x.ix.Key(old)
 		if ov == "" {
@@ -440,34 +470,36 @@ func (x *ListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 			ops = append(ops, op)
 		}
 		return ops, nil
-	}, wire.ModifyOptions{Verb: "delete", Race: listRace})
+	}, wire.ModifyOptions{Verb: "delete", IfMatch: etag, Race: listRace})
 	return err
 }
 
 // Get reads an entity by its keys (one request).
-func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	return x.t.Get(ctx, pk, rk)
+func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+	return x.t.Get(ctx, pk, rk, opts)
 }
 
-// Members returns the RowKeys listed under value in partition pk, sorted
-// (one request; none listed is an empty list, not an error).
-func (x *ListIndexedTable[T]) Members(ctx context.Context, pk, value string) ([]string, error) {
+// Members returns the entities listed under value in partition pk, in
+// RowKey order (one request; none listed is an empty list, not an error).
+// opts is reserved; pass nil.
+func (x *ListIndexedTable[T]) Members(ctx context.Context, pk, value string, opts *GetOptions) ([]Member, error) {
 	le, err := x.readList(ctx, pk, value)
-	return le.members, err
-}
-
-// Lookup returns the entities of partition pk whose value is value: the
-// guide's three steps (read the index entity, parse the list, read each
-// employee), the reads in parallel up to ListIndex.Parallelism. One
-// request plus one per member.
-func (x *ListIndexedTable[T]) Lookup(ctx context.Context, pk, value string) ([]T, error) {
-	m, err := x.Members(ctx, pk, value)
 	if err != nil {
 		return nil, err
 	}
-	refs := make([]Member, len(m))
-	for i, rk := range m {
-		refs[i] = Member{PartitionKey: pk, RowKey: rk}
+	out := make([]Member, len(le.members))
+	for i, rk := range le.members {
+		out[i] = Member{PartitionKey: pk, RowKey: rk}
 	}
-	return fetchAll(ctx, x.t, refs, x.ix.parallelism(), nil)
+	return out, nil
+}
+
+// Find returns the entities of partition pk whose value is value: the
+// guide's three steps (read the index entity, parse the list, read each
+// employee), the reads in parallel up to ListIndex.Parallelism. One
+// request plus one per member. opts.Limit bounds the result.
+func (x *ListIndexedTable[T]) Find(ctx context.Context, pk, value string, opts *QueryOptions) iter.Seq2[T, error] {
+	return lookupMembers(ctx, x.t, x.ix, value, func(ctx context.Context, value string, o *GetOptions) ([]Member, error) {
+		return x.Members(ctx, pk, value, o)
+	}, opts)
 }

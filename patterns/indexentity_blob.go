@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -27,13 +28,13 @@ import (
 // concurrent writers never lose each other's members. Entity and blob
 // cannot change atomically; the order keeps the blob a superset of the
 // truth: a member is added before the entity is written and removed after,
-// and Lookup re-checks each entity's value, so a crash in between leaves
-// at most a stale member that Lookup skips (and Rebuild removes).
+// and Find re-checks each entity's value, so a crash in between leaves
+// at most a stale member that Find skips (and Rebuild removes).
 //
 // Blob names are Table + "/" + Name + "/" + value in the container.
 //
 // Requests: Insert 3 (read blob, write blob, insert); Update 2, or 6 when
-// the value changes; Delete 4; Lookup 1 + one read per member, in
+// the value changes; Delete 4; Find 1 + one read per member, in
 // parallel.
 type BlobIndexedTable[T any] struct {
 	t         *Table[T]
@@ -52,8 +53,12 @@ type Member struct {
 // NewBlobIndexedTable returns the repository of table name whose index ix
 // lives in blobs of container. It makes no request; CreateIfNotExists
 // creates the table and the container.
-func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, ix ListIndex[T], opts *TableOptions) (*BlobIndexedTable[T], error) {
-	t, what, err := openTable[T](acct, name, opts, "NewBlobIndexedTable")
+func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, ix ListIndex[T], opts *BlobIndexedTableOptions) (*BlobIndexedTable[T], error) {
+	var o BlobIndexedTableOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, what, err := openTable[T](acct, name, o.Table, "NewBlobIndexedTable")
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +78,8 @@ func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, 
 func (x *BlobIndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the table and the blob container.
-func (x *BlobIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
-	if err := x.t.CreateIfNotExists(ctx); err != nil {
+func (x *BlobIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	if err := x.t.CreateIfNotExists(ctx, opts); err != nil {
 		return err
 	}
 	_, err := x.blobs.CreateContainer(ctx, x.container, nil)
@@ -177,7 +182,7 @@ func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m Member
 
 // Insert lists v under its value, then inserts it. Errors:
 // tablekit.ErrAlreadyExists (v's keys exist). Three requests.
-func (x *BlobIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+func (x *BlobIndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	if _, _, _, err := x.t.marshal(v); err != nil {
 		return err
 	}
@@ -187,14 +192,14 @@ func (x *BlobIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 			return err
 		}
 	}
-	return x.t.Insert(ctx, v)
+	return x.t.Insert(ctx, v, opts)
 }
 
 // Update reads the entity, calls fn on it and replaces it conditionally
 // on the ETag read (Table.Update); when the value changes, the entity is
 // listed under the new value before the write and removed from the old
 // one after it.
-func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
 	var oldVal string
 	var added []string
 	v, err := x.t.Update(ctx, pk, rk, func(v *T) error {
@@ -210,46 +215,53 @@ func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 			added = append(added, nv)
 		}
 		return nil
-	})
+	}, opts)
 	if err != nil {
 		return v, err
 	}
 	if oldVal != "" && x.ix.Key(&v) != oldVal {
 		if err := x.change(ctx, oldVal, Member{pk, rk}, false); err != nil {
-			return v, fmt.Errorf("tablekit: updated %s but could not unlist it from %q (Lookup skips it; Rebuild removes it): %w", x.t.describe(pk, rk), oldVal, err)
+			return v, fmt.Errorf("tablekit: updated %s but could not unlist it from %q (Find skips it; Rebuild removes it): %w", x.t.describe(pk, rk), oldVal, err)
 		}
 	}
 	return v, nil
 }
 
-// Delete deletes the entity (conditional on the ETag it reads), then
+// Delete deletes the entity with v's keys (conditional on v's ETag
+// unless opts say otherwise, as Table.Delete; the ETag it reads), then
 // unlists it. Four requests.
-func (x *BlobIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	v, etag, err := x.t.getWithETag(ctx, pk, rk)
+func (x *BlobIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
+	old, etag, err := x.t.readForDelete(ctx, v, opts)
 	if err != nil {
 		return err
 	}
-	if err := x.t.Delete(ctx, &v, &WriteOptions{ETag: etag}); err != nil {
+	if err := x.t.Delete(ctx, &old, &WriteOptions{ETag: etag}); err != nil {
 		return err
 	}
-	if val := x.ix.Key(&v); val != "" {
+	pk, rk := x.t.codec.Keys(&old)
+	if val := x.ix.Key(&old); val != "" {
 		if err := x.change(ctx, val, Member{pk, rk}, false); err != nil {
-			return fmt.Errorf("tablekit: deleted %s but could not unlist it (Lookup skips it): %w", x.t.describe(pk, rk), err)
+			return fmt.Errorf("tablekit: deleted %s but could not unlist it (Find skips it): %w", x.t.describe(pk, rk), err)
 		}
 	}
 	return nil
 }
 
 // Members returns the entities listed under value (one request).
-func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string) ([]Member, error) {
+func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
 	m, _, err := x.read(ctx, value)
 	return m, err
 }
 
-// Lookup returns the entities whose value is value, in every partition:
+// Find returns the entities whose value is value, in every partition:
 // one request for the blob, then one read per member in parallel up to
 // ListIndex.Parallelism. Members whose entity is gone or has another value
 // (a write that crashed half way) are skipped.
-func (x *BlobIndexedTable[T]) Lookup(ctx context.Context, value string) ([]T, error) {
-	return lookupMembers(ctx, x.t, x.ix, value, x.Members)
+func (x *BlobIndexedTable[T]) Find(ctx context.Context, value string, opts *QueryOptions) iter.Seq2[T, error] {
+	return lookupMembers(ctx, x.t, x.ix, value, x.Members, opts)
+}
+
+// Get reads the entity by its keys (one request).
+func (x *BlobIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+	return x.t.Get(ctx, pk, rk, opts)
 }

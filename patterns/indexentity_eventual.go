@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -27,8 +28,8 @@ import (
 // would no longer fit.
 //
 // Requests: Insert 3 (read the index entity, enqueue, insert); Update 3,
-// or 4 when the value changes; Delete 3; Lookup 1 + one read per member,
-// in parallel. Lookup re-checks each entity's value, so it never returns
+// or 4 when the value changes; Delete 3; Find 1 + one read per member,
+// in parallel. Find re-checks each entity's value, so it never returns
 // an entity the worker has not unlisted yet.
 type EventualListIndexedTable[T any] struct {
 	t     *Table[T]
@@ -73,11 +74,11 @@ func (x *EventualListIndexedTable[T]) Table() *Table[T] { return x.t }
 // CreateIfNotExists creates the entities' table, the index table and the
 // consistency queue (with its poison queue and container, see
 // consistency.Queue.Create); existing ones are not an error.
-func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
-	if err := x.t.CreateIfNotExists(ctx); err != nil {
+func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	if err := x.t.CreateIfNotExists(ctx, opts); err != nil {
 		return err
 	}
-	if err := x.it.CreateIfNotExists(ctx); err != nil {
+	if err := x.it.CreateIfNotExists(ctx, opts); err != nil {
 		return err
 	}
 	return x.q.Create(ctx)
@@ -147,7 +148,7 @@ func (x *EventualListIndexedTable[T]) encode(v *T, intent string) ([]byte, strin
 
 // Insert checks that the list has room, enqueues the intent to list v,
 // then inserts v. Three requests (one when v has no value).
-func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	intent := consistency.NewIntentID()
 	body, pk, rk, err := x.encode(v, intent)
 	if err != nil {
@@ -169,7 +170,7 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // room and enqueues the intent to move the entity from the old list to the
 // new one. A concurrent change starts it over; a lost response is settled
 // as Table.Update settles it, or reported with tablekit.ErrOutcomeUnknown.
-func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
 	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
 		intent := consistency.NewIntentID()
 		body, _, _, err := x.encode(v, intent)
@@ -192,16 +193,17 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 			}
 		}
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
-	}, wire.ModifyOptions{})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }
 
 // Delete reads the entity, enqueues the intent to unlist it and deletes it
 // conditionally on the ETag read. Three requests.
-func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	old, etag, err := x.t.getWithETag(ctx, pk, rk)
+func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
+	old, etag, err := x.t.readForDelete(ctx, v, opts)
 	if err != nil {
 		return err
 	}
+	pk, rk := x.t.codec.Keys(&old)
 	if ov := x.ix.Key(&old); ov != "" {
 		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, ov, consistency.Expectation{Absent: true})), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 			return err
@@ -211,7 +213,7 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, pk, rk string)
 }
 
 // Members returns the keys listed under value (one request).
-func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string) ([]Member, error) {
+func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
 	ref := x.indexRef(value)
 	le, err := readListEntity(ctx, x.it.w, ref.PartitionKey, ref.RowKey, x.ix.property())
 	if err != nil {
@@ -228,10 +230,15 @@ func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string)
 	return out, nil
 }
 
-// Lookup returns the entities whose value is value: one request for the
+// Find returns the entities whose value is value: one request for the
 // index entity, then one read per member in parallel up to
 // ListIndex.Parallelism; members whose entity is gone or changed value
 // (the worker has not caught up) are skipped.
-func (x *EventualListIndexedTable[T]) Lookup(ctx context.Context, value string) ([]T, error) {
-	return lookupMembers(ctx, x.t, x.ix, value, x.Members)
+func (x *EventualListIndexedTable[T]) Find(ctx context.Context, value string, opts *QueryOptions) iter.Seq2[T, error] {
+	return lookupMembers(ctx, x.t, x.ix, value, x.Members, opts)
+}
+
+// Get reads the entity by its keys (one request).
+func (x *EventualListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+	return x.t.Get(ctx, pk, rk, opts)
 }

@@ -53,22 +53,22 @@ func ixLookup(t *testing.T, c *tablekit.RequestCounter, reqs int64, what string,
 
 // ixUpdater is the update verb of the index repositories.
 type ixUpdater interface {
-	Update(ctx context.Context, pk, rk string, fn func(*ixEmployee) error) (ixEmployee, error)
+	Update(ctx context.Context, pk, rk string, fn func(*ixEmployee) error, opts *patterns.UpdateOptions) (ixEmployee, error)
 }
 
 // ixRename changes an employee's last name through x, failing the test
 // on error.
 func ixRename(t *testing.T, x ixUpdater, pk, rk, last string) {
 	t.Helper()
-	_, err := x.Update(context.Background(), pk, rk, func(e *ixEmployee) error { e.LastName = last; return nil })
+	_, err := x.Update(context.Background(), pk, rk, func(e *ixEmployee) error { e.LastName = last; return nil }, nil)
 	must(t, err)
 }
 
 // ixInsertAll inserts es through insert, failing the test on error.
-func ixInsertAll(t *testing.T, insert func(context.Context, *ixEmployee) error, es ...ixEmployee) {
+func ixInsertAll(t *testing.T, insert func(context.Context, *ixEmployee, *patterns.InsertOptions) error, es ...ixEmployee) {
 	t.Helper()
 	for _, e := range es {
-		must(t, insert(context.Background(), &e))
+		must(t, insert(context.Background(), &e, nil))
 	}
 }
 
@@ -120,7 +120,7 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 	// index entity, then one EGT inserting the employee and updating it.
 	e := ixEmp("Sales", "000152", "Dan", "Jones", "d@contoso.com", 28)
 	e.RowKey = "000152"
-	must(t, x.Insert(ctx, &e))
+	must(t, x.Insert(ctx, &e, nil))
 	requests(t, c, 2, "Insert (read index entity + EGT)")
 	if list, _ := rawIndexEntity(t, x.Table(), "Sales", "Jones", "EmployeeIDs"); fmt.Sprint(list) != "[000152 empid_000100]" {
 		t.Errorf(`index entity "Sales"/"Jones" EmployeeIDs = %v`, list)
@@ -128,9 +128,9 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 	c.Reset()
 
 	// The guide's lookup: the index entity, then each employee.
-	got, err := x.Lookup(ctx, "Sales", "Jones")
+	got, err := patterns.Collect(x.Find(ctx, "Sales", "Jones", nil))
 	ixLookup(t, c, 1+2, "Lookup(Sales, Jones) of 2 Joneses", got, err, "Sales/000100 Sales/000152")
-	if got, _ := x.Lookup(ctx, "Sales", "Nobody"); len(got) != 0 {
+	if got, _ := patterns.Collect(x.Find(ctx, "Sales", "Nobody", nil)); len(got) != 0 {
 		t.Errorf("Lookup of an unknown name = %v", got)
 	}
 	c.Reset()
@@ -146,13 +146,13 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 		t.Errorf("Smith after the change = %v", list)
 	}
 	c.Reset()
-	if _, err := x.Update(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.Age++; return nil }); err != nil {
+	if _, err := x.Update(ctx, "Sales", "empid_000100", func(e *ixEmployee) error { e.Age++; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 2, "update that keeps the last name")
 
 	// Delete removes the member; the last member takes the entity with it.
-	if err := x.Delete(ctx, "Sales", "000152"); err != nil {
+	if err := x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "000152"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Delete")
@@ -160,18 +160,18 @@ func TestListIndexOption2GuideFlows(t *testing.T) {
 		t.Error("the empty Jones index entity is still there")
 	}
 	// Option 2 is per partition: HR's Jones is not Sales's.
-	if got, _ := x.Lookup(ctx, "HR", "Jones"); listIDs(got) != "HR/000130" {
+	if got, _ := patterns.Collect(x.Find(ctx, "HR", "Jones", nil)); listIDs(got) != "HR/000130" {
 		t.Errorf("Lookup(HR, Jones) = %s", listIDs(got))
 	}
 }
 
 // ixRacingJoneses inserts n employees named Jones at once through insert,
 // employee i in partition part(i), and returns what members then reads.
-func ixRacingJoneses[M any](t *testing.T, n int, part func(i int) string, insert func(context.Context, *ixEmployee) error, members func(context.Context) ([]M, error)) []M {
+func ixRacingJoneses[M any](t *testing.T, n int, part func(i int) string, insert func(context.Context, *ixEmployee, *patterns.InsertOptions) error, members func(context.Context) ([]M, error)) []M {
 	t.Helper()
 	ctx := context.Background()
 	concurrently(t, n, func(i int) error {
-		return insert(ctx, ixPtr(ixEmp(part(i), fmt.Sprintf("%06d", i), "F", "Jones", "", 30)))
+		return insert(ctx, ixPtr(ixEmp(part(i), fmt.Sprintf("%06d", i), "F", "Jones", "", 30)), nil)
 	})
 	m, err := members(ctx)
 	must(t, err)
@@ -182,7 +182,7 @@ func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
 	x, _ := newListIndexedTable(t)
 	const n = 8
 	m := ixRacingJoneses(t, n, func(int) string { return "Sales" }, x.Insert,
-		func(ctx context.Context) ([]string, error) { return x.Members(ctx, "Sales", "Jones") })
+		func(ctx context.Context) ([]patterns.Member, error) { return x.Members(ctx, "Sales", "Jones", nil) })
 	if len(m) != n {
 		t.Errorf("after %d racing inserts the index lists %d: %v", n, len(m), m)
 	}
@@ -193,26 +193,26 @@ func TestListIndexOption2LastNameChangesUnderConcurrency(t *testing.T) {
 	x, _ := newListIndexedTable(t)
 	const n = 6
 	for i := range n {
-		must(t, x.Insert(ctx, ixPtr(ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30))))
+		must(t, x.Insert(ctx, ixPtr(ixEmp("Sales", fmt.Sprintf("%06d", i), "F", "Jones", "", 30)), nil))
 	}
 	// Each employee changes name twice while the others do too, and one
 	// employee is renamed by two writers at once.
 	names := []string{"Smith", "Brown"}
 	concurrently(t, n*len(names), func(j int) error {
 		i, name := j/len(names), names[j%len(names)]
-		_, err := x.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *ixEmployee) error { e.LastName = name; return nil })
+		_, err := x.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *ixEmployee) error { e.LastName = name; return nil }, nil)
 		return err
 	})
 	want := map[string][]string{}
 	for i := range n {
-		e, err := x.Get(ctx, "Sales", fmt.Sprintf("empid_%06d", i))
+		e, err := x.Get(ctx, "Sales", fmt.Sprintf("empid_%06d", i), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want[e.LastName] = append(want[e.LastName], e.RowKey)
 	}
 	for _, name := range []string{"Jones", "Smith", "Brown"} {
-		m, err := x.Members(ctx, "Sales", name)
+		m, err := x.Members(ctx, "Sales", name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,13 +231,13 @@ func TestListIndexOption2RefusesAListPastTheEntityLimit(t *testing.T) {
 	}
 	c.Reset()
 	e := ixEmp("Sales", "000152", "Dan", "Jones", "", 28)
-	err := x.Insert(ctx, &e)
+	err := x.Insert(ctx, &e, nil)
 	var tooLarge *patterns.ListTooLargeError
 	if !errors.Is(err, patterns.ErrListTooLarge) || !errors.As(err, &tooLarge) || tooLarge.Members != 2185 || !strings.Contains(err.Error(), "NewBlobIndexedTable") {
 		t.Fatalf("Insert past the limit = %v, want a *ListTooLargeError pointing to the blob index", err)
 	}
 	requests(t, c, 1, "refused Insert (index read only)")
-	if _, err := x.Get(ctx, "Sales", "empid_000152"); !tablekit.IsNotFound(err) {
+	if _, err := x.Get(ctx, "Sales", "empid_000152", nil); !tablekit.IsNotFound(err) {
 		t.Errorf("the refused employee was written: %v", err)
 	}
 }
@@ -258,34 +258,34 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 	c.Reset()
 
 	// Option 1 answers across departments.
-	got, err := x.Lookup(ctx, "Jones")
+	got, err := patterns.Collect(x.Find(ctx, "Jones", nil))
 	ixLookup(t, c, 1+2, "Lookup(Jones) of 2 Joneses", got, err, "HR/000130 Sales/000152")
 
 	// A last-name change moves the member between blobs.
 	ixRename(t, x, "HR", "empid_000130", "Smith")
 	requests(t, c, 6, "last-name change")
-	if got, _ := x.Lookup(ctx, "Smith"); listIDs(got) != "HR/000130 Sales/000120" {
+	if got, _ := patterns.Collect(x.Find(ctx, "Smith", nil)); listIDs(got) != "HR/000130 Sales/000120" {
 		t.Errorf("Lookup(Smith) = %s", listIDs(got))
 	}
-	if m, _ := x.Members(ctx, "Jones"); len(m) != 1 {
+	if m, _ := x.Members(ctx, "Jones", nil); len(m) != 1 {
 		t.Errorf("Jones members after the change = %v", m)
 	}
 	c.Reset()
-	if err := x.Delete(ctx, "Sales", "empid_000152"); err != nil {
+	if err := x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "empid_000152"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 4, "Delete")
-	if m, _ := x.Members(ctx, "Jones"); len(m) != 0 {
+	if m, _ := x.Members(ctx, "Jones", nil); len(m) != 0 {
 		t.Errorf("Jones members after delete = %v", m)
 	}
 
 	// A write that crashed after listing leaves a stale member; Lookup
 	// re-checks each entity's value and skips it.
 	ghost := ixEmp("Sales", "000999", "Gus", "Brown", "", 30)
-	if err := x.Table().Insert(ctx, &ghost); err != nil {
+	if err := x.Table().Insert(ctx, &ghost, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Insert(ctx, ixPtr(ixEmp("Sales", "000500", "Eve", "Smith", "", 30))); err != nil {
+	if err := x.Insert(ctx, ixPtr(ixEmp("Sales", "000500", "Eve", "Smith", "", 30)), nil); err != nil {
 		t.Fatal(err)
 	}
 	// list the Brown employee under Smith, as a crashed rename would.
@@ -293,10 +293,10 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 	if err := x.Table().Replace(ctx, &ghost, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := x.Members(ctx, "Smith"); len(m) != 4 {
+	if m, _ := x.Members(ctx, "Smith", nil); len(m) != 4 {
 		t.Fatalf("Smith members = %v, want the stale one listed", m)
 	}
-	if got, _ := x.Lookup(ctx, "Smith"); listIDs(got) != "HR/000130 Sales/000120 Sales/000500" {
+	if got, _ := patterns.Collect(x.Find(ctx, "Smith", nil)); listIDs(got) != "HR/000130 Sales/000120 Sales/000500" {
 		t.Errorf("Lookup(Smith) with a stale member = %s", listIDs(got))
 	}
 }
@@ -305,7 +305,7 @@ func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
 	x, _ := newBlobIndexedTable(t)
 	const n = 8
 	m := ixRacingJoneses(t, n, func(i int) string { return fmt.Sprintf("D%d", i%3) }, x.Insert,
-		func(ctx context.Context) ([]patterns.Member, error) { return x.Members(ctx, "Jones") })
+		func(ctx context.Context) ([]patterns.Member, error) { return x.Members(ctx, "Jones", nil) })
 	if len(m) != n || !slices.IsSortedFunc(m, func(a, b patterns.Member) int {
 		return strings.Compare(a.PartitionKey+"/"+a.RowKey, b.PartitionKey+"/"+b.RowKey)
 	}) {
@@ -325,7 +325,7 @@ func newEventualListIndexedTable(t *testing.T) (*patterns.EventualListIndexedTab
 	f.idTable = ix.Table
 	x, err := patterns.NewEventualListIndexedTable(acct, testenv.TableName(t), f.q, ix, nil)
 	must(t, err)
-	must(t, x.CreateIfNotExists(context.Background()))
+	must(t, x.CreateIfNotExists(context.Background(), nil))
 	counter.Reset()
 	return x, f
 }
@@ -334,34 +334,34 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 	ctx := context.Background()
 	x, f := newEventualListIndexedTable(t)
 	c := f.counter
-	if err := x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28))); err != nil {
+	if err := x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28)), nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Insert (read index entity, enqueue, insert)")
 	ixInsertAll(t, x.Insert, ixEmp("HR", "000130", "Cid", "Jones", "", 30), ixEmp("Sales", "000120", "Bob", "Smith", "", 30))
 	// Two writers at once on the same index entity.
 	concurrently(t, 2, func(i int) error {
-		return x.Insert(ctx, ixPtr(ixEmp("IT", fmt.Sprintf("%06d", 500+i), "R", "Jones", "", 30)))
+		return x.Insert(ctx, ixPtr(ixEmp("IT", fmt.Sprintf("%06d", 500+i), "R", "Jones", "", 30)), nil)
 	})
 	f.startWorker(t)
 	interWait(t, "the worker to list the Joneses", func() bool {
-		m, err := x.Members(ctx, "Jones")
+		m, err := x.Members(ctx, "Jones", nil)
 		return err == nil && len(m) == 4
 	})
 	c.Reset()
-	got, err := x.Lookup(ctx, "Jones")
+	got, err := patterns.Collect(x.Find(ctx, "Jones", nil))
 	ixLookup(t, c, 1+4, "Lookup(Jones) of 4 Joneses", got, err, "HR/000130 IT/000500 IT/000501 Sales/000152")
 
 	// A last-name change: Lookup stops returning the entity at once, the
 	// lists follow when the worker runs.
 	ixRename(t, x, "HR", "empid_000130", "Smith")
 	requests(t, c, 4, "last-name change (read, read new index entity, enqueue, write)")
-	if got, _ := x.Lookup(ctx, "Jones"); len(got) != 3 {
+	if got, _ := patterns.Collect(x.Find(ctx, "Jones", nil)); len(got) != 3 {
 		t.Errorf("Lookup(Jones) right after the change = %s", listIDs(got))
 	}
 	interWait(t, "the lists to follow the change", func() bool {
-		j, _ := x.Members(ctx, "Jones")
-		s, _ := x.Members(ctx, "Smith")
+		j, _ := x.Members(ctx, "Jones", nil)
+		s, _ := x.Members(ctx, "Smith", nil)
 		return len(j) == 3 && len(s) == 2
 	})
 	// Late, duplicated deliveries of the first intent (list HR/000130 under
@@ -377,14 +377,14 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if j, _ := x.Members(ctx, "Jones"); len(j) != 3 {
+	if j, _ := x.Members(ctx, "Jones", nil); len(j) != 3 {
 		t.Errorf("a late delivery relisted the renamed employee: %v", j)
 	}
-	if err := x.Delete(ctx, "Sales", "empid_000152"); err != nil {
+	if err := x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "empid_000152"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
 	interWait(t, "the delete to unlist", func() bool {
-		j, _ := x.Members(ctx, "Jones")
+		j, _ := x.Members(ctx, "Jones", nil)
 		return len(j) == 2 && f.queueEmpty(t)
 	})
 }
@@ -397,11 +397,11 @@ func TestListIndexOption3RefusesAListPastTheEntityLimit(t *testing.T) {
 	if _, err := it.AddEntity(ctx, ixPlantList("lastname", "Jones", "EmployeeIDs"), nil); err != nil {
 		t.Fatal(err)
 	}
-	err = x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28)))
+	err = x.Insert(ctx, ixPtr(ixEmp("Sales", "000152", "Dan", "Jones", "", 28)), nil)
 	if !errors.Is(err, patterns.ErrListTooLarge) || !strings.Contains(err.Error(), "NewBlobIndexedTable") {
 		t.Fatalf("Insert past the limit = %v, want ErrListTooLarge pointing to the blob index", err)
 	}
-	if _, err := x.Table().Get(ctx, "Sales", "empid_000152"); !tablekit.IsNotFound(err) {
+	if _, err := x.Table().Get(ctx, "Sales", "empid_000152", nil); !tablekit.IsNotFound(err) {
 		t.Errorf("the refused employee was written: %v", err)
 	}
 }

@@ -119,9 +119,9 @@ func (x *EventualIndexedTable[T]) Table() *Table[T] { return x.t }
 // CreateIfNotExists creates the primary table, every index table and the
 // consistency queue (with its poison queue and container, see
 // consistency.Queue.Create); existing ones are not an error.
-func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
+func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	for _, t := range x.tables {
-		if err := t.CreateIfNotExists(ctx); err != nil {
+		if err := t.CreateIfNotExists(ctx, opts); err != nil {
 			return err
 		}
 	}
@@ -248,7 +248,7 @@ func intentOf(id string) consistency.Expectation {
 // Insert enqueues the intent to sync v's copies, then inserts v. Errors:
 // tablekit.ErrAlreadyExists (the queued intent is then a harmless no-op
 // sync of the existing entity). Two requests.
-func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
+func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	intent := consistency.NewIntentID()
 	body, pk, rk, _, err := x.encode(v, intent)
 	if err != nil {
@@ -266,7 +266,7 @@ func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // on a concurrent change it starts over. A lost response that leaves open
 // whether the write landed is settled as Table.Update settles it, or
 // reported with tablekit.ErrOutcomeUnknown. Three requests per attempt.
-func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
 	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
 		intent := consistency.NewIntentID()
 		body, _, _, _, err := x.encode(v, intent)
@@ -281,26 +281,32 @@ func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn 
 			return nil, err
 		}
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
-	}, wire.ModifyOptions{})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }
 
-// Delete reads the entity, enqueues the intent to remove its copies and
-// deletes it conditionally on the ETag read, starting over when the entity
-// changed in between. Three requests.
-func (x *EventualIndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
-	_, err := x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
+// Delete removes the entity with v's keys: conditional on v's ETag unless
+// opts say otherwise, as Table.Delete (tablekit.ErrPreconditionFailed when
+// it changed since v was read). It reads the entity, enqueues the intent
+// to remove its copies and deletes it conditionally on the ETag read,
+// starting over when the entity changed in between. Three requests.
+func (x *EventualIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
+	pk, rk, etag, err := x.t.deleteTarget(v, opts)
+	if err != nil {
+		return err
+	}
+	_, err = x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
 		prev, _ := x.specs(old)
 		if err := x.enqueue(ctx, pk, rk, refsOf(prev), consistency.Expectation{Absent: true}); err != nil {
 			return nil, err
 		}
 		return []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}, nil
-	}, wire.ModifyOptions{Verb: "delete"})
+	}, wire.ModifyOptions{Verb: "delete", IfMatch: etag})
 	return err
 }
 
 // Get reads the primary (one request).
-func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	return x.t.Get(ctx, pk, rk)
+func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+	return x.t.Get(ctx, pk, rk, opts)
 }
 
 func (x *EventualIndexedTable[T]) index(name string) (*Index[T], error) {
@@ -316,7 +322,7 @@ func (x *EventualIndexedTable[T]) index(name string) (*Index[T], error) {
 // guide's "PartitionKey eq 'email_Sales' and RowKey eq
 // 'jonesj@contoso.com'". One request. The result carries the primary's
 // keys and the projected properties, and no ETag.
-func (x *EventualIndexedTable[T]) Lookup(ctx context.Context, index, part, value string) (T, error) {
+func (x *EventualIndexedTable[T]) Lookup(ctx context.Context, index, part, value string, opts *GetOptions) (T, error) {
 	var zero T
 	ix, err := x.index(index)
 	if err != nil {

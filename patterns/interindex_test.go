@@ -42,7 +42,7 @@ func newInterFixture(t *testing.T) *interFixture {
 		{Name: "empid", Unique: true, Key: func(e *ixEmployee) string { return e.EmployeeID }, Table: f.idTable},
 	}, nil)
 	must(t, err)
-	must(t, f.x.CreateIfNotExists(context.Background()))
+	must(t, f.x.CreateIfNotExists(context.Background(), nil))
 	counter.Reset()
 	return f
 }
@@ -103,7 +103,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 	f.startWorker(t)
 
 	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	must(t, f.x.Insert(ctx, &jones))
+	must(t, f.x.Insert(ctx, &jones, nil))
 	requests(t, c, 2, "Insert (enqueue + write)")
 	for _, e := range []ixEmployee{
 		ixEmp("Sales", "000100", "Ann", "Abbot", "abbota@contoso.com", 41),
@@ -111,7 +111,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 		ixEmp("Sales", "000200", "Aaron", "Adams", "adamsa@contoso.com", 23),
 		ixEmp("HR", "000150", "Al", "Akers", "akersa@contoso.com", 29),
 	} {
-		must(t, f.x.Insert(ctx, &e))
+		must(t, f.x.Insert(ctx, &e, nil))
 	}
 	interWait(t, "the worker to write the copies", func() bool {
 		n := 0
@@ -125,7 +125,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 	c.Reset()
 
 	// $filter=(PartitionKey eq 'email_Sales') and (RowKey eq 'jonesj@contoso.com')
-	e, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+	e, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 		t.Errorf("Lookup by email = %+v, want the primary's keys and the projected properties only", e)
 	}
 	// $filter=(PartitionKey eq 'empid_Sales') and (RowKey eq '000223'), in the other table.
-	if e, err := f.x.Lookup(ctx, "empid", "Sales", "000223"); err != nil || e.Age != 34 || e.Email != "jonesj@contoso.com" {
+	if e, err := f.x.Lookup(ctx, "empid", "Sales", "000223", nil); err != nil || e.Age != 34 || e.Email != "jonesj@contoso.com" {
 		t.Errorf("Lookup by id = %+v, %v", e, err)
 	}
 	requests(t, c, 1, "Lookup by employee id")
@@ -150,23 +150,23 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 	requests(t, c, 1, "email prefix range")
 
 	// Changing the email moves the copy once the worker has run.
-	if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = "john.jones@contoso.com"; return nil }); err != nil {
+	if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = "john.jones@contoso.com"; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Update (read, enqueue, write)")
 	interWait(t, "the email copy to move", func() bool {
-		_, errOld := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
-		_, errNew := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com")
+		_, errOld := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
+		_, errNew := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com", nil)
 		return tablekit.IsNotFound(errOld) && errNew == nil
 	})
 	c.Reset()
-	if err := f.x.Delete(ctx, "Sales", "empid_000223"); err != nil {
+	if err := f.x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "empid_000223"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Delete (read, enqueue, delete)")
 	interWait(t, "the copies to go", func() bool {
-		_, e1 := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com")
-		_, e2 := f.x.Lookup(ctx, "empid", "Sales", "000223")
+		_, e1 := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com", nil)
+		_, e2 := f.x.Lookup(ctx, "empid", "Sales", "000223", nil)
 		return tablekit.IsNotFound(e1) && tablekit.IsNotFound(e2)
 	})
 }
@@ -175,10 +175,10 @@ func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.
 	ctx := context.Background()
 	f := newInterFixture(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "a@contoso.com", 34)
-	must(t, f.x.Insert(ctx, &e))
+	must(t, f.x.Insert(ctx, &e, nil))
 	// Four writes, no worker yet: four intents wait in the queue.
 	for _, email := range []string{"b@contoso.com", "c@contoso.com", "d@contoso.com"} {
-		if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = email; return nil }); err != nil {
+		if _, err := f.x.Update(ctx, "Sales", "empid_000223", func(e *ixEmployee) error { e.Email = email; return nil }, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -212,7 +212,7 @@ func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
 	ctx := context.Background()
 	f := newInterFixture(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	must(t, f.x.Insert(ctx, &e))
+	must(t, f.x.Insert(ctx, &e, nil))
 	// A worker receives the intent and dies before deleting it: the
 	// message stays hidden for its visibility timeout, then comes back.
 	qc := f.worker.Queues().NewQueueClient(f.q.Name())
@@ -227,7 +227,7 @@ func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
 	})
 	f.startWorker(t)
 	interWait(t, "the redelivered intent to be applied", func() bool {
-		_, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+		_, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
 		return err == nil && f.queueEmpty(t)
 	})
 }
@@ -265,7 +265,7 @@ func TestEventualIndexRebuildVerifyRepair(t *testing.T) {
 	if calls != n/100 || last != n {
 		t.Errorf("progress called %d times, last %d; want %d", calls, last, n)
 	}
-	if e, err := f.x.Lookup(ctx, "email", "D07", "e004567@contoso.com"); err != nil || e.RowKey != "empid_004567" {
+	if e, err := f.x.Lookup(ctx, "email", "D07", "e004567@contoso.com", nil); err != nil || e.RowKey != "empid_004567" {
 		t.Errorf("lookup after Rebuild = %+v, %v", e, err)
 	}
 	t0 = time.Now()
@@ -306,7 +306,7 @@ func TestEventualIndexRebuildVerifyRepair(t *testing.T) {
 	if rep, err := f.x.Verify(ctx, nil); err != nil || !rep.OK() {
 		t.Errorf("Verify after Repair = %+v, %v", rep, err)
 	}
-	if _, err := f.x.Lookup(ctx, "email", "D03", "e000003@contoso.com"); err != nil {
+	if _, err := f.x.Lookup(ctx, "email", "D03", "e000003@contoso.com", nil); err != nil {
 		t.Errorf("the missing copy was not restored: %v", err)
 	}
 }

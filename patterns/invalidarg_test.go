@@ -46,8 +46,8 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"data series slot 24 of 24", func() error { return ds.Set(ctx, "Sales", "000123", 24, 1) }},
-		{"data series slot -1", func() error { _, err := ds.Add(ctx, "Sales", "000123", -1, 1); return err }},
+		{"data series slot 24 of 24", func() error { return ds.Upsert(ctx, "Sales", "000123", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }},
+		{"data series slot -1", func() error { _, err := ds.Add(ctx, "Sales", "000123", -1, 1, nil); return err }},
 		{"Latest(0)", func() error { _, err := lt.Latest(ctx, "empid", 0); return err }},
 		{"Latest(1001)", func() error { _, err := lt.Latest(ctx, "empid", 1001); return err }},
 		{"Top 1001", func() error {
@@ -68,8 +68,8 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 			return err
 		}},
 		{"NewTable without an account", func() error { _, err := patterns.NewTable[Employee](nil, name, nil); return err }},
-		{"NewCompoundKeys without a table", func() error {
-			_, err := patterns.NewCompoundKeys[struct{ ID string }, Employee](nil, "empid_{ID}")
+		{"NewCompoundKeys without an account", func() error {
+			_, err := patterns.NewCompoundKeys[struct{ ID string }, Employee](nil, name, "empid_{ID}", nil)
 			return err
 		}},
 		{"NewDenormalization without functions", func() error {
@@ -80,9 +80,9 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 			_, err := patterns.NewIndexedTable[Employee](acct, name, []patterns.Index[Employee]{{Name: "email"}}, nil)
 			return err
 		}},
-		{"Lookup on an unknown index", func() error { _, err := ix.Lookup(ctx, "phone", "Sales", "1"); return err }},
-		{"Lookup on a non-unique index", func() error { _, err := ix.Lookup(ctx, "lastname", "Sales", "Jones"); return err }},
-		{"a bad key (ErrInvalidKey)", func() error { _, err := tbl.Get(ctx, "a/b", "1"); return err }},
+		{"Lookup on an unknown index", func() error { _, err := ix.Lookup(ctx, "phone", "Sales", "1", nil); return err }},
+		{"Lookup on a non-unique index", func() error { _, err := ix.Lookup(ctx, "lastname", "Sales", "Jones", nil); return err }},
+		{"a bad key (ErrInvalidKey)", func() error { _, err := tbl.Get(ctx, "a/b", "1", nil); return err }},
 		{"a malformed token (ErrInvalidToken)", func() error {
 			_, err := tbl.Page(ctx, keys.PK().Eq("Sales"), "not a token!", nil)
 			return err

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
@@ -42,7 +43,9 @@ var ErrBlobCorrupt = errors.New("tablekit: blob content does not match its entit
 // LargeEntitiesOptions configures a LargeEntities. A nil
 // *LargeEntitiesOptions means the defaults.
 type LargeEntitiesOptions struct {
-	// Table passes options to the entity codec (encryption keys).
+	// Table passes options to the entity codec (encryption keys), the
+	// transport (SDKPath) and MaxAttempts, which bounds the read-write
+	// loops of Upsert and Delete on ETag conflicts (default 16).
 	Table *TableOptions
 	// Queue is the consistency queue that receives a blob-cleanup step
 	// for every blob a write or delete leaves unreferenced; a worker
@@ -53,9 +56,6 @@ type LargeEntitiesOptions struct {
 	// ContentType names a field's content type; default
 	// http.DetectContentType of the data.
 	ContentType func(field string, data []byte) string
-	// MaxAttempts bounds Put's read-write loop on ETag conflicts.
-	// Default 16.
-	MaxAttempts int
 }
 
 // BlobInfo describes the blob that holds one field of an entity.
@@ -101,7 +101,7 @@ type BlobInfo struct {
 // its own, since readers of the table would not know where to find it.
 //
 // Requests: Insert 2 (1 blob field; one more per further field), Get 2,
-// GetLazy 1, Put of an existing entity 4 (read, upload, replace, enqueue),
+// GetLazy 1, Upsert of an existing entity 4 (read, upload, replace, enqueue),
 // Delete 3 (read, delete, enqueue). A LargeEntities is safe for
 // concurrent use.
 type LargeEntities[T any] struct {
@@ -148,8 +148,9 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 	if o.ContentType == nil {
 		o.ContentType = func(_ string, data []byte) string { return http.DetectContentType(data) }
 	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 16
+	attempts := wire.DefaultMaxAttempts
+	if o.Table != nil && o.Table.MaxAttempts > 0 {
+		attempts = o.Table.MaxAttempts
 	}
 	typ := reflect.TypeFor[T]()
 	derived, fields, err := largeDerive(typ)
@@ -181,7 +182,7 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 		return nil, err
 	}
 	return &LargeEntities[T]{acct: acct, name: name, container: container, w: w, codec: codec, derived: derived,
-		fields: fields, queue: o.Queue, ctype: o.ContentType, attempts: o.MaxAttempts}, nil
+		fields: fields, queue: o.Queue, ctype: o.ContentType, attempts: attempts}, nil
 }
 
 // largeDerive reads T's blob tags and builds the type the codec sees.
@@ -243,7 +244,7 @@ func (l *LargeEntities[T]) Container() string { return l.container }
 // CreateIfNotExists creates the table and the container (two requests),
 // and the cleanup queue when Options.Queue is set (see
 // consistency.Queue.Create, three more); existing ones are not an error.
-func (l *LargeEntities[T]) CreateIfNotExists(ctx context.Context) error {
+func (l *LargeEntities[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	if err := l.w.Create(ctx); err != nil {
 		return err
 	}
@@ -332,7 +333,7 @@ func (l *LargeEntities[T]) blobName(pk, rk, prop string) string {
 // are set. When the insert's outcome is unknown (tablekit.ErrOutcomeUnknown)
 // the blobs are kept: the stored entity may reference them. Requests: one
 // per non-empty blob field, plus one.
-func (l *LargeEntities[T]) Insert(ctx context.Context, v *T) error {
+func (l *LargeEntities[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	body, pk, rk, written, err := l.upload(ctx, v)
 	if err != nil {
 		return err
@@ -348,14 +349,24 @@ func (l *LargeEntities[T]) Insert(ctx context.Context, v *T) error {
 	return nil
 }
 
-// Put inserts v or replaces the stored entity with it, whatever its
-// version, and has the blobs the old version referenced removed. It reads
+// Upsert inserts v or replaces the stored entity with it, whatever its
+// version, and has the blobs the old version referenced removed. Only
+// UpsertReplace is possible (UpsertMerge is refused with
+// tablekit.ErrInvalidArgument: a merge would leave the old version's blob
+// references beside the new ones). It reads
 // the stored entity first (to learn its blobs), uploads v's blobs, and
 // replaces the entity conditionally on the version it read, reading again
 // when another writer got there first. Requests for an existing entity with
 // one blob field: 4 (read, upload, replace, enqueue the cleanup); for a new
 // one: 3.
-func (l *LargeEntities[T]) Put(ctx context.Context, v *T) error {
+func (l *LargeEntities[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error {
+	mode, err := upsertMode(opts)
+	if err != nil {
+		return err
+	}
+	if mode == UpsertMerge {
+		return fmt.Errorf("tablekit: large entities %s: %w: UpsertMerge; a large entity is always written whole", l.name, tablekit.ErrInvalidArgument)
+	}
 	body, pk, rk, written, err := l.upload(ctx, v)
 	if err != nil {
 		return err
@@ -372,7 +383,7 @@ func (l *LargeEntities[T]) Put(ctx context.Context, v *T) error {
 		}
 		old = refs
 		return Op{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}, nil
-	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "put"})
+	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "upsert"})
 	if err != nil {
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			l.deleteNow(written)
@@ -383,19 +394,35 @@ func (l *LargeEntities[T]) Put(ctx context.Context, v *T) error {
 	return l.cleanup(ctx, pk, rk, unreferenced(old, written))
 }
 
-// Delete removes the entity (pk, rk) and has its blobs removed: it reads
-// the entity, deletes it conditionally on that version, and enqueues the
-// cleanup. A missing entity is tablekit.ErrNotFound. Three requests.
-func (l *LargeEntities[T]) Delete(ctx context.Context, pk, rk string) error {
+// Delete removes the entity with v's keys and has its blobs removed: it
+// reads the entity, deletes it conditionally on that version, and
+// enqueues the cleanup. As Table.Delete, it is conditional on v's ETag
+// unless opts say otherwise (tablekit.ErrPreconditionFailed when the
+// entity changed since v was read); a missing entity is
+// tablekit.ErrNotFound. Three requests.
+func (l *LargeEntities[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
+	if v == nil {
+		return fmt.Errorf("tablekit: delete from %s: %w: nil *%s", l.name, tablekit.ErrInvalidArgument, reflect.TypeFor[T]())
+	}
+	dv := reflect.New(l.derived)
+	dv.Elem().Set(reflect.ValueOf(v).Elem().Convert(l.derived))
+	pk, rk := l.codec.Keys(dv.Interface())
+	etag, err := ifMatch(l.codec, dv.Interface(), opts, l.name)
+	if err != nil {
+		return err
+	}
+	if etag == azcore.ETagAny {
+		etag = ""
+	}
 	var old []BlobInfo
-	_, err := l.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
+	_, err = l.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
 		refs, err := l.refs(stored, pk, rk)
 		if err != nil {
 			return Op{}, err
 		}
 		old = refs
 		return Op{Type: OpDelete, PartitionKey: pk, RowKey: rk}, nil
-	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "delete", MustExist: true})
+	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "delete", MustExist: true, IfMatch: string(etag)})
 	if err != nil {
 		return err
 	}
@@ -482,7 +509,7 @@ func (l *LargeEntities[T]) refs(raw []byte, pk, rk string) ([]BlobInfo, error) {
 // GetLazy reads the entity (pk, rk) without its blobs: the blob fields are
 // left nil and the BlobInfo of each non-empty one is returned, to Open
 // when needed. One request; tablekit.ErrNotFound when there is none.
-func (l *LargeEntities[T]) GetLazy(ctx context.Context, pk, rk string) (T, []BlobInfo, error) {
+func (l *LargeEntities[T]) GetLazy(ctx context.Context, pk, rk string, opts *GetOptions) (T, []BlobInfo, error) {
 	var v T
 	raw, etag, err := l.getRaw(ctx, pk, rk)
 	if err != nil {
@@ -501,8 +528,8 @@ func (l *LargeEntities[T]) GetLazy(ctx context.Context, pk, rk string) (T, []Blo
 // Get reads the entity (pk, rk) and every blob it references into its
 // fields: one request for the entity and one per blob. A blob whose content
 // does not match the entity's size or hash fails with ErrBlobCorrupt.
-func (l *LargeEntities[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	v, refs, err := l.GetLazy(ctx, pk, rk)
+func (l *LargeEntities[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+	v, refs, err := l.GetLazy(ctx, pk, rk, opts)
 	if err != nil {
 		return v, err
 	}

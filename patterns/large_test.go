@@ -58,19 +58,19 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 	container := testenv.ContainerName(t)
 	l, err := patterns.NewLargeEntities[LargeEmployee](acct, testenv.TableName(t), container, &patterns.LargeEntitiesOptions{Queue: q})
 	must(t, err)
-	must(t, l.CreateIfNotExists(ctx))
+	must(t, l.CreateIfNotExists(ctx, nil))
 	c.Reset()
 
 	photo := largePhoto(1, 5<<20)
 	e := LargeEmployee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", Photo: photo}
-	if err := l.Insert(ctx, &e); err != nil {
+	if err := l.Insert(ctx, &e, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 2, "Insert of an entity with a 5 MiB photo")
 	if e.ETag == "" {
 		t.Error("Insert did not set the ETag")
 	}
-	got, err := l.Get(ctx, "Sales", "000123")
+	got, err := l.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 	if got.FirstName != "Jun" || !bytes.Equal(got.Photo, photo) || got.ETag != e.ETag {
 		t.Fatalf("Get: FirstName %q, photo equal %v (%d bytes), ETag %q", got.FirstName, bytes.Equal(got.Photo, photo), len(got.Photo), got.ETag)
 	}
-	lazy, refs, err := l.GetLazy(ctx, "Sales", "000123")
+	lazy, refs, err := l.GetLazy(ctx, "Sales", "000123", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := raw.Get(ctx, "Sales", "000123")
+	row, err := raw.Get(ctx, "Sales", "000123", nil)
 	if err != nil || row.Photo != refs[0].Name || row.PhotoSize != 5<<20 || len(row.PhotoSHA256) != 64 {
 		t.Fatalf("stored row %+v, %v", row, err)
 	}
@@ -113,7 +113,7 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 	newPhoto := largePhoto(2, 1<<20)
 	e.Photo = newPhoto
 	c.Reset()
-	if err := l.Put(ctx, &e); err != nil {
+	if err := l.Upsert(ctx, &e, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 4, "Put of an existing entity (read, upload, replace, enqueue)")
@@ -133,17 +133,17 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	got, err = l.Get(ctx, "Sales", "000123")
+	got, err = l.Get(ctx, "Sales", "000123", nil)
 	if err != nil || !bytes.Equal(got.Photo, newPhoto) {
 		t.Fatalf("after the replace: %d bytes, %v", len(got.Photo), err)
 	}
-	_, refs, _ = l.GetLazy(ctx, "Sales", "000123")
+	_, refs, _ = l.GetLazy(ctx, "Sales", "000123", nil)
 
 	// Delete: the entity goes, and its blob after it.
-	if err := l.Delete(ctx, "Sales", "000123"); err != nil {
+	if err := l.Delete(ctx, &LargeEmployee{PartitionKey: "Sales", RowKey: "000123"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Get(ctx, "Sales", "000123"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := l.Get(ctx, "Sales", "000123", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get after Delete = %v", err)
 	}
 	deadline = time.Now().Add(20 * time.Second)
@@ -180,7 +180,7 @@ func TestLargeEntityLimitsAndTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.CreateIfNotExists(ctx); err != nil {
+	if err := l.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
@@ -191,38 +191,38 @@ func TestLargeEntityLimitsAndTags(t *testing.T) {
 	}
 	s := strings.Repeat("x", 32*1024) // 64 KiB each as UTF-16
 	huge := largeTooBig{PartitionKey: "p", RowKey: "r", A: s, B: s, C: s, D: s, E: s, F: s, G: s, H: s, I: s, J: s, K: s, L: s, M: s, N: s, O: s, P: s, Q: s}
-	if err := lb.Insert(ctx, &huge); !errors.Is(err, tablekit.ErrInvalidEntity) {
+	if err := lb.Insert(ctx, &huge, nil); !errors.Is(err, tablekit.ErrInvalidEntity) {
 		t.Errorf("Insert of an entity over 1 MiB = %v, want ErrInvalidEntity", err)
 	}
-	if err := lb.Insert(ctx, &largeTooBig{PartitionKey: "p", RowKey: "r#"}); !errors.Is(err, tablekit.ErrInvalidKey) {
+	if err := lb.Insert(ctx, &largeTooBig{PartitionKey: "p", RowKey: "r#"}, nil); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("Insert with an invalid key = %v, want ErrInvalidKey", err)
 	}
 	requests(t, c, 0, "refused Inserts")
 
 	// A nil photo stores no blob; Put of a new entity inserts it.
 	e := LargeEmployee{PartitionKey: "p", RowKey: "nophoto", FirstName: "N"}
-	if err := l.Put(ctx, &e); err != nil {
+	if err := l.Upsert(ctx, &e, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 2, "Put of a new entity without a photo (read, insert)")
-	got, refs, err := l.GetLazy(ctx, "p", "nophoto")
+	got, refs, err := l.GetLazy(ctx, "p", "nophoto", nil)
 	if err != nil || len(refs) != 0 || got.FirstName != "N" {
 		t.Errorf("GetLazy = %+v, %v, %v", got, refs, err)
 	}
 	// A direct delete (no queue) removes the old blob at once.
 	e.Photo = []byte("first")
-	if err := l.Put(ctx, &e); err != nil {
+	if err := l.Upsert(ctx, &e, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, refs, _ = l.GetLazy(ctx, "p", "nophoto")
+	_, refs, _ = l.GetLazy(ctx, "p", "nophoto", nil)
 	e.Photo = []byte("second")
-	if err := l.Put(ctx, &e); err != nil {
+	if err := l.Upsert(ctx, &e, nil); err != nil {
 		t.Fatal(err)
 	}
 	if largeBlobExists(t, ctx, acct, container, refs[0].Name) {
 		t.Error("without a queue the old blob should be deleted right after the write")
 	}
-	if err := l.Insert(ctx, &LargeEmployee{PartitionKey: "p", RowKey: "nophoto", Photo: []byte("dup")}); !errors.Is(err, tablekit.ErrAlreadyExists) {
+	if err := l.Insert(ctx, &LargeEmployee{PartitionKey: "p", RowKey: "nophoto", Photo: []byte("dup")}, nil); !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Errorf("Insert of an existing entity = %v, want ErrAlreadyExists", err)
 	}
 

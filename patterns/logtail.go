@@ -77,7 +77,9 @@ func (l *LogTail[T]) Table() *Table[T] { return l.t }
 
 // CreateIfNotExists creates the table; an existing one is not an error.
 // One request.
-func (l *LogTail[T]) CreateIfNotExists(ctx context.Context) error { return l.t.CreateIfNotExists(ctx) }
+func (l *LogTail[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return l.t.CreateIfNotExists(ctx, opts)
+}
 
 // RowKey returns a new RowKey for an entity appended at time at: the
 // inverted ticks of at, the separator '_' and a fresh suffix.
@@ -88,13 +90,13 @@ func (l *LogTail[T]) RowKey(at time.Time) string {
 // Append sets v's RowKey to RowKey(at) and inserts v (v's PartitionKey
 // must be set). It returns the RowKey; on success v's ETag and Timestamp
 // are set. One request.
-func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time) (string, error) {
+func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time, opts *InsertOptions) (string, error) {
 	if v == nil {
 		return "", fmt.Errorf("tablekit: log tail %s: %w: nil *%s", l.t.name, tablekit.ErrInvalidEntity, l.t.codec.Type())
 	}
 	rk := l.RowKey(at)
 	l.rk.set(reflect.ValueOf(v).Elem(), rk)
-	return rk, l.t.Insert(ctx, v)
+	return rk, l.t.Insert(ctx, v, opts)
 }
 
 // Latest returns the n entities of partition pk appended most recently,

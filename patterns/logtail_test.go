@@ -38,7 +38,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lt.Table().CreateIfNotExists(ctx); err != nil {
+	if err := lt.Table().CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
@@ -50,7 +50,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 		at := base.Add(time.Duration(i) * time.Minute)
 		claim := ExpenseClaim{PartitionKey: "empid", Amount: float64(i), Note: fmt.Sprint("claim ", i)}
 		if i%2 == 0 {
-			rk, err := lt.Append(ctx, &claim, at)
+			rk, err := lt.Append(ctx, &claim, at, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 			continue
 		}
 		claim.RowKey = dotNetInvertedTicks(at)
-		if err := lt.Table().Insert(ctx, &claim); err != nil {
+		if err := lt.Table().Insert(ctx, &claim, nil); err != nil {
 			t.Fatal(err)
 		}
 		c.Reset()
@@ -70,7 +70,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 	same := base.Add(45 * time.Minute)
 	for i := 0; i < 2; i++ {
 		claim := ExpenseClaim{PartitionKey: "other", Amount: 1}
-		if _, err := lt.Append(ctx, &claim, same); err != nil {
+		if _, err := lt.Append(ctx, &claim, same, nil); err != nil {
 			t.Fatalf("append %d in the same tick: %v", i, err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestLogTailRangeCutsBoundsToTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lt.Table().CreateIfNotExists(ctx); err != nil {
+	if err := lt.Table().CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2014, 7, 31, 18, 0, 0, 0, time.UTC)
@@ -146,7 +146,7 @@ func TestLogTailRangeCutsBoundsToTicks(t *testing.T) {
 		{"in the span", base.Add(time.Microsecond - 50)},
 		{"to", to},
 	} {
-		if _, err := lt.Append(ctx, &ExpenseClaim{PartitionKey: "empid", Note: a.note}, a.at); err != nil {
+		if _, err := lt.Append(ctx, &ExpenseClaim{PartitionKey: "empid", Note: a.note}, a.at, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,13 +26,14 @@ type MixedTable struct {
 }
 
 // NewMixedTable returns the heterogeneous repository of table name. The
-// registry's kinds must be registered before use; opts chooses the
+// registry's kinds must be registered before use; opts.Table chooses the
 // transport (SDKPath), nil means the defaults. It makes no request.
-func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry, opts *TableOptions) (*MixedTable, error) {
+func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry, opts *MixedTableOptions) (*MixedTable, error) {
 	if acct == nil || reg == nil {
 		return nil, fmt.Errorf("tablekit: NewMixedTable: %w: account and registry are required", tablekit.ErrInvalidArgument)
 	}
-	w, err := wire.Open(acct, name, &wire.Options{SDKPath: opts != nil && opts.SDKPath})
+	sdk := opts != nil && opts.Table != nil && opts.Table.SDKPath
+	w, err := wire.Open(acct, name, &wire.Options{SDKPath: sdk})
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (m *MixedTable) Client() *aztables.Client { return m.w.Client() }
 func (m *MixedTable) Registry() *entity.Registry { return m.reg }
 
 // CreateIfNotExists creates the table; an existing table is not an error.
-func (m *MixedTable) CreateIfNotExists(ctx context.Context) error {
+func (m *MixedTable) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return m.w.Create(ctx)
 }
 
@@ -113,9 +114,10 @@ func (x *MixedTransaction) Merge(v any, opts *WriteOptions) *MixedTransaction {
 	return x
 }
 
-// Upsert adds an insert-or-replace (or insert-or-merge) of v.
-func (x *MixedTransaction) Upsert(v any, mode UpsertMode) *MixedTransaction {
-	x.b.add(upsertOp(mode), v, nil)
+// Upsert adds an insert-or-replace (or, with UpsertMerge,
+// insert-or-merge) of v.
+func (x *MixedTransaction) Upsert(v any, opts *UpsertOptions) *MixedTransaction {
+	x.b.upsert(v, opts)
 	return x
 }
 
@@ -142,30 +144,56 @@ func (x *MixedTransaction) Submit(ctx context.Context) ([]OpResult, error) {
 	return x.b.submit(ctx, x.m.w.Batch)
 }
 
-// Insert adds v, a value of a registered type, with its discriminator. One
-// request.
-func (m *MixedTable) Insert(ctx context.Context, v any) error {
-	body, pk, rk, err := m.Encode(v)
-	if err != nil {
-		return err
-	}
-	_, err = m.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body})
-	return err
+// Insert adds v, a pointer to a value of a registered type, with its
+// discriminator; it fails with tablekit.ErrAlreadyExists when an entity
+// with its keys exists. On success v's ETag and Timestamp fields are set.
+// opts is reserved; pass nil. One request.
+func (m *MixedTable) Insert(ctx context.Context, v any, opts *InsertOptions) error {
+	return m.write(ctx, "insert", func(b *txBuilder) { b.add(OpInsert, v, nil) })
 }
 
-// Upsert inserts or replaces v. One request.
-func (m *MixedTable) Upsert(ctx context.Context, v any) error {
-	body, pk, rk, err := m.Encode(v)
-	if err != nil {
-		return err
+// Replace replaces the stored entity with v, conditional on v's ETag unless
+// opts say otherwise, as Table.Replace. One request.
+func (m *MixedTable) Replace(ctx context.Context, v any, opts *WriteOptions) error {
+	return m.write(ctx, "replace", func(b *txBuilder) { b.add(OpReplace, v, opts) })
+}
+
+// Merge merges v's properties into the stored entity, conditional as
+// Replace is, as Table.Merge. One request.
+func (m *MixedTable) Merge(ctx context.Context, v any, opts *WriteOptions) error {
+	return m.write(ctx, "merge", func(b *txBuilder) { b.add(OpMerge, v, opts) })
+}
+
+// Upsert inserts v or replaces (with UpsertMerge, merges into) the stored
+// entity, whatever its ETag, as Table.Upsert. One request.
+func (m *MixedTable) Upsert(ctx context.Context, v any, opts *UpsertOptions) error {
+	return m.write(ctx, "upsert", func(b *txBuilder) { b.upsert(v, opts) })
+}
+
+// Delete removes the entity with v's keys, conditional on v's ETag unless
+// opts say otherwise, as Table.Delete. One request.
+func (m *MixedTable) Delete(ctx context.Context, v any, opts *WriteOptions) error {
+	return m.write(ctx, "delete", func(b *txBuilder) { b.add(OpDelete, v, opts) })
+}
+
+// write encodes the one operation add builds, as a transaction of the
+// table would, and sends it as a single write.
+func (m *MixedTable) write(ctx context.Context, verb string, add func(b *txBuilder)) error {
+	x := m.Transaction()
+	add(&x.b)
+	if x.b.err != nil {
+		return fmt.Errorf("tablekit: %s on %s: %w", verb, m.name, x.b.err)
 	}
-	_, err = m.w.Write(ctx, "upsert", Op{Type: OpUpsertReplace, PartitionKey: pk, RowKey: rk, Entity: body})
+	_, err := x.b.submit(ctx, func(ctx context.Context, ops []Op) ([]OpResult, error) {
+		etag, err := m.w.Write(ctx, verb, ops[0])
+		return []OpResult{{ETag: etag}}, err
+	})
 	return err
 }
 
 // Get reads one entity and decodes it into its registered type (a pointer
-// to it). One request.
-func (m *MixedTable) Get(ctx context.Context, pk, rk string) (any, error) {
+// to it). opts is reserved; pass nil. One request.
+func (m *MixedTable) Get(ctx context.Context, pk, rk string, opts *GetOptions) (any, error) {
 	body, _, err := m.w.Get(ctx, pk, rk)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func TestMixedPartitionResolvesEachRowToItsType(t *testing.T) {
 		&Employee{PartitionKey: "Sales", RowKey: "000152", FirstName: "Don", LastName: "Hall", Age: 42},
 	}
 	for _, r := range rows {
-		if err := m.Insert(ctx, r); err != nil {
+		if err := m.Insert(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,7 +70,7 @@ func TestMixedPartitionResolvesEachRowToItsType(t *testing.T) {
 		t.Errorf("resolved %d departments and %d employees, want 1 and 2", depts, emps)
 	}
 	requests(t, c, 1, "a mixed partition query")
-	got, err := m.Get(ctx, "Sales", "Department")
+	got, err := m.Get(ctx, "Sales", "Department", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,15 +79,15 @@ func TestMixedPartitionResolvesEachRowToItsType(t *testing.T) {
 	}
 	// The typed Table of one kind still reads its rows (the discriminator
 	// is an extra property it ignores).
-	e, err := tbl.Get(ctx, "Sales", "000123")
+	e, err := tbl.Get(ctx, "Sales", "000123", nil)
 	if err != nil || e.FirstName != "Jun" {
 		t.Errorf("typed Get of a mixed row = %+v, %v", e, err)
 	}
-	if _, err := m.Get(ctx, "Sales", "nobody"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := m.Get(ctx, "Sales", "nobody", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get of a missing row = %v, want ErrNotFound", err)
 	}
 	type Unregistered struct{ PartitionKey, RowKey string }
-	if err := m.Insert(ctx, &Unregistered{"Sales", "x"}); !errors.Is(err, entity.ErrUnknownKind) {
+	if err := m.Insert(ctx, &Unregistered{"Sales", "x"}, nil); !errors.Is(err, entity.ErrUnknownKind) {
 		t.Errorf("Insert of an unregistered type = %v, want ErrUnknownKind", err)
 	}
 }

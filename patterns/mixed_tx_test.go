@@ -33,8 +33,8 @@ func TestMixedTransactionKeepsTheCountWithTheEmployees(t *testing.T) {
 	tbl, c := newTable[Employee](t)
 	m, err := patterns.NewMixedTable(tbl.Account(), tbl.Name(), reg, nil)
 	must(t, err)
-	must(t, m.Insert(ctx, &mixedDept{PartitionKey: "Sales", RowKey: "Department"}))
-	got, err := m.Get(ctx, "Sales", "Department")
+	must(t, m.Insert(ctx, &mixedDept{PartitionKey: "Sales", RowKey: "Department"}, nil))
+	got, err := m.Get(ctx, "Sales", "Department", nil)
 	must(t, err)
 	dept := got.(*mixedDept)
 	stale := *dept
@@ -62,10 +62,10 @@ func TestMixedTransactionKeepsTheCountWithTheEmployees(t *testing.T) {
 	if !errors.As(err, &te) || te.Index != 1 || !tablekit.IsPreconditionFailed(err) {
 		t.Fatalf("stale department: %v, want a precondition failure at operation 1", err)
 	}
-	if _, err := m.Get(ctx, "Sales", "000200"); !tablekit.IsNotFound(err) {
+	if _, err := m.Get(ctx, "Sales", "000200", nil); !tablekit.IsNotFound(err) {
 		t.Errorf("the employee of the failed transaction: %v, want not found", err)
 	}
-	got, err = m.Get(ctx, "Sales", "Department")
+	got, err = m.Get(ctx, "Sales", "Department", nil)
 	must(t, err)
 	if n := got.(*mixedDept).EmployeeCount; n != 2 {
 		t.Errorf("EmployeeCount = %d, want 2", n)

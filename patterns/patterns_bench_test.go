@@ -40,12 +40,12 @@ func BenchmarkLogTailLatest10(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := lt.Table().CreateIfNotExists(ctx); err != nil {
+	if err := lt.Table().CreateIfNotExists(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Date(2014, 8, 22, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 200; i++ {
-		if _, err := lt.Append(ctx, &benchClaim{PartitionKey: "emp000123", Amount: float64(i), Description: "claim " + strconv.Itoa(i)}, start.Add(time.Duration(i)*time.Minute)); err != nil {
+		if _, err := lt.Append(ctx, &benchClaim{PartitionKey: "emp000123", Amount: float64(i), Description: "claim " + strconv.Itoa(i)}, start.Add(time.Duration(i)*time.Minute), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -98,15 +98,15 @@ func BenchmarkDataSeriesAdd(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ds.Table().CreateIfNotExists(ctx); err != nil {
+	if err := ds.Table().CreateIfNotExists(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := ds.Add(ctx, "im", "2014-08-22", 0, 1); err != nil {
+	if _, err := ds.Add(ctx, "im", "2014-08-22", 0, 1, nil); err != nil {
 		b.Fatal(err)
 	}
 	raw := ds.Table().Client()
 	warmUp(b, warmTime,
-		func() error { _, err := ds.Add(ctx, "im", "2014-08-22", 1, 1); return err },
+		func() error { _, err := ds.Add(ctx, "im", "2014-08-22", 1, 1, nil); return err },
 		func() error { _, err := raw.GetEntity(ctx, "im", "2014-08-22", nil); return err })
 	hour := 0
 	// The raw side: read, add, merge one property with If-Match, retry on
@@ -117,7 +117,7 @@ func BenchmarkDataSeriesAdd(b *testing.B) {
 			c.Reset()
 			for b.Loop() {
 				hour = (hour + 1) % 24
-				if _, err := ds.Add(ctx, "im", "2014-08-22", hour, 1); err != nil {
+				if _, err := ds.Add(ctx, "im", "2014-08-22", hour, 1, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -155,27 +155,27 @@ func BenchmarkWideEntityGet365(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := w.Table().CreateIfNotExists(ctx); err != nil {
+	if err := w.Table().CreateIfNotExists(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
 	e := &patterns.WideEntity{PartitionKey: "im", RowKey: "2014", Properties: map[string]entity.Value{}}
 	for d := 0; d < 365; d++ {
 		e.Properties[fmt.Sprintf("Day%03d", d)] = entity.Int32(int32(d))
 	}
-	if err := w.Put(ctx, e); err != nil {
+	if err := widePut(w, ctx, e); err != nil {
 		b.Fatal(err)
 	}
 	chunks := e.Chunks()
 	raw := w.Table().Client()
 	warmUp(b, warmTime,
-		func() error { _, err := w.Get(ctx, "im", "2014"); return err },
+		func() error { _, err := w.Get(ctx, "im", "2014", nil); return err },
 		func() error { _, err := raw.GetEntity(ctx, "im", chunks[0], nil); return err })
 	// The guide's way: one point query per physical entity.
 	benchutil.RunSides(b,
 		benchutil.S("tablekit", func(b *testing.B) {
 			c.Reset()
 			for b.Loop() {
-				got, err := w.Get(ctx, "im", "2014")
+				got, err := w.Get(ctx, "im", "2014", nil)
 				if err != nil || len(got.Properties) != 365 {
 					b.Fatal(err)
 				}
@@ -210,19 +210,19 @@ func BenchmarkIndexLookupByEmail(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := x.CreateIfNotExists(ctx); err != nil {
+	if err := x.CreateIfNotExists(ctx, nil); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
 		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i), LastName: "Jones"}
-		if err := x.Insert(ctx, &e); err != nil {
+		if err := x.Insert(ctx, &e, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
 	raw := x.Table().Client()
 	f := keys.And(keys.PK().Eq("Sales"), keys.Prop("Email").Eq("e42@contoso.com")).String()
 	warmUp(b, warmTime,
-		func() error { _, err := x.Lookup(ctx, "email", "Sales", "e42@contoso.com"); return err },
+		func() error { _, err := x.Lookup(ctx, "email", "Sales", "e42@contoso.com", nil); return err },
 		func() error {
 			_, err := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f}).NextPage(ctx)
 			return err
@@ -232,7 +232,7 @@ func BenchmarkIndexLookupByEmail(b *testing.B) {
 		benchutil.S("tablekit", func(b *testing.B) {
 			c.Reset()
 			for b.Loop() {
-				if _, err := x.Lookup(ctx, "email", "Sales", "e42@contoso.com"); err != nil {
+				if _, err := x.Lookup(ctx, "email", "Sales", "e42@contoso.com", nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -118,22 +118,22 @@ func (p *PeriodTables[T]) writable(at time.Time) (*Table[T], error) {
 // Insert inserts v into the table of the period containing at. One
 // request; the first write into a period that has no table yet also
 // creates it (two more).
-func (p *PeriodTables[T]) Insert(ctx context.Context, at time.Time, v *T) error {
+func (p *PeriodTables[T]) Insert(ctx context.Context, at time.Time, v *T, opts *InsertOptions) error {
 	t, err := p.writable(at)
 	if err != nil {
 		return err
 	}
-	return p.createOnMissing(ctx, t, func() error { return t.Insert(ctx, v) })
+	return p.createOnMissing(ctx, t, func() error { return t.Insert(ctx, v, opts) })
 }
 
 // Upsert inserts or replaces (or merges) v in the table of the period
 // containing at, as Insert does.
-func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v *T, mode UpsertMode) error {
+func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v *T, opts *UpsertOptions) error {
 	t, err := p.writable(at)
 	if err != nil {
 		return err
 	}
-	return p.createOnMissing(ctx, t, func() error { return t.Upsert(ctx, v, mode) })
+	return p.createOnMissing(ctx, t, func() error { return t.Upsert(ctx, v, opts) })
 }
 
 // BulkWrite writes items into the table of the period containing at, in
@@ -147,7 +147,7 @@ func (p *PeriodTables[T]) BulkWrite(ctx context.Context, at time.Time, items []T
 		return BulkResult{}, err
 	}
 	if !p.known(t) {
-		if err := t.CreateIfNotExists(ctx); err != nil {
+		if err := t.CreateIfNotExists(ctx, nil); err != nil {
 			return BulkResult{}, err
 		}
 		p.markExists(t, true)
@@ -156,7 +156,7 @@ func (p *PeriodTables[T]) BulkWrite(ctx context.Context, at time.Time, items []T
 	if err != nil && res.Written == 0 && periodTableMissing(err) {
 		// Dropped elsewhere since: nothing was written, so create it again
 		// and write everything once more.
-		if err := t.CreateIfNotExists(ctx); err != nil {
+		if err := t.CreateIfNotExists(ctx, nil); err != nil {
 			return res, err
 		}
 		again, err := t.BulkWrite(ctx, items, opts)
@@ -176,7 +176,7 @@ func (p *PeriodTables[T]) createOnMissing(ctx context.Context, t *Table[T], writ
 		}
 		return err
 	}
-	if err := t.CreateIfNotExists(ctx); err != nil {
+	if err := t.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	p.markExists(t, true)

@@ -43,7 +43,7 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 	}
 	c.Reset()
 	// One more sign-in through Insert: 1 request into an existing table.
-	if err := p.Insert(ctx, day(2).Add(23*time.Hour+59*time.Minute), &SignIn{PartitionKey: "user9", RowKey: "x"}); err != nil {
+	if err := p.Insert(ctx, day(2).Add(23*time.Hour+59*time.Minute), &SignIn{PartitionKey: "user9", RowKey: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Insert into an existing period table")
@@ -77,7 +77,7 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 	}
 	c.Reset()
 	// A dropped period's name is never reused.
-	if err := p.Insert(ctx, day(1), &SignIn{PartitionKey: "late", RowKey: "1"}); !errors.Is(err, patterns.ErrPeriodDropped) {
+	if err := p.Insert(ctx, day(1), &SignIn{PartitionKey: "late", RowKey: "1"}, nil); !errors.Is(err, patterns.ErrPeriodDropped) {
 		t.Errorf("Insert into a dropped day = %v, want ErrPeriodDropped", err)
 	}
 	requests(t, c, 0, "a refused Insert")
@@ -90,7 +90,7 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 		t.Errorf("List after dropping all = %v, %v", names, err)
 	}
 	// The first write into a new period creates its table.
-	if err := p.Insert(ctx, day(5), &SignIn{PartitionKey: "u", RowKey: "1"}); err != nil {
+	if err := p.Insert(ctx, day(5), &SignIn{PartitionKey: "u", RowKey: "1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -140,14 +140,14 @@ func TestLargeEntitiesInsertSurvivesLostResponse(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if err := l.CreateIfNotExists(ctx); err != nil {
+						if err := l.CreateIfNotExists(ctx, nil); err != nil {
 							t.Fatal(err)
 						}
 						fp.SetEnabled(true)
 						photo := largePhoto(14, 40_000)
 						v := regressPhoto{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", Photo: photo}
 						start := time.Now()
-						err = l.Insert(ctx, &v)
+						err = l.Insert(ctx, &v, nil)
 						took := time.Since(start)
 						checkEchoScenario(t, fp, log, http.StatusConflict)
 						if errors.Is(err, tablekit.ErrAlreadyExists) {
@@ -156,7 +156,7 @@ func TestLargeEntitiesInsertSurvivesLostResponse(t *testing.T) {
 						if err != nil && !errors.Is(err, errOutcomeUnknown) && !errors.Is(err, tablekit.ErrAlreadyExists) {
 							t.Errorf("Insert whose own first attempt landed = %v, want nil (or ErrOutcomeUnknown)", err)
 						}
-						got, err := l.Get(ctx, "Sales", "000123")
+						got, err := l.Get(ctx, "Sales", "000123", nil)
 						if err != nil {
 							t.Fatalf("Get after the insert: %v (the stored entity references a blob that is gone)", err)
 						}
@@ -196,16 +196,16 @@ func mixedInsertSurvivesLostResponse(t *testing.T, mode faults.RetryMode, sdk bo
 	if err := reg.Register(entity.Kind{Name: "Department", Version: 1}, regressDepartment{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := patterns.NewMixedTable(acct, table, reg, &patterns.TableOptions{SDKPath: sdk})
+	m, err := patterns.NewMixedTable(acct, table, reg, &patterns.MixedTableOptions{Table: &patterns.TableOptions{SDKPath: sdk}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(false)
-	if err := m.CreateIfNotExists(ctx); err != nil {
+	if err := m.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(true)
-	err = m.Insert(ctx, &regressDepartment{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales", EmployeeCount: 2})
+	err = m.Insert(ctx, &regressDepartment{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales", EmployeeCount: 2}, nil)
 	checkEchoScenario(t, fp, log, http.StatusConflict)
 	if errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Errorf("MixedTable.Insert whose own first attempt landed = %v: reported as ErrAlreadyExists", err)
@@ -213,7 +213,7 @@ func mixedInsertSurvivesLostResponse(t *testing.T, mode faults.RetryMode, sdk bo
 	if err != nil && !errors.Is(err, errOutcomeUnknown) && !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Errorf("MixedTable.Insert whose own first attempt landed = %v, want nil (or ErrOutcomeUnknown)", err)
 	}
-	got, err := m.Get(ctx, "Sales", "Department")
+	got, err := m.Get(ctx, "Sales", "Department", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,14 +269,14 @@ func updateLostResponseWhileOthersWrite(t *testing.T, mode faults.RetryMode, sdk
 		close(applied)
 		<-othersDone
 	})
-	tbl, err := patterns.NewTable[regressCounter](acct, testenv.TableName(t), &patterns.TableOptions{SDKPath: sdk, MaxUpdateAttempts: 50})
+	tbl, err := patterns.NewTable[regressCounter](acct, testenv.TableName(t), &patterns.TableOptions{SDKPath: sdk, MaxAttempts: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.Insert(ctx, &regressCounter{PartitionKey: "c", RowKey: "n"}); err != nil {
+	if err := tbl.Insert(ctx, &regressCounter{PartitionKey: "c", RowKey: "n"}, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -289,7 +289,7 @@ func updateLostResponseWhileOthersWrite(t *testing.T, mode faults.RetryMode, sdk
 			callsA.Add(1)
 			c.N += 1000
 			return nil
-		})
+		}, nil)
 	}()
 	select {
 	case <-applied:
@@ -300,7 +300,7 @@ func updateLostResponseWhileOthersWrite(t *testing.T, mode faults.RetryMode, sdk
 	}
 	// A's replace has landed; its answer is held. B writes.
 	for i := 0; i < others; i++ {
-		if _, err := tbl.Update(ctx, "c", "n", func(c *regressCounter) error { c.N++; return nil }); err != nil {
+		if _, err := tbl.Update(ctx, "c", "n", func(c *regressCounter) error { c.N++; return nil }, nil); err != nil {
 			t.Fatalf("writer B's update %d: %v", i, err)
 		}
 	}
@@ -312,7 +312,7 @@ func updateLostResponseWhileOthersWrite(t *testing.T, mode faults.RetryMode, sdk
 	}
 	checkEchoScenario(t, fp, log, http.StatusPreconditionFailed)
 
-	got, err := tbl.Get(ctx, "c", "n")
+	got, err := tbl.Get(ctx, "c", "n", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,17 +351,17 @@ func TestUpdateCountersUnderFaultsWithDefaultRetry(t *testing.T) {
 		// 0.8 s, 2.4 s and 5.6 s.
 		PerRetryPolicies: []policy.Policy{fp},
 	}})
-	tbl, err := patterns.NewTable[regressCounter](acct, testenv.TableName(t), &patterns.TableOptions{MaxUpdateAttempts: 100})
+	tbl, err := patterns.NewTable[regressCounter](acct, testenv.TableName(t), &patterns.TableOptions{MaxAttempts: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fp.SetEnabled(false)
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	const counters, writers, perWriter = 3, 16, 32
 	for c := 0; c < counters; c++ {
-		if err := tbl.Insert(ctx, &regressCounter{PartitionKey: "c", RowKey: fmt.Sprint(c)}); err != nil {
+		if err := tbl.Insert(ctx, &regressCounter{PartitionKey: "c", RowKey: fmt.Sprint(c)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -377,7 +377,7 @@ func TestUpdateCountersUnderFaultsWithDefaultRetry(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < perWriter; i++ {
 				c := (w + i) % counters
-				_, err := tbl.Update(ctx, "c", fmt.Sprint(c), func(v *regressCounter) error { v.N++; return nil })
+				_, err := tbl.Update(ctx, "c", fmt.Sprint(c), func(v *regressCounter) error { v.N++; return nil }, nil)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -399,7 +399,7 @@ func TestUpdateCountersUnderFaultsWithDefaultRetry(t *testing.T) {
 		t.Fatalf("only %d faults injected; the test proves nothing", fp.Injected())
 	}
 	for c := 0; c < counters; c++ {
-		got, err := tbl.Get(ctx, "c", fmt.Sprint(c))
+		got, err := tbl.Get(ctx, "c", fmt.Sprint(c), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

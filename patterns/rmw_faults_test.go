@@ -132,32 +132,32 @@ func TestIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.CreateIfNotExists(ctx); err != nil {
+	if err := x.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	counters := []string{"empid_1", "empid_2"}
 	for i, rk := range counters {
-		if err := x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: rk, Email: strconv.Itoa(i) + "@contoso.com"}); err != nil {
+		if err := x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: rk, Email: strconv.Itoa(i) + "@contoso.com"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	fp.SetEnabled(true)
 	r := hammer(t, 5, 6, counters, func(ctx context.Context, rk string) error {
-		_, err := x.Update(ctx, "Sales", rk, func(e *Employee) error { e.Age++; return nil })
+		_, err := x.Update(ctx, "Sales", rk, func(e *Employee) error { e.Age++; return nil }, nil)
 		return err
 	})
 	fp.SetEnabled(false)
 	requireLostResponses(t, fp)
 
 	for i, rk := range counters {
-		e, err := x.Get(ctx, "Sales", rk)
+		e, err := x.Get(ctx, "Sales", rk, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.check(t, rk, e.Age)
 		// The copies moved with every write that landed: one per index.
-		if got, err := x.Lookup(ctx, "email", "Sales", strconv.Itoa(i)+"@contoso.com"); err != nil || got.RowKey != rk {
+		if got, err := x.Lookup(ctx, "email", "Sales", strconv.Itoa(i)+"@contoso.com", nil); err != nil || got.RowKey != rk {
 			t.Errorf("%s by email = %+v, %v", rk, got, err)
 		}
 		found, err := patterns.Collect(x.Find(ctx, "age", "Sales", keys.PadUint(uint64(e.Age), 4), nil))
@@ -186,17 +186,17 @@ func TestListIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 	acct, fp := defaultRetryFaultyAccount(t, 0.15, faultSeed(t, 12))
 	x, err := patterns.NewListIndexedTable(acct, testenv.TableName(t), patterns.ListIndex[Employee]{
 		Name: "lastname", Prefix: "ln_", Key: func(e *Employee) string { return e.LastName },
-	}, tableOpts(nil))
+	}, &patterns.ListIndexedTableOptions{Table: tableOpts(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.CreateIfNotExists(ctx); err != nil {
+	if err := x.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	names := []string{"Jones", "Smith", "Hall"}
 	counters := []string{"c1", "c2"}
 	for _, rk := range counters {
-		if err := x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: rk, LastName: names[0]}); err != nil {
+		if err := x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: rk, LastName: names[0]}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestListIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 			e.Age++
 			e.LastName = names[e.Age%len(names)]
 			return nil
-		})
+		}, nil)
 		return err
 	})
 	fp.SetEnabled(false)
@@ -217,11 +217,12 @@ func TestListIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 
 	listed := map[string]string{}
 	for _, name := range names {
-		m, err := x.Members(ctx, "Sales", name)
+		m, err := x.Members(ctx, "Sales", name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rk := range m {
+		for _, mb := range m {
+			rk := mb.RowKey
 			if prev, dup := listed[rk]; dup {
 				t.Errorf("%s is listed under %s and %s", rk, prev, name)
 			}
@@ -229,7 +230,7 @@ func TestListIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 		}
 	}
 	for _, rk := range counters {
-		e, err := x.Get(ctx, "Sales", rk)
+		e, err := x.Get(ctx, "Sales", rk, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,22 +245,22 @@ func TestDataSeriesAddUnderLostResponsesDefaultRetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	acct, fp := defaultRetryFaultyAccount(t, 0.2, faultSeed(t, 13))
-	ds, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 4, &patterns.DataSeriesOptions{MaxAttempts: 100})
+	ds, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 4, &patterns.DataSeriesOptions{Table: &patterns.TableOptions{MaxAttempts: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ds.Table().CreateIfNotExists(ctx); err != nil {
+	if err := ds.Table().CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The series does not exist yet: the first adds race to create it.
 	fp.SetEnabled(true)
 	r := hammer(t, 5, 6, []string{"s1"}, func(ctx context.Context, rk string) error {
-		_, err := ds.Add(ctx, "p", rk, 1, 1)
+		_, err := ds.Add(ctx, "p", rk, 1, 1, nil)
 		return err
 	})
 	fp.SetEnabled(false)
 	requireLostResponses(t, fp)
-	s, err := ds.Get(ctx, "p", "s1")
+	s, err := ds.Get(ctx, "p", "s1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,8 +82,10 @@ type IndexedTableOptions struct {
 	Table *TableOptions
 	// Primary names the primary RowKey's own prefix ("empid" for the
 	// guide's "empid_000223"): every primary RowKey must start with
-	// Primary + "_", and Lookup, Prefix and Between accept Primary as an
-	// index name. Empty means the primary RowKeys are free-form (and
+	// Primary + "_", and Lookup, Find, Prefix and Between accept Primary
+	// as an index name. Their values are then RowKeys in the form Get
+	// takes ("empid_000152"; a Prefix such as "empid_0001"), never the
+	// bare "000152". Empty means the primary RowKeys are free-form (and
 	// must not start with an index's prefix).
 	Primary string
 }
@@ -186,8 +188,8 @@ func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) 
 func (x *IndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the table.
-func (x *IndexedTable[T]) CreateIfNotExists(ctx context.Context) error {
-	return x.t.CreateIfNotExists(ctx)
+func (x *IndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return x.t.CreateIfNotExists(ctx, opts)
 }
 
 // intraRowKey returns the copy RowKey of ix for value under the primary
@@ -270,8 +272,9 @@ func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intr
 // Insert adds v and its index copies in one transaction (one request). It
 // fails with tablekit.ErrAlreadyExists when v's keys exist, or with an
 // *IndexConflictError (also ErrAlreadyExists) when a unique value is
-// taken; either way nothing is written. On success v's ETag is set.
-func (x *IndexedTable[T]) Insert(ctx context.Context, v *T) error {
+// taken; either way nothing is written. On success v's ETag is set. opts
+// is reserved; pass nil.
+func (x *IndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	body, pk, rk, copies, err := x.encode(v)
 	if err != nil {
 		return err
@@ -293,13 +296,13 @@ func (x *IndexedTable[T]) Insert(ctx context.Context, v *T) error {
 // one transaction conditional on the ETag read: copies whose value is
 // unchanged are rewritten, changed ones are deleted and inserted under the
 // new value. When another writer got there first it starts over, up to
-// TableOptions.MaxUpdateAttempts times; fn must be safe to call again.
+// TableOptions.MaxAttempts times; fn must be safe to call again.
 // Errors: those of fn, tablekit.ErrNotFound, *IndexConflictError, and
 // tablekit.ErrOutcomeUnknown when a lost response leaves open whether the
 // change landed (as for Table.Update). Two requests per attempt; one
 // attempt more when a copy it deletes is already gone (an index added
 // after the entity was written).
-func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
 	var sent []Op
 	var copies []intraCopy
 	missing := map[string]bool{}
@@ -331,20 +334,26 @@ func (x *IndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T)
 		}
 		sent = ops
 		return ops, nil
-	}, wire.ModifyOptions{Race: func(err error) bool { return x.race(err, sent, missing) }})
+	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0), Race: func(err error) bool { return x.race(err, sent, missing) }})
 	if err != nil {
 		return v, x.conflict(err, pk, sent, copies)
 	}
 	return v, nil
 }
 
-// Delete removes the entity and its copies in one transaction conditional
-// on the ETag it reads first (two requests), starting over when the entity
-// changed in between. A missing entity is tablekit.ErrNotFound.
-func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
+// Delete removes the entity with v's keys and its copies in one
+// transaction. As on Table.Delete it is conditional on v's ETag unless
+// opts say otherwise (tablekit.ErrPreconditionFailed when the entity
+// changed since v was read); a missing entity is tablekit.ErrNotFound.
+// It reads the entity first to learn its copies: two requests.
+func (x *IndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
+	pk, rk, etag, err := x.t.deleteTarget(v, opts)
+	if err != nil {
+		return err
+	}
 	var sent []Op
 	missing := map[string]bool{}
-	_, err := x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
+	_, err = x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
 		ops := []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}
 		for i := range x.indexes {
 			if ov := x.indexes[i].Key(old); ov != "" {
@@ -355,7 +364,7 @@ func (x *IndexedTable[T]) Delete(ctx context.Context, pk, rk string) error {
 		}
 		sent = ops
 		return ops, nil
-	}, wire.ModifyOptions{Verb: "delete", Race: func(err error) bool { return x.race(err, sent, missing) }})
+	}, wire.ModifyOptions{Verb: "delete", IfMatch: etag, Race: func(err error) bool { return x.race(err, sent, missing) }})
 	return err
 }
 
@@ -378,8 +387,19 @@ func (x *IndexedTable[T]) race(err error, ops []Op, missing map[string]bool) boo
 }
 
 // Get reads the entity by its primary keys (one request).
-func (x *IndexedTable[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	return x.t.Get(ctx, pk, rk)
+func (x *IndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+	return x.t.Get(ctx, pk, rk, opts)
+}
+
+// primaryKeys checks that values given for the primary prefix are RowKeys
+// in the form Get takes.
+func (x *IndexedTable[T]) primaryKeys(what string, values ...string) error {
+	for _, v := range values {
+		if !strings.HasPrefix(v, x.primary+"_") {
+			return fmt.Errorf("tablekit: %s: %w: %s %q on the primary prefix %q must be a RowKey as Get takes it (%q...)", x.t.name, tablekit.ErrInvalidKey, what, v, x.primary, x.primary+"_")
+		}
+	}
+	return nil
 }
 
 // index returns the index called name; primary is true for the primary
@@ -396,19 +416,23 @@ func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err er
 }
 
 // Lookup returns the entity whose value in the unique index (or the
-// primary prefix) is value, in partition pk: the guide's point query
-// "RowKey eq 'email_jonesj@contoso.com'". One request. The result has the
-// primary's keys, the index's projected properties and no ETag (it is a
-// copy; write through Update). Errors: tablekit.ErrNotFound; a non-unique
-// index (use Find).
-func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string) (T, error) {
+// primary prefix, with value a full RowKey) is value, in partition pk:
+// the guide's point query "RowKey eq 'email_jonesj@contoso.com'". One
+// request. The result has the primary's keys, the index's projected
+// properties and no ETag (it is a copy; write through Update). Errors:
+// tablekit.ErrNotFound; a non-unique index (use Find). opts is reserved;
+// pass nil.
+func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string, opts *GetOptions) (T, error) {
 	var zero T
 	ix, primary, err := x.index(index)
 	if err != nil {
 		return zero, err
 	}
 	if primary {
-		return x.t.Get(ctx, pk, x.primary+"_"+value)
+		if err := x.primaryKeys("value", value); err != nil {
+			return zero, err
+		}
+		return x.t.Get(ctx, pk, value, opts)
 	}
 	if !ix.Unique {
 		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
@@ -442,8 +466,8 @@ func decodeCopy[T any](t *Table[T], row []byte) (T, error) {
 // value (any index; for a unique one at most one entity). One request per
 // page.
 func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opts *QueryOptions) iter.Seq2[T, error] {
-	return x.search(ctx, index, pk, opts, func(p string) []keys.Filter {
-		return []keys.Filter{keys.RK().Eq(p + value)}
+	return x.search(ctx, index, pk, opts, []string{value}, func() []keys.Filter {
+		return []keys.Filter{keys.RK().Eq(value)}
 	}, func(ix *Index[T]) []keys.Filter {
 		if ix.Unique {
 			return []keys.Filter{keys.RK().Eq(intraRowKey(ix, value, ""))}
@@ -456,8 +480,8 @@ func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opt
 // whose value in index (or the primary prefix) starts with prefix: the
 // guide's "employees whose email starts with a". One request per page.
 func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, opts *QueryOptions) iter.Seq2[T, error] {
-	return x.search(ctx, index, pk, opts, func(p string) []keys.Filter {
-		return []keys.Filter{keys.RK().Prefix(p + prefix)}
+	return x.search(ctx, index, pk, opts, []string{prefix}, func() []keys.Filter {
+		return []keys.Filter{keys.RK().Prefix(prefix)}
 	}, func(ix *Index[T]) []keys.Filter {
 		p := prefix
 		if !ix.Unique {
@@ -471,8 +495,8 @@ func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, 
 // whose value in index (or the primary prefix) lies between lo and hi,
 // both included: the guide's "ids 000100 to 000199". One request per page.
 func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string, opts *QueryOptions) iter.Seq2[T, error] {
-	return x.search(ctx, index, pk, opts, func(p string) []keys.Filter {
-		return []keys.Filter{keys.RK().Ge(p + lo), keys.RK().Le(p + hi)}
+	return x.search(ctx, index, pk, opts, []string{lo, hi}, func() []keys.Filter {
+		return []keys.Filter{keys.RK().Ge(lo), keys.RK().Le(hi)}
 	}, func(ix *Index[T]) []keys.Filter {
 		if ix.Unique {
 			return []keys.Filter{keys.RK().Ge(ix.Name + "_" + lo), keys.RK().Le(ix.Name + "_" + hi)}
@@ -485,15 +509,18 @@ func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string,
 
 // search runs a query in partition pk over index: when index is the
 // primary prefix, over the primaries with the RowKey conditions primaryRK
-// gives for the prefix ("empid_"); else over the index's copies with
-// those copyRK gives.
-func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *QueryOptions, primaryRK func(prefix string) []keys.Filter, copyRK func(ix *Index[T]) []keys.Filter) iter.Seq2[T, error] {
+// gives (values, full RowKeys, are checked to start with the prefix);
+// else over the index's copies with those copyRK gives.
+func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *QueryOptions, values []string, primaryRK func() []keys.Filter, copyRK func(ix *Index[T]) []keys.Filter) iter.Seq2[T, error] {
 	ix, primary, err := x.index(index)
 	if err != nil {
 		return errSeq[T](err)
 	}
 	if primary {
-		return x.t.Query(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, primaryRK(x.primary+"_")...)...), opts)
+		if err := x.primaryKeys("value", values...); err != nil {
+			return errSeq[T](err)
+		}
+		return x.t.Query(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, primaryRK()...)...), opts)
 	}
 	return x.copies(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, copyRK(ix)...)...), opts)
 }

@@ -23,14 +23,14 @@ func TestIndexedTableIndexAddedLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := before.CreateIfNotExists(ctx); err != nil {
+	if err := before.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []Employee{
 		{PartitionKey: "Sales", RowKey: "empid_000001", LastName: "Jones", Email: "a@contoso.com"},
 		{PartitionKey: "Sales", RowKey: "empid_000002", LastName: "Smith", Email: "b@contoso.com"},
 	} {
-		if err := before.Insert(ctx, &e); err != nil {
+		if err := before.Insert(ctx, &e, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestIndexedTableIndexAddedLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := after.Update(ctx, "Sales", "empid_000001", func(e *Employee) error { e.LastName = "Hall"; return nil })
+	got, err := after.Update(ctx, "Sales", "empid_000001", func(e *Employee) error { e.LastName = "Hall"; return nil }, nil)
 	if err != nil {
 		t.Fatalf("update after adding an index: %v", err)
 	}
@@ -49,10 +49,10 @@ func TestIndexedTableIndexAddedLater(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].RowKey != "empid_000001" {
 		t.Errorf("Find by the new index = %+v, %v", found, err)
 	}
-	if err := after.Delete(ctx, "Sales", "empid_000002"); err != nil {
+	if err := after.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: "empid_000002"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatalf("delete after adding an index: %v", err)
 	}
-	if _, err := after.Lookup(ctx, "email", "Sales", "b@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := after.Lookup(ctx, "email", "Sales", "b@contoso.com", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("the deleted entity's email copy is still there: %v", err)
 	}
 }

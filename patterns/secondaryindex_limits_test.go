@@ -50,16 +50,16 @@ func TestIndexedTableRefusesACopyOverAzuresLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.CreateIfNotExists(ctx); err != nil {
+	if err := x.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
 
-	if err := x.Insert(ctx, &wideRow{PartitionKey: "Sales", RowKey: "ok", Email: "ok@contoso.com", Width: 200}); err != nil {
+	if err := x.Insert(ctx, &wideRow{PartitionKey: "Sales", RowKey: "ok", Email: "ok@contoso.com", Width: 200}, nil); err != nil {
 		t.Fatalf("Insert of 200 properties: %v", err)
 	}
 	counter.Reset()
-	err = x.Insert(ctx, &wideRow{PartitionKey: "Sales", RowKey: "wide", Email: "wide@contoso.com", Width: entity.MaxProperties})
+	err = x.Insert(ctx, &wideRow{PartitionKey: "Sales", RowKey: "wide", Email: "wide@contoso.com", Width: entity.MaxProperties}, nil)
 	if !errors.Is(err, tablekit.ErrInvalidEntity) || !strings.Contains(err.Error(), "253 custom properties") {
 		t.Fatalf("Insert of a primary whose copy has 253 properties = %v, want ErrInvalidEntity naming 253 properties", err)
 	}

@@ -72,7 +72,7 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 	x, c := newIndexedTable(t)
 
 	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	must(t, x.Insert(ctx, &jones))
+	must(t, x.Insert(ctx, &jones, nil))
 	requests(t, c, 1, "Insert with two indexes")
 	if jones.ETag == "" {
 		t.Error("Insert did not set the ETag")
@@ -85,17 +85,17 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 		ixEmp("Sales", "000099", "Zed", "Zane", "zanez@contoso.com", 60),
 		ixEmp("HR", "000120", "Amy", "Jones", "amyj@contoso.com", 38),
 	} {
-		must(t, x.Insert(ctx, &e))
+		must(t, x.Insert(ctx, &e, nil))
 	}
 	c.Reset()
 
 	// The guide's two point queries.
-	byID, err := x.Lookup(ctx, "empid", "Sales", "000223")
+	byID, err := x.Lookup(ctx, "empid", "Sales", "000223", nil)
 	if err != nil || byID.Email != "jonesj@contoso.com" || byID.Age != 34 {
 		t.Fatalf("Lookup empid 000223 = %+v, %v", byID, err)
 	}
 	requests(t, c, 1, "Lookup by employee id")
-	byEmail, err := x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+	byEmail, err := x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 	if byEmail.Age != 0 || byEmail.ETag != "" {
 		t.Errorf("Lookup by email returned Age %d, ETag %q; the copy projects Age out and has no primary ETag", byEmail.Age, byEmail.ETag)
 	}
-	if _, err := x.Lookup(ctx, "email", "Sales", "nobody@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := x.Lookup(ctx, "email", "Sales", "nobody@contoso.com", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Lookup of a missing email = %v, want ErrNotFound", err)
 	}
 	c.Reset()
@@ -132,10 +132,10 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 		t.Errorf("Between(lastname, Abbot, Brown) = %s, want %s", got, want)
 	}
 	c.Reset()
-	if _, err := x.Lookup(ctx, "lastname", "Sales", "Jones"); !errors.Is(err, tablekit.ErrInvalidArgument) {
+	if _, err := x.Lookup(ctx, "lastname", "Sales", "Jones", nil); !errors.Is(err, tablekit.ErrInvalidArgument) {
 		t.Errorf("Lookup on a non-unique index = %v, want ErrInvalidArgument", err)
 	}
-	if _, err := x.Lookup(ctx, "phone", "Sales", "1"); !errors.Is(err, tablekit.ErrInvalidArgument) {
+	if _, err := x.Lookup(ctx, "phone", "Sales", "1", nil); !errors.Is(err, tablekit.ErrInvalidArgument) {
 		t.Errorf("Lookup on an unknown index = %v, want ErrInvalidArgument", err)
 	}
 	requests(t, c, 0, "lookups refused before sending")
@@ -147,7 +147,7 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
 	other := ixEmp("Sales", "000224", "Kim", "Akers", "akersk@contoso.com", 30)
 	for _, e := range []*ixEmployee{&jones, &other} {
-		if err := x.Insert(ctx, e); err != nil {
+		if err := x.Insert(ctx, e, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,13 +155,13 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 
 	// A duplicate email fails the whole transaction: nothing is written.
 	dup := ixEmp("Sales", "000300", "Jo", "Smith", "jonesj@contoso.com", 22)
-	err := x.Insert(ctx, &dup)
+	err := x.Insert(ctx, &dup, nil)
 	var conflict *patterns.IndexConflictError
 	if !errors.Is(err, tablekit.ErrAlreadyExists) || !errors.As(err, &conflict) || conflict.Index != "email" || conflict.Value != "jonesj@contoso.com" {
 		t.Fatalf("duplicate email Insert = %v, want an *IndexConflictError for email wrapping ErrAlreadyExists", err)
 	}
 	requests(t, c, 1, "rejected Insert")
-	if _, err := x.Get(ctx, "Sales", "empid_000300"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := x.Get(ctx, "Sales", "empid_000300", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("after the rejected insert the employee exists: %v", err)
 	}
 	if got := ixIDs(t, x.Find(ctx, "lastname", "Sales", "Smith", nil)); len(got) != 0 {
@@ -174,7 +174,7 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 		e.Email = "john.jones@contoso.com"
 		e.Age = 35
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,10 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 	if upd.ETag == "" || upd.Age != 35 {
 		t.Errorf("Update returned %+v", upd)
 	}
-	if _, err := x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("old email still indexed: %v", err)
 	}
-	if e, err := x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com"); err != nil || e.EmployeeID != "000223" {
+	if e, err := x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com", nil); err != nil || e.EmployeeID != "000223" {
 		t.Errorf("new email lookup = %+v, %v", e, err)
 	}
 	c.Reset()
@@ -195,18 +195,18 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 		e.Email = "john.jones@contoso.com"
 		e.LastName = "Changed"
 		return nil
-	})
+	}, nil)
 	if !errors.As(err, &conflict) || !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Fatalf("Update to a taken email = %v, want *IndexConflictError", err)
 	}
 	requests(t, c, 2, "rejected Update")
-	if e, _ := x.Get(ctx, "Sales", "empid_000224"); e.LastName != "Akers" || e.Email != "akersk@contoso.com" {
+	if e, _ := x.Get(ctx, "Sales", "empid_000224", nil); e.LastName != "Akers" || e.Email != "akersk@contoso.com" {
 		t.Errorf("rejected update changed the entity: %+v", e)
 	}
 	c.Reset()
 
 	// Delete: read + EGT, and every copy goes.
-	if err := x.Delete(ctx, "Sales", "empid_000223"); err != nil {
+	if err := x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "empid_000223"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 2, "Delete")
@@ -216,7 +216,7 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 	if got := ixIDs(t, x.Find(ctx, "lastname", "Sales", "Jones", nil)); len(got) != 0 {
 		t.Errorf("lastname copies after delete = %v", got)
 	}
-	if err := x.Delete(ctx, "Sales", "empid_000223"); !errors.Is(err, tablekit.ErrNotFound) {
+	if err := x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "empid_000223"}, &patterns.WriteOptions{Unconditional: true}); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("second Delete = %v, want ErrNotFound", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestIndexedTableConcurrentUpdatesKeepCopiesInStep(t *testing.T) {
 	ctx := context.Background()
 	x, _ := newIndexedTable(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
-	must(t, x.Insert(ctx, &e))
+	must(t, x.Insert(ctx, &e, nil))
 	names := []string{"Smith", "Brown", "Green", "White", "Black", "Gray"}
 	var wg sync.WaitGroup
 	for _, n := range names {
@@ -236,13 +236,13 @@ func TestIndexedTableConcurrentUpdatesKeepCopiesInStep(t *testing.T) {
 				e.LastName = n
 				e.Age++
 				return nil
-			}); err != nil {
+			}, nil); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	final, err := x.Get(ctx, "Sales", "empid_000223")
+	final, err := x.Get(ctx, "Sales", "empid_000223", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestIndexedTableRefusesBadDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := ixEmployee{PartitionKey: "Sales", RowKey: "000223"}
-	if err := x.Insert(context.Background(), &bad); !errors.Is(err, tablekit.ErrInvalidKey) {
+	if err := x.Insert(context.Background(), &bad, nil); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("Insert of a RowKey without the primary prefix = %v, want ErrInvalidKey", err)
 	}
 }

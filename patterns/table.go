@@ -31,9 +31,11 @@ type TableOptions struct {
 	// Codec passes options to the entity codec (the KeyProvider for
 	// `encrypt` fields).
 	Codec *entity.Options
-	// MaxUpdateAttempts bounds Update's read-modify-write loop on ETag
-	// conflicts. Default 16.
-	MaxUpdateAttempts int
+	// MaxAttempts bounds every read-modify-write loop of the repository
+	// (Update, and the reads-then-writes of the patterns built on Table)
+	// on ETag conflicts. Default 16; UpdateOptions.MaxAttempts overrides
+	// it for one call.
+	MaxAttempts int
 	// SDKPath sends every request through the aztables client instead of
 	// tablekit's own REST calls (the fast path). Both behave the same;
 	// the fast path skips the SDK's map[string]any round trips. Cosmos DB
@@ -78,10 +80,10 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if o.MaxUpdateAttempts <= 0 {
-		o.MaxUpdateAttempts = wire.DefaultMaxAttempts
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = wire.DefaultMaxAttempts
 	}
-	return &Table[T]{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxUpdateAttempts}, nil
+	return &Table[T]{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}, nil
 }
 
 // Name is the table's name.
@@ -97,9 +99,10 @@ func (t *Table[T]) Codec() *entity.Codec { return t.codec }
 func (t *Table[T]) Account() *tablekit.Account { return t.acct }
 
 // CreateIfNotExists creates the table; an existing table is not an error.
+// opts is reserved; pass nil.
 // A table deleted moments ago cannot be created again at once: that
 // returns an error wrapping tablekit.ErrConflict (TableBeingDeleted).
-func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
+func (t *Table[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return t.w.Create(ctx)
 }
 
@@ -128,6 +131,17 @@ func (t *Table[T]) ifMatch(v *T, opts *WriteOptions) (azcore.ETag, error) {
 // codec is c, in table: the ETag opts give, * when opts ask for none or
 // the type has no ETag field, else v's ETag (ErrNoETag when it is empty).
 func ifMatch(c *entity.Codec, v any, opts *WriteOptions, table string) (azcore.ETag, error) {
+	if !c.HasETag() && (opts == nil || opts.ETag == "") {
+		return azcore.ETagAny, nil
+	}
+	pk, rk := c.Keys(v)
+	return condition(c.ETag(v), opts, describeKeys(table, pk, rk))
+}
+
+// condition returns the If-Match value of a conditional write of an item
+// whose version is etag (described by what in errors): the ETag opts
+// give, * when opts ask for none, else etag (ErrNoETag when it is empty).
+func condition(etag string, opts *WriteOptions, what string) (azcore.ETag, error) {
 	if opts != nil {
 		if opts.ETag != "" {
 			return azcore.ETag(opts.ETag), nil
@@ -136,20 +150,16 @@ func ifMatch(c *entity.Codec, v any, opts *WriteOptions, table string) (azcore.E
 			return azcore.ETagAny, nil
 		}
 	}
-	if !c.HasETag() {
-		return azcore.ETagAny, nil
+	if etag == "" {
+		return "", fmt.Errorf("%w (%s)", ErrNoETag, what)
 	}
-	if etag := c.ETag(v); etag != "" {
-		return azcore.ETag(etag), nil
-	}
-	pk, rk := c.Keys(v)
-	return "", fmt.Errorf("%w (%s)", ErrNoETag, describeKeys(table, pk, rk))
+	return azcore.ETag(etag), nil
 }
 
 // Insert adds v; it fails with tablekit.ErrAlreadyExists when an entity
 // with its keys exists. On success v's ETag and Timestamp fields are set.
 // One request.
-func (t *Table[T]) Insert(ctx context.Context, v *T) error {
+func (t *Table[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	body, pk, rk, err := t.marshal(v)
 	if err != nil {
 		return err
@@ -207,20 +217,15 @@ func (t *Table[T]) update(ctx context.Context, v *T, opts *WriteOptions, mode az
 	return nil
 }
 
-// UpsertMode chooses what an upsert does to an existing entity.
-type UpsertMode int
-
-const (
-	// UpsertReplace replaces an existing entity (insert-or-replace).
-	UpsertReplace UpsertMode = iota
-	// UpsertMerge merges into an existing entity (insert-or-merge).
-	UpsertMerge
-)
-
 // Upsert inserts v or, when it exists, replaces or merges it, whatever its
 // ETag: the checklist's advice to prefer upserts over read-then-write. On
-// success v's ETag and Timestamp fields are set. One request.
-func (t *Table[T]) Upsert(ctx context.Context, v *T, mode UpsertMode) error {
+// success v's ETag and Timestamp fields are set. opts.Mode chooses
+// replace (the default) or merge. One request.
+func (t *Table[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error {
+	mode, err := upsertMode(opts)
+	if err != nil {
+		return err
+	}
 	if mode == UpsertMerge && t.codec.Encrypted() {
 		return ErrEncryptedMerge
 	}
@@ -256,6 +261,47 @@ func (t *Table[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	return t.deleteKeys(ctx, pk, rk, etag)
 }
 
+// deleteTarget returns the keys of v and the version a delete of v is
+// conditional on ("" for none), for repositories that read before they
+// delete (wire.ModifyOptions.IfMatch).
+func (t *Table[T]) deleteTarget(v *T, opts *WriteOptions) (pk, rk, etag string, err error) {
+	if v == nil {
+		return "", "", "", fmt.Errorf("tablekit: delete from %s: %w: nil *%s", t.name, tablekit.ErrInvalidArgument, t.codec.Type())
+	}
+	pk, rk = t.codec.Keys(v)
+	if err := validateKeys(pk, rk); err != nil {
+		return "", "", "", err
+	}
+	m, err := t.ifMatch(v, opts)
+	if err != nil {
+		return "", "", "", err
+	}
+	if m == azcore.ETagAny {
+		m = ""
+	}
+	return pk, rk, string(m), nil
+}
+
+// readForDelete reads the entity a delete of v (conditional per opts)
+// removes, for repositories that must see it before deleting it (its
+// index values, its blobs): it returns the stored entity and its ETag, or
+// tablekit.ErrPreconditionFailed when the delete is conditional and the
+// stored version is another. One request.
+func (t *Table[T]) readForDelete(ctx context.Context, v *T, opts *WriteOptions) (old T, etag string, err error) {
+	pk, rk, want, err := t.deleteTarget(v, opts)
+	if err != nil {
+		return old, "", err
+	}
+	old, etag, err = t.getWithETag(ctx, pk, rk)
+	if err != nil {
+		return old, "", err
+	}
+	if want != "" && want != etag {
+		return old, "", fmt.Errorf("tablekit: delete %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", t.describe(pk, rk), tablekit.ErrPreconditionFailed, etag, want)
+	}
+	return old, etag, nil
+}
+
 func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
 	if etag == azcore.ETagAny {
 		etag = ""
@@ -279,8 +325,9 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 }
 
 // Get reads one entity: the guide's point query, the fastest there is. It
-// fails with tablekit.ErrNotFound when there is none. One request.
-func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+// fails with tablekit.ErrNotFound when there is none. opts is reserved;
+// pass nil. One request.
+func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	v, _, err := t.getWithETag(ctx, pk, rk)
 	return v, err
 }
@@ -288,7 +335,8 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 // Update is a read-modify-write loop that loses no concurrent update: it
 // reads the entity, calls fn on it, and replaces it conditionally on the
 // ETag it read; when another writer got there first (HTTP 412) it reads
-// again and calls fn again, up to TableOptions.MaxUpdateAttempts times.
+// again and calls fn again, up to TableOptions.MaxAttempts times
+// (UpdateOptions.MaxAttempts for this call).
 // fn must be safe to call more than once and should not keep the pointer.
 // An error from fn aborts the update and is returned as is. The entity must
 // exist (tablekit.ErrNotFound otherwise). Two requests per attempt.
@@ -299,11 +347,11 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 // (wire.UpdateLogProperty, one of its 252 properties) tells whether the
 // write landed, and when it cannot tell, Update says so instead of applying
 // the change a second time. On ErrOutcomeUnknown, Get the entity and decide.
-func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error) (T, error) {
+func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
 	return t.modify(ctx, pk, rk, fn, func(_, v *T) ([]Op, error) {
 		body, _, _, err := t.marshal(v)
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, err
-	}, wire.ModifyOptions{Verb: "update"})
+	}, wire.ModifyOptions{Verb: "update", MaxAttempts: updateAttempts(opts, 0)})
 }
 
 // modify is the read-modify-write of the entity (pk, rk) of t through

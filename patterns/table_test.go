@@ -71,7 +71,7 @@ func newTable[T any](t *testing.T) (*patterns.Table[T], *tablekit.RequestCounter
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	counter.Reset()
@@ -91,7 +91,7 @@ func TestCRUDWithETags(t *testing.T) {
 	tbl, c := newTable[Employee](t)
 
 	e := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", LastName: "Cao", Age: 31, Email: "junc@contoso.com", Salary: 3.0}
-	if err := tbl.Insert(ctx, &e); err != nil {
+	if err := tbl.Insert(ctx, &e, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Insert")
@@ -104,12 +104,12 @@ func TestCRUDWithETags(t *testing.T) {
 
 	dup := e
 	dup.ETag = ""
-	if err := tbl.Insert(ctx, &dup); !errors.Is(err, tablekit.ErrAlreadyExists) {
+	if err := tbl.Insert(ctx, &dup, nil); !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Errorf("second Insert = %v, want ErrAlreadyExists", err)
 	}
 	c.Reset()
 
-	got, err := tbl.Get(ctx, "Sales", "000123")
+	got, err := tbl.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestCRUDWithETags(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Merge")
-	got, err = tbl.Get(ctx, "Sales", "000123")
+	got, err = tbl.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,12 +171,12 @@ func TestCRUDWithETags(t *testing.T) {
 	c.Reset()
 
 	up := Employee{PartitionKey: "Sales", RowKey: "000124", FirstName: "Up"}
-	if err := tbl.Upsert(ctx, &up, patterns.UpsertReplace); err != nil {
+	if err := tbl.Upsert(ctx, &up, nil); err != nil {
 		t.Fatal(err)
 	}
 	up.FirstName = "Upper"
 	up.ETag = "W/\"datetime'2000-01-01T00%3A00%3A00Z'\"" // ignored: upserts are unconditional
-	if err := tbl.Upsert(ctx, &up, patterns.UpsertMerge); err != nil {
+	if err := tbl.Upsert(ctx, &up, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 2, "two Upserts")
@@ -185,7 +185,7 @@ func TestCRUDWithETags(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Delete")
-	if _, err := tbl.Get(ctx, "Sales", "000123"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := tbl.Get(ctx, "Sales", "000123", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get after Delete = %v, want ErrNotFound", err)
 	}
 	if err := tbl.Delete(ctx, &got, &patterns.WriteOptions{Unconditional: true}); !errors.Is(err, tablekit.ErrNotFound) {
@@ -211,12 +211,12 @@ func TestBadInputFailsBeforeAnyRequest(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"key with #", func() error { return tbl.Insert(ctx, &Employee{PartitionKey: "a#b", RowKey: "1"}) }, tablekit.ErrInvalidKey},
-		{"Get with /", func() error { _, err := tbl.Get(ctx, "a/b", "1"); return err }, tablekit.ErrInvalidKey},
-		{"oversize key", func() error { _, err := tbl.Get(ctx, strings.Repeat("k", 513), "1"); return err }, tablekit.ErrInvalidKey},
-		{"nil value", func() error { return tbl.Insert(ctx, nil) }, tablekit.ErrInvalidEntity},
+		{"key with #", func() error { return tbl.Insert(ctx, &Employee{PartitionKey: "a#b", RowKey: "1"}, nil) }, tablekit.ErrInvalidKey},
+		{"Get with /", func() error { _, err := tbl.Get(ctx, "a/b", "1", nil); return err }, tablekit.ErrInvalidKey},
+		{"oversize key", func() error { _, err := tbl.Get(ctx, strings.Repeat("k", 513), "1", nil); return err }, tablekit.ErrInvalidKey},
+		{"nil value", func() error { return tbl.Insert(ctx, nil, nil) }, tablekit.ErrInvalidEntity},
 		{"string over 32K units", func() error {
-			return tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: "r", FirstName: strings.Repeat("x", 32769)})
+			return tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: "r", FirstName: strings.Repeat("x", 32769)}, nil)
 		}, tablekit.ErrInvalidEntity},
 		{"table scan", func() error {
 			_, err := patterns.Collect(tbl.Query(ctx, keys.Prop("Age").Gt(30), nil))
@@ -262,14 +262,14 @@ type Counter struct {
 func TestUpdateLosesNoConcurrentIncrement(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t)
-	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxUpdateAttempts: 200}))
+	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxAttempts: 200}))
 	must(t, err)
-	must(t, tbl.CreateIfNotExists(ctx))
-	must(t, tbl.Insert(ctx, &Counter{PartitionKey: "c", RowKey: "hits"}))
+	must(t, tbl.CreateIfNotExists(ctx, nil))
+	must(t, tbl.Insert(ctx, &Counter{PartitionKey: "c", RowKey: "hits"}, nil))
 	const workers, each = 16, 10
 	if !concurrently(t, workers, func(int) error {
 		for range each {
-			if _, err := tbl.Update(ctx, "c", "hits", func(c *Counter) error { c.N++; return nil }); err != nil {
+			if _, err := tbl.Update(ctx, "c", "hits", func(c *Counter) error { c.N++; return nil }, nil); err != nil {
 				return err
 			}
 		}
@@ -277,16 +277,16 @@ func TestUpdateLosesNoConcurrentIncrement(t *testing.T) {
 	}) {
 		t.FailNow()
 	}
-	got, err := tbl.Get(ctx, "c", "hits")
+	got, err := tbl.Get(ctx, "c", "hits", nil)
 	must(t, err)
 	if got.N != workers*each {
 		t.Fatalf("counter = %d after %d concurrent increments", got.N, workers*each)
 	}
-	if _, err := tbl.Update(ctx, "c", "missing", func(*Counter) error { return nil }); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := tbl.Update(ctx, "c", "missing", func(*Counter) error { return nil }, nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Update of a missing entity = %v, want ErrNotFound", err)
 	}
 	sentinel := errors.New("stop")
-	if _, err := tbl.Update(ctx, "c", "hits", func(*Counter) error { return sentinel }); err != sentinel {
+	if _, err := tbl.Update(ctx, "c", "hits", func(*Counter) error { return sentinel }, nil); err != sentinel {
 		t.Errorf("Update whose fn fails = %v, want fn's error", err)
 	}
 }
@@ -420,11 +420,11 @@ func TestCreateIfNotExistsAndDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		if err := tbl.CreateIfNotExists(ctx); err != nil {
+		if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 			t.Fatalf("CreateIfNotExists #%d: %v", i+1, err)
 		}
 	}
-	if err := tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: "r"}); err != nil {
+	if err := tbl.Insert(ctx, &Employee{PartitionKey: "p", RowKey: "r"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
@@ -432,7 +432,7 @@ func TestCreateIfNotExistsAndDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Drop")
-	if _, err := tbl.Get(ctx, "p", "r"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := tbl.Get(ctx, "p", "r", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get after Drop = %v, want ErrNotFound", err)
 	}
 	if err := tbl.Drop(ctx); err != nil {

@@ -129,22 +129,22 @@ func TestEveryOperationEmitsSDKSpans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tbl.CreateIfNotExists(ctx); err != nil {
+			if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			rec.take()
 
-			if err := tbl.Insert(ctx, &tracedEmployee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun"}); err != nil {
+			if err := tbl.Insert(ctx, &tracedEmployee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkSpans(t, "Table.Insert", rec.take(), [2]string{"Client.AddEntity", "HTTP POST"})
 
-			if _, err := tbl.Get(ctx, "Sales", "000123"); err != nil {
+			if _, err := tbl.Get(ctx, "Sales", "000123", nil); err != nil {
 				t.Fatal(err)
 			}
 			checkSpans(t, "Table.Get", rec.take(), [2]string{"Client.GetEntity", "HTTP GET"})
 
-			if _, err := tbl.Update(ctx, "Sales", "000123", func(e *tracedEmployee) error { e.Age++; return nil }); err != nil {
+			if _, err := tbl.Update(ctx, "Sales", "000123", func(e *tracedEmployee) error { e.Age++; return nil }, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkSpans(t, "Table.Update", rec.take(), [2]string{"Client.GetEntity", "HTTP GET"}, [2]string{"Client.UpdateEntity", "HTTP PUT"})
@@ -178,14 +178,14 @@ func TestEveryOperationEmitsSDKSpans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.CreateIfNotExists(ctx); err != nil {
+			if err := l.CreateIfNotExists(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Insert(ctx, &tracedPhoto{PartitionKey: "Sales", RowKey: "000123", Photo: largePhoto(3, 1000)}); err != nil {
+			if err := l.Insert(ctx, &tracedPhoto{PartitionKey: "Sales", RowKey: "000123", Photo: largePhoto(3, 1000)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			rec.take()
-			if got, err := l.Get(ctx, "Sales", "000123"); err != nil || len(got.Photo) != 1000 {
+			if got, err := l.Get(ctx, "Sales", "000123", nil); err != nil || len(got.Photo) != 1000 {
 				t.Fatalf("large get: %d bytes, %v", len(got.Photo), err)
 			}
 			checkSpans(t, "LargeEntities.Get", rec.take(), [2]string{"Client.GetEntity", "HTTP GET"})
@@ -196,14 +196,14 @@ func TestEveryOperationEmitsSDKSpans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := x.CreateIfNotExists(ctx); err != nil {
+			if err := x.CreateIfNotExists(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := x.Insert(ctx, &tracedEmployee{PartitionKey: "Sales", RowKey: "empid_000123", Email: "jun@contoso.com"}); err != nil {
+			if err := x.Insert(ctx, &tracedEmployee{PartitionKey: "Sales", RowKey: "empid_000123", Email: "jun@contoso.com"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			rec.take()
-			if got, err := x.Lookup(ctx, "email", "Sales", "jun@contoso.com"); err != nil || got.RowKey != "empid_000123" {
+			if got, err := x.Lookup(ctx, "email", "Sales", "jun@contoso.com", nil); err != nil || got.RowKey != "empid_000123" {
 				t.Fatalf("lookup: %+v, %v", got, err)
 			}
 			checkSpans(t, "IndexedTable.Lookup", rec.take(), [2]string{"Client.GetEntity", "HTTP GET"})

@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
@@ -36,15 +37,15 @@ type WideEntity struct {
 	// be C# identifiers and not WideChunksProperty.
 	Properties map[string]entity.Value
 	// ETag is the version of the first physical entity when the entity was
-	// read or last written. Put and Delete are conditional on it when it
-	// is set: every write rewrites the first physical entity, so it
+	// read or last written. Replace and Delete are conditional on it, as
+	// on Table: every write rewrites the first physical entity, so it
 	// versions the logical entity as a whole.
 	ETag string
 
-	rows []string // physical RowKeys seen by the last Get or Put
+	rows []string // physical RowKeys seen by the last Get or write
 }
 
-// Chunks returns the RowKeys of the physical entities the last Get or Put
+// Chunks returns the RowKeys of the physical entities the last Get or write
 // saw (leftovers of an older, larger version included).
 func (e *WideEntity) Chunks() []string { return slices.Clone(e.rows) }
 
@@ -56,13 +57,14 @@ func (e *WideEntity) Chunks() []string { return slices.Clone(e.rows) }
 // ...; properties are packed in name order, at most 252 (and about 1 MiB)
 // per physical entity, and the first one also records the chunk count.
 //
-// Put writes every physical entity in one entity group transaction, so a
+// Insert, Replace and Upsert write every physical entity in one entity
+// group transaction, so a
 // logical entity is never seen half written, and deletes in the same
 // transaction the chunks a shrinking entity no longer needs. Get reads all
 // of them with one range query: one request, where the guide needs one per
 // physical entity. Readers ignore chunks beyond the recorded count, so
 // leftovers of a blind write (one that did not read the entity first)
-// are never returned; the next Put of a value read by Get deletes them.
+// are never returned; the next Replace of a value read by Get deletes them.
 //
 // A logical entity spans at most MaxWideChunks physical entities and one
 // transaction body (4 MiB). WideEntities is safe for concurrent use.
@@ -70,11 +72,15 @@ type WideEntities struct {
 	t *Table[entity.Entity]
 }
 
-// NewWideEntities returns the wide entity repository of table name; opts
-// chooses the transport (SDKPath), nil means the defaults. It makes no
+// NewWideEntities returns the wide entity repository of table name;
+// opts.Table chooses the transport (SDKPath), nil means the defaults. It makes no
 // request; call CreateIfNotExists to create the table.
-func NewWideEntities(acct *tablekit.Account, name string, opts *TableOptions) (*WideEntities, error) {
-	t, err := NewTable[entity.Entity](acct, name, &TableOptions{SDKPath: opts != nil && opts.SDKPath})
+func NewWideEntities(acct *tablekit.Account, name string, opts *WideEntitiesOptions) (*WideEntities, error) {
+	var o WideEntitiesOptions
+	if opts != nil {
+		o = *opts
+	}
+	t, err := NewTable[entity.Entity](acct, name, o.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +92,8 @@ func (w *WideEntities) Table() *Table[entity.Entity] { return w.t }
 
 // CreateIfNotExists creates the table; an existing one is not an error.
 // One request.
-func (w *WideEntities) CreateIfNotExists(ctx context.Context) error {
-	return w.t.CreateIfNotExists(ctx)
+func (w *WideEntities) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
+	return w.t.CreateIfNotExists(ctx, opts)
 }
 
 // WideChunkRowKey returns the RowKey of physical entity i of the logical
@@ -102,7 +108,7 @@ func wideChunkPrefix(rk string) string {
 
 // Get reads the logical entity (pk, rk) with one range query: one request.
 // It fails with tablekit.ErrNotFound when the entity does not exist.
-func (w *WideEntities) Get(ctx context.Context, pk, rk string) (*WideEntity, error) {
+func (w *WideEntities) Get(ctx context.Context, pk, rk string, opts *GetOptions) (*WideEntity, error) {
 	if err := validateKeys(pk, rk); err != nil {
 		return nil, err
 	}
@@ -149,16 +155,64 @@ func (w *WideEntities) Get(ctx context.Context, pk, rk string) (*WideEntity, err
 	return out, nil
 }
 
-// Put writes the logical entity e in one entity group transaction: one
-// request. When e.ETag is set (e was read by Get or written by Put) the
-// write is conditional on it and fails with tablekit.ErrPreconditionFailed
-// (wrapped in a *tablekit.TransactionError) when another writer changed the
-// entity since; physical entities e had that the new version does not need
-// are deleted in the same transaction. With an empty ETag the write is
-// unconditional (insert or replace). On success e.ETag is the new version.
-func (w *WideEntities) Put(ctx context.Context, e *WideEntity) error {
+// Insert writes the new logical entity e in one entity group transaction:
+// one request. It fails with tablekit.ErrAlreadyExists (wrapped in a
+// *tablekit.TransactionError) when the entity exists. On success e.ETag
+// is the new version. opts is reserved; pass nil.
+func (w *WideEntities) Insert(ctx context.Context, e *WideEntity, opts *InsertOptions) error {
+	return w.write(ctx, e, OpInsert, "")
+}
+
+// Replace writes e over the stored logical entity in one entity group
+// transaction: one request. As Table.Replace, it is conditional on e.ETag
+// unless opts say otherwise, and fails with tablekit.ErrPreconditionFailed
+// when another writer changed the entity since it was read, or
+// tablekit.ErrNotFound when it does not exist (both wrapped in a
+// *tablekit.TransactionError). Physical entities e had when it was read
+// that the new version does not need are deleted in the same transaction.
+// On success e.ETag is the new version.
+func (w *WideEntities) Replace(ctx context.Context, e *WideEntity, opts *WriteOptions) error {
 	if e == nil {
-		return fmt.Errorf("tablekit: wide entity on %s: %w: nil *WideEntity", w.t.name, tablekit.ErrInvalidEntity)
+		return w.nilEntity()
+	}
+	etag, err := condition(e.ETag, opts, w.describe(e.PartitionKey, e.RowKey))
+	if err != nil {
+		return err
+	}
+	if etag == azcore.ETagAny {
+		etag = ""
+	}
+	return w.write(ctx, e, OpReplace, string(etag))
+}
+
+// Upsert writes e whether or not it exists, whatever its version, in one
+// entity group transaction: one request. Only UpsertReplace is possible:
+// a wide entity's properties are packed over its physical entities by
+// name, so a merge could not keep the packing; read it with Get and
+// Replace it instead (UpsertMerge is refused with
+// tablekit.ErrInvalidArgument). On success e.ETag is the new version.
+func (w *WideEntities) Upsert(ctx context.Context, e *WideEntity, opts *UpsertOptions) error {
+	mode, err := upsertMode(opts)
+	if err != nil {
+		return err
+	}
+	if mode == UpsertMerge {
+		return fmt.Errorf("tablekit: wide entities %s: %w: UpsertMerge cannot keep a wide entity's packing; Get it and Replace it", w.t.name, tablekit.ErrInvalidArgument)
+	}
+	return w.write(ctx, e, OpUpsertReplace, "")
+}
+
+func (w *WideEntities) nilEntity() error {
+	return fmt.Errorf("tablekit: wide entity on %s: %w: nil *WideEntity", w.t.name, tablekit.ErrInvalidArgument)
+}
+
+// write writes every physical entity of e in one transaction, the first
+// with the operation first (conditional on etag when set), the others as
+// upserts, and deletes the chunks e was read with that it no longer
+// needs.
+func (w *WideEntities) write(ctx context.Context, e *WideEntity, first OpType, etag string) error {
+	if e == nil {
+		return w.nilEntity()
 	}
 	if err := validateKeys(e.PartitionKey, e.RowKey); err != nil {
 		return err
@@ -175,15 +229,17 @@ func (w *WideEntities) Put(ctx context.Context, e *WideEntity) error {
 			return fmt.Errorf("tablekit: wide entity %s: physical entity %d: %w", w.describe(e.PartitionKey, e.RowKey), i, err)
 		}
 		op := Op{Type: OpUpsertReplace, PartitionKey: c.PartitionKey, RowKey: c.RowKey, Entity: body}
-		if i == 0 && e.ETag != "" {
-			op.Type, op.ETag = OpReplace, e.ETag
+		if i == 0 {
+			op.Type, op.ETag = first, etag
 		}
 		ops = append(ops, op)
 		written[c.RowKey] = true
 	}
-	for _, rk := range e.rows {
-		if !written[rk] {
-			ops = append(ops, Op{Type: OpDelete, PartitionKey: e.PartitionKey, RowKey: rk})
+	if first != OpInsert {
+		for _, rk := range e.rows {
+			if !written[rk] {
+				ops = append(ops, Op{Type: OpDelete, PartitionKey: e.PartitionKey, RowKey: rk})
+			}
 		}
 	}
 	if len(ops) > MaxTransactionOps {
@@ -202,24 +258,34 @@ func (w *WideEntities) Put(ctx context.Context, e *WideEntity) error {
 	return nil
 }
 
-// Delete removes every physical entity of e in one transaction, conditional
-// on e.ETag when set. When e was neither read nor written by this
-// repository it is read first (two requests); otherwise one request. A
-// missing entity is tablekit.ErrNotFound.
-func (w *WideEntities) Delete(ctx context.Context, e *WideEntity) error {
+// Delete removes every physical entity of e in one transaction. As
+// Table.Delete, it is conditional on e.ETag unless opts say otherwise
+// (tablekit.ErrPreconditionFailed when the entity changed). When e was
+// neither read nor written by this repository it is read first (two
+// requests); otherwise one request. A missing entity is
+// tablekit.ErrNotFound.
+func (w *WideEntities) Delete(ctx context.Context, e *WideEntity, opts *WriteOptions) error {
 	if e == nil {
-		return fmt.Errorf("tablekit: wide entity on %s: %w: nil *WideEntity", w.t.name, tablekit.ErrInvalidEntity)
+		return w.nilEntity()
 	}
-	rows, etag := e.rows, e.ETag
+	cond, err := condition(e.ETag, opts, w.describe(e.PartitionKey, e.RowKey))
+	if err != nil {
+		return err
+	}
+	etag := string(cond)
+	if cond == azcore.ETagAny {
+		etag = ""
+	}
+	rows := e.rows
 	if len(rows) == 0 {
-		cur, err := w.Get(ctx, e.PartitionKey, e.RowKey)
+		cur, err := w.Get(ctx, e.PartitionKey, e.RowKey, nil)
 		if err != nil {
 			return err
 		}
-		rows = cur.rows
-		if etag == "" {
-			etag = cur.ETag
+		if etag != "" && cur.ETag != etag {
+			return fmt.Errorf("tablekit: delete wide entity %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrPreconditionFailed, cur.ETag, etag)
 		}
+		rows, etag = cur.rows, cur.ETag
 	}
 	first := WideChunkRowKey(e.RowKey, 0)
 	ops := make([]Op, 0, len(rows))

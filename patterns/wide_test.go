@@ -39,7 +39,7 @@ func newWideEntities(t *testing.T) (w *patterns.WideEntities, c *tablekit.Reques
 	acct, c := testenv.CountingAccount(t)
 	w, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)
 	must(t, err)
-	must(t, w.Table().CreateIfNotExists(context.Background()))
+	must(t, w.Table().CreateIfNotExists(context.Background(), nil))
 	return w, c
 }
 
@@ -48,9 +48,9 @@ func TestWideEntityGuide365DailyCounts(t *testing.T) {
 	w, c := newWideEntities(t)
 	c.Reset()
 	e := wideDays("Sales", "000123", 365, 1)
-	must(t, w.Put(ctx, e))
+	must(t, widePut(w, ctx, e))
 	requests(t, c, 1, "Put of 365 properties")
-	got, err := w.Get(ctx, "Sales", "000123")
+	got, err := w.Get(ctx, "Sales", "000123", nil)
 	must(t, err)
 	requests(t, c, 1, "Get of a wide entity")
 	if len(got.Properties) != 365 || got.Properties["D0200"] != entity.Int32(200) || got.ETag != e.ETag {
@@ -70,15 +70,15 @@ func TestWideEntityGuide365DailyCounts(t *testing.T) {
 	stale := wideDays("Sales", "000123", 365, 2)
 	stale.ETag = "W/\"datetime'2000-01-01T00%3A00%3A00Z'\""
 	c.Reset()
-	if err := w.Put(ctx, stale); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+	if err := widePut(w, ctx, stale); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Errorf("Put with a stale ETag = %v, want ErrPreconditionFailed", err)
 	}
 	requests(t, c, 1, "a refused Put")
-	if err := w.Delete(ctx, got); err != nil {
+	if err := w.Delete(ctx, got, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Delete of a read wide entity")
-	if _, err := w.Get(ctx, "Sales", "000123"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := w.Get(ctx, "Sales", "000123", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get after Delete = %v, want ErrNotFound", err)
 	}
 	if rows := widePhysicalRows(t, w, "Sales"); len(rows) != 0 {
@@ -90,15 +90,15 @@ func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	ctx := context.Background()
 	w, c := newWideEntities(t)
 	// A neighbour whose RowKey shares the prefix must not be touched.
-	if err := w.Put(ctx, wideDays("p", "e1", 3, 1)); err != nil {
+	if err := widePut(w, ctx, wideDays("p", "e1", 3, 1)); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()
 	big := wideDays("p", "e", 1000, 3)
 	big.Properties["Note"] = entity.String("a string too")
-	must(t, w.Put(ctx, big))
+	must(t, widePut(w, ctx, big))
 	requests(t, c, 1, "Put of 1,001 properties")
-	got, err := w.Get(ctx, "p", "e")
+	got, err := w.Get(ctx, "p", "e", nil)
 	must(t, err)
 	requests(t, c, 1, "Get of 1,001 properties")
 	if len(got.Properties) != 1001 {
@@ -117,7 +117,7 @@ func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	// chunks and deletes the other two.
 	small := wideDays("p", "e", 300, 5)
 	got.Properties = small.Properties
-	if err := w.Put(ctx, got); err != nil {
+	if err := widePut(w, ctx, got); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Put that shrinks 4 chunks to 2")
@@ -129,7 +129,7 @@ func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	if fmt.Sprint(names) != "[e1_00 e_00 e_01]" {
 		t.Errorf("physical rows after the shrink: %v, want [e1_00 e_00 e_01]", names)
 	}
-	again, err := w.Get(ctx, "p", "e")
+	again, err := w.Get(ctx, "p", "e", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,20 +139,20 @@ func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 
 	// A blind write (not read first) leaves leftovers, which readers
 	// ignore; the next write of a read value deletes them.
-	if err := w.Put(ctx, wideDays("p", "e", 1000, 1)); err != nil {
+	if err := widePut(w, ctx, wideDays("p", "e", 1000, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Put(ctx, wideDays("p", "e", 10, 1)); err != nil {
+	if err := widePut(w, ctx, wideDays("p", "e", 10, 1)); err != nil {
 		t.Fatal(err)
 	}
-	blind, err := w.Get(ctx, "p", "e")
+	blind, err := w.Get(ctx, "p", "e", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(blind.Properties) != 10 || len(blind.Chunks()) != 4 {
 		t.Errorf("after a blind shrink: %d properties over %d rows seen, want 10 over 4", len(blind.Properties), len(blind.Chunks()))
 	}
-	if err := w.Put(ctx, blind); err != nil {
+	if err := widePut(w, ctx, blind); err != nil {
 		t.Fatal(err)
 	}
 	if rows := widePhysicalRows(t, w, "p"); len(rows) != 2 {
@@ -162,7 +162,7 @@ func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
 	bad := wideDays("p", "x", 2, 1)
 	bad.Properties[patterns.WideChunksProperty] = entity.Int32(1)
 	c.Reset()
-	if err := w.Put(ctx, bad); !errors.Is(err, tablekit.ErrInvalidEntity) {
+	if err := widePut(w, ctx, bad); !errors.Is(err, tablekit.ErrInvalidEntity) {
 		t.Errorf("Put with the reserved property = %v, want ErrInvalidEntity", err)
 	}
 	requests(t, c, 0, "a refused Put")

@@ -70,6 +70,11 @@ type ModifyOptions struct {
 	MustExist bool
 	// Typed reads the entity with full metadata (see GetTyped).
 	Typed bool
+	// IfMatch, when set, is the version the caller's change is based on:
+	// a stored entity at another version fails the modify with an error
+	// wrapping tablekit.ErrPreconditionFailed, at once or after a lost
+	// race, without calling fn again.
+	IfMatch string
 	// Race reports whether a failed write lost a race and the loop should
 	// read again; nil means a conflict on any operation (412, or 409 on an
 	// insert, or 404). Errors it refuses are returned as they are.
@@ -148,6 +153,9 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 		if err != nil {
 			return Modified{}, err
+		}
+		if o.IfMatch != "" && o.IfMatch != "*" && stored != nil && etag != o.IfMatch {
+			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity changed since the caller read it (stored ETag %s, expected %s)", o.Verb, label, tablekit.ErrPreconditionFailed, etag, o.IfMatch)
 		}
 		ops, err := fn(stored, etag)
 		if errors.Is(err, ErrNoChange) {

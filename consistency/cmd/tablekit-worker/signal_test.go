@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -126,7 +127,7 @@ func TestUntilEmptyCLI(t *testing.T) {
 		if i == 0 {
 			o = &consistency.EnqueueOptions{Delay: 2 * time.Second}
 		}
-		if err := q.Enqueue(ctx, consistency.NewTransaction(consistency.UpsertEntity(table, b, "")), o); err != nil {
+		if err := q.Enqueue(ctx, consistency.NewTransaction(consistency.UpsertEntity(table, b, tablekit.UpsertReplace)), o); err != nil {
 			t.Fatal(err)
 		}
 	}
