@@ -226,11 +226,11 @@ func sasFixture(t *testing.T) (*tablekit.Account, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []Note{{PartitionKey: "alice", RowKey: "1", Text: "a1"}, {PartitionKey: "alice", RowKey: "2", Text: "a2"}, {PartitionKey: "bob", RowKey: "1", Text: "b1"}} {
-		if err := tbl.Insert(ctx, &n); err != nil {
+		if err := tbl.Insert(ctx, &n, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestTableSASOnAzurite(t *testing.T) {
 	for _, sdk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("SDKPath=%v", sdk), func(t *testing.T) {
 			ro := sasTable(t, readOnly, sdk)
-			got, err := ro.Get(ctx, "alice", "1")
+			got, err := ro.Get(ctx, "alice", "1", nil)
 			if err != nil || got.Text != "a1" {
 				t.Fatalf("Get with an r SAS: %+v, %v", got, err)
 			}
@@ -296,7 +296,7 @@ func TestTableSASOnAzurite(t *testing.T) {
 				t.Fatalf("Query with an r SAS: %d rows, %v; want 2", len(rows), err)
 			}
 			n := Note{PartitionKey: "alice", RowKey: "ro", Text: "x"}
-			if err := ro.Insert(ctx, &n); !errors.Is(err, tablekit.ErrAuthorization) {
+			if err := ro.Insert(ctx, &n, nil); !errors.Is(err, tablekit.ErrAuthorization) {
 				t.Errorf("Insert with an r SAS: %v, want ErrAuthorization", err)
 			}
 			if _, err := ro.DeleteIfExists(ctx, "alice", "1"); !errors.Is(err, tablekit.ErrAuthorization) {
@@ -304,7 +304,7 @@ func TestTableSASOnAzurite(t *testing.T) {
 			}
 
 			for what, sas := range map[string]*tablekit.TableSAS{"expired": expired, "not yet valid": notYet, "other table's": other} {
-				if _, err := sasTable(t, sas, sdk).Get(ctx, "alice", "1"); !errors.Is(err, tablekit.ErrAuthorization) {
+				if _, err := sasTable(t, sas, sdk).Get(ctx, "alice", "1", nil); !errors.Is(err, tablekit.ErrAuthorization) {
 					t.Errorf("Get with an %s SAS: %v, want ErrAuthorization", what, err)
 				}
 			}
@@ -312,14 +312,14 @@ func TestTableSASOnAzurite(t *testing.T) {
 			rw := sasTable(t, readWrite, sdk)
 			rk := fmt.Sprintf("rw-%v", sdk)
 			n = Note{PartitionKey: "alice", RowKey: rk, Text: "new"}
-			if err := rw.Insert(ctx, &n); err != nil {
+			if err := rw.Insert(ctx, &n, nil); err != nil {
 				t.Fatalf("Insert with an raud SAS: %v", err)
 			}
 			n.Text = "changed"
 			if err := rw.Replace(ctx, &n, nil); err != nil {
 				t.Fatalf("Replace with an raud SAS: %v", err)
 			}
-			if err := rw.Upsert(ctx, &Note{PartitionKey: "alice", RowKey: rk + "u", Text: "up"}, patterns.UpsertMerge); err != nil {
+			if err := rw.Upsert(ctx, &Note{PartitionKey: "alice", RowKey: rk + "u", Text: "up"}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 				t.Fatalf("Upsert with an raud SAS: %v", err)
 			}
 			if err := rw.Delete(ctx, &n, nil); err != nil {
@@ -365,11 +365,11 @@ func TestTableSASKeyRange(t *testing.T) {
 	}
 	for _, sdk := range []bool{false, true} {
 		tbl := sasTable(t, sas, sdk)
-		if got, err := tbl.Get(ctx, "alice", "2"); err != nil || got.Text != "a2" {
+		if got, err := tbl.Get(ctx, "alice", "2", nil); err != nil || got.Text != "a2" {
 			t.Fatalf("SDKPath=%v: alice's Get with alice's SAS: %+v, %v", sdk, got, err)
 		}
-		_, errBob := tbl.Get(ctx, "bob", "1")
-		errWrite := tbl.Upsert(ctx, &Note{PartitionKey: "bob", RowKey: "2", Text: "from alice"}, patterns.UpsertReplace)
+		_, errBob := tbl.Get(ctx, "bob", "1", nil)
+		errWrite := tbl.Upsert(ctx, &Note{PartitionKey: "bob", RowKey: "2", Text: "from alice"}, nil)
 		if testenv.Lenient() {
 			// Plain Azurite checks signature, permissions and expiry only;
 			// in strict mode (the default) the proxy enforces the range.
@@ -394,7 +394,7 @@ func TestTableSASKeyRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sdk := range []bool{false, true} {
-		if got, err := sasTable(t, odd, sdk).Get(ctx, "alice", "1"); err != nil || got.Text != "a1" {
+		if got, err := sasTable(t, odd, sdk).Get(ctx, "alice", "1", nil); err != nil || got.Text != "a1" {
 			t.Errorf("SDKPath=%v: Get with bounds %q: %+v, %v", sdk, odd.StringToSign, got, err)
 		}
 	}
@@ -408,7 +408,7 @@ func TestTableSASKeyRange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sasTable(t, pct, false).Get(ctx, "alice", "1"); !errors.Is(err, tablekit.ErrAuthorization) {
+		if _, err := sasTable(t, pct, false).Get(ctx, "alice", "1", nil); !errors.Is(err, tablekit.ErrAuthorization) {
 			t.Errorf("Azurite with a %%20 in a range bound: %v; it refused it (403) when this test was written", err)
 		}
 	}
@@ -435,7 +435,7 @@ func TestTableSASKeyRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Get(ctx, "alice", "2"); !errors.Is(err, tablekit.ErrAuthorization) {
+	if _, err := tbl.Get(ctx, "alice", "2", nil); !errors.Is(err, tablekit.ErrAuthorization) {
 		t.Errorf("Get with aztables' range SAS: %v; want ErrAuthorization (the range is signed but not sent)", err)
 	}
 }
@@ -457,7 +457,7 @@ func TestTableSASBatches(t *testing.T) {
 			Insert(&Note{PartitionKey: "alice", RowKey: rk + "1"}).
 			Insert(&Note{PartitionKey: "alice", RowKey: rk + "2"}).
 			Submit(ctx)
-		_, getErr := tbl.Get(ctx, "alice", rk+"1")
+		_, getErr := tbl.Get(ctx, "alice", rk+"1", nil)
 		if testenv.IsAzurite() {
 			if !errors.Is(err, tablekit.ErrAuthorization) {
 				t.Errorf("SDKPath=%v: SAS batch on Azurite: %v; want ErrAuthorization (Azurite refused SAS on $batch when this test was written)", sdk, err)
@@ -497,10 +497,10 @@ func ExampleAccount_TableSAS() {
 	check(err)
 	notes, err := patterns.NewTable[Note](server, "notesexample", nil)
 	check(err)
-	check(notes.CreateIfNotExists(ctx))
+	check(notes.CreateIfNotExists(ctx, nil))
 	defer func() { check(notes.Drop(ctx)) }()
-	check(notes.Upsert(ctx, &Note{PartitionKey: "alice", RowKey: "1", Text: "buy milk"}, patterns.UpsertReplace))
-	check(notes.Upsert(ctx, &Note{PartitionKey: "bob", RowKey: "1", Text: "bob's secret"}, patterns.UpsertReplace))
+	check(notes.Upsert(ctx, &Note{PartitionKey: "alice", RowKey: "1", Text: "buy milk"}, nil))
+	check(notes.Upsert(ctx, &Note{PartitionKey: "bob", RowKey: "1", Text: "bob's secret"}, nil))
 
 	sas, err := server.TableSAS("notesexample",
 		tablekit.TableSASPermissions{Read: true, Add: true, Update: true},
@@ -514,7 +514,7 @@ func ExampleAccount_TableSAS() {
 	check(err)
 	mine, err := patterns.NewTable[Note](client, "notesexample", nil)
 	check(err)
-	check(mine.Insert(ctx, &Note{PartitionKey: "alice", RowKey: "2", Text: "call bob"}))
+	check(mine.Insert(ctx, &Note{PartitionKey: "alice", RowKey: "2", Text: "call bob"}, nil))
 	for n, err := range mine.Query(ctx, keys.PK().Eq("alice"), nil) {
 		check(err)
 		fmt.Println(n.PartitionKey, n.RowKey, n.Text)

@@ -271,8 +271,8 @@ func TestSecretsNotInRequestErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			label := fmt.Sprintf("%s, SDKPath=%v", what, sdk)
-			_, getErr := tbl.Get(ctx, "alice", "1")
-			insErr := tbl.Insert(ctx, &Note{PartitionKey: "alice", RowKey: "leak"})
+			_, getErr := tbl.Get(ctx, "alice", "1", nil)
+			insErr := tbl.Insert(ctx, &Note{PartitionKey: "alice", RowKey: "leak"}, nil)
 			_, qErr := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("alice"), nil))
 			for op, err := range map[string]error{"Get": getErr, "Insert": insErr, "Query": qErr} {
 				if !errors.Is(err, tablekit.ErrAuthorization) {
@@ -337,7 +337,7 @@ func TestSecretsNotInTransportErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = tbl.Get(ctx, "alice", "1")
+		_, err = tbl.Get(ctx, "alice", "1", nil)
 		if err == nil || !tablekit.IsTransient(err) {
 			t.Errorf("SDKPath=%v: Get on a closed port: %v, want a transient error", sdk, err)
 		}
@@ -373,7 +373,7 @@ func TestSecretsNotInLogs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tbl.Get(ctx, "alice", "1"); err != nil {
+		if _, err := tbl.Get(ctx, "alice", "1", nil); err != nil {
 			t.Fatalf("SDKPath=%v: Get: %v", sdk, err)
 		}
 	}

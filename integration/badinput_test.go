@@ -38,7 +38,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := people.CreateIfNotExists(ctx); err != nil {
+	if err := people.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	bags, err := patterns.NewTable[entity.Entity](acct, people.Name(), nil)
@@ -54,14 +54,14 @@ func TestBadInputCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	insert := func(p Person) func() error { return func() error { return people.Insert(ctx, &p) } }
+	insert := func(p Person) func() error { return func() error { return people.Insert(ctx, &p, nil) } }
 	wideBag := func(n int, each string) func() error {
 		return func() error {
 			e := entity.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]entity.Value{}}
 			for i := 0; i < n; i++ {
 				e.Properties["P"+strings.Repeat("x", i%5)+string(rune('A'+i%26))+itoa(i)] = entity.String(each)
 			}
-			return bags.Insert(ctx, &e)
+			return bags.Insert(ctx, &e, nil)
 		}
 	}
 	cases := []struct {
@@ -81,10 +81,10 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"RowKey not UTF-8", insert(Person{PartitionKey: "p", RowKey: "a\xffb"}), tablekit.ErrInvalidKey},
 		{"PartitionKey of 513 units", insert(Person{PartitionKey: strings.Repeat("k", 513), RowKey: "1"}), tablekit.ErrInvalidKey},
 		{"RowKey of 257 non-BMP characters (514 units)", insert(Person{PartitionKey: "p", RowKey: strings.Repeat("𝄞", 257)}), tablekit.ErrInvalidKey},
-		{"Get with a forbidden key", func() error { _, err := people.Get(ctx, "p", "a/b"); return err }, tablekit.ErrInvalidKey},
+		{"Get with a forbidden key", func() error { _, err := people.Get(ctx, "p", "a/b", nil); return err }, tablekit.ErrInvalidKey},
 		{"DeleteIfExists with a forbidden key", func() error { _, err := people.DeleteIfExists(ctx, "a#b", "1"); return err }, tablekit.ErrInvalidKey},
 		{"Update with a forbidden key", func() error {
-			_, err := people.Update(ctx, "p", "a?b", func(*Person) error { return nil })
+			_, err := people.Update(ctx, "p", "a?b", func(*Person) error { return nil }, nil)
 			return err
 		}, tablekit.ErrInvalidKey},
 
@@ -95,18 +95,18 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"binary over 64 KiB", insert(Person{PartitionKey: "p", RowKey: "1", Photo: make([]byte, 64<<10+1)}), tablekit.ErrInvalidEntity},
 		{"uint64 over Int64", insert(Person{PartitionKey: "p", RowKey: "1", Visits: math.MaxUint64}), tablekit.ErrInvalidEntity},
 		{"DateTime before 1601", insert(Person{PartitionKey: "p", RowKey: "1", Born: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)}), tablekit.ErrInvalidEntity},
-		{"nil entity", func() error { return people.Insert(ctx, nil) }, tablekit.ErrInvalidEntity},
+		{"nil entity", func() error { return people.Insert(ctx, nil, nil) }, tablekit.ErrInvalidEntity},
 		{"invalid property name", func() error {
 			e := entity.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]entity.Value{"not valid": entity.String("x")}}
-			return bags.Insert(ctx, &e)
+			return bags.Insert(ctx, &e, nil)
 		}, tablekit.ErrInvalidEntity},
 		{"property name of 256 characters", func() error {
 			e := entity.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]entity.Value{strings.Repeat("a", 256): entity.String("x")}}
-			return bags.Insert(ctx, &e)
+			return bags.Insert(ctx, &e, nil)
 		}, tablekit.ErrInvalidEntity},
 		{"reserved property name", func() error {
 			e := entity.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]entity.Value{"Timestamp": entity.String("x")}}
-			return bags.Insert(ctx, &e)
+			return bags.Insert(ctx, &e, nil)
 		}, tablekit.ErrInvalidEntity},
 
 		// Go types the codec cannot store, reported when the table is made.
@@ -206,7 +206,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		}, tablekit.ErrInvalidEntity},
 
 		// Patterns.
-		{"data series slot out of range", func() error { return series.Set(ctx, "p", "r", 24, 1) }, tablekit.ErrInvalidArgument},
+		{"data series slot out of range", func() error { return series.Upsert(ctx, "p", "r", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }, tablekit.ErrInvalidArgument},
 		{"data series over the property limit", func() error { _, err := patterns.NewDataSeries[int64](acct, "series", 253, nil); return err }, tablekit.ErrInvalidEntity},
 
 		// Queue messages built by the client.
@@ -251,11 +251,11 @@ func TestHostileFilterValuesStayLiterals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := people.CreateIfNotExists(ctx); err != nil {
+	if err := people.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []Person{{PartitionKey: "p", RowKey: "1", Name: "alice"}, {PartitionKey: "p", RowKey: "2", Name: "x' or Name ne 'y"}} {
-		if err := people.Insert(ctx, &p); err != nil {
+		if err := people.Insert(ctx, &p, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -83,8 +83,8 @@ func newDirectory(t *testing.T, acct *tablekit.Account) *directory {
 	if d.archive, err = patterns.NewTable[Employee](acct, testenv.TableName(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, create := range []func(context.Context) error{d.hr.CreateIfNotExists, d.org.CreateIfNotExists, d.names.CreateIfNotExists, d.photos.CreateIfNotExists, d.archive.CreateIfNotExists} {
-		if err := create(ctx); err != nil {
+	for _, create := range []func(context.Context, *patterns.CreateOptions) error{d.hr.CreateIfNotExists, d.org.CreateIfNotExists, d.names.CreateIfNotExists, d.photos.CreateIfNotExists, d.archive.CreateIfNotExists} {
+		if err := create(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,13 +168,13 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 			return nil
 		}
 		var err error
-		if _, err = d.hr.Update(ctx, e.PartitionKey, e.RowKey, rename); err != nil {
+		if _, err = d.hr.Update(ctx, e.PartitionKey, e.RowKey, rename, nil); err != nil {
 			t.Fatalf("hr rename: %v", err)
 		}
-		if _, err = d.org.Update(ctx, e.PartitionKey, e.RowKey, rename); err != nil {
+		if _, err = d.org.Update(ctx, e.PartitionKey, e.RowKey, rename, nil); err != nil {
 			t.Fatalf("org rename: %v", err)
 		}
-		if _, err = d.names.Update(ctx, e.PartitionKey, e.RowKey, rename); err != nil {
+		if _, err = d.names.Update(ctx, e.PartitionKey, e.RowKey, rename, nil); err != nil {
 			t.Fatalf("names rename: %v", err)
 		}
 		_ = rename(e)
@@ -184,7 +184,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 	// New photos for some: the old blobs must go.
 	for _, i := range []int{1, 5, 9} {
 		b := Badge{PartitionKey: staff[i].PartitionKey, RowKey: staff[i].RowKey, Photo: photo(staff[i], 2)}
-		if err := d.photos.Put(ctx, &b); err != nil {
+		if err := d.photos.Upsert(ctx, &b, nil); err != nil {
 			t.Fatalf("replace photo: %v", err)
 		}
 	}
@@ -201,16 +201,16 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 		if err := d.queue.Enqueue(ctx, consistency.NewTransaction(consistency.UpsertEntity(d.archive.Name(), body, tablekit.UpsertReplace)), nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.hr.Delete(ctx, e.PartitionKey, e.RowKey); err != nil {
+		if err := d.hr.Delete(ctx, &Employee{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 			t.Fatalf("hr delete: %v", err)
 		}
-		if err := d.org.Delete(ctx, e.PartitionKey, e.RowKey); err != nil {
+		if err := d.org.Delete(ctx, &Employee{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 			t.Fatalf("org delete: %v", err)
 		}
-		if err := d.names.Delete(ctx, e.PartitionKey, e.RowKey); err != nil {
+		if err := d.names.Delete(ctx, &Employee{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 			t.Fatalf("names delete: %v", err)
 		}
-		if err := d.photos.Delete(ctx, e.PartitionKey, e.RowKey); err != nil {
+		if err := d.photos.Delete(ctx, &Badge{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 			t.Fatalf("photos delete: %v", err)
 		}
 		archived[e.RowKey] = true
@@ -224,7 +224,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 
 	// The intra-partition index is consistent at once (one EGT).
 	for _, e := range staff {
-		got, err := d.hr.Lookup(ctx, "email", e.PartitionKey, e.Email)
+		got, err := d.hr.Lookup(ctx, "email", e.PartitionKey, e.Email, nil)
 		switch {
 		case archived[e.RowKey]:
 			if !errors.Is(err, tablekit.ErrNotFound) {
@@ -236,7 +236,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 	}
 	for _, i := range []int{0, 7, 12} {
 		old := employee(depts[i%3], 100+i, lasts[i%4])
-		if _, err := d.hr.Lookup(ctx, "email", old.PartitionKey, old.Email); !errors.Is(err, tablekit.ErrNotFound) {
+		if _, err := d.hr.Lookup(ctx, "email", old.PartitionKey, old.Email, nil); !errors.Is(err, tablekit.ErrNotFound) {
 			t.Errorf("old email %s still resolves after the rename: %v", old.Email, err)
 		}
 	}
@@ -251,7 +251,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 			return fmt.Errorf("org index: %d primaries, missing %v, orphans %v", rep.Primaries, rep.Missing, rep.Orphans)
 		}
 		for _, e := range live {
-			got, err := d.org.Lookup(ctx, "email", "all", e.Email)
+			got, err := d.org.Lookup(ctx, "email", "all", e.Email, nil)
 			if err != nil || got.RowKey != e.RowKey || got.LastName != e.LastName {
 				return fmt.Errorf("org lookup %s = %+v, %v", e.Email, got, err)
 			}
@@ -261,7 +261,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 			want[e.LastName] = append(want[e.LastName], keys.Join(e.PartitionKey, e.RowKey))
 		}
 		for _, last := range append(slices.Clone(lasts), "RenamedSmith", "RenamedCao", "RenamedHall", "RenamedJones") {
-			members, err := d.names.Members(ctx, last)
+			members, err := d.names.Members(ctx, last, nil)
 			if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 				return err
 			}
@@ -293,7 +293,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 		return nil
 	})
 	for _, e := range live {
-		b, err := d.photos.Get(ctx, e.PartitionKey, e.RowKey)
+		b, err := d.photos.Get(ctx, e.PartitionKey, e.RowKey, nil)
 		if err != nil {
 			t.Fatalf("photo of %s: %v", e.RowKey, err)
 		}
@@ -314,11 +314,11 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 func hire(t *testing.T, ctx context.Context, d *directory, e Employee) {
 	t.Helper()
 	for _, insert := range []func() error{
-		func() error { x := e; return d.hr.Insert(ctx, &x) },
-		func() error { x := e; return d.org.Insert(ctx, &x) },
-		func() error { x := e; return d.names.Insert(ctx, &x) },
+		func() error { x := e; return d.hr.Insert(ctx, &x, nil) },
+		func() error { x := e; return d.org.Insert(ctx, &x, nil) },
+		func() error { x := e; return d.names.Insert(ctx, &x, nil) },
 		func() error {
-			return d.photos.Insert(ctx, &Badge{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Photo: photo(e, 1)})
+			return d.photos.Insert(ctx, &Badge{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Photo: photo(e, 1)}, nil)
 		},
 	} {
 		if err := insert(); err != nil {

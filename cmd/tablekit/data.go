@@ -353,7 +353,7 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	if a.create {
-		if err := tbl.CreateIfNotExists(ctx); err != nil {
+		if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
 			return err
 		}
 	}

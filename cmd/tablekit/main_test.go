@@ -95,7 +95,7 @@ func newRows(t *testing.T) *rows {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return tbl

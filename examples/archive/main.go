@@ -83,11 +83,11 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := current.CreateIfNotExists(ctx); err != nil {
+	if err := current.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, current.Drop(ctx)) }()
-	if err := archive.CreateIfNotExists(ctx); err != nil {
+	if err := archive.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, archive.Drop(ctx)) }()
@@ -117,7 +117,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		{PartitionKey: "Sales", RowKey: "000456", FirstName: "Lee", LastName: "Park", Age: 58},
 		{PartitionKey: "Sales", RowKey: "000789", FirstName: "Ana", LastName: "Ruiz", Age: 44},
 	} {
-		if err := current.Insert(ctx, &e); err != nil {
+		if err := current.Insert(ctx, &e, nil); err != nil {
 			return err
 		}
 	}
@@ -151,7 +151,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		ids = append(ids, e.RowKey)
 	}
 	fmt.Printf("Current, Sales partition: %v: %s\n", ids, plural(requests.Take()))
-	got, err := archive.Get(ctx, "Sales", "000456")
+	got, err := archive.Get(ctx, "Sales", "000456", nil)
 	if err != nil {
 		return err
 	}
@@ -163,11 +163,11 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		return err
 	}
 	n := requests.Take()
-	_, err = current.Get(ctx, "Sales", "000456")
+	_, err = current.Get(ctx, "Sales", "000456", nil)
 	if !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("000456 is back in Current: %v", err)
 	}
-	if _, err := archive.Get(ctx, "Sales", "000456"); err != nil {
+	if _, err := archive.Get(ctx, "Sales", "000456", nil); err != nil {
 		return err
 	}
 	requests.Take()
@@ -181,8 +181,8 @@ func waitArchived(ctx context.Context, current, archive *patterns.Table[Employee
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		_, errCur := current.Get(ctx, pk, rk)
-		_, errArc := archive.Get(ctx, pk, rk)
+		_, errCur := current.Get(ctx, pk, rk, nil)
+		_, errArc := archive.Get(ctx, pk, rk, nil)
 		if errors.Is(errCur, tablekit.ErrNotFound) && errArc == nil {
 			return nil
 		}

@@ -163,8 +163,11 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err != nil {
 		return err
 	}
-	for _, create := range []func(context.Context) error{dir.CreateIfNotExists, emails.CreateIfNotExists, names.CreateIfNotExists, org.CreateIfNotExists, queue.Create} {
-		if err := create(ctx); err != nil {
+	if err := queue.Create(ctx); err != nil {
+		return err
+	}
+	for _, create := range []func(context.Context, *patterns.CreateOptions) error{dir.CreateIfNotExists, emails.CreateIfNotExists, names.CreateIfNotExists, org.CreateIfNotExists} {
+		if err := create(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -204,12 +207,12 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 		{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales", EmployeeCount: depts["Sales"], ManagerFullName: "Mary Smith"},
 		{PartitionKey: "Marketing", RowKey: "Department", DepartmentName: "Marketing", EmployeeCount: depts["Marketing"], ManagerFullName: "Ana Ruiz"},
 	} {
-		if err := dir.Insert(ctx, &d); err != nil {
+		if err := dir.Insert(ctx, &d, nil); err != nil {
 			return err
 		}
 	}
 	for _, e := range staff {
-		if err := dir.Insert(ctx, &e); err != nil {
+		if err := dir.Insert(ctx, &e, nil); err != nil {
 			return err
 		}
 	}
@@ -231,7 +234,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}
 	fmt.Printf("        cost: %s (a partition scan)\n", plural(requests.Take()))
 
-	row, err := dir.Get(ctx, "Sales", "000223")
+	row, err := dir.Get(ctx, "Sales", "000223", nil)
 	if err != nil {
 		return err
 	}
@@ -244,13 +247,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	fmt.Println("\n== intra-partition secondary index: email_ copies in the same partition")
 	for _, e := range staff {
 		e.RowKey = "empid_" + e.RowKey // the guide's prefixed primary RowKey
-		if err := emails.Insert(ctx, &e); err != nil {
+		if err := emails.Insert(ctx, &e, nil); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("wrote   %d employees, each with its email copy in one transaction: %s\n", len(staff), plural(requests.Take()))
 
-	byEmail, err := emails.Lookup(ctx, "email", "Sales", "jonesj@contoso.com")
+	byEmail, err := emails.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
 	if err != nil {
 		return err
 	}
@@ -268,7 +271,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	// A second employee of the partition cannot take a unique address:
 	// the whole transaction fails and nothing is written.
 	dup := Employee{PartitionKey: "Sales", RowKey: "empid_000999", FirstName: "Joe", LastName: "Doe", Email: "jonesj@contoso.com"}
-	if err := emails.Insert(ctx, &dup); err == nil {
+	if err := emails.Insert(ctx, &dup, nil); err == nil {
 		return errors.New("a duplicate email was accepted")
 	} else if !errors.Is(err, tablekit.ErrAlreadyExists) {
 		return err
@@ -278,15 +281,15 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if _, err := emails.Update(ctx, "Sales", "empid_000223", func(e *Employee) error {
 		e.Email = "jane.jones@contoso.com"
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	fmt.Printf("update  Jane's email, entity and copies in one transaction: %s\n", plural(requests.Take()))
-	if _, err := emails.Lookup(ctx, "email", "Sales", "jonesj@contoso.com"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := emails.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("old email lookup: got %v, want not found", err)
 	}
 	fmt.Printf("lookup  jonesj@contoso.com -> not found any more: %s\n", plural(requests.Take()))
-	moved, err := emails.Lookup(ctx, "email", "Sales", "jane.jones@contoso.com")
+	moved, err := emails.Lookup(ctx, "email", "Sales", "jane.jones@contoso.com", nil)
 	if err != nil {
 		return err
 	}
@@ -294,13 +297,13 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 
 	fmt.Println("\n== index entities (option 2): Sales/Jones lists the Sales employees named Jones")
 	for _, e := range staff {
-		if err := names.Insert(ctx, &e); err != nil {
+		if err := names.Insert(ctx, &e, nil); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("wrote   %d employees, each a read of its index entity and one transaction: %s\n", len(staff), plural(requests.Take()))
 
-	jones, err := names.Lookup(ctx, "Sales", "Jones")
+	jones, err := patterns.Collect(names.Find(ctx, "Sales", "Jones", nil))
 	if err != nil {
 		return err
 	}
@@ -316,28 +319,32 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if _, err := names.Update(ctx, "Sales", "000152", func(e *Employee) error {
 		e.LastName = "Hall"
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	fmt.Printf("rename  000152 Jones -> Hall, three entities in one transaction: %s\n", plural(requests.Take()))
 	for _, last := range []string{"Jones", "Hall"} {
-		ids, err := names.Members(ctx, "Sales", last)
+		members, err := names.Members(ctx, "Sales", last, nil)
 		if err != nil {
 			return err
+		}
+		var ids []string
+		for _, m := range members {
+			ids = append(ids, m.RowKey)
 		}
 		fmt.Printf("members Sales/%s -> [%s]: %s\n", last, strings.Join(ids, " "), plural(requests.Take()))
 	}
 
 	fmt.Println("\n== inter-partition secondary index: an organisation-wide email index kept by the worker")
 	for _, e := range staff {
-		if err := org.Insert(ctx, &e); err != nil {
+		if err := org.Insert(ctx, &e, nil); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("wrote   %d employees, each an enqueued intent and an insert: %s\n", len(staff), plural(requests.Take()))
 	for _, e := range staff {
 		if err := waitFor(ctx, func() (bool, error) {
-			_, err := org.Lookup(ctx, "email", firstLetter(e.Email), e.Email)
+			_, err := org.Lookup(ctx, "email", firstLetter(e.Email), e.Email, nil)
 			if errors.Is(err, tablekit.ErrNotFound) {
 				return false, nil
 			}
@@ -349,7 +356,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	requests.Take() // the polling is not part of the story
 	fmt.Println("worker  wrote the copies into partitions email_d, email_j and email_k")
 
-	ken, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com")
+	ken, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com", nil)
 	if err != nil {
 		return err
 	}
@@ -359,12 +366,12 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if _, err := org.Update(ctx, "Marketing", "000301", func(e *Employee) error {
 		e.Email = "ken.jones@contoso.com"
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	fmt.Printf("update  Ken's email (read, enqueue, replace): %s\n", plural(requests.Take()))
 	if err := waitFor(ctx, func() (bool, error) {
-		_, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com")
+		_, err := org.Lookup(ctx, "email", "k", "kenj@contoso.com", nil)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			return true, nil
 		}
@@ -374,7 +381,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}
 	requests.Take()
 	fmt.Println("worker  moved the copy from kenj@ to ken.jones@")
-	ken, err = org.Lookup(ctx, "email", "k", "ken.jones@contoso.com")
+	ken, err = org.Lookup(ctx, "email", "k", "ken.jones@contoso.com", nil)
 	if err != nil {
 		return err
 	}

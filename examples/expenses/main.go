@@ -68,7 +68,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := claims.Table().CreateIfNotExists(ctx); err != nil {
+	if err := claims.Table().CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, claims.Table().Drop(ctx)) }()
@@ -81,7 +81,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	for i, what := range items {
 		at := first.AddDate(0, 0, i)
 		c := ExpenseClaim{PartitionKey: emp, Submitted: at, Description: what, Amount: float64(10 + 7*i)}
-		rk, err := claims.Append(ctx, &c, at)
+		rk, err := claims.Append(ctx, &c, at, nil)
 		if err != nil {
 			return err
 		}

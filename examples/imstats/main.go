@@ -61,11 +61,11 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := hourly.Table().CreateIfNotExists(ctx); err != nil {
+	if err := hourly.Table().CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, hourly.Table().Drop(ctx)) }()
-	if err := daily.Table().CreateIfNotExists(ctx); err != nil {
+	if err := daily.Table().CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, daily.Table().Drop(ctx)) }()
@@ -77,16 +77,16 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	for h := 8; h < 18; h++ {
 		counts[h] = int32(3 + (h*7)%11)
 	}
-	if err := hourly.SetMany(ctx, emp, "today", counts); err != nil {
+	if err := hourly.Upsert(ctx, emp, "today", counts, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 		return err
 	}
 	fmt.Printf("wrote   hours 08 to 17 with one insert-or-merge: %s\n", plural(requests.Take()))
-	n, err := hourly.Add(ctx, emp, "today", 14, 5)
+	n, err := hourly.Add(ctx, emp, "today", 14, 5, nil)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("add     5 messages at 14:00 -> %d (read, then a merge on its ETag): %s\n", n, plural(requests.Take()))
-	series, err := hourly.Get(ctx, emp, "today")
+	series, err := hourly.Get(ctx, emp, "today", nil)
 	if err != nil {
 		return err
 	}
@@ -102,11 +102,11 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	for d := 1; d <= 365; d++ {
 		year.Properties["D"+keys.PadInt(int64(d), 3)] = entity.Int32(int32(d % 17))
 	}
-	if err := daily.Put(ctx, year); err != nil {
+	if err := daily.Insert(ctx, year, nil); err != nil {
 		return err
 	}
 	fmt.Printf("wrote   365 properties over %d physical entities in one transaction: %s\n", len(year.Chunks()), plural(requests.Take()))
-	got, err := daily.Get(ctx, emp, "2024")
+	got, err := daily.Get(ctx, emp, "2024", nil)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	// An update of one day rewrites the logical entity conditionally on
 	// the ETag read, so a concurrent writer's change is never lost.
 	got.Properties["D200"] = entity.Int32(99)
-	if err := daily.Put(ctx, got); err != nil {
+	if err := daily.Replace(ctx, got, nil); err != nil {
 		return err
 	}
 	fmt.Printf("update  D200 = 99 on the ETag read: %s\n", plural(requests.Take()))

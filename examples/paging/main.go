@@ -138,7 +138,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := employees.CreateIfNotExists(ctx); err != nil {
+	if err := employees.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, employees.Drop(ctx)) }()

@@ -94,7 +94,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := staff.CreateIfNotExists(ctx); err != nil {
+	if err := staff.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() {
@@ -125,12 +125,12 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	requests.Take()
 
 	jun := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", LastName: "Cao", Photo: photo(1536<<10, 1)}
-	if err := staff.Insert(ctx, &jun); err != nil {
+	if err := staff.Insert(ctx, &jun, nil); err != nil {
 		return err
 	}
 	fmt.Printf("insert  Sales/000123 with a %d KiB photo (upload the blob, then the entity): %s\n", len(jun.Photo)>>10, plural(requests.Take()))
 
-	lazy, blobs, err := staff.GetLazy(ctx, "Sales", "000123")
+	lazy, blobs, err := staff.GetLazy(ctx, "Sales", "000123", nil)
 	if err != nil {
 		return err
 	}
@@ -154,14 +154,14 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}
 	fmt.Printf("open    streamed %d bytes, checked against the entity's hash: %s\n", streamed, plural(requests.Take()))
 
-	full, err := staff.Get(ctx, "Sales", "000123")
+	full, err := staff.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("get     entity and photo together, photo intact: %v: %s\n", bytes.Equal(full.Photo, jun.Photo), plural(requests.Take()))
 
 	full.Photo = photo(1<<20, 2)
-	if err := staff.Put(ctx, &full); err != nil {
+	if err := staff.Upsert(ctx, &full, nil); err != nil {
 		return err
 	}
 	fmt.Printf("replace the photo (read, upload, replace, enqueue the old blob's cleanup): %s\n", plural(requests.Take()))
@@ -171,7 +171,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	requests.Take() // the polling is not part of the story
 	fmt.Println("worker  removed the old photo's blob")
 
-	_, blobs, err = staff.GetLazy(ctx, "Sales", "000123")
+	_, blobs, err = staff.GetLazy(ctx, "Sales", "000123", nil)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}
 	fmt.Printf("lazy    Photo is now %d bytes: %s\n", blobs[0].Size, plural(requests.Take()))
 
-	if err := staff.Delete(ctx, "Sales", "000123"); err != nil {
+	if err := staff.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		return err
 	}
 	fmt.Printf("delete  the employee (read, delete, enqueue the blob's cleanup): %s\n", plural(requests.Take()))

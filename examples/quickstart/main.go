@@ -49,17 +49,17 @@ func run(ctx context.Context, connStr, tableName string) error {
 	if err != nil {
 		return err
 	}
-	if err := employees.CreateIfNotExists(ctx); err != nil {
+	if err := employees.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 
 	jun := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", LastName: "Cao", Age: 31, Email: "junc@contoso.com", Salary: 3000}
-	if err := employees.Upsert(ctx, &jun, patterns.UpsertReplace); err != nil {
+	if err := employees.Upsert(ctx, &jun, nil); err != nil {
 		return err
 	}
 	fmt.Printf("wrote   %s/%s %s %s\n", jun.PartitionKey, jun.RowKey, jun.FirstName, jun.LastName)
 
-	got, err := employees.Get(ctx, "Sales", "000123")
+	got, err := employees.Get(ctx, "Sales", "000123", nil)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func run(ctx context.Context, connStr, tableName string) error {
 	updated, err := employees.Update(ctx, "Sales", "000123", func(e *Employee) error {
 		e.Age++
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func run(ctx context.Context, connStr, tableName string) error {
 
 	for _, id := range []string{"000124", "000125"} {
 		e := Employee{PartitionKey: "Sales", RowKey: id, FirstName: "Emp" + id, LastName: "Lee"}
-		if err := employees.Upsert(ctx, &e, patterns.UpsertReplace); err != nil {
+		if err := employees.Upsert(ctx, &e, nil); err != nil {
 			return err
 		}
 	}

@@ -87,7 +87,7 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 		for i, u := range users[:1+d%len(users)] {
 			at := day.Add(time.Duration(8+i) * time.Hour).Add(time.Duration(d) * time.Minute)
 			s := SignIn{PartitionKey: u, RowKey: keys.TimeKey(at), At: at, Succeeded: (d+i)%5 != 0, Address: "10.0.0." + strconv.Itoa(1+i)}
-			if err := days.Insert(ctx, at, &s); err != nil {
+			if err := days.Insert(ctx, at, &s, nil); err != nil {
 				return err
 			}
 			written++
@@ -112,7 +112,7 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 	}
 	fmt.Printf("list    %d tables left, %s to %s: %s\n", len(left), left[0], left[len(left)-1], plural(requests.Take()))
 
-	if err := days.Insert(ctx, cutoff.Add(-time.Hour), &SignIn{PartitionKey: "jcao", RowKey: keys.TimeKey(cutoff.Add(-time.Hour)), At: cutoff.Add(-time.Hour)}); !errors.Is(err, patterns.ErrPeriodDropped) {
+	if err := days.Insert(ctx, cutoff.Add(-time.Hour), &SignIn{PartitionKey: "jcao", RowKey: keys.TimeKey(cutoff.Add(-time.Hour)), At: cutoff.Add(-time.Hour)}, nil); !errors.Is(err, patterns.ErrPeriodDropped) {
 		return fmt.Errorf("a write into a dropped day: got %v, want ErrPeriodDropped", err)
 	}
 	fmt.Printf("insert  into a dropped day -> refused (its name is never reused): %s\n", plural(requests.Take()))

@@ -41,7 +41,7 @@ func tablekitDemo(ctx context.Context, connStr string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := src.CreateIfNotExists(ctx); err != nil {
+	if err := src.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, src.Drop(ctx), dst.Drop(ctx)) }()
