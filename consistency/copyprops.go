@@ -29,7 +29,7 @@ const KindCopyProps = "copy-props"
 // source or its property is gone; on a concurrent change of the target,
 // start over. The replace goes through the core's read-modify-write loop,
 // so the target also carries its write-id log (the String property
-// "TablekitUpdates"); a write whose outcome even the log cannot settle
+// "TkUpdates"); a write whose outcome even the log cannot settle
 // fails with tablekit.ErrOutcomeUnknown, which the worker retries.
 type CopyPropsArgs struct {
 	Source EntityRef `json:"source"`

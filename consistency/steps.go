@@ -614,7 +614,7 @@ func cmpStr(a, b string) int {
 // read-modify-write loop, retrying on 412 up to a bound, and repeats if the
 // source changed meanwhile. The index entity also carries the loop's
 // write-id log (the String property wire.UpdateLogProperty,
-// "TablekitUpdates"), which settles a write whose response was lost; when
+// "TkUpdates"), which settles a write whose response was lost; when
 // even the log cannot, the step fails with tablekit.ErrOutcomeUnknown and
 // the worker retries it.
 //

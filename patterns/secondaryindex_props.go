@@ -10,10 +10,14 @@ import (
 	"github.com/tablekit/tablekit/entity"
 )
 
+// ReservedPrefix starts every property tablekit adds to an entity: the
+// write-id log (TkUpdates), a wide entity's chunk count (TkChunks), and the
+// index patterns' properties below. NewTable (and every repository built
+// on it) refuses a type with a property that starts with it.
+const ReservedPrefix = "Tk"
+
 // Properties tablekit adds to the entities of the index patterns. They are
-// C# identifiers, so Azure accepts them, and start with "Tk" so they are
-// unlikely to clash with a struct's own properties (NewIndexedTable and
-// friends refuse a type that has one).
+// C# identifiers, so Azure accepts them, and start with ReservedPrefix.
 const (
 	// PropPrimaryPartitionKey holds, on an inter-partition index copy, the
 	// PartitionKey of the entity it copies.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -75,6 +76,11 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	codec, err := entity.CodecOf(reflect.TypeFor[T](), o.Codec)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range codec.Select() {
+		if strings.HasPrefix(p, ReservedPrefix) {
+			return nil, fmt.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
+		}
 	}
 	w, err := wire.Open(acct, name, &wire.Options{SDKPath: o.SDKPath})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // WideChunksProperty is the property of a wide entity's first physical
 // entity that holds how many physical entities the logical one has now.
 // It is reserved: a logical entity cannot have a property of that name.
-const WideChunksProperty = "WideChunks"
+const WideChunksProperty = "TkChunks"
 
 // MaxWideChunks is the most physical entities a wide entity may span: an
 // entity group transaction holds at most 100 operations, and a write must

@@ -41,7 +41,7 @@ import (
 // last writes of an entity (space-separated), so that a write whose
 // response was lost can tell whether it landed. It is one of the entity's
 // 252 properties.
-const UpdateLogProperty = "TablekitUpdates"
+const UpdateLogProperty = "TkUpdates"
 
 // UpdateLogLen is how many ids the log keeps.
 const UpdateLogLen = 16
