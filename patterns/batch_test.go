@@ -206,7 +206,7 @@ func TestBulkWriteReportsFailuresAndKeepsTheRest(t *testing.T) {
 		items[i] = Employee{PartitionKey: "p", RowKey: fmt.Sprintf("%06d", i), FirstName: "new"}
 	}
 	items[120].RowKey = "bad#key" // fails encoding, before any request
-	res, err := tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Mode: patterns.BulkInsert})
+	res, err := tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Insert: true})
 	var be *patterns.BulkError
 	if !errors.As(err, &be) || !errors.Is(err, tablekit.ErrAlreadyExists) || !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Fatalf("BulkWrite = %v, want a *BulkError with ErrAlreadyExists and ErrInvalidKey", err)

@@ -9,25 +9,18 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/wire"
-)
-
-// BulkMode is what BulkWrite does with each entity.
-type BulkMode int
-
-const (
-	// BulkUpsertReplace inserts or replaces each entity (the default).
-	BulkUpsertReplace BulkMode = iota
-	// BulkUpsertMerge inserts or merges each entity.
-	BulkUpsertMerge
-	// BulkInsert inserts each entity; existing ones are reported as failed.
-	BulkInsert
 )
 
 // BulkOptions configures BulkWrite. A nil *BulkOptions means the defaults.
 type BulkOptions struct {
-	// Mode is the write each entity gets. Default BulkUpsertReplace.
-	Mode BulkMode
+	// Insert inserts each entity; existing ones are reported as failed.
+	// Otherwise each entity is upserted with Mode.
+	Insert bool
+	// Mode is the upsert each entity gets unless Insert is set:
+	// UpsertReplace (the default) or UpsertMerge.
+	Mode UpsertMode
 	// Concurrency bounds the transactions in flight. Default 8: the
 	// performance checklist warns against unbounded parallelism.
 	Concurrency int
@@ -89,7 +82,7 @@ const (
 // requests when under the byte limit.
 //
 // Atomicity holds per transaction only: a BulkWrite as a whole is not
-// atomic. When one entity of a transaction fails (say, BulkInsert meets an
+// atomic. When one entity of a transaction fails (say, an insert (BulkOptions.Insert) meets an
 // existing entity), the service applies none of it; BulkWrite records that
 // entity in BulkResult.Failed and sends the rest of the transaction again,
 // so one bad entity never loses the others. An entity that appears more
@@ -116,10 +109,16 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 	if o.MaxBatchBytes <= 0 || o.MaxBatchBytes > defaultMaxBatchBytes {
 		o.MaxBatchBytes = defaultMaxBatchBytes
 	}
-	if o.Mode == BulkUpsertMerge && t.codec.Encrypted() {
+	if !o.Mode.Valid() {
+		return BulkResult{}, fmt.Errorf("tablekit: bulk write to %s: %w: mode %v is neither UpsertReplace nor UpsertMerge", t.name, tablekit.ErrInvalidArgument, o.Mode)
+	}
+	if !o.Insert && o.Mode == UpsertMerge && t.codec.Encrypted() {
 		return BulkResult{}, ErrEncryptedMerge
 	}
-	opType := map[BulkMode]OpType{BulkUpsertReplace: OpUpsertReplace, BulkUpsertMerge: OpUpsertMerge, BulkInsert: OpInsert}[o.Mode]
+	opType := upsertOp(o.Mode)
+	if o.Insert {
+		opType = OpInsert
+	}
 
 	b := &bulk{ctx: ctx, submit: t.submit, work: make(chan *group)}
 	var wg sync.WaitGroup

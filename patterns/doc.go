@@ -23,12 +23,13 @@
 //
 // Constructors. NewX(acct, name, required arguments..., opts *XOptions):
 // a nil opts means the defaults, and a repository never writes into the
-// caller's options. Options reach the shared table options (codec,
-// transport, update attempts) through a field Table *TableOptions. A
-// constructor checks its arguments and T's type at once (a bad tag fails
-// here, not on the first write) and makes no request.
+// caller's options. Every XOptions reaches the shared table options
+// (codec, transport, MaxAttempts) through a field Table *TableOptions
+// (NewTable takes the TableOptions themselves). A constructor checks its
+// arguments and T's type at once (a bad tag fails here, not on the first
+// write) and makes no request.
 //
-// Creating storage. CreateIfNotExists(ctx) creates everything the
+// Creating storage. CreateIfNotExists(ctx, opts) creates everything the
 // repository uses: its tables, its blob containers and the consistency
 // queue it was given (with that queue's poison queue and container). An
 // existing resource is not an error, so it is safe at every start. Other
@@ -36,25 +37,47 @@
 // calendar: a period's table is created by its first write.
 //
 // Verbs keep one meaning everywhere:
-//   - Get(ctx, pk, rk) returns one item, or an error wrapping
-//     tablekit.ErrNotFound; Lookup(ctx, index, ...) returns one item
+//   - Get(ctx, pk, rk, opts) returns one item, or an error wrapping
+//     tablekit.ErrNotFound; Lookup(ctx, index, ..., opts) returns one item
 //     through a unique index.
-//   - Find and Query return many, as an iter.Seq2[T, error]; Page returns
-//     one page and a token to resume from.
-//   - Insert, Replace, Merge, Upsert and Delete behave as on Table[T]:
-//     Insert fails with tablekit.ErrAlreadyExists on an existing entity;
-//     Replace, Merge and Delete are conditional on the item's ETag
+//   - Find and Query return many, as an iter.Seq2[T, error] (Collect
+//     gathers them); Page returns one page and a token to resume from;
+//     Members returns an index's []Member.
+//   - Insert, Replace, Merge, Upsert and Delete take the item (a *T, or
+//     the repository's item type) and behave as on Table[T]: Insert fails
+//     with tablekit.ErrAlreadyExists on an existing entity; Replace, Merge
+//     and Delete are conditional on the item's ETag
 //     (tablekit.ErrPreconditionFailed when it is stale) unless
-//     WriteOptions say otherwise.
-//   - Update(ctx, pk, rk, fn) reads, applies fn and writes conditionally,
-//     starting over on a concurrent change, with bounded attempts.
+//     WriteOptions say otherwise (Unconditional, or another ETag);
+//     Upsert writes whatever the stored version, replacing unless
+//     UpsertOptions.Mode is UpsertMerge. A repository offers the verbs its
+//     pattern allows: a merge that would break a pattern's layout (a wide
+//     or large entity) is refused with tablekit.ErrInvalidArgument.
+//   - Update(ctx, pk, rk, fn, opts) reads, applies fn and writes
+//     conditionally, starting over on a concurrent change, up to
+//     TableOptions.MaxAttempts (or UpdateOptions.MaxAttempts) times.
 //
 // Keys. A key has the same form in every method of a repository: the
-// RowKey Insert stored is the RowKey Get, Update and Delete take.
+// RowKey Insert stored is the RowKey Get, Update and Delete take, and an
+// IndexedTable's primary prefix takes it too in Lookup, Find, Prefix and
+// Between.
 //
-// Options on I/O. Methods that do I/O take ctx first, and those that may
-// grow take a trailing *Options, nil meaning the defaults, as the Azure
-// SDK's methods do.
+// Options on I/O. Every method that does I/O takes ctx first and a
+// pointer to options last, nil meaning the defaults, as the Azure SDK's
+// methods do: CreateOptions, GetOptions, InsertOptions, WriteOptions,
+// UpsertOptions, UpdateOptions, QueryOptions (and BulkOptions,
+// WhereOptions, MaintenanceOptions, RelatedOptions). Those without fields
+// yet are there so that a method can grow without a new signature.
+//
+// Reserved properties. Every property tablekit adds to an entity starts
+// with ReservedPrefix ("Tk"): the write-id log TkUpdates, a wide entity's
+// TkChunks, the index patterns' TkPrimaryPK, TkPrimaryRK, TkCopies,
+// TkIntent and TkList*. A type with a property of that prefix is refused
+// by its constructor.
+//
+// One upsert mode. UpsertMode (tablekit.UpsertMode) is the one way to say
+// replace or merge: UpsertOptions, BulkOptions and the consistency
+// package's upsert-entity step take it.
 //
 // Errors. Every error wraps at most one of tablekit's sentinels; test them
 // with errors.Is. An argument refused before any request wraps
@@ -72,11 +95,6 @@
 //
 // Requests. Each repository's documentation states how many requests each
 // operation makes; the tests assert those numbers with a request counter.
-//
-// The contract is being adopted before 1.0. Where a repository still
-// differs (Put on WideEntities and LargeEntities, Set on DataSeries,
-// Lookup returning a list, constructors taking a bare *TableOptions or
-// none), CHANGELOG.md lists the planned change under Planned.
 //
 // # Queries and transactions ("Design for querying", "Entity group transactions")
 //

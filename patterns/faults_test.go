@@ -174,7 +174,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	for i := range bulk {
 		bulk[i] = Employee{PartitionKey: fmt.Sprintf("bulk%d", i%4), RowKey: fmt.Sprintf("%05d", i), Age: i}
 	}
-	if res, err := tbl.BulkWrite(ctx, bulk, &patterns.BulkOptions{Mode: patterns.BulkInsert}); err != nil || res.Written != len(bulk) {
+	if res, err := tbl.BulkWrite(ctx, bulk, &patterns.BulkOptions{Insert: true}); err != nil || res.Written != len(bulk) {
 		t.Fatalf("bulk insert under faults: %+v, %v", res, err)
 	}
 

@@ -357,10 +357,6 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 			return err
 		}
 	}
-	mode := patterns.BulkInsert
-	if a.upsert {
-		mode = patterns.BulkUpsertReplace
-	}
 
 	var bad []badLine
 	var lineOf []int // input line of each entity handed to the writer
@@ -405,7 +401,7 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 
 	start := time.Now()
 	stop := a.progress(&read, start)
-	res, werr := tbl.BulkWriteSeq(ctx, entities, &patterns.BulkOptions{Mode: mode, Concurrency: a.concurrency})
+	res, werr := tbl.BulkWriteSeq(ctx, entities, &patterns.BulkOptions{Insert: !a.upsert, Concurrency: a.concurrency})
 	stop()
 
 	var be *patterns.BulkError
