@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/tablekit/tablekit"
@@ -37,8 +36,9 @@ var (
 const CosmosMaxTransactionBytes = 2 << 20
 
 // ErrUnsortedResults is returned (wrapped) by RequireSortedResults when
-// the service does not return query results in PartitionKey, RowKey order.
-var ErrUnsortedResults = errors.New("tablekit: the service does not return query results in PartitionKey, RowKey order")
+// the service does not return query results in PartitionKey, RowKey order:
+// tablekit.ErrUnsortedResults.
+var ErrUnsortedResults = tablekit.ErrUnsortedResults
 
 // ProfileFor returns the profile of an endpoint: CosmosProfile when cosmos
 // (tablehttp.Client.IsCosmos), StorageProfile otherwise.
