@@ -19,9 +19,11 @@ import (
 // Without a Limit, the next page is requested while the loop works through
 // the current one, so the service prepares a page while the client
 // decodes the last (a partition scan's wall time is then the larger of the
-// two, not their sum). A loop that stops early may thus have caused one
-// more page request, which is cancelled. With a Limit, pages are fetched
-// one after the other.
+// two, not their sum). That request starts once the loop has taken the
+// page's first row and continues: a loop that stops at the first row of a
+// page causes no further request, one that stops later may have caused
+// one more, which is cancelled. With a Limit, pages are fetched one after
+// the other.
 func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageReader, error] {
 	return func(yield func(*entity.PageReader, error) bool) {
 		if q.Top <= 0 || q.Top > 1000 {
@@ -33,7 +35,8 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 		var (
 			r       entity.PageReader
 			n       int
-			pending chan fetched // the page being fetched ahead, if any
+			next    *Continuation // the position after the current page
+			pending chan fetched  // the page being fetched ahead, if any
 		)
 		defer func() {
 			if pending != nil {
@@ -41,6 +44,14 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				putPageBuf((<-pending).buf)
 			}
 		}()
+		// fetchAhead requests the next page while the loop works on the
+		// current one.
+		fetchAhead := func() {
+			if ahead && next != nil && pending == nil {
+				pending = make(chan fetched, 1)
+				go func(ch chan<- fetched, pos *Continuation) { ch <- t.fetchPage(fctx, q, pos) }(pending, next)
+			}
+		}
 		// emit yields the rows of r; false means stop.
 		emit := func() bool {
 			for r.Next() {
@@ -51,6 +62,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				if q.Limit > 0 && n >= q.Limit {
 					return false
 				}
+				fetchAhead()
 			}
 			if err := r.Err(); err != nil {
 				yield(nil, err)
@@ -68,10 +80,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				yield(nil, cur.err)
 				return
 			}
-			if ahead && cur.next != nil {
-				pending = make(chan fetched, 1)
-				go func(ch chan<- fetched, pos *Continuation) { ch <- t.fetchPage(fctx, q, pos) }(pending, cur.next)
-			}
+			next = cur.next
 			ok := true
 			if cur.rows == nil {
 				r.Reset(cur.body)
