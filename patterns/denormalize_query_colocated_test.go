@@ -52,7 +52,9 @@ func dqDeptOf(e *dqEmployee) string {
 	return "dept_" + e.Department
 }
 
-func dqCopy(d *dqDepartment, e *dqEmployee) { e.ManagerName, e.ManagerPhone = d.ManagerName, d.ManagerPhone }
+func dqCopy(d *dqDepartment, e *dqEmployee) {
+	e.ManagerName, e.ManagerPhone = d.ManagerName, d.ManagerPhone
+}
 
 // newDenormQuery builds the co-located denormalization whose targets are
 // found by where, with the departments Sales (Mary) and Marketing (Ken),
