@@ -142,7 +142,9 @@ type IndexReport struct {
 }
 
 // OK reports whether nothing is missing, stale or orphaned.
-func (r *IndexReport) OK() bool { return len(r.Missing) == 0 && len(r.Stale) == 0 && len(r.Orphans) == 0 }
+func (r *IndexReport) OK() bool {
+	return len(r.Missing) == 0 && len(r.Stale) == 0 && len(r.Orphans) == 0
+}
 
 // ixEntry is one index entry as the engine compares them: wanted by a
 // primary, or stored.
