@@ -213,6 +213,17 @@ func TestCosmosProfileRefusesBeforeAnyRequest(t *testing.T) {
 	if _, err := tx.Submit(ctx); !errors.Is(err, tablekit.ErrInvalidTransaction) {
 		t.Errorf("a 2.4 MB transaction = %v, want ErrInvalidTransaction", err)
 	}
+	// Cosmos DB reserves the property names ID, rid, etag and ResourceId.
+	type withID struct {
+		PartitionKey string
+		RowKey       string
+		ID           int64
+	}
+	ids, err := patterns.NewTable[withID](r.Account(t), cosmostest.Table, nil)
+	must(t, err)
+	if err := ids.Insert(ctx, &withID{PartitionKey: "p", RowKey: "r", ID: 7}); !errors.Is(err, tablekit.ErrInvalidEntity) || !strings.Contains(err.Error(), `"ID"`) {
+		t.Errorf("Insert of an entity with a property ID = %v, want ErrInvalidEntity naming it", err)
+	}
 	if _, err := patterns.NewTable[payload](r.Account(t), "CosmosTable", nil); !errors.Is(err, tablekit.ErrInvalidName) {
 		t.Errorf("NewTable(\"CosmosTable\") = %v, want ErrInvalidName", err)
 	}
