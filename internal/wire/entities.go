@@ -37,11 +37,26 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 			n       int
 			next    *Continuation // the position after the current page
 			pending chan fetched  // the page being fetched ahead, if any
+			spare   *[]byte       // the last page's buffer, for the next one
 		)
+		// A scan keeps its two buffers (the page being read, the page
+		// being fetched) from page to page: handed back to the pool in
+		// between, a garbage collection could take them, and a new one
+		// would grow to the page's size again.
+		buffer := func() *[]byte {
+			if b := spare; b != nil {
+				spare = nil
+				return b
+			}
+			return getPageBuf()
+		}
 		defer func() {
 			if pending != nil {
 				cancel()
 				putPageBuf((<-pending).buf)
+			}
+			if spare != nil {
+				putPageBuf(spare)
 			}
 		}()
 		// fetchAhead requests the next page while the loop works on the
@@ -49,7 +64,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 		fetchAhead := func() {
 			if ahead && next != nil && pending == nil {
 				pending = make(chan fetched, 1)
-				go func(ch chan<- fetched, pos *Continuation) { ch <- t.fetchPage(fctx, q, pos) }(pending, next)
+				go func(ch chan<- fetched, pos *Continuation, buf *[]byte) { ch <- t.fetchPage(fctx, q, pos, buf) }(pending, next, buffer())
 			}
 		}
 		// emit yields the rows of r; false means stop.
@@ -70,7 +85,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 			}
 			return true
 		}
-		cur := t.fetchPage(fctx, q, nil)
+		cur := t.fetchPage(fctx, q, nil, buffer())
 		for {
 			if cur.err == nil {
 				cur.err = ctx.Err()
@@ -93,7 +108,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 					}
 				}
 			}
-			putPageBuf(cur.buf)
+			spare = cur.buf
 			if !ok || cur.next == nil {
 				return
 			}
@@ -101,7 +116,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				cur = <-pending
 				pending = nil
 			} else {
-				cur = t.fetchPage(fctx, q, cur.next)
+				cur = t.fetchPage(fctx, q, cur.next, buffer())
 			}
 		}
 	}
@@ -116,8 +131,9 @@ type fetched struct {
 	err  error
 }
 
-func (t *Table) fetchPage(ctx context.Context, q Query, pos *Continuation) fetched {
-	f := fetched{buf: getPageBuf()}
+// fetchPage fetches the page at pos, reading a REST page's body into buf.
+func (t *Table) fetchPage(ctx context.Context, q Query, pos *Continuation, buf *[]byte) fetched {
+	f := fetched{buf: buf}
 	ctx, end := t.span(ctx, "Pager[ListEntitiesResponse].NextPage")
 	if rp, ok := t.tr.(*restPath); ok {
 		f.body, f.next, f.err = rp.pageBody(ctx, q, pos, f.buf)
