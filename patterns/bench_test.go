@@ -21,7 +21,6 @@ import (
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/benchutil"
 	"github.com/tablekit/tablekit/internal/testenv"
-	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -412,21 +411,11 @@ func scanFixture(b *testing.B, n int) (*patterns.Table[benchEmployee], *aztables
 
 // benchScan reads one partition of n entities per op: tablekit's Query
 // with every property (SelectAll) and with its default projection ($select
-// of T's fields), the same decoding through the core's one-pass page
-// reader (wire.Table.Entities, what Query gets once it moves onto it), the
-// SDK's pager with encoding/json, and the ceiling.
+// of T's fields), the SDK's pager with encoding/json, and the ceiling.
 func benchScan(b *testing.B, n int) {
 	ctx := context.Background()
 	tbl, raw := scanFixture(b, n)
 	ceil := newCeiling(b)
-	core, err := wire.Open(testenv.Account(b), tbl.Name(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	codec, err := entity.CodecOf(reflect.TypeOf(benchEmployee{}), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	const filter = "PartitionKey eq 'scan'"
 	// The emulator is warmed up with scans of the first 10,000 entities:
 	// the side measured first must not pay for a cold query path.
@@ -481,19 +470,6 @@ func benchScan(b *testing.B, n int) {
 	benchutil.RunSides(b,
 		benchutil.S("tablekit", query(&patterns.QueryOptions{SelectAll: true})),
 		benchutil.S("tablekit-select", query(nil)),
-		benchutil.S("core-onepass", scanSide(true, func(row func()) error {
-			for r, err := range core.Entities(ctx, wire.Query{Filter: filter}) {
-				if err != nil {
-					return err
-				}
-				var v benchEmployee
-				if err := r.Decode(codec, &v); err != nil {
-					return err
-				}
-				row()
-			}
-			return nil
-		})),
 		benchutil.S("raw", scanSide(true, func(row func()) error {
 			pager := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr(filter)})
 			for pager.More() {
