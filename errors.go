@@ -44,6 +44,12 @@ var (
 	// ErrTableScan: a query would scan the whole table and the caller did
 	// not opt in (the guide ranks table scans last).
 	ErrTableScan = errors.New("tablekit: query is a table scan; set AllowTableScan to run it")
+	// ErrUnsortedResults: the call needs query results in PartitionKey,
+	// RowKey order, and the table's service does not return them so (the
+	// Azure Cosmos DB Table API; see docs/COSMOS.md). Refused before any
+	// request. It is not an ErrInvalidArgument: the same call works on
+	// Azure Table storage.
+	ErrUnsortedResults = errors.New("tablekit: the service does not return query results in PartitionKey, RowKey order")
 	// ErrInvalidArgument: an argument was refused before any request was
 	// sent (a slot out of range, a page size over 1000, a missing
 	// function); it never comes from the service, whose 400 is

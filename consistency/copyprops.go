@@ -3,10 +3,12 @@ package consistency
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"sort"
 
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // KindCopyProps keeps denormalized properties of a target entity (the
@@ -47,13 +49,21 @@ type CopyPropsArgs struct {
 }
 
 func (a *CopyPropsArgs) validate(kind string) error {
-	if err := cmp.Or(a.Source.validateField(kind, "source"), a.Target.validateField(kind, "target")); err != nil {
+	if err := cmp.Or(a.Source.validateField(kind, "source"), a.Target.validateField(kind, "target"), validateProps(kind, a.Props)); err != nil {
 		return err
 	}
-	if len(a.Props) == 0 {
+	if (a.Link == "") != (a.LinkValue == "") {
+		return argsError(kind, "link and linkValue go together")
+	}
+	return a.Expect.validate(kind)
+}
+
+// validateProps checks a mapping of source to target property names.
+func validateProps(kind string, props map[string]string) error {
+	if len(props) == 0 {
 		return argsError(kind, "props maps no property")
 	}
-	for s, t := range a.Props {
+	for s, t := range props {
 		if s == "" || t == "" || reservedProp(s) || reservedProp(t) {
 			return argsError(kind, "props maps "+s+" to "+t+": names must be non-empty and not keys or Timestamp")
 		}
@@ -61,10 +71,7 @@ func (a *CopyPropsArgs) validate(kind string) error {
 			return invalidArgs(kind, "props["+s+"]", err)
 		}
 	}
-	if (a.Link == "") != (a.LinkValue == "") {
-		return argsError(kind, "link and linkValue go together")
-	}
-	return a.Expect.validate(kind)
+	return nil
 }
 
 func reservedProp(n string) bool {
@@ -140,4 +147,109 @@ func applyCopyProps(ctx context.Context, c *Call, a *CopyPropsArgs) error {
 		return nil // the target is gone: nothing to copy into
 	}
 	return modifyErr(err, lostRace)
+}
+
+// KindCopyPropsWhere is KindCopyProps for the targets a query finds
+// (CopyPropsWhereArgs): every entity of a table that a filter matches and
+// whose link property names the source, such as every employee of a
+// department, each showing its manager's phone. The query runs when the
+// step does, not when it was enqueued, so a target that joined the set in
+// between is included and one that left it is not, and a redelivery
+// queries again. Each target found is then copied as KindCopyProps copies
+// it (its link checked again in the conditional write), so the step is
+// idempotent and order-free like KindCopyProps.
+const KindCopyPropsWhere = "copy-props-where"
+
+// CopyPropsWhereArgs are the arguments of KindCopyPropsWhere.
+//
+// Applying it: query Table with Filter and Link eq LinkValue, selecting
+// the keys alone (one request per page of up to 1,000), then apply
+// KindCopyProps to each entity found, in key order: read the target,
+// check its link, read the source, replace the target if a copied
+// property differs (two or three requests per target). A failure stops
+// the step; the redelivery queries again and finds the targets already
+// copied unchanged.
+type CopyPropsWhereArgs struct {
+	Source EntityRef `json:"source"`
+	// Table is the table of the targets.
+	Table string `json:"table"`
+	// Filter is an OData $filter in the subset keys.ParseFilter reads;
+	// empty means every entity of Table that names the source.
+	Filter string `json:"filter,omitempty"`
+	// Props maps source property names to target property names.
+	Props map[string]string `json:"props"`
+	// Link is the target property that holds LinkValue, the source's
+	// keys (keys.Join form is the caller's choice), on every target of
+	// this source. Both are required: the query finds candidates, the
+	// link decides.
+	Link      string `json:"link"`
+	LinkValue string `json:"linkValue"`
+	// Expect, when set, makes each copy wait (as SyncCopiesArgs.Expect
+	// does) until the source shows the write its writer announced.
+	Expect *Expectation `json:"expect,omitempty"`
+}
+
+func (a *CopyPropsWhereArgs) validate(kind string) error {
+	if err := a.Source.validateField(kind, "source"); err != nil {
+		return err
+	}
+	if err := keys.ValidateTableName(a.Table); err != nil {
+		return invalidArgs(kind, "table", err)
+	}
+	if _, err := a.filter(); err != nil {
+		return invalidArgs(kind, "filter", err)
+	}
+	if err := validateProps(kind, a.Props); err != nil {
+		return err
+	}
+	if a.Link == "" || a.LinkValue == "" {
+		return argsError(kind, "link and linkValue are required: they decide which matches are the source's targets")
+	}
+	if err := entity.ValidatePropertyName(a.Link); err != nil {
+		return invalidArgs(kind, "link", err)
+	}
+	return a.Expect.validate(kind)
+}
+
+// filter is the query the step sends: Filter and the link.
+func (a *CopyPropsWhereArgs) filter() (string, error) {
+	f, err := keys.ParseFilter(a.Filter)
+	if err != nil {
+		return "", err
+	}
+	return keys.And(f, keys.Prop(a.Link).Eq(a.LinkValue)).Build()
+}
+
+// CopyPropsWhere returns a KindCopyPropsWhere step.
+func CopyPropsWhere(args CopyPropsWhereArgs) Step { return NewStep(KindCopyPropsWhere, args) }
+
+func applyCopyPropsWhere(ctx context.Context, c *Call, a *CopyPropsWhereArgs) error {
+	tt, err := c.tableSet().table(a.Table)
+	if err != nil {
+		return err
+	}
+	filter, err := a.filter()
+	if err != nil {
+		return Permanent(err) // validated already; kept for safety
+	}
+	// The keys first, then the copies: a copy is a read-modify-write of
+	// its own, and the query's pages need not stay open meanwhile.
+	var targets []EntityRef
+	for raw, err := range tt.Rows(ctx, wire.Query{Filter: filter, Select: "PartitionKey,RowKey"}) {
+		if err != nil {
+			return err
+		}
+		var k struct{ PartitionKey, RowKey string }
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return &wrapped{msg: "consistency: " + c.Kind + ": query " + a.Table + ": " + err.Error(), err: err}
+		}
+		targets = append(targets, EntityRef{Table: a.Table, PartitionKey: k.PartitionKey, RowKey: k.RowKey})
+	}
+	for _, t := range targets {
+		err := applyCopyProps(ctx, c, &CopyPropsArgs{Source: a.Source, Target: t, Props: a.Props, Link: a.Link, LinkValue: a.LinkValue, Expect: a.Expect})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -65,6 +65,9 @@
 //   - KindCopyProps (CopyProps): denormalized properties of a target
 //     entity (the department's manager name) kept equal to a source
 //     entity's in another partition or table.
+//   - KindCopyPropsWhere (CopyPropsWhere): the same for every target a
+//     query finds when the step runs (every employee of the department)
+//     whose link property still names the source.
 //
 // Custom steps: register a Handler for a kind with Worker.Handle (or
 // Registry.Handle) in your own worker binary, and enqueue NewStep(kind,

@@ -75,15 +75,16 @@ type builtin struct {
 }
 
 var builtins = map[string]builtin{
-	KindUpsertEntity: builtinOf(KindUpsertEntity, applyUpsertEntity),
-	KindDeleteEntity: builtinOf(KindDeleteEntity, applyDeleteEntity),
-	KindMoveEntity:   builtinOf(KindMoveEntity, applyMoveEntity),
-	KindPutBlob:      builtinOf(KindPutBlob, applyPutBlob),
-	KindDeleteBlob:   builtinOf(KindDeleteBlob, applyDeleteBlob),
-	KindSyncCopies:   builtinOf(KindSyncCopies, applySyncCopies),
-	KindIndexList:    builtinOf(KindIndexList, applyIndexList),
-	KindBlobCleanup:  builtinOf(KindBlobCleanup, applyBlobCleanup),
-	KindCopyProps:    builtinOf(KindCopyProps, applyCopyProps),
+	KindUpsertEntity:   builtinOf(KindUpsertEntity, applyUpsertEntity),
+	KindDeleteEntity:   builtinOf(KindDeleteEntity, applyDeleteEntity),
+	KindMoveEntity:     builtinOf(KindMoveEntity, applyMoveEntity),
+	KindPutBlob:        builtinOf(KindPutBlob, applyPutBlob),
+	KindDeleteBlob:     builtinOf(KindDeleteBlob, applyDeleteBlob),
+	KindSyncCopies:     builtinOf(KindSyncCopies, applySyncCopies),
+	KindIndexList:      builtinOf(KindIndexList, applyIndexList),
+	KindBlobCleanup:    builtinOf(KindBlobCleanup, applyBlobCleanup),
+	KindCopyProps:      builtinOf(KindCopyProps, applyCopyProps),
+	KindCopyPropsWhere: builtinOf(KindCopyPropsWhere, applyCopyPropsWhere),
 }
 
 // builtinOf is the built-in step kind whose arguments are a T: both its

@@ -48,7 +48,8 @@ type WorkerOptions struct {
 	// DefaultBackoff).
 	Backoff *Backoff
 	// PollInterval is the longest wait between receives when the queues
-	// are empty (default 2 s); the wait starts at 50 ms and doubles.
+	// are empty (default 2 s); the wait starts at 50 ms, or PollInterval
+	// when that is shorter, and doubles.
 	PollInterval time.Duration
 	// DrainTimeout is how long Run lets in-flight transactions finish
 	// after its context is cancelled (default 30 s); those still running
@@ -335,8 +336,7 @@ func (w *Worker) depthLoop(ctx context.Context) {
 // dispatcher starts each waiting message when a slot frees, or releases it
 // once ctx is cancelled.
 func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, work *sync.WaitGroup, onEmpty func()) {
-	const minIdle = 50 * time.Millisecond
-	idle := minIdle
+	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
 	queued := make(chan *lease, batch)
@@ -369,7 +369,7 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 			w.metrics.receiveErrors.Add(1)
 			fails := w.recvFails.Add(1)
 			w.log.Warn("receive failed", "queue", q.name, "error", tablekit.MapError(err, "receive messages", q.name), "consecutive", fails)
-			if !sleepCtx(ctx, min(w.opts.PollInterval, time.Duration(fails)*minIdle*4)) {
+			if !sleepCtx(ctx, min(w.opts.PollInterval, time.Duration(fails)*firstPollWait*4)) {
 				return
 			}
 			continue
@@ -380,13 +380,12 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 			if w.opts.UntilEmpty {
 				onEmpty()
 			}
-			if !sleepCtx(ctx, idle) {
+			if !sleepCtx(ctx, idle.next()) {
 				return
 			}
-			idle = min(idle*2, w.opts.PollInterval)
 			continue
 		}
-		idle = minIdle
+		idle.reset()
 		for _, m := range resp.Messages {
 			q.waiting.Add(1)
 			w.metrics.waiting.Add(1)
@@ -394,6 +393,30 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 		}
 	}
 }
+
+// firstPollWait is the wait after the first empty receive that follows
+// messages; each further empty receive doubles it, up to PollInterval.
+const firstPollWait = 50 * time.Millisecond
+
+// pollWait is the wait between empty receives: firstPollWait (or
+// PollInterval when that is shorter: it bounds every wait, the first
+// one included), doubling up to PollInterval.
+type pollWait struct{ first, max, cur time.Duration }
+
+func newPollWait(max time.Duration) pollWait {
+	first := min(firstPollWait, max)
+	return pollWait{first: first, max: max, cur: first}
+}
+
+// next returns the wait after an empty receive.
+func (p *pollWait) next() time.Duration {
+	d := p.cur
+	p.cur = min(p.cur*2, p.max)
+	return d
+}
+
+// reset starts the schedule again after a receive that found messages.
+func (p *pollWait) reset() { p.cur = p.first }
 
 // dispatch starts each queued message when a slot of sem is free; once ctx
 // is cancelled it releases the rest instead. It returns when queued is

@@ -17,7 +17,9 @@ const (
 	MaxStringUnits = 32 * 1024
 	// MaxBinarySize is the longest Binary value, in bytes.
 	MaxBinarySize = 64 * 1024
-	// MaxPropertyNameLength is the longest property name, in characters.
+	// MaxPropertyNameLength is the longest property name, in UTF-16 code
+	// units (as the service counts them: a character outside the Basic
+	// Multilingual Plane is two).
 	MaxPropertyNameLength = 255
 )
 

@@ -469,7 +469,8 @@ func classify(t reflect.Type, f *field, asJSON bool) error {
 }
 
 // checkPropertyName applies the Table service's rules to a custom property
-// name: a C# identifier of at most 255 characters that is not one of the
+// name: a C# identifier of at most 255 characters (UTF-16 code units, as
+// the service counts them) that is not one of the
 // system property names.
 func checkPropertyName(name string) error {
 	if name == "" {
@@ -478,8 +479,10 @@ func checkPropertyName(name string) error {
 	if !utf8.ValidString(name) {
 		return errRule("a property name must be valid UTF-8")
 	}
-	if n := utf8.RuneCountInString(name); n > MaxPropertyNameLength {
-		return errRule("property names are at most 255 characters, this one has " + strconv.Itoa(n))
+	// The service counts UTF-16 code units: a character outside the Basic
+	// Multilingual Plane is two.
+	if n := utf16Len(name); n > MaxPropertyNameLength {
+		return errRule("property names are at most 255 characters (UTF-16 code units), this one has " + strconv.Itoa(n))
 	}
 	switch name {
 	case "PartitionKey", "RowKey", "Timestamp":

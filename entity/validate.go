@@ -38,7 +38,8 @@ var validateBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 
 // ValidatePropertyName checks a custom property name against the Table
 // service's rules: a C# identifier of 1 to MaxPropertyNameLength
-// characters that is not PartitionKey, RowKey or Timestamp. It is the check
+// characters, counted as UTF-16 code units, that is not PartitionKey,
+// RowKey or Timestamp. It is the check
 // Validate and Marshal apply to every property. The error is an *Error
 // wrapping ErrInvalidEntity, naming the property.
 func ValidatePropertyName(name string) error {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 	"unicode/utf16"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -213,7 +216,9 @@ func TestFiltersOnAzurite(t *testing.T) {
 }
 
 // TestMalformedFilterIsCaughtClientSide shows why ParseFilter is strict:
-// plain Azurite answers an unterminated string literal with 200 and no rows.
+// plain Azurite answers an unterminated string literal with 200 and no rows,
+// where Azure (and the strict harness) answer the raw client's query with
+// 400.
 func TestMalformedFilterIsCaughtClientSide(t *testing.T) {
 	client := testenv.Table(t, testenv.Account(t))
 	ctx := context.Background()
@@ -225,10 +230,17 @@ func TestMalformedFilterIsCaughtClientSide(t *testing.T) {
 	if _, err := keys.ParseFilter(bad); err == nil {
 		t.Fatalf("ParseFilter(%q) accepted an unterminated string", bad)
 	}
-	if testenv.Lenient() { // strict mode answers 400, as Azure does
+	if testenv.Lenient() {
 		if got := query(t, client, bad); len(got) != 0 {
 			t.Logf("Azurite now returns %q for %q", got, bad)
 		}
+		return
+	}
+	filter := bad
+	_, err := client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter}).NextPage(ctx)
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusBadRequest {
+		t.Errorf("the raw client's query %q = %v, want Azure's 400", bad, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -16,7 +17,8 @@ var ErrInvalidFilter = NewArgumentSentinel("invalid filter")
 // one $filter string. Build and ParseFilter refuse filters with more.
 const MaxComparisons = 15
 
-// MaxPropertyNameLength is the longest property name the service accepts.
+// MaxPropertyNameLength is the longest property name the service accepts,
+// in UTF-16 code units.
 const MaxPropertyNameLength = 255
 
 // FilterError describes why a filter is invalid. It wraps ErrInvalidFilter.
@@ -214,8 +216,14 @@ func validatePropertyName(name string) error {
 	if !utf8.ValidString(name) {
 		return filterErr(fmt.Sprintf("%q", name), "property name is not valid UTF-8")
 	}
-	if n := utf8.RuneCountInString(name); n > MaxPropertyNameLength {
-		return filterErr(name, fmt.Sprintf("property name has %d characters, more than %d", n, MaxPropertyNameLength))
+	// The service counts UTF-16 code units: a character outside the Basic
+	// Multilingual Plane is two.
+	n := 0
+	for _, r := range name {
+		n += utf16.RuneLen(r)
+	}
+	if n > MaxPropertyNameLength {
+		return filterErr(name, fmt.Sprintf("property name has %d characters (UTF-16 code units), more than %d", n, MaxPropertyNameLength))
 	}
 	for i, r := range name {
 		if !identRune(r, i == 0) {

@@ -125,6 +125,12 @@ func (b *Bucketed[T]) Query(ctx context.Context, stream string, rows keys.Filter
 			yield(zero, fmt.Errorf("tablekit: bucketed %s: %w: the row filter names a PartitionKey; Query picks the buckets", b.t.name, tablekit.ErrInvalidArgument))
 			return
 		}
+		// The merge takes each bucket's rows as sorted; the buckets of a
+		// stream are unbounded, so they are not sorted here instead.
+		if err := b.t.requireSorted("Bucketed.Query"); err != nil {
+			yield(zero, err)
+			return
+		}
 		type head struct {
 			next func() (T, error, bool)
 			stop func()

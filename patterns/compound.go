@@ -137,7 +137,9 @@ func (c *CompoundKeys[K, T]) Related(ctx context.Context, pk string, k K, parts 
 		}
 		prefix, _ := c.tmpl.Prefix(k, parts) // checked by RelatedFilter
 		parent := prefix[:len(prefix)-1]
-		for v, err := range c.t.Query(ctx, f, o.Query) {
+		// One parent's related rows, sorted here where the service
+		// does not sort them (Cosmos DB).
+		for v, err := range inKeyOrder(ctx, c.t, f, o.Query, "CompoundKeys.Related") {
 			if err != nil {
 				yield(zero, err)
 				return

@@ -437,7 +437,7 @@ func cfIndexedTable(e *cfEnv) {
 		}
 	}
 	e.read(1, "Lookup by email", func() error { _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com", nil); return err })
-	e.read(1, "Lookup by id", func() error { _, err := x.Lookup(ctx, "empid", "Sales", "000100", nil); return err })
+	e.read(1, "Lookup by id", func() error { _, err := x.Lookup(ctx, "empid", "Sales", "empid_000100", nil); return err })
 	e.read(1, "Find by last name", func() error {
 		_, err := patterns.Collect(x.Find(ctx, "lastname", "Sales", "Jones", nil))
 		return err
@@ -478,7 +478,7 @@ func cfIndexedTable(e *cfEnv) {
 	}
 
 	e.settle()
-	prim, err := patterns.Collect(x.Prefix(ctx, "empid", "Sales", "", nil))
+	prim, err := patterns.Collect(x.Prefix(ctx, "empid", "Sales", "empid_", nil))
 	e.must(err, "final primaries")
 	m.check(e, "IndexedTable primaries", prim)
 	for _, k := range m.keys() {

@@ -127,7 +127,11 @@
 //     targets, one transaction; the target names its source, and
 //     DenormalizationOptions.Link and Unlink keep the sources' lists in
 //     step) and EventualDenormalization (targets in other partitions or
-//     tables, kept by the worker's copy-props step).
+//     tables, kept by the worker's copy-props step). Either may find the
+//     targets with a query instead of a list ("every employee of this
+//     department"): DenormalizationOptions.TargetsWhere, at most 99 per
+//     transaction, and NewEventualDenormalizationWhere, queried by the
+//     worker when it applies the change.
 //   - Compound key pattern: CompoundKeys (RowKeys such as
 //     "empid_000123_2012" built from a template; related rows in one range
 //     query).

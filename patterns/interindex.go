@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -385,54 +384,15 @@ func (x *EventualIndexedTable[T]) Between(ctx context.Context, index, part, lo, 
 	return x.copies(ctx, ix, keys.And(pk, keys.RK().Ge(c.Part(lo)), keys.RK().Lt(end)), opts)
 }
 
-// MaintenanceOptions configures Rebuild, Verify and Repair. Nil means
-// defaults.
-type MaintenanceOptions struct {
-	// Filter selects the primaries to visit (for example
-	// keys.PK().Eq("Sales")); the zero Filter scans the whole table,
-	// skipping index copies.
-	Filter keys.Filter
-	// Parallelism bounds the entities processed at once (default 16).
-	Parallelism int
-	// Progress, when set, is called after each primary with the number
-	// done so far; calls are serialized.
-	Progress func(done int)
-}
-
-func (o *MaintenanceOptions) parallelism() int {
-	if o == nil || o.Parallelism <= 0 {
-		return 16
-	}
-	return o.Parallelism
-}
-
 // primaries yields every primary entity selected by opts with its raw
 // row (index copies stored in the same table are skipped).
 func (x *EventualIndexedTable[T]) primaries(ctx context.Context, opts *MaintenanceOptions) iter.Seq2[rawProps, error] {
 	return func(yield func(rawProps, error) bool) {
-		var f keys.Filter
-		if opts != nil {
-			f = opts.Filter
-		}
-		q, err := prepareQuery(x.t.name, f, &QueryOptions{SelectAll: true, AllowTableScan: true}, nil)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		for row, err := range rawRows(ctx, x.t.w, q) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			p, err := parseProps(row)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if isCopy(p) {
+		for p, err := range scanRows(ctx, x.t.w, opts.filter()) {
+			if err == nil && isCopy(p) {
 				continue
 			}
-			if !yield(p, nil) {
+			if !yield(p, err) || err != nil {
 				return
 			}
 		}
@@ -447,108 +407,8 @@ func isCopy(p rawProps) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
-	pk, _ := p.str("PartitionKey")
-	rk, _ := p.str("RowKey")
+	pk, rk := rowKeys(p)
 	return ppk != pk || prk != rk
-}
-
-// parallel runs fn on every item of seq with at most n at once; fn
-// returns how many entities it handled, and progress gets the running
-// total. It returns the first error.
-func parallel[V any](ctx context.Context, seq iter.Seq2[V, error], n int, progress func(int), fn func(context.Context, V) (int, error)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		done  int
-		sem   = make(chan struct{}, n)
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if first == nil {
-			first = err
-		}
-		mu.Unlock()
-		cancel()
-	}
-	for v, err := range seq {
-		if err != nil {
-			fail(err)
-			break
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			k, err := fn(ctx, v)
-			if err != nil {
-				fail(err)
-				return
-			}
-			mu.Lock()
-			done += k
-			if progress != nil {
-				progress(done)
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
-}
-
-// indexes yields 0, …, n-1.
-func indexes(n int) iter.Seq2[int, error] {
-	return func(yield func(int, error) bool) {
-		for i := range n {
-			if !yield(i, nil) {
-				return
-			}
-		}
-	}
-}
-
-// partitionBatches groups the primaries of seq into batches of up to 100
-// of one partition, in the order partitions fill up.
-func partitionBatches(seq iter.Seq2[rawProps, error]) iter.Seq2[[]rawProps, error] {
-	return func(yield func([]rawProps, error) bool) {
-		groups := map[string][]rawProps{}
-		var order []string
-		for p, err := range seq {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			pk, _ := p.str("PartitionKey")
-			if _, ok := groups[pk]; !ok {
-				order = append(order, pk)
-			}
-			groups[pk] = append(groups[pk], p)
-			if len(groups[pk]) == MaxTransactionOps {
-				if !yield(groups[pk], nil) {
-					return
-				}
-				groups[pk] = groups[pk][:0:0]
-			}
-		}
-		for _, pk := range order {
-			if len(groups[pk]) > 0 && !yield(groups[pk], nil) {
-				return
-			}
-		}
-	}
 }
 
 // Rebuild backfills the indexes over existing primaries: it writes each
@@ -558,13 +418,10 @@ func partitionBatches(seq iter.Seq2[rawProps, error]) iter.Seq2[[]rawProps, erro
 // the primaries' merges are conditional on the ETags scanned), so a
 // partition of 100 primaries with one index costs about 2 requests plus
 // its share of the scan. A primary changed meanwhile is left to its
-// writer's own queued sync. opts.Progress receives the primaries done.
+// writer's own queued sync. It does not look for orphaned copies (Repair
+// does). opts.Progress receives the primaries done.
 func (x *EventualIndexedTable[T]) Rebuild(ctx context.Context, opts *MaintenanceOptions) error {
-	var progress func(int)
-	if opts != nil {
-		progress = opts.Progress
-	}
-	return parallel(ctx, partitionBatches(x.primaries(ctx, opts)), opts.parallelism(), progress, func(ctx context.Context, batch []rawProps) (int, error) {
+	return parallel(ctx, partitionBatches(x.primaries(ctx, opts)), opts.parallelism(), opts.progress(), func(ctx context.Context, batch []rawProps) (int, error) {
 		return len(batch), x.rebuildBatch(ctx, batch)
 	})
 }
@@ -574,15 +431,11 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 	type group struct{ table, pk string }
 	copies := map[group][]Op{}
 	var groups []group
-	merges := make([]Op, 0, len(batch))
+	merges := make([][]Op, 0, len(batch))
 	for _, p := range batch {
-		var v T
-		row, err := p.bytes()
-		if err == nil {
-			err = x.t.codec.Unmarshal(row, &v)
-		}
+		v, err := decodeRow(x.t, p)
 		if err != nil {
-			return fmt.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
+			return err
 		}
 		pk, rk := x.t.codec.Keys(&v)
 		specs, err := x.specs(&v)
@@ -590,14 +443,11 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 			return err
 		}
 		for _, s := range specs {
-			c := p.project(s.PartitionKey, s.RowKey, s.Props)
-			c.setString(PropPrimaryPartitionKey, pk)
-			c.setString(PropPrimaryRowKey, rk)
 			g := group{s.Table, s.PartitionKey}
 			if _, ok := copies[g]; !ok {
 				groups = append(groups, g)
 			}
-			body, err := c.bytes()
+			body, err := x.copyOf(p, s).bytes()
 			if err != nil {
 				return fmt.Errorf("tablekit: rebuild %s: copy %s: %w", x.t.name, s.Ref(), err)
 			}
@@ -613,12 +463,12 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 		m.setString(PropCopies, enc)
 		m.setString(PropPrimaryPartitionKey, pk)
 		m.setString(PropPrimaryRowKey, rk)
-		etag, _ := p.str("odata.etag")
+		etag, _ := p.str(propETag)
 		body, err := m.bytes()
 		if err != nil {
 			return fmt.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
 		}
-		merges = append(merges, Op{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
+		merges = append(merges, []Op{{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}})
 	}
 	for _, g := range groups {
 		for _, chunk := range chunkOps(copies[g]) {
@@ -627,229 +477,139 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 			}
 		}
 	}
-	if len(merges) == 0 {
-		return nil
-	}
-	if _, err := x.t.SubmitOps(ctx, merges); err == nil || !listRace(err) {
-		return err
-	}
-	// A primary changed since the scan: merge the others one by one.
-	for _, op := range merges {
-		_, err := x.t.w.Write(ctx, "merge", op)
-		if err != nil && !tablekit.IsPreconditionFailed(err) && !tablekit.IsNotFound(err) {
+	// A primary changed since the scan is left to its writer's sync.
+	_, err := submitUnits(ctx, x.t, merges)
+	return err
+}
+
+// copyOf is the copy s of the primary whose row is p.
+func (x *EventualIndexedTable[T]) copyOf(p rawProps, s consistency.CopySpec) rawProps {
+	pk, rk := rowKeys(p)
+	c := p.project(s.PartitionKey, s.RowKey, s.Props)
+	c.setString(PropPrimaryPartitionKey, pk)
+	c.setString(PropPrimaryRowKey, rk)
+	return c
+}
+
+// Verify compares the copies that exist with those the primaries want:
+// it scans the primaries (opts.Filter) and every index's partitions
+// (PartitionKey prefix Name + "_", a range scan of each index table), and
+// reports missing copies, stale ones (properties that differ from the
+// primary's, or a value the primary no longer has) and orphans (their
+// primary is gone). It changes nothing. Requests: one per page of each
+// scan. Copies in partitions outside opts.Filter's primaries count as
+// orphans, so verify a filtered subset only when the index partitions hold
+// nothing else (Repair re-reads a copy's primary before deleting it, so it
+// never deletes a wanted copy).
+func (x *EventualIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
+	rep, _, err := verifyIndex(ctx, x, opts)
+	return rep, err
+}
+
+func (x *EventualIndexedTable[T]) audit(ctx context.Context, a *audit) error {
+	for p, err := range x.primaries(ctx, a.opts) {
+		if err != nil {
 			return err
+		}
+		v, err := decodeRow(x.t, p)
+		if err != nil {
+			return fmt.Errorf("tablekit: verify: %w", err)
+		}
+		specs, err := x.specs(&v)
+		if err != nil {
+			return err
+		}
+		pk, rk := x.t.codec.Keys(&v)
+		src := consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}
+		_, indexed := p.str(PropCopies)
+		a.primary(src, p, !indexed && len(specs) > 0)
+		for i, s := range specs {
+			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: x.indexes[i].Name, Value: x.indexes[i].Key(&v), Entry: s.Ref(), Primary: src},
+				key: s.Ref().String(), props: x.copyOf(p, s)})
+		}
+	}
+	for i := range x.indexes {
+		ix := &x.indexes[i]
+		tbl := x.indexTable(ix)
+		lo, hi := keys.PrefixRange(ix.Name + "_")
+		for p, err := range scanRows(ctx, x.tables[tbl].w, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi))) {
+			if err != nil {
+				return err
+			}
+			pk, rk := rowKeys(p)
+			ref := consistency.EntityRef{Table: tbl, PartitionKey: pk, RowKey: rk}
+			e := &ixEntry{IndexEntry: IndexEntry{Index: ix.Name, Value: rk, Entry: ref}, key: ref.String(), props: p}
+			ppk, ok1 := p.str(PropPrimaryPartitionKey)
+			prk, ok2 := p.str(PropPrimaryRowKey)
+			if ok1 && ok2 {
+				e.Primary = consistency.EntityRef{Table: x.t.name, PartitionKey: ppk, RowKey: prk}
+			}
+			a.holds(e)
 		}
 	}
 	return nil
 }
 
-// chunkOps splits ops into transactions of at most 100 operations and
-// about 3 MiB.
-func chunkOps(ops []Op) [][]Op {
-	var out [][]Op
-	start, size := 0, 0
-	for i, op := range ops {
-		s := wire.OpWireSize(op)
-		if i > start && (i-start == MaxTransactionOps || size+s > 3<<20) {
-			out = append(out, ops[start:i])
-			start, size = i, 0
-		}
-		size += s
-	}
-	if start < len(ops) {
-		out = append(out, ops[start:])
-	}
-	return out
-}
-
-// rebuildOne backfills one primary (Repair's path for a primary that was
-// never indexed).
-func (x *EventualIndexedTable[T]) rebuildOne(ctx context.Context, p rawProps) error {
-	return x.rebuildBatch(ctx, []rawProps{p})
-}
-
-// IndexReport is what Verify found.
-type IndexReport struct {
-	// Primaries is the number of primaries checked.
-	Primaries int
-	// Missing are copies a primary should have and that do not exist.
-	Missing []consistency.EntityRef
-	// Orphans are copies no primary wants (left by a lost write, or a
-	// primary deleted without its copies).
-	Orphans []consistency.EntityRef
-
-	// source maps each wanted copy to its primary; unindexed holds the
-	// primaries that carry no copy list yet (never rebuilt).
-	source    map[consistency.EntityRef]consistency.EntityRef
-	unindexed map[consistency.EntityRef]rawProps
-}
-
-// OK reports whether nothing is missing or orphaned.
-func (r *IndexReport) OK() bool { return len(r.Missing) == 0 && len(r.Orphans) == 0 }
-
-// Verify compares the copies that exist with those the primaries want:
-// it scans the primaries (opts.Filter) and every index's partitions
-// (PartitionKey prefix Name + "_", a range scan of each index table). It
-// changes nothing. Copies in partitions outside opts.Filter's primaries
-// count as orphans, so verify a filtered subset only when the index
-// partitions hold nothing else.
-func (x *EventualIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
-	want := map[consistency.EntityRef]bool{}
-	rep := &IndexReport{source: map[consistency.EntityRef]consistency.EntityRef{}, unindexed: map[consistency.EntityRef]rawProps{}}
-	for p, err := range x.primaries(ctx, opts) {
-		if err != nil {
-			return nil, err
-		}
-		var v T
-		row, err := p.bytes()
-		if err == nil {
-			err = x.t.codec.Unmarshal(row, &v)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("tablekit: verify %s: %w", x.t.name, err)
-		}
-		specs, err := x.specs(&v)
-		if err != nil {
-			return nil, err
-		}
-		pk, rk := x.t.codec.Keys(&v)
-		src := consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}
-		for _, s := range specs {
-			want[s.Ref()] = true
-			rep.source[s.Ref()] = src
-		}
-		if _, has := p.str(PropCopies); !has && len(specs) > 0 {
-			rep.unindexed[src] = p
-		}
-		rep.Primaries++
-		if opts != nil && opts.Progress != nil {
-			opts.Progress(rep.Primaries)
-		}
-	}
-	have := map[consistency.EntityRef]bool{}
-	for i := range x.indexes {
-		ix := &x.indexes[i]
-		tbl := x.indexTable(ix)
-		lo, hi := keys.PrefixRange(ix.Name + "_")
-		q, err := prepareQuery(tbl, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi)), &QueryOptions{Select: []string{"PartitionKey", "RowKey"}, AllowTableScan: true}, nil)
-		if err != nil {
-			return nil, err
-		}
-		for row, err := range rawRows(ctx, x.tables[tbl].w, q) {
-			if err != nil {
-				return nil, err
-			}
-			p, err := parseProps(row)
-			if err != nil {
-				return nil, err
-			}
-			pk, _ := p.str("PartitionKey")
-			rk, _ := p.str("RowKey")
-			ref := consistency.EntityRef{Table: tbl, PartitionKey: pk, RowKey: rk}
-			have[ref] = true
-			if !want[ref] {
-				rep.Orphans = append(rep.Orphans, ref)
-			}
-		}
-	}
-	for ref := range want {
-		if !have[ref] {
-			rep.Missing = append(rep.Missing, ref)
-		}
-	}
-	sortRefs(rep.Missing)
-	sortRefs(rep.Orphans)
-	return rep, nil
-}
-
-func sortRefs(r []consistency.EntityRef) {
-	slices.SortFunc(r, func(a, b consistency.EntityRef) int {
-		if c := cmpString(a.Table, b.Table); c != 0 {
-			return c
-		}
-		if c := cmpString(a.PartitionKey, b.PartitionKey); c != 0 {
-			return c
-		}
-		return cmpString(a.RowKey, b.RowKey)
-	})
-}
-
 // Repair runs Verify and fixes what it found through the worker's own
-// read-repair step, applied in-process (consistency.Apply): each orphan is
-// synced against the primary it names (which deletes it unless that
-// primary now wants it) or deleted when it names none, and each primary
-// with a missing copy is synced. Repairs are therefore safe against
-// concurrent writers. It returns the report of what it found.
+// read-repair step, applied in-process (consistency.Apply): a primary that
+// was never indexed is first backfilled as Rebuild does; each stale or
+// orphaned copy is synced against the primary it names (which deletes it
+// unless that primary now wants it) or deleted when it names none; then
+// each primary with a missing or stale copy is synced. The step re-reads
+// the primary, so repairs are safe against concurrent writers. Requests:
+// Verify's, then for each primary synced about 2 reads and one write per
+// copy. It returns the report of what it found.
 func (x *EventualIndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
-	rep, err := x.Verify(ctx, opts)
-	if err != nil || rep.OK() {
-		return rep, err
-	}
+	return repairIndex(ctx, x, opts)
+}
+
+func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 	type job struct {
 		source consistency.EntityRef
 		prev   []consistency.EntityRef
 	}
 	jobs := map[consistency.EntityRef]*job{}
-	var deletes []consistency.EntityRef
-	for _, o := range rep.Orphans {
-		src, ok, err := x.copySource(ctx, o)
-		if err != nil {
-			return rep, err
-		}
-		if !ok {
-			deletes = append(deletes, o)
+	var order []consistency.EntityRef
+	var deletes []consistency.Step
+	for _, e := range a.problems {
+		src := e.Primary
+		if src == (consistency.EntityRef{}) || validateKeys(src.PartitionKey, src.RowKey) != nil {
+			deletes = append(deletes, consistency.DeleteEntity(e.Entry))
 			continue
 		}
-		if jobs[src] == nil {
-			jobs[src] = &job{source: src}
-		}
-		jobs[src].prev = append(jobs[src].prev, o)
-	}
-	for _, m := range rep.Missing {
-		src := rep.source[m]
-		if p, ok := rep.unindexed[src]; ok {
+		if s := a.primaries[src]; s.row != nil {
 			// Never indexed: backfill it as Rebuild does.
-			if err := x.rebuildOne(ctx, p); err != nil {
-				return rep, err
+			if err := x.rebuildBatch(ctx, []rawProps{s.row}); err != nil {
+				return err
 			}
-			delete(rep.unindexed, src)
+			a.primaries[src] = scannedPrimary{etag: s.etag}
 		}
 		if jobs[src] == nil {
 			jobs[src] = &job{source: src}
+			order = append(order, src)
+		}
+		if e.Problem != IndexMissing && e.Entry != (consistency.EntityRef{}) {
+			jobs[src].prev = append(jobs[src].prev, e.Entry)
 		}
 	}
-	seq := func(yield func(consistency.Step, error) bool) {
-		for _, d := range deletes {
-			if !yield(consistency.DeleteEntity(d), nil) {
-				return
-			}
+	// Syncs that delete copies go first, so that a copy a primary wants
+	// under a key another primary's stale copy holds is written after it
+	// goes.
+	var first, then []consistency.Step
+	for _, src := range order {
+		j := jobs[src]
+		if len(j.prev) > 0 {
+			first = append(first, consistency.SyncCopies(j.source, PropCopies, j.prev...))
+		} else {
+			then = append(then, consistency.SyncCopies(j.source, PropCopies))
 		}
-		for _, j := range jobs {
-			if !yield(consistency.SyncCopies(j.source, PropCopies, j.prev...), nil) {
-				return
-			}
+	}
+	for _, steps := range [][]consistency.Step{append(deletes, first...), then} {
+		if err := each(ctx, steps, a.opts.parallelism(), func(ctx context.Context, s consistency.Step) error {
+			return consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(s), nil)
+		}); err != nil {
+			return err
 		}
 	}
-	err = parallel(ctx, seq, opts.parallelism(), nil, func(ctx context.Context, s consistency.Step) (int, error) {
-		return 1, consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(s), nil)
-	})
-	return rep, err
-}
-
-// copySource reads the primary a copy names.
-func (x *EventualIndexedTable[T]) copySource(ctx context.Context, ref consistency.EntityRef) (consistency.EntityRef, bool, error) {
-	value, _, err := x.tables[ref.Table].w.Stored(ctx, ref.PartitionKey, ref.RowKey)
-	if err != nil || value == nil {
-		return consistency.EntityRef{}, false, err
-	}
-	p, err := parseProps(value)
-	if err != nil {
-		return consistency.EntityRef{}, false, err
-	}
-	pk, ok1 := p.str(PropPrimaryPartitionKey)
-	rk, ok2 := p.str(PropPrimaryRowKey)
-	if !ok1 || !ok2 || validateKeys(pk, rk) != nil {
-		return consistency.EntityRef{}, false, nil
-	}
-	return consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}, true, nil
+	return nil
 }

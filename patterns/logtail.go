@@ -109,6 +109,11 @@ func (l *LogTail[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) 
 	if err := keys.ValidateKey("PartitionKey", pk); err != nil {
 		return nil, err
 	}
+	// The n newest are the first n by RowKey: a service that does not
+	// sort (Cosmos DB) would answer with any n.
+	if err := l.t.requireSorted("LogTail.Latest"); err != nil {
+		return nil, err
+	}
 	return Collect(l.t.Query(ctx, keys.PK().Eq(pk), &QueryOptions{Top: n, Limit: n}))
 }
 
@@ -132,6 +137,13 @@ func (l *LogTail[T]) Range(ctx context.Context, pk string, from, to time.Time, o
 	lo := keys.InvertedTicks(to)
 	f := keys.And(keys.PK().Eq(pk), keys.RK().Ge(lo), keys.RK().Lt(hi))
 	return func(yield func(T, error) bool) {
+		// Newest first, and a Limit keeps the newest: both need the
+		// service's RowKey order.
+		if err := l.t.requireSorted("LogTail.Range"); err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
 		if !to.After(from) {
 			return // an empty span: no request
 		}

@@ -167,9 +167,13 @@ func (q *query) wire() wire.Query {
 }
 
 // Query returns the entities matching f, in PartitionKey, RowKey order,
-// fetching pages as the loop consumes them (one request per page). Table
-// scans are refused unless opts.AllowTableScan is set. The sequence yields
-// at most one error, then stops; it stops early when ctx is cancelled.
+// one request per page. Without a Limit, once the loop has taken a page's
+// first entity and asks for more, the next page is requested while it
+// works through the rest: a loop that stops at the first entity of a page
+// sends no further request; one that stops later may leave one page
+// request in flight, which is cancelled. Table scans are refused unless
+// opts.AllowTableScan is set. The sequence yields at most one error, then
+// stops; it stops early when ctx is cancelled.
 func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -178,13 +182,15 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 			yield(zero, err)
 			return
 		}
-		for raw, err := range rawRows(ctx, t.w, q) {
+		// Rows are decoded straight from pooled page buffers, in one pass;
+		// the next page is fetched while the loop works through this one.
+		for r, err := range t.w.Entities(ctx, q.wire()) {
 			if err != nil {
 				yield(zero, err)
 				return
 			}
 			var v T
-			if err := t.codec.Unmarshal(raw, &v); err != nil {
+			if err := r.Decode(t.codec, &v); err != nil {
 				yield(zero, fmt.Errorf("tablekit: query %s: %w", t.name, err))
 				return
 			}

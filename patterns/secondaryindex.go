@@ -208,6 +208,7 @@ type intraCopy struct {
 	value string
 	rk    string
 	body  []byte
+	props rawProps // body's properties
 }
 
 // encode returns the primary's body and keys and its index copies.
@@ -249,7 +250,7 @@ func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []int
 		if err != nil {
 			return nil, "", "", nil, fmt.Errorf("tablekit: %s: index %q copy: %w", x.t.describe(pk, rk), ix.Name, err)
 		}
-		copies = append(copies, intraCopy{index: ix.Name, value: val, rk: crk, body: cb})
+		copies = append(copies, intraCopy{index: ix.Name, value: val, rk: crk, body: cb, props: c})
 	}
 	return body, pk, rk, copies, nil
 }

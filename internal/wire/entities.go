@@ -19,9 +19,11 @@ import (
 // Without a Limit, the next page is requested while the loop works through
 // the current one, so the service prepares a page while the client
 // decodes the last (a partition scan's wall time is then the larger of the
-// two, not their sum). A loop that stops early may thus have caused one
-// more page request, which is cancelled. With a Limit, pages are fetched
-// one after the other.
+// two, not their sum). That request starts once the loop has taken the
+// page's first row and continues: a loop that stops at the first row of a
+// page causes no further request, one that stops later may have caused
+// one more, which is cancelled. With a Limit, pages are fetched one after
+// the other.
 func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageReader, error] {
 	return func(yield func(*entity.PageReader, error) bool) {
 		if q.Top <= 0 || q.Top > 1000 {
@@ -33,14 +35,38 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 		var (
 			r       entity.PageReader
 			n       int
-			pending chan fetched // the page being fetched ahead, if any
+			next    *Continuation // the position after the current page
+			pending chan fetched  // the page being fetched ahead, if any
+			spare   *[]byte       // the last page's buffer, for the next one
 		)
+		// A scan keeps its two buffers (the page being read, the page
+		// being fetched) from page to page: handed back to the pool in
+		// between, a garbage collection could take them, and a new one
+		// would grow to the page's size again.
+		buffer := func() *[]byte {
+			if b := spare; b != nil {
+				spare = nil
+				return b
+			}
+			return getPageBuf()
+		}
 		defer func() {
 			if pending != nil {
 				cancel()
 				putPageBuf((<-pending).buf)
 			}
+			if spare != nil {
+				putPageBuf(spare)
+			}
 		}()
+		// fetchAhead requests the next page while the loop works on the
+		// current one.
+		fetchAhead := func() {
+			if ahead && next != nil && pending == nil {
+				pending = make(chan fetched, 1)
+				go func(ch chan<- fetched, pos *Continuation, buf *[]byte) { ch <- t.fetchPage(fctx, q, pos, buf) }(pending, next, buffer())
+			}
+		}
 		// emit yields the rows of r; false means stop.
 		emit := func() bool {
 			for r.Next() {
@@ -51,6 +77,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				if q.Limit > 0 && n >= q.Limit {
 					return false
 				}
+				fetchAhead()
 			}
 			if err := r.Err(); err != nil {
 				yield(nil, err)
@@ -58,7 +85,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 			}
 			return true
 		}
-		cur := t.fetchPage(fctx, q, nil)
+		cur := t.fetchPage(fctx, q, nil, buffer())
 		for {
 			if cur.err == nil {
 				cur.err = ctx.Err()
@@ -68,10 +95,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				yield(nil, cur.err)
 				return
 			}
-			if ahead && cur.next != nil {
-				pending = make(chan fetched, 1)
-				go func(ch chan<- fetched, pos *Continuation) { ch <- t.fetchPage(fctx, q, pos) }(pending, cur.next)
-			}
+			next = cur.next
 			ok := true
 			if cur.rows == nil {
 				r.Reset(cur.body)
@@ -84,7 +108,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 					}
 				}
 			}
-			putPageBuf(cur.buf)
+			spare = cur.buf
 			if !ok || cur.next == nil {
 				return
 			}
@@ -92,7 +116,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				cur = <-pending
 				pending = nil
 			} else {
-				cur = t.fetchPage(fctx, q, cur.next)
+				cur = t.fetchPage(fctx, q, cur.next, buffer())
 			}
 		}
 	}
@@ -107,8 +131,9 @@ type fetched struct {
 	err  error
 }
 
-func (t *Table) fetchPage(ctx context.Context, q Query, pos *Continuation) fetched {
-	f := fetched{buf: getPageBuf()}
+// fetchPage fetches the page at pos, reading a REST page's body into buf.
+func (t *Table) fetchPage(ctx context.Context, q Query, pos *Continuation, buf *[]byte) fetched {
+	f := fetched{buf: buf}
 	ctx, end := t.span(ctx, "Pager[ListEntitiesResponse].NextPage")
 	if rp, ok := t.tr.(*restPath); ok {
 		f.body, f.next, f.err = rp.pageBody(ctx, q, pos, f.buf)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -87,6 +88,7 @@ func TestEntitiesMatchesRows(t *testing.T) {
 		}
 		// A loop that stops while the next page is being fetched ahead
 		// ends cleanly, and its context is not left cancelled.
+		count = 0
 		for r, err := range tbl.Entities(ctx, q) {
 			if err != nil {
 				t.Fatal(err)
@@ -94,10 +96,68 @@ func TestEntitiesMatchesRows(t *testing.T) {
 			if _, err := r.Raw(); err != nil {
 				t.Fatal(err)
 			}
-			break
+			if count++; count == 2 {
+				break
+			}
 		}
 		if ctx.Err() != nil {
 			t.Fatal(ctx.Err())
+		}
+	}
+}
+
+// Entities requests the next page ahead only once the loop asks for a
+// page's second row: a full scan costs one request per page, a loop that
+// stops at a page's first row no more than the pages it reached.
+func TestEntitiesRequestsAhead(t *testing.T) {
+	ctx := context.Background()
+	acct, counter := testenv.CountingAccount(t)
+	name := testenv.TableName(t)
+	for _, label := range []string{"rest", "sdk"} {
+		tbl, err := wire.Open(acct, name, &wire.Options{SDKPath: label == "sdk"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if label == "rest" {
+			if err := tbl.Create(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var ops []wire.Op
+			for j := range 30 {
+				rk := strconv.Itoa(100 + j)
+				ops = append(ops, wire.Op{Type: wire.OpInsert, PartitionKey: "ahead", RowKey: rk, Entity: row("ahead", rk)})
+			}
+			if _, err := tbl.Batch(ctx, ops); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := wire.Query{Filter: "PartitionKey eq 'ahead'", Top: 10}
+		// stopAt runs the query until the loop has taken n rows (0: all)
+		// and returns the rows taken and the requests sent.
+		stopAt := func(n int) (int, int64) {
+			counter.Reset()
+			taken := 0
+			for _, err := range tbl.Entities(ctx, q) {
+				if err != nil {
+					t.Fatalf("%s: %v", label, err)
+				}
+				if taken++; taken == n {
+					break
+				}
+			}
+			return taken, counter.Take()
+		}
+		for _, c := range []struct {
+			stop, rows int
+			requests   int64
+		}{
+			{0, 30, 3},  // every page once, none after the last
+			{1, 1, 1},   // the first page's first row: nothing ahead
+			{11, 11, 2}, // the second page's first row: nothing ahead
+		} {
+			if rows, requests := stopAt(c.stop); rows != c.rows || requests != c.requests {
+				t.Errorf("%s: stopping at row %d took %d rows in %d requests; want %d in %d", label, c.stop, rows, requests, c.rows, c.requests)
+			}
 		}
 	}
 }

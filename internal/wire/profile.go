@@ -1,8 +1,11 @@
 package wire
 
 import (
-	"errors"
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
@@ -27,7 +30,8 @@ var (
 	StorageProfile = &Profile{name: "Azure Table storage"}
 	// CosmosProfile is the Azure Cosmos DB Table API's rules: Azure Table
 	// storage's, plus RowKeys of at most 255 bytes, transactions of at
-	// most 2 MiB, lowercase table names, and no sort order in results.
+	// most 2 MiB, lowercase table names, no reserved property names
+	// (CosmosReservedProperties), and no sort order in results.
 	CosmosProfile = &Profile{name: "Azure Cosmos DB Table API", cosmos: true}
 )
 
@@ -37,8 +41,9 @@ var (
 const CosmosMaxTransactionBytes = 2 << 20
 
 // ErrUnsortedResults is returned (wrapped) by RequireSortedResults when
-// the service does not return query results in PartitionKey, RowKey order.
-var ErrUnsortedResults = errors.New("tablekit: the service does not return query results in PartitionKey, RowKey order")
+// the service does not return query results in PartitionKey, RowKey order:
+// tablekit.ErrUnsortedResults.
+var ErrUnsortedResults = tablekit.ErrUnsortedResults
 
 // ProfileFor returns the profile of an endpoint: CosmosProfile when cosmos
 // (tablehttp.Client.IsCosmos), StorageProfile otherwise.
@@ -81,6 +86,46 @@ func (p *Profile) ValidateOp(op Op) error {
 	if err := p.ValidateKeys(op.PartitionKey, op.RowKey); err != nil {
 		return fmt.Errorf("tablekit: %v of (%q, %q) on %s: %w", op.Type, op.PartitionKey, op.RowKey, p.name, err)
 	}
+	if err := p.validateProperties(op); err != nil {
+		return fmt.Errorf("tablekit: %v of (%q, %q): %w", op.Type, op.PartitionKey, op.RowKey, err)
+	}
+	return nil
+}
+
+// CosmosReservedProperties are the property names the Azure Cosmos DB
+// Table API reserves and does not support ("Frequently asked questions
+// about Azure Cosmos DB for Table": "Azure Cosmos DB reserves the entity
+// property names ID, rid, etag, and ResourceId").
+var CosmosReservedProperties = []string{"ID", "rid", "etag", "ResourceId"}
+
+// validateProperties refuses, on Cosmos DB, an entity with a property
+// Cosmos DB reserves (CosmosReservedProperties), with an error wrapping
+// tablekit.ErrInvalidEntity that names it.
+func (p *Profile) validateProperties(op Op) error {
+	if !p.cosmos || op.Type == OpDelete || len(op.Entity) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(op.Entity))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil // not an object: left to the service, as on Azure Table storage
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := tok.(string)
+		if i := strings.IndexByte(name, '@'); i >= 0 {
+			name = name[:i] // "ID@odata.type" annotates ID
+		}
+		if slices.Contains(CosmosReservedProperties, name) {
+			return fmt.Errorf("%w: property %q is reserved by %s (reserved: %s)", tablekit.ErrInvalidEntity, name, p.name, strings.Join(CosmosReservedProperties, ", "))
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
 	return nil
 }
 
@@ -96,6 +141,9 @@ func (p *Profile) ValidateTransaction(ops []Op) error {
 	for i, op := range ops {
 		if err := keys.ValidateCosmosKeys(op.PartitionKey, op.RowKey); err != nil {
 			return fmt.Errorf("operation %d on %s: %w", i, p.name, err)
+		}
+		if err := p.validateProperties(op); err != nil {
+			return fmt.Errorf("operation %d: %w", i, err)
 		}
 		size += OpWireSize(op)
 	}

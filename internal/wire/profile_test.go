@@ -35,6 +35,15 @@ func TestProfiles(t *testing.T) {
 		}, tablekit.ErrInvalidTransaction, tablekit.ErrInvalidTransaction},
 		{"a mixed-case table name", func(p *Profile) error { return p.ValidateTableName("Orders") }, nil, tablekit.ErrInvalidName},
 		{"a lowercase table name", func(p *Profile) error { return p.ValidateTableName("orders") }, nil, nil},
+		{"a property Cosmos DB reserves", func(p *Profile) error {
+			return p.ValidateOp(Op{Type: OpUpsertMerge, PartitionKey: "p", RowKey: "r", Entity: []byte(`{"PartitionKey":"p","RowKey":"r","ID@odata.type":"Edm.Int64","ID":"7"}`)})
+		}, nil, tablekit.ErrInvalidEntity},
+		{"a property Cosmos DB reserves, in a transaction", func(p *Profile) error {
+			return p.ValidateTransaction([]Op{{Type: OpInsert, PartitionKey: "p", RowKey: "a", Entity: entity}, {Type: OpInsert, PartitionKey: "p", RowKey: "b", Entity: []byte(`{"PartitionKey":"p","RowKey":"b","etag":"x"}`)}})
+		}, nil, tablekit.ErrInvalidEntity},
+		{"a property whose name only contains a reserved one", func(p *Profile) error {
+			return p.ValidateOp(Op{Type: OpInsert, PartitionKey: "p", RowKey: "r", Entity: []byte(`{"PartitionKey":"p","RowKey":"r","EmployeeID":1,"Etag":{"nested":"ID"}}`)})
+		}, nil, nil},
 		{"a pattern relying on key order", func(p *Profile) error { return p.RequireSortedResults("LogTail.Latest") }, nil, ErrUnsortedResults},
 	}
 	for _, c := range cases {

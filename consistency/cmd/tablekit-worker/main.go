@@ -37,8 +37,9 @@ unknown steps), and messages delivered more than --max-dequeue times, move to
 the poison queue <queue>-poison with their last error. Nothing is dropped.
 
 Built-in steps: upsert-entity, delete-entity, move-entity, put-blob,
-delete-blob, sync-copies, index-list, blob-cleanup, copy-props (see the
-consistency package documentation for their arguments).
+delete-blob, sync-copies, index-list, blob-cleanup, copy-props,
+copy-props-where (see the consistency package documentation for their
+arguments).
 
 Usage:
   tablekit-worker run            --queue NAME [flags]   apply transactions until SIGTERM/SIGINT
