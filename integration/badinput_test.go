@@ -206,7 +206,9 @@ func TestBadInputCatalogue(t *testing.T) {
 		}, tablekit.ErrInvalidEntity},
 
 		// Patterns.
-		{"data series slot out of range", func() error { return series.Upsert(ctx, "p", "r", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }, tablekit.ErrInvalidArgument},
+		{"data series slot out of range", func() error {
+			return series.Upsert(ctx, "p", "r", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
+		}, tablekit.ErrInvalidArgument},
 		{"data series over the property limit", func() error { _, err := patterns.NewDataSeries[int64](acct, "series", 253, nil); return err }, tablekit.ErrInvalidEntity},
 
 		// Queue messages built by the client.

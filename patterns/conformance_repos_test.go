@@ -473,7 +473,9 @@ func cfIndexedTable(e *cfEnv) {
 		cfMerge(m.counter("Sales", rk), c)
 	}
 	del := cfEmp("Sales", n-1, "")
-	if e.do(2, "Delete", func() error { return x.Delete(ctx, &cfEmployee{PartitionKey: del.PartitionKey, RowKey: del.RowKey}, &patterns.WriteOptions{Unconditional: true}) }, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
+	if e.do(2, "Delete", func() error {
+		return x.Delete(ctx, &cfEmployee{PartitionKey: del.PartitionKey, RowKey: del.RowKey}, &patterns.WriteOptions{Unconditional: true})
+	}, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
 		m.del(del.PartitionKey, del.RowKey)
 	}
 
@@ -567,7 +569,9 @@ func cfEventualIndexedTable(e *cfEnv) {
 		cfMerge(m.counter(pk, rk), c)
 	}
 	del := m.rows[cfKey("HR", cfEmp("", 1, "").RowKey)]
-	if e.do(3, "Delete", func() error { return x.Delete(ctx, &cfEmployee{PartitionKey: del.PartitionKey, RowKey: del.RowKey}, &patterns.WriteOptions{Unconditional: true}) }, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
+	if e.do(3, "Delete", func() error {
+		return x.Delete(ctx, &cfEmployee{PartitionKey: del.PartitionKey, RowKey: del.RowKey}, &patterns.WriteOptions{Unconditional: true})
+	}, cfGone(e, x.Get, del.PartitionKey, del.RowKey)) {
 		m.del(del.PartitionKey, del.RowKey)
 	}
 
@@ -638,7 +642,10 @@ type cfWriter interface {
 func cfListRepoOf(ctx context.Context, x cfWriter, get func(ctx context.Context, pk, rk string, opts *patterns.GetOptions) (cfEmployee, error), budget [4]int64) cfListRepo {
 	return cfListRepo{
 		insert: func(v *cfEmployee) error { return x.Insert(ctx, v, nil) },
-		update: func(pk, rk string, fn func(*cfEmployee) error) error { _, err := x.Update(ctx, pk, rk, fn, nil); return err },
+		update: func(pk, rk string, fn func(*cfEmployee) error) error {
+			_, err := x.Update(ctx, pk, rk, fn, nil)
+			return err
+		},
 		delete: func(pk, rk string) error {
 			return x.Delete(ctx, &cfEmployee{PartitionKey: pk, RowKey: rk}, &patterns.WriteOptions{Unconditional: true})
 		},
@@ -1054,8 +1061,12 @@ func cfDataSeries(e *cfEnv) {
 	}) {
 		cfMerge(adds[k], c)
 	}
-	e.do(1, "Set of another series", func() error { return ds.Upsert(ctx, "Sales", "000124", map[int]int64{0: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }, nil)
-	e.do(1, "Delete", func() error { return ds.Delete(ctx, &patterns.Series[int64]{PartitionKey: "Sales", RowKey: "000124"}, &patterns.WriteOptions{Unconditional: true}) }, nil)
+	e.do(1, "Set of another series", func() error {
+		return ds.Upsert(ctx, "Sales", "000124", map[int]int64{0: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
+	}, nil)
+	e.do(1, "Delete", func() error {
+		return ds.Delete(ctx, &patterns.Series[int64]{PartitionKey: "Sales", RowKey: "000124"}, &patterns.WriteOptions{Unconditional: true})
+	}, nil)
 
 	e.settle()
 	s, err := ds.Get(ctx, "Sales", "000123", nil)
@@ -1212,7 +1223,9 @@ func cfLargeEntities(e *cfEnv) {
 			want[rk] = v
 		}
 	}
-	if e.do(3, "Delete", func() error { return l.Delete(ctx, &cfPhotoEmployee{PartitionKey: "Sales", RowKey: "000001"}, &patterns.WriteOptions{Unconditional: true}) }, func() bool {
+	if e.do(3, "Delete", func() error {
+		return l.Delete(ctx, &cfPhotoEmployee{PartitionKey: "Sales", RowKey: "000001"}, &patterns.WriteOptions{Unconditional: true})
+	}, func() bool {
 		_, _, err := l.GetLazy(ctx, "Sales", "000001", nil)
 		return errors.Is(err, tablekit.ErrNotFound)
 	}) {

@@ -54,7 +54,9 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 		{"DataSeries", 1, func(t *testing.T, acct *tablekit.Account) repo {
 			x, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 24, nil)
 			must(t, err)
-			return repo{x.CreateIfNotExists, func(ctx context.Context) error { return x.Upsert(ctx, "Sales", "000123", map[int]int64{3: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }}
+			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
+				return x.Upsert(ctx, "Sales", "000123", map[int]int64{3: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
+			}}
 		}},
 		{"WideEntities", 1, func(t *testing.T, acct *tablekit.Account) repo {
 			x, err := patterns.NewWideEntities(acct, testenv.TableName(t), nil)

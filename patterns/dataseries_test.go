@@ -32,7 +32,7 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 		t.Errorf("Property(7) = %q, want H07", got)
 	}
 	for h := 0; h < 24; h++ {
-		if err := ds.Upsert(ctx, "Sales", "000123", map[int]int32{h: int32(10*h)}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
+		if err := ds.Upsert(ctx, "Sales", "000123", map[int]int32{h: int32(10 * h)}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); err != nil {
 			t.Fatal(err)
 		}
 		requests(t, c, 1, fmt.Sprintf("Set hour %d", h))

@@ -46,7 +46,9 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"data series slot 24 of 24", func() error { return ds.Upsert(ctx, "Sales", "000123", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}) }},
+		{"data series slot 24 of 24", func() error {
+			return ds.Upsert(ctx, "Sales", "000123", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
+		}},
 		{"data series slot -1", func() error { _, err := ds.Add(ctx, "Sales", "000123", -1, 1, nil); return err }},
 		{"Latest(0)", func() error { _, err := lt.Latest(ctx, "empid", 0); return err }},
 		{"Latest(1001)", func() error { _, err := lt.Latest(ctx, "empid", 1001); return err }},
