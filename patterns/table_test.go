@@ -14,7 +14,14 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// connStr is the test account's connection string, for the Example
+// functions, which cannot take a *testing.T.
+var connStr string
+
+func TestMain(m *testing.M) {
+	connStr = testenv.MainConnectionString()
+	testenv.Main(m)
+}
 
 // sdkPath makes the tests' tables use the aztables client instead of the
 // fast path; TestSDKPath runs the Table[T] suite that way.
