@@ -204,6 +204,9 @@ func TestCosmosProfileRefusesBeforeAnyRequest(t *testing.T) {
 	if err := tbl.Upsert(ctx, &payload{PartitionKey: "p", RowKey: long}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("Upsert with a 256-byte RowKey = %v, want ErrInvalidKey", err)
 	}
+	if _, err := tbl.Get(ctx, "p", long, nil); !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Errorf("Get with a 256-byte RowKey = %v, want ErrInvalidKey", err)
+	}
 	// 80 entities of 30,000 characters: about 2.4 MB, within Azure's
 	// 4 MiB, over Cosmos DB's 2 MB.
 	tx := tbl.Transaction()
@@ -243,11 +246,19 @@ func TestCosmosSortDependentPatternsRefuse(t *testing.T) {
 	must(t, err)
 	bucketed, err := patterns.NewBucketed[cosmosRow](acct, cosmostest.Table, 7, nil)
 	must(t, err)
+	indexed, err := patterns.NewIndexedTable[cosmosRow](acct, cosmostest.Table, []patterns.Index[cosmosRow]{
+		{Name: "rk", Unique: true, Key: func(r *cosmosRow) string { return r.RowKey }},
+	}, nil)
+	must(t, err)
 	now := time.Now()
 	for name, call := range map[string]func() error{
 		"LogTail.Latest": func() error { _, err := logs.Latest(ctx, "p", 10); return err },
 		"LogTail.Range": func() error {
 			_, err := patterns.Collect(logs.Range(ctx, "p", now.Add(-time.Hour), now, nil))
+			return err
+		},
+		"IndexedTable's Find, Prefix or Between with a Limit": func() error {
+			_, err := patterns.Collect(indexed.Prefix(ctx, "rk", "p", "a", &patterns.QueryOptions{Limit: 3}))
 			return err
 		},
 		"Bucketed.Query": func() error {

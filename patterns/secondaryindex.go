@@ -477,7 +477,9 @@ func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opt
 	})
 }
 
-// Prefix returns, in partition pk and in the index's order, the entities
+// Prefix returns, in partition pk and in the index's order (on Cosmos DB,
+// which does not sort, in the service's order, and a Limit is refused
+// with tablekit.ErrUnsortedResults), the entities
 // whose value in index (or the primary prefix) starts with prefix: the
 // guide's "employees whose email starts with a". One request per page.
 func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, opts *QueryOptions) iter.Seq2[T, error] {
@@ -492,9 +494,10 @@ func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, 
 	})
 }
 
-// Between returns, in partition pk and in the index's order, the entities
-// whose value in index (or the primary prefix) lies between lo and hi,
-// both included: the guide's "ids 000100 to 000199". One request per page.
+// Between returns, in partition pk and in the index's order (on Cosmos DB
+// as Prefix says), the entities whose value in index (or the primary
+// prefix) lies between lo and hi, both included: the guide's "ids 000100
+// to 000199". One request per page.
 func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string, opts *QueryOptions) iter.Seq2[T, error] {
 	return x.search(ctx, index, pk, opts, []string{lo, hi}, func() []keys.Filter {
 		return []keys.Filter{keys.RK().Ge(lo), keys.RK().Le(hi)}
@@ -516,6 +519,12 @@ func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *Qu
 	ix, primary, err := x.index(index)
 	if err != nil {
 		return errSeq[T](err)
+	}
+	if opts != nil && opts.Limit > 0 {
+		// The first n in the index's order: Cosmos DB does not sort.
+		if err := x.t.requireSorted("IndexedTable's Find, Prefix or Between with a Limit"); err != nil {
+			return errSeq[T](err)
+		}
 	}
 	if primary {
 		if err := x.primaryKeys("value", values...); err != nil {

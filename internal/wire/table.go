@@ -143,7 +143,7 @@ func (t *Table) GetTyped(ctx context.Context, pk, rk string) (body []byte, etag 
 }
 
 func (t *Table) get(ctx context.Context, pk, rk string, typed bool) (body []byte, etag string, err error) {
-	if err := ValidateKeys(pk, rk); err != nil {
+	if err := t.prof.ValidateKeys(pk, rk); err != nil {
 		return nil, "", err
 	}
 	ctx, end := t.span(ctx, "Client.GetEntity")
