@@ -2,9 +2,9 @@ package patterns_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -15,6 +15,15 @@ var mtStaffWant = []string{
 	"missing lastname Jones Sales/empid_000002", "missing lastname Smith Sales/empid_000003",
 	"missing lastname Jones Sales/empid_000004", "missing lastname Smith Sales/empid_000005",
 	"missing lastname Jones HR/empid_000006", "missing lastname Smith HR/empid_000007",
+}
+
+// mtUnlisted writes mtStaff's employees behind x's back and checks that
+// Verify, in reqs requests, finds every one missing from its list.
+func mtUnlisted(t *testing.T, x maintainable, c *tablekit.RequestCounter, reqs int64) {
+	t.Helper()
+	mtStaff(t, x.Table())
+	c.Reset()
+	mtWant(t, "Verify of unlisted entities", mtVerify(t, x, c, reqs, 8), mtStaffWant...)
 }
 
 // mtDamage changes, behind the index's back (through the plain table),
@@ -38,9 +47,7 @@ func mtDamage(t *testing.T, tbl *patterns.Table[ixEmployee]) []string {
 func TestListIndexOption2VerifyRepair(t *testing.T) {
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
-	mtStaff(t, x.Table())
-	c.Reset()
-	mtWant(t, "Verify of unlisted entities", mtVerify(t, x, c, 1, 8), mtStaffWant...)
+	mtUnlisted(t, x, c, 1)
 	// The scan; per index entity (Sales/Jones, Sales/Smith, HR/Jones,
 	// HR/Smith) a read and a transaction; a read per member (8).
 	mtRepair(t, x, c, 1+4*2+8, 8)
@@ -65,11 +72,7 @@ func TestListIndexOption2RepairRacingAWriter(t *testing.T) {
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
 	mtStaff(t, x.Table())
-	var once sync.Once
-	rep, err := x.Repair(ctx, &patterns.MaintenanceOptions{Progress: func(int) {
-		once.Do(func() { ixRename(t, x, "Sales", "empid_000000", "Hall") })
-	}})
-	must(t, err)
+	rep := mtRepairRacing(t, x, func() { ixRename(t, x, "Sales", "empid_000000", "Hall") })
 	if len(rep.Skipped) > 0 {
 		t.Errorf("Repair skipped %s", mtEntries(rep.Skipped))
 	}
@@ -83,10 +86,8 @@ func TestListIndexOption2RepairRacingAWriter(t *testing.T) {
 func TestListIndexOption1VerifyRepair(t *testing.T) {
 	ctx := context.Background()
 	x, c := newBlobIndexedTable(t)
-	mtStaff(t, x.Table())
-	c.Reset()
 	// The scan and the listing of the index's blobs (none yet).
-	mtWant(t, "Verify of unlisted entities", mtVerify(t, x, c, 2, 8), mtStaffWant...)
+	mtUnlisted(t, x, c, 2)
 	// Verify's two; per blob (Jones, Smith: lists span departments) a read
 	// and a write.
 	mtRepair(t, x, c, 2+2*2, 8)
@@ -136,11 +137,7 @@ func TestListIndexOption3VerifyRepairWithTheWorker(t *testing.T) {
 	interWait(t, "the worker to list the new employee", func() bool { return f.queueEmpty(t) })
 	mtWant(t, "Verify after damage", mtVerify(t, x, c, -1, 8), want...)
 	// Repair while a rename through the repository is in flight.
-	var once sync.Once
-	rep, err := x.Repair(ctx, &patterns.MaintenanceOptions{Progress: func(int) {
-		once.Do(func() { ixRename(t, x, "IT", "empid_000900", "Smith") })
-	}})
-	must(t, err)
+	rep := mtRepairRacing(t, x, func() { ixRename(t, x, "IT", "empid_000900", "Smith") })
 	if len(rep.Entries) != 4 {
 		t.Errorf("Repair found:\n%s", mtEntries(rep.Entries))
 	}
