@@ -101,9 +101,10 @@ type DenormalizationOptions[S any] struct {
 // holds beside the source. Nothing was written. It unwraps to
 // tablekit.ErrInvalidTransaction, and so to tablekit.ErrInvalidArgument.
 type TooManyTargetsError struct {
+	// Table, PartitionKey and RowKey name the source.
 	Table        string
 	PartitionKey string
-	RowKey       string // the source's
+	RowKey       string
 	// Targets counts the source's targets: the listed ones, or those a
 	// query found naming the source, where counting stops at Max+1.
 	Targets int

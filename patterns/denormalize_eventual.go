@@ -161,7 +161,10 @@ func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context, opts
 // refresh every target's copied properties and replaces the source
 // conditionally on the ETag read (a concurrent change starts it over; a
 // lost response is settled as Table.Update settles it, or reported with
-// tablekit.ErrOutcomeUnknown). Three requests per attempt.
+// tablekit.ErrOutcomeUnknown). Three requests per attempt. With a query,
+// a filter that does not build (tablekit.ErrInvalidFilter) or spans
+// partitions without AllowTableScan (tablekit.ErrTableScan) fails after
+// the read, before anything is enqueued or written.
 func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error, opts *UpdateOptions) (S, error) {
 	return x.src.modify(ctx, pk, rk, fn, func(_, v *S) ([]Op, error) {
 		body, _, _, err := x.src.marshal(v)

@@ -115,11 +115,16 @@
 //   - Intra-partition secondary index pattern: IndexedTable (copies under
 //     prefixed RowKeys, written in one transaction, optionally unique).
 //   - Inter-partition secondary index pattern: EventualIndexedTable (copies
-//     in other partitions or tables, kept by the consistency worker;
-//     Rebuild, Verify, Repair).
+//     in other partitions or tables, kept by the consistency worker).
 //   - Index entities pattern: BlobIndexedTable (option 1, a blob per
 //     value), ListIndexedTable (option 2, same-partition transaction),
 //     EventualListIndexedTable (option 3, kept by the worker).
+//
+// Every index repository has Rebuild (backfill an index added to existing
+// data), Verify (report missing, stale and orphaned entries in an
+// IndexReport, writing nothing) and Repair (fix them through the
+// repository's own write path, skipping what a concurrent write wins),
+// all configured by MaintenanceOptions.
 //
 // # Related data
 //

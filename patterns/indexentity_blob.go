@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -141,6 +142,16 @@ func cmpString(a, b string) int {
 // conditioned write, retrying on a concurrent change. Two requests per
 // attempt; one when nothing changes.
 func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m Member, add bool) error {
+	if add {
+		return x.changeMany(ctx, value, []Member{m}, nil)
+	}
+	return x.changeMany(ctx, value, nil, []Member{m})
+}
+
+// changeMany adds the members add and removes the members remove from
+// value's blob in one ETag-conditioned write, retrying on a concurrent
+// change. Two requests per attempt; one when nothing changes.
+func (x *BlobIndexedTable[T]) changeMany(ctx context.Context, value string, add, remove []Member) error {
 	name := x.BlobName(value)
 	var lastErr error
 	for attempt := 0; attempt < x.t.maxAttempts; attempt++ {
@@ -148,14 +159,19 @@ func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m Member
 		if err != nil {
 			return err
 		}
-		i, found := slices.BinarySearchFunc(list, m, cmpMember)
-		if found == add {
-			return nil
+		changed := false
+		for _, m := range add {
+			if i, found := slices.BinarySearchFunc(list, m, cmpMember); !found {
+				list, changed = slices.Insert(list, i, m), true
+			}
 		}
-		if add {
-			list = slices.Insert(list, i, m)
-		} else {
-			list = slices.Delete(list, i, i+1)
+		for _, m := range remove {
+			if i, found := slices.BinarySearchFunc(list, m, cmpMember); found {
+				list, changed = slices.Delete(list, i, i+1), true
+			}
+		}
+		if !changed {
+			return nil
 		}
 		body, _ := json.Marshal(list) // strings only
 		cond := &blob.ModifiedAccessConditions{}
@@ -176,6 +192,9 @@ func (x *BlobIndexedTable[T]) change(ctx context.Context, value string, m Member
 			return err
 		}
 		lastErr = err
+		if err := wire.ConflictPause(ctx, attempt); err != nil {
+			return err
+		}
 	}
 	return fmt.Errorf("tablekit: index blob %s/%s: gave up after %d attempts, it kept changing: %w", x.container, name, x.t.maxAttempts, lastErr)
 }

@@ -8,7 +8,6 @@ package patterns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
@@ -314,13 +312,13 @@ func (a *audit) byPrimary() ([]consistency.EntityRef, map[consistency.EntityRef]
 	return order, m
 }
 
-// byList groups the problems of list indexes by the list that holds (or
+// byList groups entries of list indexes by the list that holds (or
 // should hold) them, keyed by where (the index entity or blob), in the
 // order the lists first appear.
-func (a *audit) byList(where func(e *ixEntry) string) ([]string, map[string][]*ixEntry) {
+func byList(entries []*ixEntry, where func(e *ixEntry) string) ([]string, map[string][]*ixEntry) {
 	m := map[string][]*ixEntry{}
 	var order []string
-	for _, e := range a.problems {
+	for _, e := range entries {
 		k := where(e)
 		if _, ok := m[k]; !ok {
 			order = append(order, k)
@@ -438,12 +436,6 @@ func touchBody(pk, rk string) ([]byte, error) {
 	return p.bytes()
 }
 
-// lostRace reports whether a write failed because the entity it was
-// conditional on changed, appeared or went away since it was read.
-func lostRace(err error) bool {
-	return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrNotFound)
-}
-
 // submitUnits sends units of operations (each all-or-nothing, all of one
 // partition per unit) as entity group transactions, packing the units of
 // a partition into transactions of up to 100 operations. When a packed
@@ -469,7 +461,7 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 		switch {
 		case err == nil:
 			return nil
-		case !lostRace(err):
+		case !listRace(err):
 			return err
 		case len(idx) == 1:
 			lost = append(lost, idx[0])
@@ -477,7 +469,7 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 		}
 		for _, i := range idx {
 			if _, err := t.SubmitOps(ctx, units[i]); err != nil {
-				if !lostRace(err) {
+				if !listRace(err) {
 					return err
 				}
 				lost = append(lost, i)

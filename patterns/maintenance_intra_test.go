@@ -134,14 +134,10 @@ func TestIndexedTableRepairRacingAWriter(t *testing.T) {
 	ctx := context.Background()
 	x, c := newIndexedTable(t)
 	mtStaff(t, x.Table())
-	var once sync.Once
-	rep, err := x.Repair(ctx, &patterns.MaintenanceOptions{Progress: func(int) {
-		once.Do(func() {
-			_, err := x.Update(ctx, "Sales", "empid_000000", func(e *ixEmployee) error { e.Email = "moved@contoso.com"; return nil }, nil)
-			must(t, err)
-		})
-	}})
-	must(t, err)
+	rep := mtRepairRacing(t, x, func() {
+		_, err := x.Update(ctx, "Sales", "empid_000000", func(e *ixEmployee) error { e.Email = "moved@contoso.com"; return nil }, nil)
+		must(t, err)
+	})
 	mtWant(t, "Repair's skipped entries", mtEntries(rep.Skipped),
 		"missing email e0@contoso.com Sales/empid_000000",
 		"missing lastname Jones Sales/empid_000000")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tablekit/tablekit"
@@ -79,4 +80,14 @@ func mtRepair(t *testing.T, x maintainable, c *tablekit.RequestCounter, reqs int
 	if got := mtVerify(t, x, c, -1, primaries); got != "" {
 		t.Errorf("Verify after Repair found:\n%s", got)
 	}
+}
+
+// mtRepairRacing runs Repair with write landing between its scan and its
+// repairs (from the first Progress call), and returns its report.
+func mtRepairRacing(t *testing.T, x maintainable, write func()) *patterns.IndexReport {
+	t.Helper()
+	var once sync.Once
+	rep, err := x.Repair(context.Background(), &patterns.MaintenanceOptions{Progress: func(int) { once.Do(write) }})
+	must(t, err)
+	return rep
 }
