@@ -62,12 +62,15 @@
 // IndexedTable's primary prefix takes it too in Lookup, Find, Prefix and
 // Between.
 //
-// Options on I/O. Every method that does I/O takes ctx first and a
-// pointer to options last, nil meaning the defaults, as the Azure SDK's
-// methods do: CreateOptions, GetOptions, InsertOptions, WriteOptions,
-// UpsertOptions, UpdateOptions, QueryOptions (and BulkOptions,
-// WhereOptions, MaintenanceOptions, RelatedOptions). Those without fields
-// yet are there so that a method can grow without a new signature.
+// Options on I/O. Every method that does I/O takes ctx first. Those that
+// create storage or read or write items take a pointer to options last,
+// nil meaning the defaults, as the Azure SDK's methods do: CreateOptions,
+// GetOptions, InsertOptions, WriteOptions, UpsertOptions, UpdateOptions,
+// QueryOptions (and BulkOptions, WhereOptions, MaintenanceOptions,
+// RelatedOptions). Those without fields yet are there so that a method
+// can grow without a new signature. Table-level calls that cannot grow
+// (Drop, DeleteIfExists, PeriodTables' Drop, DropBefore and List, BlobLog's
+// Flush and Close, LogTail.Latest's n) take none.
 //
 // Reserved properties. Every property tablekit adds to an entity starts
 // with ReservedPrefix ("Tk"): the write-id log TkUpdates, a wide entity's
