@@ -53,14 +53,6 @@ func run(ctx context.Context, connStr, container string) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := acct.Blobs().CreateContainer(ctx, container, nil); err != nil {
-		return tablekit.MapError(err, "create container", container)
-	}
-	defer func() {
-		if _, derr := acct.Blobs().DeleteContainer(ctx, container, nil); derr != nil {
-			err = errors.Join(err, tablekit.MapError(derr, "delete container", container))
-		}
-	}()
 	// Flushes happen when the program asks (a long interval and a large
 	// size keep the background flusher out of the way), so the blobs are
 	// the same on every run.
@@ -68,6 +60,16 @@ func run(ctx context.Context, connStr, container string) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := logs.CreateIfNotExists(ctx, nil); err != nil { // the container
+		return errors.Join(err, logs.Close(ctx))
+	}
+	// Deferred calls run last-in first-out: the log is closed (and
+	// flushed) before its container is deleted.
+	defer func() {
+		if _, derr := acct.Blobs().DeleteContainer(ctx, container, nil); derr != nil {
+			err = errors.Join(err, tablekit.MapError(derr, "delete container", container))
+		}
+	}()
 	defer func() { err = errors.Join(err, logs.Close(ctx)) }()
 	requests.Take()
 

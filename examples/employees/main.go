@@ -163,9 +163,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err != nil {
 		return err
 	}
-	if err := queue.Create(ctx); err != nil {
-		return err
-	}
+	// org's CreateIfNotExists creates its queue too.
 	for _, create := range []func(context.Context, *patterns.CreateOptions) error{dir.CreateIfNotExists, emails.CreateIfNotExists, names.CreateIfNotExists, org.CreateIfNotExists} {
 		if err := create(ctx, nil); err != nil {
 			return err

@@ -68,7 +68,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := claims.Table().CreateIfNotExists(ctx, nil); err != nil {
+	if err := claims.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, claims.Table().Drop(ctx)) }()

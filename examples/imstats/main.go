@@ -61,11 +61,11 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := hourly.Table().CreateIfNotExists(ctx, nil); err != nil {
+	if err := hourly.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, hourly.Table().Drop(ctx)) }()
-	if err := daily.Table().CreateIfNotExists(ctx, nil); err != nil {
+	if err := daily.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, daily.Table().Drop(ctx)) }()

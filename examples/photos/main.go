@@ -94,6 +94,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err != nil {
 		return err
 	}
+	// The table, the container and the cleanup queue.
 	if err := staff.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
@@ -105,9 +106,6 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 			err = errors.Join(err, tablekit.MapError(derr, "delete table", name))
 		}
 	}()
-	if err := queue.Create(ctx); err != nil {
-		return err
-	}
 	if inProcess {
 		stop, err := startWorker(connStr, name)
 		if err != nil {
@@ -171,7 +169,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	requests.Take() // the polling is not part of the story
 	fmt.Println("worker  removed the old photo's blob")
 
-	_, blobs, err = staff.GetLazy(ctx, "Sales", "000123", nil)
+	current, blobs, err := staff.GetLazy(ctx, "Sales", "000123", nil)
 	if err != nil {
 		return err
 	}
@@ -180,7 +178,8 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	}
 	fmt.Printf("lazy    Photo is now %d bytes: %s\n", blobs[0].Size, plural(requests.Take()))
 
-	if err := staff.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
+	// Delete is conditional on the ETag of the version read.
+	if err := staff.Delete(ctx, &current, nil); err != nil {
 		return err
 	}
 	fmt.Printf("delete  the employee (read, delete, enqueue the blob's cleanup): %s\n", plural(requests.Take()))
