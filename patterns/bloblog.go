@@ -115,10 +115,7 @@ func NewBlobLog(acct *tablekit.Account, containerName, source string, opts *Blob
 	}) >= 0 {
 		return nil, fmt.Errorf("tablekit: blob log: %w: source %q must be 1 to 256 ASCII letters, digits, '-', '_' or '.'", tablekit.ErrInvalidName, source)
 	}
-	var o BlobLogOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.FlushSize <= 0 {
 		o.FlushSize = 1 << 20
 	}

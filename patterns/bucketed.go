@@ -43,10 +43,7 @@ func NewBucketed[T any](acct *tablekit.Account, name string, buckets int, opts *
 	if buckets < 2 || buckets > 1000 {
 		return nil, fmt.Errorf("tablekit: bucketed %s: %w: %d buckets; use 2 to 1000 (one bucket is a plain Table)", name, tablekit.ErrInvalidArgument, buckets)
 	}
-	var o BucketedOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, err := NewTable[T](acct, name, o.Table)
 	if err != nil {
 		return nil, err
@@ -115,10 +112,7 @@ func (b *Bucketed[T]) Get(ctx context.Context, stream, rk string, opts *GetOptio
 // partition query (one request per page of opts.Top); opts.Limit bounds
 // the merged total.
 func (b *Bucketed[T]) Query(ctx context.Context, stream string, rows keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
-	var o QueryOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	return func(yield func(T, error) bool) {
 		var zero T
 		if _, ok := rows.PartitionKey(); ok {

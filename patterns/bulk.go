@@ -99,10 +99,7 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) 
 // as they arrive, with memory bounded by Concurrency and the number of
 // partitions being filled, not by the input's length.
 func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *BulkOptions) (BulkResult, error) {
-	var o BulkOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}

@@ -39,10 +39,7 @@ type CompoundKeys[K, T any] struct {
 // table, nil means the defaults. Errors wrap tablekit.ErrInvalidKey (the
 // pattern) or tablekit.ErrInvalidName. It makes no request.
 func NewCompoundKeys[K, T any](acct *tablekit.Account, name, pattern string, opts *CompoundKeysOptions) (*CompoundKeys[K, T], error) {
-	var o CompoundKeysOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, err := NewTable[T](acct, name, o.Table)
 	if err != nil {
 		return nil, err
@@ -124,10 +121,7 @@ func (c *CompoundKeys[K, T]) RelatedFilter(pk string, k K, parts int, includePar
 // Related returns the rows of partition pk related to k (see
 // RelatedFilter), in RowKey order: one request for up to 1,000 rows.
 func (c *CompoundKeys[K, T]) Related(ctx context.Context, pk string, k K, parts int, opts *RelatedOptions) iter.Seq2[T, error] {
-	var o RelatedOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	return func(yield func(T, error) bool) {
 		var zero T
 		f, err := c.RelatedFilter(pk, k, parts, o.IncludeParent)

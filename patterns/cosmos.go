@@ -41,10 +41,7 @@ func inKeyOrder[T any](ctx context.Context, t *Table[T], f keys.Filter, opts *Qu
 	if t.w.Profile().SortedResults() {
 		return t.Query(ctx, f, opts)
 	}
-	var o QueryOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	return func(yield func(T, error) bool) {
 		var zero T
 		if !o.SelectAll && len(o.Select) > 0 && (!slices.Contains(o.Select, "PartitionKey") || !slices.Contains(o.Select, "RowKey")) {

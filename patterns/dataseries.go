@@ -75,10 +75,7 @@ const maxSeriesSlots = entity.MaxProperties - 1
 // wrapping tablekit.ErrInvalidEntity that points to WideEntities. It
 // makes no request; call CreateIfNotExists to create the table.
 func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots int, opts *DataSeriesOptions) (*DataSeries[V], error) {
-	var o DataSeriesOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.Prefix == "" {
 		o.Prefix = "S"
 	}

@@ -127,10 +127,7 @@ func (e *TooManyTargetsError) Unwrap() error { return tablekit.ErrInvalidTransac
 // target's source ("" for none), and copy writes the source's fields into
 // a target. It makes no request.
 func NewDenormalization[S, D any](acct *tablekit.Account, name string, targets func(s *S) []string, source func(d *D) string, copy func(s *S, d *D), opts *DenormalizationOptions[S]) (*Denormalization[S, D], error) {
-	var o DenormalizationOptions[S]
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	switch {
 	case source == nil || copy == nil:
 		return nil, fmt.Errorf("tablekit: NewDenormalization: %w: source and copy are required", tablekit.ErrInvalidArgument)

@@ -123,10 +123,7 @@ func NewEventualDenormalizationWhere[S any](acct *tablekit.Account, sourceTable 
 // newEventualDenormalization is what both constructors share; probe is a
 // step of theirs, validated as the worker would validate it.
 func newEventualDenormalization[S any](what string, acct *tablekit.Account, sourceTable string, q *consistency.Queue, props map[string]string, opts *EventualDenormalizationOptions, probe consistency.Step) (*EventualDenormalization[S], error) {
-	var o EventualDenormalizationOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	src, err := NewTable[S](acct, sourceTable, o.Table)
 	if err != nil {
 		return nil, err

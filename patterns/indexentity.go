@@ -305,10 +305,7 @@ type ListIndexedTable[T any] struct {
 // entities of ix in each partition; nil opts means the defaults. It makes
 // no request.
 func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListIndex[T], opts *ListIndexedTableOptions) (*ListIndexedTable[T], error) {
-	var o ListIndexedTableOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, what, err := openTable[T](acct, name, o.Table, "NewListIndexedTable")
 	if err != nil {
 		return nil, err

@@ -55,10 +55,7 @@ type Member struct {
 // lives in blobs of container. It makes no request; CreateIfNotExists
 // creates the table and the container.
 func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, ix ListIndex[T], opts *BlobIndexedTableOptions) (*BlobIndexedTable[T], error) {
-	var o BlobIndexedTableOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, what, err := openTable[T](acct, name, o.Table, "NewBlobIndexedTable")
 	if err != nil {
 		return nil, err

@@ -56,10 +56,7 @@ type EventualIndexedTable[T any] struct {
 // the options (nil means defaults; Delay defaults to 1 s) and the name
 // ctor's errors give.
 func openEventualTable[T any](acct *tablekit.Account, name string, q *consistency.Queue, opts *EventualIndexedTableOptions, ctor string) (*Table[T], EventualIndexedTableOptions, string, error) {
-	var o EventualIndexedTableOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.Delay <= 0 {
 		o.Delay = time.Second
 	}

@@ -141,10 +141,7 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 	if err := keys.ValidateContainerName(container); err != nil {
 		return nil, err
 	}
-	var o LargeEntitiesOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.ContentType == nil {
 		o.ContentType = func(_ string, data []byte) string { return http.DetectContentType(data) }
 	}

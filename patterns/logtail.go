@@ -54,10 +54,7 @@ type LogTail[T any] struct {
 // type T. T's RowKey field must be a string field the repository can set.
 // It makes no request; call CreateIfNotExists to create the table.
 func NewLogTail[T any](acct *tablekit.Account, name string, opts *LogTailOptions) (*LogTail[T], error) {
-	var o LogTailOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, err := NewTable[T](acct, name, o.Table)
 	if err != nil {
 		return nil, err

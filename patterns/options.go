@@ -109,3 +109,13 @@ type CompoundKeysOptions struct {
 	// Table configures the underlying Table.
 	Table *TableOptions
 }
+
+// optsOf returns *opts, or the zero options when opts is nil: a nil
+// options pointer means the defaults everywhere.
+func optsOf[O any](opts *O) O {
+	if opts == nil {
+		var zero O
+		return zero
+	}
+	return *opts
+}

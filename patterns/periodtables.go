@@ -65,10 +65,7 @@ type PeriodTables[T any] struct {
 // letter, then letters and digits; see keys.PeriodTable). It checks T's
 // codec and the names now and makes no request.
 func NewPeriodTables[T any](acct *tablekit.Account, prefix string, opts *PeriodTablesOptions) (*PeriodTables[T], error) {
-	var o PeriodTablesOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.Period == 0 {
 		o.Period = keys.Day
 	}

@@ -114,10 +114,7 @@ func filterProps(c *entity.Codec) map[string]bool {
 // prepareQuery validates and classifies a query on table; defaultSelect
 // is the projection when opts name none.
 func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect []string) (query, error) {
-	var o QueryOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	text, err := f.Build()
 	if err != nil {
 		return query{}, err

@@ -125,10 +125,7 @@ func openTable[T any](acct *tablekit.Account, name string, opts *TableOptions, c
 // properties, and that an update touching every index fits one 100-
 // operation transaction: at most 49 indexes) and makes no request.
 func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index[T], opts *IndexedTableOptions) (*IndexedTable[T], error) {
-	var o IndexedTableOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, what, err := openTable[T](acct, name, o.Table, "NewIndexedTable")
 	if err != nil {
 		return nil, err

@@ -69,10 +69,7 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	if acct == nil {
 		return nil, fmt.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
 	}
-	var o TableOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	codec, err := entity.CodecOf(reflect.TypeFor[T](), o.Codec)
 	if err != nil {
 		return nil, err

@@ -53,10 +53,7 @@ type WhereResult struct {
 var keysOnly = []string{"PartitionKey", "RowKey"}
 
 func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (query, WhereOptions, error) {
-	var o WhereOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}

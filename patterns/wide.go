@@ -76,10 +76,7 @@ type WideEntities struct {
 // opts.Table chooses the transport (SDKPath), nil means the defaults. It makes no
 // request; call CreateIfNotExists to create the table.
 func NewWideEntities(acct *tablekit.Account, name string, opts *WideEntitiesOptions) (*WideEntities, error) {
-	var o WideEntitiesOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := optsOf(opts)
 	t, err := NewTable[entity.Entity](acct, name, o.Table)
 	if err != nil {
 		return nil, err
