@@ -175,7 +175,7 @@ func (d *DataSeries[V]) Upsert(ctx context.Context, pk, rk string, values map[in
 //
 // Add applies delta exactly once, or fails with an error wrapping
 // tablekit.ErrOutcomeUnknown: as Table.Update, it keeps a write-id log in
-// the series' entity (wire.UpdateLogProperty, one of its 252 properties),
+// the series' entity (UpdateLogProperty, one of its 252 properties),
 // which settles a write whose response was lost.
 func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V, opts *UpdateOptions) (V, error) {
 	if err := d.checkSlot(i); err != nil {

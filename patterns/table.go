@@ -350,7 +350,7 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T,
 // Update applies fn's change exactly once, or fails with an error wrapping
 // tablekit.ErrOutcomeUnknown: when a write's response is lost (and azcore
 // retries it while other writers are at work), the entity's write-id log
-// (wire.UpdateLogProperty, one of its 252 properties) tells whether the
+// (UpdateLogProperty, one of its 252 properties) tells whether the
 // write landed, and when it cannot tell, Update says so instead of applying
 // the change a second time. On ErrOutcomeUnknown, Get the entity and decide.
 func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
