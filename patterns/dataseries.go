@@ -209,8 +209,7 @@ func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V, 
 }
 
 // Get reads the whole series (pk, rk): one request. It fails with
-// tablekit.ErrNotFound when the series does not exist. opts is reserved;
-// pass nil.
+// tablekit.ErrNotFound when the series does not exist.
 func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (Series[V], error) {
 	e, err := d.t.Get(ctx, pk, rk, opts)
 	if err != nil {

@@ -481,7 +481,6 @@ func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetO
 
 // Members returns the entities listed under value in partition pk, in
 // RowKey order (one request; none listed is an empty list, not an error).
-// opts is reserved; pass nil.
 func (x *ListIndexedTable[T]) Members(ctx context.Context, pk, value string, opts *GetOptions) ([]Member, error) {
 	le, err := x.readList(ctx, pk, value)
 	if err != nil {

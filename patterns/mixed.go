@@ -147,7 +147,7 @@ func (x *MixedTransaction) Submit(ctx context.Context) ([]OpResult, error) {
 // Insert adds v, a pointer to a value of a registered type, with its
 // discriminator; it fails with tablekit.ErrAlreadyExists when an entity
 // with its keys exists. On success v's ETag and Timestamp fields are set.
-// opts is reserved; pass nil. One request.
+// One request.
 func (m *MixedTable) Insert(ctx context.Context, v any, opts *InsertOptions) error {
 	return m.write(ctx, "insert", func(b *txBuilder) { b.add(OpInsert, v, nil) })
 }
@@ -192,7 +192,7 @@ func (m *MixedTable) write(ctx context.Context, verb string, add func(b *txBuild
 }
 
 // Get reads one entity and decodes it into its registered type (a pointer
-// to it). opts is reserved; pass nil. One request.
+// to it). One request.
 func (m *MixedTable) Get(ctx context.Context, pk, rk string, opts *GetOptions) (any, error) {
 	body, _, err := m.w.Get(ctx, pk, rk)
 	if err != nil {

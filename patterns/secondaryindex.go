@@ -273,8 +273,7 @@ func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intr
 // Insert adds v and its index copies in one transaction (one request). It
 // fails with tablekit.ErrAlreadyExists when v's keys exist, or with an
 // *IndexConflictError (also ErrAlreadyExists) when a unique value is
-// taken; either way nothing is written. On success v's ETag is set. opts
-// is reserved; pass nil.
+// taken; either way nothing is written. On success v's ETag is set.
 func (x *IndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	body, pk, rk, copies, err := x.encode(v)
 	if err != nil {
@@ -421,8 +420,7 @@ func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err er
 // the guide's point query "RowKey eq 'email_jonesj@contoso.com'". One
 // request. The result has the primary's keys, the index's projected
 // properties and no ETag (it is a copy; write through Update). Errors:
-// tablekit.ErrNotFound; a non-unique index (use Find). opts is reserved;
-// pass nil.
+// tablekit.ErrNotFound; a non-unique index (use Find).
 func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string, opts *GetOptions) (T, error) {
 	var zero T
 	ix, primary, err := x.index(index)

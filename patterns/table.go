@@ -105,7 +105,6 @@ func (t *Table[T]) Codec() *entity.Codec { return t.codec }
 func (t *Table[T]) Account() *tablekit.Account { return t.acct }
 
 // CreateIfNotExists creates the table; an existing table is not an error.
-// opts is reserved; pass nil.
 // A table deleted moments ago cannot be created again at once: that
 // returns an error wrapping tablekit.ErrConflict (TableBeingDeleted).
 func (t *Table[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
@@ -331,8 +330,7 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 }
 
 // Get reads one entity: the guide's point query, the fastest there is. It
-// fails with tablekit.ErrNotFound when there is none. opts is reserved;
-// pass nil. One request.
+// fails with tablekit.ErrNotFound when there is none. One request.
 func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	v, _, err := t.getWithETag(ctx, pk, rk)
 	return v, err
