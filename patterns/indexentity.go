@@ -325,7 +325,8 @@ func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListInde
 // Table is the underlying typed table.
 func (x *ListIndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the table.
+// CreateIfNotExists creates the table, which holds the entities and
+// their index entities; an existing one is not an error. One request.
 func (x *ListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return x.t.CreateIfNotExists(ctx, opts)
 }

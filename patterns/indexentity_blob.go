@@ -78,7 +78,8 @@ func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, 
 // Table is the underlying typed table.
 func (x *BlobIndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the table and the blob container.
+// CreateIfNotExists creates the table and the blob container; existing
+// ones are not an error. Two requests.
 func (x *BlobIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	if err := x.t.CreateIfNotExists(ctx, opts); err != nil {
 		return err

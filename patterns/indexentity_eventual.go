@@ -73,7 +73,8 @@ func (x *EventualListIndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the entities' table, the index table and the
 // consistency queue (with its poison queue and container, see
-// consistency.Queue.Create); existing ones are not an error.
+// consistency.Queue.Create); existing ones are not an error. Five
+// requests.
 func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	if err := x.t.CreateIfNotExists(ctx, opts); err != nil {
 		return err

@@ -117,7 +117,8 @@ func (x *EventualIndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the primary table, every index table and the
 // consistency queue (with its poison queue and container, see
-// consistency.Queue.Create); existing ones are not an error.
+// consistency.Queue.Create); existing ones are not an error. One request
+// per table and three for the queue.
 func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	for _, t := range x.tables {
 		if err := t.CreateIfNotExists(ctx, opts); err != nil {

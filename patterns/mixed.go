@@ -46,7 +46,8 @@ func (m *MixedTable) Client() *aztables.Client { return m.w.Client() }
 // Registry is the table's kind registry.
 func (m *MixedTable) Registry() *entity.Registry { return m.reg }
 
-// CreateIfNotExists creates the table; an existing table is not an error.
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request.
 func (m *MixedTable) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return m.w.Create(ctx)
 }

@@ -187,7 +187,8 @@ func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) 
 // operations on entities that are not indexed).
 func (x *IndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the table.
+// CreateIfNotExists creates the table, which holds the primaries and
+// their copies; an existing one is not an error. One request.
 func (x *IndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return x.t.CreateIfNotExists(ctx, opts)
 }

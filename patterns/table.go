@@ -104,8 +104,8 @@ func (t *Table[T]) Codec() *entity.Codec { return t.codec }
 // Account is the account the table lives in.
 func (t *Table[T]) Account() *tablekit.Account { return t.acct }
 
-// CreateIfNotExists creates the table; an existing table is not an error.
-// A table deleted moments ago cannot be created again at once: that
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request. A table deleted moments ago cannot be created again at once: that
 // returns an error wrapping tablekit.ErrConflict (TableBeingDeleted).
 func (t *Table[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return t.w.Create(ctx)
