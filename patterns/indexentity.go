@@ -446,8 +446,10 @@ func (x *ListIndexedTable[T]) readLists(ctx context.Context, pk, a, b string) ([
 
 // Delete removes the entity and its RowKey from its index entity in one
 // transaction (three requests: read the entity, read the index entity,
-// transaction), starting over on a concurrent change. A missing entity is
-// tablekit.ErrNotFound.
+// transaction), starting over when the index entity changed meanwhile. As
+// Table.Delete, it is conditional on v's ETag unless opts say otherwise
+// (tablekit.ErrPreconditionFailed when the entity changed since v was
+// read); a missing entity is tablekit.ErrNotFound.
 func (x *ListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	pk, rk, etag, err := x.t.deleteTarget(v, opts)
 	if err != nil {
@@ -475,7 +477,8 @@ func (x *ListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptio
 	return err
 }
 
-// Get reads an entity by its keys (one request).
+// Get reads the entity (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

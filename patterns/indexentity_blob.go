@@ -281,7 +281,8 @@ func (x *BlobIndexedTable[T]) Find(ctx context.Context, value string, opts *Quer
 	return lookupMembers(ctx, x.t, x.ix, value, x.Members, opts)
 }
 
-// Get reads the entity by its keys (one request).
+// Get reads the entity (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *BlobIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

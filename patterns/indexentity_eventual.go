@@ -197,8 +197,11 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }
 
-// Delete reads the entity, enqueues the intent to unlist it and deletes it
-// conditionally on the ETag read. Three requests.
+// Delete removes the entity with v's keys: conditional on v's ETag unless
+// opts say otherwise, as Table.Delete (tablekit.ErrPreconditionFailed when
+// it changed since v was read; tablekit.ErrNotFound when it does not
+// exist). It reads the entity, enqueues the intent to unlist it and
+// deletes it conditionally on the ETag read. Three requests.
 func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	old, etag, err := x.t.readForDelete(ctx, v, opts)
 	if err != nil {
@@ -239,7 +242,8 @@ func (x *EventualListIndexedTable[T]) Find(ctx context.Context, value string, op
 	return lookupMembers(ctx, x.t, x.ix, value, x.Members, opts)
 }
 
-// Get reads the entity by its keys (one request).
+// Get reads the entity (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *EventualListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

@@ -304,7 +304,8 @@ func (x *EventualIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteO
 	return err
 }
 
-// Get reads the primary (one request).
+// Get reads the primary (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

@@ -192,8 +192,8 @@ func (m *MixedTable) write(ctx context.Context, verb string, add func(b *txBuild
 	return err
 }
 
-// Get reads one entity and decodes it into its registered type (a pointer
-// to it). One request.
+// Get reads the entity (pk, rk) and decodes it into its registered type
+// (a pointer to it): a point query, one request; tablekit.ErrNotFound when there is none.
 func (m *MixedTable) Get(ctx context.Context, pk, rk string, opts *GetOptions) (any, error) {
 	body, _, err := m.w.Get(ctx, pk, rk)
 	if err != nil {

@@ -387,7 +387,8 @@ func (x *IndexedTable[T]) race(err error, ops []Op, missing map[string]bool) boo
 	return false
 }
 
-// Get reads the entity by its primary keys (one request).
+// Get reads the primary (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *IndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }
