@@ -122,8 +122,8 @@ func openTable[T any](acct *tablekit.Account, name string, opts *TableOptions, c
 
 // NewIndexedTable returns the repository of table name with the given
 // indexes. It checks the indexes now (names, key functions, projected
-// properties, and that an update touching every index fits one 100-
-// operation transaction: at most 49 indexes) and makes no request.
+// properties, and that an update touching every index fits one
+// transaction of 100 operations: at most 49 indexes) and makes no request.
 func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index[T], opts *IndexedTableOptions) (*IndexedTable[T], error) {
 	var o IndexedTableOptions
 	if opts != nil {
