@@ -483,8 +483,9 @@ func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetO
 	return x.t.Get(ctx, pk, rk, opts)
 }
 
-// Members returns the entities listed under value in partition pk, in
-// RowKey order (one request; none listed is an empty list, not an error).
+// Members returns the keys of the entities listed under value in partition
+// pk, in RowKey order (one request; none listed is an empty list, not an
+// error).
 func (x *ListIndexedTable[T]) Members(ctx context.Context, pk, value string, opts *GetOptions) ([]Member, error) {
 	le, err := x.readList(ctx, pk, value)
 	if err != nil {

@@ -267,7 +267,8 @@ func (x *BlobIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptio
 	return nil
 }
 
-// Members returns the entities listed under value (one request).
+// Members returns the keys of the entities listed under value, in every
+// partition (one request; none listed is an empty list, not an error).
 func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
 	m, _, err := x.read(ctx, value)
 	return m, err

@@ -216,7 +216,8 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *Wr
 	return x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})
 }
 
-// Members returns the keys listed under value (one request).
+// Members returns the keys of the entities listed under value, in every
+// partition (one request; none listed is an empty list, not an error).
 func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
 	ref := x.indexRef(value)
 	le, err := readListEntity(ctx, x.it.w, ref.PartitionKey, ref.RowKey, x.ix.property())
