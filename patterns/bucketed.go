@@ -101,7 +101,7 @@ func (b *Bucketed[T]) Upsert(ctx context.Context, stream string, v *T, opts *Ups
 }
 
 // Get reads the entity of stream with RowKey rk: a point query in its
-// bucket, one request.
+// bucket, one request; tablekit.ErrNotFound when there is none.
 func (b *Bucketed[T]) Get(ctx context.Context, stream, rk string, opts *GetOptions) (T, error) {
 	return b.t.Get(ctx, b.PartitionKey(stream, rk), rk, opts)
 }

@@ -172,7 +172,7 @@ func (d *DataSeries[V]) Upsert(ctx context.Context, pk, rk string, values map[in
 //
 // Add applies delta exactly once, or fails with an error wrapping
 // tablekit.ErrOutcomeUnknown: as Table.Update, it keeps a write-id log in
-// the series' entity (wire.UpdateLogProperty, one of its 252 properties),
+// the series' entity (UpdateLogProperty, one of its 252 properties),
 // which settles a write whose response was lost.
 func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V, opts *UpdateOptions) (V, error) {
 	if err := d.checkSlot(i); err != nil {
@@ -206,8 +206,7 @@ func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V, 
 }
 
 // Get reads the whole series (pk, rk): one request. It fails with
-// tablekit.ErrNotFound when the series does not exist. opts is reserved;
-// pass nil.
+// tablekit.ErrNotFound when the series does not exist.
 func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (Series[V], error) {
 	e, err := d.t.Get(ctx, pk, rk, opts)
 	if err != nil {

@@ -6,13 +6,18 @@
 // # Start here
 //
 // Table[T] stores a Go struct T as entities (encoded by the entity
-// package), with optimistic concurrency on T's ETag field, a read-modify-
-// write loop (Update), queries classified as the guide ranks them
+// package), with optimistic concurrency on T's ETag field, a
+// read-modify-write loop (Update), queries classified as the guide ranks them
 // (point, range, partition scan; table scans only with AllowTableScan),
 // resumable pages (Page, with an opaque URL-safe token), strict entity
 // group transactions (Transaction, SubmitOps), a bulk writer (BulkWrite)
 // that groups by partition and splits at 100 operations and 4 MiB, and
 // Count and DeleteWhere over a filter.
+//
+// Every repository has a runnable example (ExampleTable,
+// ExampleIndexedTable, ExampleLogTail, ...) that plays the guide's own
+// scenario for its pattern: connect, construct, CreateIfNotExists, write,
+// read.
 //
 // Every repository reaches storage through one core transport: REST
 // through the account's azcore pipeline (internal/tablehttp), decoding

@@ -322,7 +322,8 @@ func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListInde
 // Table is the underlying typed table.
 func (x *ListIndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the table.
+// CreateIfNotExists creates the table, which holds the entities and
+// their index entities; an existing one is not an error. One request.
 func (x *ListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return x.t.CreateIfNotExists(ctx, opts)
 }
@@ -442,8 +443,10 @@ func (x *ListIndexedTable[T]) readLists(ctx context.Context, pk, a, b string) ([
 
 // Delete removes the entity and its RowKey from its index entity in one
 // transaction (three requests: read the entity, read the index entity,
-// transaction), starting over on a concurrent change. A missing entity is
-// tablekit.ErrNotFound.
+// transaction), starting over when the index entity changed meanwhile. As
+// Table.Delete, it is conditional on v's ETag unless opts say otherwise
+// (tablekit.ErrPreconditionFailed when the entity changed since v was
+// read); a missing entity is tablekit.ErrNotFound.
 func (x *ListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	pk, rk, etag, err := x.t.deleteTarget(v, opts)
 	if err != nil {
@@ -471,14 +474,15 @@ func (x *ListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptio
 	return err
 }
 
-// Get reads an entity by its keys (one request).
+// Get reads the entity (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *ListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }
 
-// Members returns the entities listed under value in partition pk, in
-// RowKey order (one request; none listed is an empty list, not an error).
-// opts is reserved; pass nil.
+// Members returns the keys of the entities listed under value in partition
+// pk, in RowKey order (one request; none listed is an empty list, not an
+// error).
 func (x *ListIndexedTable[T]) Members(ctx context.Context, pk, value string, opts *GetOptions) ([]Member, error) {
 	le, err := x.readList(ctx, pk, value)
 	if err != nil {

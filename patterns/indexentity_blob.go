@@ -75,7 +75,8 @@ func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, 
 // Table is the underlying typed table.
 func (x *BlobIndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the table and the blob container.
+// CreateIfNotExists creates the table and the blob container; existing
+// ones are not an error. Two requests.
 func (x *BlobIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	if err := x.t.CreateIfNotExists(ctx, opts); err != nil {
 		return err
@@ -263,7 +264,8 @@ func (x *BlobIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptio
 	return nil
 }
 
-// Members returns the entities listed under value (one request).
+// Members returns the keys of the entities listed under value, in every
+// partition (one request; none listed is an empty list, not an error).
 func (x *BlobIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
 	m, _, err := x.read(ctx, value)
 	return m, err
@@ -277,7 +279,8 @@ func (x *BlobIndexedTable[T]) Find(ctx context.Context, value string, opts *Quer
 	return lookupMembers(ctx, x.t, x.ix, value, x.Members, opts)
 }
 
-// Get reads the entity by its keys (one request).
+// Get reads the entity (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *BlobIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

@@ -73,7 +73,8 @@ func (x *EventualListIndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the entities' table, the index table and the
 // consistency queue (with its poison queue and container, see
-// consistency.Queue.Create); existing ones are not an error.
+// consistency.Queue.Create); existing ones are not an error. Five
+// requests.
 func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	if err := x.t.CreateIfNotExists(ctx, opts); err != nil {
 		return err
@@ -196,8 +197,11 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
 }
 
-// Delete reads the entity, enqueues the intent to unlist it and deletes it
-// conditionally on the ETag read. Three requests.
+// Delete removes the entity with v's keys: conditional on v's ETag unless
+// opts say otherwise, as Table.Delete (tablekit.ErrPreconditionFailed when
+// it changed since v was read; tablekit.ErrNotFound when it does not
+// exist). It reads the entity, enqueues the intent to unlist it and
+// deletes it conditionally on the ETag read. Three requests.
 func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	old, etag, err := x.t.readForDelete(ctx, v, opts)
 	if err != nil {
@@ -212,7 +216,8 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *Wr
 	return x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})
 }
 
-// Members returns the keys listed under value (one request).
+// Members returns the keys of the entities listed under value, in every
+// partition (one request; none listed is an empty list, not an error).
 func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
 	ref := x.indexRef(value)
 	le, err := readListEntity(ctx, x.it.w, ref.PartitionKey, ref.RowKey, x.ix.property())
@@ -238,7 +243,8 @@ func (x *EventualListIndexedTable[T]) Find(ctx context.Context, value string, op
 	return lookupMembers(ctx, x.t, x.ix, value, x.Members, opts)
 }
 
-// Get reads the entity by its keys (one request).
+// Get reads the entity (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *EventualListIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

@@ -114,7 +114,8 @@ func (x *EventualIndexedTable[T]) Table() *Table[T] { return x.t }
 
 // CreateIfNotExists creates the primary table, every index table and the
 // consistency queue (with its poison queue and container, see
-// consistency.Queue.Create); existing ones are not an error.
+// consistency.Queue.Create); existing ones are not an error. One request
+// per table and three for the queue.
 func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	for _, t := range x.tables {
 		if err := t.CreateIfNotExists(ctx, opts); err != nil {
@@ -300,7 +301,8 @@ func (x *EventualIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteO
 	return err
 }
 
-// Get reads the primary (one request).
+// Get reads the primary (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }

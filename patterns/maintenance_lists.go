@@ -66,7 +66,7 @@ func (x *ListIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptio
 // (conditional on its ETag) together with a merge of each of those
 // entities that changes none of their properties (conditional on the
 // ETags read) in one entity group transaction, starting over when any of
-// them changed meanwhile, up to TableOptions.MaxUpdateAttempts times. A
+// them changed meanwhile, up to TableOptions.MaxAttempts times. A
 // member is listed when its entity has the value and unlisted otherwise,
 // as the entities are when read, so a repair racing a write never lists
 // a stale member or drops a live one. A list that kept changing is

@@ -46,7 +46,8 @@ func (m *MixedTable) Client() *aztables.Client { return m.w.Client() }
 // Registry is the table's kind registry.
 func (m *MixedTable) Registry() *entity.Registry { return m.reg }
 
-// CreateIfNotExists creates the table; an existing table is not an error.
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request.
 func (m *MixedTable) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return m.w.Create(ctx)
 }
@@ -147,7 +148,7 @@ func (x *MixedTransaction) Submit(ctx context.Context) ([]OpResult, error) {
 // Insert adds v, a pointer to a value of a registered type, with its
 // discriminator; it fails with tablekit.ErrAlreadyExists when an entity
 // with its keys exists. On success v's ETag and Timestamp fields are set.
-// opts is reserved; pass nil. One request.
+// One request.
 func (m *MixedTable) Insert(ctx context.Context, v any, opts *InsertOptions) error {
 	return m.write(ctx, "insert", func(b *txBuilder) { b.add(OpInsert, v, nil) })
 }
@@ -191,8 +192,8 @@ func (m *MixedTable) write(ctx context.Context, verb string, add func(b *txBuild
 	return err
 }
 
-// Get reads one entity and decodes it into its registered type (a pointer
-// to it). opts is reserved; pass nil. One request.
+// Get reads the entity (pk, rk) and decodes it into its registered type
+// (a pointer to it): a point query, one request; tablekit.ErrNotFound when there is none.
 func (m *MixedTable) Get(ctx context.Context, pk, rk string, opts *GetOptions) (any, error) {
 	body, _, err := m.w.Get(ctx, pk, rk)
 	if err != nil {

@@ -122,8 +122,8 @@ func openTable[T any](acct *tablekit.Account, name string, opts *TableOptions, c
 
 // NewIndexedTable returns the repository of table name with the given
 // indexes. It checks the indexes now (names, key functions, projected
-// properties, and that an update touching every index fits one 100-
-// operation transaction: at most 49 indexes) and makes no request.
+// properties, and that an update touching every index fits one
+// transaction of 100 operations: at most 49 indexes) and makes no request.
 func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index[T], opts *IndexedTableOptions) (*IndexedTable[T], error) {
 	o := optsOf(opts)
 	t, what, err := openTable[T](acct, name, o.Table, "NewIndexedTable")
@@ -184,7 +184,8 @@ func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) 
 // operations on entities that are not indexed).
 func (x *IndexedTable[T]) Table() *Table[T] { return x.t }
 
-// CreateIfNotExists creates the table.
+// CreateIfNotExists creates the table, which holds the primaries and
+// their copies; an existing one is not an error. One request.
 func (x *IndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return x.t.CreateIfNotExists(ctx, opts)
 }
@@ -270,8 +271,7 @@ func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intr
 // Insert adds v and its index copies in one transaction (one request). It
 // fails with tablekit.ErrAlreadyExists when v's keys exist, or with an
 // *IndexConflictError (also ErrAlreadyExists) when a unique value is
-// taken; either way nothing is written. On success v's ETag is set. opts
-// is reserved; pass nil.
+// taken; either way nothing is written. On success v's ETag is set.
 func (x *IndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	body, pk, rk, copies, err := x.encode(v)
 	if err != nil {
@@ -384,7 +384,8 @@ func (x *IndexedTable[T]) race(err error, ops []Op, missing map[string]bool) boo
 	return false
 }
 
-// Get reads the entity by its primary keys (one request).
+// Get reads the primary (pk, rk): a point query, one request;
+// tablekit.ErrNotFound when there is none.
 func (x *IndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	return x.t.Get(ctx, pk, rk, opts)
 }
@@ -418,8 +419,7 @@ func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err er
 // the guide's point query "RowKey eq 'email_jonesj@contoso.com'". One
 // request. The result has the primary's keys, the index's projected
 // properties and no ETag (it is a copy; write through Update). Errors:
-// tablekit.ErrNotFound; a non-unique index (use Find). opts is reserved;
-// pass nil.
+// tablekit.ErrNotFound; a non-unique index (use Find).
 func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string, opts *GetOptions) (T, error) {
 	var zero T
 	ix, primary, err := x.index(index)

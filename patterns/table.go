@@ -101,9 +101,8 @@ func (t *Table[T]) Codec() *entity.Codec { return t.codec }
 // Account is the account the table lives in.
 func (t *Table[T]) Account() *tablekit.Account { return t.acct }
 
-// CreateIfNotExists creates the table; an existing table is not an error.
-// opts is reserved; pass nil.
-// A table deleted moments ago cannot be created again at once: that
+// CreateIfNotExists creates the table; an existing one is not an error.
+// One request. A table deleted moments ago cannot be created again at once: that
 // returns an error wrapping tablekit.ErrConflict (TableBeingDeleted).
 func (t *Table[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	return t.w.Create(ctx)
@@ -328,8 +327,7 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 }
 
 // Get reads one entity: the guide's point query, the fastest there is. It
-// fails with tablekit.ErrNotFound when there is none. opts is reserved;
-// pass nil. One request.
+// fails with tablekit.ErrNotFound when there is none. One request.
 func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	v, _, err := t.getWithETag(ctx, pk, rk)
 	return v, err
@@ -347,7 +345,7 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T,
 // Update applies fn's change exactly once, or fails with an error wrapping
 // tablekit.ErrOutcomeUnknown: when a write's response is lost (and azcore
 // retries it while other writers are at work), the entity's write-id log
-// (wire.UpdateLogProperty, one of its 252 properties) tells whether the
+// (UpdateLogProperty, one of its 252 properties) tells whether the
 // write landed, and when it cannot tell, Update says so instead of applying
 // the change a second time. On ErrOutcomeUnknown, Get the entity and decide.
 func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {

@@ -155,7 +155,7 @@ func (w *WideEntities) Get(ctx context.Context, pk, rk string, opts *GetOptions)
 // Insert writes the new logical entity e in one entity group transaction:
 // one request. It fails with tablekit.ErrAlreadyExists (wrapped in a
 // *tablekit.TransactionError) when the entity exists. On success e.ETag
-// is the new version. opts is reserved; pass nil.
+// is the new version.
 func (w *WideEntities) Insert(ctx context.Context, e *WideEntity, opts *InsertOptions) error {
 	return w.write(ctx, e, OpInsert, "")
 }
