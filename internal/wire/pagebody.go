@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -112,7 +113,9 @@ func readBody(resp *http.Response, buf *[]byte) ([]byte, error) {
 		}
 		for {
 			if len(dst) == cap(dst) {
-				dst = append(dst, 0)[:len(dst)]
+				// Double: append's growth of large slices (1.25x) would
+				// copy a page several times over before it fits.
+				dst = slices.Grow(dst, cap(dst))
 			}
 			m, err := resp.Body.Read(dst[len(dst):cap(dst)])
 			dst = dst[:len(dst)+m]
