@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
@@ -169,14 +167,13 @@ func (x *txBuilder) encode(typ OpType, v any, opts *WriteOptions) error {
 	if (typ == OpMerge || typ == OpUpsertMerge) && c.Encrypted() {
 		return ErrEncryptedMerge
 	}
-	var etag azcore.ETag
+	var etag string
 	if typ == OpReplace || typ == OpMerge || typ == OpDelete {
-		if etag, err = ifMatch(c, v, opts, x.name); err != nil {
+		m, err := ifMatch(c, v, opts, x.name)
+		if err != nil {
 			return err
 		}
-		if etag == azcore.ETagAny {
-			etag = ""
-		}
+		etag = opETag(m)
 	}
 	body, err := x.marshal(c, v)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
@@ -408,9 +407,6 @@ func (l *LargeEntities[T]) Delete(ctx context.Context, v *T, opts *WriteOptions)
 	if err != nil {
 		return err
 	}
-	if etag == azcore.ETagAny {
-		etag = ""
-	}
 	var old []BlobInfo
 	_, err = l.w.Modify(ctx, pk, rk, func(stored []byte) (Op, error) {
 		refs, err := l.refs(stored, pk, rk)
@@ -419,7 +415,7 @@ func (l *LargeEntities[T]) Delete(ctx context.Context, v *T, opts *WriteOptions)
 		}
 		old = refs
 		return Op{Type: OpDelete, PartitionKey: pk, RowKey: rk}, nil
-	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "delete", MustExist: true, IfMatch: string(etag)})
+	}, &wire.ModifyOptions{MaxAttempts: l.attempts, Verb: "delete", MustExist: true, IfMatch: opETag(etag)})
 	if err != nil {
 		return err
 	}

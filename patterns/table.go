@@ -158,6 +158,15 @@ func condition(etag string, opts *WriteOptions, what string) (azcore.ETag, error
 	return azcore.ETag(etag), nil
 }
 
+// opETag is the condition an If-Match value puts on a core operation:
+// none ("") for *, else the ETag.
+func opETag(m azcore.ETag) string {
+	if m == azcore.ETagAny {
+		return ""
+	}
+	return string(m)
+}
+
 // Insert adds v; it fails with tablekit.ErrAlreadyExists when an entity
 // with its keys exists. On success v's ETag and Timestamp fields are set.
 // One request.
@@ -278,10 +287,7 @@ func (t *Table[T]) deleteTarget(v *T, opts *WriteOptions) (pk, rk, etag string, 
 	if err != nil {
 		return "", "", "", err
 	}
-	if m == azcore.ETagAny {
-		m = ""
-	}
-	return pk, rk, string(m), nil
+	return pk, rk, opETag(m), nil
 }
 
 // readForDelete reads the entity a delete of v (conditional per opts)
@@ -305,10 +311,7 @@ func (t *Table[T]) readForDelete(ctx context.Context, v *T, opts *WriteOptions) 
 }
 
 func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	if etag == azcore.ETagAny {
-		etag = ""
-	}
-	_, err := t.write(ctx, OpDelete, pk, rk, nil, string(etag), "delete")
+	_, err := t.write(ctx, OpDelete, pk, rk, nil, opETag(etag), "delete")
 	return err
 }
 

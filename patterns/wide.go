@@ -8,7 +8,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
@@ -176,10 +175,7 @@ func (w *WideEntities) Replace(ctx context.Context, e *WideEntity, opts *WriteOp
 	if err != nil {
 		return err
 	}
-	if etag == azcore.ETagAny {
-		etag = ""
-	}
-	return w.write(ctx, e, OpReplace, string(etag))
+	return w.write(ctx, e, OpReplace, opETag(etag))
 }
 
 // Upsert writes e whether or not it exists, whatever its version, in one
@@ -269,10 +265,7 @@ func (w *WideEntities) Delete(ctx context.Context, e *WideEntity, opts *WriteOpt
 	if err != nil {
 		return err
 	}
-	etag := string(cond)
-	if cond == azcore.ETagAny {
-		etag = ""
-	}
+	etag := opETag(cond)
 	rows := e.rows
 	if len(rows) == 0 {
 		cur, err := w.Get(ctx, e.PartitionKey, e.RowKey, nil)
