@@ -582,3 +582,43 @@ func TestGUID(t *testing.T) {
 		t.Errorf("UnmarshalText: %v", err)
 	}
 }
+
+// DataSize counts what an entity holds, not what it encodes to: the
+// bytes of its strings and byte slices, 16 per element of other slices
+// and maps, 16 per field; a nil pointer counts nothing. An
+// EntityMarshaler's size is unknown without encoding it.
+func TestDataSize(t *testing.T) {
+	type row struct {
+		PartitionKey, RowKey string
+		Name                 string
+		Photo                []byte
+		Tags                 []string `table:",json"`
+		Note                 *string
+		Count                int64
+	}
+	c, err := entity.CodecOf(reflect.TypeFor[row](), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row{PartitionKey: "pk", RowKey: "rk1", Name: strings.Repeat("x", 1000), Photo: make([]byte, 500), Tags: []string{"a", "b"}}
+	n, ok := c.DataSize(&r)
+	// 6 fields present (Note is nil): 6*16, plus 2+3+1000+500 bytes, plus 2 tags at 16.
+	if want := 6*16 + 2 + 3 + 1000 + 500 + 2*16; !ok || n != want {
+		t.Errorf("DataSize = %d, %v; want %d, true", n, ok, want)
+	}
+	note := strings.Repeat("y", 100)
+	r.Note = &note
+	if n2, _ := c.DataSize(r); n2 != n+16+100 {
+		t.Errorf("DataSize with a 100-byte *string = %d, want %d", n2, n+16+100)
+	}
+	if _, ok := c.DataSize(struct{}{}); ok {
+		t.Error("DataSize of another type reported ok")
+	}
+	hc, err := entity.CodecOf(reflect.TypeFor[hooked](), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := hc.DataSize(&hooked{}); ok {
+		t.Error("DataSize of an EntityMarshaler reported ok")
+	}
+}

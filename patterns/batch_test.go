@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -229,5 +235,112 @@ func TestBulkWriteReportsFailuresAndKeepsTheRest(t *testing.T) {
 		if (r.RowKey == "000010" || r.RowKey == "000077") != (r.FirstName == "existing") {
 			t.Errorf("row %s has FirstName %q", r.RowKey, r.FirstName)
 		}
+	}
+}
+
+// encodeCount counts the values of this type the codec has encoded.
+var encodeCount atomic.Int64
+
+type countedString string
+
+func (s countedString) MarshalProperty() (entity.Value, error) {
+	encodeCount.Add(1)
+	return entity.String(string(s)), nil
+}
+
+func (s *countedString) UnmarshalProperty(v entity.Value) error {
+	s2, _ := v.V.(string)
+	*s = countedString(s2)
+	return nil
+}
+
+type countedRow struct {
+	PartitionKey, RowKey string
+	Name                 countedString
+}
+
+// firstRequestAt records encodeCount when the first request of a try is
+// sent.
+type firstRequestAt struct{ encoded atomic.Int64 }
+
+func (p *firstRequestAt) Do(req *policy.Request) (*http.Response, error) {
+	p.encoded.CompareAndSwap(-1, encodeCount.Load())
+	return req.Next()
+}
+
+// BulkWrite encodes a partition's entities when a transaction of them is
+// about to go, so the first request leaves after its own 100 entities are
+// encoded, not after all of the input: with one transaction in flight
+// (Concurrency 1) and 1,000 entities round-robin over 10 partitions,
+// exactly 100 are encoded when the first request is sent.
+func TestBulkWriteSendsBeforeEncodingAll(t *testing.T) {
+	ctx := context.Background()
+	first := &firstRequestAt{}
+	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{first},
+	}})
+	tbl, err := patterns.NewTable[countedRow](acct, testenv.TableName(t), tableOpts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]countedRow, 1000)
+	for i := range items {
+		items[i] = countedRow{PartitionKey: fmt.Sprintf("p%d", i%10), RowKey: fmt.Sprintf("%04d", i), Name: "n"}
+	}
+	encodeCount.Store(0)
+	first.encoded.Store(-1)
+	res, err := tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Concurrency: 1})
+	if err != nil || res.Written != 1000 || res.Requests != 10 {
+		t.Fatalf("BulkWrite = %+v, %v; want 1,000 written in 10 requests", res, err)
+	}
+	if got := first.encoded.Load(); got != 100 {
+		t.Errorf("%d entities were encoded when the first transaction was sent, want 100 (its own)", got)
+	}
+	if got := encodeCount.Load(); got != 1000 {
+		t.Errorf("%d entities encoded in all, want 1,000 (each once)", got)
+	}
+}
+
+// wholeRow writes itself through the whole-entity hook, whose size
+// BulkWrite can only learn by encoding it first.
+type wholeRow struct {
+	pk, rk string
+	n      int
+}
+
+func (w wholeRow) MarshalEntity() (entity.Entity, error) {
+	return entity.Entity{PartitionKey: w.pk, RowKey: w.rk, Properties: map[string]entity.Value{"N": entity.Int32(int32(w.n))}}, nil
+}
+
+// An EntityMarshaler is encoded as it is read from the input: a bulk
+// write of them groups, sends and reports as for any other type.
+func TestBulkWriteEntityMarshaler(t *testing.T) {
+	ctx := context.Background()
+	tbl, c := newTable[wholeRow](t)
+	var items []wholeRow
+	for i := range 250 {
+		items = append(items, wholeRow{pk: fmt.Sprintf("p%d", i%2), rk: fmt.Sprintf("%04d", i), n: i})
+	}
+	items[7].rk = "bad/key"
+	res, err := tbl.BulkWrite(ctx, items, nil)
+	var be *patterns.BulkError
+	if !errors.As(err, &be) || len(be.Failed) != 1 || be.Failed[0].Index != 7 || !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Fatalf("BulkWrite = %v, want a *BulkError naming input 7 as an invalid key", err)
+	}
+	// 125 and 124 entities in the two partitions: 2 + 2 transactions.
+	if res.Written != 249 || res.Requests != 4 {
+		t.Errorf("BulkWrite = %+v, want 249 written in 4 requests", res)
+	}
+	requests(t, c, 4, "the bulk write")
+	e, err := patterns.NewTable[entity.Entity](tbl.Account(), tbl.Name(), tableOpts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Get(ctx, "p1", "0249", nil)
+	if err != nil || got.Properties["N"] != entity.Int32(249) {
+		t.Errorf("Get(p1, 0249) = %+v, %v; want N = 249", got, err)
 	}
 }

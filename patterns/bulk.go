@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -79,7 +81,11 @@ const (
 // allow: it groups entities by partition, and sends each group as entity
 // group transactions of at most 100 entities and MaxBatchBytes, up to
 // Concurrency at a time. N entities of one partition take ceil(N/100)
-// requests when under the byte limit.
+// requests when under the byte limit. Entities are encoded by the workers,
+// a transaction's worth at a time: the first request leaves once its own
+// entities are encoded, and the rest are encoded while earlier
+// transactions are in flight. items must not change until BulkWrite
+// returns.
 //
 // Atomicity holds per transaction only: a BulkWrite as a whole is not
 // atomic. When one entity of a transaction fails (say, an insert (BulkOptions.Insert) meets an
@@ -92,13 +98,35 @@ const (
 // BulkWrite returns a *BulkError when some entities failed, and ctx's error
 // when it was cancelled (entities not yet sent are then reported failed).
 func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) (BulkResult, error) {
-	return t.BulkWriteSeq(ctx, slices.Values(items), opts)
+	return t.bulkWrite(ctx, func(yield func(*T) bool) {
+		for i := range items {
+			if !yield(&items[i]) {
+				return
+			}
+		}
+	}, opts)
 }
 
-// BulkWriteSeq is BulkWrite over an iterator: entities are encoded and sent
-// as they arrive, with memory bounded by Concurrency and the number of
-// partitions being filled, not by the input's length.
+// BulkWriteSeq is BulkWrite over an iterator: entities are grouped as they
+// arrive and sent as their transactions fill, with memory bounded by
+// Concurrency and the partitions being filled, not by the input's length.
+// At most 10,000 entities wait to be sent, and about 64 MiB of them as
+// entity.Codec.DataSize counts; past either bound the fullest partition's
+// transaction leaves early.
 func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *BulkOptions) (BulkResult, error) {
+	return t.bulkWrite(ctx, func(yield func(*T) bool) {
+		for v := range items {
+			if !yield(&v) {
+				return
+			}
+		}
+	}, opts)
+}
+
+// bulkWrite is BulkWrite and BulkWriteSeq: it holds the entities by
+// pointer (into the caller's slice, or to the iterator's values) until a
+// worker encodes them.
+func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *BulkOptions) (BulkResult, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -117,27 +145,31 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 		opType = OpInsert
 	}
 
-	b := &bulk{ctx: ctx, submit: t.submit, work: make(chan *group)}
+	b := &bulk[T]{ctx: ctx, codec: t.codec, submit: t.submit, maxBytes: o.MaxBatchBytes, work: make(chan *group[T])}
 	var wg sync.WaitGroup
 	for i := 0; i < o.Concurrency; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for g := range b.work {
-				b.send(g)
+				b.run(g)
 			}
 		}()
 	}
 
-	// Groups being filled, by partition. When too many entities (or
-	// bytes) wait in them, the fullest is sent early to keep memory
-	// bounded; below that, every batch is full and requests are fewest.
-	pending := map[string]*group{}
+	// Groups being filled, by partition. The loop reads only keys (and
+	// sizes the data, see entity.Codec.DataSize): the workers encode, so a
+	// group's entities are encoded while earlier transactions are in
+	// flight, not all of them before the first request. When too many
+	// entities (or bytes) wait in the groups, the fullest is sent early to
+	// keep memory bounded; below that, every batch is full and requests
+	// are fewest.
+	pending := map[string]*group[T]{}
 	waiting, waitingBytes := 0, 0
 	flush := func(pk string) {
 		g := pending[pk]
 		delete(pending, pk)
-		waiting -= len(g.ops)
+		waiting -= len(g.items)
 		waitingBytes -= g.bytes
 		b.dispatch(g)
 	}
@@ -147,34 +179,42 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 		if ctx.Err() != nil {
 			break
 		}
-		body, pk, rk, err := t.marshal(&v)
-		if err != nil {
-			b.fail(index, pk, rk, err)
-			continue
+		var body []byte
+		pk, rk := t.codec.Keys(v)
+		size, ok := t.codec.DataSize(v)
+		if !ok {
+			// An EntityMarshaler: its size is known only once encoded.
+			var err error
+			if body, pk, rk, err = t.marshal(v); err != nil {
+				b.fail(index, pk, rk, err)
+				continue
+			}
+			size = len(body)
 		}
-		// A bulk load settles a lost answer by content (Op.Unique): no
-		// entity's content derives from a read, and none gets the write
-		// marker, so what is stored is exactly what was given.
-		op := Op{Type: opType, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true}
+		size += wire.OpWireSize(Op{PartitionKey: pk, RowKey: rk})
 		g := pending[pk]
-		if g != nil && (len(g.ops) == MaxTransactionOps || g.bytes+wire.OpWireSize(op) > o.MaxBatchBytes || g.has(rk)) {
+		if g != nil && (len(g.items) == MaxTransactionOps || g.bytes+size > o.MaxBatchBytes || g.rks[rk]) {
 			flush(pk)
 			g = nil
 		}
 		if g == nil {
-			g = &group{rks: map[string]bool{}}
+			g = &group[T]{rks: map[string]bool{}}
 			pending[pk] = g
 		}
-		g.ops = append(g.ops, op)
+		// A bulk load settles a lost answer by content (Op.Unique): no
+		// entity's content derives from a read, and none gets the write
+		// marker, so what is stored is exactly what was given.
+		g.ops = append(g.ops, Op{Type: opType, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
+		g.items = append(g.items, v)
 		g.index = append(g.index, index)
 		g.rks[rk] = true
-		g.bytes += wire.OpWireSize(op)
+		g.bytes += size
 		waiting++
-		waitingBytes += wire.OpWireSize(op)
+		waitingBytes += size
 		if waiting > maxWaitingEntities || waitingBytes > maxWaitingBytes {
 			fullest := ""
 			for k, pg := range pending {
-				if fullest == "" || len(pg.ops) > len(pending[fullest].ops) {
+				if fullest == "" || len(pg.items) > len(pending[fullest].items) {
 					fullest = k
 				}
 			}
@@ -198,14 +238,16 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 	return res, nil
 }
 
-type group struct {
+// group is one partition's operations on their way to transactions. When
+// items is set, ops[i] writes items[i], encoded by the worker unless its
+// Entity is already set.
+type group[T any] struct {
+	items []*T
 	ops   []Op
-	index []int // input position of each op
+	index []int // input position of each item
 	rks   map[string]bool
-	bytes int
+	bytes int // estimated: entity.Codec.DataSize plus wire.OpWireSize
 }
-
-func (g *group) has(rk string) bool { return g.rks[rk] }
 
 // submit validates ops and sends them as one transaction through the core
 // (see wire.Table.Batch, which resolves lost responses).
@@ -213,10 +255,15 @@ func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 	return t.w.Batch(ctx, ops)
 }
 
-type bulk struct {
-	ctx    context.Context
-	submit func(ctx context.Context, ops []Op) ([]OpResult, error)
-	work   chan *group
+// bulk sends groups as transactions, Concurrency workers at a time, and
+// collects the outcome of each entity.
+type bulk[T any] struct {
+	ctx      context.Context
+	codec    *entity.Codec
+	submit   func(ctx context.Context, ops []Op) ([]OpResult, error)
+	maxBytes int          // of one transaction on the wire
+	encoded  atomic.Int64 // bytes per entity in the last group encoded
+	work     chan *group[T]
 
 	mu       sync.Mutex
 	written  int
@@ -224,23 +271,95 @@ type bulk struct {
 	failed   []BulkFailure
 }
 
-func (b *bulk) dispatch(g *group) {
+func (b *bulk[T]) dispatch(g *group[T]) {
 	if len(g.ops) == 0 {
 		return
 	}
 	b.work <- g
 }
 
-func (b *bulk) fail(index int, pk, rk string, err error) {
+func (b *bulk[T]) fail(index int, pk, rk string, err error) {
 	b.mu.Lock()
 	b.failed = append(b.failed, BulkFailure{Index: index, PartitionKey: pk, RowKey: rk, Err: err})
 	b.mu.Unlock()
 }
 
-// send submits one group, dropping the entity a failed transaction names
-// and resending the rest, until it succeeds or nothing is left.
-func (b *bulk) send(g *group) {
-	ops, index := g.ops, g.index
+// arenas holds the buffers groups are encoded into, up to maxPooledArena
+// bytes each.
+var arenas sync.Pool
+
+const maxPooledArena = 1 << 20
+
+// run encodes a group's entities into one buffer, reports those that do
+// not encode, and sends the rest as transactions of at most maxBytes on
+// the wire (the group's size was an estimate before encoding).
+func (b *bulk[T]) run(g *group[T]) {
+	var arena []byte
+	if g.items != nil {
+		// Sized by the entities encoded so far, else by the estimate
+		// (which counts each operation's part headers: room enough).
+		size := g.bytes
+		if per := b.encoded.Load(); per > 0 {
+			size = int(per) * len(g.items) * 9 / 8
+		}
+		if p, ok := arenas.Get().(*[]byte); ok && cap(*p) >= size {
+			arena = (*p)[:0]
+		} else {
+			arena = make([]byte, 0, size)
+		}
+		// The transactions are sent below and nothing keeps their
+		// entities after: the buffer serves the next group.
+		defer func() {
+			if cap(arena) <= maxPooledArena {
+				arenas.Put(&arena)
+			}
+		}()
+	}
+	ends := make([]int, len(g.ops))
+	for i := range g.ops {
+		if g.items == nil || g.ops[i].Entity != nil {
+			ends[i] = -1 // encoded by the producer
+			continue
+		}
+		var err error
+		n := len(arena)
+		if arena, err = b.codec.AppendMarshal(arena, g.items[i]); err != nil {
+			arena = arena[:n]
+			ends[i] = -2
+			b.fail(g.index[i], g.ops[i].PartitionKey, g.ops[i].RowKey, err)
+			continue
+		}
+		ends[i] = len(arena)
+	}
+	if n := len(g.items); n > 0 && len(arena) > 0 {
+		b.encoded.Store(int64(len(arena) / n))
+	}
+	ops, index := g.ops[:0], g.index[:0]
+	start, size := 0, 0
+	for i, op := range g.ops {
+		switch end := ends[i]; end {
+		case -2:
+			continue
+		case -1:
+		default:
+			op.Entity = arena[start:end:end]
+			start = end
+		}
+		if len(ops) > 0 && size+wire.OpWireSize(op) > b.maxBytes {
+			b.send(ops, index)
+			ops, index, size = nil, nil, 0
+		}
+		ops = append(ops, op)
+		index = append(index, g.index[i])
+		size += wire.OpWireSize(op)
+	}
+	b.send(ops, index)
+}
+
+// send submits ops as one transaction, dropping the entity a failed
+// transaction names and resending the rest, until it succeeds or nothing
+// is left.
+func (b *bulk[T]) send(ops []Op, index []int) {
 	for len(ops) > 0 {
 		if err := b.ctx.Err(); err != nil {
 			for i, op := range ops {

@@ -135,7 +135,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		return res, err
 	}
 	var progressMu sync.Mutex
-	b := &bulk{ctx: ctx, work: make(chan *group)}
+	b := &bulk[T]{ctx: ctx, maxBytes: defaultMaxBatchBytes, work: make(chan *group[T])}
 	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
 		r, err := t.submit(ctx, ops)
 		if o.Progress != nil {
@@ -158,7 +158,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		go func() {
 			defer wg.Done()
 			for g := range b.work {
-				b.send(g)
+				b.run(g)
 			}
 		}()
 	}
@@ -166,7 +166,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 	// Rows come in PartitionKey order, so only the last partition of a
 	// page can continue on the next: its partial transaction waits for
 	// that page; every other one is sent at once.
-	var open *group
+	var open *group[T]
 	openPK := ""
 	index := 0
 	var pos *wire.Continuation
@@ -196,7 +196,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 				open = nil
 			}
 			if open == nil {
-				open, openPK = &group{}, k.PartitionKey
+				open, openPK = &group[T]{}, k.PartitionKey
 			}
 			open.ops = append(open.ops, Op{Type: OpDelete, PartitionKey: k.PartitionKey, RowKey: k.RowKey})
 			open.index = append(open.index, index)
