@@ -22,6 +22,15 @@ func With(ctx context.Context) (context.Context, *atomic.Int32) {
 	return context.WithValue(ctx, key{}, n), n
 }
 
+// Count returns the attempts counted so far for ctx's operation, 0 when
+// ctx did not come from With.
+func Count(ctx context.Context) int32 {
+	if n, ok := ctx.Value(key{}).(*atomic.Int32); ok {
+		return n.Load()
+	}
+	return 0
+}
+
 // Policy counts each attempt of a request whose context came from With.
 // Install it as the last per-retry policy, nearest the transport.
 type Policy struct{}

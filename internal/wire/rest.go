@@ -15,7 +15,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/attempts"
 	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
@@ -179,7 +182,8 @@ func (f *restPath) page(ctx context.Context, q Query, pos *Continuation) ([][]by
 
 func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result, error) {
 	batch, changeset := "batch_"+RandomID(), "changeset_"+RandomID()
-	body := buildBatchBody(f.h.Endpoint(), f.table, batch, changeset, ops)
+	bp := bodyPool.Get().(*[]byte)
+	body := appendBatchBody((*bp)[:0], f.h.Endpoint(), f.table, batch, changeset, ops)
 	req, err := f.request(ctx, http.MethodPost, "/$batch", nil, body,
 		map[string]string{"Content-Type": "multipart/mixed; boundary=" + batch})
 	if err != nil {
@@ -218,22 +222,42 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 		// succeeded either way.
 		clear(results)
 	}
+	if attempts.Count(ctx) == 1 {
+		// A 202 answers a body the service read to its end, and it was
+		// sent once: no try of it is still writing, and no error holds
+		// it, so the buffer can serve the next transaction. (After a
+		// retry an abandoned try might still be reading it: it is left
+		// to the collector.)
+		*bp = body
+		putBodyBuf(bp)
+	}
 	return results, nil
 }
 
-// buildBatchBody writes the multipart/mixed body of an entity group
+// bodyPool holds batch body buffers, up to maxPooledBody bytes each.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+const maxPooledBody = 4 << 20
+
+func putBodyBuf(b *[]byte) {
+	if cap(*b) <= maxPooledBody {
+		bodyPool.Put(b)
+	}
+}
+
+// appendBatchBody appends the multipart/mixed body of an entity group
 // transaction: one changeset, one application/http part per operation,
 // the entity JSON copied as the codec produced it. Every part's headers end
 // with a blank line, a delete's too (its body is empty), as the Microsoft
 // SDKs write them.
-func buildBatchBody(endpoint, table, batch, changeset string, ops []Op) []byte {
+func appendBatchBody(dst []byte, endpoint, table, batch, changeset string, ops []Op) []byte {
 	// Each part's fixed text (boundary line, part headers, request line,
 	// headers) is under 300 bytes.
 	size := 4*len(batch) + 4*len(changeset) + 128
 	for _, op := range ops {
 		size += 300 + len(changeset) + len(endpoint) + len(table) + 3*(len(op.PartitionKey)+len(op.RowKey)) + len(op.ETag) + len(op.Entity)
 	}
-	b := make([]byte, 0, size)
+	b := slices.Grow(dst, size)
 	b = append(b, "--"...)
 	b = append(b, batch...)
 	b = append(b, "\r\nContent-Type: multipart/mixed; boundary="...)
