@@ -146,16 +146,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 	}
 
 	b := &bulk[T]{ctx: ctx, codec: t.codec, submit: t.submit, maxBytes: o.MaxBatchBytes, work: make(chan *group[T])}
-	var wg sync.WaitGroup
-	for i := 0; i < o.Concurrency; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for g := range b.work {
-				b.run(g)
-			}
-		}()
-	}
+	finish := b.start(o.Concurrency)
 
 	// Groups being filled, by partition. The loop reads only keys (and
 	// sizes the data, see entity.Codec.DataSize): the workers encode, so a
@@ -224,8 +215,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 	for pk := range pending {
 		flush(pk)
 	}
-	close(b.work)
-	wg.Wait()
+	finish()
 
 	res := BulkResult{Written: b.written, Requests: b.requests, Failed: b.failed}
 	slices.SortFunc(res.Failed, func(x, y BulkFailure) int { return x.Index - y.Index })
@@ -269,6 +259,25 @@ type bulk[T any] struct {
 	written  int
 	requests int
 	failed   []BulkFailure
+}
+
+// start runs n workers, each sending the groups it takes from work;
+// finish closes work and waits for them.
+func (b *bulk[T]) start(n int) (finish func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range b.work {
+				b.run(g)
+			}
+		}()
+	}
+	return func() {
+		close(b.work)
+		wg.Wait()
+	}
 }
 
 func (b *bulk[T]) dispatch(g *group[T]) {

@@ -152,16 +152,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		}
 		return r, err
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < o.Concurrency; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for g := range b.work {
-				b.run(g)
-			}
-		}()
-	}
+	finish := b.start(o.Concurrency)
 
 	// Rows come in PartitionKey order, so only the last partition of a
 	// page can continue on the next: its partial transaction waits for
@@ -216,8 +207,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 			}
 		}
 	}
-	close(b.work)
-	wg.Wait()
+	finish()
 
 	res.Deleted, res.Transactions = b.written, b.requests
 	var failed []BulkFailure
