@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/bufpool"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -251,8 +251,7 @@ type bulk[T any] struct {
 	ctx      context.Context
 	codec    *entity.Codec
 	submit   func(ctx context.Context, ops []Op) ([]OpResult, error)
-	maxBytes int          // of one transaction on the wire
-	encoded  atomic.Int64 // bytes per entity in the last group encoded
+	maxBytes int // of one transaction on the wire
 	work     chan *group[T]
 
 	mu       sync.Mutex
@@ -293,11 +292,14 @@ func (b *bulk[T]) fail(index int, pk, rk string, err error) {
 	b.mu.Unlock()
 }
 
-// arenas holds the buffers groups are encoded into, up to maxPooledArena
-// bytes each.
-var arenas sync.Pool
+// arenas holds the buffers groups are encoded into, up to 1 MiB each.
+var arenas = &bufpool.Pool{Size: 64 << 10, Max: 1 << 20}
 
-const maxPooledArena = 1 << 20
+// Marks in run's ends for an operation without a span in the arena.
+const (
+	preEncoded = -1 // not encoded here: a delete, or an EntityMarshaler the producer encoded
+	notEncoded = -2 // failed to encode, reported
+)
 
 // run encodes a group's entities into one buffer, reports those that do
 // not encode, and sends the rest as transactions of at most maxBytes on
@@ -305,51 +307,40 @@ const maxPooledArena = 1 << 20
 func (b *bulk[T]) run(g *group[T]) {
 	var arena []byte
 	if g.items != nil {
-		// Sized by the entities encoded so far, else by the estimate
-		// (which counts each operation's part headers: room enough).
-		size := g.bytes
-		if per := b.encoded.Load(); per > 0 {
-			size = int(per) * len(g.items) * 9 / 8
-		}
-		if p, ok := arenas.Get().(*[]byte); ok && cap(*p) >= size {
-			arena = (*p)[:0]
-		} else {
-			arena = make([]byte, 0, size)
-		}
+		ap := arenas.Get()
+		// g.bytes counts each operation's part headers too: room enough
+		// for the entities in all but rare cases (heavy JSON escaping).
+		arena = slices.Grow(*ap, g.bytes)
 		// The transactions are sent below and nothing keeps their
 		// entities after: the buffer serves the next group.
 		defer func() {
-			if cap(arena) <= maxPooledArena {
-				arenas.Put(&arena)
-			}
+			*ap = arena
+			arenas.Put(ap)
 		}()
 	}
 	ends := make([]int, len(g.ops))
 	for i := range g.ops {
 		if g.items == nil || g.ops[i].Entity != nil {
-			ends[i] = -1 // encoded by the producer
+			ends[i] = preEncoded
 			continue
 		}
 		var err error
 		n := len(arena)
 		if arena, err = b.codec.AppendMarshal(arena, g.items[i]); err != nil {
 			arena = arena[:n]
-			ends[i] = -2
+			ends[i] = notEncoded
 			b.fail(g.index[i], g.ops[i].PartitionKey, g.ops[i].RowKey, err)
 			continue
 		}
 		ends[i] = len(arena)
 	}
-	if n := len(g.items); n > 0 && len(arena) > 0 {
-		b.encoded.Store(int64(len(arena) / n))
-	}
 	ops, index := g.ops[:0], g.index[:0]
 	start, size := 0, 0
 	for i, op := range g.ops {
 		switch end := ends[i]; end {
-		case -2:
+		case notEncoded:
 			continue
-		case -1:
+		case preEncoded:
 		default:
 			op.Entity = arena[start:end:end]
 			start = end

@@ -48,15 +48,15 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				spare = nil
 				return b
 			}
-			return getPageBuf()
+			return pages.Get()
 		}
 		defer func() {
 			if pending != nil {
 				cancel()
-				putPageBuf((<-pending).buf)
+				pages.Put((<-pending).buf)
 			}
 			if spare != nil {
-				putPageBuf(spare)
+				pages.Put(spare)
 			}
 		}()
 		// fetchAhead requests the next page while the loop works on the
@@ -91,7 +91,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				cur.err = ctx.Err()
 			}
 			if cur.err != nil {
-				putPageBuf(cur.buf)
+				pages.Put(cur.buf)
 				yield(nil, cur.err)
 				return
 			}

@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/bufpool"
 )
 
 // Query pages are read into a buffer sized by the response's
@@ -23,20 +23,14 @@ const (
 	// policy; a page read here skips that download, so it retries the
 	// (idempotent) GET itself.
 	pageReadAttempts = 3
-	// maxPooledPage is the largest buffer kept for reuse.
-	maxPooledPage = 4 << 20
 )
 
-var pagePool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+// pages holds page buffers (and the 202 bodies of transactions), up to
+// 4 MiB each.
+var pages = &bufpool.Pool{Size: 256 << 10, Max: 4 << 20}
 
-func getPageBuf() *[]byte { return pagePool.Get().(*[]byte) }
-
-func putPageBuf(b *[]byte) {
-	if cap(*b) <= maxPooledPage {
-		*b = (*b)[:0]
-		pagePool.Put(b)
-	}
-}
+// bodies holds the request bodies of transactions, up to 4 MiB each.
+var bodies = &bufpool.Pool{Size: 64 << 10, Max: 4 << 20}
 
 // queryValues is the query string of one page request.
 func queryValues(q Query, pos *Continuation) url.Values {

@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -182,7 +181,7 @@ func (f *restPath) page(ctx context.Context, q Query, pos *Continuation) ([][]by
 
 func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result, error) {
 	batch, changeset := "batch_"+RandomID(), "changeset_"+RandomID()
-	bp := bodyPool.Get().(*[]byte)
+	bp := bodies.Get()
 	body := appendBatchBody((*bp)[:0], f.h.Endpoint(), f.table, batch, changeset, ops)
 	req, err := f.request(ctx, http.MethodPost, "/$batch", nil, body,
 		map[string]string{"Content-Type": "multipart/mixed; boundary=" + batch})
@@ -198,8 +197,8 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 	if err != nil {
 		return nil, err
 	}
-	buf := getPageBuf()
-	defer putPageBuf(buf)
+	buf := pages.Get()
+	defer pages.Put(buf)
 	payload, err := readBody(resp, buf)
 	if err != nil {
 		return nil, tablekit.MapError(err, "transaction on (reading the answer)", label)
@@ -229,20 +228,9 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 		// retry an abandoned try might still be reading it: it is left
 		// to the collector.)
 		*bp = body
-		putBodyBuf(bp)
+		bodies.Put(bp)
 	}
 	return results, nil
-}
-
-// bodyPool holds batch body buffers, up to maxPooledBody bytes each.
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-const maxPooledBody = 4 << 20
-
-func putBodyBuf(b *[]byte) {
-	if cap(*b) <= maxPooledBody {
-		bodyPool.Put(b)
-	}
 }
 
 // appendBatchBody appends the multipart/mixed body of an entity group
