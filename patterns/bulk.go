@@ -193,8 +193,8 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 			pending[pk] = g
 		}
 		// A bulk load settles a lost answer by content (Op.Unique): no
-		// entity's content derives from a read, and none gets the write
-		// marker, so what is stored is exactly what was given.
+		// entity's content derives from a read. What is stored is exactly
+		// what was given.
 		g.ops = append(g.ops, Op{Type: opType, PartitionKey: pk, RowKey: rk, Entity: body, Unique: true})
 		g.items = append(g.items, v)
 		g.index = append(g.index, index)

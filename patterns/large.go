@@ -173,7 +173,7 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 			taken[p] = true
 		}
 	}
-	w, err := wire.Open(acct, name, &wire.Options{SDKPath: o.Table != nil && o.Table.SDKPath})
+	w, err := wire.Open(acct, name, o.Table.wireOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -32,8 +32,11 @@ func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry, op
 	if acct == nil || reg == nil {
 		return nil, fmt.Errorf("tablekit: NewMixedTable: %w: account and registry are required", tablekit.ErrInvalidArgument)
 	}
-	sdk := opts != nil && opts.Table != nil && opts.Table.SDKPath
-	w, err := wire.Open(acct, name, &wire.Options{SDKPath: sdk})
+	var to *TableOptions
+	if opts != nil {
+		to = opts.Table
+	}
+	w, err := wire.Open(acct, name, to.wireOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -280,7 +280,7 @@ func (x *IndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions)
 	ops := make([]Op, 0, 1+len(copies))
 	ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body})
 	for _, c := range copies {
-		ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: c.rk, Entity: c.body})
+		ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: c.rk, Entity: c.body, Owned: true})
 	}
 	res, err := x.t.SubmitOps(ctx, ops)
 	if err != nil {

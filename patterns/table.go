@@ -42,6 +42,26 @@ type TableOptions struct {
 	// the fast path skips the SDK's map[string]any round trips. Cosmos DB
 	// Table endpoints always use the SDK path.
 	SDKPath bool
+	// NoUpdateLog keeps tablekit's write-id log (UpdateLogProperty,
+	// "TkUpdates") out of the table's entities, for tables whose entities
+	// must hold only what their writers put there (other software reads
+	// them). Plain writes (Insert, Replace, Merge, Upsert, Delete,
+	// BulkWrite, transactions) never add it; without this option, the
+	// read-modify-writes tablekit owns (Update, and the patterns' updates
+	// built on it) record it to settle a lost answer. With it, such a lost
+	// answer is settled only when the entity still has the version the
+	// update read (it did not land, and the update tries again); otherwise
+	// the update fails with an error wrapping tablekit.ErrOutcomeUnknown,
+	// more often than with the log under concurrent writers.
+	NoUpdateLog bool
+}
+
+// wireOptions is how a repository configured by o opens its tables.
+func (o *TableOptions) wireOptions() *wire.Options {
+	if o == nil {
+		return &wire.Options{}
+	}
+	return &wire.Options{SDKPath: o.SDKPath, NoUpdateLog: o.NoUpdateLog}
 }
 
 // Table is a typed repository over one Azure table: every row is a T,
@@ -79,7 +99,7 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 			return nil, fmt.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
 		}
 	}
-	w, err := wire.Open(acct, name, &wire.Options{SDKPath: o.SDKPath})
+	w, err := wire.Open(acct, name, o.wireOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -9,24 +9,43 @@ import (
 	"context"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 )
 
 type key struct{}
 
+// Counter holds the attempts of one operation.
+type Counter struct {
+	n     atomic.Int32
+	first atomic.Int64 // wall-clock UnixNano of the first attempt's send
+}
+
+// Load returns the number of attempts sent so far.
+func (c *Counter) Load() int32 { return c.n.Load() }
+
+// First returns when the first attempt left for the transport (after
+// every other policy, nearest the wire), the zero time before it has.
+func (c *Counter) First() time.Time {
+	if ns := c.first.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
 // With returns a context whose requests are counted into the returned
 // counter.
-func With(ctx context.Context) (context.Context, *atomic.Int32) {
-	n := new(atomic.Int32)
-	return context.WithValue(ctx, key{}, n), n
+func With(ctx context.Context) (context.Context, *Counter) {
+	c := new(Counter)
+	return context.WithValue(ctx, key{}, c), c
 }
 
 // Count returns the attempts counted so far for ctx's operation, 0 when
 // ctx did not come from With.
 func Count(ctx context.Context) int32 {
-	if n, ok := ctx.Value(key{}).(*atomic.Int32); ok {
-		return n.Load()
+	if c, ok := ctx.Value(key{}).(*Counter); ok {
+		return c.Load()
 	}
 	return 0
 }
@@ -37,8 +56,10 @@ type Policy struct{}
 
 // Do implements policy.Policy.
 func (Policy) Do(req *policy.Request) (*http.Response, error) {
-	if n, ok := req.Raw().Context().Value(key{}).(*atomic.Int32); ok {
-		n.Add(1)
+	if c, ok := req.Raw().Context().Value(key{}).(*Counter); ok {
+		if c.n.Add(1) == 1 {
+			c.first.Store(time.Now().UnixNano())
+		}
 	}
 	return req.Next()
 }

@@ -127,11 +127,13 @@ func number(v entity.Value) (float64, bool) {
 // query over their RowKeys, whether a transaction whose answer was lost
 // landed (yes: every operation proven by its entity, see Op.provenBy; no:
 // one refuted, see Op.refutedBy, and a transaction is all or nothing), and
-// returns the stored ETags.
-//
-// When ops[marked] carries the write marker id (see markBatch), its log
-// settles the whole transaction.
-func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id string) ([]Result, verdict) {
+// returns the stored ETags. first is when the transaction's first attempt
+// was sent: an entity stamped before it refutes the transaction (for an
+// insert, the entity was there already; for the others, it was not written
+// since), and one stamped after it and showing the operation's effect
+// proves its operation (see serviceClock). When ops[marked] carries the
+// write marker id (see markBatch), its log settles the whole transaction.
+func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id string, first time.Time) ([]Result, verdict) {
 	rks := make([]string, len(ops))
 	for i, op := range ops {
 		rks[i] = op.RowKey
@@ -154,7 +156,8 @@ func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id strin
 		etags[e.RowKey] = e.ETag
 	}
 	for _, op := range ops {
-		if op.refutedBy(stored[op.RowKey], etags[op.RowKey]) {
+		s, etag := stored[op.RowKey], etags[op.RowKey]
+		if op.refutedBy(s, etag) || s != nil && t.clock.writtenBefore(etag, first) {
 			return nil, no
 		}
 	}
@@ -173,7 +176,8 @@ func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id strin
 		}
 	}
 	for _, op := range ops {
-		if !op.provenBy(stored[op.RowKey]) {
+		s := stored[op.RowKey]
+		if !op.provenBy(s) && !(showsEffect(op, s) && t.clock.writtenAfter(etags[op.RowKey], first)) {
 			return nil, unknown
 		}
 	}

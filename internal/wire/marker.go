@@ -1,14 +1,18 @@
 package wire
 
-// Write markers. A conditional write (an insert, or a replace or merge
-// conditional on one ETag) whose answer is lost cannot be settled by its
-// content alone: another writer may have stored the same content (two
-// writers incrementing a counter from the same value both write the same
-// next value), and reporting the refused write as applied counts that
-// change twice. So Write and Batch record a random id in the write-id log
-// (UpdateLogProperty) of the write's entity, after the anchor of the state
-// it was conditional on, exactly as Modify does: a read-back that holds
-// the id proves the write landed, and one that holds the anchor followed by
+// Write markers on tablekit's own entities. A conditional write (an
+// insert, or a replace or merge conditional on one ETag) whose answer is
+// lost cannot be settled by its content alone: another writer may have
+// stored the same content (two writers incrementing a counter from the
+// same value both write the same next value), and reporting the refused
+// write as applied counts that change twice. A caller's entity is stored
+// as the caller wrote it, so its write is settled by the stored state and
+// the service's timestamps alone (see Table.Write). But an entity tablekit
+// owns (Op.Owned: an index copy written in the transaction of its
+// primary) may carry a record: Write and Batch put a random id in its
+// write-id log (UpdateLogProperty), after the anchor of the state it was
+// conditional on, exactly as Modify does: a read-back that holds the id
+// proves the write landed, and one that holds the anchor followed by
 // another id proves it did not. A transaction is all or nothing, so one
 // marked operation settles all of its operations.
 //
@@ -31,10 +35,10 @@ import (
 const markerRoomBytes = 256 << 10
 
 // markable reports whether op is a write the marker settles: an insert, or
-// a replace or merge conditional on one ETag, that the caller did not make
-// unique itself.
+// a replace or merge conditional on one ETag, of an entity tablekit owns,
+// that the caller did not make unique itself.
 func markable(op Op) bool {
-	return !op.Unique && op.Type != OpDelete && op.conditional()
+	return op.Owned && !op.Unique && op.Type != OpDelete && op.conditional()
 }
 
 // mark records a fresh write id in op's entity (after the anchor of the

@@ -23,18 +23,18 @@ func entityJSON(t *testing.T, props int) []byte {
 
 func TestMarkRecordsIDAfterAnchor(t *testing.T) {
 	body := entityJSON(t, 3)
-	ins, id := mark(Op{Type: OpInsert, PartitionKey: "p", RowKey: "r", Entity: body})
+	ins, id := mark(Op{Type: OpInsert, PartitionKey: "p", RowKey: "r", Entity: body, Owned: true})
 	if id == "" || strings.Join(ReadLog(ins.Entity), " ") != id {
 		t.Fatalf("insert marker: id %q, log %q", id, ReadLog(ins.Entity))
 	}
-	rep, id := mark(Op{Type: OpReplace, PartitionKey: "p", RowKey: "r", Entity: body, ETag: `W/"1"`})
+	rep, id := mark(Op{Type: OpReplace, PartitionKey: "p", RowKey: "r", Entity: body, ETag: `W/"1"`, Owned: true})
 	if log := ReadLog(rep.Entity); len(log) != 2 || log[0] != anchorOf(nil, `W/"1"`) || log[1] != id {
 		t.Fatalf("replace marker: id %q, log %q", id, log)
 	}
 	if markVerdict(rep, id, rep.Entity) != yes {
 		t.Error("a read-back holding the id is not settled as landed")
 	}
-	other, _ := mark(Op{Type: OpReplace, PartitionKey: "p", RowKey: "r", Entity: body, ETag: `W/"1"`})
+	other, _ := mark(Op{Type: OpReplace, PartitionKey: "p", RowKey: "r", Entity: body, ETag: `W/"1"`, Owned: true})
 	if markVerdict(rep, id, other.Entity) != no {
 		t.Error("another write that consumed the same version does not refute ours")
 	}
@@ -47,6 +47,8 @@ func TestMarkRecordsIDAfterAnchor(t *testing.T) {
 		{Type: OpMerge, Entity: body, ETag: "*"},     // If-Match *
 		{Type: OpInsert, Entity: body, Unique: true}, // settled by its content
 		{Type: OpDelete, ETag: `W/"1"`},
+		{Type: OpInsert, Entity: body},                 // the caller's own entity
+		{Type: OpReplace, Entity: body, ETag: `W/"1"`}, // the caller's own entity
 	} {
 		if _, id := mark(op); id != "" {
 			t.Errorf("%v (ETag %q, Unique %v) was marked", op.Type, op.ETag, op.Unique)
@@ -57,7 +59,7 @@ func TestMarkRecordsIDAfterAnchor(t *testing.T) {
 func TestMarkLeavesFullEntityUnmarked(t *testing.T) {
 	for _, n := range []int{200, 251, 252} {
 		body := entityJSON(t, n)
-		_, id := mark(Op{Type: OpInsert, PartitionKey: "p", RowKey: "r", Entity: body})
+		_, id := mark(Op{Type: OpInsert, PartitionKey: "p", RowKey: "r", Entity: body, Owned: true})
 		if want := n < 252; (id != "") != want {
 			t.Errorf("%d properties: marked %v, want %v", n, id != "", want)
 		}

@@ -179,7 +179,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 		prior := ReadLog(stored)
 		anchor := anchorOf(prior, etag)
-		if op.Type != OpDelete {
+		if op.Type != OpDelete && !t.noLog {
 			log := prior
 			if len(log) == 0 {
 				log = []string{anchor}
@@ -225,6 +225,12 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			end(werr)
 		}
 		if werr == nil {
+			if tries.Load() == 1 {
+				now := time.Now()
+				for _, r := range results {
+					t.clock.observe(tries.First(), now, r.ETag)
+				}
+			}
 			return Modified{Op: op, Ops: ops, Results: results, ETag: results[0].ETag, Written: true}, nil
 		}
 		n := tries.Load()
@@ -245,7 +251,11 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			if rerr != nil {
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
-			switch landed(op, id, anchor, anchorOf(nil, etag), now) {
+			v := landed(op, id, anchor, anchorOf(nil, etag), now)
+			if t.noLog {
+				v = landedWithoutLog(op, etag, now, nowETag)
+			}
+			switch v {
 			case yes:
 				if log := ReadLog(now); len(log) == 0 || log[len(log)-1] != id {
 					nowETag = "" // later writers followed ours
@@ -300,8 +310,8 @@ const (
 
 // landed tells from the entity read back (nil when absent) whether op, the
 // write with id that followed anchor, landed. etagAnchor is the anchor
-// derived from the ETag of the state op was conditional on, which a plain
-// conditional write (Write's marker) records when it consumes that state.
+// derived from the ETag of the state op was conditional on, which Modify
+// records as the first entry of the log of an entity it finds without one.
 func landed(op Op, id, anchor, etagAnchor string, now []byte) verdict {
 	if op.Type == OpDelete || now == nil {
 		if now == nil && op.Type == OpDelete {
@@ -315,6 +325,24 @@ func landed(op Op, id, anchor, etagAnchor string, now []byte) verdict {
 	}
 	if slices.Contains(log, anchor) || slices.Contains(log, etagAnchor) {
 		// The state we read was consumed by another write.
+		return no
+	}
+	return unknown
+}
+
+// landedWithoutLog tells from the entity read back (nil when absent, with
+// nowETag) whether op, conditional on the version etag (none for an
+// insert), landed, on a table that keeps no write-id log: only the state
+// op was conditional on, still there, proves that it did not, and only a
+// delete's absence that it did. Equal content proves nothing: another
+// writer that read the same version may have written the same bytes.
+func landedWithoutLog(op Op, etag string, now []byte, nowETag string) verdict {
+	switch {
+	case op.Type == OpDelete && now == nil:
+		return yes
+	case op.Type == OpInsert && now == nil:
+		return no
+	case op.Type != OpInsert && now != nil && nowETag == etag:
 		return no
 	}
 	return unknown

@@ -61,10 +61,17 @@ type Op struct {
 	// blob name, an intent id), or that the caller takes a stored entity
 	// equal to Entity as its own write (a bulk load, whose content derives
 	// from no read). When a conditional write's answer is lost, a stored
-	// entity equal to Entity then settles it as landed, and the write gets
-	// no write marker (see mark). Without it, equal content may be another
-	// writer's, and only the marker settles the write.
+	// entity equal to Entity then settles it as landed. Without it, equal
+	// content may be another writer's, and such a write's lost answer is
+	// settled only when the stored state refutes it (see Table.Write).
 	Unique bool
+	// Owned tells that Entity may carry tablekit's write-id log
+	// (UpdateLogProperty) besides what it holds: tablekit sets it on its
+	// own entities (an index copy written in its primary's transaction),
+	// so that a lost answer is settled exactly (a transaction needs one
+	// such operation). Leave it false for an entity that must be stored
+	// exactly as written; without it, no property is ever added.
+	Owned bool
 }
 
 // conditional reports whether op can be refused because of another
@@ -77,7 +84,7 @@ func (op Op) conditional() bool {
 // proves that op landed, or left the state it would have left: it shows
 // op's effect, and either op is unconditional or a delete (its effect is
 // the same whoever made it: applying it again changes nothing), or Entity
-// is unique to op. The write marker (see mark) settles the others.
+// is unique to op.
 func (op Op) provenBy(stored []byte) bool {
 	return showsEffect(op, stored) && (op.Unique || op.Type == OpDelete || !op.conditional())
 }

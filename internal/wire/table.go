@@ -39,6 +39,8 @@ type Table struct {
 	tracer tracing.Tracer
 	rest   bool
 	prof   *Profile
+	noLog  bool
+	clock  *serviceClock
 }
 
 // Options chooses how a Table reaches the service.
@@ -49,6 +51,12 @@ type Options struct {
 	// Profile is the service's rules every write is checked against; nil
 	// means the endpoint's (ProfileFor).
 	Profile *Profile
+	// NoUpdateLog makes Modify write no write-id log (UpdateLogProperty):
+	// the table's entities hold only what their writers put there. A lost
+	// answer is then settled only when the entity still has the version
+	// Modify read (the write did not land, and Modify tries again);
+	// otherwise Modify returns an error wrapping tablekit.ErrOutcomeUnknown.
+	NoUpdateLog bool
 }
 
 // Open returns the table name of acct. It makes no request.
@@ -60,7 +68,7 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{name: name, client: client}
+	t := &Table{name: name, client: client, noLog: opts != nil && opts.NoUpdateLog, clock: clockFor(acct.TableEndpoint())}
 	co := acct.ClientOptions()
 	t.tracer = co.TracingProvider.NewTracer("github.com/tablekit/tablekit", "v0")
 	if t.tracer.Enabled() {
@@ -169,26 +177,25 @@ var writeSpans = [...]string{"Client.AddEntity", "Client.UpdateEntity", "Client.
 
 // Write sends one entity write and returns the entity's new ETag (empty
 // for a delete); verb names the operation in errors ("insert", "update").
-// One request, more only when it fails.
+// It sends the caller's entity as it is: no property is added. One
+// request, more only when it fails.
 //
 // A write whose outcome the answer leaves open (azcore retried it and the
 // retry met what may be the write's own first attempt, or the response
 // never came) is resolved by reading the entity back:
-//   - the stored state predates the write's first attempt, or still has
-//     the version the write was conditional on, or an insert finds
-//     nothing: the write never landed, and the original error stands;
+//   - the stored state predates the write's first attempt (the service's
+//     timestamps), or still has the version the write was conditional on,
+//     or an insert finds nothing: the write never landed, and the original
+//     error stands;
 //   - the stored state is what the write leaves behind, and the write is
-//     unconditional (an upsert, or an update or delete with If-Match *) or
-//     its content unique (Op.Unique): Write reports success;
+//     unconditional (an upsert, or an update or delete with If-Match *), a
+//     delete, or its content unique (Op.Unique): Write reports success;
 //   - otherwise the error wraps tablekit.ErrOutcomeUnknown (see
-//     tablekit.OutcomeUnknownError). In particular a conditional write
-//     whose content another writer may have stored as well (two writers
-//     incrementing the same counter from the same value) is never
-//     reported as applied on the strength of equal content.
-//
-// When a marked write is settled as landed but later writes followed it,
-// the ETag returned is empty: the caller's version is no longer the
-// stored one, and a conditional write from it needs a fresh read.
+//     tablekit.OutcomeUnknownError). In particular an insert, or a replace
+//     or merge conditional on an ETag, whose content another writer may
+//     have stored as well (two writers creating or incrementing the same
+//     counter from the same value) is never reported as applied on the
+//     strength of equal content: that is what Modify's write-id log is for.
 func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	if err := t.prof.ValidateOp(op); err != nil {
 		return "", err
@@ -203,6 +210,9 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	start := time.Now()
 	etag, err := t.tr.write(sctx, op, verb, label)
 	end(err)
+	if err == nil && tries.Load() == 1 {
+		t.clock.observe(tries.First(), time.Now(), etag)
+	}
 	if err == nil || !openOutcome(op.Type, err, tries.Load()) {
 		return etag, err
 	}
@@ -211,7 +221,8 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	if rerr != nil {
 		return "", outcomeUnknown(verb, label, err)
 	}
-	if op.refutedBy(stored, storedETag) || stored != nil && unchangedSince(storedETag, err, elapsed) {
+	first := tries.First()
+	if op.refutedBy(stored, storedETag) || stored != nil && (unchangedSince(storedETag, err, elapsed) || t.clock.writtenBefore(storedETag, first)) {
 		// Nothing there for an insert, the version the write was
 		// conditional on, or a state older than the write's first
 		// attempt: no attempt landed, and the failure is the service's
@@ -226,7 +237,7 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 			return "", err
 		}
 	}
-	if op.provenBy(stored) {
+	if op.provenBy(stored) || showsEffect(op, stored) && t.clock.writtenAfter(storedETag, first) {
 		return storedETag, nil
 	}
 	return "", outcomeUnknown(verb, label, err)
@@ -366,6 +377,12 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 	results, err := t.tr.batch(sctx, ops, label)
 	end(err)
 	if err == nil {
+		if tries.Load() == 1 {
+			now := time.Now()
+			for _, r := range results {
+				t.clock.observe(tries.First(), now, r.ETag)
+			}
+		}
 		return results, nil
 	}
 	open := IsTransientOrLost(err)
@@ -377,7 +394,7 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 		return nil, err
 	}
 	if ctx.Err() == nil {
-		switch res, v := t.batchApplied(ctx, ops, marked, id); v {
+		switch res, v := t.batchApplied(ctx, ops, marked, id, tries.First()); v {
 		case yes:
 			return res, nil
 		case no:
