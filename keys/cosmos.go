@@ -27,21 +27,15 @@ func ValidateCosmosKeys(pk, rk string) error {
 	return nil
 }
 
-// ValidateCosmosTableName checks a table name that must work on the Azure
-// Cosmos DB Table API as on Azure Table storage: ValidateTableName's rules,
-// in lower case. Cosmos DB compares table names case-sensitively (Azure
-// Table storage does not) and documents lowercase letters, digits and '-'
-// only; Azure Table storage refuses '-', so lowercase letters and digits
-// are what both accept.
+// ValidateCosmosTableName checks a table name for the Azure Cosmos DB
+// Table API: ValidateTableName's rules (3 to 63 letters and digits,
+// starting with a letter), which Azure Table storage applies too, in any
+// case. Cosmos DB accepts mixed case (the Azure SDK for Go's recorded
+// Cosmos DB sessions create and use tableName2210495615) and compares
+// names case-sensitively: "Orders" and "orders" are two tables there, one
+// on Azure Table storage. Its naming guide also allows '-', which Azure
+// Table storage refuses; tablekit keeps to the names both accept, so data
+// can move between the two.
 func ValidateCosmosTableName(name string) error {
-	if err := ValidateTableName(name); err != nil {
-		return err
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 'A' && c <= 'Z' {
-			return &NameError{Kind: "table", Name: name, Rule: "character " + strconv.QuoteRune(rune(c)) + " at " + strconv.Itoa(i) +
-				": the Azure Cosmos DB Table API takes lowercase table names (and compares names case-sensitively)"}
-		}
-	}
-	return nil
+	return ValidateTableName(name)
 }

@@ -37,7 +37,7 @@ func TestValidateCosmosKeys(t *testing.T) {
 }
 
 func TestValidateCosmosTableName(t *testing.T) {
-	for name, ok := range map[string]bool{"orders": true, "orders2024": true, "Orders": false, "ordersX": false, "or": false, "ord-ers": false, "tables": false} {
+	for name, ok := range map[string]bool{"orders": true, "orders2024": true, "Orders": true, "ordersX": true, "tableName2210495615": true, "or": false, "1orders": false, "ord-ers": false, "tables": false} {
 		err := keys.ValidateCosmosTableName(name)
 		if (err == nil) != ok {
 			t.Errorf("ValidateCosmosTableName(%q) = %v, want ok=%v", name, err, ok)

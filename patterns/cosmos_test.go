@@ -227,8 +227,8 @@ func TestCosmosProfileRefusesBeforeAnyRequest(t *testing.T) {
 	if err := ids.Insert(ctx, &withID{PartitionKey: "p", RowKey: "r", ID: 7}, nil); !errors.Is(err, tablekit.ErrInvalidEntity) || !strings.Contains(err.Error(), `"ID"`) {
 		t.Errorf("Insert of an entity with a property ID = %v, want ErrInvalidEntity naming it", err)
 	}
-	if _, err := patterns.NewTable[payload](r.Account(t), "CosmosTable", nil); !errors.Is(err, tablekit.ErrInvalidName) {
-		t.Errorf("NewTable(\"CosmosTable\") = %v, want ErrInvalidName", err)
+	if _, err := patterns.NewTable[payload](r.Account(t), "cosmos-table", nil); !errors.Is(err, tablekit.ErrInvalidName) {
+		t.Errorf("NewTable(\"cosmos-table\") = %v, want ErrInvalidName", err)
 	}
 	if n := r.Requests(); n != 0 {
 		t.Errorf("the refusals sent %d requests", n)
@@ -352,4 +352,32 @@ func TestCosmosSetQueriesReturnEveryRow(t *testing.T) {
 	must(t, err)
 	rows, err = patterns.Collect(pt.Query(ctx, day, day.Add(time.Hour), keys.PK().Eq("emp"), nil))
 	check("PeriodTables.Query", rows, err)
+}
+
+// Cosmos DB takes mixed-case table names (the recording's own name was
+// tableName4275288239) and compares them case-sensitively: a user's
+// existing table named as the recording named it opens, and its entities
+// are read and written under that exact name.
+func TestCosmosMixedCaseTableName(t *testing.T) {
+	ctx := context.Background()
+	const name = "tableName4275288239"
+	r := cosmostest.New(t, "add_get_query.json").ForTable(name)
+	tbl, err := patterns.NewTable[cosmosBasic](r.Account(t), name, nil)
+	must(t, err)
+	must(t, tbl.CreateIfNotExists(ctx, nil))
+	v := cosmosBasic{PartitionKey: "pk001", RowKey: "rk001", Bool: true, Integer: 10, String: "abcdef"}
+	must(t, tbl.Insert(ctx, &v, nil))
+	got, err := tbl.Get(ctx, "pk001", "rk001", nil)
+	must(t, err)
+	if got.String != "abcdef" || got.Integer != 10 {
+		t.Errorf("Get = %+v", got)
+	}
+	for _, req := range r.Sent()[1:] {
+		if !strings.HasPrefix(req.URL.Path, "/"+name) {
+			t.Errorf("a request went to %s, not to table %s as named", req.URL.Path, name)
+		}
+	}
+	if _, err := patterns.NewTable[cosmosBasic](r.Account(t), "Orders", nil); err != nil {
+		t.Errorf("an existing Cosmos DB table named Orders cannot be opened: %v", err)
+	}
 }

@@ -77,11 +77,16 @@
 // (Drop, DeleteIfExists, PeriodTables' Drop, DropBefore and List, BlobLog's
 // Flush and Close, LogTail.Latest's n) take none.
 //
-// Reserved properties. Every property tablekit adds to an entity starts
-// with ReservedPrefix ("Tk"): the write-id log TkUpdates, a wide entity's
-// TkChunks, the index patterns' TkPrimaryPK, TkPrimaryRK, TkCopies,
-// TkIntent and TkList*. A type with a property of that prefix is refused
-// by its constructor.
+// Reserved properties. Plain writes (Insert, Replace, Merge, Upsert,
+// Delete, BulkWrite, Transaction, SubmitOps) store exactly the caller's
+// entity. Every property tablekit adds elsewhere starts with
+// ReservedPrefix ("Tk"): the write-id log TkUpdates of the
+// read-modify-writes it owns (Update and the patterns' updates; off with
+// TableOptions.NoUpdateLog), a wide entity's TkChunks, the index
+// patterns' TkPrimaryPK, TkPrimaryRK, TkCopies, TkIntent and TkList*. A
+// type with a property of that prefix is refused by its constructor.
+// docs/PROPERTIES.md lists each, on which operations and why, and how a
+// plain write's lost answer is settled.
 //
 // One upsert mode. UpsertMode (tablekit.UpsertMode) is the one way to say
 // replace or merge: UpsertOptions, BulkOptions and the consistency

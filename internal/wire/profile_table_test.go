@@ -54,8 +54,11 @@ func TestTableEnforcesItsProfile(t *testing.T) {
 	if got := counter.Count() - before; got != 0 {
 		t.Errorf("the refusals sent %d requests", got)
 	}
-	if _, err := wire.Open(acct, "Employees"+name[:5], &wire.Options{Profile: wire.CosmosProfile}); err == nil {
-		t.Error("Cosmos profile: a table name with capitals was accepted")
+	if _, err := wire.Open(acct, "Employees"+name[:5], &wire.Options{Profile: wire.CosmosProfile}); err != nil {
+		t.Errorf("Cosmos profile: a table name with capitals (Cosmos DB takes them, case-sensitively) = %v", err)
+	}
+	if _, err := wire.Open(acct, "Employees-"+name[:5], &wire.Options{Profile: wire.CosmosProfile}); !errors.Is(err, keys.ErrInvalidName) {
+		t.Errorf("Cosmos profile: a table name with '-' (Azure Table storage refuses it) = %v, want ErrInvalidName", err)
 	}
 	if _, err := storage.Write(ctx, "upsert", op); err != nil {
 		t.Errorf("storage profile: the same write = %v", err)
