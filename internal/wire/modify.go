@@ -32,6 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/attempts"
@@ -138,6 +140,16 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 	}
 	label := t.Label(pk, rk)
 	id := RandomID()[:16]
+	// The conditional write is sent once, without azcore's retries: a
+	// retry after azcore's delay (0.8 s by default) can only be refused
+	// once the first attempt landed or another writer moved on, and by
+	// then later writers may have pushed the write's anchor out of the
+	// log. So a failure is settled at once by reading back, and a write
+	// that did not land goes round the loop again after a pause of its
+	// own, for as many transient failures as azcore would retry.
+	once := t.retry
+	once.MaxRetries = -1
+	transient := 0
 	var lastErr error
 	for attempt := 0; attempt < o.MaxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -204,7 +216,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			op.ETag = etag
 		}
 		ops = append([]Op{op}, ops[1:]...)
-		wctx, tries := attempts.With(ctx)
+		wctx, tries := attempts.With(policy.WithRetryOptions(ctx, once))
 		var results []Result
 		var werr error
 		if len(ops) == 1 {
@@ -247,7 +259,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			if ctx.Err() != nil {
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
-			now, nowETag, rerr := t.stored(ctx, pk, rk, o.Typed)
+			now, nowETag, rerr := t.readBackNow(ctx, pk, rk, o.Typed, once)
 			if rerr != nil {
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
@@ -272,6 +284,17 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			}
 		}
 		lastErr = werr
+		if IsTransientOrLost(werr) {
+			// Not landed (the read-back said so): the service's answer
+			// was a transient failure, retried here as azcore would.
+			if transient++; transient > maxRetries(t.retry) {
+				return Modified{}, werr
+			}
+			if err := retryPause(ctx, t.retry, transient); err != nil {
+				return Modified{}, err
+			}
+			continue
+		}
 		if err := ConflictPause(ctx, attempt); err != nil {
 			return Modified{}, err
 		}
@@ -412,6 +435,63 @@ func WithProp(body []byte, name, value string) ([]byte, error) {
 func AppendJSONString(dst []byte, s string) []byte {
 	b, _ := json.Marshal(s) // a string always marshals
 	return append(dst, b...)
+}
+
+// readBackNow reads the entity to settle a write's lost answer, retrying
+// a transient failure within milliseconds rather than after azcore's
+// delay: while it waits, other writers push entries out of the log that
+// settles the write.
+func (t *Table) readBackNow(ctx context.Context, pk, rk string, typed bool, once policy.RetryOptions) ([]byte, string, error) {
+	rctx := policy.WithRetryOptions(ctx, once)
+	var err error
+	for try := range max(maxRetries(t.retry), 3) + 1 {
+		var body []byte
+		var etag string
+		if body, etag, err = t.stored(rctx, pk, rk, typed); err == nil || !IsTransientOrLost(err) || ctx.Err() != nil {
+			return body, etag, err
+		}
+		if err := ConflictPause(ctx, try+3); err != nil {
+			return nil, "", err
+		}
+	}
+	return nil, "", err
+}
+
+// maxRetries is how many retries o allows (azcore's default: 3).
+func maxRetries(o policy.RetryOptions) int {
+	switch {
+	case o.MaxRetries == 0:
+		return 3
+	case o.MaxRetries < 0:
+		return 0
+	}
+	return int(o.MaxRetries)
+}
+
+// retryPause waits before the n-th retry (from 1) of a transient failure
+// as azcore's retry policy would: exponential from o.RetryDelay (default
+// 0.8 s) up to o.MaxRetryDelay (default 60 s), with ±20% jitter.
+func retryPause(ctx context.Context, o policy.RetryOptions, n int) error {
+	base, top := o.RetryDelay, o.MaxRetryDelay
+	if base == 0 {
+		base = 800 * time.Millisecond
+	}
+	if top == 0 {
+		top = 60 * time.Second
+	}
+	d := base << min(n-1, 16)
+	if d <= 0 || d > top {
+		d = top
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // ConflictPause waits a random time, growing with the attempt and capped

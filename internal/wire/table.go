@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -41,6 +42,7 @@ type Table struct {
 	prof   *Profile
 	noLog  bool
 	clock  *serviceClock
+	retry  policy.RetryOptions // the account's, for Modify's own retries
 }
 
 // Options chooses how a Table reaches the service.
@@ -70,6 +72,7 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 	}
 	t := &Table{name: name, client: client, noLog: opts != nil && opts.NoUpdateLog, clock: clockFor(acct.TableEndpoint())}
 	co := acct.ClientOptions()
+	t.retry = co.Retry
 	t.tracer = co.TracingProvider.NewTracer("github.com/tablekit/tablekit", "v0")
 	if t.tracer.Enabled() {
 		t.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Tables"})
