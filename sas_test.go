@@ -299,7 +299,7 @@ func TestTableSASOnAzurite(t *testing.T) {
 			if err := ro.Insert(ctx, &n, nil); !errors.Is(err, tablekit.ErrAuthorization) {
 				t.Errorf("Insert with an r SAS: %v, want ErrAuthorization", err)
 			}
-			if _, err := ro.DeleteIfExists(ctx, "alice", "1"); !errors.Is(err, tablekit.ErrAuthorization) {
+			if _, err := ro.DeleteIfExists(ctx, "alice", "1", nil); !errors.Is(err, tablekit.ErrAuthorization) {
 				t.Errorf("Delete with an r SAS: %v, want ErrAuthorization", err)
 			}
 
@@ -456,7 +456,7 @@ func TestTableSASBatches(t *testing.T) {
 		_, err := tbl.Transaction().
 			Insert(&Note{PartitionKey: "alice", RowKey: rk + "1"}).
 			Insert(&Note{PartitionKey: "alice", RowKey: rk + "2"}).
-			Submit(ctx)
+			Submit(ctx, nil)
 		_, getErr := tbl.Get(ctx, "alice", rk+"1", nil)
 		if testenv.IsAzurite() {
 			if !errors.Is(err, tablekit.ErrAuthorization) {
@@ -498,7 +498,7 @@ func ExampleAccount_TableSAS() {
 	notes, err := patterns.NewTable[Note](server, "notesexample", nil)
 	check(err)
 	check(notes.CreateIfNotExists(ctx, nil))
-	defer func() { check(notes.Drop(ctx)) }()
+	defer func() { check(notes.Drop(ctx, nil)) }()
 	check(notes.Upsert(ctx, &Note{PartitionKey: "alice", RowKey: "1", Text: "buy milk"}, nil))
 	check(notes.Upsert(ctx, &Note{PartitionKey: "bob", RowKey: "1", Text: "bob's secret"}, nil))
 

@@ -163,7 +163,7 @@ func randomizedConvergence(t *testing.T, mode faults.RetryMode, n int, visibilit
 		t.Fatalf("only %d faults injected", fp.Injected())
 	}
 	if w.Metrics().Poisoned() != 0 {
-		recs, _ := q.Poisoned(ctx, 5)
+		recs, _ := q.Poisoned(ctx, 5, nil)
 		t.Fatalf("%d poisoned: %+v", w.Metrics().Poisoned(), recs)
 	}
 

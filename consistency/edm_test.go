@@ -78,7 +78,7 @@ func TestStepsKeepEveryEDMType(t *testing.T) {
 		UpsertEntity(c, []byte(`{"PartitionKey":"target","RowKey":"t"}`), tablekit.UpsertReplace),
 		CopyProps(EntityRef{a, "p", "r"}, EntityRef{c, "target", "t"}, names),
 	)
-	if err := Apply(ctx, acct, tx, nil); err != nil {
+	if err := Apply(ctx, acct, tx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	check := func(ref EntityRef, rename func(string) string, extra ...string) {

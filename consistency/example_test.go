@@ -60,7 +60,7 @@ func ExampleQueue() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := queue.Create(ctx); err != nil { // the queue, its poison queue and its blob container
+	if err := queue.Create(ctx, nil); err != nil { // the queue, its poison queue and its blob container
 		log.Fatal(err)
 	}
 	tx := consistency.NewTransaction(consistency.MoveEntity(
@@ -69,7 +69,7 @@ func ExampleQueue() {
 	if err := queue.Enqueue(ctx, tx, nil); err != nil {
 		log.Fatal(err)
 	}
-	depth, err := queue.Depth(ctx)
+	depth, err := queue.Depth(ctx, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func ExampleWorker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := queue.Create(ctx); err != nil {
+	if err := queue.Create(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 	tx := consistency.NewTransaction(consistency.MoveEntity(
@@ -121,7 +121,7 @@ func ExampleWorker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := worker.Run(ctx); err != nil {
+	if err := worker.Run(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("processed:", worker.Metrics().Processed(), "poisoned:", worker.Metrics().Poisoned())

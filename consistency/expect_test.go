@@ -119,7 +119,7 @@ func TestQueueDeleteRemovesBothQueues(t *testing.T) {
 	if err := q.Enqueue(ctx, NewTransaction(DeleteEntity(EntityRef{"Current", "p", "r"})), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Delete(ctx); err != nil {
+	if err := q.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{q.Name(), PoisonQueueName(q.Name())} {
@@ -127,7 +127,7 @@ func TestQueueDeleteRemovesBothQueues(t *testing.T) {
 			t.Errorf("queue %s still exists after Delete: %v", name, err)
 		}
 	}
-	if err := q.Delete(ctx); err != nil {
+	if err := q.Delete(ctx, nil); err != nil {
 		t.Errorf("second Delete = %v, want nil", err)
 	}
 }

@@ -36,7 +36,7 @@ func newQueue(t testing.TB, acct *tablekit.Account) *Queue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Create(context.Background()); err != nil {
+	if err := q.Create(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return q
@@ -101,7 +101,7 @@ func startWorker(t testing.TB, w *Worker) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := w.Run(ctx); err != nil {
+		if err := w.Run(ctx, nil); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()

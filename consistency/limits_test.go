@@ -212,7 +212,7 @@ func TestWorkerPoisonsAnEntityOverTheLimits(t *testing.T) {
 	if got := listAll(t, acct, table); len(got) != 0 {
 		t.Errorf("the worker wrote %d entities, want none: %v", len(got), keysOf(got))
 	}
-	recs, err := q.Poisoned(ctx, 10)
+	recs, err := q.Poisoned(ctx, 10, nil)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("Poisoned = %d records, %v; want 1", len(recs), err)
 	}
@@ -269,7 +269,7 @@ func TestWorkerRefusesBadBlobNamesBeforeAnyRequest(t *testing.T) {
 	if p := w.Metrics().Poisoned(); p != int64(len(msgs)) {
 		t.Errorf("poisoned %d of %d messages", p, len(msgs))
 	}
-	recs, err := q.Poisoned(ctx, 32)
+	recs, err := q.Poisoned(ctx, 32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestApplyValidatesEveryStepFirst(t *testing.T) {
 		return nil
 	})
 	bad := NewTransaction(NewStep("count", nil), UpsertEntity("Current", []byte(`{"PartitionKey":"p","RowKey":"r","bad name":1}`), tablekit.UpsertReplace))
-	err := Apply(ctx, nil, bad, reg)
+	err := Apply(ctx, nil, bad, reg, nil)
 	var se *StepError
 	if !errors.As(err, &se) || se.Index != 1 || !errors.Is(err, tablekit.ErrInvalidEntity) || len(ran) != 0 {
 		t.Fatalf("Apply = %v after running %v, want a StepError at 1 wrapping ErrInvalidEntity and no step run", err, ran)
@@ -302,10 +302,10 @@ func TestApplyValidatesEveryStepFirst(t *testing.T) {
 		return nil
 	})
 	custom := NewTransaction(NewStep(KindUpsertEntity, map[string]int{"mine": 1}))
-	if err := Apply(ctx, nil, custom, reg); err != nil || len(ran) != 1 {
+	if err := Apply(ctx, nil, custom, reg, nil); err != nil || len(ran) != 1 {
 		t.Fatalf("Apply with a replaced built-in = %v (ran %v), want the custom handler to run", err, ran)
 	}
-	if err := Apply(ctx, nil, custom, nil); !errors.Is(err, ErrInvalidArgs) {
+	if err := Apply(ctx, nil, custom, nil, nil); !errors.Is(err, ErrInvalidArgs) {
 		t.Fatalf("Apply with the built-ins = %v, want ErrInvalidArgs", err)
 	}
 }

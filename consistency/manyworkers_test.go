@@ -81,7 +81,7 @@ func TestManyWorkersOnOneQueue(t *testing.T) {
 			t.Errorf("%s missing from the archive", rk)
 		}
 	}
-	if rec, err := q.Poisoned(ctx, 32); err != nil || len(rec) != 0 {
+	if rec, err := q.Poisoned(ctx, 32, nil); err != nil || len(rec) != 0 {
 		t.Errorf("poisoned: %v, %v", rec, err)
 	}
 }

@@ -106,7 +106,7 @@ type QueueDepth struct {
 // Depth returns the approximate message counts of the queue and its poison
 // queue (2 requests). A poison queue that does not exist counts 0; a
 // missing transaction queue is an error wrapping tablekit.ErrNotFound.
-func (q *Queue) Depth(ctx context.Context) (QueueDepth, error) {
+func (q *Queue) Depth(ctx context.Context, opts *DepthOptions) (QueueDepth, error) {
 	d := QueueDepth{Queue: q.name}
 	n, err := approxCount(ctx, q.qc)
 	if err != nil {
@@ -133,7 +133,7 @@ func (q *Queue) Name() string { return q.name }
 
 // Create creates the queue, its poison queue and the blob container when
 // they do not exist (3 requests; existing resources are not an error).
-func (q *Queue) Create(ctx context.Context) error {
+func (q *Queue) Create(ctx context.Context, opts *CreateOptions) error {
 	for _, c := range []*azqueue.QueueClient{q.qc, q.pc} {
 		if err := createQueue(ctx, c); err != nil {
 			return err
@@ -145,7 +145,7 @@ func (q *Queue) Create(ctx context.Context) error {
 // Delete deletes the queue and its poison queue, with every message in
 // them; queues that do not exist are not an error. The blob container is
 // left alone: other queues may share it. Two requests.
-func (q *Queue) Delete(ctx context.Context) error {
+func (q *Queue) Delete(ctx context.Context, opts *DeleteOptions) error {
 	for _, c := range []*azqueue.QueueClient{q.qc, q.pc} {
 		_, err := c.Delete(ctx, nil)
 		if err = tablekit.MapError(err, "delete queue", queueLabel(c)); err != nil && !tablekit.IsNotFound(err) {
@@ -369,7 +369,7 @@ func poisonMessage(ctx context.Context, acct *tablekit.Account, pc *azqueue.Queu
 // Poisoned returns up to max (at most 32, the service's peek limit)
 // records of the poison queue, oldest first, without hiding or removing
 // them. A missing poison queue has no records.
-func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonRecord, error) {
+func (q *Queue) Poisoned(ctx context.Context, max int, opts *PoisonedOptions) ([]PoisonRecord, error) {
 	if max <= 0 || max > 32 {
 		max = 32
 	}

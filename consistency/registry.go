@@ -159,7 +159,7 @@ func (r *Registry) validate(tx *Transaction) error {
 // are validated first, as by ValidateSteps, so a transaction with an
 // invalid step applies none. The first failure is returned as a
 // *StepError.
-func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Registry) error {
+func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Registry, opts *ApplyOptions) error {
 	if reg == nil {
 		reg = defaultRegistry
 	}

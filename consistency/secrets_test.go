@@ -92,12 +92,12 @@ func TestQueueErrorsRedactSAS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = q.Create(ctx)
+		err = q.Create(ctx, nil)
 		if !errors.Is(err, tablekit.ErrAuthorization) {
 			t.Errorf("%s: Create = %v, want ErrAuthorization", tc.what, err)
 		}
 		assertNoSig(t, tc.what+": Create error", err, sig)
-		err = q.Delete(ctx)
+		err = q.Delete(ctx, nil)
 		if tc.del {
 			if !errors.Is(err, tablekit.ErrAuthorization) {
 				t.Errorf("%s: Delete = %v, want ErrAuthorization", tc.what, err)

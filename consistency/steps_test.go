@@ -24,7 +24,7 @@ import (
 func applyUntilDone(t testing.TB, acct *tablekit.Account, tx *Transaction) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		err := Apply(context.Background(), acct, tx, nil)
+		err := Apply(context.Background(), acct, tx, nil, nil)
 		if err == nil {
 			return
 		}
@@ -65,7 +65,7 @@ func TestMoveEntityIdempotent(t *testing.T) {
 	want := getProps(t, acct, EntityRef{from, "p", "r"})
 	move := NewTransaction(MoveEntity(EntityRef{from, "p", "r"}, EntityRef{to, "archived", ""}))
 	for i := range 3 { // the first applies, the duplicates are no-ops
-		if err := Apply(ctx, acct, move, nil); err != nil {
+		if err := Apply(ctx, acct, move, nil, nil); err != nil {
 			t.Fatalf("apply %d: %v", i, err)
 		}
 	}
@@ -75,12 +75,12 @@ func TestMoveEntityIdempotent(t *testing.T) {
 		t.Fatalf("moved entity %v, want %v", got, want)
 	}
 	ghost := NewTransaction(MoveEntity(EntityRef{from, "p", "nobody"}, EntityRef{Table: to}))
-	err := Apply(ctx, acct, ghost, nil)
+	err := Apply(ctx, acct, ghost, nil, nil)
 	if !errors.Is(err, tablekit.ErrNotFound) || !IsPermanent(err) {
 		t.Fatalf("moving a missing entity: %v, want a permanent ErrNotFound", err)
 	}
 	ok := NewTransaction(NewStep(KindMoveEntity, MoveEntityArgs{From: EntityRef{from, "p", "nobody"}, To: EntityRef{Table: to}, MissingOK: true}))
-	if err := Apply(ctx, acct, ok, nil); err != nil {
+	if err := Apply(ctx, acct, ok, nil, nil); err != nil {
 		t.Fatalf("MissingOK: %v", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestUpsertAndDeleteEntity(t *testing.T) {
 		DeleteEntity(EntityRef{table, "p", "never-existed"}),
 	)
 	for range 2 {
-		if err := Apply(ctx, acct, tx, nil); err != nil {
+		if err := Apply(ctx, acct, tx, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +316,7 @@ func TestBlobCleanup(t *testing.T) {
 	for _, n := range []string{"v1", "v2", "a", "b", "c", "orphan"} {
 		put.Add(PutBlob(cont, n, []byte("data "+n), "text/plain"))
 	}
-	if err := Apply(ctx, acct, put, nil); err != nil {
+	if err := Apply(ctx, acct, put, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	cleanup := NewTransaction(
@@ -328,7 +328,7 @@ func TestBlobCleanup(t *testing.T) {
 		BlobCleanup(cont, "never", EntityRef{table, "p", "gone"}, "Body"),  // missing blob: fine
 	)
 	for range 2 {
-		if err := Apply(ctx, acct, cleanup, nil); err != nil {
+		if err := Apply(ctx, acct, cleanup, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -227,7 +227,7 @@ func (w *Worker) Healthy() (bool, string) { return w.Ready() }
 // same way. Messages are deleted only after every step succeeded; a
 // failure is retried after a backoff or moved to the poison queue, never
 // dropped.
-func (w *Worker) Run(ctx context.Context) error {
+func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("consistency: Worker.Run called twice")
 	}
@@ -311,7 +311,7 @@ func (w *Worker) depthLoop(ctx context.Context) {
 	for {
 		for _, q := range w.queues {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			d, err := q.q.Depth(rctx)
+			d, err := q.q.Depth(rctx, nil)
 			cancel()
 			if ctx.Err() != nil {
 				return

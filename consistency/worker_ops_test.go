@@ -35,7 +35,7 @@ func TestQueueDepthAndGauges(t *testing.T) {
 	if _, err := q.pc.EnqueueMessage(ctx, "poisoned", nil); err != nil {
 		t.Fatal(err)
 	}
-	d, err := q.Depth(ctx)
+	d, err := q.Depth(ctx, nil)
 	if err != nil || d != (QueueDepth{Queue: q.Name(), Messages: 3, Poison: 1}) {
 		t.Fatalf("Depth = %+v, %v; want 3 messages and 1 poisoned", d, err)
 	}
@@ -76,14 +76,14 @@ func TestQueueDepthAndGauges(t *testing.T) {
 	if _, err := q.pc.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := q.Depth(ctx); err != nil || d.Poison != 0 || d.Messages != 1 {
+	if d, err := q.Depth(ctx, nil); err != nil || d.Poison != 0 || d.Messages != 1 {
 		t.Fatalf("Depth without a poison queue = %+v, %v", d, err)
 	}
 	gone, err := NewQueue(acct, testenv.QueueName(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gone.Depth(ctx); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := gone.Depth(ctx, nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("Depth of a missing queue: %v, want ErrNotFound", err)
 	}
 }
@@ -134,7 +134,7 @@ func TestUntilEmpty(t *testing.T) {
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := w.Run(runCtx); err != nil {
+	if err := w.Run(runCtx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if runCtx.Err() != nil {
@@ -162,7 +162,7 @@ func TestUntilEmpty(t *testing.T) {
 
 	// An empty queue: Run returns after one receive and one count.
 	w2 := newWorker(t, acct, q, WorkerOptions{UntilEmpty: true})
-	if err := w2.Run(runCtx); err != nil || runCtx.Err() != nil {
+	if err := w2.Run(runCtx, nil); err != nil || runCtx.Err() != nil {
 		t.Fatalf("Run on an empty queue: %v %v", err, runCtx.Err())
 	}
 }

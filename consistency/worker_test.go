@@ -47,7 +47,7 @@ func TestPoisonAfterLimit(t *testing.T) {
 	if n := messageCount(t, q.qc); n != 0 {
 		t.Fatalf("%d messages left in the queue", n)
 	}
-	recs, err := q.Poisoned(ctx, 10)
+	recs, err := q.Poisoned(ctx, 10, nil)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("Poisoned: %v %v", recs, err)
 	}
@@ -64,7 +64,7 @@ func TestPoisonAfterLimit(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Requeue = %d, %v", n, err)
 	}
-	if recs, _ := q.Poisoned(ctx, 10); len(recs) != 0 {
+	if recs, _ := q.Poisoned(ctx, 10, nil); len(recs) != 0 {
 		t.Fatalf("poison queue still holds %d", len(recs))
 	}
 	fixed.Store(true)
@@ -99,7 +99,7 @@ func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 	if w.Metrics().Retried() != 0 {
 		t.Fatalf("%d retries of permanent failures", w.Metrics().Retried())
 	}
-	recs, err := q.Poisoned(ctx, 10)
+	recs, err := q.Poisoned(ctx, 10, nil)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("Poisoned: %d %v", len(recs), err)
 	}
@@ -294,7 +294,7 @@ func TestCrashLoopMessagePoisoned(t *testing.T) {
 	if ran.Load() != 0 {
 		t.Fatalf("steps ran %d times on the 4th delivery", ran.Load())
 	}
-	recs, err := q.Poisoned(ctx, 1)
+	recs, err := q.Poisoned(ctx, 1, nil)
 	if err != nil || len(recs) != 1 || recs[0].TxID != tx.ID || recs[0].DequeueCount != 4 || !strings.Contains(recs[0].Error, "delivered 4 times (limit 3)") {
 		t.Fatalf("poison record %+v %v", recs, err)
 	}

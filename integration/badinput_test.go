@@ -82,7 +82,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"PartitionKey of 513 units", insert(Person{PartitionKey: strings.Repeat("k", 513), RowKey: "1"}), tablekit.ErrInvalidKey},
 		{"RowKey of 257 non-BMP characters (514 units)", insert(Person{PartitionKey: "p", RowKey: strings.Repeat("𝄞", 257)}), tablekit.ErrInvalidKey},
 		{"Get with a forbidden key", func() error { _, err := people.Get(ctx, "p", "a/b", nil); return err }, tablekit.ErrInvalidKey},
-		{"DeleteIfExists with a forbidden key", func() error { _, err := people.DeleteIfExists(ctx, "a#b", "1"); return err }, tablekit.ErrInvalidKey},
+		{"DeleteIfExists with a forbidden key", func() error { _, err := people.DeleteIfExists(ctx, "a#b", "1", nil); return err }, tablekit.ErrInvalidKey},
 		{"Update with a forbidden key", func() error {
 			_, err := people.Update(ctx, "p", "a?b", func(*Person) error { return nil }, nil)
 			return err
@@ -185,7 +185,7 @@ func TestBadInputCatalogue(t *testing.T) {
 
 		// Transactions.
 		{"transaction across partitions", func() error {
-			_, err := people.Transaction().Insert(&Person{PartitionKey: "a", RowKey: "1"}).Insert(&Person{PartitionKey: "b", RowKey: "1"}).Submit(ctx)
+			_, err := people.Transaction().Insert(&Person{PartitionKey: "a", RowKey: "1"}).Insert(&Person{PartitionKey: "b", RowKey: "1"}).Submit(ctx, nil)
 			return err
 		}, tablekit.ErrInvalidTransaction},
 		{"transaction of 101 operations", func() error {
@@ -193,15 +193,15 @@ func TestBadInputCatalogue(t *testing.T) {
 			for i := 0; i < 101; i++ {
 				tx.Insert(&Person{PartitionKey: "p", RowKey: itoa(i)})
 			}
-			_, err := tx.Submit(ctx)
+			_, err := tx.Submit(ctx, nil)
 			return err
 		}, tablekit.ErrInvalidTransaction},
 		{"transaction touching one entity twice", func() error {
-			_, err := people.Transaction().Insert(&Person{PartitionKey: "p", RowKey: "1"}).Delete(&Person{PartitionKey: "p", RowKey: "1"}, &patterns.WriteOptions{Unconditional: true}).Submit(ctx)
+			_, err := people.Transaction().Insert(&Person{PartitionKey: "p", RowKey: "1"}).Delete(&Person{PartitionKey: "p", RowKey: "1"}, &patterns.WriteOptions{Unconditional: true}).Submit(ctx, nil)
 			return err
 		}, tablekit.ErrInvalidTransaction},
 		{"transaction with one bad entity", func() error {
-			_, err := people.Transaction().Insert(&Person{PartitionKey: "p", RowKey: "1"}).Insert(&Person{PartitionKey: "p", RowKey: "2", Name: strings.Repeat("n", 40000)}).Submit(ctx)
+			_, err := people.Transaction().Insert(&Person{PartitionKey: "p", RowKey: "1"}).Insert(&Person{PartitionKey: "p", RowKey: "2", Name: strings.Repeat("n", 40000)}).Submit(ctx, nil)
 			return err
 		}, tablekit.ErrInvalidEntity},
 

@@ -63,7 +63,7 @@ func newDirectory(t *testing.T, acct *tablekit.Account) *directory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Create(ctx); err != nil {
+	if err := q.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	email := func(e *Employee) string { return e.Email }
@@ -306,7 +306,7 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 		}
 	}
 	// The queue and its poison queue are empty: nothing lost, nothing stuck.
-	if poisoned, err := d.queue.Poisoned(ctx, 32); err != nil || len(poisoned) != 0 {
+	if poisoned, err := d.queue.Poisoned(ctx, 32, nil); err != nil || len(poisoned) != 0 {
 		t.Errorf("poisoned transactions: %v, %v", poisoned, err)
 	}
 }

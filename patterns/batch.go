@@ -131,7 +131,7 @@ func (x *Transaction[T]) Ops() []Op { return x.b.ops }
 // value. Errors: a builder error; tablekit.ErrInvalidTransaction when a
 // rule is broken (before any request); or a *tablekit.TransactionError
 // naming the failing operation (no operation applied).
-func (x *Transaction[T]) Submit(ctx context.Context) ([]OpResult, error) {
+func (x *Transaction[T]) Submit(ctx context.Context, opts *SubmitOptions) ([]OpResult, error) {
 	return x.b.submit(ctx, x.t.submit)
 }
 
@@ -246,6 +246,6 @@ func transactionIndex(err error) (int, bool) {
 // on t's table (on the fast path when t has one). Patterns use it for
 // transactions that mix Go types in one partition; errors are those of
 // SubmitTransaction. One request.
-func (t *Table[T]) SubmitOps(ctx context.Context, ops []Op) ([]OpResult, error) {
+func (t *Table[T]) SubmitOps(ctx context.Context, ops []Op, opts *SubmitOptions) ([]OpResult, error) {
 	return t.submit(ctx, ops)
 }

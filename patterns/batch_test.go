@@ -38,7 +38,7 @@ func TestTransactionRulesCheckedBeforeSending(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c.Reset()
-			_, err := tc.tx.Submit(ctx)
+			_, err := tc.tx.Submit(ctx, nil)
 			if !errors.Is(err, tablekit.ErrInvalidTransaction) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Submit = %v, want ErrInvalidTransaction saying %q", err, tc.want)
 			}
@@ -53,7 +53,7 @@ func TestTransactionRulesCheckedBeforeSending(t *testing.T) {
 			tx.Add(patterns.Op{Type: patterns.OpInsert, PartitionKey: "p", RowKey: fmt.Sprint(i), Entity: []byte(`{"PartitionKey":"p","RowKey":"` + fmt.Sprint(i) + `","B":"` + strings.Repeat("z", 900_000) + `"}`)})
 		}
 		c.Reset()
-		if _, err := tx.Submit(ctx); !errors.Is(err, tablekit.ErrInvalidTransaction) || !strings.Contains(err.Error(), "4 MiB") {
+		if _, err := tx.Submit(ctx, nil); !errors.Is(err, tablekit.ErrInvalidTransaction) || !strings.Contains(err.Error(), "4 MiB") {
 			t.Errorf("Submit = %v, want ErrInvalidTransaction naming 4 MiB", err)
 		}
 		requests(t, c, 0, "an oversize transaction")
@@ -72,7 +72,7 @@ func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
 		tx.Insert(&Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i)})
 	}
 	c.Reset()
-	_, err := tx.Submit(ctx)
+	_, err := tx.Submit(ctx, nil)
 	requests(t, c, 1, "a 100-operation transaction")
 	var te *tablekit.TransactionError
 	if !errors.As(err, &te) || te.Index != 5 || !errors.Is(err, tablekit.ErrAlreadyExists) {
@@ -90,7 +90,7 @@ func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
 	a := Employee{PartitionKey: "Sales", RowKey: "a"}
 	b := existing
 	b.FirstName = "New"
-	res, err := tbl.Transaction().Insert(&a).Replace(&b, nil).Submit(ctx)
+	res, err := tbl.Transaction().Insert(&a).Replace(&b, nil).Submit(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +99,12 @@ func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
 	}
 	// Replace without ETag inside a batch must not insert (If-Match: *).
 	ghost := Employee{PartitionKey: "Sales", RowKey: "ghost"}
-	_, err = tbl.Transaction().Replace(&ghost, &patterns.WriteOptions{Unconditional: true}).Submit(ctx)
+	_, err = tbl.Transaction().Replace(&ghost, &patterns.WriteOptions{Unconditional: true}).Submit(ctx, nil)
 	if !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("unconditional Replace of a missing entity in a batch = %v, want ErrNotFound", err)
 	}
 	// A stale ETag fails the whole batch.
-	_, err = tbl.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "b"}).Delete(&existing, nil).Submit(ctx)
+	_, err = tbl.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "b"}).Delete(&existing, nil).Submit(ctx, nil)
 	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Errorf("batch with a stale delete = %v, want index 1 ErrPreconditionFailed", err)
 	}

@@ -153,7 +153,7 @@ func (l *BlobLog) run() {
 		case <-l.kick:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		_ = l.Flush(ctx) // kept in lastErr for the next Flush or Close
+		_ = l.Flush(ctx, nil) // kept in lastErr for the next Flush or Close
 		cancel()
 	}
 }
@@ -192,7 +192,7 @@ func (l *BlobLog) Append(at time.Time, text string) error {
 // Flush writes every buffered record now: one blob per hour the records
 // fall in. Records whose blob could not be written stay buffered for the
 // next flush, and the error is returned.
-func (l *BlobLog) Flush(ctx context.Context) error {
+func (l *BlobLog) Flush(ctx context.Context, opts *FlushOptions) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -303,7 +303,7 @@ func (l *BlobLog) lastSeq(ctx context.Context, hour time.Time) (int, error) {
 // Close stops the background flusher and flushes what is buffered. It
 // returns the error of that flush, or of an earlier background flush
 // whose records could not be written since. Appends fail afterwards.
-func (l *BlobLog) Close(ctx context.Context) error {
+func (l *BlobLog) Close(ctx context.Context, opts *FlushOptions) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -313,7 +313,7 @@ func (l *BlobLog) Close(ctx context.Context) error {
 	l.mu.Unlock()
 	close(l.stop)
 	<-l.done
-	return l.Flush(ctx)
+	return l.Flush(ctx, nil)
 }
 
 // Read returns the records with times in [from, to), in time order: for
@@ -321,7 +321,7 @@ func (l *BlobLog) Close(ctx context.Context) error {
 // downloads the blobs whose StartTime..EndTime metadata overlaps the span
 // (one request each). Records still buffered are not seen. One hour's
 // matching records are held in memory at a time.
-func (l *BlobLog) Read(ctx context.Context, from, to time.Time) iter.Seq2[LogRecord, error] {
+func (l *BlobLog) Read(ctx context.Context, from, to time.Time, opts *ReadOptions) iter.Seq2[LogRecord, error] {
 	return func(yield func(LogRecord, error) bool) {
 		if !to.After(from) {
 			return

@@ -44,7 +44,7 @@ func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 0, "buffered appends")
-	if err := l.Flush(ctx); err != nil {
+	if err := l.Flush(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 4, "a flush over two hours (list + upload per hour)")
@@ -52,7 +52,7 @@ func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 	if err := l.Append(day.Add(15*time.Hour+5*time.Minute+30*time.Second+1), "Error;late arrival"); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Flush(ctx); err != nil {
+	if err := l.Flush(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "a flush of one hour already seen")
@@ -76,7 +76,7 @@ func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 	// The guide's query: error and critical messages between 15:04 and
 	// 15:06 on that date, found by the prefix queue/2014/07/31/1500.
 	var got []string
-	for r, err := range l.Read(ctx, day.Add(15*time.Hour+4*time.Minute), day.Add(15*time.Hour+6*time.Minute)) {
+	for r, err := range l.Read(ctx, day.Add(15*time.Hour+4*time.Minute), day.Add(15*time.Hour+6*time.Minute), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.Close(ctx); err != nil {
+	if err := l.Close(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Append(day, "too late"); !errors.Is(err, patterns.ErrLogClosed) {
@@ -107,9 +107,9 @@ func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l2.Close(ctx)
+	defer l2.Close(ctx, nil)
 	n := 0
-	for r, err := range l2.Read(ctx, day.Add(16*time.Hour+59*time.Minute), day.Add(17*time.Hour)) {
+	for r, err := range l2.Read(ctx, day.Add(16*time.Hour+59*time.Minute), day.Add(17*time.Hour), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,8 +135,8 @@ func TestBlobLogFlushesBySizeAndTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer reader.Close(ctx)
-		recs, err := patterns.Collect(reader.Read(ctx, at, at.Add(time.Hour)))
+		defer reader.Close(ctx, nil)
+		recs, err := patterns.Collect(reader.Read(ctx, at, at.Add(time.Hour), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestBlobLogFlushesBySizeAndTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bySize.Close(ctx)
+	defer bySize.Close(ctx, nil)
 	for i := 0; i < 100; i++ { // ~ 100 x 60 bytes: over 4 KiB
 		if err := bySize.Append(at.Add(time.Duration(i)*time.Second), "Info;a record of some twenty bytes"); err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestBlobLogFlushesBySizeAndTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer byTime.Close(ctx)
+	defer byTime.Close(ctx, nil)
 	if err := byTime.Append(at, "Info;one"); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestCompoundKeysGuideEmployeeReviews(t *testing.T) {
 		rk, _ := ck.RowKey(compoundReviewKey{124, y})
 		tx.Insert(&CompoundRow{PartitionKey: "Sales", RowKey: rk, ManagerRating: 1, Comments: "someone else"})
 	}
-	if _, err := tx.Submit(ctx); err != nil {
+	if _, err := tx.Submit(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Reset()

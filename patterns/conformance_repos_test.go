@@ -265,7 +265,7 @@ func cfTable(e *cfEnv) {
 		txRows = append(txRows, v)
 		tx.Insert(&v)
 	}
-	if e.do(1, "Transaction of 3 inserts", func() error { _, err := tx.Submit(ctx); return err }, cfExists(e, tbl.Get, "Tx", txRows[0].RowKey)) {
+	if e.do(1, "Transaction of 3 inserts", func() error { _, err := tx.Submit(ctx, nil); return err }, cfExists(e, tbl.Get, "Tx", txRows[0].RowKey)) {
 		for _, v := range txRows {
 			m.put(v)
 		}
@@ -295,7 +295,7 @@ func cfTable(e *cfEnv) {
 	if e.do(1, "Delete", func() error { return tbl.Delete(ctx, &cur, nil) }, cfGone(e, tbl.Get, del.PartitionKey, del.RowKey)) {
 		m.del(del.PartitionKey, del.RowKey)
 	}
-	if e.do(1, "DeleteIfExists", func() error { _, err := tbl.DeleteIfExists(ctx, "Tx", txRows[1].RowKey); return err }, nil) {
+	if e.do(1, "DeleteIfExists", func() error { _, err := tbl.DeleteIfExists(ctx, "Tx", txRows[1].RowKey, nil); return err }, nil) {
 		m.del("Tx", txRows[1].RowKey)
 	}
 
@@ -437,7 +437,7 @@ func cfIndexedTable(e *cfEnv) {
 		}
 	}
 	e.read(1, "Lookup by email", func() error { _, err := x.Lookup(ctx, "email", "Sales", "e0@contoso.com", nil); return err })
-	e.read(1, "Lookup by id", func() error { _, err := x.Lookup(ctx, "empid", "Sales", "empid_000100", nil); return err })
+	e.read(1, "Lookup by id", func() error { _, err := x.Lookup(ctx, "empid", "Sales", "000100", nil); return err })
 	e.read(1, "Find by last name", func() error {
 		_, err := patterns.Collect(x.Find(ctx, "lastname", "Sales", "Jones", nil))
 		return err
@@ -480,7 +480,7 @@ func cfIndexedTable(e *cfEnv) {
 	}
 
 	e.settle()
-	prim, err := patterns.Collect(x.Prefix(ctx, "empid", "Sales", "empid_", nil))
+	prim, err := patterns.Collect(x.Prefix(ctx, "empid", "Sales", "", nil))
 	e.must(err, "final primaries")
 	m.check(e, "IndexedTable primaries", prim)
 	for _, k := range m.keys() {
@@ -942,7 +942,7 @@ func cfEventualDenormalization(e *cfEnv) {
 		_, err := x.UpdateSource(ctx, mgr.PartitionKey, mgr.RowKey, cfIncManager, nil)
 		return err
 	}), "UpdateSource"))
-	e.do(2, "Refresh", func() error { return x.Refresh(ctx, mgr.PartitionKey, mgr.RowKey) }, nil)
+	e.do(2, "Refresh", func() error { return x.Refresh(ctx, mgr.PartitionKey, mgr.RowKey, nil) }, nil)
 	// The manager changes while departments are edited.
 	heads := &cfCounter{}
 	for k, c := range e.hammer([]string{"manager", "Sales"}, 4, e.n(6, 5), "EventualDenormalization", func(k string) error {
@@ -1007,7 +1007,7 @@ func cfLogTail(e *cfEnv) {
 		}
 	}
 	e.read(1, "Latest 3", func() error {
-		got, err := lt.Latest(ctx, "empid", 3)
+		got, err := lt.Latest(ctx, "empid", 3, nil)
 		if err == nil && (len(got) != 3 || got[0].Note != want[len(want)-1].note) {
 			e.t.Errorf("Latest(3) = %+v", got)
 		}
@@ -1019,7 +1019,7 @@ func cfLogTail(e *cfEnv) {
 	})
 
 	e.settle()
-	got, err := lt.Latest(ctx, "empid", 1000)
+	got, err := lt.Latest(ctx, "empid", 1000, nil)
 	e.must(err, "final Latest")
 	slices.Reverse(want) // newest first
 	if len(got) != len(want) {
@@ -1340,7 +1340,7 @@ func cfPeriodTables(e *cfEnv) {
 	prefix := "p" + name[len(name)-8:] // unique: the name's random suffix
 	p, err := patterns.NewPeriodTables[cfSignIn](e.acct, prefix, &patterns.PeriodTablesOptions{Table: e.tableOpts()})
 	e.must(err, "NewPeriodTables")
-	e.t.Cleanup(func() { _, _ = p.DropBefore(context.Background(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) })
+	e.t.Cleanup(func() { _, _ = p.DropBefore(context.Background(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), nil) })
 	e.setup()
 	day := func(d int) time.Time { return time.Date(2014, 7, 29+d, 0, 0, 0, 0, time.UTC) }
 	want := map[string]cfSignIn{} // by day/PK/RK
@@ -1389,7 +1389,7 @@ func cfPeriodTables(e *cfEnv) {
 		return err
 	})
 	if e.do(2, "DropBefore (list + 1 delete)", func() error {
-		names, err := p.DropBefore(ctx, day(1))
+		names, err := p.DropBefore(ctx, day(1), nil)
 		if err == nil && !slices.Equal(names, []string{prefix + "20140729"}) {
 			e.t.Errorf("PeriodTables: DropBefore dropped %v", names)
 		}
@@ -1408,10 +1408,10 @@ func cfPeriodTables(e *cfEnv) {
 	// A period of its own, dropped whole: one request.
 	extra := cfSignIn{PartitionKey: "user0", RowKey: keys.TimeKey(day(5))}
 	e.do(3, "Insert into a new period", func() error { return p.Insert(ctx, day(5), &extra, nil) }, nil)
-	e.do(1, "Drop of one period", func() error { return p.Drop(ctx, day(5)) }, nil)
+	e.do(1, "Drop of one period", func() error { return p.Drop(ctx, day(5), nil) }, nil)
 
 	e.settle()
-	names, err := p.List(ctx)
+	names, err := p.List(ctx, nil)
 	e.must(err, "List")
 	if !slices.Equal(names, []string{prefix + "20140730", prefix + "20140731"}) {
 		e.t.Errorf("PeriodTables: tables %v", names)
@@ -1474,7 +1474,7 @@ func cfCompoundKeys(e *cfEnv) {
 		rows = append(rows, v)
 		tx.Insert(&v)
 	}
-	if e.do(1, "Transaction of the employee and its reviews", func() error { _, err := tx.Submit(ctx); return err },
+	if e.do(1, "Transaction of the employee and its reviews", func() error { _, err := tx.Submit(ctx, nil); return err },
 		cfExists(e, tbl.Get, "Sales", "empid_000123")) {
 		for _, v := range rows {
 			want[v.RowKey] = v
@@ -1492,7 +1492,7 @@ func cfCompoundKeys(e *cfEnv) {
 		_, err := tbl.Update(ctx, "Sales", r, func(v *cfReview) error { v.ManagerRating++; return nil }, nil)
 		return err
 	})
-	if e.do(1, "DeleteIfExists", func() error { _, err := tbl.DeleteIfExists(ctx, "Sales", rk(123, 2010)); return err }, nil) {
+	if e.do(1, "DeleteIfExists", func() error { _, err := tbl.DeleteIfExists(ctx, "Sales", rk(123, 2010), nil); return err }, nil) {
 		delete(want, rk(123, 2010))
 	}
 

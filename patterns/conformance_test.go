@@ -233,7 +233,7 @@ func (e *cfEnv) n(full, slow int) int {
 // turns the faults on and forgets the requests counted so far.
 // cfQueue is q's Create in the form setup takes.
 func cfQueue(q *consistency.Queue) func(context.Context, *patterns.CreateOptions) error {
-	return func(ctx context.Context, _ *patterns.CreateOptions) error { return q.Create(ctx) }
+	return func(ctx context.Context, _ *patterns.CreateOptions) error { return q.Create(ctx, nil) }
 }
 
 func (e *cfEnv) setup(fns ...func(context.Context, *patterns.CreateOptions) error) {
@@ -518,7 +518,7 @@ func (e *cfEnv) startWorker(q *consistency.Queue) *cfWorker {
 	cw.w = w
 	ctx, stop := context.WithCancel(context.Background())
 	cw.stop = stop
-	go func() { cw.done <- w.Run(ctx) }()
+	go func() { cw.done <- w.Run(ctx, nil) }()
 	e.t.Cleanup(func() {
 		stop()
 		<-cw.done
@@ -555,7 +555,7 @@ func (e *cfEnv) drain(cw *cfWorker) {
 	if n := cw.w.Metrics().Poisoned(); n != 0 {
 		e.t.Errorf("the worker poisoned %d transactions", n)
 	}
-	rec, err := cw.q.Poisoned(e.ctx, 32)
+	rec, err := cw.q.Poisoned(e.ctx, 32, nil)
 	e.must(err, "poisoned")
 	for _, r := range rec {
 		e.t.Errorf("poisoned: %+v", r)

@@ -158,7 +158,7 @@ func TestCosmosErrorsMap(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		tx.Insert(&cosmosBasic{PartitionKey: "partition", RowKey: strconv.Itoa(i), Integer: int32(i)})
 	}
-	_, err = tx.Submit(ctx)
+	_, err = tx.Submit(ctx, nil)
 	var te *tablekit.TransactionError
 	if !errors.As(err, &te) || te.Index != 2 || te.StatusCode != 409 || !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Errorf("a transaction whose third insert conflicts = %v (%+v), want a TransactionError at index 2, 409, ErrAlreadyExists", err, te)
@@ -174,7 +174,7 @@ func TestCosmosTransactionSetsRecordedETags(t *testing.T) {
 		vs[i] = cosmosBasic{PartitionKey: "partition", RowKey: strconv.Itoa(i + 1), Integer: int32(i + 1), String: "someString"}
 		tx.Insert(&vs[i])
 	}
-	res, err := tx.Submit(ctx)
+	res, err := tx.Submit(ctx, nil)
 	must(t, err)
 	stamps := []string{"41.1811335", "41.1818503", "41.1825671", "41.1830791", "41.1835911", "41.1841031", "41.1846151", "41.1851271", "41.1857415", "41.1862535"}
 	if len(res) != 10 || r.Requests() != 1 {
@@ -213,7 +213,7 @@ func TestCosmosProfileRefusesBeforeAnyRequest(t *testing.T) {
 	for i := range 80 {
 		tx.Insert(&payload{PartitionKey: "p", RowKey: strconv.Itoa(i), Data: strings.Repeat("x", 30000)})
 	}
-	if _, err := tx.Submit(ctx); !errors.Is(err, tablekit.ErrInvalidTransaction) {
+	if _, err := tx.Submit(ctx, nil); !errors.Is(err, tablekit.ErrInvalidTransaction) {
 		t.Errorf("a 2.4 MB transaction = %v, want ErrInvalidTransaction", err)
 	}
 	// Cosmos DB reserves the property names ID, rid, etag and ResourceId.
@@ -252,7 +252,7 @@ func TestCosmosSortDependentPatternsRefuse(t *testing.T) {
 	must(t, err)
 	now := time.Now()
 	for name, call := range map[string]func() error{
-		"LogTail.Latest": func() error { _, err := logs.Latest(ctx, "p", 10); return err },
+		"LogTail.Latest": func() error { _, err := logs.Latest(ctx, "p", 10, nil); return err },
 		"LogTail.Range": func() error {
 			_, err := patterns.Collect(logs.Range(ctx, "p", now.Add(-time.Hour), now, nil))
 			return err

@@ -36,7 +36,7 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 		return q
 	}
 	depth := func(q *consistency.Queue) func(context.Context) error {
-		return func(ctx context.Context) error { _, err := q.Depth(ctx); return err }
+		return func(ctx context.Context) error { _, err := q.Depth(ctx, nil); return err }
 	}
 	cases := []struct {
 		name     string
@@ -84,12 +84,12 @@ func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
 		{"BlobLog", 1, func(t *testing.T, acct *tablekit.Account) repo {
 			x, err := patterns.NewBlobLog(acct, testenv.ContainerName(t), "web", &patterns.BlobLogOptions{FlushInterval: time.Hour})
 			must(t, err)
-			t.Cleanup(func() { _ = x.Close(context.Background()) })
+			t.Cleanup(func() { _ = x.Close(context.Background(), nil) })
 			return repo{x.CreateIfNotExists, func(ctx context.Context) error {
 				if err := x.Append(time.Now(), "GET /"); err != nil {
 					return err
 				}
-				return x.Flush(ctx)
+				return x.Flush(ctx, nil)
 			}}
 		}},
 		{"Denormalization", 1, func(t *testing.T, acct *tablekit.Account) repo {

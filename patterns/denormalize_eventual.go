@@ -151,7 +151,7 @@ func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context, opts
 	if err := x.src.CreateIfNotExists(ctx, opts); err != nil {
 		return err
 	}
-	return x.q.Create(ctx)
+	return x.q.Create(ctx, nil)
 }
 
 // UpdateSource reads the source, calls fn on it, enqueues the intent to
@@ -182,7 +182,7 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 // Refresh enqueues the refresh of the targets of the source (pk, rk) as it
 // is now, for instance after a target was linked to it. Two requests
 // (read, enqueue).
-func (x *EventualDenormalization[S]) Refresh(ctx context.Context, pk, rk string) error {
+func (x *EventualDenormalization[S]) Refresh(ctx context.Context, pk, rk string, opts *RefreshOptions) error {
 	v, err := x.src.Get(ctx, pk, rk, nil)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Create(ctx); err != nil {
+	if err := q.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -98,7 +98,7 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = w.Run(wctx) }()
+	go func() { defer wg.Done(); _ = w.Run(wctx, nil) }()
 	defer func() { stop(); wg.Wait() }()
 
 	deadline := time.Now().Add(20 * time.Second)
@@ -137,7 +137,7 @@ func TestEventualDenormalizationAcrossTables(t *testing.T) {
 		Props:  map[string]string{"FirstName": "ManagerFirstName", "Phone": "ManagerPhone"},
 		Link:   "ManagerID", LinkValue: link,
 	}))
-	if err := consistency.Apply(ctx, testenv.Account(t), tx, nil); err != nil {
+	if err := consistency.Apply(ctx, testenv.Account(t), tx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := depts.Get(ctx, "Sales", "Department", nil); got.ManagerFirstName != "Maria" || got.ManagerPhone != "555-0111" {

@@ -156,7 +156,7 @@ func TestEventualDenormalizationQueryEveryEmployee(t *testing.T) {
 	f.c.Reset()
 	f.phone(t, "Sales", "555-0111")
 	requests(t, f.c, 3, "UpdateSource (read, enqueue, write), whatever the number of employees")
-	must(t, f.x.Refresh(ctx, "Contoso", "Marketing"))
+	must(t, f.x.Refresh(ctx, "Contoso", "Marketing", nil))
 	requests(t, f.c, 2, "Refresh (read, enqueue)")
 	// Between enqueue and apply: John joins Sales, Ann leaves it.
 	f.hire(t, "000223", "Sales")
@@ -173,7 +173,7 @@ func TestEventualDenormalizationQueryEveryEmployee(t *testing.T) {
 
 	// John moves to Marketing; Mary's next phone reaches Sales only.
 	f.move(t, "000223", "Marketing")
-	must(t, f.x.Refresh(ctx, "Contoso", "Marketing"))
+	must(t, f.x.Refresh(ctx, "Contoso", "Marketing", nil))
 	f.phone(t, "Sales", "555-0122")
 	f.converge(t, "John's move and Mary's next phone")
 	testenv.WaitFor(t, 10*time.Second, "the intents applied", func() bool { return w.Metrics().Processed() >= 4 })
@@ -192,7 +192,7 @@ func TestEventualDenormalizationQueryEveryEmployee(t *testing.T) {
 		Table:  f.emps.Name(), Filter: "PartitionKey eq 'Contoso'", Props: eqProps,
 		Link: "DepartmentID", LinkValue: keys.Join("Contoso", "Sales"),
 	}))
-	must(t, consistency.Apply(ctx, acct, tx, nil))
+	must(t, consistency.Apply(ctx, acct, tx, nil, nil))
 	// The query, then per Sales employee (000101, 000102) a read of the
 	// employee and one of the department.
 	if got := c.Count(); got != 5 || strings.Contains(c.Requests(), "PUT") || strings.Contains(c.Requests(), "MERGE") || strings.Contains(c.Requests(), "POST") {
@@ -248,7 +248,7 @@ func TestEventualDenormalizationQueryRefusals(t *testing.T) {
 	if d, _ := f.x.Sources().Get(ctx, "Contoso", "Sales", nil); d.ManagerPhone != "555-0100" {
 		t.Errorf("the refused update wrote the source: %+v", d)
 	}
-	qd, err := mustQueue(t, f.qname).Depth(ctx)
+	qd, err := mustQueue(t, f.qname).Depth(ctx, nil)
 	must(t, err)
 	if qd.Messages != 0 {
 		t.Errorf("the refused update enqueued %d messages", qd.Messages)

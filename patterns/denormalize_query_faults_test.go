@@ -235,7 +235,7 @@ func cfqEventual(e *cfEnv) {
 		})
 	cfMerge(tally["Sales"], sales)
 	for _, name := range cfqDepts {
-		e.do(2, "Refresh (read, enqueue)", func() error { return x.Refresh(ctx, "Contoso", name) }, nil)
+		e.do(2, "Refresh (read, enqueue)", func() error { return x.Refresh(ctx, "Contoso", name, nil) }, nil)
 	}
 	e.settle()
 	e.drain(w)

@@ -73,9 +73,12 @@
 // GetOptions, InsertOptions, WriteOptions, UpsertOptions, UpdateOptions,
 // QueryOptions (and BulkOptions, WhereOptions, MaintenanceOptions,
 // RelatedOptions). Those without fields yet are there so that a method
-// can grow without a new signature. Table-level calls that cannot grow
-// (Drop, DeleteIfExists, PeriodTables' Drop, DropBefore and List, BlobLog's
-// Flush and Close, LogTail.Latest's n) take none.
+// can grow without a new signature. Every other method that takes a ctx
+// takes its options last too: DropOptions (Table.Drop, PeriodTables' Drop
+// and DropBefore), DeleteIfExistsOptions, SubmitOptions (the transactions'
+// Submit, SubmitOps), FlushOptions (BlobLog's Flush and Close),
+// ReadOptions (BlobLog.Read), GetOptions (LargeEntities.Open),
+// LatestOptions, ListOptions and RefreshOptions.
 //
 // Reserved properties. Plain writes (Insert, Replace, Merge, Upsert,
 // Delete, BulkWrite, Transaction, SubmitOps) store exactly the caller's

@@ -65,7 +65,7 @@ func ExampleIndexedTable() {
 	fmt.Println("by email:", jane.RowKey, jane.FirstName, jane.LastName)
 
 	// (RowKey ge 'empid_000100') and (RowKey le 'empid_000199')
-	for e, err := range employees.Between(ctx, "empid", "Sales", "empid_000100", "empid_000199", nil) {
+	for e, err := range employees.Between(ctx, "empid", "Sales", "000100", "000199", nil) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func ExampleEventualIndexedTable() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := worker.Run(ctx); err != nil {
+	if err := worker.Run(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 
@@ -379,7 +379,7 @@ func ExampleEventualListIndexedTable() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := worker.Run(ctx); err != nil {
+	if err := worker.Run(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 

@@ -53,14 +53,14 @@ func ExampleMixedTable() {
 
 	sales := Department{PartitionKey: "Sales", RowKey: "Department", DepartmentName: "Sales", EmployeeCount: 1}
 	jun := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", LastName: "Cao"}
-	if _, err := directory.Transaction().Insert(&sales).Insert(&jun).Submit(ctx); err != nil {
+	if _, err := directory.Transaction().Insert(&sales).Insert(&jun).Submit(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 	// A new employee and the new count, in one transaction conditional on
 	// the department's ETag.
 	jane := Employee{PartitionKey: "Sales", RowKey: "000223", FirstName: "Jane", LastName: "Jones"}
 	sales.EmployeeCount++
-	if _, err := directory.Transaction().Insert(&jane).Replace(&sales, nil).Submit(ctx); err != nil {
+	if _, err := directory.Transaction().Insert(&jane).Replace(&sales, nil).Submit(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 

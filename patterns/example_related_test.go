@@ -201,7 +201,7 @@ func ExampleEventualDenormalization() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := worker.Run(ctx); err != nil {
+	if err := worker.Run(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 	after, err := departments.Get(ctx, "Sales", "Department", nil)

@@ -142,7 +142,7 @@ func ExampleLargeEntities() {
 		log.Fatal(err)
 	}
 	fmt.Println(e.FirstName, "photo:", blobs[0].Field, blobs[0].Size, "bytes,", blobs[0].ContentType)
-	r, err := employees.Open(ctx, blobs[0])
+	r, err := employees.Open(ctx, blobs[0], nil)
 	if err != nil {
 		log.Fatal(err)
 	}

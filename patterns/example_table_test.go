@@ -266,13 +266,13 @@ func ExampleTable_Transaction() {
 
 	jun := Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun"}
 	don := Employee{PartitionKey: "Sales", RowKey: "000152", FirstName: "Don"}
-	if _, err := employees.Transaction().Insert(&jun).Insert(&don).Submit(ctx); err != nil {
+	if _, err := employees.Transaction().Insert(&jun).Insert(&don).Submit(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 
 	jane := Employee{PartitionKey: "Sales", RowKey: "000223", FirstName: "Jane"}
 	again := Employee{PartitionKey: "Sales", RowKey: "000152", FirstName: "Donald"}
-	_, err = employees.Transaction().Insert(&jane).Insert(&again).Submit(ctx)
+	_, err = employees.Transaction().Insert(&jane).Insert(&again).Submit(ctx, nil)
 	var txErr *tablekit.TransactionError
 	if errors.As(err, &txErr) {
 		fmt.Println("operation", txErr.Index, "failed:", errors.Is(err, tablekit.ErrAlreadyExists))
@@ -283,7 +283,7 @@ func ExampleTable_Transaction() {
 	// Transactions span one partition: Azure refuses more, and so does
 	// tablekit, before any request (Azurite would accept it).
 	ken := Employee{PartitionKey: "Marketing", RowKey: "000301", FirstName: "Ken"}
-	_, err = employees.Transaction().Insert(&jane).Insert(&ken).Submit(ctx)
+	_, err = employees.Transaction().Insert(&jane).Insert(&ken).Submit(ctx, nil)
 	fmt.Println("two partitions:", errors.Is(err, tablekit.ErrInvalidTransaction))
 	// Output:
 	// operation 1 failed: true

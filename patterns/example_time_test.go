@@ -44,7 +44,7 @@ func ExampleLogTail() {
 		}
 	}
 
-	latest, err := claims.Latest(ctx, "empid_000123", 3) // one request
+	latest, err := claims.Latest(ctx, "empid_000123", 3, nil) // one request
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func ExamplePeriodTables() {
 			}
 		}
 	}
-	tables, err := signins.List(ctx)
+	tables, err := signins.List(ctx, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func ExamplePeriodTables() {
 	}
 
 	// Keep the last day: delete the two before it, one request each.
-	dropped, err := signins.DropBefore(ctx, start.AddDate(0, 0, 2))
+	dropped, err := signins.DropBefore(ctx, start.AddDate(0, 0, 2), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -202,14 +202,14 @@ func ExampleBlobLog() {
 			log.Fatal(err)
 		}
 	}
-	if err := logs.Flush(ctx); err != nil { // one blob per hour
+	if err := logs.Flush(ctx, nil); err != nil { // one blob per hour
 		log.Fatal(err)
 	}
 	fmt.Println(patterns.BlobLogName("queue", at, 1))
 	fmt.Println(patterns.BlobLogName("queue", at.Add(time.Hour), 1))
 
 	// The error and critical messages between 18:59 and 19:01.
-	for r, err := range logs.Read(ctx, at.Add(time.Minute), at.Add(3*time.Minute)) {
+	for r, err := range logs.Read(ctx, at.Add(time.Minute), at.Add(3*time.Minute), nil) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func ExampleBlobLog() {
 		}
 	}
 	// At shutdown: stop the background flusher and flush what is buffered.
-	if err := logs.Close(ctx); err != nil {
+	if err := logs.Close(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
 	// Output:

@@ -200,7 +200,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 		for i := 0; i < 50; i++ {
 			tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
 		}
-		_, err := tx.Submit(ctx)
+		_, err := tx.Submit(ctx, nil)
 		settle(fmt.Sprint("transaction ", b), err, func() bool {
 			_, ok := stored("tx", fmt.Sprintf("%02d-00", b))
 			return ok // all or nothing
@@ -209,7 +209,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 			for i := 0; i < 50; i++ {
 				tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
 			}
-			_, err := tx.Submit(ctx)
+			_, err := tx.Submit(ctx, nil)
 			return err
 		})
 	}
@@ -494,7 +494,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 		time.Sleep(200 * time.Millisecond)
 	}
 	stop()
-	if rec, err := q.Poisoned(ctx, 32); err != nil || len(rec) != 0 {
+	if rec, err := q.Poisoned(ctx, 32, nil); err != nil || len(rec) != 0 {
 		t.Errorf("poisoned under faults: %v, %v", rec, err)
 	}
 	t.Logf("inter-partition: %d writer faults, %d worker faults", fp.Injected(), wfp.Injected())

@@ -58,7 +58,7 @@ func testQueue(t testing.TB, acct *tablekit.Account) (*consistency.Queue, string
 	container := testenv.ContainerName(t)
 	q, err := consistency.NewQueue(acct, qname, &consistency.QueueOptions{BlobContainer: container})
 	must(t, err)
-	must(t, q.Create(context.Background()))
+	must(t, q.Create(context.Background(), nil))
 	return q, container
 }
 
@@ -69,7 +69,7 @@ func runWorker(t testing.TB, w *consistency.Worker) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, nil) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -98,7 +98,7 @@ func ixFixture[X ixRepo](t *testing.T, build func(acct *tablekit.Account, table 
 	x, err := build(acct, testenv.TableName(t))
 	must(t, err)
 	must(t, x.CreateIfNotExists(context.Background(), nil))
-	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
+	t.Cleanup(func() { _ = x.Table().Drop(context.Background(), nil) })
 	counter.Reset()
 	return x, counter
 }

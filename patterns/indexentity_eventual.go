@@ -82,7 +82,7 @@ func (x *EventualListIndexedTable[T]) CreateIfNotExists(ctx context.Context, opt
 	if err := x.it.CreateIfNotExists(ctx, opts); err != nil {
 		return err
 	}
-	return x.q.Create(ctx)
+	return x.q.Create(ctx, nil)
 }
 
 func (x *EventualListIndexedTable[T]) indexRef(value string) consistency.EntityRef {

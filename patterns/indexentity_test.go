@@ -377,7 +377,7 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 		Where:  "TkListlastname", Equals: json.RawMessage(`"Jones"`),
 	})
 	for range 2 {
-		if err := consistency.Apply(ctx, f.worker, consistency.NewTransaction(late), nil); err != nil {
+		if err := consistency.Apply(ctx, f.worker, consistency.NewTransaction(late), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

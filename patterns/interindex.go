@@ -122,7 +122,7 @@ func (x *EventualIndexedTable[T]) CreateIfNotExists(ctx context.Context, opts *C
 			return err
 		}
 	}
-	return x.q.Create(ctx)
+	return x.q.Create(ctx, nil)
 }
 
 func (x *EventualIndexedTable[T]) indexTable(ix *Index[T]) string {
@@ -471,7 +471,7 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 	}
 	for _, g := range groups {
 		for _, chunk := range chunkOps(copies[g]) {
-			if _, err := x.tables[g.table].SubmitOps(ctx, chunk); err != nil {
+			if _, err := x.tables[g.table].SubmitOps(ctx, chunk, nil); err != nil {
 				return err
 			}
 		}
@@ -605,7 +605,7 @@ func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 	}
 	for _, steps := range [][]consistency.Step{append(deletes, first...), then} {
 		if err := each(ctx, steps, a.opts.parallelism(), func(ctx context.Context, s consistency.Step) error {
-			return consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(s), nil)
+			return consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(s), nil, nil)
 		}); err != nil {
 			return err
 		}

@@ -190,7 +190,7 @@ func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.
 		if prev != "" {
 			previous = append(previous, consistency.EntityRef{Table: f.x.Table().Name(), PartitionKey: "email_Sales", RowKey: prev + "@contoso.com"})
 		}
-		if err := consistency.Apply(ctx, f.worker, consistency.NewTransaction(consistency.SyncCopies(src, patterns.PropCopies, previous...)), nil); err != nil {
+		if err := consistency.Apply(ctx, f.worker, consistency.NewTransaction(consistency.SyncCopies(src, patterns.PropCopies, previous...)), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.copies(t, "email", "Sales"); got != "[d@contoso.com|000223]" {

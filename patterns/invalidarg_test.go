@@ -50,8 +50,8 @@ func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
 			return ds.Upsert(ctx, "Sales", "000123", map[int]int64{24: 1}, &patterns.UpsertOptions{Mode: patterns.UpsertMerge})
 		}},
 		{"data series slot -1", func() error { _, err := ds.Add(ctx, "Sales", "000123", -1, 1, nil); return err }},
-		{"Latest(0)", func() error { _, err := lt.Latest(ctx, "empid", 0); return err }},
-		{"Latest(1001)", func() error { _, err := lt.Latest(ctx, "empid", 1001); return err }},
+		{"Latest(0)", func() error { _, err := lt.Latest(ctx, "empid", 0, nil); return err }},
+		{"Latest(1001)", func() error { _, err := lt.Latest(ctx, "empid", 1001, nil); return err }},
 		{"Top 1001", func() error {
 			_, err := tbl.Page(ctx, keys.PK().Eq("Sales"), "", &patterns.QueryOptions{Top: 1001})
 			return err

@@ -248,7 +248,7 @@ func (l *LargeEntities[T]) CreateIfNotExists(ctx context.Context, opts *CreateOp
 		return err
 	}
 	if l.queue != nil {
-		return l.queue.Create(ctx)
+		return l.queue.Create(ctx, nil)
 	}
 	return nil
 }
@@ -528,7 +528,7 @@ func (l *LargeEntities[T]) Get(ctx context.Context, pk, rk string, opts *GetOpti
 	}
 	rv := reflect.ValueOf(&v).Elem()
 	for _, b := range refs {
-		r, err := l.Open(ctx, b)
+		r, err := l.Open(ctx, b, nil)
 		if err != nil {
 			var zero T
 			return zero, err
@@ -552,7 +552,7 @@ func (l *LargeEntities[T]) Get(ctx context.Context, pk, rk string, opts *GetOpti
 // Open streams the blob b: one request. The reader fails with
 // ErrBlobCorrupt at EOF when the content does not match b's size or
 // SHA-256.
-func (l *LargeEntities[T]) Open(ctx context.Context, b BlobInfo) (io.ReadCloser, error) {
+func (l *LargeEntities[T]) Open(ctx context.Context, b BlobInfo, opts *GetOptions) (io.ReadCloser, error) {
 	resp, err := l.acct.Blobs().DownloadStream(ctx, b.Container, b.Name, nil)
 	if err != nil {
 		return nil, tablekit.MapError(err, "download blob", b.Container+"/"+b.Name)

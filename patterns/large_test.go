@@ -86,7 +86,7 @@ func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
 	if lazy.Photo != nil || len(refs) != 1 || refs[0].Size != 5<<20 || refs[0].ContentType != "image/jpeg" || refs[0].Property != "Photo" {
 		t.Fatalf("lazy: photo %d bytes, refs %+v", len(lazy.Photo), refs)
 	}
-	r, err := l.Open(ctx, refs[0])
+	r, err := l.Open(ctx, refs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time, opts *Inser
 // Latest returns the n entities of partition pk appended most recently,
 // newest first: the guide's "$top=n" query. n must be 1 to 1000; one
 // request.
-func (l *LogTail[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
+func (l *LogTail[T]) Latest(ctx context.Context, pk string, n int, opts *LatestOptions) ([]T, error) {
 	if n < 1 || n > MaxPageSize {
 		return nil, fmt.Errorf("tablekit: log tail %s: %w: n %d is outside 1..%d", l.t.name, tablekit.ErrInvalidArgument, n, MaxPageSize)
 	}

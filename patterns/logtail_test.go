@@ -77,7 +77,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 	c.Reset()
 
 	// The guide's "ten most recent expense claims": one request.
-	latest, err := lt.Latest(ctx, "empid", 10)
+	latest, err := lt.Latest(ctx, "empid", 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 			t.Errorf("LogTailTime(%q) = %v, %v; want %v", claim.RowKey, at, err, want)
 		}
 	}
-	all, err := lt.Latest(ctx, "empid", 1000)
+	all, err := lt.Latest(ctx, "empid", 1000, nil)
 	if err != nil || len(all) != 30 {
 		t.Fatalf("Latest(1000) = %d rows, %v", len(all), err)
 	}
@@ -115,7 +115,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 	}
 
 	for _, n := range []int{0, 1001} {
-		if _, err := lt.Latest(ctx, "empid", n); !errors.Is(err, tablekit.ErrInvalidArgument) {
+		if _, err := lt.Latest(ctx, "empid", n, nil); !errors.Is(err, tablekit.ErrInvalidArgument) {
 			t.Errorf("Latest(%d) = %v, want ErrInvalidArgument", n, err)
 		}
 	}

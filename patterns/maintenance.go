@@ -457,7 +457,7 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 		for _, i := range idx {
 			ops = append(ops, units[i]...)
 		}
-		_, err := t.SubmitOps(ctx, ops)
+		_, err := t.SubmitOps(ctx, ops, nil)
 		switch {
 		case err == nil:
 			return nil
@@ -468,7 +468,7 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 			return nil
 		}
 		for _, i := range idx {
-			if _, err := t.SubmitOps(ctx, units[i]); err != nil {
+			if _, err := t.SubmitOps(ctx, units[i], nil); err != nil {
 				if !listRace(err) {
 					return err
 				}

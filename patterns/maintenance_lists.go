@@ -475,7 +475,7 @@ func (x *EventualListIndexedTable[T]) repair(ctx context.Context, a *audit) erro
 				Index: e.Entry, Property: x.ix.property(), Member: keys.Join(e.Primary.PartitionKey, e.Primary.RowKey),
 				Source: e.Primary, Where: x.where, Equals: eq,
 			})
-			if err := consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(step), nil); err != nil {
+			if err := consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(step), nil, nil); err != nil {
 				return err
 			}
 		}

@@ -144,7 +144,7 @@ func (x *MixedTransaction) Ops() []Op { return x.b.ops }
 // Submit validates and sends the transaction (one request) and, on
 // success, stores each written entity's new ETag and Timestamp into its
 // value. Errors are those of Transaction.Submit.
-func (x *MixedTransaction) Submit(ctx context.Context) ([]OpResult, error) {
+func (x *MixedTransaction) Submit(ctx context.Context, opts *SubmitOptions) ([]OpResult, error) {
 	return x.b.submit(ctx, x.m.w.Batch)
 }
 

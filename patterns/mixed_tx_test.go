@@ -42,7 +42,7 @@ func TestMixedTransactionKeepsTheCountWithTheEmployees(t *testing.T) {
 
 	jun := &Employee{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun"}
 	dept.EmployeeCount++
-	if _, err := m.Transaction().Insert(jun).Replace(dept, nil).Submit(ctx); err != nil {
+	if _, err := m.Transaction().Insert(jun).Replace(dept, nil).Submit(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "a mixed transaction")
@@ -51,13 +51,13 @@ func TestMixedTransactionKeepsTheCountWithTheEmployees(t *testing.T) {
 	}
 	// The new ETag is the stored one: a second change conditional on it lands.
 	dept.EmployeeCount++
-	if _, err := m.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "000152"}).Merge(dept, nil).Submit(ctx); err != nil {
+	if _, err := m.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "000152"}).Merge(dept, nil).Submit(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	// A stale department: nothing is applied, and the error names it.
 	stale.EmployeeCount = 99
-	_, err = m.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "000200"}).Replace(&stale, nil).Submit(ctx)
+	_, err = m.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "000200"}).Replace(&stale, nil).Submit(ctx, nil)
 	var te *tablekit.TransactionError
 	if !errors.As(err, &te) || te.Index != 1 || !tablekit.IsPreconditionFailed(err) {
 		t.Fatalf("stale department: %v, want a precondition failure at operation 1", err)
@@ -82,7 +82,7 @@ func TestMixedTransactionKeepsTheCountWithTheEmployees(t *testing.T) {
 		{"no ETag", m.Transaction().Delete(&mixedDept{PartitionKey: "Sales", RowKey: "Department"}, nil), patterns.ErrNoETag},
 		{"two partitions", m.Transaction().Insert(&Employee{PartitionKey: "Sales", RowKey: "1"}).Insert(&Employee{PartitionKey: "HR", RowKey: "1"}), tablekit.ErrInvalidTransaction},
 	} {
-		if _, err := tc.tx.Submit(ctx); !errors.Is(err, tc.want) {
+		if _, err := tc.tx.Submit(ctx, nil); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}

@@ -22,6 +22,34 @@ type GetOptions struct{}
 // yet; pass nil.
 type InsertOptions struct{}
 
+// DropOptions configures a call that deletes whole tables (Table.Drop,
+// PeriodTables.Drop and DropBefore). It has no fields yet; pass nil.
+type DropOptions struct{}
+
+// DeleteIfExistsOptions configures Table.DeleteIfExists. It has no fields
+// yet; pass nil.
+type DeleteIfExistsOptions struct{}
+
+// SubmitOptions configures the submission of an entity group transaction
+// (Transaction.Submit, MixedTransaction.Submit, Table.SubmitOps). It has
+// no fields yet; pass nil.
+type SubmitOptions struct{}
+
+// FlushOptions configures BlobLog.Flush and BlobLog.Close. It has no
+// fields yet; pass nil.
+type FlushOptions struct{}
+
+// RefreshOptions configures EventualDenormalization.Refresh. It has no
+// fields yet; pass nil.
+type RefreshOptions struct{}
+
+// LatestOptions configures LogTail.Latest. It has no fields yet; pass nil.
+type LatestOptions struct{}
+
+// ListOptions configures PeriodTables.List. It has no fields yet; pass
+// nil.
+type ListOptions struct{}
+
 // UpsertOptions modifies an Upsert. A nil *UpsertOptions means
 // UpsertReplace.
 type UpsertOptions struct {
@@ -119,3 +147,6 @@ func optsOf[O any](opts *O) O {
 	}
 	return *opts
 }
+
+// ReadOptions configures BlobLog.Read. It has no fields yet; pass nil.
+type ReadOptions struct{}

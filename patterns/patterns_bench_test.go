@@ -51,7 +51,7 @@ func BenchmarkLogTailLatest10(b *testing.B) {
 	}
 	raw := lt.Table().Client()
 	warmUp(b, warmTime,
-		func() error { _, err := lt.Latest(ctx, "emp000123", 10); return err },
+		func() error { _, err := lt.Latest(ctx, "emp000123", 10, nil); return err },
 		func() error {
 			_, err := raw.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'emp000123'"), Top: to.Ptr(int32(10))}).NextPage(ctx)
 			return err
@@ -60,7 +60,7 @@ func BenchmarkLogTailLatest10(b *testing.B) {
 		benchutil.S("tablekit", func(b *testing.B) {
 			c.Reset()
 			for b.Loop() {
-				got, err := lt.Latest(ctx, "emp000123", 10)
+				got, err := lt.Latest(ctx, "emp000123", 10, nil)
 				if err != nil || len(got) != 10 {
 					b.Fatal(len(got), err)
 				}

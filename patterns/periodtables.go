@@ -254,7 +254,7 @@ func (p *PeriodTables[T]) Query(ctx context.Context, from, to time.Time, f keys.
 
 // List returns the names of the series' existing tables, oldest period
 // first: one request per 1,000 tables.
-func (p *PeriodTables[T]) List(ctx context.Context) ([]string, error) {
+func (p *PeriodTables[T]) List(ctx context.Context, opts *ListOptions) ([]string, error) {
 	lo, hi := keys.PrefixRange(p.prefix)
 	fb := keys.Prop("TableName").Ge(lo)
 	if hi != "" {
@@ -287,14 +287,14 @@ func (p *PeriodTables[T]) List(ctx context.Context) ([]string, error) {
 // it: one request, whatever its size. A period without a table is not an
 // error. Writes into the period, and into older ones, are refused from
 // then on.
-func (p *PeriodTables[T]) Drop(ctx context.Context, at time.Time) error {
+func (p *PeriodTables[T]) Drop(ctx context.Context, at time.Time, opts *DropOptions) error {
 	t, err := p.Table(at)
 	if err != nil {
 		return err
 	}
 	p.markDropped(p.period.Next(at))
 	p.markExists(t, false)
-	return t.Drop(ctx)
+	return t.Drop(ctx, nil)
 }
 
 // DropBefore deletes the table of every period that ends at or before t
@@ -302,9 +302,9 @@ func (p *PeriodTables[T]) Drop(ctx context.Context, at time.Time) error {
 // tables, then one per table, whatever their sizes. It returns the names
 // of the tables deleted, oldest first. Writes into those periods are
 // refused from then on.
-func (p *PeriodTables[T]) DropBefore(ctx context.Context, t time.Time) ([]string, error) {
+func (p *PeriodTables[T]) DropBefore(ctx context.Context, t time.Time, opts *DropOptions) ([]string, error) {
 	p.markDropped(p.period.Start(t))
-	names, err := p.List(ctx)
+	names, err := p.List(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +319,7 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, t time.Time) ([]string
 			return dropped, err
 		}
 		p.markExists(tbl, false)
-		if err := tbl.Drop(ctx); err != nil {
+		if err := tbl.Drop(ctx, nil); err != nil {
 			return dropped, err
 		}
 		dropped = append(dropped, name)

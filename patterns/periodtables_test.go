@@ -28,7 +28,7 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = p.DropBefore(context.Background(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) })
+	t.Cleanup(func() { _, _ = p.DropBefore(context.Background(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), nil) })
 	day := func(d int) time.Time { return time.Date(2014, 7, 29+d, 0, 0, 0, 0, time.UTC) }
 	const perDay = 1200
 	for d := 0; d < 3; d++ {
@@ -47,7 +47,7 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Insert into an existing period table")
-	names, err := p.List(ctx)
+	names, err := p.List(ctx, nil)
 	if err != nil || len(names) != 3 || names[0] != prefix+"20140729" || names[2] != prefix+"20140731" {
 		t.Fatalf("List = %v, %v", names, err)
 	}
@@ -60,7 +60,7 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 	requests(t, c, 2, "a query over two period tables")
 
 	// Retention: everything before day 2 goes, one request per table.
-	dropped, err := p.DropBefore(ctx, day(2))
+	dropped, err := p.DropBefore(ctx, day(2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +82,11 @@ func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
 	}
 	requests(t, c, 0, "a refused Insert")
 	// Dropping one period: one request.
-	if err := p.Drop(ctx, day(2)); err != nil {
+	if err := p.Drop(ctx, day(2), nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Drop of one period")
-	if names, err := p.List(ctx); err != nil || len(names) != 0 {
+	if names, err := p.List(ctx, nil); err != nil || len(names) != 0 {
 		t.Errorf("List after dropping all = %v, %v", names, err)
 	}
 	// The first write into a new period creates its table.

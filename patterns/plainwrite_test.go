@@ -140,7 +140,7 @@ func TestPlainWritesSendOnlyTheCallersProperties(t *testing.T) {
 
 			x := ixEmp("Sales", "000103", "Cy", "Lee", "cy@contoso.com", 22)
 			v.Age++
-			if _, err := tbl.Transaction().Insert(&x).Replace(&v, nil).Submit(ctx); err != nil {
+			if _, err := tbl.Transaction().Insert(&x).Replace(&v, nil).Submit(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			check("Transaction", 1)
@@ -148,7 +148,7 @@ func TestPlainWritesSendOnlyTheCallersProperties(t *testing.T) {
 			stored("Transaction replace", "Sales", v.RowKey)
 			body, err := tbl.Codec().Marshal(&x)
 			must(t, err)
-			if _, err := tbl.SubmitOps(ctx, []patterns.Op{{Type: patterns.OpReplace, PartitionKey: "Sales", RowKey: x.RowKey, Entity: body}}); err != nil {
+			if _, err := tbl.SubmitOps(ctx, []patterns.Op{{Type: patterns.OpReplace, PartitionKey: "Sales", RowKey: x.RowKey, Entity: body}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			check("SubmitOps", 1)
@@ -165,7 +165,7 @@ func TestPlainWritesSendOnlyTheCallersProperties(t *testing.T) {
 			y.Age++
 			must(t, m.Replace(ctx, &y, nil))
 			z := ixEmp("IT", "000105", "Ed", "Ox", "ed@contoso.com", 36)
-			if _, err := m.Transaction().Insert(&z).Merge(&y, nil).Submit(ctx); err != nil {
+			if _, err := m.Transaction().Insert(&z).Merge(&y, nil).Submit(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			check("MixedTable", 3)

@@ -83,10 +83,11 @@ type IndexedTableOptions struct {
 	// Primary names the primary RowKey's own prefix ("empid" for the
 	// guide's "empid_000223"): every primary RowKey must start with
 	// Primary + "_", and Lookup, Find, Prefix and Between accept Primary
-	// as an index name. Their values are then RowKeys in the form Get
-	// takes ("empid_000152"; a Prefix such as "empid_0001"), never the
-	// bare "000152". Empty means the primary RowKeys are free-form (and
-	// must not start with an index's prefix).
+	// as an index name. Like every index, it takes the value
+	// (Lookup(ctx, "empid", "Sales", "000152") reads RowKey
+	// "empid_000152"; a Prefix such as "0001"); Get takes the whole
+	// RowKey. Empty means the primary RowKeys are free-form (and must not
+	// start with an index's prefix).
 	Primary string
 }
 
@@ -282,7 +283,7 @@ func (x *IndexedTable[T]) Insert(ctx context.Context, v *T, opts *InsertOptions)
 	for _, c := range copies {
 		ops = append(ops, Op{Type: OpInsert, PartitionKey: pk, RowKey: c.rk, Entity: c.body, Owned: true})
 	}
-	res, err := x.t.SubmitOps(ctx, ops)
+	res, err := x.t.SubmitOps(ctx, ops, nil)
 	if err != nil {
 		return x.conflict(err, pk, ops, copies)
 	}
@@ -390,16 +391,9 @@ func (x *IndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *GetOptio
 	return x.t.Get(ctx, pk, rk, opts)
 }
 
-// primaryKeys checks that values given for the primary prefix are RowKeys
-// in the form Get takes.
-func (x *IndexedTable[T]) primaryKeys(what string, values ...string) error {
-	for _, v := range values {
-		if !strings.HasPrefix(v, x.primary+"_") {
-			return fmt.Errorf("tablekit: %s: %w: %s %q on the primary prefix %q must be a RowKey as Get takes it (%q...)", x.t.name, tablekit.ErrInvalidKey, what, v, x.primary, x.primary+"_")
-		}
-	}
-	return nil
-}
+// primaryRK is the primary RowKey of a value of the primary prefix
+// ("000152" -> "empid_000152").
+func (x *IndexedTable[T]) primaryRK(value string) string { return x.primary + "_" + value }
 
 // index returns the index called name; primary is true for the primary
 // prefix.
@@ -415,7 +409,8 @@ func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err er
 }
 
 // Lookup returns the entity whose value in the unique index (or the
-// primary prefix, with value a full RowKey) is value, in partition pk:
+// primary prefix: "000152" for RowKey "empid_000152") is value, in
+// partition pk:
 // the guide's point query "RowKey eq 'email_jonesj@contoso.com'". One
 // request. The result has the primary's keys, the index's projected
 // properties and no ETag (it is a copy; write through Update). Errors:
@@ -427,10 +422,7 @@ func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string, o
 		return zero, err
 	}
 	if primary {
-		if err := x.primaryKeys("value", value); err != nil {
-			return zero, err
-		}
-		return x.t.Get(ctx, pk, value, opts)
+		return x.t.Get(ctx, pk, x.primaryRK(value), opts)
 	}
 	if !ix.Unique {
 		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
@@ -464,8 +456,8 @@ func decodeCopy[T any](t *Table[T], row []byte) (T, error) {
 // value (any index; for a unique one at most one entity). One request per
 // page.
 func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opts *QueryOptions) iter.Seq2[T, error] {
-	return x.search(ctx, index, pk, opts, []string{value}, func() []keys.Filter {
-		return []keys.Filter{keys.RK().Eq(value)}
+	return x.search(ctx, index, pk, opts, func() []keys.Filter {
+		return []keys.Filter{keys.RK().Eq(x.primaryRK(value))}
 	}, func(ix *Index[T]) []keys.Filter {
 		if ix.Unique {
 			return []keys.Filter{keys.RK().Eq(intraRowKey(ix, value, ""))}
@@ -480,8 +472,8 @@ func (x *IndexedTable[T]) Find(ctx context.Context, index, pk, value string, opt
 // whose value in index (or the primary prefix) starts with prefix: the
 // guide's "employees whose email starts with a". One request per page.
 func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, opts *QueryOptions) iter.Seq2[T, error] {
-	return x.search(ctx, index, pk, opts, []string{prefix}, func() []keys.Filter {
-		return []keys.Filter{keys.RK().Prefix(prefix)}
+	return x.search(ctx, index, pk, opts, func() []keys.Filter {
+		return []keys.Filter{keys.RK().Prefix(x.primaryRK(prefix))}
 	}, func(ix *Index[T]) []keys.Filter {
 		p := prefix
 		if !ix.Unique {
@@ -496,8 +488,8 @@ func (x *IndexedTable[T]) Prefix(ctx context.Context, index, pk, prefix string, 
 // prefix) lies between lo and hi, both included: the guide's "ids 000100
 // to 000199". One request per page.
 func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string, opts *QueryOptions) iter.Seq2[T, error] {
-	return x.search(ctx, index, pk, opts, []string{lo, hi}, func() []keys.Filter {
-		return []keys.Filter{keys.RK().Ge(lo), keys.RK().Le(hi)}
+	return x.search(ctx, index, pk, opts, func() []keys.Filter {
+		return []keys.Filter{keys.RK().Ge(x.primaryRK(lo)), keys.RK().Le(x.primaryRK(hi))}
 	}, func(ix *Index[T]) []keys.Filter {
 		if ix.Unique {
 			return []keys.Filter{keys.RK().Ge(ix.Name + "_" + lo), keys.RK().Le(ix.Name + "_" + hi)}
@@ -510,9 +502,8 @@ func (x *IndexedTable[T]) Between(ctx context.Context, index, pk, lo, hi string,
 
 // search runs a query in partition pk over index: when index is the
 // primary prefix, over the primaries with the RowKey conditions primaryRK
-// gives (values, full RowKeys, are checked to start with the prefix);
-// else over the index's copies with those copyRK gives.
-func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *QueryOptions, values []string, primaryRK func() []keys.Filter, copyRK func(ix *Index[T]) []keys.Filter) iter.Seq2[T, error] {
+// gives; else over the index's copies with those copyRK gives.
+func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *QueryOptions, primaryRK func() []keys.Filter, copyRK func(ix *Index[T]) []keys.Filter) iter.Seq2[T, error] {
 	ix, primary, err := x.index(index)
 	if err != nil {
 		return errSeq[T](err)
@@ -524,9 +515,6 @@ func (x *IndexedTable[T]) search(ctx context.Context, index, pk string, opts *Qu
 		}
 	}
 	if primary {
-		if err := x.primaryKeys("value", values...); err != nil {
-			return errSeq[T](err)
-		}
 		return x.t.Query(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, primaryRK()...)...), opts)
 	}
 	return x.copies(ctx, keys.And(append([]keys.Filter{keys.PK().Eq(pk)}, copyRK(ix)...)...), opts)

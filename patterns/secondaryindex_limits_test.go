@@ -53,7 +53,7 @@ func TestIndexedTableRefusesACopyOverAzuresLimits(t *testing.T) {
 	if err := x.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = x.Table().Drop(context.Background()) })
+	t.Cleanup(func() { _ = x.Table().Drop(context.Background(), nil) })
 
 	if err := x.Insert(ctx, &wideRow{PartitionKey: "Sales", RowKey: "ok", Email: "ok@contoso.com", Width: 200}, nil); err != nil {
 		t.Fatalf("Insert of 200 properties: %v", err)

@@ -130,7 +130,7 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) e
 
 // Drop deletes the table and every entity in it (one request, whatever its
 // size). A table that does not exist is not an error.
-func (t *Table[T]) Drop(ctx context.Context) error {
+func (t *Table[T]) Drop(ctx context.Context, opts *DropOptions) error {
 	return t.w.Drop(ctx)
 }
 
@@ -338,7 +338,7 @@ func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ET
 // DeleteIfExists removes the entity with the given keys, whatever its ETag.
 // It reports whether the entity existed; a missing entity is not an error.
 // One request.
-func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string, opts *DeleteIfExistsOptions) (existed bool, err error) {
 	if err := validateKeys(pk, rk); err != nil {
 		return false, err
 	}

@@ -199,11 +199,11 @@ func TestCRUDWithETags(t *testing.T) {
 		t.Errorf("Delete of a missing entity = %v, want ErrNotFound", err)
 	}
 	c.Reset()
-	existed, err := tbl.DeleteIfExists(ctx, "Sales", "000124")
+	existed, err := tbl.DeleteIfExists(ctx, "Sales", "000124", nil)
 	if err != nil || !existed {
 		t.Errorf("DeleteIfExists(existing) = %v, %v", existed, err)
 	}
-	existed, err = tbl.DeleteIfExists(ctx, "Sales", "000124")
+	existed, err = tbl.DeleteIfExists(ctx, "Sales", "000124", nil)
 	if err != nil || existed {
 		t.Errorf("DeleteIfExists(missing) = %v, %v; want false, nil", existed, err)
 	}
@@ -237,7 +237,7 @@ func TestBadInputFailsBeforeAnyRequest(t *testing.T) {
 			_, err := tbl.Page(ctx, keys.PK().Eq("p"), "not a token!", nil)
 			return err
 		}, tablekit.ErrInvalidToken},
-		{"DeleteIfExists with control character", func() error { _, err := tbl.DeleteIfExists(ctx, "p", "r\x01"); return err }, tablekit.ErrInvalidKey},
+		{"DeleteIfExists with control character", func() error { _, err := tbl.DeleteIfExists(ctx, "p", "r\x01", nil); return err }, tablekit.ErrInvalidKey},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -435,14 +435,14 @@ func TestCreateIfNotExistsAndDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Reset()
-	if err := tbl.Drop(ctx); err != nil {
+	if err := tbl.Drop(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	requests(t, c, 1, "Drop")
 	if _, err := tbl.Get(ctx, "p", "r", nil); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get after Drop = %v, want ErrNotFound", err)
 	}
-	if err := tbl.Drop(ctx); err != nil {
+	if err := tbl.Drop(ctx, nil); err != nil {
 		t.Errorf("Drop of a missing table = %v, want nil", err)
 	}
 }

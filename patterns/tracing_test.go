@@ -158,7 +158,7 @@ func TestEveryOperationEmitsSDKSpans(t *testing.T) {
 			tx := tbl.Transaction()
 			tx.Insert(&tracedEmployee{PartitionKey: "tx", RowKey: "1"})
 			tx.Insert(&tracedEmployee{PartitionKey: "tx", RowKey: "2"})
-			if _, err := tx.Submit(ctx); err != nil {
+			if _, err := tx.Submit(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkSpans(t, "Transaction.Submit", rec.take(), [2]string{"Client.SubmitTransaction", "HTTP POST"})

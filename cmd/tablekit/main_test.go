@@ -225,7 +225,7 @@ func TestExportImportGivesIdenticalEntities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dstTbl.Drop(context.Background()) })
+	t.Cleanup(func() { _ = dstTbl.Drop(context.Background(), nil) })
 
 	got, want := all(t, dstTbl), all(t, src)
 	if len(got) != len(want) {
@@ -380,7 +380,7 @@ func TestPoisonListAndRequeue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Create(ctx); err != nil {
+	if err := q.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := consistency.ParseTransaction([]byte(`{"v":1,"id":"cli-poison-1","steps":[{"kind":"upsert-entity","args":{"table":"`+testenv.TableName(t)+`","entity":{"PartitionKey":"p","RowKey":"r"}}}]}`), false)
@@ -396,10 +396,10 @@ func TestPoisonListAndRequeue(t *testing.T) {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	go func() { done <- w.Run(wctx, nil) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		recs, err := q.Poisoned(ctx, 32)
+		recs, err := q.Poisoned(ctx, 32, nil)
 		if err == nil && len(recs) == 1 {
 			break
 		}

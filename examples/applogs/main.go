@@ -61,7 +61,7 @@ func run(ctx context.Context, connStr, container string) (err error) {
 		return err
 	}
 	if err := logs.CreateIfNotExists(ctx, nil); err != nil { // the container
-		return errors.Join(err, logs.Close(ctx))
+		return errors.Join(err, logs.Close(ctx, nil))
 	}
 	// Deferred calls run last-in first-out: the log is closed (and
 	// flushed) before its container is deleted.
@@ -70,7 +70,7 @@ func run(ctx context.Context, connStr, container string) (err error) {
 			err = errors.Join(err, tablekit.MapError(derr, "delete container", container))
 		}
 	}()
-	defer func() { err = errors.Join(err, logs.Close(ctx)) }()
+	defer func() { err = errors.Join(err, logs.Close(ctx, nil)) }()
 	requests.Take()
 
 	levels := []string{"INFO", "INFO", "WARNING", "INFO", "ERROR", "INFO", "CRITICAL"}
@@ -84,7 +84,7 @@ func run(ctx context.Context, connStr, container string) (err error) {
 		n++
 	}
 	fmt.Printf("append  %d records from 14:40 to 15:20, buffered in memory: %s\n", n, plural(requests.Take()))
-	if err := logs.Flush(ctx); err != nil {
+	if err := logs.Flush(ctx, nil); err != nil {
 		return err
 	}
 	fmt.Printf("flush   one blob per hour touched (and a listing the first time an hour is seen): %s\n", plural(requests.Take()))
@@ -102,7 +102,7 @@ func run(ctx context.Context, connStr, container string) (err error) {
 
 	from, to := time.Date(2024, 5, 1, 15, 4, 0, 0, time.UTC), time.Date(2024, 5, 1, 15, 6, 0, 0, time.UTC)
 	fmt.Printf("read    errors and critical messages from 15:04 to 15:06:\n")
-	for r, err := range logs.Read(ctx, from, to) {
+	for r, err := range logs.Read(ctx, from, to, nil) {
 		if err != nil {
 			return err
 		}

@@ -86,12 +86,12 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	if err := current.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, current.Drop(ctx)) }()
+	defer func() { err = errors.Join(err, current.Drop(ctx, nil)) }()
 	if err := archive.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, archive.Drop(ctx)) }()
-	if err := queue.Create(ctx); err != nil {
+	defer func() { err = errors.Join(err, archive.Drop(ctx, nil)) }()
+	if err := queue.Create(ctx, nil); err != nil {
 		return err
 	}
 
@@ -159,7 +159,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 
 	// A message the worker could not delete reappears and is applied
 	// again: insert-or-replace and delete-if-exists make that harmless.
-	if err := consistency.Apply(ctx, acct, tx, nil); err != nil {
+	if err := consistency.Apply(ctx, acct, tx, nil, nil); err != nil {
 		return err
 	}
 	n := requests.Take()
@@ -216,7 +216,7 @@ func startWorker(connStr, queue string) (stop func() error, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, nil) }()
 	return func() error {
 		cancel()
 		return <-done

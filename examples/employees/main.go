@@ -429,7 +429,7 @@ func startWorker(connStr, queue string) (stop func() error, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, nil) }()
 	return func() error {
 		cancel()
 		return <-done

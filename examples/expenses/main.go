@@ -71,7 +71,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if err := claims.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, claims.Table().Drop(ctx)) }()
+	defer func() { err = errors.Join(err, claims.Table().Drop(ctx, nil)) }()
 	requests.Take()
 
 	const emp = "000123"
@@ -96,7 +96,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	}
 	fmt.Printf("the first claim's RowKey %s reads back as %s\n", firstKey, t.Format(time.RFC3339))
 
-	latest, err := claims.Latest(ctx, emp, 10)
+	latest, err := claims.Latest(ctx, emp, 10, nil)
 	if err != nil {
 		return err
 	}

@@ -64,11 +64,11 @@ func run(ctx context.Context, connStr, name string) (err error) {
 	if err := hourly.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, hourly.Table().Drop(ctx)) }()
+	defer func() { err = errors.Join(err, hourly.Table().Drop(ctx, nil)) }()
 	if err := daily.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, daily.Table().Drop(ctx)) }()
+	defer func() { err = errors.Join(err, daily.Table().Drop(ctx, nil)) }()
 	requests.Take()
 
 	const emp = "000123"

@@ -141,7 +141,7 @@ func run(ctx context.Context, connStr, tableName string) (err error) {
 	if err := employees.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, employees.Drop(ctx)) }()
+	defer func() { err = errors.Join(err, employees.Drop(ctx, nil)) }()
 
 	var staff []Employee
 	for i := range 25 {

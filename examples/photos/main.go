@@ -139,7 +139,7 @@ func run(ctx context.Context, connStr, name string, inProcess bool) (err error) 
 	fmt.Printf("lazy    %s %s, Photo: %d bytes of %s, sha256 %s...: %s (the entity only)\n",
 		lazy.FirstName, lazy.LastName, first.Size, first.ContentType, first.SHA256[:12], plural(requests.Take()))
 
-	rc, err := staff.Open(ctx, first)
+	rc, err := staff.Open(ctx, first, nil)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func startWorker(connStr, queue string) (stop func() error, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- w.Run(ctx, nil) }()
 	return func() error {
 		cancel()
 		return <-done

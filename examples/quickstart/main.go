@@ -91,7 +91,7 @@ func run(ctx context.Context, connStr, tableName string) error {
 		fmt.Printf("        %s %s %s\n", e.RowKey, e.FirstName, e.LastName)
 	}
 	if os.Getenv("QUICKSTART_KEEP") == "" {
-		return employees.Drop(ctx)
+		return employees.Drop(ctx, nil)
 	}
 	return nil
 }

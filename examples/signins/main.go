@@ -74,7 +74,7 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 	}
 	// Clean up every table of the series, even after a failure.
 	defer func() {
-		if _, derr := days.DropBefore(ctx, today.AddDate(0, 0, 1)); derr != nil {
+		if _, derr := days.DropBefore(ctx, today.AddDate(0, 0, 1), nil); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}()
@@ -97,7 +97,7 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 		written, span, today.AddDate(0, 0, -(span-1)).Format("2006-01-02"), today.Format("2006-01-02"), plural(requests.Take()))
 
 	cutoff := today.AddDate(0, 0, -60)
-	dropped, err := days.DropBefore(ctx, cutoff)
+	dropped, err := days.DropBefore(ctx, cutoff, nil)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func run(ctx context.Context, connStr, prefix string) (err error) {
 		fmt.Printf("        %s\n", t)
 	}
 
-	left, err := days.List(ctx)
+	left, err := days.List(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (p *PoisonList) Register(fs *flag.FlagSet) {
 // Run writes q's poisoned messages to w: one tab-separated line each and a
 // count, or one JSON line each.
 func (p *PoisonList) Run(ctx context.Context, q *consistency.Queue, w io.Writer) error {
-	recs, err := q.Poisoned(ctx, p.Max)
+	recs, err := q.Poisoned(ctx, p.Max, nil)
 	if err != nil {
 		return err
 	}

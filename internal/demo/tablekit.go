@@ -44,7 +44,7 @@ func tablekitDemo(ctx context.Context, connStr string) (err error) {
 	if err := src.CreateIfNotExists(ctx, nil); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, src.Drop(ctx), dst.Drop(ctx)) }()
+	defer func() { err = errors.Join(err, src.Drop(ctx, nil), dst.Drop(ctx, nil)) }()
 	var rows []entity.Entity
 	hired := time.Date(2012, 3, 4, 9, 30, 15, 123456700, time.UTC)
 	for i, dept := range []string{"Sales", "Sales", "Sales", "Marketing", "Marketing", "Engineering"} {

@@ -357,12 +357,12 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			if err := q.Create(cctx); err != nil {
+			if err := q.Create(cctx, nil); err != nil {
 				return err
 			}
 		}
 	}
-	return w.Run(ctx)
+	return w.Run(ctx, nil)
 }
 
 func (c *config) queue() (*consistency.Queue, error) {

@@ -286,7 +286,7 @@ func TestCrashBetweenStepsAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Create(ctx); err != nil {
+	if err := q.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Enqueue(ctx, tx, nil); err != nil {
@@ -335,7 +335,7 @@ func TestCrashBetweenStepsAndRestart(t *testing.T) {
 	if err != nil || *props.ApproximateMessagesCount != 0 {
 		t.Fatalf("queue after recovery: %v %v", props.ApproximateMessagesCount, err)
 	}
-	if recs, _ := q.Poisoned(ctx, 10); len(recs) != 0 {
+	if recs, _ := q.Poisoned(ctx, 10, nil); len(recs) != 0 {
 		t.Fatalf("poisoned: %+v", recs)
 	}
 }

@@ -43,7 +43,7 @@ func newQueue(t *testing.T) *consistency.Queue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Create(context.Background()); err != nil {
+	if err := q.Create(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return q
@@ -107,7 +107,7 @@ func TestSignalAtAnyMoment(t *testing.T) {
 		if c, a := count(t, acct, current), count(t, acct, archive); c != 0 || a != n {
 			t.Fatalf("after the drain: %d in Current, %d in Archive; want 0 and %d", c, a, n)
 		}
-		if d, err := q.Depth(ctx); err != nil || d.Messages != 0 || d.Poison != 0 {
+		if d, err := q.Depth(ctx, nil); err != nil || d.Messages != 0 || d.Poison != 0 {
 			t.Fatalf("queue after the drain: %+v %v", d, err)
 		}
 	})
