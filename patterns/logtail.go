@@ -48,6 +48,9 @@ type LogTail[T any] struct {
 	t      *Table[T]
 	rk     patternKeyField
 	suffix func() string
+	// unique: the suffix is the default random one, so an appended
+	// RowKey is this append's alone.
+	unique bool
 }
 
 // NewLogTail returns the log tail repository of table name for rows of
@@ -63,10 +66,11 @@ func NewLogTail[T any](acct *tablekit.Account, name string, opts *LogTailOptions
 	if err != nil {
 		return nil, err
 	}
-	if o.Suffix == nil {
+	unique := o.Suffix == nil
+	if unique {
 		o.Suffix = logTailSuffix
 	}
-	return &LogTail[T]{t: t, rk: rk, suffix: o.Suffix}, nil
+	return &LogTail[T]{t: t, rk: rk, suffix: o.Suffix, unique: unique}, nil
 }
 
 // Table is the underlying typed table.
@@ -86,14 +90,17 @@ func (l *LogTail[T]) RowKey(at time.Time) string {
 
 // Append sets v's RowKey to RowKey(at) and inserts v (v's PartitionKey
 // must be set). It returns the RowKey; on success v's ETag and Timestamp
-// are set. One request.
+// are set. One request. With the default random suffix the RowKey is this
+// append's alone, so an append whose answer was lost is settled by reading
+// it back; with your own Suffix it is settled as Table.Insert settles it
+// (tablekit.ErrOutcomeUnknown when the entity is there).
 func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time, opts *InsertOptions) (string, error) {
 	if v == nil {
 		return "", fmt.Errorf("tablekit: log tail %s: %w: nil *%s", l.t.name, tablekit.ErrInvalidEntity, l.t.codec.Type())
 	}
 	rk := l.RowKey(at)
 	l.rk.set(reflect.ValueOf(v).Elem(), rk)
-	return rk, l.t.Insert(ctx, v, opts)
+	return rk, l.t.insert(ctx, v, l.unique)
 }
 
 // Latest returns the n entities of partition pk appended most recently,

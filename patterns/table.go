@@ -191,11 +191,18 @@ func opETag(m azcore.ETag) string {
 // with its keys exists. On success v's ETag and Timestamp fields are set.
 // One request.
 func (t *Table[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
+	return t.insert(ctx, v, false)
+}
+
+// insert is Insert; unique tells that v's keys were made for this write
+// alone (a fresh random suffix), so that a stored entity equal to v after
+// a lost answer is this write's (see wire.Op.Unique).
+func (t *Table[T]) insert(ctx context.Context, v *T, unique bool) error {
 	body, pk, rk, err := t.marshal(v)
 	if err != nil {
 		return err
 	}
-	etag, err := t.write(ctx, OpInsert, pk, rk, body, "", "insert")
+	etag, err := t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body, Unique: unique})
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ package wire
 // 100 ns).
 //
 // With them, a stored entity stamped before the first attempt left (plus
-// the lower bound) was written before it: the attempt never landed. One
-// stamped after it (plus the upper bound) was written after the attempt
-// left, and when it holds exactly what the attempt wrote, it is settled as
-// the attempt's. Between the two, nothing is settled by time.
+// the lower bound) was written before it: the attempt never landed. A
+// later stamp settles nothing by itself: when the stored entity holds what
+// a conditional attempt wrote, another writer may have written the same
+// (see Op.provenBy for what does settle it).
 
 import (
 	"sync"
@@ -75,17 +75,4 @@ func (c *serviceClock) writtenBefore(etag string, t time.Time) bool {
 	lo, ok := c.lo, c.ok
 	c.mu.Unlock()
 	return ok && stamp.Add(stampResolution).Before(t.Add(lo))
-}
-
-// writtenAfter reports whether the entity whose ETag is etag was surely
-// stamped after local time t.
-func (c *serviceClock) writtenAfter(etag string, t time.Time) bool {
-	stamp := TimestampFromETag(etag)
-	if c == nil || stamp.IsZero() || t.IsZero() {
-		return false
-	}
-	c.mu.Lock()
-	hi, ok := c.hi, c.ok
-	c.mu.Unlock()
-	return ok && stamp.After(t.Add(hi))
 }

@@ -130,9 +130,11 @@ func number(v entity.Value) (float64, bool) {
 // returns the stored ETags. first is when the transaction's first attempt
 // was sent: an entity stamped before it refutes the transaction (for an
 // insert, the entity was there already; for the others, it was not written
-// since), and one stamped after it and showing the operation's effect
-// proves its operation (see serviceClock). When ops[marked] carries the
-// write marker id (see markBatch), its log settles the whole transaction.
+// since; see serviceClock). An entity stamped after it that shows a
+// conditional operation's effect proves nothing: another writer may have
+// stored the same content (two workers incrementing one counter from the
+// same value). When ops[marked] carries the write marker id (see
+// markBatch), its log settles the whole transaction.
 func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id string, first time.Time) ([]Result, verdict) {
 	rks := make([]string, len(ops))
 	for i, op := range ops {
@@ -176,8 +178,7 @@ func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id strin
 		}
 	}
 	for _, op := range ops {
-		s := stored[op.RowKey]
-		if !op.provenBy(s) && !(showsEffect(op, s) && t.clock.writtenAfter(etags[op.RowKey], first)) {
+		if !op.provenBy(stored[op.RowKey]) {
 			return nil, unknown
 		}
 	}
