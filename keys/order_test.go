@@ -144,3 +144,27 @@ func TestCompoundOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareIsTheServiceOrder checks Compare against the UTF-16 encoding
+// on random keys mixing ASCII, BMP characters on both sides of the
+// surrogate block, supplementary characters and shared prefixes.
+func TestCompareIsTheServiceOrder(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	alphabet := []rune{'a', 'b', 'Z', '0', '~', 0xE9, 0x4E2D, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF}
+	gen := func() string {
+		var b strings.Builder
+		for range r.Intn(6) {
+			b.WriteRune(alphabet[r.Intn(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 100_000 {
+		a, b := gen(), gen()
+		if r.Intn(4) == 0 {
+			b = a + b
+		}
+		if got, want := Compare(a, b), sign(compareKeys(a, b)); got != want {
+			t.Fatalf("Compare(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+}
