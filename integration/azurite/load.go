@@ -130,16 +130,20 @@ type proxyCounters struct {
 	forwarded, refused, throttled, throttledAccount, entities, abandoned atomic.Int64
 }
 
-// delay holds a request for the latency: Latency plus a uniform random
-// part of LatencyJitter. It returns false when ctx ends first.
-func (p *tableProxy) delay(ctx context.Context) bool {
+// delay holds r for the latency: Latency plus a uniform random part of
+// LatencyJitter. It returns false when r's context ends first.
+func (p *tableProxy) delay(r *http.Request) bool {
 	d := p.latency
 	if p.jitter > 0 {
 		d += time.Duration(rand.Int64N(int64(p.jitter)))
 	}
 	if d <= 0 {
-		return ctx.Err() == nil
+		return r.Context().Err() == nil
 	}
+	// net/http notices a client that hangs up only once the handler has
+	// read the request's body: read it now (readBody puts it back).
+	readBody(r)
+	ctx := r.Context()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -170,7 +170,7 @@ func (p *tableProxy) close() {
 // refuses costs nothing; one the client gives up on during the latency
 // is neither answered nor forwarded.
 func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !p.delay(r.Context()) {
+	if !p.delay(r) {
 		p.stats.abandoned.Add(1)
 		return
 	}
