@@ -38,8 +38,9 @@
 //	t.Logf("throttled %d requests", az.Stats().Throttled)
 //
 // Strict, Latency and Throttle each start the same loopback proxy in
-// front of the table endpoint, and each applies only when set: Latency or
-// Throttle alone leave Azurite's own rules as they are.
+// front of the table endpoint (TableURL and ConnectionString then point at
+// it), and each applies only when set: Latency or Throttle alone leave
+// Azurite's own rules as they are.
 //
 // The azurite command is looked for, in order: $TABLEKIT_AZURITE (a path);
 // tablekit's own pinned install (integration/azurite/_npm, installed by
@@ -125,9 +126,9 @@ type Options struct {
 	// it arrives), counted in token buckets per partition and per
 	// account that fill at the target and hold ThrottleOptions.Burst's
 	// worth of it. &ThrottleOptions{} is Azure's targets; nil means no
-	// throttling. The doc comment of ThrottleOptions and load.go say
-	// exactly what counts. Instance.Stats reports what was admitted and
-	// throttled.
+	// throttling. ThrottleOptions says exactly what counts; Instance.Stats
+	// reports what was admitted and throttled. Throttling applies after
+	// Latency and after Strict's rules.
 	Throttle *ThrottleOptions
 }
 

@@ -16,40 +16,8 @@ import (
 
 // Azure-like load: the proxy in front of the table endpoint adds latency
 // to every request and throttles at Azure Table storage's scalability
-// targets, so tests and benchmarks see what a busy account sees.
-//
-// Throttling keeps one token bucket per partition (table and
-// PartitionKey) and one for the account. A bucket fills at its target,
-// in entities per second, and holds Burst's worth of it. A request is
-// admitted when every bucket it touches holds its cost, or a full
-// bucket's worth when it costs more; admitted, its cost is taken from
-// each, which may leave a bucket in debt: a 100-entity batch against a
-// 10-entity bucket passes, and its partition then refuses for ten
-// seconds' worth of its target. The costs:
-//
-//	point read, insert, update, merge, upsert, delete   1 in its partition
-//	transaction ($batch)                                its operations, in their partitions
-//	query page                                          the entities it returns, after the response
-//	anything else (tables, service properties)          1, the account only
-//
-// Azure counts the entities a query scans; the proxy cannot see what
-// Azurite scanned, so it counts what the page returns (at least 1), each
-// in the partition the entity names (or that the query's filter names,
-// when $select leaves PartitionKey out), charged when the response
-// arrives. For point, range and partition queries that is what Azure
-// counts; a filter that discards most of what it scans costs more on
-// Azure. A query is admitted when the account's bucket, and the
-// partition's when its filter names one (PartitionKey eq '...' in a
-// top-level conjunction), holds at least one entity.
-//
-// Above a target the proxy answers as Azure does: 503 with error code
-// ServerBusy. For a partition the message is "The server is busy." (what
-// Azure Table storage sends when a partition is over its target); for the
-// account it is "Operations per second is over the account limit.", the
-// message the REST API's common error codes document for an account over
-// its request rate. Neither has a Retry-After header; azcore's retry
-// policy retries 503 with its own backoff. A throttled request costs
-// nothing.
+// targets, so tests and benchmarks see what a busy account sees. The
+// model is in ThrottleOptions' doc comment.
 
 // Azure Table storage's published scalability targets, for 1 KiB entities.
 const (
@@ -70,7 +38,36 @@ const (
 
 // ThrottleOptions sets the scalability targets the proxy throttles at.
 // The zero value, &ThrottleOptions{}, is Azure's: 2,000 entities per
-// second per partition and 20,000 per account.
+// second per partition (a table and a PartitionKey) and 20,000 per
+// account.
+//
+// Each target is a token bucket that fills at the target and holds Burst's
+// worth of it. A request is admitted when every bucket it touches holds
+// its cost (a full bucket is enough for a larger cost); its cost is then
+// taken from each, which may leave a bucket in debt, so a big transaction
+// passes and its partition refuses until the debt is paid. What a request
+// costs:
+//
+//	point read, insert, update, merge, upsert, delete   1 in its partition
+//	transaction ($batch)                                1 per operation, in its partition
+//	query page                                          the entities it returns (at least 1)
+//	anything else (tables, service properties)          1 for the account
+//
+// Azure counts the entities a query scans; the proxy cannot see what
+// Azurite scanned, so a page costs the entities it returns, charged when
+// it arrives. For point, range and partition queries that is what Azure
+// counts; a filter that discards most of what it scans costs more on
+// Azure. A query is admitted while the account, and the partition its
+// filter names (PartitionKey eq '...' in a top-level conjunction), have
+// at least one entity left.
+//
+// Over a partition's target the answer is 503, error code ServerBusy,
+// "The server is busy."; over the account's, 503 ServerBusy, "Operations
+// per second is over the account limit." (the message the REST API's
+// common error codes give for an account over its request rate). Both
+// carry Azure's JSON error body and headers and no Retry-After, like
+// Azure; azcore's retry policy retries 503 with its own backoff. A
+// throttled request, and one Strict refuses, costs nothing.
 type ThrottleOptions struct {
 	// PartitionEntitiesPerSecond is the target of one partition (a table
 	// and a PartitionKey). Zero means AzurePartitionEntitiesPerSecond; a
