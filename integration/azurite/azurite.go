@@ -22,6 +22,26 @@
 // them as Azure does (status, error code, message), so a test that passes
 // here does not fail on Azure; see Options.Strict for the rules.
 //
+// Azurite on loopback answers in well under a millisecond and never
+// throttles. Options.Latency adds a delay to every table request, and
+// Options.Throttle answers 503 ServerBusy, as Azure does, once a
+// partition or the account is over its scalability target (by default
+// Azure's 2,000 entities per second per partition and 20,000 per
+// account), so retries, back-off and concurrency limits can be tested
+// and benchmarked:
+//
+//	az := azurite.StartTB(t, &azurite.Options{
+//		Latency:  5 * time.Millisecond,
+//		Throttle: &azurite.ThrottleOptions{}, // Azure's targets
+//	})
+//	// ... run the load ...
+//	t.Logf("throttled %d requests", az.Stats().Throttled)
+//
+// Strict, Latency and Throttle each start the same loopback proxy in
+// front of the table endpoint (TableURL and ConnectionString then point at
+// it), and each applies only when set: Latency or Throttle alone leave
+// Azurite's own rules as they are.
+//
 // The azurite command is looked for, in order: $TABLEKIT_AZURITE (a path);
 // tablekit's own pinned install (integration/azurite/_npm, installed by
 // `make test` with npm ci); node_modules/.bin/azurite in the current
@@ -87,6 +107,29 @@ type Options struct {
 	// through untouched. TableURL and ConnectionString then point at the
 	// proxy; blob and queue endpoints are Azurite's own.
 	Strict bool
+	// Latency is added to every request to the table endpoint (queries,
+	// point reads, writes, transactions, table operations): the proxy
+	// holds each request this long before it refuses, throttles or
+	// forwards it, as if the service were across a network. The whole
+	// delay comes before the request reaches Azurite; the response is
+	// streamed back at once. A client that gives up meanwhile (its
+	// context ends) stops the wait, and the request is neither answered
+	// nor forwarded (see ProxyStats.Abandoned). Zero means none.
+	Latency time.Duration
+	// LatencyJitter adds a random delay, uniform in [0, LatencyJitter),
+	// to Latency for each request. Zero means none.
+	LatencyJitter time.Duration
+	// Throttle makes the proxy answer as Azure does when a partition or
+	// the account is over its scalability target: 503 with error code
+	// ServerBusy. Each request costs its entities (a transaction each of
+	// its operations; a query page the entities it returns, charged when
+	// it arrives), counted in token buckets per partition and per
+	// account that fill at the target and hold ThrottleOptions.Burst's
+	// worth of it. &ThrottleOptions{} is Azure's targets; nil means no
+	// throttling. ThrottleOptions says exactly what counts; Instance.Stats
+	// reports what was admitted and throttled. Throttling applies after
+	// Latency and after Strict's rules.
+	Throttle *ThrottleOptions
 }
 
 // Instance is a running Azurite.
@@ -102,7 +145,7 @@ type Instance struct {
 	waitErr  error
 	stopOnce sync.Once
 	location string
-	proxy    *strictProxy
+	proxy    *tableProxy
 }
 
 // Find returns the path of the azurite command, searching as the package
@@ -256,11 +299,13 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
 	inst.QueueURL = base + strconv.Itoa(ports[1]) + "/" + AccountName
 	inst.TableURL = base + strconv.Itoa(ports[2]) + "/" + AccountName
-	if o.Strict {
-		p, u, err := startStrictProxy(base + strconv.Itoa(ports[2]))
+	if o.Strict || o.Latency > 0 || o.LatencyJitter > 0 || o.Throttle != nil {
+		p, u, err := startProxy(base+strconv.Itoa(ports[2]), proxyConfig{
+			strict: o.Strict, latency: o.Latency, jitter: o.LatencyJitter, throttle: o.Throttle,
+		})
 		if err != nil {
 			inst.Stop()
-			return nil, fmt.Errorf("azurite: strict proxy: %w", err)
+			return nil, fmt.Errorf("azurite: table proxy: %w", err)
 		}
 		inst.proxy = p
 		inst.TableURL = u + "/" + AccountName

@@ -95,17 +95,32 @@ func forbidden() *answer {
 	return &answer{refusal: refusal{http.StatusForbidden, "AuthorizationFailure", msgAuthorization}}
 }
 
-// strictProxy is the reverse proxy of one strict Instance.
-type strictProxy struct {
+// tableProxy is the loopback reverse proxy of one Instance in front of
+// Azurite's table endpoint: it adds latency (load.go), refuses what Azure
+// refuses (Strict) and throttles at scalability targets (load.go), each
+// only when its option is set.
+type tableProxy struct {
 	srv *http.Server
 	rp  *httputil.ReverseProxy
 	tr  *http.Transport
+
+	strict          bool
+	latency, jitter time.Duration
+	throttle        *throttle // nil: no throttling
+	stats           proxyCounters
 }
 
-// startStrictProxy listens on a free loopback port and forwards to
-// upstream (Azurite's table endpoint, scheme and host). It returns the
-// proxy's base URL, such as http://127.0.0.1:41235.
-func startStrictProxy(upstream string) (*strictProxy, string, error) {
+// proxyConfig is what Options asks of the proxy.
+type proxyConfig struct {
+	strict          bool
+	latency, jitter time.Duration
+	throttle        *ThrottleOptions
+}
+
+// startProxy listens on a free loopback port and forwards to upstream
+// (Azurite's table endpoint, scheme and host). It returns the proxy's base
+// URL, such as http://127.0.0.1:41235.
+func startProxy(upstream string, cfg proxyConfig) (*tableProxy, string, error) {
 	target, err := url.Parse(upstream)
 	if err != nil {
 		return nil, "", err
@@ -117,27 +132,31 @@ func startStrictProxy(upstream string) (*strictProxy, string, error) {
 	// Azurite (Node) closes a connection idle for 5 s; a request sent on
 	// it at that moment fails, and the proxy would answer 502 to a write
 	// the client then retries. Idle connections are dropped well before.
-	p := &strictProxy{tr: &http.Transport{
+	p := &tableProxy{tr: &http.Transport{
 		Proxy:               nil,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     2 * time.Second,
-	}}
+	}, strict: cfg.strict, latency: max(cfg.latency, 0), jitter: max(cfg.jitter, 0)}
+	if cfg.throttle != nil {
+		p.throttle = newThrottle(*cfg.throttle)
+	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // keep the Host the client signed and addressed
 		},
-		Transport:     p.tr,
-		FlushInterval: -1,
-		ErrorLog:      log.New(io.Discard, "", 0),
+		Transport:      p.tr,
+		FlushInterval:  -1,
+		ModifyResponse: p.settleQuery,
+		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go p.srv.Serve(ln)
 	return p, "http://" + ln.Addr().String(), nil
 }
 
-func (p *strictProxy) close() {
+func (p *tableProxy) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if p.srv.Shutdown(ctx) != nil {
@@ -146,22 +165,41 @@ func (p *strictProxy) close() {
 	p.tr.CloseIdleConnections()
 }
 
-func (p *strictProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if ans := p.check(r); ans != nil {
-		if ans.batch {
-			writeBatchRefusal(w, r, ans)
-		} else {
-			writeRefusal(w, r, ans)
-		}
+// ServeHTTP holds the request for the latency, then applies Strict's
+// rules, then the throttle, and forwards what passes. A request Strict
+// refuses costs nothing; one the client gives up on during the latency
+// is neither answered nor forwarded.
+func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.delay(r) {
+		p.stats.abandoned.Add(1)
 		return
 	}
+	if p.strict {
+		if ans := p.check(r); ans != nil {
+			p.stats.refused.Add(1)
+			if ans.batch {
+				writeBatchRefusal(w, r, ans)
+			} else {
+				writeRefusal(w, r, ans)
+			}
+			return
+		}
+	}
+	if p.throttle != nil {
+		var ans *answer
+		if r, ans = p.admit(r); ans != nil {
+			writeRefusal(w, r, ans)
+			return
+		}
+	}
+	p.stats.forwarded.Add(1)
 	p.rp.ServeHTTP(w, r)
 }
 
 // check applies the rules to r. It may replace r.Body with the same bytes
 // (after reading them) and, under a key-range SAS, narrow a query's
 // $filter. A non-nil answer is sent instead of forwarding the request.
-func (p *strictProxy) check(r *http.Request) *answer {
+func (p *tableProxy) check(r *http.Request) *answer {
 	res, ok := parseResource(r.URL)
 	if !ok {
 		return nil

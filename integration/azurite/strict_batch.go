@@ -15,6 +15,7 @@ import (
 
 // batchOp is one operation of an entity group transaction.
 type batchOp struct {
+	table  string
 	pk, rk string
 	entity *strictEntity // nil for a delete
 }
@@ -116,7 +117,7 @@ func parseBatchOp(part io.Reader) (batchOp, bool) {
 	if !ok {
 		return batchOp{}, false
 	}
-	op := batchOp{pk: res.pk, rk: res.rk}
+	op := batchOp{table: res.name, pk: res.pk, rk: res.rk}
 	if f[0] == http.MethodDelete {
 		return op, res.hasKeys
 	}

@@ -31,7 +31,7 @@ func TestStrictProxyForwardsUntouched(t *testing.T) {
 		w.Write([]byte(`{"odata.metadata":"m","PartitionKey":"p"}`))
 	}))
 	defer up.Close()
-	p, base, err := startStrictProxy(up.URL)
+	p, base, err := startProxy(up.URL, proxyConfig{strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
