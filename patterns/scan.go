@@ -1,0 +1,643 @@
+package patterns
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// DefaultScanParallel is the number of key ranges a parallel scan reads at
+// once when its options do not say.
+const DefaultScanParallel = 8
+
+// ScanOptions configures Scan (and the whole-table operations built on
+// it). A nil *ScanOptions means the defaults: T's properties, pages of
+// 1,000, DefaultScanParallel ranges at once, from the start.
+type ScanOptions struct {
+	// QueryOptions shape each range's query: Select, SelectAll, Top and
+	// AllowUnknownProperties as for Query. Limit is ignored, and Scan
+	// needs no AllowTableScan: reading a whole table is what it is for.
+	QueryOptions
+	// Parallel is the number of key ranges read at once (0 means
+	// DefaultScanParallel; 1 reads the table as one sequential range).
+	Parallel int
+	// Resume is a ScanProgress.Token of an earlier Scan with the same
+	// table, filter and projection: the scan continues after the pages
+	// that token covers. A token of another query fails with
+	// tablekit.ErrInvalidToken.
+	Resume string
+	// Progress, when set, is called after each page fn handled, one call
+	// at a time, with the totals of this run and a token covering every
+	// page handled so far.
+	Progress func(ScanProgress)
+}
+
+// ScanProgress is where a Scan is.
+type ScanProgress struct {
+	// Token resumes the scan (ScanOptions.Resume): it covers every page
+	// whose fn returned nil, and no other. Persist it after the work fn
+	// did is durable, and a crashed scan resumes without losing or
+	// repeating a row (on a table nobody writes meanwhile).
+	Token string
+	// Rows and Pages are the rows and pages handed to fn in this run.
+	Rows  int64
+	Pages int
+	// Ranges is the number of key ranges known so far (they are found
+	// while the scan runs); RangesDone of them are finished.
+	Ranges, RangesDone int
+}
+
+// ScanResult is what a Scan did.
+type ScanResult struct {
+	// Rows and Pages are those handed to fn.
+	Rows  int64
+	Pages int
+	// Ranges is the number of key ranges the scan ran.
+	Ranges int
+	// Requests counts the query pages and the probes that found split
+	// points.
+	Requests int
+}
+
+// Scan reads every entity matching f (the zero keys.Filter: the whole
+// table), split into key ranges read concurrently, and calls fn with each
+// page's entities. fn is called from up to Parallel goroutines at once;
+// the pages of one range come in key order, one after the other, those of
+// different ranges in no particular order. Scan stops at fn's first error
+// and returns it.
+//
+// Azure has no split API, so the ranges come from the data: a range that
+// turns out to have more pages is split while it runs, at an existing key
+// found by probes ($top=1 queries selecting the keys only, one request
+// each) between its position and its end, by PartitionKey where other
+// partitions remain and by RowKey inside one partition. Each row belongs
+// to exactly one range, so on a table nobody writes the scan yields every
+// row exactly once, as a sequential Query would. On a live table it is
+// fuzzy as any scan is: a row written while the scan runs may or may not
+// be seen.
+//
+// Resuming: opts.Progress hands out a token after each page; a Scan given
+// it in opts.Resume reads the pages the token does not cover.
+//
+// On Azure Cosmos DB, whose results are not sorted, ranges cannot be cut
+// at a key, so Scan reads the table as one range (what Query does).
+//
+// Requests: one per page of each range, plus the split probes (a few per
+// range; more for keys sharing long prefixes). The count depends on
+// timing and is reported in ScanResult.Requests.
+func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
+	o := optsOf(opts)
+	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
+		return ScanResult{}, err
+	}
+	qo := o.QueryOptions
+	qo.AllowTableScan, qo.Limit = true, 0
+	q, err := prepareQuery(t.name, f, &qo, t.codec.Select())
+	if err != nil {
+		return ScanResult{}, err
+	}
+	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, rows [][]byte) error {
+		items := make([]T, len(rows))
+		for i, raw := range rows {
+			if err := t.codec.Unmarshal(raw, &items[i]); err != nil {
+				return fmt.Errorf("tablekit: scan %s: %w", t.name, err)
+			}
+		}
+		return fn(ctx, items)
+	})
+}
+
+// scanRange is one key range of a scan: the rows in [Lo, Hi) that the
+// filter selects, cut at Stop once a split gave the rest to other ranges.
+type scanRange struct {
+	Lo   position           `json:"l"`
+	Hi   position           `json:"h"`
+	Stop position           `json:"s"`
+	Cont *wire.Continuation `json:"c,omitempty"` // after the last page fn handled
+
+	// This run's state, under the scan's lock.
+	claimed   *position // the last key handed out (nil: none in this run)
+	more      bool      // the last page had a continuation
+	pages     int
+	running   bool
+	done      bool
+	handled   bool // done, and its last page handled
+	splitting bool
+	dead      bool   // a split found nothing to split
+	ceil      string // probes found no partition in [ceil, Stop.PK)
+	ceilRK    string // nor a row of partition ceilPart at or above ceilRK
+	ceilPart  string
+	filter    string
+}
+
+// scanToken is what a ScanProgress.Token holds.
+type scanToken struct {
+	V      int          `json:"v"`
+	Q      []byte       `json:"q"`
+	Ranges []*scanRange `json:"r"`
+}
+
+const scanTokenVersion = 1
+
+// scan is one run of the engine.
+type scan struct {
+	w       *wire.Table
+	base    keys.Filter
+	q       query
+	ordered bool
+	fn      func(ctx context.Context, rows [][]byte) error
+	opts    *ScanOptions
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	ranges   []*scanRange // every range of this run, in creation order
+	queue    []*scanRange // ranges waiting for a worker
+	running  int
+	splits   int // split searches under way: they may queue ranges
+	err      error
+	res      ScanResult
+	progress sync.Mutex
+}
+
+// scanPages runs the engine: fn gets each page's rows, as the service sent
+// them. f is the caller's filter, q the query prepared from it.
+func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts *ScanOptions, fn func(ctx context.Context, rows [][]byte) error) (ScanResult, error) {
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = DefaultScanParallel
+	}
+	s := &scan{w: w, base: f, q: q, ordered: !w.Profile().Cosmos(), fn: fn, opts: opts}
+	s.cond = sync.NewCond(&s.mu)
+	if s.ordered && q.selects != "" {
+		// Cuts and splits need each row's keys.
+		for _, k := range keysOnly {
+			if !slices.Contains(splitSelect(q.selects), k) {
+				s.q.selects += "," + k
+			}
+		}
+	}
+	if !s.ordered {
+		parallel = 1
+	}
+	if opts.Resume != "" {
+		if err := s.resume(opts.Resume); err != nil {
+			return ScanResult{}, err
+		}
+	} else {
+		s.ranges = []*scanRange{{Hi: position{End: true}, Stop: position{End: true}}}
+	}
+	for _, r := range s.ranges {
+		bf, err := boundsFilter(r.Lo, r.Hi)
+		if err != nil {
+			return ScanResult{}, err
+		}
+		if r.filter, err = keys.And(f, bf).Build(); err != nil {
+			return ScanResult{}, err
+		}
+	}
+	s.queue = slices.Clone(s.ranges)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.work(ctx); err != nil {
+				s.mu.Lock()
+				if s.err == nil {
+					s.err = err
+				}
+				s.cond.Broadcast()
+				s.mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	s.res.Ranges = len(s.ranges)
+	if s.err == nil && ctx.Err() != nil {
+		s.err = ctx.Err()
+	}
+	return s.res, s.err
+}
+
+func splitSelect(sel string) []string {
+	var out []string
+	for len(sel) > 0 {
+		i := 0
+		for i < len(sel) && sel[i] != ',' {
+			i++
+		}
+		out = append(out, sel[:i])
+		if i == len(sel) {
+			break
+		}
+		sel = sel[i+1:]
+	}
+	return out
+}
+
+// work is one worker: it reads queued ranges, and when none is queued,
+// splits a running one for itself, until every range is done.
+func (s *scan) work(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		var r *scanRange
+		for {
+			if s.err != nil || ctx.Err() != nil {
+				s.mu.Unlock()
+				return nil
+			}
+			if len(s.queue) > 0 {
+				r, s.queue = s.queue[0], s.queue[1:]
+				break
+			}
+			if s.running == 0 && s.splits == 0 {
+				s.cond.Broadcast()
+				s.mu.Unlock()
+				return nil
+			}
+			if c := s.splitCandidate(); c != nil {
+				c.splitting = true
+				s.splits++
+				s.mu.Unlock()
+				err := s.split(ctx, c)
+				s.mu.Lock()
+				c.splitting = false
+				s.splits--
+				s.cond.Broadcast()
+				if err != nil {
+					s.mu.Unlock()
+					return err
+				}
+				continue
+			}
+			s.cond.Wait()
+		}
+		r.running = true
+		s.running++
+		s.mu.Unlock()
+
+		err := s.read(ctx, r)
+
+		s.mu.Lock()
+		r.running = false
+		s.running--
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// read reads r's pages until it is done.
+func (s *scan) read(ctx context.Context, r *scanRange) error {
+	pos := r.Cont
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rows, next, err := s.w.Page(ctx, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, pos)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.res.Requests++
+		// Claim the rows before r.Stop: a split sets Stop only above the
+		// last claimed key, so a row is claimed by one range only.
+		keep := len(rows)
+		if s.ordered && len(rows) > 0 && !r.Stop.End {
+			last, err := rowPosition(rows[len(rows)-1])
+			if err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			if cmpPos(last, r.Stop) >= 0 {
+				keep, err = cutAt(rows, r.Stop)
+				if err != nil {
+					s.mu.Unlock()
+					return err
+				}
+				next = nil // the rest belongs to other ranges
+			}
+		}
+		rows = rows[:keep]
+		if s.ordered && keep > 0 {
+			p, err := rowPosition(rows[keep-1])
+			if err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			r.claimed = &p
+		}
+		r.pages++
+		r.more = next != nil
+		r.done = next == nil
+		s.cond.Broadcast() // a page read: a split may be worth trying
+		s.mu.Unlock()
+
+		if len(rows) > 0 {
+			if err := s.fn(ctx, rows); err != nil {
+				return err
+			}
+		}
+		s.mu.Lock()
+		r.Cont = next
+		r.handled = r.done
+		s.res.Pages++
+		s.res.Rows += int64(len(rows))
+		var p ScanProgress
+		if s.opts.Progress != nil {
+			p = s.progressLocked()
+		}
+		s.mu.Unlock()
+		if s.opts.Progress != nil {
+			s.progress.Lock()
+			s.opts.Progress(p)
+			s.progress.Unlock()
+		}
+		if next == nil {
+			return nil
+		}
+		pos = next
+	}
+}
+
+// cutAt returns how many of rows (in key order) come before stop.
+func cutAt(rows [][]byte, stop position) (int, error) {
+	var err error
+	n, _ := slices.BinarySearchFunc(rows, stop, func(raw []byte, stop position) int {
+		p, e := rowPosition(raw)
+		if e != nil {
+			err = e
+			return 0
+		}
+		return cmpPos(p, stop)
+	})
+	return n, err
+}
+
+// progressLocked is the progress of the scan, with a token of the ranges
+// not yet handled to their end.
+func (s *scan) progressLocked() ScanProgress {
+	p := ScanProgress{Rows: s.res.Rows, Pages: s.res.Pages, Ranges: len(s.ranges)}
+	tok := scanToken{V: scanTokenVersion, Q: s.q.hash[:]}
+	for _, r := range s.ranges {
+		if r.handled {
+			p.RangesDone++
+			continue
+		}
+		tok.Ranges = append(tok.Ranges, r)
+	}
+	b, _ := json.Marshal(tok) // strings, bools and pointers to them only
+	p.Token = base64.RawURLEncoding.EncodeToString(b)
+	return p
+}
+
+func (s *scan) resume(token string) error {
+	if len(token) > 4<<20 {
+		return fmt.Errorf("%w: %d bytes is longer than any scan token tablekit issues", tablekit.ErrInvalidToken, len(token))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return fmt.Errorf("%w: a scan token is URL-safe base64", tablekit.ErrInvalidToken)
+	}
+	var tok scanToken
+	if err := json.Unmarshal(b, &tok); err != nil || tok.V != scanTokenVersion {
+		return fmt.Errorf("%w: not a tablekit scan token", tablekit.ErrInvalidToken)
+	}
+	if !slices.Equal(tok.Q, s.q.hash[:]) {
+		return fmt.Errorf("%w: the scan token belongs to another query (table, filter, projection or page size differ)", tablekit.ErrInvalidToken)
+	}
+	for _, r := range tok.Ranges {
+		if r == nil || cmpPos(r.Stop, r.Hi) > 0 || cmpPos(r.Lo, r.Stop) > 0 {
+			return fmt.Errorf("%w: a scan range of the token is malformed", tablekit.ErrInvalidToken)
+		}
+		if r.Cont != nil && r.Cont.PK == "" {
+			return fmt.Errorf("%w: a scan range's position is malformed", tablekit.ErrInvalidToken)
+		}
+	}
+	s.ranges = tok.Ranges
+	return nil
+}
+
+// splitCandidate picks a running range worth splitting: one that has
+// shown more pages (the most pages first), or one not yet read.
+func (s *scan) splitCandidate() *scanRange {
+	if !s.ordered {
+		return nil
+	}
+	var best *scanRange
+	for _, r := range s.ranges {
+		if !r.running || r.splitting || r.dead || r.done {
+			continue
+		}
+		// A resumed range has a position but no known key until its
+		// first page: a split point must lie above what it handled.
+		if r.claimed == nil && r.Cont != nil {
+			continue
+		}
+		if r.pages > 0 && !r.more {
+			continue
+		}
+		if best == nil || r.pages > best.pages {
+			best = r
+		}
+	}
+	return best
+}
+
+// maxProbes bounds the probes of one split search, and maxProbePages the
+// empty pages one probe follows.
+const (
+	maxProbes     = 48
+	maxProbePages = 8
+)
+
+// split looks for an existing key between r's position and its stop, and
+// when it finds one gives the keys from there on to new ranges.
+func (s *scan) split(ctx context.Context, r *scanRange) error {
+	s.mu.Lock()
+	cur := r.Lo
+	if r.claimed != nil {
+		cur = *r.claimed
+	}
+	stop := r.Stop
+	s.mu.Unlock()
+
+	at, found, err := s.findSplit(ctx, cur, stop)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if !found || r.done || (r.claimed != nil && cmpPos(at, *r.claimed) <= 0) || cmpPos(at, r.Stop) >= 0 {
+		r.dead = !found
+		return nil
+	}
+	var add []*scanRange
+	if at.RK == "" {
+		// At a partition: the new range takes the partitions from at.
+		add = append(add, &scanRange{Lo: at, Hi: r.Hi, Stop: r.Stop})
+	} else {
+		// Inside partition at.PK: one range for its rows from at, one
+		// for the partitions after it if r reached past them.
+		partEnd := position{PK: at.PK, PartEnd: true}
+		if cmpPos(r.Stop, partEnd) <= 0 {
+			add = append(add, &scanRange{Lo: at, Hi: r.Stop, Stop: r.Stop})
+		} else {
+			add = append(add,
+				&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
+				&scanRange{Lo: partEnd, Hi: r.Hi, Stop: r.Stop})
+		}
+	}
+	for _, n := range add {
+		bf, err := boundsFilter(n.Lo, n.Hi)
+		if err != nil {
+			return err
+		}
+		if n.filter, err = keys.And(s.base, bf).Build(); err != nil {
+			return err
+		}
+	}
+	r.Stop = at
+	s.ranges = append(s.ranges, add...)
+	s.queue = append(s.queue, add...)
+	return nil
+}
+
+// findSplit probes for an existing key k with cur < k < stop: a
+// partition after cur's where there is one, else a row of cur's partition
+// after cur.
+func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, bool, error) {
+	if stop.End || keys.Compare(cur.PK, stop.PK) < 0 {
+		var upper keys.Filter
+		switch {
+		case stop.End:
+		case stop.PartEnd:
+			upper = keys.PK().Le(stop.PK)
+		default:
+			upper = keys.PK().Lt(stop.PK)
+		}
+		pk, found, err := s.splitKey(ctx, cur.PK, stop.PK, stop.End, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
+			return k.PK, found, err
+		})
+		if err != nil || found {
+			return keyAt(pk, ""), found, err
+		}
+	}
+	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
+	rk, found, err := s.splitKey(ctx, cur.RK, stop.RK, !inPart, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
+		if inPart {
+			fs = append(fs, keys.RK().Lt(stop.RK))
+		}
+		k, found, err := s.probe(ctx, keys.And(fs...))
+		return k.RK, found, err
+	})
+	return keyAt(cur.PK, rk), found, err
+}
+
+// splitKey finds an existing key above cur, near the middle of those that
+// exist between cur and hi (no bound when open), for one key of the pair;
+// first returns the first existing key the bound selects within the
+// range. Keys often share long prefixes (tenant ids, padded numbers), and
+// a midpoint between cur and a loose bound would take a probe for each
+// halving of each shared character. So it first gallops over cur's
+// prefixes: when no key lies at or above the successor of cur[:n]
+// (keys.PrefixRange), every key left starts with cur[:n], and that
+// successor is a tight bound (about log2 of cur's length in probes); then
+// it probes the midpoint between cur and the bound, narrowing while the
+// midpoints find nothing.
+func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) (string, bool, error) {
+	from := func(m string) func(keys.Key) keys.Filter {
+		return func(k keys.Key) keys.Filter { return k.Ge(m) }
+	}
+	// found(n): is there a key at or above the successor of cur[:n]? It
+	// holds for long prefixes first; the longest n where it fails bounds
+	// what is left.
+	runes := []rune(cur)
+	lo, top := 1, len(runes)
+	bound := 0 // the longest prefix length known to bound the keys left
+	for lo <= top {
+		n := (lo + top) / 2
+		_, succ := keys.PrefixRange(string(runes[:n]))
+		found := false
+		if succ != "" && (open || keys.Compare(succ, hi) < 0) {
+			var err error
+			if _, found, err = first(ctx, from(succ)); err != nil {
+				return "", false, err
+			}
+		}
+		if found {
+			top = n - 1
+		} else {
+			bound, lo = n, n+1
+		}
+	}
+	if bound > 0 {
+		if _, succ := keys.PrefixRange(string(runes[:bound])); succ != "" && (open || keys.Compare(succ, hi) < 0) {
+			hi, open = succ, false
+		}
+	}
+	for range maxProbes {
+		m, ok := midKey(cur, hi, open)
+		if !ok {
+			break
+		}
+		k, found, err := first(ctx, from(m))
+		if err != nil {
+			return "", false, err
+		}
+		if found {
+			return k, true, nil
+		}
+		hi, open = m, false
+	}
+	// Only keys just after cur, or none: the first key after cur.
+	return first(ctx, func(k keys.Key) keys.Filter { return k.Gt(cur) })
+}
+
+// probe returns the first key the filter selects: one request.
+func (s *scan) probe(ctx context.Context, f keys.Filter) (position, bool, error) {
+	text, err := f.Build()
+	if err != nil {
+		return position{}, false, err
+	}
+	// Azure may answer a page with no rows and a continuation (a
+	// partition server's boundary, or five seconds spent): follow it.
+	var pos *wire.Continuation
+	for range maxProbePages {
+		rows, next, err := s.w.Page(ctx, wire.Query{Filter: text, Select: "PartitionKey,RowKey", Top: 1}, pos)
+		s.mu.Lock()
+		s.res.Requests++
+		s.mu.Unlock()
+		if err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				return position{}, false, ctx.Err()
+			}
+			return position{}, false, err
+		}
+		if len(rows) > 0 {
+			p, err := rowPosition(rows[0])
+			return p, err == nil, err
+		}
+		if next == nil {
+			return position{}, false, nil
+		}
+		pos = next
+	}
+	return position{}, false, nil
+}

@@ -1,0 +1,218 @@
+package patterns_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+func guid() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// scanLayouts are the key layouts a parallel scan must read exactly: each
+// returns the keys to store.
+var scanLayouts = []struct {
+	name string
+	keys func() [][2]string
+}{
+	{"one partition holds half", func() [][2]string {
+		var ks [][2]string
+		for i := range 1500 {
+			ks = append(ks, [2]string{"hot", fmt.Sprintf("%06d", i)})
+		}
+		for i := range 1500 {
+			ks = append(ks, [2]string{fmt.Sprintf("p%04d", i%150), fmt.Sprintf("%06d", i)})
+		}
+		return ks
+	}},
+	{"thousands of tiny partitions", func() [][2]string {
+		var ks [][2]string
+		for range 2000 {
+			ks = append(ks, [2]string{fmt.Sprintf("%08x", mrand.Uint32()), "only"})
+		}
+		return ks
+	}},
+	{"GUID keys", func() [][2]string {
+		var ks [][2]string
+		for range 40 {
+			pk := guid()
+			for range 40 {
+				ks = append(ks, [2]string{pk, guid()})
+			}
+		}
+		return ks
+	}},
+	{"a long shared prefix", func() [][2]string {
+		var ks [][2]string
+		for i := range 2000 {
+			ks = append(ks, [2]string{fmt.Sprintf("tenant-0000000000000000000000000042-shard-%03d", i/500), fmt.Sprintf("user-0000000000000000-%08d", i)})
+		}
+		return ks
+	}},
+	{"non-ASCII keys", func() [][2]string {
+		chars := []string{"a", "é", "中", "\uE000", "\uFFFD", "😀", "𝄞", "Ω", "ß", "\u0800"}
+		var ks [][2]string
+		for i := range 1600 {
+			pk := chars[i%len(chars)] + chars[(i/10)%len(chars)]
+			rk := chars[(i/100)%len(chars)] + fmt.Sprintf("%04d", i) + chars[i%7]
+			ks = append(ks, [2]string{pk, rk})
+		}
+		return ks
+	}},
+}
+
+// TestScanReadsEveryRowOnce: on every layout, a parallel scan hands fn
+// the same rows a sequential query returns, each once, and splits the
+// table into several ranges while it runs.
+func TestScanReadsEveryRowOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range scanLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			tbl, _ := newTable[Employee](t)
+			var rows []Employee
+			for _, k := range l.keys() {
+				rows = append(rows, Employee{PartitionKey: k[0], RowKey: k[1], FirstName: "F"})
+			}
+			if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {
+				t.Fatal(err)
+			}
+			want := keysOf(t, tbl)
+
+			var mu sync.Mutex
+			var got []string
+			res, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
+				// Work on each page, as a copy writes it: the scan has
+				// time to split while the first ranges run.
+				time.Sleep(10 * time.Millisecond)
+				mu.Lock()
+				defer mu.Unlock()
+				for _, e := range items {
+					got = append(got, e.PartitionKey+"\x00"+e.RowKey)
+				}
+				return nil
+			}, &patterns.ScanOptions{Parallel: 8, QueryOptions: patterns.QueryOptions{Top: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if len(got) != len(want) || !slices.Equal(got, want) {
+				t.Fatalf("scan read %d rows (%d distinct), want the %d of a sequential query", len(got), len(slices.Compact(slices.Clone(got))), len(want))
+			}
+			if res.Rows != int64(len(want)) {
+				t.Errorf("ScanResult.Rows = %d, want %d", res.Rows, len(want))
+			}
+			if res.Ranges < 2 {
+				t.Errorf("the scan ran %d ranges; want it split while it ran", res.Ranges)
+			}
+			t.Logf("%d rows in %d ranges, %d pages, %d requests", res.Rows, res.Ranges, res.Pages, res.Requests)
+		})
+	}
+}
+
+// keysOf returns the sorted keys of every row, read by a sequential query.
+func keysOf(t *testing.T, tbl *patterns.Table[Employee]) []string {
+	t.Helper()
+	var out []string
+	for e, err := range tbl.Query(context.Background(), keys.Filter{}, &patterns.QueryOptions{AllowTableScan: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e.PartitionKey+"\x00"+e.RowKey)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestScanResumesFromItsToken: a scan that stops part way (fn fails, as a
+// crash would stop it) resumes from the last token Progress handed out;
+// the rows handled in both runs are every row, each once, and a filter
+// still applies.
+func TestScanResumesFromItsToken(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable[Employee](t)
+	var rows []Employee
+	for i := range 3000 {
+		rows = append(rows, Employee{PartitionKey: fmt.Sprintf("p%02d", i%30), RowKey: fmt.Sprintf("%05d", i), FirstName: []string{"A", "B", "C"}[i%3]})
+	}
+	if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	filter := keys.Prop("FirstName").Ne("A")
+	want := 0
+	for _, r := range rows {
+		if r.FirstName != "A" {
+			want++
+		}
+	}
+
+	var mu sync.Mutex
+	handled := map[string]int{}
+	token := ""
+	crash := errors.New("crash")
+	pages := 0
+	opts := &patterns.ScanOptions{Parallel: 6, QueryOptions: patterns.QueryOptions{Top: 50}, Progress: func(p patterns.ScanProgress) { token = p.Token }}
+	_, err := tbl.Scan(ctx, filter, func(_ context.Context, items []Employee) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if pages++; pages > 12 {
+			return crash // not handled: the token does not cover it
+		}
+		for _, e := range items {
+			handled[e.PartitionKey+"/"+e.RowKey]++
+		}
+		return nil
+	}, opts)
+	if !errors.Is(err, crash) {
+		t.Fatalf("first run: %v, want the crash", err)
+	}
+	if token == "" {
+		t.Fatal("no progress token before the crash")
+	}
+	first := len(handled)
+	opts.Resume = token
+	_, err = tbl.Scan(ctx, filter, func(_ context.Context, items []Employee) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range items {
+			if e.FirstName == "A" {
+				return fmt.Errorf("row %s/%s does not match the filter", e.PartitionKey, e.RowKey)
+			}
+			handled[e.PartitionKey+"/"+e.RowKey]++
+		}
+		return nil
+	}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range handled {
+		if n != 1 {
+			t.Errorf("row %s handled %d times", k, n)
+		}
+	}
+	if len(handled) != want {
+		t.Fatalf("%d rows handled (%d before the crash), want %d", len(handled), first, want)
+	}
+
+	// A token belongs to its query.
+	_, err = tbl.Scan(ctx, keys.Filter{}, func(context.Context, []Employee) error { return nil }, &patterns.ScanOptions{Resume: token})
+	if !errors.Is(err, tablekit.ErrInvalidToken) {
+		t.Fatalf("another query's token: %v, want ErrInvalidToken", err)
+	}
+	_, err = tbl.Scan(ctx, keys.Filter{}, func(context.Context, []Employee) error { return nil }, &patterns.ScanOptions{Resume: "junk!"})
+	if !errors.Is(err, tablekit.ErrInvalidToken) {
+		t.Fatalf("junk token: %v, want ErrInvalidToken", err)
+	}
+}
