@@ -133,7 +133,7 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 		if base.Kind == KindChanges {
 			return res, fmt.Errorf("tablekit: backup: %w: the base %s is a --since backup, with no key list to diff", tablekit.ErrInvalidArgument, o.Base)
 		}
-		job.Kind, job.Base = KindIncremental, o.Base.String()
+		job.Kind, job.Base = KindIncremental, o.Base.reference(to)
 	} else if !o.Since.IsZero() {
 		since := o.Since.UTC()
 		job.Kind, job.Since = KindChanges, &since

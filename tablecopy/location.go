@@ -111,7 +111,25 @@ func (l *Location) resolve(s string) (*Location, error) {
 	if s == "" {
 		return nil, fmt.Errorf("%w: no base location", tablekit.ErrInvalidArgument)
 	}
-	return Dir(s), nil
+	p := filepath.FromSlash(s)
+	if d, ok := l.s.(dirStore); ok && !filepath.IsAbs(p) {
+		p = filepath.Join(d.dir, p)
+	}
+	return Dir(p), nil
+}
+
+// reference is how a backup at from records l as its base: a directory
+// relative to from's directory when both are local (the chain can move as
+// a whole), else l's String.
+func (l *Location) reference(from *Location) string {
+	ld, ok1 := l.s.(dirStore)
+	fd, ok2 := from.s.(dirStore)
+	if ok1 && ok2 {
+		if rel, err := filepath.Rel(fd.dir, ld.dir); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return l.String()
 }
 
 // String names the location without secrets: a directory's path, or

@@ -40,8 +40,9 @@ type Manifest struct {
 	Version  int    `json:"version"`  // ManifestVersion
 	Tablekit string `json:"tablekit"` // the build that wrote it (Version)
 	Kind     string `json:"kind"`     // KindFull, KindIncremental or KindChanges
-	// Base is the Location of the backup an incremental one follows, as
-	// given to Backup (a directory made absolute, or blob://…).
+	// Base is the Location of the backup an incremental one follows: a
+	// directory relative to this backup's (when both are local), an
+	// absolute one, or blob://CONTAINER/PREFIX in this backup's account.
 	Base string `json:"base,omitempty"`
 	// Source names the account backed up (its name and table endpoint).
 	Source string `json:"source"`
