@@ -158,6 +158,17 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 			return res, fmt.Errorf("tablekit: restore: %w", err)
 		}
 		r.c = newCommitter(ctx, r.snapshot, r.persist)
+		if !r.resumed {
+			// The checkpoint exists before the first write, so a rerun after
+			// any interruption knows it resumes.
+			r.lock()
+			v := r.changed()
+			r.unlock()
+			if err := r.wait(ctx, v); err != nil {
+				r.c.close()
+				return res, fmt.Errorf("tablekit: restore: checkpoint %s in %s: %w", r.ckName, from, err)
+			}
+		}
 	}
 
 	for i := range r.ck.Steps {
