@@ -104,9 +104,9 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 	if err != nil {
 		return ScanResult{}, err
 	}
-	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, rows [][]byte) error {
-		items := make([]T, len(rows))
-		for i, raw := range rows {
+	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, p scanPage) error {
+		items := make([]T, len(p.rows))
+		for i, raw := range p.rows {
 			if err := t.codec.Unmarshal(raw, &items[i]); err != nil {
 				return fmt.Errorf("tablekit: scan %s: %w", t.name, err)
 			}
@@ -153,7 +153,7 @@ type scan struct {
 	base    keys.Filter
 	q       query
 	ordered bool
-	fn      func(ctx context.Context, rows [][]byte) error
+	fn      func(ctx context.Context, p scanPage) error
 	opts    *ScanOptions
 
 	mu       sync.Mutex
@@ -167,9 +167,16 @@ type scan struct {
 	progress sync.Mutex
 }
 
-// scanPages runs the engine: fn gets each page's rows, as the service sent
-// them. f is the caller's filter, q the query prepared from it.
-func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts *ScanOptions, fn func(ctx context.Context, rows [][]byte) error) (ScanResult, error) {
+// scanPage is one page of a scan's range, as the service sent its rows.
+type scanPage struct {
+	rows [][]byte
+	rng  *scanRange // the range; its pages come one after the other
+	last bool       // the range's last page
+}
+
+// scanPages runs the engine: fn gets each page's rows. f is the caller's
+// filter, q the query prepared from it.
+func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts *ScanOptions, fn func(ctx context.Context, p scanPage) error) (ScanResult, error) {
 	parallel := opts.Parallel
 	if parallel <= 0 {
 		parallel = DefaultScanParallel
@@ -347,8 +354,8 @@ func (s *scan) read(ctx context.Context, r *scanRange) error {
 		s.cond.Broadcast() // a page read: a split may be worth trying
 		s.mu.Unlock()
 
-		if len(rows) > 0 {
-			if err := s.fn(ctx, rows); err != nil {
+		if len(rows) > 0 || next == nil {
+			if err := s.fn(ctx, scanPage{rows: rows, rng: r, last: next == nil}); err != nil {
 				return err
 			}
 		}
