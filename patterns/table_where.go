@@ -21,7 +21,9 @@ type WhereOptions struct {
 	// AllowUnknownProperties lets the filter name properties T does not
 	// have, as QueryOptions.AllowUnknownProperties does.
 	AllowUnknownProperties bool
-	// Concurrency bounds DeleteWhere's transactions in flight. Default 8.
+	// Concurrency is the most transactions DeleteWhere keeps in flight,
+	// the ceiling of the concurrency it adapts to the service's
+	// throttling as BulkWrite does. Default 8.
 	Concurrency int
 	// Parallel is the number of key ranges read at once (see Table.Scan).
 	// 0 means DefaultScanParallel for a table scan, and 1 otherwise: one
@@ -46,8 +48,12 @@ type WhereResult struct {
 	// Pages is the number of query pages read (one request each).
 	Pages int
 	// Transactions is the number of entity group transactions sent (one
-	// request each), resends after a failed entity included.
+	// request each), resends after a failed entity or a throttling
+	// answer included.
 	Transactions int
+	// Throttled is the throttling answers DeleteWhere's transactions got
+	// (see BulkResult.Throttled); each was sent again after a pause.
+	Throttled int
 }
 
 // keysOnly is the projection Count and DeleteWhere read: the service
@@ -132,6 +138,10 @@ func (o *WhereOptions) scanOptions(q query) *ScanOptions {
 // Σ ceil(Np/100) for Np matching entities in partition p, when pages are
 // full (Azurite). Deleting 1,200 entities of one partition takes 2 + 12.
 //
+// Its transactions adapt to the service's throttling as BulkWrite's do:
+// fewer in flight and a pause after a throttling answer, resent until
+// applied; WhereResult.Throttled counts those answers.
+//
 // DeleteWhere is not atomic: each transaction is. An entity that another
 // writer deletes first is counted in WhereResult.Gone, not as a failure.
 // When other entities cannot be deleted, DeleteWhere deletes the rest and
@@ -147,14 +157,15 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		return res, err
 	}
 	var progressMu sync.Mutex
-	b := &bulk[T]{ctx: ctx, maxBytes: defaultMaxBatchBytes, work: make(chan *group[T])}
+	b := newBulk(ctx, t, o.Concurrency, defaultMaxBatchBytes)
+	send := b.submit
 	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
-		r, err := t.submit(ctx, ops)
+		r, err := send(ctx, ops)
 		if o.Progress != nil {
 			progressMu.Lock()
 			b.mu.Lock()
 			cur := res
-			cur.Transactions, cur.Deleted = b.requests+1, b.written
+			cur.Transactions, cur.Throttled, cur.Deleted = b.lim.Sent(), b.lim.Throttled(), b.written
 			if err == nil {
 				cur.Deleted += len(ops)
 			}
@@ -214,7 +225,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 	}
 	finish()
 
-	res.Deleted, res.Transactions = b.written, b.requests
+	res.Deleted, res.Transactions, res.Throttled = b.written, b.lim.Sent(), b.lim.Throttled()
 	var failed []BulkFailure
 	for _, fl := range b.failed {
 		if errors.Is(fl.Err, tablekit.ErrNotFound) {

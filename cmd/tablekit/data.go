@@ -415,8 +415,13 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 	for _, b := range bad {
 		fmt.Fprintf(a.stderr, "line %d: %v\n", b.line, b.err)
 	}
-	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v); %d line(s) failed\n",
-		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), len(bad))
+	throttled := ""
+	if res.Throttled > 0 {
+		// The service was over its target: the import slowed down.
+		throttled = fmt.Sprintf(", %d throttled and resent", res.Throttled)
+	}
+	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v%s); %d line(s) failed\n",
+		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), throttled, len(bad))
 	if readErr != nil {
 		return fmt.Errorf("reading the input stopped after line %d: %w", len(lineOf)+len(bad), readErr)
 	}

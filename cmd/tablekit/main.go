@@ -156,7 +156,7 @@ missing (--create=false to refuse).`,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&a.upsert, "upsert", false, "insert or replace instead of insert")
 				fs.BoolVar(&a.create, "create", true, "create TABLE if it does not exist")
-				fs.IntVar(&a.concurrency, "concurrency", 8, "transactions in flight")
+				fs.IntVar(&a.concurrency, "concurrency", 8, "most transactions in flight (fewer while the service throttles)")
 			},
 			run: a.cmdImport,
 		},
@@ -171,7 +171,7 @@ it deleted.`,
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&a.partition, "partition", "", "delete the entities of this partition")
 				fs.BoolVar(&a.yes, "yes", false, "confirm deleting what FILTER matches")
-				fs.IntVar(&a.concurrency, "concurrency", 8, "transactions in flight")
+				fs.IntVar(&a.concurrency, "concurrency", 8, "most transactions in flight (fewer while the service throttles)")
 				scan(fs)
 			},
 			run: a.cmdDelete,
