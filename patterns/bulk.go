@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/bufpool"
+	"github.com/tablekit/tablekit/internal/throttle"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -23,8 +24,12 @@ type BulkOptions struct {
 	// Mode is the upsert each entity gets unless Insert is set:
 	// UpsertReplace (the default) or UpsertMerge.
 	Mode UpsertMode
-	// Concurrency bounds the transactions in flight. Default 8: the
-	// performance checklist warns against unbounded parallelism.
+	// Concurrency is the most transactions in flight: the ceiling of the
+	// concurrency BulkWrite adapts to the service's throttling (see
+	// BulkWrite). Default 8: the performance checklist warns against
+	// unbounded parallelism, and 8 transactions of 100 entities keep up
+	// with what one client reaches (docs/BENCHMARKS.md) while staying
+	// under the account's target of ~20,000 entities/s on Azure.
 	Concurrency int
 	// MaxBatchBytes splits a partition's batch before its request body
 	// reaches this size. Default (and maximum) 4,000,000 bytes: a safety
@@ -42,9 +47,17 @@ type BulkFailure struct {
 
 // BulkResult summarises a BulkWrite.
 type BulkResult struct {
-	Written  int           // entities written
-	Requests int           // transactions sent, retries after a failed entity included
-	Failed   []BulkFailure // entities not written, in input order
+	Written int // entities written
+	// Requests is the transactions sent: resends after a failed entity
+	// and after a throttling answer included (not azcore's own retries,
+	// nor the reads that settle a lost answer).
+	Requests int
+	// Throttled is the throttling answers the service gave the
+	// transactions (503 ServerBusy, 429, 500 OperationTimedOut): each was
+	// sent again after a pause, or (a 500 that may have been applied)
+	// settled by reading back first. 0 when the service kept up.
+	Throttled int
+	Failed    []BulkFailure // entities not written, in input order
 }
 
 // BulkError is returned by BulkWrite when some entities were not written.
@@ -94,6 +107,22 @@ const (
 // so one bad entity never loses the others. An entity that appears more
 // than once in the input is written once per appearance; which lands last
 // is unspecified when the appearances fall in different transactions.
+//
+// Throttling. BulkWrite adapts its concurrency to the service, as the
+// performance checklist asks: when the service answers that a partition or
+// the account is over its target (503 ServerBusy or 500 OperationTimedOut
+// on Azure, 429 on Cosmos DB), BulkWrite halves the transactions it keeps
+// in flight on that partition (on the account, when the answer says the
+// account is over its limit, or is a 429), pauses it for the service's
+// retry-after (x-ms-retry-after-ms, Retry-After) or else an exponential
+// backoff from the account's retry delay (azcore's 0.8 s by default, up
+// to its MaxRetryDelay), and sends the transaction again; it raises the
+// concurrency by one transaction per round of answers the service keeps
+// up with, up to Concurrency. A throttled transaction is never given up
+// (until ctx ends) and never applied twice: a 503 or 429 was not applied,
+// and a 500 OperationTimedOut is settled by reading back before it is
+// sent again. BulkResult.Throttled counts these answers; they are not
+// failures. Other transient failures are retried by azcore as before.
 //
 // BulkWrite returns a *BulkError when some entities failed, and ctx's error
 // when it was cancelled (entities not yet sent are then reported failed).
@@ -145,7 +174,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 		opType = OpInsert
 	}
 
-	b := &bulk[T]{ctx: ctx, codec: t.codec, submit: t.submit, maxBytes: o.MaxBatchBytes, work: make(chan *group[T])}
+	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
 	finish := b.start(o.Concurrency)
 
 	// Groups being filled, by partition. The loop reads only keys (and
@@ -217,7 +246,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 	}
 	finish()
 
-	res := BulkResult{Written: b.written, Requests: b.requests, Failed: b.failed}
+	res := BulkResult{Written: b.written, Requests: b.lim.Sent(), Throttled: b.lim.Throttled(), Failed: b.failed}
 	slices.SortFunc(res.Failed, func(x, y BulkFailure) int { return x.Index - y.Index })
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -246,18 +275,32 @@ func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 }
 
 // bulk sends groups as transactions, Concurrency workers at a time, and
-// collects the outcome of each entity.
+// collects the outcome of each entity. Its transactions go through one
+// throttle.Limiter (see wire.Table.BatchLimited), so every job built on
+// it (BulkWrite, DeleteWhere) adapts its concurrency to the service's
+// throttling the same way.
 type bulk[T any] struct {
 	ctx      context.Context
 	codec    *entity.Codec
+	lim      *throttle.Limiter // the sends and throttling answers are counted here
 	submit   func(ctx context.Context, ops []Op) ([]OpResult, error)
 	maxBytes int // of one transaction on the wire
 	work     chan *group[T]
 
-	mu       sync.Mutex
-	written  int
-	requests int
-	failed   []BulkFailure
+	mu      sync.Mutex
+	written int
+	failed  []BulkFailure
+}
+
+// newBulk returns a bulk job on t with at most ceiling transactions in
+// flight, each of at most maxBytes on the wire, sent through the job's
+// limiter.
+func newBulk[T any](ctx context.Context, t *Table[T], ceiling, maxBytes int) *bulk[T] {
+	b := &bulk[T]{ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), maxBytes: maxBytes, work: make(chan *group[T])}
+	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
+		return t.w.BatchLimited(ctx, ops, b.lim)
+	}
+	return b
 }
 
 // start runs n workers, each sending the groups it takes from work;
@@ -368,9 +411,6 @@ func (b *bulk[T]) send(ops []Op, index []int) {
 			return
 		}
 		_, err := b.submit(b.ctx, ops)
-		b.mu.Lock()
-		b.requests++
-		b.mu.Unlock()
 		if err == nil {
 			b.mu.Lock()
 			b.written += len(ops)
@@ -383,8 +423,9 @@ func (b *bulk[T]) send(ops []Op, index []int) {
 			index = slices.Delete(slices.Clone(index), i, i+1)
 			continue
 		}
-		// The whole transaction failed (authorization, throttling after
-		// azcore's retries, a cancelled context): every entity in it did.
+		// The whole transaction failed (authorization, a transient failure
+		// after azcore's retries, a lost answer reading back could not
+		// settle, a cancelled context): every entity in it did.
 		if errors.Is(err, context.Canceled) {
 			err = b.ctx.Err()
 		}

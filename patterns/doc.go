@@ -112,6 +112,16 @@
 // Requests. Each repository's documentation states how many requests each
 // operation makes; the tests assert those numbers with a request counter.
 //
+// Throttling. Retries of transient failures are azcore's, with one
+// exception: the bulk jobs (BulkWrite, BulkWriteSeq, DeleteWhere) see the
+// service's throttling answers (503 ServerBusy, 500 OperationTimedOut,
+// Cosmos DB's 429) themselves and adapt their concurrency to them, up to
+// BulkOptions.Concurrency (WhereOptions.Concurrency): fewer transactions
+// in flight and a pause (the service's retry-after, else a backoff) after
+// such an answer, more again while the service keeps up. A throttled
+// transaction is resent until applied, and never applied twice;
+// BulkResult.Throttled and WhereResult.Throttled count the answers.
+//
 // # Queries and transactions ("Design for querying", "Entity group transactions")
 //
 // Table[T]: Get, Query, Page, Count, Transaction, SubmitOps, BulkWrite,

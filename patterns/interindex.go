@@ -387,7 +387,7 @@ func (x *EventualIndexedTable[T]) Between(ctx context.Context, index, part, lo, 
 // row (index copies stored in the same table are skipped).
 func (x *EventualIndexedTable[T]) primaries(ctx context.Context, opts *MaintenanceOptions) iter.Seq2[rawProps, error] {
 	return func(yield func(rawProps, error) bool) {
-		for p, err := range scanRows(ctx, x.t.w, opts.filter()) {
+		for p, err := range scanRows(ctx, x.t.w, opts.filter(), opts.scanParallel()) {
 			if err == nil && isCopy(p) {
 				continue
 			}
@@ -531,7 +531,7 @@ func (x *EventualIndexedTable[T]) audit(ctx context.Context, a *audit) error {
 		ix := &x.indexes[i]
 		tbl := x.indexTable(ix)
 		lo, hi := keys.PrefixRange(ix.Name + "_")
-		for p, err := range scanRows(ctx, x.tables[tbl].w, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi))) {
+		for p, err := range scanRows(ctx, x.tables[tbl].w, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi)), 0) {
 			if err != nil {
 				return err
 			}

@@ -32,6 +32,11 @@ type MaintenanceOptions struct {
 	Filter keys.Filter
 	// Parallelism bounds the entities processed at once (default 16).
 	Parallelism int
+	// ScanParallel is the number of key ranges the scan of the primaries
+	// reads at once (see Table.Scan): 0 means DefaultScanParallel when
+	// Filter is a table scan (the zero Filter is), and 1 otherwise (one
+	// sequential range, the requests each method states).
+	ScanParallel int
 	// Progress, when set, is called after each primary with the number
 	// done so far; calls are serialized.
 	Progress func(done int)
@@ -42,6 +47,13 @@ func (o *MaintenanceOptions) parallelism() int {
 		return 16
 	}
 	return o.Parallelism
+}
+
+func (o *MaintenanceOptions) scanParallel() int {
+	if o == nil {
+		return 0
+	}
+	return o.ScanParallel
 }
 
 func (o *MaintenanceOptions) filter() keys.Filter {
@@ -361,22 +373,77 @@ func repairIndex(ctx context.Context, m maintainer, opts *MaintenanceOptions) (*
 }
 
 // scanRows yields every row of w that f selects, with all its
-// properties and its ETag.
-func scanRows(ctx context.Context, w *wire.Table, f keys.Filter) iter.Seq2[rawProps, error] {
+// properties and its ETag, reading parallel key ranges (Table.Scan): rows
+// come in no particular order. parallel 0 means DefaultScanParallel for a
+// table scan and 1 (the query's order) otherwise.
+func scanRows(ctx context.Context, w *wire.Table, f keys.Filter, parallel int) iter.Seq2[rawProps, error] {
 	return func(yield func(rawProps, error) bool) {
 		q, err := prepareQuery(w.Name(), f, &QueryOptions{SelectAll: true, AllowTableScan: true}, nil)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		for row, err := range rawRows(ctx, w, q) {
-			var p rawProps
-			if err == nil {
-				p, err = parseProps(row)
+		if parallel <= 0 && q.class == keys.TableScan {
+			parallel = DefaultScanParallel
+		}
+		if parallel <= 1 {
+			for row, err := range rawRows(ctx, w, q) {
+				var p rawProps
+				if err == nil {
+					p, err = parseProps(row)
+				}
+				if !yield(p, err) || err != nil {
+					return
+				}
 			}
-			if !yield(p, err) || err != nil {
+			return
+		}
+		for rows, err := range scanSeq(ctx, w, f, q, &ScanOptions{Parallel: parallel}) {
+			if err != nil {
+				yield(nil, err)
 				return
 			}
+			for _, row := range rows {
+				p, err := parseProps(row)
+				if !yield(p, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// scanSeq runs a scan and yields its pages' rows to one consumer, as they
+// come from the ranges; stopping the loop stops the scan.
+func scanSeq(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts *ScanOptions) iter.Seq2[[][]byte, error] {
+	return func(yield func([][]byte, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		pages := make(chan [][]byte)
+		done := make(chan error, 1)
+		go func() {
+			_, err := scanPages(ctx, w, f, q, opts, func(ctx context.Context, p scanPage) error {
+				select {
+				case pages <- p.rows:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			close(pages)
+			done <- err
+		}()
+		for rows := range pages {
+			if !yield(rows, nil) {
+				cancel()
+				for range pages {
+				}
+				<-done
+				return
+			}
+		}
+		if err := <-done; err != nil {
+			yield(nil, err)
 		}
 	}
 }

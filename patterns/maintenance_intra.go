@@ -102,7 +102,7 @@ func (x *IndexedTable[T]) wanted(p rawProps) (consistency.EntityRef, []*ixEntry,
 }
 
 func (x *IndexedTable[T]) audit(ctx context.Context, a *audit) error {
-	for p, err := range scanRows(ctx, x.t.w, a.opts.filter()) {
+	for p, err := range scanRows(ctx, x.t.w, a.opts.filter(), a.opts.scanParallel()) {
 		if err != nil {
 			return err
 		}

@@ -98,7 +98,7 @@ func TestIndexedTableRebuildAddsAnIndex(t *testing.T) {
 	c.Reset()
 	var mu sync.Mutex
 	last := 0
-	err = after.Rebuild(ctx, &patterns.MaintenanceOptions{Progress: func(done int) {
+	err = after.Rebuild(ctx, &patterns.MaintenanceOptions{ScanParallel: 1, Progress: func(done int) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done != last+1 {
@@ -117,7 +117,7 @@ func TestIndexedTableRebuildAddsAnIndex(t *testing.T) {
 		t.Errorf("Find by the added index = %d entities, %v; want 10", len(got), err)
 	}
 	c.Reset()
-	must(t, after.Rebuild(ctx, nil))
+	must(t, after.Rebuild(ctx, &patterns.MaintenanceOptions{ScanParallel: 1}))
 	requests(t, c, 1, "Rebuild with nothing to do")
 	if got := mtVerify(t, after, c, 1, 30); got != "" {
 		t.Errorf("Verify after Rebuild found:\n%s", got)

@@ -103,7 +103,7 @@ func listMembers[T any](t *Table[T], ix *ListIndex[T], p rawProps) (memberList, 
 }
 
 func (x *ListIndexedTable[T]) audit(ctx context.Context, a *audit) error {
-	for p, err := range scanRows(ctx, x.t.w, a.opts.filter()) {
+	for p, err := range scanRows(ctx, x.t.w, a.opts.filter(), a.opts.scanParallel()) {
 		if err != nil {
 			return err
 		}
@@ -255,7 +255,7 @@ func (x *BlobIndexedTable[T]) member(value string, m Member) *ixEntry {
 }
 
 func (x *BlobIndexedTable[T]) audit(ctx context.Context, a *audit) error {
-	for p, err := range scanRows(ctx, x.t.w, a.opts.filter()) {
+	for p, err := range scanRows(ctx, x.t.w, a.opts.filter(), a.opts.scanParallel()) {
 		if err != nil {
 			return err
 		}
@@ -391,7 +391,7 @@ func (x *EventualListIndexedTable[T]) member(value string, src consistency.Entit
 }
 
 func (x *EventualListIndexedTable[T]) audit(ctx context.Context, a *audit) error {
-	for p, err := range scanRows(ctx, x.t.w, a.opts.filter()) {
+	for p, err := range scanRows(ctx, x.t.w, a.opts.filter(), a.opts.scanParallel()) {
 		if err != nil {
 			return err
 		}
@@ -417,7 +417,7 @@ func (x *EventualListIndexedTable[T]) audit(ctx context.Context, a *audit) error
 			a.holds(m)
 		}
 	}
-	for p, err := range scanRows(ctx, x.it.w, keys.And(keys.PK().Eq(x.ix.Partition), keys.RK().Prefix(x.ix.Prefix))) {
+	for p, err := range scanRows(ctx, x.it.w, keys.And(keys.PK().Eq(x.ix.Partition), keys.RK().Prefix(x.ix.Prefix)), 0) {
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func mtEntries(entries []patterns.IndexEntry) string {
 // counted primaries, and returns the rendered entries.
 func mtVerify(t *testing.T, x maintainable, c *tablekit.RequestCounter, reqs int64, primaries int) string {
 	t.Helper()
-	rep, err := x.Verify(context.Background(), nil)
+	rep, err := x.Verify(context.Background(), mtOptions(reqs))
 	must(t, err)
 	if reqs >= 0 {
 		requests(t, c, reqs, "Verify")
@@ -52,6 +52,16 @@ func mtVerify(t *testing.T, x maintainable, c *tablekit.RequestCounter, reqs int
 		t.Errorf("Verify: OK() = %v with %d problems", rep.OK(), got)
 	}
 	return mtEntries(rep.Entries)
+}
+
+// mtOptions are the options of a call whose requests are counted (reqs
+// >= 0): one sequential scan range, the budget each method states. The
+// others read the table in parallel ranges, the default.
+func mtOptions(reqs int64) *patterns.MaintenanceOptions {
+	if reqs < 0 {
+		return nil
+	}
+	return &patterns.MaintenanceOptions{ScanParallel: 1}
 }
 
 // mtWant fails the test when the rendered entries are not want (lines in
@@ -69,7 +79,7 @@ func mtWant(t *testing.T, what, got string, want ...string) {
 func mtRepair(t *testing.T, x maintainable, c *tablekit.RequestCounter, reqs int64, primaries int) {
 	t.Helper()
 	c.Reset()
-	rep, err := x.Repair(context.Background(), nil)
+	rep, err := x.Repair(context.Background(), mtOptions(reqs))
 	must(t, err)
 	if reqs >= 0 {
 		requests(t, c, reqs, "Repair")

@@ -158,6 +158,7 @@ func (p *PeriodTables[T]) BulkWrite(ctx context.Context, at time.Time, items []T
 		}
 		again, err := t.BulkWrite(ctx, items, opts)
 		again.Requests += res.Requests + 1
+		again.Throttled += res.Throttled
 		return again, err
 	}
 	return res, err

@@ -104,9 +104,9 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 	if err != nil {
 		return ScanResult{}, err
 	}
-	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, rows [][]byte) error {
-		items := make([]T, len(rows))
-		for i, raw := range rows {
+	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, p scanPage) error {
+		items := make([]T, len(p.rows))
+		for i, raw := range p.rows {
 			if err := t.codec.Unmarshal(raw, &items[i]); err != nil {
 				return fmt.Errorf("tablekit: scan %s: %w", t.name, err)
 			}
@@ -149,12 +149,13 @@ const scanTokenVersion = 1
 
 // scan is one run of the engine.
 type scan struct {
-	w       *wire.Table
-	base    keys.Filter
-	q       query
-	ordered bool
-	fn      func(ctx context.Context, rows [][]byte) error
-	opts    *ScanOptions
+	w        *wire.Table
+	base     keys.Filter
+	q        query
+	ordered  bool
+	fn       func(ctx context.Context, p scanPage) error
+	opts     *ScanOptions
+	parallel int
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -167,9 +168,16 @@ type scan struct {
 	progress sync.Mutex
 }
 
-// scanPages runs the engine: fn gets each page's rows, as the service sent
-// them. f is the caller's filter, q the query prepared from it.
-func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts *ScanOptions, fn func(ctx context.Context, rows [][]byte) error) (ScanResult, error) {
+// scanPage is one page of a scan's range, as the service sent its rows.
+type scanPage struct {
+	rows [][]byte
+	rng  *scanRange // the range; its pages come one after the other
+	last bool       // the range's last page
+}
+
+// scanPages runs the engine: fn gets each page's rows. f is the caller's
+// filter, q the query prepared from it.
+func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts *ScanOptions, fn func(ctx context.Context, p scanPage) error) (ScanResult, error) {
 	parallel := opts.Parallel
 	if parallel <= 0 {
 		parallel = DefaultScanParallel
@@ -187,6 +195,7 @@ func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts 
 	if !s.ordered {
 		parallel = 1
 	}
+	s.parallel = parallel
 	if opts.Resume != "" {
 		if err := s.resume(opts.Resume); err != nil {
 			return ScanResult{}, err
@@ -347,8 +356,8 @@ func (s *scan) read(ctx context.Context, r *scanRange) error {
 		s.cond.Broadcast() // a page read: a split may be worth trying
 		s.mu.Unlock()
 
-		if len(rows) > 0 {
-			if err := s.fn(ctx, rows); err != nil {
+		if len(rows) > 0 || next == nil {
+			if err := s.fn(ctx, scanPage{rows: rows, rng: r, last: next == nil}); err != nil {
 				return err
 			}
 		}
@@ -469,38 +478,73 @@ const (
 // when it finds one gives the keys from there on to new ranges.
 func (s *scan) split(ctx context.Context, r *scanRange) error {
 	s.mu.Lock()
-	cur := r.Lo
-	if r.claimed != nil {
+	cur, claimed := r.Lo, r.claimed != nil
+	if claimed {
 		cur = *r.claimed
 	}
+	lo, hi := r.Lo, r.Hi
 	stop := r.Stop
+	// As many split points as there are workers without a range, so one
+	// round of probes gives each of them one.
+	want := min(max(s.parallel-s.running-len(s.queue), 1), maxSplitPoints)
 	s.mu.Unlock()
 
-	at, found, err := s.findSplit(ctx, cur, stop)
+	if !claimed {
+		// A range not read yet: split above its first key, or every
+		// point found would be that key, leaving an empty range below.
+		bf, err := boundsFilter(lo, hi)
+		if err != nil {
+			return err
+		}
+		first, found, err := s.probe(ctx, bf)
+		if err != nil {
+			return err
+		}
+		if !found {
+			s.mu.Lock()
+			r.dead = true
+			s.mu.Unlock()
+			return nil
+		}
+		cur = first
+	}
+	points, err := s.findSplit(ctx, cur, stop, want)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if !found || r.done || (r.claimed != nil && cmpPos(at, *r.claimed) <= 0) || cmpPos(at, r.Stop) >= 0 {
-		r.dead = !found
+	// The range moved on while the probes ran: only points above what
+	// it claimed and below its stop split it.
+	points = slices.DeleteFunc(points, func(p position) bool {
+		return cmpPos(p, cur) <= 0 || (r.claimed != nil && cmpPos(p, *r.claimed) <= 0) || cmpPos(p, r.Stop) >= 0
+	})
+	if len(points) == 0 || r.done {
+		r.dead = len(points) == 0 && !r.done
 		return nil
 	}
 	var add []*scanRange
-	if at.RK == "" {
-		// At a partition: the new range takes the partitions from at.
-		add = append(add, &scanRange{Lo: at, Hi: r.Hi, Stop: r.Stop})
-	} else {
-		// Inside partition at.PK: one range for its rows from at, one
-		// for the partitions after it if r reached past them.
-		partEnd := position{PK: at.PK, PartEnd: true}
-		if cmpPos(r.Stop, partEnd) <= 0 {
-			add = append(add, &scanRange{Lo: at, Hi: r.Stop, Stop: r.Stop})
-		} else {
-			add = append(add,
-				&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
-				&scanRange{Lo: partEnd, Hi: r.Hi, Stop: r.Stop})
+	for i, at := range points {
+		end := r.Stop
+		if i+1 < len(points) {
+			end = points[i+1]
 		}
+		if at.RK == "" {
+			// At a partition: the partitions from at up to the next point.
+			add = append(add, &scanRange{Lo: at, Hi: pkBound(end, r.Hi), Stop: end})
+			continue
+		}
+		// Inside partition at.PK: its rows from at (to the next point if
+		// that is in the partition), and the partitions after it when
+		// the range reached past them.
+		partEnd := position{PK: at.PK, PartEnd: true}
+		if cmpPos(end, partEnd) <= 0 {
+			add = append(add, &scanRange{Lo: at, Hi: end, Stop: end})
+			continue
+		}
+		add = append(add,
+			&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
+			&scanRange{Lo: partEnd, Hi: pkBound(end, r.Hi), Stop: end})
 	}
 	for _, n := range add {
 		bf, err := boundsFilter(n.Lo, n.Hi)
@@ -511,16 +555,30 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 			return err
 		}
 	}
-	r.Stop = at
+	r.Stop = points[0]
 	s.ranges = append(s.ranges, add...)
 	s.queue = append(s.queue, add...)
 	return nil
 }
 
-// findSplit probes for an existing key k with cur < k < stop: a
-// partition after cur's where there is one, else a row of cur's partition
-// after cur.
-func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, bool, error) {
+// pkBound is the filter bound of a range of whole partitions that stops at
+// end: end itself when it is a partition's start or the table's end,
+// else (end inside a partition, whose later rows another range holds)
+// the original bound hi, the cut at end doing the rest.
+func pkBound(end, hi position) position {
+	if end.End || (end.RK == "" && !end.PartEnd) {
+		return end
+	}
+	return hi
+}
+
+// maxSplitPoints bounds the points one split search looks for.
+const maxSplitPoints = 16
+
+// findSplit probes for up to n existing keys between cur and stop,
+// spread over them: partitions after cur's where there are some, else
+// rows of cur's partition after cur. They come sorted, without repeats.
+func (s *scan) findSplit(ctx context.Context, cur, stop position, n int) ([]position, error) {
 	if stop.End || keys.Compare(cur.PK, stop.PK) < 0 {
 		var upper keys.Filter
 		switch {
@@ -530,16 +588,20 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, boo
 		default:
 			upper = keys.PK().Lt(stop.PK)
 		}
-		pk, found, err := s.splitKey(ctx, cur.PK, stop.PK, stop.End, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		pks, err := s.splitKeys(ctx, cur.PK, stop.PK, stop.End, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
 			return k.PK, found, err
 		})
-		if err != nil || found {
-			return keyAt(pk, ""), found, err
+		if err != nil || len(pks) > 0 {
+			out := make([]position, len(pks))
+			for i, pk := range pks {
+				out[i] = keyAt(pk, "")
+			}
+			return out, err
 		}
 	}
 	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
-	rk, found, err := s.splitKey(ctx, cur.RK, stop.RK, !inPart, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+	rks, err := s.splitKeys(ctx, cur.RK, stop.RK, !inPart, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 		fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
 		if inPart {
 			fs = append(fs, keys.RK().Lt(stop.RK))
@@ -547,10 +609,14 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, boo
 		k, found, err := s.probe(ctx, keys.And(fs...))
 		return k.RK, found, err
 	})
-	return keyAt(cur.PK, rk), found, err
+	out := make([]position, len(rks))
+	for i, rk := range rks {
+		out[i] = keyAt(cur.PK, rk)
+	}
+	return out, err
 }
 
-// splitKey finds an existing key above cur, near the middle of those that
+// splitKeys finds up to n existing keys above cur, spread over those that
 // exist between cur and hi (no bound when open), for one key of the pair;
 // first returns the first existing key the bound selects within the
 // range. Keys often share long prefixes (tenant ids, padded numbers), and
@@ -558,10 +624,10 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, boo
 // halving of each shared character. So it first gallops over cur's
 // prefixes: when no key lies at or above the successor of cur[:n]
 // (keys.PrefixRange), every key left starts with cur[:n], and that
-// successor is a tight bound (about log2 of cur's length in probes); then
-// it probes the midpoint between cur and the bound, narrowing while the
-// midpoints find nothing.
-func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) (string, bool, error) {
+// successor is a tight bound (about log2 of cur's length in probes). Then
+// it probes n points spread between cur and the bound at once, and when
+// none finds a key, narrows toward cur one midpoint at a time.
+func (s *scan) splitKeys(ctx context.Context, cur, hi string, open bool, n int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
 	from := func(m string) func(keys.Key) keys.Filter {
 		return func(k keys.Key) keys.Filter { return k.Ge(m) }
 	}
@@ -570,21 +636,21 @@ func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first fu
 	// what is left.
 	runes := []rune(cur)
 	lo, top := 1, len(runes)
-	bound := 0 // the longest prefix length known to bound the keys left
+	bound := 0
 	for lo <= top {
-		n := (lo + top) / 2
-		_, succ := keys.PrefixRange(string(runes[:n]))
+		m := (lo + top) / 2
+		_, succ := keys.PrefixRange(string(runes[:m]))
 		found := false
 		if succ != "" && (open || keys.Compare(succ, hi) < 0) {
 			var err error
 			if _, found, err = first(ctx, from(succ)); err != nil {
-				return "", false, err
+				return nil, err
 			}
 		}
 		if found {
-			top = n - 1
+			top = m - 1
 		} else {
-			bound, lo = n, n+1
+			bound, lo = m, m+1
 		}
 	}
 	if bound > 0 {
@@ -592,22 +658,77 @@ func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first fu
 			hi, open = succ, false
 		}
 	}
+	// n points spread between cur and hi, probed at once.
+	points := spread(cur, hi, open, n)
+	if len(points) == 0 {
+		return nil, nil
+	}
+	found := make([]string, len(points)) // "" where nothing was found: a found key is above cur
+	errs := make([]error, len(points))
+	var wg sync.WaitGroup
+	for i, m := range points {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, ok, err := first(ctx, from(m))
+			if ok {
+				found[i] = k
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range found {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	if len(out) > 0 {
+		slices.SortFunc(out, keys.Compare)
+		return slices.Compact(out), nil
+	}
+	// Nothing at or above the lowest point: narrow toward cur.
+	hi, open = points[0], false
 	for range maxProbes {
 		m, ok := midKey(cur, hi, open)
 		if !ok {
 			break
 		}
-		k, found, err := first(ctx, from(m))
+		k, ok, err := first(ctx, from(m))
 		if err != nil {
-			return "", false, err
+			return nil, err
 		}
-		if found {
-			return k, true, nil
+		if ok {
+			return []string{k}, nil
 		}
-		hi, open = m, false
+		hi = m
 	}
 	// Only keys just after cur, or none: the first key after cur.
-	return first(ctx, func(k keys.Key) keys.Filter { return k.Gt(cur) })
+	k, ok, err := first(ctx, func(kk keys.Key) keys.Filter { return kk.Gt(cur) })
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []string{k}, nil
+}
+
+// spread returns up to n strings strictly between lo and hi (no bound
+// when open), in order, splitting the space by repeated midpoints.
+func spread(lo, hi string, open bool, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	m, ok := midKey(lo, hi, open)
+	if !ok {
+		return nil
+	}
+	left := (n - 1) / 2
+	out := spread(lo, m, false, left)
+	out = append(out, m)
+	return append(out, spread(m, hi, open, n-1-left)...)
 }
 
 // probe returns the first key the filter selects: one request.

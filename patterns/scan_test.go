@@ -118,6 +118,19 @@ func TestScanReadsEveryRowOnce(t *testing.T) {
 				t.Errorf("the scan ran %d ranges; want it split while it ran", res.Ranges)
 			}
 			t.Logf("%d rows in %d ranges, %d pages, %d requests", res.Rows, res.Ranges, res.Pages, res.Requests)
+
+			// Count and DeleteWhere run on the same engine.
+			wo := &patterns.WhereOptions{AllowTableScan: true, Parallel: 8}
+			if n, err := tbl.Count(ctx, keys.Filter{}, wo); err != nil || n != len(want) {
+				t.Fatalf("parallel Count = %d, %v; want %d", n, err, len(want))
+			}
+			dr, err := tbl.DeleteWhere(ctx, keys.Filter{}, wo)
+			if err != nil || dr.Deleted != len(want) || dr.Matched != len(want) {
+				t.Fatalf("parallel DeleteWhere = %+v, %v; want %d deleted", dr, err, len(want))
+			}
+			if left := keysOf(t, tbl); len(left) != 0 {
+				t.Fatalf("%d rows left after DeleteWhere", len(left))
+			}
 		})
 	}
 }

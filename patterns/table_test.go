@@ -52,6 +52,7 @@ func TestSDKPath(t *testing.T) {
 		"TransactionAtomicAndReportsFailingIndex": TestTransactionAtomicAndReportsFailingIndex,
 		"BulkWriteSplitsAt4MiB":                   TestBulkWriteSplitsAt4MiB,
 		"BulkWriteReportsFailuresAndKeepsTheRest": TestBulkWriteReportsFailuresAndKeepsTheRest,
+		"BulkWriteThrottleSettlesLostAnswers":     TestBulkWriteThrottleSettlesLostAnswers,
 	} {
 		t.Run(name, test)
 	}

@@ -2,14 +2,12 @@ package patterns
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -23,8 +21,14 @@ type WhereOptions struct {
 	// AllowUnknownProperties lets the filter name properties T does not
 	// have, as QueryOptions.AllowUnknownProperties does.
 	AllowUnknownProperties bool
-	// Concurrency bounds DeleteWhere's transactions in flight. Default 8.
+	// Concurrency is the most transactions DeleteWhere keeps in flight,
+	// the ceiling of the concurrency it adapts to the service's
+	// throttling as BulkWrite does. Default 8.
 	Concurrency int
+	// Parallel is the number of key ranges read at once (see Table.Scan).
+	// 0 means DefaultScanParallel for a table scan, and 1 otherwise: one
+	// sequential range, whose requests are those stated below.
+	Parallel int
 	// Progress, when set, is called (from one goroutine at a time) after
 	// each page Count reads and after each transaction DeleteWhere sends,
 	// with the totals so far.
@@ -44,8 +48,12 @@ type WhereResult struct {
 	// Pages is the number of query pages read (one request each).
 	Pages int
 	// Transactions is the number of entity group transactions sent (one
-	// request each), resends after a failed entity included.
+	// request each), resends after a failed entity or a throttling
+	// answer included.
 	Transactions int
+	// Throttled is the throttling answers DeleteWhere's transactions got
+	// (see BulkResult.Throttled); each was sent again after a pause.
+	Throttled int
 }
 
 // keysOnly is the projection Count and DeleteWhere read: the service
@@ -64,13 +72,16 @@ func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (query, Where
 	return q, o, err
 }
 
-// Count returns the number of entities matching f. It reads their keys
+// Count returns the number of entities matching f, reading a table scan's
+// key ranges in parallel (WhereOptions.Parallel, Table.Scan). It reads their keys
 // only (a $select of PartitionKey and RowKey), so what travels is small
 // whatever the entities hold, but the service still reads every entity the
 // filter scans (see keys.Classify). A table scan is refused unless
 // opts.AllowTableScan is set.
 //
-// Requests: one per page of up to 1,000 entities, at least one:
+// Requests, with one sequential range (Parallel 1; the default but for
+// table scans, which add the scan's probes): one per page of up to 1,000
+// entities, at least one:
 // ceil(N/1000) for N matching entities when the service fills its pages,
 // as Azurite does; Azure may return shorter pages (at a partition boundary
 // or after five seconds), each one more request.
@@ -87,44 +98,55 @@ func (t *Table[T]) CountWhere(ctx context.Context, f keys.Filter, opts *WhereOpt
 	if err != nil {
 		return res, err
 	}
-	var pos *wire.Continuation
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		rows, next, err := t.w.Page(ctx, q.wire(), pos)
-		if err != nil {
-			return res, err
-		}
+	var mu sync.Mutex
+	_, err = scanPages(ctx, t.w, f, q, o.scanOptions(q), func(_ context.Context, p scanPage) error {
+		mu.Lock()
+		defer mu.Unlock()
 		res.Pages++
-		res.Matched += len(rows)
+		res.Matched += len(p.rows)
 		if o.Progress != nil {
 			o.Progress(res)
 		}
-		if next == nil {
-			return res, nil
+		return nil
+	})
+	return res, err
+}
+
+// scanOptions are the options of the scan under Count and DeleteWhere.
+func (o *WhereOptions) scanOptions(q query) *ScanOptions {
+	p := o.Parallel
+	if p <= 0 {
+		p = 1
+		if q.class == keys.TableScan {
+			p = DefaultScanParallel
 		}
-		pos = next
 	}
+	return &ScanOptions{Parallel: p}
 }
 
 // DeleteWhere deletes every entity matching f, whatever its ETag, in
 // entity group transactions: it reads the matching keys a page at a time
-// (keys only) and deletes each page's entities in transactions of up to
-// 100 entities of one partition, up to opts.Concurrency at a time, while it
-// reads the next page. A table scan is refused unless opts.AllowTableScan
+// (keys only; a table scan reads key ranges in parallel, see
+// WhereOptions.Parallel and Table.Scan) and deletes each page's entities
+// in transactions of up to 100 entities of one partition, up to
+// opts.Concurrency at a time, while it reads the next page. A table scan is refused unless opts.AllowTableScan
 // is set; pass keys.PK().Eq(pk) to empty one partition.
 //
-// Requests: one per page of up to 1,000 matching entities (as Count), plus
+// Requests, with one sequential range (Parallel 1; the default but for
+// table scans): one per page of up to 1,000 matching entities (as Count), plus
 // one transaction per 100 entities of a partition: ceil(N/1000) +
 // Σ ceil(Np/100) for Np matching entities in partition p, when pages are
 // full (Azurite). Deleting 1,200 entities of one partition takes 2 + 12.
+//
+// Its transactions adapt to the service's throttling as BulkWrite's do:
+// fewer in flight and a pause after a throttling answer, resent until
+// applied; WhereResult.Throttled counts those answers.
 //
 // DeleteWhere is not atomic: each transaction is. An entity that another
 // writer deletes first is counted in WhereResult.Gone, not as a failure.
 // When other entities cannot be deleted, DeleteWhere deletes the rest and
 // returns a *BulkError listing them, Index being the entity's position in
-// the query's order; a transaction whose response was lost and whose
+// the order DeleteWhere read them (the query's order with one range); a transaction whose response was lost and whose
 // outcome reading back cannot settle fails with an error wrapping
 // tablekit.ErrOutcomeUnknown. Entities written after a page was read are
 // not deleted.
@@ -135,14 +157,15 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		return res, err
 	}
 	var progressMu sync.Mutex
-	b := &bulk[T]{ctx: ctx, maxBytes: defaultMaxBatchBytes, work: make(chan *group[T])}
+	b := newBulk(ctx, t, o.Concurrency, defaultMaxBatchBytes)
+	send := b.submit
 	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
-		r, err := t.submit(ctx, ops)
+		r, err := send(ctx, ops)
 		if o.Progress != nil {
 			progressMu.Lock()
 			b.mu.Lock()
 			cur := res
-			cur.Transactions, cur.Deleted = b.requests+1, b.written
+			cur.Transactions, cur.Throttled, cur.Deleted = b.lim.Sent(), b.lim.Throttled(), b.written
 			if err == nil {
 				cur.Deleted += len(ops)
 			}
@@ -154,62 +177,55 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 	}
 	finish := b.start(o.Concurrency)
 
-	// Rows come in PartitionKey order, so only the last partition of a
-	// page can continue on the next: its partial transaction waits for
-	// that page; every other one is sent at once.
-	var open *group[T]
-	openPK := ""
-	index := 0
-	var pos *wire.Continuation
-	var qerr error
-	for qerr == nil {
-		if qerr = ctx.Err(); qerr != nil {
-			break
-		}
-		var rows [][]byte
-		var next *wire.Continuation
-		rows, next, qerr = t.w.Page(ctx, q.wire(), pos)
-		if qerr != nil {
-			break
-		}
+	// A range's rows come in key order: consecutive rows of one
+	// partition go in one transaction (of up to 100). Only the last
+	// partition of a page can continue on the range's next page: its
+	// partial transaction waits for that page; every other one is sent
+	// at once.
+	var index int
+	open := map[*scanRange]*group[T]{} // under b.mu
+	_, qerr := scanPages(ctx, t.w, f, q, o.scanOptions(q), func(ctx context.Context, p scanPage) error {
 		b.mu.Lock()
 		res.Pages++
-		res.Matched += len(rows)
+		res.Matched += len(p.rows)
+		first := index
+		index += len(p.rows)
+		g := open[p.rng]
+		delete(open, p.rng)
 		b.mu.Unlock()
-		for _, raw := range rows {
-			var k struct{ PartitionKey, RowKey string }
-			if err := json.Unmarshal(raw, &k); err != nil {
-				qerr = fmt.Errorf("tablekit: delete from %s: cannot read the keys of a row: %w", t.name, err)
-				break
+		for i, raw := range p.rows {
+			k, err := rowPosition(raw)
+			if err != nil {
+				return fmt.Errorf("tablekit: delete from %s: %w", t.name, err)
 			}
-			if open != nil && (k.PartitionKey != openPK || len(open.ops) == MaxTransactionOps) {
-				b.dispatch(open)
-				open = nil
+			if g != nil && (k.PK != g.ops[0].PartitionKey || len(g.ops) == MaxTransactionOps) {
+				b.dispatch(g)
+				g = nil
 			}
-			if open == nil {
-				open, openPK = &group[T]{}, k.PartitionKey
+			if g == nil {
+				g = &group[T]{}
 			}
-			open.ops = append(open.ops, Op{Type: OpDelete, PartitionKey: k.PartitionKey, RowKey: k.RowKey})
-			open.index = append(open.index, index)
-			index++
+			g.ops = append(g.ops, Op{Type: OpDelete, PartitionKey: k.PK, RowKey: k.RK})
+			g.index = append(g.index, first+i)
 		}
-		if next == nil {
-			break
+		if g != nil && p.last {
+			b.dispatch(g)
+		} else if g != nil {
+			b.mu.Lock()
+			open[p.rng] = g
+			b.mu.Unlock()
 		}
-		pos = next
-	}
-	if open != nil {
-		if qerr == nil {
-			b.dispatch(open)
-		} else {
-			for i, op := range open.ops {
-				b.fail(open.index[i], op.PartitionKey, op.RowKey, fmt.Errorf("not deleted: the query stopped: %w", qerr))
-			}
+		return nil
+	})
+	// A scan that stopped leaves partial transactions: not sent.
+	for _, g := range open {
+		for i, op := range g.ops {
+			b.fail(g.index[i], op.PartitionKey, op.RowKey, fmt.Errorf("not deleted: the query stopped: %w", qerr))
 		}
 	}
 	finish()
 
-	res.Deleted, res.Transactions = b.written, b.requests
+	res.Deleted, res.Transactions, res.Throttled = b.written, b.lim.Sent(), b.lim.Throttled()
 	var failed []BulkFailure
 	for _, fl := range b.failed {
 		if errors.Is(fl.Err, tablekit.ErrNotFound) {

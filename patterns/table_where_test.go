@@ -45,7 +45,9 @@ func TestCountRequestBudget(t *testing.T) {
 		{"whole table", keys.Filter{}, true, 1350, 2},
 	}
 	for _, c := range cases {
-		n, err := tbl.Count(ctx, c.filter, &patterns.WhereOptions{AllowTableScan: c.scan})
+		// Parallel 1: one sequential range, the budget Count states (a
+		// table scan's default reads ranges in parallel, with probes).
+		n, err := tbl.Count(ctx, c.filter, &patterns.WhereOptions{AllowTableScan: c.scan, Parallel: 1})
 		if err != nil || n != c.want {
 			t.Errorf("%s: Count = %d, %v; want %d", c.name, n, err, c.want)
 		}
@@ -116,7 +118,7 @@ func TestDeleteWhereRequestBudget(t *testing.T) {
 	fill(t, tbl, "a", 950)
 	fill(t, tbl, "b", 100)
 	counter.Reset()
-	res, err = tbl.DeleteWhere(ctx, keys.Filter{}, &patterns.WhereOptions{AllowTableScan: true, Concurrency: 3})
+	res, err = tbl.DeleteWhere(ctx, keys.Filter{}, &patterns.WhereOptions{AllowTableScan: true, Concurrency: 3, Parallel: 1})
 	if err != nil || res.Deleted != 1150 || res.Pages != 2 || res.Transactions != 12 {
 		t.Fatalf("DeleteWhere(whole table) = %+v, %v; want 1150 deleted in 2 pages and 12 transactions", res, err)
 	}

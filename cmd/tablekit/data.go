@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -293,7 +294,7 @@ func (a *app) cmdCount(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := tbl.Count(ctx, f, &patterns.WhereOptions{AllowTableScan: a.scanAllowed(f)})
+	n, err := tbl.Count(ctx, f, &patterns.WhereOptions{AllowTableScan: a.scanAllowed(f), Parallel: a.parallel})
 	if err != nil {
 		return scanRefused(err)
 	}
@@ -307,18 +308,32 @@ func (a *app) cmdExport(ctx context.Context, args []string) error {
 		return err
 	}
 	out := bufio.NewWriterSize(a.stdout, 256<<10)
+	var mu sync.Mutex // one range's page at a time on out
 	n := 0
 	start := time.Now()
 	a.counter.Reset()
-	for e, err := range tbl.Query(ctx, f, &patterns.QueryOptions{SelectAll: true, AllowTableScan: a.scanAllowed(f)}) {
-		if err != nil {
-			out.Flush()
-			return scanRefused(err)
+	parallel := a.parallel
+	if parallel <= 0 && keys.Classify(f) != keys.TableScan {
+		parallel = 1
+	}
+	if keys.Classify(f) == keys.TableScan && !a.scanAllowed(f) {
+		// Scan itself needs no opt-in: refuse here, as query does.
+		return scanRefused(fmt.Errorf("%w: %s filter %q", tablekit.ErrTableScan, args[0], args[1]))
+	}
+	_, err = tbl.Scan(ctx, f, func(_ context.Context, page []entity.Entity) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range page {
+			if err := writeLine(out, e); err != nil {
+				return err
+			}
 		}
-		if err := writeLine(out, e); err != nil {
-			return err
-		}
-		n++
+		n += len(page)
+		return nil
+	}, &patterns.ScanOptions{QueryOptions: patterns.QueryOptions{SelectAll: true}, Parallel: parallel})
+	if err != nil {
+		out.Flush()
+		return scanRefused(err)
 	}
 	if err := out.Flush(); err != nil {
 		return err
@@ -415,8 +430,13 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 	for _, b := range bad {
 		fmt.Fprintf(a.stderr, "line %d: %v\n", b.line, b.err)
 	}
-	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v); %d line(s) failed\n",
-		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), len(bad))
+	throttled := ""
+	if res.Throttled > 0 {
+		// The service was over its target: the import slowed down.
+		throttled = fmt.Sprintf(", %d throttled and resent", res.Throttled)
+	}
+	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v%s); %d line(s) failed\n",
+		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), throttled, len(bad))
 	if readErr != nil {
 		return fmt.Errorf("reading the input stopped after line %d: %w", len(lineOf)+len(bad), readErr)
 	}
@@ -501,7 +521,7 @@ func (a *app) cmdDelete(ctx context.Context, args []string) error {
 		return err
 	}
 	start := time.Now()
-	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: a.allowScan, Concurrency: a.concurrency})
+	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: a.allowScan, Concurrency: a.concurrency, Parallel: a.parallel})
 	fmt.Fprintf(a.stdout, "deleted %d of %d matching entities from %s in %d pages and %d transactions (%v)",
 		res.Deleted, res.Matched, args[0], res.Pages, res.Transactions, time.Since(start).Round(time.Millisecond))
 	if res.Gone > 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/internal/cliconn"
+	"github.com/tablekit/tablekit/patterns"
 )
 
 const intro = `tablekit works with the tables of an Azure Storage account (or Azurite).
@@ -78,7 +79,7 @@ type app struct {
 	// flags of the commands (each command registers only its own)
 	format, sel, partition, queue, container string
 	explain, allowScan, upsert, yes, create  bool
-	top, limit, concurrency                  int
+	top, limit, concurrency, parallel        int
 	poisonList                               cliconn.PoisonList
 	poisonRequeue                            cliconn.PoisonRequeue
 	whole                                    wholeFlags      // copy, backup, restore, verify
@@ -94,6 +95,9 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 func (a *app) commands() []*command {
 	scan := func(fs *flag.FlagSet) {
 		fs.BoolVar(&a.allowScan, "allow-scan", false, "run a FILTER that is a table scan (reads every partition); refused without it")
+	}
+	parallel := func(fs *flag.FlagSet) {
+		fs.IntVar(&a.parallel, "parallel", 0, fmt.Sprintf("key ranges read at once; 0: %d for a table scan, 1 otherwise (1 keeps key order)", patterns.DefaultScanParallel))
 	}
 	queue := func(fs *flag.FlagSet) {
 		fs.StringVar(&a.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "transaction queue name (env TABLEKIT_QUEUES)")
@@ -132,9 +136,10 @@ apart). A FILTER that does not pin one partition is a table scan and needs
 			name: "count", args: "TABLE [FILTER]", summary: "count the entities matching FILTER (keys only)", minArgs: 1, maxArgs: 2, needConn: true,
 			about: `Counts the entities of TABLE matching FILTER, or all of them without one,
 reading keys only ($select=PartitionKey,RowKey): one request per 1,000
-entities. A FILTER that is a table scan needs --allow-scan.`,
-			example: "tablekit count Employees \"PartitionKey eq 'Sales'\"",
-			flags:   scan,
+entities. A table scan reads key ranges in parallel (--parallel). A FILTER
+that is a table scan needs --allow-scan.`,
+			example: "tablekit count Employees \"PartitionKey eq 'Sales'\"\n  tablekit count Employees --parallel 32",
+			flags:   func(fs *flag.FlagSet) { scan(fs); parallel(fs) },
 			run:     a.cmdCount,
 		},
 		{
@@ -143,10 +148,12 @@ entities. A FILTER that is a table scan needs --allow-scan.`,
 JSON object a line in the Table service's own format: every Int64, Double,
 DateTime, Guid and Binary property carries its @odata.type annotation, so
 "tablekit import" writes back identical entities (Int64 above 2^53, 3.0 as a
-Double, DateTime to 100 ns). A summary goes to stderr. A FILTER that is a
-table scan needs --allow-scan.`,
+Double, DateTime to 100 ns). A summary goes to stderr. A table scan (the
+whole table, without FILTER) reads key ranges in parallel (--parallel), so
+its lines come in no particular order; --parallel 1 keeps key order. A
+FILTER that is a table scan needs --allow-scan.`,
 			example: "tablekit export Employees > employees.jsonl\n  tablekit export Employees \"PartitionKey eq 'Sales'\" > sales.jsonl",
-			flags:   scan,
+			flags:   func(fs *flag.FlagSet) { scan(fs); parallel(fs) },
 			run:     a.cmdExport,
 		},
 		{
@@ -164,7 +171,7 @@ missing (--create=false to refuse).`,
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&a.upsert, "upsert", false, "insert or replace instead of insert")
 				fs.BoolVar(&a.create, "create", true, "create TABLE if it does not exist")
-				fs.IntVar(&a.concurrency, "concurrency", 8, "transactions in flight")
+				fs.IntVar(&a.concurrency, "concurrency", 8, "most transactions in flight (fewer while the service throttles)")
 			},
 			run: a.cmdImport,
 		},
@@ -173,14 +180,15 @@ missing (--create=false to refuse).`,
 			about: `Deletes entities in entity group transactions of up to 100, reading their
 keys a page of 1,000 at a time: every entity of partition --partition, or
 those matching FILTER, which needs --yes (and --allow-scan when it is a table
-scan). With both, the entities of the partition matching FILTER. Prints what
-it deleted.`,
+scan; its key ranges are read in parallel, --parallel). With both, the
+entities of the partition matching FILTER. Prints what it deleted.`,
 			example: "tablekit delete Employees --partition Sales\n  tablekit delete Employees \"PartitionKey eq 'Sales' and Age gt 65\" --yes",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&a.partition, "partition", "", "delete the entities of this partition")
 				fs.BoolVar(&a.yes, "yes", false, "confirm deleting what FILTER matches")
-				fs.IntVar(&a.concurrency, "concurrency", 8, "transactions in flight")
+				fs.IntVar(&a.concurrency, "concurrency", 8, "most transactions in flight (fewer while the service throttles)")
 				scan(fs)
+				parallel(fs)
 			},
 			run: a.cmdDelete,
 		},

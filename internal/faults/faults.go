@@ -14,6 +14,7 @@
 package faults
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -90,6 +91,17 @@ type Rule struct {
 	// let other clients write between a write landing and its retry, in
 	// a fixed order instead of a race.
 	Hold func()
+	// Code, when set, is the error code of an injected status (in
+	// x-ms-error-code and the OData body) instead of the kind's own:
+	// "OperationTimedOut" makes a Status500 Azure's throttling answer.
+	Code string
+	// Message, when set, is the OData error message instead of "injected
+	// fault": "Operations per second is over the account limit." is
+	// Azure's answer when the account, not a partition, is over its target.
+	Message string
+	// Header is added to an injected status's answer, such as
+	// x-ms-retry-after-ms (Cosmos DB) or Retry-After.
+	Header http.Header
 }
 
 // Request returns a Match predicate true for requests with the given
@@ -249,11 +261,12 @@ func (p *Policy) Do(req *policy.Request) (*http.Response, error) {
 			r.Hold()
 		}
 	}
-	return failure(r.Kind, raw)
+	return failure(r, raw)
 }
 
 // failure builds the response or error of one injected fault.
-func failure(k Kind, raw *http.Request) (*http.Response, error) {
+func failure(r *Rule, raw *http.Request) (*http.Response, error) {
+	k := r.Kind
 	var status int
 	var code string
 	switch k {
@@ -270,8 +283,19 @@ func failure(k Kind, raw *http.Request) (*http.Response, error) {
 	default:
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	}
-	body := `{"odata.error":{"code":"` + code + `","message":{"lang":"en-US","value":"injected fault"}}}`
+	if r.Code != "" {
+		code = r.Code
+	}
+	msg := "injected fault"
+	if r.Message != "" {
+		msg = r.Message
+	}
+	b, _ := json.Marshal(map[string]any{"odata.error": map[string]any{"code": code, "message": map[string]string{"lang": "en-US", "value": msg}}})
+	body := string(b)
 	h := http.Header{}
+	for name, v := range r.Header {
+		h[http.CanonicalHeaderKey(name)] = append([]string(nil), v...)
+	}
 	h.Set("x-ms-error-code", code)
 	h.Set("Content-Type", "application/json")
 	return &http.Response{

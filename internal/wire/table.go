@@ -43,6 +43,7 @@ type Table struct {
 	noLog  bool
 	clock  *serviceClock
 	retry  policy.RetryOptions // the account's, for Modify's own retries
+	bulk   policy.RetryOptions // the account's, throttling answers not retried (BatchLimited)
 }
 
 // Options chooses how a Table reaches the service.
@@ -73,6 +74,7 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 	t := &Table{name: name, client: client, noLog: opts != nil && opts.NoUpdateLog, clock: clockFor(acct.TableEndpoint())}
 	co := acct.ClientOptions()
 	t.retry = co.Retry
+	t.bulk = withoutThrottleRetries(co.Retry)
 	t.tracer = co.TracingProvider.NewTracer("github.com/tablekit/tablekit", "v0")
 	if t.tracer.Enabled() {
 		t.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Tables"})
@@ -388,6 +390,13 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 		}
 		return results, nil
 	}
+	return t.settleBatch(ctx, ops, marked, id, tries, label, err)
+}
+
+// settleBatch resolves the failure err of a transaction (ops, marked with
+// id at marked, sent with the attempts tries counted): the service's
+// answer when it is one, else by reading back (see batchApplied).
+func (t *Table) settleBatch(ctx context.Context, ops []Op, marked int, id string, tries *attempts.Counter, label string, err error) ([]Result, error) {
 	open := IsTransientOrLost(err)
 	var te *tablekit.TransactionError
 	if !open && tries.Load() > 1 && errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) {
