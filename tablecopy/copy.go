@@ -59,6 +59,9 @@ type CopyResult struct {
 	// the pages in them were checked against the target before writing.
 	Window   int
 	Requests int64 // write transactions sent
+	// Throttled counts the service's throttling answers, each retried
+	// (patterns.BulkResult.Throttled).
+	Throttled int64
 }
 
 // Copy copies the entities of src (every one, or those matching
@@ -177,7 +180,7 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 	if !st.done {
 		err = scan(ctx, src, scanSpec{filter: o.Filter, parallel: o.Parallel, resume: st.token, progress: progress}, fn)
 	}
-	res.Written, res.Skipped, res.Requests = w.written.Load(), w.skipped.Load(), w.requests.Load()
+	res.Written, res.Skipped, res.Requests, res.Throttled = w.written.Load(), w.skipped.Load(), w.requests.Load(), w.throttled.Load()
 	if c != nil {
 		if err == nil {
 			c.mu.Lock()

@@ -56,6 +56,8 @@ type RestoreResult struct {
 	// (found identical in the target).
 	Skipped int64
 	Resumed bool
+	// Throttled counts the service's throttling answers, each retried.
+	Throttled int64
 	// Backups is the length of the chain applied (1 for a full backup).
 	Backups int
 }
@@ -184,7 +186,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 			err = from.s.Delete(ctx, r.ckName)
 		}
 	}
-	res.Written, res.Skipped, res.Deleted = r.written.Load(), r.skipped.Load(), r.deleted.Load()
+	res.Written, res.Skipped, res.Deleted, res.Throttled = r.written.Load(), r.skipped.Load(), r.deleted.Load(), r.throttled.Load()
 	if err != nil {
 		return res, fmt.Errorf("tablekit: restore from %s: %w", from, err)
 	}
@@ -246,6 +248,7 @@ type restore struct {
 	total   int64
 
 	written, skipped, deleted atomic.Int64
+	throttled                 atomic.Int64
 	segsDone, segs            atomic.Int64
 }
 
@@ -284,11 +287,6 @@ func (r *restore) wait(ctx context.Context, v uint64) error {
 		return nil
 	}
 	return r.c.wait(ctx, v)
-}
-
-func (r *restore) report(table string, phase string) {
-	r.prog.report(Progress{Table: table, Phase: phase, Entities: r.written.Load(), Skipped: r.skipped.Load(), Total: r.total,
-		Ranges: int(r.segs.Load()), RangesDone: int(r.segsDone.Load())})
 }
 
 // step applies one backup of the chain to one table.
@@ -338,6 +336,7 @@ func (r *restore) step(ctx context.Context, st *restoreStep) error {
 	defer func() {
 		r.written.Add(w.written.Load())
 		r.skipped.Add(w.skipped.Load())
+		r.throttled.Add(w.throttled.Load())
 	}()
 	r.segs.Add(int64(len(t.Segments)))
 	work := make(chan Segment)

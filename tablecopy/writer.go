@@ -22,6 +22,7 @@ type writer struct {
 
 	written, skipped atomic.Int64
 	requests         atomic.Int64
+	throttled        atomic.Int64
 }
 
 // span is the smallest and largest key of a page.
@@ -96,6 +97,7 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 		res, err := w.dst.BulkWrite(ctx, part.items, &patterns.BulkOptions{Insert: part.insert, Concurrency: w.concurrency})
 		w.written.Add(int64(res.Written))
 		w.requests.Add(int64(res.Requests))
+		w.throttled.Add(int64(res.Throttled))
 		var be *patterns.BulkError
 		if err != nil && !errors.As(err, &be) {
 			return fmt.Errorf("write to %s: %w", w.dst.Name(), err)

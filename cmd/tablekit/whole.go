@@ -194,18 +194,20 @@ func (a *app) location(flagName, s string) (*tablecopy.Location, error) {
 
 // summary is what --json prints.
 type summary struct {
-	Command  string                 `json:"command"`
-	OK       bool                   `json:"ok"`
-	Written  int64                  `json:"written"`
-	Skipped  int64                  `json:"skipped"`
-	Deleted  int64                  `json:"deleted,omitempty"`
-	Resumed  bool                   `json:"resumed"`
-	Seconds  float64                `json:"seconds"`
-	Rate     float64                `json:"entitiesPerSecond"`
-	Requests int64                  `json:"requests"`
-	Manifest *tablecopy.Manifest    `json:"manifest,omitempty"`
-	Verified []tablecopy.TableCheck `json:"verified,omitempty"`
-	Error    string                 `json:"error,omitempty"`
+	Command string `json:"command"`
+	OK      bool   `json:"ok"`
+	Written int64  `json:"written"`
+	Skipped int64  `json:"skipped"`
+	Deleted int64  `json:"deleted,omitempty"`
+	// Throttled counts throttling answers of the target, each retried.
+	Throttled int64                  `json:"throttled,omitempty"`
+	Resumed   bool                   `json:"resumed"`
+	Seconds   float64                `json:"seconds"`
+	Rate      float64                `json:"entitiesPerSecond"`
+	Requests  int64                  `json:"requests"`
+	Manifest  *tablecopy.Manifest    `json:"manifest,omitempty"`
+	Verified  []tablecopy.TableCheck `json:"verified,omitempty"`
+	Error     string                 `json:"error,omitempty"`
 }
 
 // finish prints the summary (JSON, or sentence on stdout) and the
@@ -275,7 +277,7 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed}
+	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, Throttled: res.Throttled}
 	human := fmt.Sprintf("copied %d entities from %s to %s", res.Written, src.Name(), dst.Name())
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from a checkpoint, %d already in %s were skipped", res.Skipped, dst.Name())
@@ -388,7 +390,7 @@ func (a *app) cmdRestore(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed}
+	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, Throttled: res.Throttled}
 	human := fmt.Sprintf("restored %d entities into %d table(s) from %s (%d backup(s) of the chain, %d keys deleted)", res.Written, len(res.Tables), from, res.Backups, res.Deleted)
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already identical in the target were skipped", res.Skipped)
