@@ -730,6 +730,7 @@ type CorruptError struct {
 	Want, Got Sum
 }
 
+// Error names the file and both sums.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("%s holds %v; the manifest says %v", e.File, e.Got, e.Want)
 }

@@ -120,7 +120,7 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 	if ck != nil {
 		st = copyState{token: ck.token, window: ck.window, inflight: map[uint64]span{}, done: ck.done}
 		st.written, st.skipped = ck.written, ck.skipped
-		c = newCommitter(ctx, st.snapshotFunc(&c), ck.persist)
+		c = newCommitter(ctx, st.snapshotFunc(), ck.persist)
 	}
 	var nextID uint64
 	fn := func(ctx context.Context, items []entity.Entity) error {
@@ -219,7 +219,9 @@ type copySnapshot struct {
 	Spans [][4]string `json:"spans,omitempty"`
 }
 
-func (st *copyState) snapshotFunc(_ **committer) func() any {
+// snapshotFunc returns the committer's snapshot of st: the token, and
+// every span not covered by it (the resumed window and the pages in flight).
+func (st *copyState) snapshotFunc() func() any {
 	return func() any {
 		s := copySnapshot{Token: st.token, Done: st.done}
 		add := func(sp span) {

@@ -45,6 +45,7 @@ type Mismatch struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// String names the table, the range (or segment) and what differs.
 func (m Mismatch) String() string {
 	var b strings.Builder
 	if m.Segment != "" {
@@ -287,8 +288,6 @@ func checkTableBackup(ctx context.Context, l *Location, m *Manifest, t *TableBac
 func tableState(ctx context.Context, tbl *rows, parallel int, progress func(Progress)) (state, error) {
 	s := state{}
 	var mu sync.Mutex
-	var n int64
-	var herr error
 	err := scan(ctx, tbl, scanSpec{parallel: parallel, progress: func(p patterns.ScanProgress) {
 		if progress != nil {
 			progress(Progress{Table: tbl.Name(), Phase: "verify", Entities: p.Rows, Ranges: p.Ranges, RangesDone: p.RangesDone})
@@ -307,12 +306,8 @@ func tableState(ctx context.Context, tbl *rows, parallel int, progress func(Prog
 		for i, e := range items {
 			s[mapKey(e.PartitionKey, e.RowKey)] = hs[i]
 		}
-		n += int64(len(items))
 		return nil
 	})
-	if herr != nil {
-		return nil, herr
-	}
 	return s, err
 }
 

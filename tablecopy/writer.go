@@ -116,6 +116,7 @@ type WriteError struct {
 	Failed []patterns.BulkFailure
 }
 
+// Error names the target and the first failed entities.
 func (e *WriteError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "write to %s: %d entities failed", e.Table, len(e.Failed))
