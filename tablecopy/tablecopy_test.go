@@ -119,7 +119,7 @@ func TestCopyKeepsEveryTypeAndTkProperties(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t, acct, true)
-	want := fill(t, src, 2500, 7)
+	want := fill(t, src, 1500, 7)
 	dst := newRows(t, acct, false)
 	ckName := "ck" + dst.Name()
 	res, err := tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Parallel: 4, CheckpointTable: ckName})
@@ -174,10 +174,10 @@ func TestBackupIncrementalChainRestore(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t, acct, true)
-	es := fill(t, src, 1500, 5)
+	es := fill(t, src, 1200, 5)
 	dir := t.TempDir()
 	full := tablecopy.Dir(dir + "/full")
-	res, err := tablecopy.Backup(ctx, acct, []string{src.Name()}, full, &tablecopy.BackupOptions{Parallel: 4, SegmentBytes: 16 << 10})
+	res, err := tablecopy.Backup(ctx, acct, []string{src.Name()}, full, &tablecopy.BackupOptions{Parallel: 4, SegmentBytes: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
