@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 			return res, fmt.Errorf("tablekit: backup: %w", err)
 		}
 	}
-	job := backupJob{Tables: tables, Kind: KindFull, Source: acct.Name() + " " + acct.TableEndpoint()}
+	job := backupJob{Tables: tables, Kind: KindFull, Source: acct.Name() + " " + endpointOnly(acct.TableEndpoint())}
 	var base *Manifest
 	if o.Base != nil {
 		var err error
@@ -172,6 +173,13 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 	}
 	res.Manifest = m
 	return res, nil
+}
+
+// endpointOnly is a service URL without its query (where a SAS would be),
+// for what tablecopy writes down.
+func endpointOnly(u string) string {
+	u, _, _ = strings.Cut(u, "?")
+	return tablekit.Redact(u)
 }
 
 // backupJob is what a backup was asked to do: a rerun must ask the same.

@@ -136,7 +136,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 	}
 	r.ckName = "restore-" + hex.EncodeToString(h.Sum(nil)[:8]) + ".json"
 	r.ck.Format, r.ck.Version = restoreCheckpointFormat, ManifestVersion
-	r.ck.Target = acct.Name() + " " + acct.TableEndpoint()
+	r.ck.Target = acct.Name() + " " + endpointOnly(acct.TableEndpoint())
 
 	if !o.NoCheckpoint {
 		b, err := from.get(ctx, r.ckName)
