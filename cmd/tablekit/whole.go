@@ -212,8 +212,12 @@ type summary struct {
 
 // finish prints the summary (JSON, or sentence on stdout) and the
 // verification's mismatches on stderr, and returns the command's error.
+// s.Seconds is the time of the copy, backup or restore itself (without
+// the verification), or else of the whole command.
 func (a *app) finish(s summary, start time.Time, human string, err error) error {
-	s.Seconds = time.Since(start).Seconds()
+	if s.Seconds == 0 {
+		s.Seconds = time.Since(start).Seconds()
+	}
 	if s.Seconds > 0 {
 		s.Rate = float64(s.Written) / s.Seconds
 	}
@@ -277,7 +281,7 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, Throttled: res.Throttled}
+	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
 	human := fmt.Sprintf("copied %d entities from %s to %s", res.Written, src.Name(), dst.Name())
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from a checkpoint, %d already in %s were skipped", res.Skipped, dst.Name())
@@ -349,7 +353,7 @@ func (a *app) cmdBackup(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "backup", Written: res.Entities, Skipped: res.Skipped, Resumed: res.Resumed, Manifest: res.Manifest}
+	s := summary{Command: "backup", Written: res.Entities, Skipped: res.Skipped, Resumed: res.Resumed, Manifest: res.Manifest, Seconds: time.Since(start).Seconds()}
 	human := fmt.Sprintf("backed up %d entities of %d table(s) to %s", res.Entities, len(args), to)
 	switch {
 	case res.AlreadyComplete:
@@ -390,7 +394,7 @@ func (a *app) cmdRestore(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, Throttled: res.Throttled}
+	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
 	human := fmt.Sprintf("restored %d entities into %d table(s) from %s (%d backup(s) of the chain, %d keys deleted)", res.Written, len(res.Tables), from, res.Backups, res.Deleted)
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already identical in the target were skipped", res.Skipped)

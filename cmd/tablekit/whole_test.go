@@ -304,3 +304,19 @@ func TestCopyAcrossAccounts(t *testing.T) {
 	}
 	_ = ctx
 }
+
+// The terminal's progress line: entities, rate, ranges, and an ETA when
+// the total is known.
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	writeProgress(&b, "restoring", tablecopy.Progress{Table: "Orders", Entities: 5000, Skipped: 10, Total: 20000, Ranges: 8, RangesDone: 2}, 2*time.Second)
+	want := "\r\033[Krestoring Orders: 5000 entities (2500/s), 10 skipped, ranges 2/8, 25%, ETA 6s"
+	if b.String() != want {
+		t.Errorf("progress line %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	writeProgress(&b, "copying", tablecopy.Progress{Table: "Orders", Entities: 100}, time.Second)
+	if strings.Contains(b.String(), "ETA") {
+		t.Errorf("an ETA without a known total: %q", b.String())
+	}
+}
