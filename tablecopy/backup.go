@@ -65,8 +65,8 @@ type BackupResult struct {
 	// Entities counts the entities stored in this run; Skipped those a
 	// resumed run found in the backup already.
 	Entities, Skipped int64
-	// AlreadyComplete is set when the Location held this backup, finished,
-	// and only its checkpoint was left to remove.
+	// AlreadyComplete is set when the Location held this backup, finished
+	// (a rerun of the same backup): nothing was written.
 	AlreadyComplete bool
 }
 
@@ -85,7 +85,8 @@ var ErrBackupExists = errors.New("tablekit: the location already holds a backup"
 // every page. Run again with the same tables and options after an
 // interruption (even SIGKILL), it continues: what an interrupted run wrote
 // past the checkpoint is ignored, and entities already in the backup are
-// skipped (BackupResult.Skipped). A Location holding a finished backup is
+// skipped (BackupResult.Skipped). Run again once finished, it does nothing
+// (BackupResult.AlreadyComplete); a Location holding another backup is
 // refused with ErrBackupExists.
 //
 // A backup of tables being written is fuzzy: each entity is stored as the
@@ -281,7 +282,14 @@ func (b *backup) open(ctx context.Context) error {
 		return nil
 	}
 	if merr == nil {
-		return fmt.Errorf("tablekit: backup to %s: %w (%s); choose another location", b.to, ErrBackupExists, manifestName)
+		// A finished backup: the same command run again (say, after a kill
+		// between its end and its exit) has nothing left to do.
+		var m Manifest
+		if err := json.Unmarshal(mb, &m); err == nil && b.sameJob(&m) {
+			b.complete = &m
+			return nil
+		}
+		return fmt.Errorf("tablekit: backup to %s: %w (%s of other tables or options); choose another location", b.to, ErrBackupExists, manifestName)
 	}
 	b.ck = backupCheckpoint{Format: checkpointFormat, Version: ManifestVersion, Job: b.job, Run: 1, Start: time.Now().UTC()}
 	for _, t := range b.job.Tables {
@@ -301,6 +309,23 @@ func (b *backup) open(ctx context.Context) error {
 		return fmt.Errorf("tablekit: backup to %s: write %s: %w", b.to, checkpointName, err)
 	}
 	return nil
+}
+
+// sameJob reports whether m is the manifest of the backup b was asked
+// to write.
+func (b *backup) sameJob(m *Manifest) bool {
+	if m.Format != ManifestFormat || m.Kind != b.job.Kind || m.Base != b.job.Base || m.Source != b.job.Source || len(m.Tables) != len(b.job.Tables) {
+		return false
+	}
+	for i, t := range m.Tables {
+		if t.Name != b.job.Tables[i] {
+			return false
+		}
+		if b.job.Since != nil && (t.Since == nil || !t.Since.Equal(*b.job.Since)) {
+			return false
+		}
+	}
+	return true
 }
 
 func describeJob(j backupJob) string {
@@ -421,15 +446,16 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 			name = fmt.Sprintf("%s/seg-%04d-%06d.jsonl.gz", st.Name, b.ck.Run, segN)
 			st.Segments = append(st.Segments, Segment{File: name})
 		}
+		off := segmentNamed(st, name).Bytes
 		c.mu.Unlock()
 
 		// Only this fn appends to the segment now: it left the free list.
-		err := b.to.s.Append(ctx, name, buf.Bytes())
+		err := b.to.s.Append(ctx, name, off, buf.Bytes())
 
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if err != nil {
-			// Its length past seg.Bytes is unknown: it takes no more pages.
+			// It takes no more pages in this run.
 			return fmt.Errorf("table %s: segment %s: %w", st.Name, name, err)
 		}
 		seg := segmentNamed(st, name)

@@ -43,6 +43,10 @@ type CopyOptions struct {
 	// NoCheckpoint copies without a checkpoint: an interrupted copy
 	// starts over.
 	NoCheckpoint bool
+	// Restart discards the checkpoint of an earlier copy with the same
+	// source, target and options (unfinished, or finished) and copies
+	// from the start.
+	Restart bool
 	// Progress, when set, is called after each page, one call at a time.
 	Progress func(Progress)
 }
@@ -57,8 +61,11 @@ type CopyResult struct {
 	Resumed bool
 	// Window is how many key spans the interrupted run had in flight:
 	// the pages in them were checked against the target before writing.
-	Window   int
-	Requests int64 // write transactions sent
+	Window int
+	// AlreadyComplete is set when the checkpoint says this copy finished
+	// already (the same copy run again): nothing was written.
+	AlreadyComplete bool
+	Requests        int64 // write transactions sent
 	// Throttled counts the service's throttling answers, each retried
 	// (patterns.BulkResult.Throttled).
 	Throttled int64
@@ -76,7 +83,9 @@ type CopyResult struct {
 // SIGKILL), it continues from there; the pages the interrupted run had in
 // flight are read back from the target first, and entities already
 // identical there are skipped, not written twice (with opts.Insert, not
-// refused either). The checkpoint is deleted when the copy completes.
+// refused either). When the copy completes, the checkpoint says so: the
+// same copy run again does nothing (CopyResult.AlreadyComplete) unless
+// opts.Restart.
 //
 // A copy of a table that changes meanwhile is fuzzy: each entity is copied
 // as the scan found it. It returns a *WriteError naming the entities the
@@ -110,6 +119,10 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 		var err error
 		if ck, err = openCopyCheckpoint(ctx, src, dst, o); err != nil {
 			return res, err
+		}
+		if ck.done && !o.Restart {
+			res.AlreadyComplete = true
+			return res, nil
 		}
 		res.Resumed, res.Window = ck.resumed, len(ck.window)
 	}
@@ -191,9 +204,6 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 		if cerr := c.close(); err == nil && cerr != nil {
 			err = fmt.Errorf("checkpoint in %s: %w", o.CheckpointTable, cerr)
 		}
-		if err == nil {
-			err = ck.remove(ctx)
-		}
 	}
 	if err != nil {
 		return res, fmt.Errorf("tablekit: copy %s to %s: %w", src.Name(), dst.Name(), err)
@@ -270,7 +280,7 @@ func openCopyCheckpoint(ctx context.Context, src, dst *rows, o CopyOptions) (*co
 		return nil, fmt.Errorf("tablekit: copy: create checkpoint table %s: %w", o.CheckpointTable, err)
 	}
 	e, err := tbl.Get(ctx, ck.pk, ck.rk, nil)
-	if errors.Is(err, tablekit.ErrNotFound) {
+	if errors.Is(err, tablekit.ErrNotFound) || err == nil && o.Restart {
 		return ck, nil
 	}
 	if err != nil {
@@ -315,11 +325,4 @@ func (ck *copyCheckpoint) persist(ctx context.Context, s any) error {
 		text = text[n:]
 	}
 	return ck.tbl.Upsert(ctx, &e, nil)
-}
-
-func (ck *copyCheckpoint) remove(ctx context.Context) error {
-	if _, err := ck.tbl.DeleteIfExists(ctx, ck.pk, ck.rk, nil); err != nil {
-		return fmt.Errorf("delete the checkpoint in %s: %w", ck.tbl.Name(), err)
-	}
-	return nil
 }

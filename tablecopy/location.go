@@ -142,9 +142,12 @@ var errNotExist = fs.ErrNotExist
 // store is one kind of Location. Objects are named by slash-separated
 // relative paths.
 type store interface {
-	// Append adds data at the end of object name, creating it if needed;
-	// on return the data is durable.
-	Append(ctx context.Context, name string, data []byte) error
+	// Append writes data at offset off of object name, creating it if
+	// needed; off is the object's length as the caller committed it
+	// (anything past it, from a failed attempt, is overwritten or the
+	// append fails). On return the data is durable. An append retried
+	// after its first attempt landed is not applied twice.
+	Append(ctx context.Context, name string, off int64, data []byte) error
 	// Put replaces object name with data atomically: readers see the old
 	// object or the new one.
 	Put(ctx context.Context, name string, data []byte) error
@@ -175,16 +178,20 @@ func (d dirStore) path(name string) string { return filepath.Join(d.dir, filepat
 
 func (d dirStore) String() string { return d.dir }
 
-func (d dirStore) Append(_ context.Context, name string, data []byte) error {
+func (d dirStore) Append(_ context.Context, name string, off int64, data []byte) error {
 	p := d.path(name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := f.Truncate(off); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteAt(data, off); err != nil {
 		f.Close()
 		return err
 	}
@@ -284,23 +291,34 @@ func (b *blobStore) ensureContainer(ctx context.Context) error {
 	return nil
 }
 
-func (b *blobStore) Append(ctx context.Context, name string, data []byte) error {
+func (b *blobStore) Append(ctx context.Context, name string, off int64, data []byte) error {
 	ab := b.c.ServiceClient().NewContainerClient(b.container).NewAppendBlobClient(b.name(name))
 	for len(data) > 0 {
 		n := min(len(data), maxAppendBlock)
-		_, err := ab.AppendBlock(ctx, nopSeeker(data[:n]), nil)
-		if err != nil && bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		// Conditional on the position: azcore's retry of an append whose
+		// first answer was lost fails instead of appending twice.
+		o := &appendblob.AppendBlockOptions{AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: toPtr(off)}}
+		_, err := ab.AppendBlock(ctx, nopSeeker(data[:n]), o)
+		if err != nil && off == 0 && bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 			if err = b.ensureContainer(ctx); err != nil {
 				return err
 			}
 			if _, err = ab.Create(ctx, &appendblob.CreateOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: toPtr(azcore.ETagAny)}}}); err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
 				return tablekit.MapError(err, "create append blob", b.name(name))
 			}
-			_, err = ab.AppendBlock(ctx, nopSeeker(data[:n]), nil)
+			_, err = ab.AppendBlock(ctx, nopSeeker(data[:n]), o)
+		}
+		if err != nil && bloberror.HasCode(err, bloberror.AppendPositionConditionNotMet) {
+			// Landed already, if the blob now ends where this block does.
+			props, perr := ab.GetProperties(ctx, nil)
+			if perr == nil && props.ContentLength != nil && *props.ContentLength == off+int64(n) {
+				err = nil
+			}
 		}
 		if err != nil {
 			return tablekit.MapError(err, "append to blob", b.name(name))
 		}
+		off += int64(n)
 		data = data[n:]
 	}
 	return nil

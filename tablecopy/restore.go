@@ -41,6 +41,10 @@ type RestoreOptions struct {
 	// NoCheckpoint restores without a checkpoint: an interrupted restore
 	// starts over.
 	NoCheckpoint bool
+	// Restart discards the checkpoint of an earlier restore of the same
+	// backup into the same tables (unfinished, or finished) and restores
+	// from the start.
+	Restart bool
 	// Progress, when set, is called after each page, one call at a time.
 	Progress func(Progress)
 }
@@ -56,6 +60,9 @@ type RestoreResult struct {
 	// (found identical in the target).
 	Skipped int64
 	Resumed bool
+	// AlreadyComplete is set when the checkpoint says this restore
+	// finished already (the same restore run again): nothing was written.
+	AlreadyComplete bool
 	// Throttled counts the service's throttling answers, each retried.
 	Throttled int64
 	// Backups is the length of the chain applied (1 for a full backup).
@@ -70,13 +77,16 @@ type RestoreResult struct {
 // type, Tk* properties included.
 //
 // Restore is resumable: unless opts.NoCheckpoint it keeps
-// restore-HASH.json in from (HASH names the target account and tables),
+// restore-HASH.json in from (HASH names the target account, tables and
+// options),
 // holding the pages of each segment written. A page is written only once
 // the page before the previous one is in the checkpoint, so after an
 // interruption (even SIGKILL) the same call continues, and reads back
 // from the target the at most two pages per segment the interrupted run
-// may have written, skipping the entities identical there. It returns a
-// *WriteError naming the entities the target refused.
+// may have written, skipping the entities identical there. When the
+// restore completes the checkpoint says so: the same restore run again
+// does nothing (RestoreResult.AlreadyComplete) unless opts.Restart. It
+// returns a *WriteError naming the entities the target refused.
 func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *RestoreOptions) (RestoreResult, error) {
 	res := RestoreResult{Tables: map[string]string{}}
 	o := RestoreOptions{}
@@ -141,6 +151,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 	if !o.NoCheckpoint {
 		b, err := from.get(ctx, r.ckName)
 		switch {
+		case err == nil && o.Restart:
 		case err == nil:
 			var ck restoreCheckpoint
 			if err := json.Unmarshal(b, &ck); err != nil || ck.Format != restoreCheckpointFormat || len(ck.Steps) != len(r.ck.Steps) {
@@ -156,6 +167,14 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 			}
 			r.ck.Steps = ck.Steps
 			res.Resumed, r.resumed = true, true
+			res.AlreadyComplete = true
+			for _, st := range ck.Steps {
+				res.AlreadyComplete = res.AlreadyComplete && st.Done
+			}
+			if res.AlreadyComplete {
+				res.Resumed = false
+				return res, nil
+			}
 		case !errors.Is(err, fs.ErrNotExist):
 			return res, fmt.Errorf("tablekit: restore: %w", err)
 		}
@@ -181,9 +200,6 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 	if r.c != nil {
 		if cerr := r.c.close(); err == nil && cerr != nil {
 			err = fmt.Errorf("checkpoint %s in %s: %w", r.ckName, from, cerr)
-		}
-		if err == nil {
-			err = from.s.Delete(ctx, r.ckName)
 		}
 	}
 	res.Written, res.Skipped, res.Deleted, res.Throttled = r.written.Load(), r.skipped.Load(), r.deleted.Load(), r.throttled.Load()

@@ -135,10 +135,14 @@ func TestCopyKeepsEveryTypeAndTkProperties(t *testing.T) {
 	if err != nil || !chk.OK() || chk.Want.Count != int64(len(want)) || chk.Want != chk.Got {
 		t.Fatalf("compare: %+v %v", chk, err)
 	}
-	// The checkpoint is gone once the copy completed.
-	ck, _ := patterns.NewTable[entity.Entity](acct, ckName, nil)
-	if left := all(t, ck); len(left) != 0 {
-		t.Errorf("checkpoint table holds %d entities after the copy", len(left))
+	// Once complete, the same copy does nothing; Restart copies again.
+	again, err := tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Parallel: 4, CheckpointTable: ckName})
+	if err != nil || !again.AlreadyComplete || again.Written != 0 {
+		t.Fatalf("the same copy again: %+v %v", again, err)
+	}
+	again, err = tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Parallel: 4, CheckpointTable: ckName, Restart: true})
+	if err != nil || again.AlreadyComplete || again.Written != int64(len(want)) {
+		t.Fatalf("the same copy with Restart: %+v %v", again, err)
 	}
 
 	// Insert refuses an existing entity, naming it, and leaves it as it was.
@@ -252,8 +256,12 @@ func TestBackupIncrementalChainRestore(t *testing.T) {
 	if err != nil || !checks[0].OK() {
 		t.Fatalf("verify restored: %+v %v", checks, err)
 	}
-	// A rerun of a finished backup is refused.
-	if _, err := tablecopy.Backup(ctx, acct, []string{src.Name()}, full, nil); !errors.Is(err, tablecopy.ErrBackupExists) {
-		t.Fatalf("backup into a finished backup: %v", err)
+	// The same backup run again has nothing to do; another one into the
+	// same location is refused.
+	if again, err := tablecopy.Backup(ctx, acct, []string{src.Name()}, full, &tablecopy.BackupOptions{Parallel: 4, SegmentBytes: 4 << 10}); err != nil || !again.AlreadyComplete || again.Entities != 0 {
+		t.Fatalf("the same backup again: %+v %v", again, err)
+	}
+	if _, err := tablecopy.Backup(ctx, acct, []string{src.Name()}, full, &tablecopy.BackupOptions{Since: time.Now()}); !errors.Is(err, tablecopy.ErrBackupExists) {
+		t.Fatalf("another backup into a finished backup: %v", err)
 	}
 }

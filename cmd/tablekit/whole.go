@@ -33,6 +33,7 @@ type wholeFlags struct {
 	segmentSize  string
 	checkpoint   string
 	backupOnly   bool
+	restart      bool
 	transactions int
 }
 
@@ -57,8 +58,9 @@ A checkpoint beside DST (an entity of --checkpoint-table in DST's account)
 holds the scan's position after each page: run the same command again after
 an interruption, even a kill, and it continues, reading back only the pages
 the interrupted run had in flight and skipping the entities already identical
-in DST. --verify then reads both tables and compares their entities range by
-range. Shows progress on a terminal; exits 0 only when every entity was
+in DST. Once the copy completed, the same command does nothing (--restart
+copies again). --verify then reads both tables and compares their entities
+range by range. Shows progress on a terminal; exits 0 only when every entity was
 written (and verified with --verify).`,
 			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert",
 			flags: func(fs *flag.FlagSet) {
@@ -66,7 +68,8 @@ written (and verified with --verify).`,
 				fs.BoolVar(&w.insert, "insert", false, "insert: refuse entities that exist in DST (default: upsert, replacing)")
 				fs.BoolVar(&w.verify, "verify", false, "compare SRC and DST afterwards; a difference exits 1")
 				fs.IntVar(&w.transactions, "concurrency", 8, "transactions in flight per key range")
-				fs.StringVar(&w.checkpoint, "checkpoint-table", tablecopy.DefaultCheckpointTable, "table in DST's account holding the checkpoints of copies in progress")
+				fs.StringVar(&w.checkpoint, "checkpoint-table", tablecopy.DefaultCheckpointTable, "table in DST's account holding the checkpoints of copies")
+				fs.BoolVar(&w.restart, "restart", false, "discard this copy's checkpoint (unfinished or finished) and copy from the start")
 				jsonFlag(fs)
 				a.dest.RegisterPrefixed(fs, "dest-", "DST")
 			},
@@ -116,8 +119,9 @@ existed in the target before the restore). Missing tables are created.
 A checkpoint in DEST (restore-HASH.json) holds the pages written of each
 segment: run the same command again after an interruption and it
 continues, reading back the few pages the interrupted run may have written
-and skipping the entities identical in the target. --verify compares the
-restored tables with the backup afterwards.`,
+and skipping the entities identical in the target. Once the restore
+completed, the same command does nothing (--restart restores again).
+--verify compares the restored tables with the backup afterwards.`,
 			example: "tablekit restore --from /backups/2024-06-01 Orders --to-table OrdersRestored --verify",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.from, "from", "", "the backup: a directory, or blob://CONTAINER/PREFIX (required)")
@@ -126,6 +130,7 @@ restored tables with the backup afterwards.`,
 				fs.BoolVar(&w.insert, "insert", false, "insert: refuse entities that exist in the target (default: upsert, replacing)")
 				fs.BoolVar(&w.verify, "verify", false, "compare the restored tables with the backup afterwards; a difference exits 1")
 				fs.IntVar(&w.transactions, "concurrency", 8, "transactions in flight per segment")
+				fs.BoolVar(&w.restart, "restart", false, "discard this restore's checkpoint (unfinished or finished) and restore from the start")
 				jsonFlag(fs)
 				a.dest.RegisterPrefixed(fs, "dest-", "a blob:// backup")
 			},
@@ -200,14 +205,16 @@ type summary struct {
 	Skipped int64  `json:"skipped"`
 	Deleted int64  `json:"deleted,omitempty"`
 	// Throttled counts throttling answers of the target, each retried.
-	Throttled int64                  `json:"throttled,omitempty"`
-	Resumed   bool                   `json:"resumed"`
-	Seconds   float64                `json:"seconds"`
-	Rate      float64                `json:"entitiesPerSecond"`
-	Requests  int64                  `json:"requests"`
-	Manifest  *tablecopy.Manifest    `json:"manifest,omitempty"`
-	Verified  []tablecopy.TableCheck `json:"verified,omitempty"`
-	Error     string                 `json:"error,omitempty"`
+	Throttled int64 `json:"throttled,omitempty"`
+	Resumed   bool  `json:"resumed"`
+	// AlreadyComplete: the same command had finished before; nothing done.
+	AlreadyComplete bool                   `json:"alreadyComplete,omitempty"`
+	Seconds         float64                `json:"seconds"`
+	Rate            float64                `json:"entitiesPerSecond"`
+	Requests        int64                  `json:"requests"`
+	Manifest        *tablecopy.Manifest    `json:"manifest,omitempty"`
+	Verified        []tablecopy.TableCheck `json:"verified,omitempty"`
+	Error           string                 `json:"error,omitempty"`
 }
 
 // finish prints the summary (JSON, or sentence on stdout) and the
@@ -276,13 +283,16 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	start := time.Now()
 	bar := a.startProgress("copying", start)
 	res, err := tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Parallel: a.whole.parallel, Insert: a.whole.insert,
-		Concurrency: a.whole.transactions, CheckpointTable: a.whole.checkpoint, Progress: bar.update})
+		Concurrency: a.whole.transactions, CheckpointTable: a.whole.checkpoint, Restart: a.whole.restart, Progress: bar.update})
 	bar.stop()
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
+	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
 	human := fmt.Sprintf("copied %d entities from %s to %s", res.Written, src.Name(), dst.Name())
+	if res.AlreadyComplete {
+		human = fmt.Sprintf("the copy of %s to %s is complete already (its checkpoint in %s says so); nothing to do, --restart copies again", src.Name(), dst.Name(), a.whole.checkpoint)
+	}
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from a checkpoint, %d already in %s were skipped", res.Skipped, dst.Name())
 	}
@@ -353,11 +363,11 @@ func (a *app) cmdBackup(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "backup", Written: res.Entities, Skipped: res.Skipped, Resumed: res.Resumed, Manifest: res.Manifest, Seconds: time.Since(start).Seconds()}
+	s := summary{Command: "backup", Written: res.Entities, Skipped: res.Skipped, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Manifest: res.Manifest, Seconds: time.Since(start).Seconds()}
 	human := fmt.Sprintf("backed up %d entities of %d table(s) to %s", res.Entities, len(args), to)
 	switch {
 	case res.AlreadyComplete:
-		human = fmt.Sprintf("the backup in %s was complete; removed its checkpoint", to)
+		human = fmt.Sprintf("the backup in %s is complete already; nothing to do", to)
 	case res.Resumed:
 		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already in the backup were skipped", res.Skipped)
 	}
@@ -389,13 +399,16 @@ func (a *app) cmdRestore(ctx context.Context, args []string) error {
 	start := time.Now()
 	bar := a.startProgress("restoring", start)
 	res, err := tablecopy.Restore(ctx, from, a.acct, &tablecopy.RestoreOptions{Tables: args, ToTable: w.toTable, Parallel: w.parallel,
-		Concurrency: w.transactions, Insert: w.insert, Progress: bar.update})
+		Concurrency: w.transactions, Insert: w.insert, Restart: w.restart, Progress: bar.update})
 	bar.stop()
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
 		return usageError{err.Error()}
 	}
-	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
+	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
 	human := fmt.Sprintf("restored %d entities into %d table(s) from %s (%d backup(s) of the chain, %d keys deleted)", res.Written, len(res.Tables), from, res.Backups, res.Deleted)
+	if res.AlreadyComplete {
+		human = fmt.Sprintf("the restore from %s is complete already (its checkpoint says so); nothing to do, --restart restores again", from)
+	}
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already identical in the target were skipped", res.Skipped)
 	}

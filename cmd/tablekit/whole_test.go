@@ -204,9 +204,8 @@ func TestCopyBackupRestoreVerify(t *testing.T) {
 }
 
 // killed runs tablekit with args up to rounds times, each killed
-// (SIGKILL) after a random delay in [lo, hi) unless it ended first, then
-// once more to the end; it returns the last run and how many runs were
-// killed.
+// (SIGKILL) after a random delay in [lo, hi), then once more to the end;
+// it returns the run that ended and how many runs were killed.
 func killed(t *testing.T, env []string, rounds int, lo, hi time.Duration, args ...string) (result, int) {
 	t.Helper()
 	kills := 0
@@ -229,6 +228,7 @@ func killed(t *testing.T, env []string, rounds int, lo, hi time.Duration, args .
 			if err != nil {
 				t.Fatalf("tablekit %s: %v\n%s\n%s", strings.Join(args, " "), err, out.String(), errOut.String())
 			}
+			return result{stdout: out.String(), stderr: errOut.String()}, kills
 		}
 	}
 	cmd := exec.Command(binary(t), args...)
