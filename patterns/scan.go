@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tablekit/tablekit"
@@ -105,6 +106,9 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 		return ScanResult{}, err
 	}
 	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, p scanPage) error {
+		if len(p.rows) == 0 {
+			return nil
+		}
 		items := make([]T, len(p.rows))
 		for i, raw := range p.rows {
 			if err := t.codec.Unmarshal(raw, &items[i]); err != nil {
@@ -187,7 +191,7 @@ func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts 
 	if s.ordered && q.selects != "" {
 		// Cuts and splits need each row's keys.
 		for _, k := range keysOnly {
-			if !slices.Contains(splitSelect(q.selects), k) {
+			if !slices.Contains(strings.Split(q.selects, ","), k) {
 				s.q.selects += "," + k
 			}
 		}
@@ -238,22 +242,6 @@ func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts 
 		s.err = ctx.Err()
 	}
 	return s.res, s.err
-}
-
-func splitSelect(sel string) []string {
-	var out []string
-	for len(sel) > 0 {
-		i := 0
-		for i < len(sel) && sel[i] != ',' {
-			i++
-		}
-		out = append(out, sel[:i])
-		if i == len(sel) {
-			break
-		}
-		sel = sel[i+1:]
-	}
-	return out
 }
 
 // work is one worker: it reads queued ranges, and when none is queued,
