@@ -96,12 +96,7 @@ type ScanResult struct {
 // timing and is reported in ScanResult.Requests.
 func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
 	o := optsOf(opts)
-	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
-		return ScanResult{}, err
-	}
-	qo := o.QueryOptions
-	qo.AllowTableScan, qo.Limit = true, 0
-	q, err := prepareQuery(t.name, f, &qo, t.codec.Select())
+	q, err := t.prepareScan(f, &o)
 	if err != nil {
 		return ScanResult{}, err
 	}
@@ -117,6 +112,72 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 		}
 		return fn(ctx, items)
 	})
+}
+
+// prepareScan is the query each range of a scan runs.
+func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (query, error) {
+	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
+		return query{}, err
+	}
+	qo := o.QueryOptions
+	qo.AllowTableScan, qo.Limit = true, 0
+	return prepareQuery(t.name, f, &qo, t.codec.Select())
+}
+
+// SplitScan divides the scan of f into up to n key ranges, at existing
+// keys that probes find (a few requests, none on Cosmos DB, whose scan is
+// one range), and returns a token for each: Scans given them in
+// ScanOptions.Resume, with the same filter and options, read every row
+// exactly once between them, on one machine or many, each splitting its
+// range further as it runs. Each token is also the checkpoint its Scan
+// starts from. An empty table gives one token.
+func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
+	o := optsOf(opts)
+	q, err := t.prepareScan(f, &o)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || n > 10_000 {
+		return nil, fmt.Errorf("tablekit: split scan of %s: %w: %d ranges is outside 1..10000", t.name, tablekit.ErrInvalidArgument, n)
+	}
+	whole := &scanRange{Hi: position{End: true}, Stop: position{End: true}}
+	ranges := []*scanRange{whole}
+	s := &scan{w: t.w, base: f, q: q, ordered: !t.w.Profile().Cosmos()}
+	if s.ordered && n > 1 {
+		first, found, err := s.probe(ctx, keys.Filter{})
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			var points []position
+			for round := 0; len(points) < n-1 && round < 8; round++ {
+				// Spread points above first; then again above the last
+				// point found, until n-1 or no more are found.
+				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points))
+				if err != nil {
+					return nil, err
+				}
+				more = slices.DeleteFunc(more, func(p position) bool { return cmpPos(p, first) <= 0 })
+				if len(more) == 0 {
+					break
+				}
+				points = append(points, more...)
+				slices.SortFunc(points, cmpPos)
+				points = slices.CompactFunc(points, func(a, b position) bool { return cmpPos(a, b) == 0 })
+				first = points[len(points)-1]
+			}
+			if len(points) > 0 {
+				ranges = append(ranges, splitRanges(points, whole.Stop, whole.Hi)...)
+				whole.Stop = points[0]
+			}
+		}
+	}
+	tokens := make([]string, len(ranges))
+	for i, r := range ranges {
+		b, _ := json.Marshal(scanToken{V: scanTokenVersion, Q: q.hash[:], Ranges: []*scanRange{r}})
+		tokens[i] = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return tokens, nil
 }
 
 // scanRange is one key range of a scan: the rows in [Lo, Hi) that the
@@ -511,29 +572,7 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 		r.dead = len(points) == 0 && !r.done
 		return nil
 	}
-	var add []*scanRange
-	for i, at := range points {
-		end := r.Stop
-		if i+1 < len(points) {
-			end = points[i+1]
-		}
-		if at.RK == "" {
-			// At a partition: the partitions from at up to the next point.
-			add = append(add, &scanRange{Lo: at, Hi: pkBound(end, r.Hi), Stop: end})
-			continue
-		}
-		// Inside partition at.PK: its rows from at (to the next point if
-		// that is in the partition), and the partitions after it when
-		// the range reached past them.
-		partEnd := position{PK: at.PK, PartEnd: true}
-		if cmpPos(end, partEnd) <= 0 {
-			add = append(add, &scanRange{Lo: at, Hi: end, Stop: end})
-			continue
-		}
-		add = append(add,
-			&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
-			&scanRange{Lo: partEnd, Hi: pkBound(end, r.Hi), Stop: end})
-	}
+	add := splitRanges(points, r.Stop, r.Hi)
 	for _, n := range add {
 		bf, err := boundsFilter(n.Lo, n.Hi)
 		if err != nil {
@@ -547,6 +586,36 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 	s.ranges = append(s.ranges, add...)
 	s.queue = append(s.queue, add...)
 	return nil
+}
+
+// splitRanges are the ranges that take the keys from points[0] (sorted,
+// each inside a range that stops at stop and whose filter bound is hi)
+// up to stop: from each point to the next.
+func splitRanges(points []position, stop, hi position) []*scanRange {
+	var add []*scanRange
+	for i, at := range points {
+		end := stop
+		if i+1 < len(points) {
+			end = points[i+1]
+		}
+		if at.RK == "" {
+			// At a partition: the partitions from at up to the next point.
+			add = append(add, &scanRange{Lo: at, Hi: pkBound(end, hi), Stop: end})
+			continue
+		}
+		// Inside partition at.PK: its rows from at (to the next point if
+		// that is in the partition), and the partitions after it when
+		// the range reached past them.
+		partEnd := position{PK: at.PK, PartEnd: true}
+		if cmpPos(end, partEnd) <= 0 {
+			add = append(add, &scanRange{Lo: at, Hi: end, Stop: end})
+			continue
+		}
+		add = append(add,
+			&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
+			&scanRange{Lo: partEnd, Hi: pkBound(end, hi), Stop: end})
+	}
+	return add
 }
 
 // pkBound is the filter bound of a range of whole partitions that stops at
