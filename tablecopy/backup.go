@@ -244,6 +244,10 @@ type backup struct {
 	ck       backupCheckpoint // guarded by c.mu once c runs
 	complete *Manifest
 	c        *committer
+	// rangeDir, set for a range of a distributed backup job, is the
+	// directory of its segments; the range writes no key list (the job's
+	// finish writes one per table, over every range).
+	rangeDir string
 
 	stored, skipped atomic.Int64
 }
@@ -443,7 +447,11 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 			name, free = free[n-1], free[:n-1]
 		} else {
 			segN++
-			name = fmt.Sprintf("%s/seg-%04d-%06d.jsonl.gz", st.Name, b.ck.Run, segN)
+			dir := st.Name
+			if b.rangeDir != "" {
+				dir = b.rangeDir
+			}
+			name = fmt.Sprintf("%s/seg-%04d-%06d.jsonl.gz", dir, b.ck.Run, segN)
 			st.Segments = append(st.Segments, Segment{File: name})
 		}
 		off := segmentNamed(st, name).Bytes
@@ -493,6 +501,14 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 		return fmt.Errorf("table %s: %w", st.Name, err)
 	}
 
+	if b.rangeDir != "" {
+		c.mu.Lock()
+		st.Phase = phaseDone
+		st.End = time.Now().UTC()
+		v := c.changed()
+		c.mu.Unlock()
+		return c.wait(ctx, v)
+	}
 	// The key list: what the table holds once this backup is restored.
 	final := prev
 	for k, h := range stored {

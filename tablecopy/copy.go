@@ -124,6 +124,15 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 			res.AlreadyComplete = true
 			return res, nil
 		}
+	}
+	return copyFrom(ctx, src, dst, o, ck)
+}
+
+// copyFrom is Copy from the checkpoint ck (nil: none), with o's defaults
+// set: a whole copy, or one range of a distributed copy job.
+func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckpoint) (CopyResult, error) {
+	var res CopyResult
+	if ck != nil {
 		res.Resumed, res.Window = ck.resumed, len(ck.window)
 	}
 	w := &writer{dst: dst, insert: o.Insert, concurrency: o.Concurrency}
@@ -133,6 +142,7 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 	if ck != nil {
 		st = copyState{token: ck.token, window: ck.window, inflight: map[uint64]span{}, done: ck.done}
 		st.written, st.skipped = ck.written, ck.skipped
+		st.counts = func() (int64, int64) { return w.written.Load(), w.skipped.Load() }
 		c = newCommitter(ctx, st.snapshotFunc(), ck.persist)
 	}
 	var nextID uint64
@@ -219,21 +229,31 @@ type copyState struct {
 	inflight     map[uint64]span // pages being written, or written but not yet covered by token
 	returnedRows int64           // rows of the pages whose fn returned, this run
 	returnedIDs  []uint64
-	written      int64
+	written      int64 // by earlier runs, as their checkpoint says
 	skipped      int64
+	counts       func() (written, skipped int64) // this run's
 }
 
 type copySnapshot struct {
 	Token string      `json:"token"`
 	Done  bool        `json:"done,omitempty"`
 	Spans [][4]string `json:"spans,omitempty"`
+	// Written and Skipped count the entities of every run so far (for a
+	// job's progress; a page a killed run had in flight may count twice).
+	Written int64 `json:"written,omitempty"`
+	Skipped int64 `json:"skipped,omitempty"`
 }
 
 // snapshotFunc returns the committer's snapshot of st: the token, and
 // every span not covered by it (the resumed window and the pages in flight).
 func (st *copyState) snapshotFunc() func() any {
 	return func() any {
-		s := copySnapshot{Token: st.token, Done: st.done}
+		s := copySnapshot{Token: st.token, Done: st.done, Written: st.written, Skipped: st.skipped}
+		if st.counts != nil {
+			w, k := st.counts()
+			s.Written += w
+			s.Skipped += k
+		}
 		add := func(sp span) {
 			s.Spans = append(s.Spans, [4]string{sp.Lo.PartitionKey, sp.Lo.RowKey, sp.Hi.PartitionKey, sp.Hi.RowKey})
 		}
@@ -258,6 +278,9 @@ type copyCheckpoint struct {
 	window  []span
 	written int64
 	skipped int64
+	// save, when set, persists the snapshot instead of the checkpoint
+	// entity: a range of a distributed job (see job.go).
+	save func(ctx context.Context, s copySnapshot) error
 }
 
 // checkpoint properties: the state as JSON, split over properties of at
@@ -286,6 +309,48 @@ func openCopyCheckpoint(ctx context.Context, src, dst *rows, o CopyOptions) (*co
 	if err != nil {
 		return nil, fmt.Errorf("tablekit: copy: read checkpoint in %s: %w", o.CheckpointTable, err)
 	}
+	var snap copySnapshot
+	if err := json.Unmarshal([]byte(getChunks(e)), &snap); err != nil {
+		return nil, fmt.Errorf("tablekit: copy: checkpoint (%q, %q) in %s is not one tablekit wrote; delete it to start over: %v", ck.pk, ck.rk, o.CheckpointTable, err)
+	}
+	ck.resumed, ck.token, ck.done = true, snap.Token, snap.Done
+	ck.written, ck.skipped = snap.Written, snap.Skipped
+	for _, s := range snap.Spans {
+		ck.window = append(ck.window, span{Key{s[0], s[1]}, Key{s[2], s[3]}})
+	}
+	return ck, nil
+}
+
+func (ck *copyCheckpoint) persist(ctx context.Context, s any) error {
+	if ck.save != nil {
+		return ck.save(ctx, s.(copySnapshot))
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	e := entity.Entity{PartitionKey: ck.pk, RowKey: ck.rk, Properties: map[string]entity.Value{
+		"Source":  entity.String(ck.source),
+		"Updated": entity.DateTime(time.Now().UTC()),
+	}}
+	putChunks(&e, string(b))
+	return ck.tbl.Upsert(ctx, &e, nil)
+}
+
+// putChunks stores text in e's State0, State1, ... properties.
+func putChunks(e *entity.Entity, text string) {
+	for i := 0; len(text) > 0 || i == 0; i++ {
+		n := min(len(text), ckChunk)
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		e.Properties[fmt.Sprintf("%s%d", ckStateProp, i)] = entity.String(text[:n])
+		text = text[n:]
+	}
+}
+
+// getChunks is the text putChunks stored in e.
+func getChunks(e entity.Entity) string {
 	var sb strings.Builder
 	for i := 0; ; i++ {
 		v, ok := e.Properties[fmt.Sprintf("%s%d", ckStateProp, i)]
@@ -295,34 +360,5 @@ func openCopyCheckpoint(ctx context.Context, src, dst *rows, o CopyOptions) (*co
 		s, _ := v.V.(string)
 		sb.WriteString(s)
 	}
-	var snap copySnapshot
-	if err := json.Unmarshal([]byte(sb.String()), &snap); err != nil {
-		return nil, fmt.Errorf("tablekit: copy: checkpoint (%q, %q) in %s is not one tablekit wrote; delete it to start over: %v", ck.pk, ck.rk, o.CheckpointTable, err)
-	}
-	ck.resumed, ck.token, ck.done = true, snap.Token, snap.Done
-	for _, s := range snap.Spans {
-		ck.window = append(ck.window, span{Key{s[0], s[1]}, Key{s[2], s[3]}})
-	}
-	return ck, nil
-}
-
-func (ck *copyCheckpoint) persist(ctx context.Context, s any) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	e := entity.Entity{PartitionKey: ck.pk, RowKey: ck.rk, Properties: map[string]entity.Value{
-		"Source":  entity.String(ck.source),
-		"Updated": entity.DateTime(time.Now().UTC()),
-	}}
-	text := string(b)
-	for i := 0; len(text) > 0 || i == 0; i++ {
-		n := min(len(text), ckChunk)
-		for n < len(text) && !utf8.RuneStart(text[n]) {
-			n--
-		}
-		e.Properties[fmt.Sprintf("%s%d", ckStateProp, i)] = entity.String(text[:n])
-		text = text[n:]
-	}
-	return ck.tbl.Upsert(ctx, &e, nil)
+	return sb.String()
 }

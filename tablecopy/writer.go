@@ -104,10 +104,49 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 		}
 		failed = append(failed, res.Failed...)
 	}
+	if careful && len(failed) > 0 {
+		// Another attempt at the same pages (a duplicate delivery of a
+		// distributed job's range) may have inserted them since the read
+		// back: an insert refused by an identical entity is not a failure.
+		var err error
+		if failed, err = w.dropIdentical(ctx, items, failed); err != nil {
+			return err
+		}
+	}
 	if len(failed) == 0 {
 		return nil
 	}
 	return &WriteError{Table: w.dst.Name(), Failed: failed}
+}
+
+// dropIdentical returns the failures other than inserts refused because
+// the target holds an entity identical to the one written, counting those
+// as skipped.
+func (w *writer) dropIdentical(ctx context.Context, items []entity.Entity, failed []patterns.BulkFailure) ([]patterns.BulkFailure, error) {
+	byKey := make(map[string]entity.Entity, len(items))
+	for _, e := range items {
+		byKey[mapKey(e.PartitionKey, e.RowKey)] = e
+	}
+	out := failed[:0:0]
+	for _, f := range failed {
+		e, ok := byKey[mapKey(f.PartitionKey, f.RowKey)]
+		if !ok || !errors.Is(f.Err, tablekit.ErrAlreadyExists) {
+			out = append(out, f)
+			continue
+		}
+		got, err := w.dst.Get(ctx, f.PartitionKey, f.RowKey, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read back %s: %w", w.dst.Name(), err)
+		}
+		hg, err1 := EntityHash(got)
+		hw, err2 := EntityHash(e)
+		if err1 != nil || err2 != nil || hg != hw {
+			out = append(out, f)
+			continue
+		}
+		w.skipped.Add(1)
+	}
+	return out, nil
 }
 
 // WriteError names the entities a copy or restore could not write.
