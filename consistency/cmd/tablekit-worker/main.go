@@ -24,6 +24,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/internal/cliconn"
+	"github.com/tablekit/tablekit/tablecopy"
 )
 
 const intro = `tablekit-worker applies tablekit's eventually consistent transactions.
@@ -39,7 +40,11 @@ the poison queue <queue>-poison with their last error. Nothing is dropped.
 Built-in steps: upsert-entity, delete-entity, move-entity, put-blob,
 delete-blob, sync-copies, index-list, blob-cleanup, copy-props,
 copy-props-where (see the consistency package documentation for their
-arguments).
+arguments), and tablecopy-range: one key range of a distributed copy or
+backup that "tablekit copy --distributed" or "tablekit backup --distributed"
+started (docs/COPY.md). A range names its accounts by endpoint, never with a
+secret: the worker reads and writes them with its own account and the one of
+the --dest- flags (a copy's target account, a backup's Blob storage account).
 
 Usage:
   tablekit-worker run            --queue NAME [flags]   apply transactions until SIGTERM/SIGINT
@@ -87,6 +92,7 @@ type command struct {
 // config holds every flag's value.
 type config struct {
 	conn                           cliconn.Options
+	dest                           cliconn.Options // a second account, for distributed jobs
 	container, logLevel, logFormat string
 
 	queues                  stringList
@@ -143,6 +149,7 @@ func commands(c *config) []*command {
 	run.BoolVar(&c.untilEmpty, "until-empty", env("TABLEKIT_UNTIL_EMPTY", "false") == "true", "drain and exit 0 once the queues are empty, counting invisible messages (for KEDA ScaledJobs and scripts) (env TABLEKIT_UNTIL_EMPTY)")
 	run.DurationVar(&c.depthInterval, "depth-interval", envDuration("TABLEKIT_DEPTH_INTERVAL", 30*time.Second), "how often the queue depth gauges of /metrics are refreshed (2 requests per queue); 0 disables (env TABLEKIT_DEPTH_INTERVAL)")
 	run.BoolVar(&c.create, "create", env("TABLEKIT_CREATE", "true") == "true", "create the queues, poison queues and container at start if missing (env TABLEKIT_CREATE)")
+	c.dest.RegisterPrefixed(run, "dest-", "a second account that distributed copy and backup jobs name (a copy's target, a backup's blob:// location; env TABLEKIT_DEST_CONNECTION_STRING)")
 
 	list := newFS("poison list")
 	c.poisonList.Register(list)
@@ -332,6 +339,22 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var others []*tablekit.Account
+	if !c.dest.Given() {
+		// In a container the secret comes from the environment, not argv.
+		c.dest.ConnectionString = env("TABLEKIT_DEST_CONNECTION_STRING", "")
+	}
+	if c.dest.Given() {
+		dacct, err := c.dest.Connect(nil)
+		if ue := (cliconn.UsageError{}); errors.As(err, &ue) {
+			return usageError{ue.Msg}
+		}
+		if err != nil {
+			return err
+		}
+		others = append(others, dacct)
+	}
+	w.Handle(tablecopy.KindRange, tablecopy.RangeHandler(&tablecopy.RangeHandlerOptions{Accounts: others}))
 	// /livez answers from here on, during the start too.
 	if c.metricsAddr != "" {
 		ln, err := net.Listen("tcp", c.metricsAddr)
