@@ -411,10 +411,11 @@ type RangeStatus struct {
 // JobStatusOptions configures ReadJob. A nil *JobStatusOptions means the
 // defaults.
 type JobStatusOptions struct {
-	// Queue, when set, is the job's queue: its poison queue is read for
-	// the job's ranges (a range whose worker crashed more often than the
-	// worker's delivery limit is poisoned without a word in its state).
-	Queue *consistency.Queue
+	// QueueAccount, when set, is the account of the job's queue: its
+	// poison queue is read for the job's ranges (a range whose workers
+	// crashed more often than their delivery limit is poisoned without a
+	// word in its state).
+	QueueAccount *tablekit.Account
 }
 
 // ReadJob reads the job ref names (Job.Ref) in acct (the target's
@@ -431,8 +432,12 @@ func ReadJob(ctx context.Context, ref string, acct *tablekit.Account, opts *JobS
 	}
 	s := &JobStatus{ID: rec.ID, Op: rec.Op, Queue: rec.Queue, Created: rec.Created, Tables: rec.Tables, ToTable: rec.ToTable, Location: rec.Location}
 	poisoned := map[int]string{}
-	if opts != nil && opts.Queue != nil {
-		recs, err := opts.Queue.Poisoned(ctx, 32, nil)
+	if opts != nil && opts.QueueAccount != nil {
+		q, err := consistency.NewQueue(opts.QueueAccount, rec.Queue, nil)
+		if err != nil {
+			return nil, fmt.Errorf("tablekit: job %s: %w", rec.ID, err)
+		}
+		recs, err := q.Poisoned(ctx, 32, nil)
 		if err != nil {
 			return nil, fmt.Errorf("tablekit: job %s: poison queue: %w", rec.ID, err)
 		}

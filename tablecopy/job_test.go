@@ -66,7 +66,7 @@ func TestJobsUnderDuplicateDeliveries(t *testing.T) {
 	wg.Wait()
 
 	for _, ref := range []string{cj.Ref, bj.Ref} {
-		s, err := tablecopy.ReadJob(ctx, ref, acct, &tablecopy.JobStatusOptions{Queue: q})
+		s, err := tablecopy.ReadJob(ctx, ref, acct, &tablecopy.JobStatusOptions{QueueAccount: acct})
 		if err != nil {
 			t.Fatal(err)
 		}

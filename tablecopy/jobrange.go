@@ -280,6 +280,11 @@ func (r *rangeRun) copy(ctx context.Context) error {
 		return r.save(ctx, st)
 	}
 	_, err = copyFrom(ctx, src, dst, CopyOptions{Parallel: rec.Parallel, Insert: rec.Insert, Concurrency: max(rec.Concurrency, 1)}, ck)
+	if we := (*WriteError)(nil); errors.As(err, &we) {
+		// The target refused entities (BulkWrite retried throttling
+		// itself): another delivery would be refused the same way.
+		return consistency.Permanent(err)
+	}
 	return err
 }
 

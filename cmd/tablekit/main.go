@@ -50,7 +50,8 @@ flags prefixed --dest- (the target table of copy; the blob:// location of
 the others).
 
 Exit status: 0 success, 1 failure (a verification that found a difference
-is one), 2 usage error (a table scan refused without --allow-scan is one).
+is one), 2 usage error (a table scan refused without --allow-scan is one);
+job status exits 3 while the job runs.
 `
 
 // command is one subcommand.
@@ -357,6 +358,13 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // fail reports err and returns the exit status: 2 for a usage error (an
 // invalid table or queue name is one), else 1.
 func (a *app) fail(cmd *command, err error) int {
+	var xe exitError
+	if errors.As(err, &xe) {
+		if xe.msg != "" {
+			fmt.Fprintf(a.stderr, "tablekit %s: %v\n", cmd.name, err)
+		}
+		return xe.code
+	}
 	fmt.Fprintf(a.stderr, "tablekit %s: %v\n", cmd.name, err)
 	var ue usageError
 	var ce cliconn.UsageError

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/cliconn"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
 )
@@ -35,6 +36,12 @@ type wholeFlags struct {
 	backupOnly   bool
 	restart      bool
 	transactions int
+	// distributed jobs
+	distributed bool
+	queue       string
+	ranges      int
+	wait        bool
+	interval    time.Duration
 }
 
 func (a *app) wholeCommands() []*command {
@@ -44,6 +51,12 @@ func (a *app) wholeCommands() []*command {
 	}
 	jsonFlag := func(fs *flag.FlagSet) {
 		fs.BoolVar(&w.json, "json", false, "print the summary as one JSON object")
+	}
+	distributed := func(fs *flag.FlagSet) {
+		fs.BoolVar(&w.distributed, "distributed", false, "run as a job on tablekit-worker replicas: split into --ranges key ranges, one message each on --queue, and return (see tablekit job)")
+		fs.StringVar(&w.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "with --distributed: the queue, in the connected account, that the workers read (env TABLEKIT_QUEUES)")
+		fs.IntVar(&w.ranges, "ranges", tablecopy.DefaultJobRanges, "with --distributed: key ranges (messages) per table")
+		fs.BoolVar(&w.wait, "wait", false, "with --distributed: watch the job until it ends, as tablekit job watch does (--verify implies it)")
 	}
 	return []*command{
 		{
@@ -61,8 +74,14 @@ the interrupted run had in flight and skipping the entities already identical
 in DST. Once the copy completed, the same command does nothing (--restart
 copies again). --verify then reads both tables and compares their entities
 range by range. Shows progress on a terminal; exits 0 only when every entity was
-written (and verified with --verify).`,
-			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert",
+written (and verified with --verify).
+
+--distributed --queue Q starts the copy as a job instead: SRC is split into
+--ranges key ranges, the job is recorded in --checkpoint-table, one message
+per range goes to Q, and tablekit-worker replicas reading Q copy the ranges,
+each with its own checkpoint. It prints the job's reference; tablekit job
+watch follows it (--wait or --verify here do so at once).`,
+			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert\n  tablekit copy Orders OrdersCopy --distributed --queue copies --ranges 32",
 			flags: func(fs *flag.FlagSet) {
 				parallel(fs, "key ranges read and written at once")
 				fs.BoolVar(&w.insert, "insert", false, "insert: refuse entities that exist in DST (default: upsert, replacing)")
@@ -71,6 +90,7 @@ written (and verified with --verify).`,
 				fs.StringVar(&w.checkpoint, "checkpoint-table", tablecopy.DefaultCheckpointTable, "table in DST's account holding the checkpoints of copies")
 				fs.BoolVar(&w.restart, "restart", false, "discard this copy's checkpoint (unfinished or finished) and copy from the start")
 				jsonFlag(fs)
+				distributed(fs)
 				a.dest.RegisterPrefixed(fs, "dest-", "DST")
 			},
 			run: a.cmdCopy,
@@ -93,8 +113,14 @@ only, without deleted keys.
 
 A checkpoint in DEST holds each table's position and each segment's length
 after every page: run the same command again after an interruption and it
-continues. --verify reads the backup back and compares it with the tables.`,
-			example: "tablekit backup Orders Customers --to /backups/2024-06-01\n  tablekit backup Orders --to blob://backups/orders/day2 --base blob://backups/orders/day1 --verify",
+continues. --verify reads the backup back and compares it with the tables.
+
+--distributed --queue Q starts the backup as a job instead (DEST must be
+blob://): each TABLE is split into --ranges key ranges, the job is recorded
+in DEST/job/, one message per range goes to Q, tablekit-worker replicas back
+the ranges up into their own segments, and the last range to finish writes
+the key lists and manifest.json. Full and --since backups; not --base.`,
+			example: "tablekit backup Orders Customers --to /backups/2024-06-01\n  tablekit backup Orders --to blob://backups/orders/day2 --base blob://backups/orders/day1 --verify\n  tablekit backup Orders --to blob://backups/orders/day3 --distributed --queue copies",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.to, "to", "", "where to write the backup: a directory, or blob://CONTAINER/PREFIX (required)")
 				parallel(fs, "key ranges read at once")
@@ -103,6 +129,7 @@ continues. --verify reads the backup back and compares it with the tables.`,
 				fs.StringVar(&w.segmentSize, "segment-size", "64MiB", "close a segment past this size (bytes, or with KiB, MiB, GiB)")
 				fs.BoolVar(&w.verify, "verify", false, "read the backup back and compare it with the tables; a difference exits 1")
 				jsonFlag(fs)
+				distributed(fs)
 				a.dest.RegisterPrefixed(fs, "dest-", "a blob:// DEST")
 			},
 			run: a.cmdBackup,
@@ -156,6 +183,53 @@ on any difference. A table written since the backup differs by those writes.`,
 			},
 			run: a.cmdVerify,
 		},
+		{
+			name: "job status", args: "JOB", summary: "show a distributed copy or backup: ranges done, entities, failures", minArgs: 1, maxArgs: 1, needConn: true,
+			about: `Shows the job JOB (the reference that copy --distributed or backup
+--distributed printed: table://CHECKPOINTTABLE/ID in DST's account, or the
+backup's blob://CONTAINER/PREFIX): its ranges done and failed, the entities
+written, the rate, and each failed range with its error (from its state, or
+its record in the job queue's poison queue). Exits 0 when the job is
+complete, 1 when a range failed, 3 while it runs.`,
+			example: "tablekit job status table://TablekitCheckpoints/j20240601-120000-0a1b2c3d --json",
+			flags: func(fs *flag.FlagSet) {
+				jsonFlag(fs)
+				a.dest.RegisterPrefixed(fs, "dest-", "the job (a copy's DST, a backup's DEST)")
+			},
+			run: a.cmdJobStatus,
+		},
+		{
+			name: "job watch", args: "JOB", summary: "follow a distributed job until it ends; --verify then", minArgs: 1, maxArgs: 1, needConn: true,
+			about: `Follows the job JOB (see job status) every --interval, with a progress line on
+a terminal, until every range is done (exit 0) or a range failed (exit 1).
+A backup whose ranges are all done gets its manifest written here if no
+worker has written it yet. --verify then compares the copy with its source
+(as copy --verify), or reads the backup back and compares it with the tables
+(as verify).`,
+			example: "tablekit job watch blob://backups/orders/day3 --verify",
+			flags: func(fs *flag.FlagSet) {
+				fs.DurationVar(&w.interval, "interval", 2*time.Second, "how often to read the job's state")
+				fs.BoolVar(&w.verify, "verify", false, "verify the result once the job is complete; a difference exits 1")
+				parallel(fs, "key ranges read at once by --verify")
+				jsonFlag(fs)
+				a.dest.RegisterPrefixed(fs, "dest-", "the job (a copy's DST, a backup's DEST)")
+			},
+			run: a.cmdJobWatch,
+		},
+		{
+			name: "job requeue", args: "JOB", summary: "send the messages of a job's unfinished ranges again", minArgs: 1, maxArgs: 1, needConn: true,
+			about: `Sends the message of every range of JOB that is not done to the job's queue
+(or --queue) again: after its start was interrupted before sending them all,
+or after its poisoned messages were dropped once the cause was fixed. A
+range whose message is still queued gets a second one, which is safe: the
+later delivery takes the range over from its checkpoint.`,
+			example: "tablekit job requeue table://TablekitCheckpoints/j20240601-120000-0a1b2c3d",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&w.queue, "queue", "", "send to this queue instead of the job's")
+				a.dest.RegisterPrefixed(fs, "dest-", "the job (a copy's DST, a backup's DEST)")
+			},
+			run: a.cmdJobRequeue,
+		},
 	}
 }
 
@@ -173,6 +247,9 @@ func (a *app) checkParallel() error {
 	}
 	if a.whole.transactions < 0 {
 		return usagef("--concurrency %d: want 1 or more", a.whole.transactions)
+	}
+	if a.whole.distributed && (a.whole.ranges < 1 || a.whole.ranges > 1000) {
+		return usagef("--ranges %d: want 1 to 1000", a.whole.ranges)
 	}
 	return nil
 }
@@ -279,6 +356,18 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if a.whole.distributed {
+		if a.whole.restart {
+			return usagef("--restart does not apply to --distributed: a job starts afresh")
+		}
+		q, err := a.jobQueue()
+		if err != nil {
+			return err
+		}
+		job, err := tablecopy.StartCopyJob(ctx, src, dst, q, &tablecopy.JobOptions{Ranges: a.whole.ranges, Parallel: a.whole.parallel, Insert: a.whole.insert,
+			Concurrency: a.whole.transactions, CheckpointTable: a.whole.checkpoint})
+		return a.started(ctx, job, err)
+	}
 	a.counter.Reset()
 	start := time.Now()
 	bar := a.startProgress("copying", start)
@@ -353,6 +442,17 @@ func (a *app) cmdBackup(ctx context.Context, args []string) error {
 		if o.Base, err = a.location("base", w.base); err != nil {
 			return err
 		}
+	}
+	if w.distributed {
+		if o.Base != nil {
+			return usagef("--base does not apply to --distributed: distributed backups are full or --since")
+		}
+		q, err := a.jobQueue()
+		if err != nil {
+			return err
+		}
+		job, err := tablecopy.StartBackupJob(ctx, a.acct, args, to, q, &tablecopy.JobOptions{Ranges: w.ranges, Parallel: w.parallel, Since: o.Since, SegmentBytes: seg})
+		return a.started(ctx, job, err)
 	}
 	a.counter.Reset()
 	start := time.Now()
