@@ -159,7 +159,6 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 	}
 	t.Logf("3 workers, one killed, drained 3 jobs in %v", time.Since(start).Round(time.Millisecond))
 
-
 	r = mustRun(t, "", "job", "watch", cref, "--verify", "--interval", "200ms")
 	if !strings.Contains(r.stdout, "complete, ") || !strings.Contains(r.stdout, "verified "+src.Name()) {
 		t.Fatalf("job watch --verify of the copy:\n%s%s", r.stdout, r.stderr)
