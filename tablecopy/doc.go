@@ -19,7 +19,12 @@
 //     compares it with tables; Compare compares two tables. Each
 //     difference is a Mismatch naming its key range (or file).
 //
-// All four follow patterns' contract: ctx first, options last, nil meaning
+//   - StartCopyJob and StartBackupJob run a copy or a backup on many
+//     machines: one queue message per key range, taken by workers that
+//     register RangeHandler (tablekit-worker does); ReadJob, FinishJob and
+//     RequeueJob follow and finish them (docs/COPY.md, "Distributed").
+//
+// All of them follow patterns' contract: ctx first, options last, nil meaning
 // the defaults; errors name the table, segment or key range.
 //
 // # Resuming
