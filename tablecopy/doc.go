@@ -18,7 +18,6 @@
 //   - VerifyBackup checks a backup's files against its manifest and
 //     compares it with tables; Compare compares two tables. Each
 //     difference is a Mismatch naming its key range (or file).
-//
 //   - StartCopyJob and StartBackupJob run a copy or a backup on many
 //     machines: one queue message per key range, taken by workers that
 //     register RangeHandler (tablekit-worker does); ReadJob, FinishJob and
