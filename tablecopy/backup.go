@@ -442,6 +442,14 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 		zw.Close()
 
 		c.mu.Lock()
+		if c.err != nil {
+			// The checkpoint cannot be written (or, for a range of a
+			// distributed job, another holder took the range over): what
+			// this run appends now would never be committed.
+			err := c.err
+			c.mu.Unlock()
+			return err
+		}
 		var name string
 		if n := len(free); n > 0 {
 			name, free = free[n-1], free[:n-1]
