@@ -124,8 +124,9 @@ func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (query, error) {
 	return prepareQuery(t.name, f, &qo, t.codec.Select())
 }
 
-// SplitScan divides the scan of f into up to n key ranges, at existing
-// keys that probes find (a few requests, none on Cosmos DB, whose scan is
+// SplitScan divides the scan of f into about n key ranges (a point inside
+// a partition adds one: the rest of that partition and the partitions
+// after it are two ranges), at existing keys that probes find (a few requests, none on Cosmos DB, whose scan is
 // one range), and returns a token for each: Scans given them in
 // ScanOptions.Resume, with the same filter and options, read every row
 // exactly once between them, on one machine or many, each splitting its
