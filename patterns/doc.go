@@ -128,6 +128,19 @@
 // DeleteWhere. Filters are keys.Filter trees; every query is classified as
 // a point query, a range query, a partition scan or a table scan.
 //
+// # Whole tables
+//
+// Table.Scan reads a whole table, or any filter, as key ranges read
+// concurrently (ScanOptions.Parallel), the shape DynamoDB users know as
+// Segment/TotalSegments, without knowing the keys in advance: Azure has
+// no split API, so ranges are split while they run at existing keys that
+// key-only $top=1 probes find, by PartitionKey and inside one partition
+// by RowKey. Every row comes once; rows of different ranges come in no
+// particular order. ScanProgress.Token resumes a scan that stopped. Count,
+// DeleteWhere and the indexes' Rebuild, Verify and Repair read table
+// scans through it. On Cosmos DB, whose results are unsorted, a scan is
+// one sequential range.
+//
 // # Heterogeneous entity types ("Work with heterogeneous entity types")
 //
 // MixedTable reads and writes several entity types in one table through an

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tablekit/tablekit"
@@ -95,16 +96,14 @@ type ScanResult struct {
 // timing and is reported in ScanResult.Requests.
 func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
 	o := optsOf(opts)
-	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
-		return ScanResult{}, err
-	}
-	qo := o.QueryOptions
-	qo.AllowTableScan, qo.Limit = true, 0
-	q, err := prepareQuery(t.name, f, &qo, t.codec.Select())
+	q, err := t.prepareScan(f, &o)
 	if err != nil {
 		return ScanResult{}, err
 	}
 	return scanPages(ctx, t.w, f, q, &o, func(ctx context.Context, p scanPage) error {
+		if len(p.rows) == 0 {
+			return nil
+		}
 		items := make([]T, len(p.rows))
 		for i, raw := range p.rows {
 			if err := t.codec.Unmarshal(raw, &items[i]); err != nil {
@@ -113,6 +112,72 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 		}
 		return fn(ctx, items)
 	})
+}
+
+// prepareScan is the query each range of a scan runs.
+func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (query, error) {
+	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
+		return query{}, err
+	}
+	qo := o.QueryOptions
+	qo.AllowTableScan, qo.Limit = true, 0
+	return prepareQuery(t.name, f, &qo, t.codec.Select())
+}
+
+// SplitScan divides the scan of f into up to n key ranges, at existing
+// keys that probes find (a few requests, none on Cosmos DB, whose scan is
+// one range), and returns a token for each: Scans given them in
+// ScanOptions.Resume, with the same filter and options, read every row
+// exactly once between them, on one machine or many, each splitting its
+// range further as it runs. Each token is also the checkpoint its Scan
+// starts from. An empty table gives one token.
+func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
+	o := optsOf(opts)
+	q, err := t.prepareScan(f, &o)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || n > 10_000 {
+		return nil, fmt.Errorf("tablekit: split scan of %s: %w: %d ranges is outside 1..10000", t.name, tablekit.ErrInvalidArgument, n)
+	}
+	whole := &scanRange{Hi: position{End: true}, Stop: position{End: true}}
+	ranges := []*scanRange{whole}
+	s := &scan{w: t.w, base: f, q: q, ordered: !t.w.Profile().Cosmos()}
+	if s.ordered && n > 1 {
+		first, found, err := s.probe(ctx, keys.Filter{})
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			var points []position
+			for round := 0; len(points) < n-1 && round < 8; round++ {
+				// Spread points above first; then again above the last
+				// point found, until n-1 or no more are found.
+				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points))
+				if err != nil {
+					return nil, err
+				}
+				more = slices.DeleteFunc(more, func(p position) bool { return cmpPos(p, first) <= 0 })
+				if len(more) == 0 {
+					break
+				}
+				points = append(points, more...)
+				slices.SortFunc(points, cmpPos)
+				points = slices.CompactFunc(points, func(a, b position) bool { return cmpPos(a, b) == 0 })
+				first = points[len(points)-1]
+			}
+			if len(points) > 0 {
+				ranges = append(ranges, splitRanges(points, whole.Stop, whole.Hi)...)
+				whole.Stop = points[0]
+			}
+		}
+	}
+	tokens := make([]string, len(ranges))
+	for i, r := range ranges {
+		b, _ := json.Marshal(scanToken{V: scanTokenVersion, Q: q.hash[:], Ranges: []*scanRange{r}})
+		tokens[i] = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return tokens, nil
 }
 
 // scanRange is one key range of a scan: the rows in [Lo, Hi) that the
@@ -149,12 +214,13 @@ const scanTokenVersion = 1
 
 // scan is one run of the engine.
 type scan struct {
-	w       *wire.Table
-	base    keys.Filter
-	q       query
-	ordered bool
-	fn      func(ctx context.Context, p scanPage) error
-	opts    *ScanOptions
+	w        *wire.Table
+	base     keys.Filter
+	q        query
+	ordered  bool
+	fn       func(ctx context.Context, p scanPage) error
+	opts     *ScanOptions
+	parallel int
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -186,7 +252,7 @@ func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts 
 	if s.ordered && q.selects != "" {
 		// Cuts and splits need each row's keys.
 		for _, k := range keysOnly {
-			if !slices.Contains(splitSelect(q.selects), k) {
+			if !slices.Contains(strings.Split(q.selects, ","), k) {
 				s.q.selects += "," + k
 			}
 		}
@@ -194,6 +260,7 @@ func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts 
 	if !s.ordered {
 		parallel = 1
 	}
+	s.parallel = parallel
 	if opts.Resume != "" {
 		if err := s.resume(opts.Resume); err != nil {
 			return ScanResult{}, err
@@ -236,22 +303,6 @@ func scanPages(ctx context.Context, w *wire.Table, f keys.Filter, q query, opts 
 		s.err = ctx.Err()
 	}
 	return s.res, s.err
-}
-
-func splitSelect(sel string) []string {
-	var out []string
-	for len(sel) > 0 {
-		i := 0
-		for i < len(sel) && sel[i] != ',' {
-			i++
-		}
-		out = append(out, sel[:i])
-		if i == len(sel) {
-			break
-		}
-		sel = sel[i+1:]
-	}
-	return out
 }
 
 // work is one worker: it reads queued ranges, and when none is queued,
@@ -476,39 +527,52 @@ const (
 // when it finds one gives the keys from there on to new ranges.
 func (s *scan) split(ctx context.Context, r *scanRange) error {
 	s.mu.Lock()
-	cur := r.Lo
-	if r.claimed != nil {
+	cur, claimed := r.Lo, r.claimed != nil
+	if claimed {
 		cur = *r.claimed
 	}
+	lo, hi := r.Lo, r.Hi
 	stop := r.Stop
+	// As many split points as there are workers without a range, so one
+	// round of probes gives each of them one.
+	want := min(max(s.parallel-s.running-len(s.queue), 1), maxSplitPoints)
 	s.mu.Unlock()
 
-	at, found, err := s.findSplit(ctx, cur, stop)
+	if !claimed {
+		// A range not read yet: split above its first key, or every
+		// point found would be that key, leaving an empty range below.
+		bf, err := boundsFilter(lo, hi)
+		if err != nil {
+			return err
+		}
+		first, found, err := s.probe(ctx, bf)
+		if err != nil {
+			return err
+		}
+		if !found {
+			s.mu.Lock()
+			r.dead = true
+			s.mu.Unlock()
+			return nil
+		}
+		cur = first
+	}
+	points, err := s.findSplit(ctx, cur, stop, want)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if !found || r.done || (r.claimed != nil && cmpPos(at, *r.claimed) <= 0) || cmpPos(at, r.Stop) >= 0 {
-		r.dead = !found
+	// The range moved on while the probes ran: only points above what
+	// it claimed and below its stop split it.
+	points = slices.DeleteFunc(points, func(p position) bool {
+		return cmpPos(p, cur) <= 0 || (r.claimed != nil && cmpPos(p, *r.claimed) <= 0) || cmpPos(p, r.Stop) >= 0
+	})
+	if len(points) == 0 || r.done {
+		r.dead = len(points) == 0 && !r.done
 		return nil
 	}
-	var add []*scanRange
-	if at.RK == "" {
-		// At a partition: the new range takes the partitions from at.
-		add = append(add, &scanRange{Lo: at, Hi: r.Hi, Stop: r.Stop})
-	} else {
-		// Inside partition at.PK: one range for its rows from at, one
-		// for the partitions after it if r reached past them.
-		partEnd := position{PK: at.PK, PartEnd: true}
-		if cmpPos(r.Stop, partEnd) <= 0 {
-			add = append(add, &scanRange{Lo: at, Hi: r.Stop, Stop: r.Stop})
-		} else {
-			add = append(add,
-				&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
-				&scanRange{Lo: partEnd, Hi: r.Hi, Stop: r.Stop})
-		}
-	}
+	add := splitRanges(points, r.Stop, r.Hi)
 	for _, n := range add {
 		bf, err := boundsFilter(n.Lo, n.Hi)
 		if err != nil {
@@ -518,16 +582,60 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 			return err
 		}
 	}
-	r.Stop = at
+	r.Stop = points[0]
 	s.ranges = append(s.ranges, add...)
 	s.queue = append(s.queue, add...)
 	return nil
 }
 
-// findSplit probes for an existing key k with cur < k < stop: a
-// partition after cur's where there is one, else a row of cur's partition
-// after cur.
-func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, bool, error) {
+// splitRanges are the ranges that take the keys from points[0] (sorted,
+// each inside a range that stops at stop and whose filter bound is hi)
+// up to stop: from each point to the next.
+func splitRanges(points []position, stop, hi position) []*scanRange {
+	var add []*scanRange
+	for i, at := range points {
+		end := stop
+		if i+1 < len(points) {
+			end = points[i+1]
+		}
+		if at.RK == "" {
+			// At a partition: the partitions from at up to the next point.
+			add = append(add, &scanRange{Lo: at, Hi: pkBound(end, hi), Stop: end})
+			continue
+		}
+		// Inside partition at.PK: its rows from at (to the next point if
+		// that is in the partition), and the partitions after it when
+		// the range reached past them.
+		partEnd := position{PK: at.PK, PartEnd: true}
+		if cmpPos(end, partEnd) <= 0 {
+			add = append(add, &scanRange{Lo: at, Hi: end, Stop: end})
+			continue
+		}
+		add = append(add,
+			&scanRange{Lo: at, Hi: partEnd, Stop: partEnd},
+			&scanRange{Lo: partEnd, Hi: pkBound(end, hi), Stop: end})
+	}
+	return add
+}
+
+// pkBound is the filter bound of a range of whole partitions that stops at
+// end: end itself when it is a partition's start or the table's end,
+// else (end inside a partition, whose later rows another range holds)
+// the original bound hi, the cut at end doing the rest.
+func pkBound(end, hi position) position {
+	if end.End || (end.RK == "" && !end.PartEnd) {
+		return end
+	}
+	return hi
+}
+
+// maxSplitPoints bounds the points one split search looks for.
+const maxSplitPoints = 16
+
+// findSplit probes for up to n existing keys between cur and stop,
+// spread over them: partitions after cur's where there are some, else
+// rows of cur's partition after cur. They come sorted, without repeats.
+func (s *scan) findSplit(ctx context.Context, cur, stop position, n int) ([]position, error) {
 	if stop.End || keys.Compare(cur.PK, stop.PK) < 0 {
 		var upper keys.Filter
 		switch {
@@ -537,16 +645,20 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, boo
 		default:
 			upper = keys.PK().Lt(stop.PK)
 		}
-		pk, found, err := s.splitKey(ctx, cur.PK, stop.PK, stop.End, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		pks, err := s.splitKeys(ctx, cur.PK, stop.PK, stop.End, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
 			return k.PK, found, err
 		})
-		if err != nil || found {
-			return keyAt(pk, ""), found, err
+		if err != nil || len(pks) > 0 {
+			out := make([]position, len(pks))
+			for i, pk := range pks {
+				out[i] = keyAt(pk, "")
+			}
+			return out, err
 		}
 	}
 	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
-	rk, found, err := s.splitKey(ctx, cur.RK, stop.RK, !inPart, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+	rks, err := s.splitKeys(ctx, cur.RK, stop.RK, !inPart, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 		fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
 		if inPart {
 			fs = append(fs, keys.RK().Lt(stop.RK))
@@ -554,10 +666,14 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, boo
 		k, found, err := s.probe(ctx, keys.And(fs...))
 		return k.RK, found, err
 	})
-	return keyAt(cur.PK, rk), found, err
+	out := make([]position, len(rks))
+	for i, rk := range rks {
+		out[i] = keyAt(cur.PK, rk)
+	}
+	return out, err
 }
 
-// splitKey finds an existing key above cur, near the middle of those that
+// splitKeys finds up to n existing keys above cur, spread over those that
 // exist between cur and hi (no bound when open), for one key of the pair;
 // first returns the first existing key the bound selects within the
 // range. Keys often share long prefixes (tenant ids, padded numbers), and
@@ -565,10 +681,10 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position) (position, boo
 // halving of each shared character. So it first gallops over cur's
 // prefixes: when no key lies at or above the successor of cur[:n]
 // (keys.PrefixRange), every key left starts with cur[:n], and that
-// successor is a tight bound (about log2 of cur's length in probes); then
-// it probes the midpoint between cur and the bound, narrowing while the
-// midpoints find nothing.
-func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) (string, bool, error) {
+// successor is a tight bound (about log2 of cur's length in probes). Then
+// it probes n points spread between cur and the bound at once, and when
+// none finds a key, narrows toward cur one midpoint at a time.
+func (s *scan) splitKeys(ctx context.Context, cur, hi string, open bool, n int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
 	from := func(m string) func(keys.Key) keys.Filter {
 		return func(k keys.Key) keys.Filter { return k.Ge(m) }
 	}
@@ -577,21 +693,21 @@ func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first fu
 	// what is left.
 	runes := []rune(cur)
 	lo, top := 1, len(runes)
-	bound := 0 // the longest prefix length known to bound the keys left
+	bound := 0
 	for lo <= top {
-		n := (lo + top) / 2
-		_, succ := keys.PrefixRange(string(runes[:n]))
+		m := (lo + top) / 2
+		_, succ := keys.PrefixRange(string(runes[:m]))
 		found := false
 		if succ != "" && (open || keys.Compare(succ, hi) < 0) {
 			var err error
 			if _, found, err = first(ctx, from(succ)); err != nil {
-				return "", false, err
+				return nil, err
 			}
 		}
 		if found {
-			top = n - 1
+			top = m - 1
 		} else {
-			bound, lo = n, n+1
+			bound, lo = m, m+1
 		}
 	}
 	if bound > 0 {
@@ -599,22 +715,77 @@ func (s *scan) splitKey(ctx context.Context, cur, hi string, open bool, first fu
 			hi, open = succ, false
 		}
 	}
+	// n points spread between cur and hi, probed at once.
+	points := spread(cur, hi, open, n)
+	if len(points) == 0 {
+		return nil, nil
+	}
+	found := make([]string, len(points)) // "" where nothing was found: a found key is above cur
+	errs := make([]error, len(points))
+	var wg sync.WaitGroup
+	for i, m := range points {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, ok, err := first(ctx, from(m))
+			if ok {
+				found[i] = k
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range found {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	if len(out) > 0 {
+		slices.SortFunc(out, keys.Compare)
+		return slices.Compact(out), nil
+	}
+	// Nothing at or above the lowest point: narrow toward cur.
+	hi, open = points[0], false
 	for range maxProbes {
 		m, ok := midKey(cur, hi, open)
 		if !ok {
 			break
 		}
-		k, found, err := first(ctx, from(m))
+		k, ok, err := first(ctx, from(m))
 		if err != nil {
-			return "", false, err
+			return nil, err
 		}
-		if found {
-			return k, true, nil
+		if ok {
+			return []string{k}, nil
 		}
-		hi, open = m, false
+		hi = m
 	}
 	// Only keys just after cur, or none: the first key after cur.
-	return first(ctx, func(k keys.Key) keys.Filter { return k.Gt(cur) })
+	k, ok, err := first(ctx, func(kk keys.Key) keys.Filter { return kk.Gt(cur) })
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []string{k}, nil
+}
+
+// spread returns up to n strings strictly between lo and hi (no bound
+// when open), in order, splitting the space by repeated midpoints.
+func spread(lo, hi string, open bool, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	m, ok := midKey(lo, hi, open)
+	if !ok {
+		return nil
+	}
+	left := (n - 1) / 2
+	out := spread(lo, m, false, left)
+	out = append(out, m)
+	return append(out, spread(m, hi, open, n-1-left)...)
 }
 
 // probe returns the first key the filter selects: one request.

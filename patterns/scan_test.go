@@ -95,8 +95,15 @@ func TestScanReadsEveryRowOnce(t *testing.T) {
 			var got []string
 			res, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
 				// Work on each page, as a copy writes it: the scan has
-				// time to split while the first ranges run.
-				time.Sleep(10 * time.Millisecond)
+				// time to split while the first ranges run (the first
+				// page longer, for a machine under load).
+				mu.Lock()
+				pause := 10 * time.Millisecond
+				if len(got) == 0 {
+					pause = 500 * time.Millisecond
+				}
+				mu.Unlock()
+				time.Sleep(pause)
 				mu.Lock()
 				defer mu.Unlock()
 				for _, e := range items {
@@ -227,5 +234,52 @@ func TestScanResumesFromItsToken(t *testing.T) {
 	_, err = tbl.Scan(ctx, keys.Filter{}, func(context.Context, []Employee) error { return nil }, &patterns.ScanOptions{Resume: "junk!"})
 	if !errors.Is(err, tablekit.ErrInvalidToken) {
 		t.Fatalf("junk token: %v, want ErrInvalidToken", err)
+	}
+}
+
+// TestSplitScanTokensCoverTheTableOnce: the tokens SplitScan hands out,
+// each scanned on its own (as separate machines would), read every row
+// exactly once between them, on a skewed layout and on GUIDs.
+func TestSplitScanTokensCoverTheTableOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, l := range []int{0, 2} {
+		layout := scanLayouts[l]
+		t.Run(layout.name, func(t *testing.T) {
+			tbl, _ := newTable[Employee](t)
+			var rows []Employee
+			for _, k := range layout.keys() {
+				rows = append(rows, Employee{PartitionKey: k[0], RowKey: k[1], FirstName: "F"})
+			}
+			if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {
+				t.Fatal(err)
+			}
+			opts := patterns.ScanOptions{QueryOptions: patterns.QueryOptions{Top: 200}, Parallel: 2}
+			tokens, err := tbl.SplitScan(ctx, keys.Filter{}, 8, &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tokens) < 4 {
+				t.Errorf("SplitScan gave %d tokens, want about 8", len(tokens))
+			}
+			var mu sync.Mutex
+			var got []string
+			concurrently(t, len(tokens), func(i int) error {
+				o := opts
+				o.Resume = tokens[i]
+				_, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, e := range items {
+						got = append(got, e.PartitionKey+"\x00"+e.RowKey)
+					}
+					return nil
+				}, &o)
+				return err
+			})
+			slices.Sort(got)
+			if want := keysOf(t, tbl); !slices.Equal(got, want) {
+				t.Fatalf("the %d tokens' scans read %d rows (%d distinct), want the %d of the table", len(tokens), len(got), len(slices.Compact(slices.Clone(got))), len(want))
+			}
+		})
 	}
 }

@@ -1,8 +1,10 @@
 // Command tablekit is a tool for the people who own Azure tables: it lists
 // tables, runs and explains OData queries, counts, exports a table to JSON
 // lines that keep every EDM type and imports them back, deletes in bulk
-// through entity group transactions, and lists or requeues the poisoned
-// messages of tablekit's transaction queues. It connects as tablekit-worker
+// through entity group transactions, copies tables (across accounts too),
+// backs them up (full or incremental) to a directory or Blob storage,
+// restores and verifies them (package tablecopy), and lists or requeues
+// the poisoned messages of tablekit's transaction queues. It connects as tablekit-worker
 // does. Run "tablekit --help", or "tablekit COMMAND --help" for a command's
 // usage and an example.
 package main
@@ -43,8 +45,12 @@ give the account's endpoints (--account or --table-endpoint, --queue-endpoint,
 --blob-endpoint) to authenticate with Microsoft Entra ID through azidentity's
 DefaultAzureCredential. Flags may come before or after the arguments.
 
-Exit status: 0 success, 1 failure, 2 usage error (a table scan refused
-without --allow-scan is one).
+copy, backup, restore and verify reach a second account with the same
+flags prefixed --dest- (the target table of copy; the blob:// location of
+the others).
+
+Exit status: 0 success, 1 failure (a verification that found a difference
+is one), 2 usage error (a table scan refused without --allow-scan is one).
 `
 
 // command is one subcommand.
@@ -76,6 +82,8 @@ type app struct {
 	top, limit, concurrency, parallel        int
 	poisonList                               cliconn.PoisonList
 	poisonRequeue                            cliconn.PoisonRequeue
+	whole                                    wholeFlags      // copy, backup, restore, verify
+	dest                                     cliconn.Options // --dest- flags: a second account
 }
 
 type usageError struct{ msg string }
@@ -95,7 +103,7 @@ func (a *app) commands() []*command {
 		fs.StringVar(&a.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "transaction queue name (env TABLEKIT_QUEUES)")
 		fs.StringVar(&a.container, "container", cliconn.Env("TABLEKIT_BLOB_CONTAINER", consistency.DefaultBlobContainer), "blob container of large transactions and poison records (env TABLEKIT_BLOB_CONTAINER)")
 	}
-	return []*command{
+	cmds := []*command{
 		{
 			name: "tables", args: "[PREFIX]", summary: "list the account's tables", maxArgs: 1, needConn: true,
 			about:   "Lists the tables of the account, one name a line, optionally only those whose\nname starts with PREFIX.",
@@ -184,6 +192,9 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 			},
 			run: a.cmdDelete,
 		},
+	}
+	cmds = append(cmds, a.wholeCommands()...)
+	return append(cmds, []*command{
 		{
 			name: "poison list", summary: "show a transaction queue's poisoned messages and their errors", needConn: true,
 			about:   "Shows the messages of --queue's poison queue, as \"tablekit-worker poison list\" does.",
@@ -204,7 +215,7 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 			},
 			run: a.cmdPoisonRequeue,
 		},
-	}
+	}...)
 }
 
 // flagSet is cmd's flags: the connection's and its own.

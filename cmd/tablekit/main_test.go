@@ -154,6 +154,19 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"delete", "Tbl", "Age gt 3", "--yes"}, "--allow-scan"},
 		{[]string{"poison", "list"}, "--queue is required"},
 		{[]string{"count", "no_such-table!"}, "table"},
+		{[]string{"copy", "Tbl"}, "want arguments SRC DST"},
+		{[]string{"copy", "Tbl", "Tbl2", "--parallel", "0"}, "--parallel 0"},
+		{[]string{"copy", "Tbl", "no_such-table!"}, "table"},
+		{[]string{"backup", "Tbl"}, "--to is required"},
+		{[]string{"backup", "Tbl", "--to", "dir", "--since", "yesterday"}, "RFC 3339"},
+		{[]string{"backup", "Tbl", "--to", "dir", "--since", "2024-06-01T00:00:00Z", "--base", "old"}, "not both"},
+		{[]string{"backup", "Tbl", "--to", "dir", "--segment-size", "big"}, "--segment-size"},
+		{[]string{"backup", "Tbl", "--to", "blob://Bad_Container/x"}, "container name"},
+		{[]string{"backup", "Tbl", "Tbl", "--to", "dir"}, "given twice"},
+		{[]string{"restore"}, "--from is required"},
+		{[]string{"restore", "--from", "dir", "A", "B", "--to-table", "C"}, "--to-table"},
+		{[]string{"verify"}, "--from is required"},
+		{[]string{"verify", "--from", "dir", "--to-table", "C"}, "--to-table"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -28,6 +28,29 @@ type Options struct {
 	// TableEndpoint, QueueEndpoint and BlobEndpoint are service URLs used
 	// with Entra ID; they override the ones Account implies.
 	TableEndpoint, QueueEndpoint, BlobEndpoint string
+	// NoEnv makes Connect ignore $AZURE_STORAGE_CONNECTION_STRING: the
+	// options of a second account (RegisterPrefixed), which never falls
+	// back on the first one's variable.
+	NoEnv bool
+}
+
+// RegisterPrefixed adds the same flags as Register with a prefix
+// ("dest-": --dest-connection-string, --dest-account, ...), for a second
+// account described by what ("the target table"), without environment
+// defaults. It sets NoEnv.
+func (o *Options) RegisterPrefixed(fs *flag.FlagSet, prefix, what string) {
+	o.NoEnv = true
+	fs.StringVar(&o.ConnectionString, prefix+"connection-string", "", "storage connection string of "+what+"'s account; none of the "+prefix+" flags: the connected account")
+	fs.StringVar(&o.Account, prefix+"account", "", "storage account name of "+what+": public-cloud endpoints with Entra ID")
+	fs.StringVar(&o.TableEndpoint, prefix+"table-endpoint", "", "table service URL of "+what+"'s account, with Entra ID")
+	fs.StringVar(&o.QueueEndpoint, prefix+"queue-endpoint", "", "queue service URL of "+what+"'s account, with Entra ID")
+	fs.StringVar(&o.BlobEndpoint, prefix+"blob-endpoint", "", "blob service URL of "+what+"'s account, with Entra ID")
+}
+
+// Given reports whether any connection setting is set (not counting
+// the environment).
+func (o *Options) Given() bool {
+	return o.ConnectionString != "" || o.Account != "" || o.TableEndpoint != "" || o.QueueEndpoint != "" || o.BlobEndpoint != ""
 }
 
 // Register adds --connection-string, --account, --table-endpoint,
@@ -47,7 +70,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 // endpoints. With neither it returns a UsageError. It makes no request.
 func (o *Options) Connect(opts *tablekit.AccountOptions) (*tablekit.Account, error) {
 	cs := o.ConnectionString
-	if cs == "" {
+	if cs == "" && !o.NoEnv {
 		cs = tablekit.ConnectionStringFromEnv("")
 	}
 	if cs != "" {

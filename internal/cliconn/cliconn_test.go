@@ -117,3 +117,30 @@ func TestPickCommand(t *testing.T) {
 		}
 	}
 }
+
+// The dest- flags name a second account: they never fall back on the
+// first one's environment variable, and without them Given is false.
+func TestPrefixedFlagsIgnoreTheEnvironment(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="+devKey+";TableEndpoint=http://127.0.0.1:1/devstoreaccount1")
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var src, dst Options
+	src.Register(fs)
+	dst.RegisterPrefixed(fs, "dest-", "the target")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if dst.Given() {
+		t.Fatal("Given with no dest- flag")
+	}
+	if _, err := dst.Connect(nil); err == nil {
+		t.Fatal("dest- options without flags connected with the environment's string")
+	}
+	if err := fs.Parse([]string{"--dest-connection-string", "DefaultEndpointsProtocol=http;AccountName=other;AccountKey=" + devKey + ";TableEndpoint=http://127.0.0.1:2/other"}); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := dst.Connect(nil)
+	if err != nil || !dst.Given() || acct.Name() != "other" {
+		t.Fatalf("--dest-connection-string: %v, %v", acct, err)
+	}
+}

@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tablecopy"
+)
+
+// wholeFlags are the flags of copy, backup, restore and verify.
+type wholeFlags struct {
+	parallel     int
+	insert       bool
+	verify       bool
+	json         bool
+	to, from     string
+	since, base  string
+	toTable      string
+	segmentSize  string
+	checkpoint   string
+	backupOnly   bool
+	restart      bool
+	transactions int
+}
+
+func (a *app) wholeCommands() []*command {
+	w := &a.whole
+	parallel := func(fs *flag.FlagSet, what string) {
+		fs.IntVar(&w.parallel, "parallel", patterns.DefaultScanParallel, what)
+	}
+	jsonFlag := func(fs *flag.FlagSet) {
+		fs.BoolVar(&w.json, "json", false, "print the summary as one JSON object")
+	}
+	return []*command{
+		{
+			name: "copy", args: "SRC DST", summary: "copy a table to another, in this account or another one", minArgs: 2, maxArgs: 2, needConn: true,
+			about: `Copies every entity of table SRC (in the connected account) to table DST (in
+the account of the --dest- flags, or the same one), every property and EDM
+type exactly, Tk* properties included, reading key ranges of SRC in parallel
+and writing through the bulk writer. Entities are upserted (replaced);
+--insert refuses entities that exist in DST. DST is created if missing.
+
+A checkpoint beside DST (an entity of --checkpoint-table in DST's account)
+holds the scan's position after each page: run the same command again after
+an interruption, even a kill, and it continues, reading back only the pages
+the interrupted run had in flight and skipping the entities already identical
+in DST. Once the copy completed, the same command does nothing (--restart
+copies again). --verify then reads both tables and compares their entities
+range by range. Shows progress on a terminal; exits 0 only when every entity was
+written (and verified with --verify).`,
+			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert",
+			flags: func(fs *flag.FlagSet) {
+				parallel(fs, "key ranges read and written at once")
+				fs.BoolVar(&w.insert, "insert", false, "insert: refuse entities that exist in DST (default: upsert, replacing)")
+				fs.BoolVar(&w.verify, "verify", false, "compare SRC and DST afterwards; a difference exits 1")
+				fs.IntVar(&w.transactions, "concurrency", 8, "transactions in flight per key range")
+				fs.StringVar(&w.checkpoint, "checkpoint-table", tablecopy.DefaultCheckpointTable, "table in DST's account holding the checkpoints of copies")
+				fs.BoolVar(&w.restart, "restart", false, "discard this copy's checkpoint (unfinished or finished) and copy from the start")
+				jsonFlag(fs)
+				a.dest.RegisterPrefixed(fs, "dest-", "DST")
+			},
+			run: a.cmdCopy,
+		},
+		{
+			name: "backup", args: "TABLE...", summary: "back tables up to a directory or blob prefix (full or incremental)", minArgs: 1, maxArgs: 1000, needConn: true,
+			about: `Backs up each TABLE to --to DEST, a local directory or blob://CONTAINER/PREFIX
+(in the account of the --dest- flags, or the connected one): gzip JSON lines
+segments (the format of export, one file per few ranges, closed at
+--segment-size), a key list per table, and last manifest.json with each
+segment's key span, entity count and checksum, and the backup's window
+(start and end). A table being written is backed up fuzzily: see
+docs/COPY.md for what is guaranteed.
+
+--base MANIFEST (an earlier backup's location or manifest.json) makes an
+incremental backup: the entities whose Timestamp is later than the base's
+start, and the keys deleted since the base (a key-only listing diffed with
+the base's key list). --since TIME backs up the entities changed since TIME
+only, without deleted keys.
+
+A checkpoint in DEST holds each table's position and each segment's length
+after every page: run the same command again after an interruption and it
+continues. --verify reads the backup back and compares it with the tables.`,
+			example: "tablekit backup Orders Customers --to /backups/2024-06-01\n  tablekit backup Orders --to blob://backups/orders/day2 --base blob://backups/orders/day1 --verify",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&w.to, "to", "", "where to write the backup: a directory, or blob://CONTAINER/PREFIX (required)")
+				parallel(fs, "key ranges read at once")
+				fs.StringVar(&w.since, "since", "", "back up only entities changed after TIME (RFC 3339, e.g. 2024-06-01T00:00:00Z), without deleted keys")
+				fs.StringVar(&w.base, "base", "", "incremental backup on the backup at MANIFEST (its location or manifest.json)")
+				fs.StringVar(&w.segmentSize, "segment-size", "64MiB", "close a segment past this size (bytes, or with KiB, MiB, GiB)")
+				fs.BoolVar(&w.verify, "verify", false, "read the backup back and compare it with the tables; a difference exits 1")
+				jsonFlag(fs)
+				a.dest.RegisterPrefixed(fs, "dest-", "a blob:// DEST")
+			},
+			run: a.cmdBackup,
+		},
+		{
+			name: "restore", args: "[TABLE...]", summary: "restore tables from a backup (and its incremental chain)", maxArgs: 1000, needConn: true,
+			about: `Writes the tables of the backup at --from DEST (every one, or each TABLE) into
+the connected account through the bulk writer, under their own names or
+--to-table NAME (one table). An incremental backup is applied on its chain
+of bases, oldest first: each backup's deleted keys are deleted, then its
+entities upserted (or inserted with --insert, which refuses entities that
+existed in the target before the restore). Missing tables are created.
+
+A checkpoint in DEST (restore-HASH.json) holds the pages written of each
+segment: run the same command again after an interruption and it
+continues, reading back the few pages the interrupted run may have written
+and skipping the entities identical in the target. Once the restore
+completed, the same command does nothing (--restart restores again).
+--verify compares the restored tables with the backup afterwards.`,
+			example: "tablekit restore --from /backups/2024-06-01 Orders --to-table OrdersRestored --verify",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&w.from, "from", "", "the backup: a directory, or blob://CONTAINER/PREFIX (required)")
+				fs.StringVar(&w.toTable, "to-table", "", "restore the one TABLE under this name")
+				fs.IntVar(&w.parallel, "parallel", tablecopy.DefaultRestoreParallel, "segments written at once")
+				fs.BoolVar(&w.insert, "insert", false, "insert: refuse entities that exist in the target (default: upsert, replacing)")
+				fs.BoolVar(&w.verify, "verify", false, "compare the restored tables with the backup afterwards; a difference exits 1")
+				fs.IntVar(&w.transactions, "concurrency", 8, "transactions in flight per segment")
+				fs.BoolVar(&w.restart, "restart", false, "discard this restore's checkpoint (unfinished or finished) and restore from the start")
+				jsonFlag(fs)
+				a.dest.RegisterPrefixed(fs, "dest-", "a blob:// backup")
+			},
+			run: a.cmdRestore,
+		},
+		{
+			name: "verify", args: "[TABLE...]", summary: "check a backup, and compare it with tables", maxArgs: 1000, needConn: true,
+			about: `Reads the backup at --from DEST back (its chain of bases too): each segment's
+entity count and checksum against the manifest, each key list against the
+segments and deleted keys. Then, unless --backup-only, reads each TABLE of
+the connected account (or --to-table NAME) and compares its entities with
+those the backup restores, in key ranges: each range that differs is named
+with its first and last key and the keys missing, extra or changed. Exits 1
+on any difference. A table written since the backup differs by those writes.`,
+			example: "tablekit verify --from /backups/2024-06-01 Orders --to-table OrdersRestored",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&w.from, "from", "", "the backup: a directory, or blob://CONTAINER/PREFIX (required)")
+				fs.StringVar(&w.toTable, "to-table", "", "compare the one TABLE of the backup with this table")
+				fs.BoolVar(&w.backupOnly, "backup-only", false, "check the backup's files only, reading no table")
+				parallel(fs, "key ranges of a table read at once")
+				jsonFlag(fs)
+				a.dest.RegisterPrefixed(fs, "dest-", "a blob:// backup")
+			},
+			run: a.cmdVerify,
+		},
+	}
+}
+
+// destAccount is the account of the --dest- flags, or the connected one.
+func (a *app) destAccount() (*tablekit.Account, error) {
+	if !a.dest.Given() {
+		return a.acct, nil
+	}
+	return a.dest.Connect(&tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{a.counter}}})
+}
+
+func (a *app) checkParallel() error {
+	if a.whole.parallel < 1 {
+		return usagef("--parallel %d: want 1 or more", a.whole.parallel)
+	}
+	if a.whole.transactions < 0 {
+		return usagef("--concurrency %d: want 1 or more", a.whole.transactions)
+	}
+	return nil
+}
+
+// location parses a --to or --from value: blob:// locations are in the
+// dest- account (or the connected one).
+func (a *app) location(flagName, s string) (*tablecopy.Location, error) {
+	if s == "" {
+		return nil, usagef("--%s is required", flagName)
+	}
+	acct := a.acct
+	if strings.HasPrefix(s, tablecopy.BlobScheme) {
+		var err error
+		if acct, err = a.destAccount(); err != nil {
+			return nil, err
+		}
+	}
+	l, err := tablecopy.ParseLocation(s, acct)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return l, nil
+}
+
+// summary is what --json prints.
+type summary struct {
+	Command string `json:"command"`
+	OK      bool   `json:"ok"`
+	Written int64  `json:"written"`
+	Skipped int64  `json:"skipped"`
+	Deleted int64  `json:"deleted,omitempty"`
+	// Throttled counts throttling answers of the target, each retried.
+	Throttled int64 `json:"throttled,omitempty"`
+	Resumed   bool  `json:"resumed"`
+	// AlreadyComplete: the same command had finished before; nothing done.
+	AlreadyComplete bool                   `json:"alreadyComplete,omitempty"`
+	Seconds         float64                `json:"seconds"`
+	Rate            float64                `json:"entitiesPerSecond"`
+	Requests        int64                  `json:"requests"`
+	Manifest        *tablecopy.Manifest    `json:"manifest,omitempty"`
+	Verified        []tablecopy.TableCheck `json:"verified,omitempty"`
+	Error           string                 `json:"error,omitempty"`
+}
+
+// finish prints the summary (JSON, or sentence on stdout) and the
+// verification's mismatches on stderr, and returns the command's error.
+// s.Seconds is the time of the copy, backup or restore itself (without
+// the verification), or else of the whole command.
+func (a *app) finish(s summary, start time.Time, human string, err error) error {
+	if s.Seconds == 0 {
+		s.Seconds = time.Since(start).Seconds()
+	}
+	if s.Seconds > 0 {
+		s.Rate = float64(s.Written) / s.Seconds
+	}
+	s.Requests = int64(a.counter.Take())
+	mismatches := 0
+	for _, c := range s.Verified {
+		for _, m := range c.Mismatches {
+			mismatches++
+			fmt.Fprintf(a.stderr, "mismatch: %s\n", m)
+		}
+	}
+	if err == nil && mismatches > 0 {
+		err = fmt.Errorf("verification failed: %d range(s) or file(s) differ (listed above)", mismatches)
+	}
+	s.OK = err == nil
+	if err != nil {
+		s.Error = tablekit.Redact(err.Error())
+	}
+	if a.whole.json {
+		b, _ := json.Marshal(s)
+		fmt.Fprintln(a.stdout, tablekit.Redact(string(b)))
+	} else {
+		fmt.Fprintf(a.stdout, "%s (%v, %.0f entities/s)\n", human, time.Duration(s.Seconds*float64(time.Second)).Round(time.Millisecond), s.Rate)
+		for _, c := range s.Verified {
+			against := "its own files"
+			if c.Against != "" {
+				against = c.Against
+			}
+			state := "verified"
+			if !c.OK() {
+				state = "DIFFERS"
+			}
+			fmt.Fprintf(a.stdout, "%s %s against %s: %v in %d range(s)\n", state, c.Table, against, c.Want, c.Ranges)
+		}
+	}
+	return err
+}
+
+func (a *app) cmdCopy(ctx context.Context, args []string) error {
+	if err := a.checkParallel(); err != nil {
+		return err
+	}
+	dacct, err := a.destAccount()
+	if err != nil {
+		return err
+	}
+	src, err := patterns.NewTable[entity.Entity](a.acct, args[0], nil)
+	if err != nil {
+		return err
+	}
+	dst, err := patterns.NewTable[entity.Entity](dacct, args[1], nil)
+	if err != nil {
+		return err
+	}
+	a.counter.Reset()
+	start := time.Now()
+	bar := a.startProgress("copying", start)
+	res, err := tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Parallel: a.whole.parallel, Insert: a.whole.insert,
+		Concurrency: a.whole.transactions, CheckpointTable: a.whole.checkpoint, Restart: a.whole.restart, Progress: bar.update})
+	bar.stop()
+	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
+		return usageError{err.Error()}
+	}
+	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
+	human := fmt.Sprintf("copied %d entities from %s to %s", res.Written, src.Name(), dst.Name())
+	if res.AlreadyComplete {
+		human = fmt.Sprintf("the copy of %s to %s is complete already (its checkpoint in %s says so); nothing to do, --restart copies again", src.Name(), dst.Name(), a.whole.checkpoint)
+	}
+	if res.Resumed {
+		human += fmt.Sprintf("; resumed from a checkpoint, %d already in %s were skipped", res.Skipped, dst.Name())
+	}
+	if err == nil && a.whole.verify {
+		var chk tablecopy.TableCheck
+		bar = a.startProgress("verifying", time.Now())
+		chk, err = tablecopy.Compare(ctx, src, dst, &tablecopy.VerifyOptions{Parallel: a.whole.parallel, Progress: bar.update})
+		bar.stop()
+		s.Verified = []tablecopy.TableCheck{chk}
+	}
+	return a.finish(s, start, human, err)
+}
+
+// parseSize reads 64MiB, 512KiB, 1GiB or a number of bytes.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = n, u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("want a positive size such as 64MiB")
+	}
+	return n * mult, nil
+}
+
+func (a *app) cmdBackup(ctx context.Context, args []string) error {
+	w := &a.whole
+	if err := a.checkParallel(); err != nil {
+		return err
+	}
+	seg, err := parseSize(w.segmentSize)
+	if err != nil {
+		return usagef("--segment-size %q: %v", w.segmentSize, err)
+	}
+	if w.since != "" && w.base != "" {
+		return usagef("give --since or --base, not both")
+	}
+	o := &tablecopy.BackupOptions{Parallel: w.parallel, SegmentBytes: seg}
+	if w.since != "" {
+		t, err := time.Parse(time.RFC3339Nano, w.since)
+		if err != nil {
+			return usagef("--since %q: want an RFC 3339 time such as 2024-06-01T00:00:00Z", w.since)
+		}
+		o.Since = t
+	}
+	to, err := a.location("to", w.to)
+	if err != nil {
+		return err
+	}
+	if w.base != "" {
+		if o.Base, err = a.location("base", w.base); err != nil {
+			return err
+		}
+	}
+	a.counter.Reset()
+	start := time.Now()
+	bar := a.startProgress("backing up", start)
+	o.Progress = bar.update
+	res, err := tablecopy.Backup(ctx, a.acct, args, to, o)
+	bar.stop()
+	if errors.Is(err, tablekit.ErrInvalidArgument) {
+		return usageError{err.Error()}
+	}
+	s := summary{Command: "backup", Written: res.Entities, Skipped: res.Skipped, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Manifest: res.Manifest, Seconds: time.Since(start).Seconds()}
+	human := fmt.Sprintf("backed up %d entities of %d table(s) to %s", res.Entities, len(args), to)
+	switch {
+	case res.AlreadyComplete:
+		human = fmt.Sprintf("the backup in %s is complete already; nothing to do", to)
+	case res.Resumed:
+		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already in the backup were skipped", res.Skipped)
+	}
+	if res.Manifest != nil {
+		kind := res.Manifest.Kind
+		human += fmt.Sprintf(" (%s backup, window %s to %s)", kind, res.Manifest.Start.Format(time.RFC3339), res.Manifest.End.Format(time.RFC3339))
+	}
+	if err == nil && w.verify {
+		bar = a.startProgress("verifying", time.Now())
+		s.Verified, err = tablecopy.VerifyBackup(ctx, to, &tablecopy.VerifyOptions{Account: a.acct, Parallel: w.parallel, Progress: bar.update})
+		bar.stop()
+	}
+	return a.finish(s, start, human, err)
+}
+
+func (a *app) cmdRestore(ctx context.Context, args []string) error {
+	w := &a.whole
+	if err := a.checkParallel(); err != nil {
+		return err
+	}
+	if w.toTable != "" && len(args) > 1 {
+		return usagef("--to-table names one target: give one TABLE")
+	}
+	from, err := a.location("from", w.from)
+	if err != nil {
+		return err
+	}
+	a.counter.Reset()
+	start := time.Now()
+	bar := a.startProgress("restoring", start)
+	res, err := tablecopy.Restore(ctx, from, a.acct, &tablecopy.RestoreOptions{Tables: args, ToTable: w.toTable, Parallel: w.parallel,
+		Concurrency: w.transactions, Insert: w.insert, Restart: w.restart, Progress: bar.update})
+	bar.stop()
+	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
+		return usageError{err.Error()}
+	}
+	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
+	human := fmt.Sprintf("restored %d entities into %d table(s) from %s (%d backup(s) of the chain, %d keys deleted)", res.Written, len(res.Tables), from, res.Backups, res.Deleted)
+	if res.AlreadyComplete {
+		human = fmt.Sprintf("the restore from %s is complete already (its checkpoint says so); nothing to do, --restart restores again", from)
+	}
+	if res.Resumed {
+		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already identical in the target were skipped", res.Skipped)
+	}
+	if err == nil && w.verify {
+		bar = a.startProgress("verifying", time.Now())
+		for src, target := range res.Tables {
+			var chk []tablecopy.TableCheck
+			chk, err = tablecopy.VerifyBackup(ctx, from, &tablecopy.VerifyOptions{Tables: []string{src}, ToTable: target, Account: a.acct, Parallel: w.parallel, Progress: bar.update})
+			s.Verified = append(s.Verified, chk...)
+			if err != nil {
+				break
+			}
+		}
+		bar.stop()
+	}
+	return a.finish(s, start, human, err)
+}
+
+func (a *app) cmdVerify(ctx context.Context, args []string) error {
+	w := &a.whole
+	if err := a.checkParallel(); err != nil {
+		return err
+	}
+	if w.toTable != "" && len(args) != 1 {
+		return usagef("--to-table compares one TABLE: give it")
+	}
+	from, err := a.location("from", w.from)
+	if err != nil {
+		return err
+	}
+	o := &tablecopy.VerifyOptions{Tables: args, ToTable: w.toTable, Parallel: w.parallel}
+	if !w.backupOnly {
+		o.Account = a.acct
+	}
+	a.counter.Reset()
+	start := time.Now()
+	bar := a.startProgress("verifying", start)
+	o.Progress = bar.update
+	checks, err := tablecopy.VerifyBackup(ctx, from, o)
+	bar.stop()
+	if errors.Is(err, tablekit.ErrInvalidArgument) {
+		return usageError{err.Error()}
+	}
+	var n int64
+	for _, c := range checks {
+		n += c.Want.Count
+	}
+	s := summary{Command: "verify", Verified: checks}
+	return a.finish(s, start, fmt.Sprintf("checked %d table(s) of %s (%d entities)", len(checks), from, n), err)
+}
+
+// progressBar shows the latest Progress on a terminal, four times a
+// second; off a terminal it shows nothing.
+type progressBar struct {
+	mu    sync.Mutex
+	last  tablecopy.Progress
+	done  chan struct{}
+	ended chan struct{}
+}
+
+func (b *progressBar) update(p tablecopy.Progress) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.last = p
+	b.mu.Unlock()
+}
+
+func (b *progressBar) stop() {
+	if b == nil {
+		return
+	}
+	close(b.done)
+	<-b.ended
+}
+
+// startProgress starts a progress line on a terminal (nil otherwise:
+// nothing but errors goes to stderr, and progress to nowhere).
+func (a *app) startProgress(verb string, start time.Time) *progressBar {
+	if !a.terminal {
+		return nil
+	}
+	b := &progressBar{done: make(chan struct{}), ended: make(chan struct{})}
+	out := a.stdout
+	go func() {
+		defer close(b.ended)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.done:
+				fmt.Fprint(out, "\r\033[K")
+				return
+			case <-t.C:
+				b.mu.Lock()
+				p := b.last
+				b.mu.Unlock()
+				writeProgress(out, verb, p, time.Since(start))
+			}
+		}
+	}()
+	return b
+}
+
+// writeProgress writes one progress line: entities, rate, ranges, ETA
+// when the total is known.
+func writeProgress(w io.Writer, verb string, p tablecopy.Progress, elapsed time.Duration) {
+	rate := float64(p.Entities) / max(elapsed.Seconds(), 1e-3)
+	line := fmt.Sprintf("%s %s: %d entities (%.0f/s)", verb, p.Table, p.Entities, rate)
+	if p.Skipped > 0 {
+		line += fmt.Sprintf(", %d skipped", p.Skipped)
+	}
+	if p.Ranges > 0 {
+		line += fmt.Sprintf(", ranges %d/%d", p.RangesDone, p.Ranges)
+	}
+	if p.Total > 0 && rate > 0 && p.Entities <= p.Total {
+		eta := time.Duration(float64(p.Total-p.Entities) / rate * float64(time.Second))
+		line += fmt.Sprintf(", %d%%, ETA %v", p.Entities*100/p.Total, eta.Round(time.Second))
+	}
+	fmt.Fprintf(w, "\r\033[K%s", line)
+}

@@ -1,0 +1,328 @@
+package tablecopy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// DefaultCheckpointTable is the table, in the target's account, that holds
+// the checkpoints of copies in progress: one entity per copy, PartitionKey
+// the target table, RowKey a hash of the source. It works on Azure Table
+// storage and Cosmos DB alike (which have no blob service in common).
+const DefaultCheckpointTable = "TablekitCheckpoints"
+
+// CopyOptions configures Copy. A nil *CopyOptions means the defaults.
+type CopyOptions struct {
+	// Filter copies only the entities matching it; the zero Filter copies
+	// the whole table.
+	Filter keys.Filter
+	// Parallel is how many key ranges are read (and written) at once;
+	// 0 means the scan's default.
+	Parallel int
+	// Insert inserts each entity, refusing (as a failure) one that exists
+	// in the target; otherwise entities are upserted, replacing.
+	Insert bool
+	// Concurrency bounds the transactions in flight per key range
+	// (patterns.BulkOptions.Concurrency); 0 means 8.
+	Concurrency int
+	// CheckpointTable names the checkpoint table in the target's account;
+	// empty means DefaultCheckpointTable.
+	CheckpointTable string
+	// NoCheckpoint copies without a checkpoint: an interrupted copy
+	// starts over.
+	NoCheckpoint bool
+	// Restart discards the checkpoint of an earlier copy with the same
+	// source, target and options (unfinished, or finished) and copies
+	// from the start.
+	Restart bool
+	// Progress, when set, is called after each page, one call at a time.
+	Progress func(Progress)
+}
+
+// CopyResult says what a Copy did in this run.
+type CopyResult struct {
+	Written int64 // entities written to the target
+	// Skipped counts the entities an interrupted run had written already
+	// (found identical in the target, in the pages it had in flight).
+	Skipped int64
+	// Resumed is set when the copy continued from a checkpoint.
+	Resumed bool
+	// Window is how many key spans the interrupted run had in flight:
+	// the pages in them were checked against the target before writing.
+	Window int
+	// AlreadyComplete is set when the checkpoint says this copy finished
+	// already (the same copy run again): nothing was written.
+	AlreadyComplete bool
+	Requests        int64 // write transactions sent
+	// Throttled counts the service's throttling answers, each retried
+	// (patterns.BulkResult.Throttled).
+	Throttled int64
+}
+
+// Copy copies the entities of src (every one, or those matching
+// opts.Filter) into dst, creating dst if needed, through dst.BulkWrite.
+// Every property is copied exactly as stored, of every EDM type, Tk*
+// properties included; Timestamp and ETag are the target's own.
+//
+// Copy is resumable: unless opts.NoCheckpoint, it keeps a checkpoint
+// beside the target (an entity of opts.CheckpointTable in dst's account)
+// holding the scan's position after each handled page, and the key spans
+// of the pages being written. Run again after an interruption (even
+// SIGKILL), it continues from there; the pages the interrupted run had in
+// flight are read back from the target first, and entities already
+// identical there are skipped, not written twice (with opts.Insert, not
+// refused either). When the copy completes, the checkpoint says so: the
+// same copy run again does nothing (CopyResult.AlreadyComplete) unless
+// opts.Restart.
+//
+// A copy of a table that changes meanwhile is fuzzy: each entity is copied
+// as the scan found it. It returns a *WriteError naming the entities the
+// target refused.
+func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *CopyOptions) (CopyResult, error) {
+	var res CopyResult
+	o := CopyOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.CheckpointTable == "" {
+		o.CheckpointTable = DefaultCheckpointTable
+	}
+	if src == nil || dst == nil {
+		return res, fmt.Errorf("tablekit: copy: %w: nil table", tablekit.ErrInvalidArgument)
+	}
+	if src.Account() == dst.Account() && src.Name() == dst.Name() {
+		return res, fmt.Errorf("tablekit: copy %s: %w: source and target are the same table", src.Name(), tablekit.ErrInvalidArgument)
+	}
+	if err := o.Filter.Err(); err != nil {
+		return res, err
+	}
+	if err := dst.CreateIfNotExists(ctx, nil); err != nil {
+		return res, fmt.Errorf("tablekit: copy: create %s: %w", dst.Name(), err)
+	}
+	var ck *copyCheckpoint
+	if !o.NoCheckpoint {
+		var err error
+		if ck, err = openCopyCheckpoint(ctx, src, dst, o); err != nil {
+			return res, err
+		}
+		if ck.done && !o.Restart {
+			res.AlreadyComplete = true
+			return res, nil
+		}
+		res.Resumed, res.Window = ck.resumed, len(ck.window)
+	}
+	w := &writer{dst: dst, insert: o.Insert, concurrency: o.Concurrency}
+	prog := &progressFunc{fn: o.Progress}
+	var st copyState
+	var c *committer
+	if ck != nil {
+		st = copyState{token: ck.token, window: ck.window, inflight: map[uint64]span{}, done: ck.done}
+		st.written, st.skipped = ck.written, ck.skipped
+		c = newCommitter(ctx, st.snapshotFunc(), ck.persist)
+	}
+	var nextID uint64
+	fn := func(ctx context.Context, items []entity.Entity) error {
+		if len(items) == 0 {
+			return nil
+		}
+		sp := spanOf(items)
+		careful := false
+		var id uint64
+		if c != nil {
+			c.mu.Lock()
+			nextID++
+			id = nextID
+			st.inflight[id] = sp
+			for _, ws := range st.window {
+				careful = careful || ws.overlaps(sp)
+			}
+			v := c.changed()
+			c.mu.Unlock()
+			// The span is durable before the first write of the page: an
+			// interrupted run's pages in flight are known on resume.
+			if err := c.wait(ctx, v); err != nil {
+				return err
+			}
+		}
+		if err := w.write(ctx, items, careful, nil); err != nil {
+			return err
+		}
+		if c != nil {
+			c.mu.Lock()
+			st.returnedRows += int64(len(items))
+			st.returnedIDs = append(st.returnedIDs, id)
+			c.mu.Unlock()
+		}
+		return nil
+	}
+	progress := func(p patterns.ScanProgress) {
+		if c != nil {
+			c.mu.Lock()
+			st.token = p.Token
+			// The token covers the pages the engine recorded, each after its
+			// fn returned. When it counts as many rows as the pages whose fn
+			// returned (each page has rows), it covers all of them, and
+			// their spans leave the checkpoint.
+			if p.Rows == st.returnedRows {
+				for _, id := range st.returnedIDs {
+					delete(st.inflight, id)
+				}
+				st.returnedIDs = st.returnedIDs[:0]
+			}
+			c.changed()
+			c.mu.Unlock()
+		}
+		prog.report(Progress{Table: src.Name(), Phase: "copy", Entities: w.written.Load(), Skipped: w.skipped.Load(), Ranges: p.Ranges, RangesDone: p.RangesDone})
+	}
+	var err error
+	if !st.done {
+		err = scan(ctx, src, scanSpec{filter: o.Filter, parallel: o.Parallel, resume: st.token, progress: progress}, fn)
+	}
+	res.Written, res.Skipped, res.Requests, res.Throttled = w.written.Load(), w.skipped.Load(), w.requests.Load(), w.throttled.Load()
+	if c != nil {
+		if err == nil {
+			c.mu.Lock()
+			st.done = true
+			c.changed()
+			c.mu.Unlock()
+		}
+		if cerr := c.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("checkpoint in %s: %w", o.CheckpointTable, cerr)
+		}
+	}
+	if err != nil {
+		return res, fmt.Errorf("tablekit: copy %s to %s: %w", src.Name(), dst.Name(), err)
+	}
+	return res, nil
+}
+
+// copyState is a copy's progress, as its checkpoint holds it.
+type copyState struct {
+	token        string
+	done         bool
+	window       []span          // in flight in the interrupted run: read back before writing
+	inflight     map[uint64]span // pages being written, or written but not yet covered by token
+	returnedRows int64           // rows of the pages whose fn returned, this run
+	returnedIDs  []uint64
+	written      int64
+	skipped      int64
+}
+
+type copySnapshot struct {
+	Token string      `json:"token"`
+	Done  bool        `json:"done,omitempty"`
+	Spans [][4]string `json:"spans,omitempty"`
+}
+
+// snapshotFunc returns the committer's snapshot of st: the token, and
+// every span not covered by it (the resumed window and the pages in flight).
+func (st *copyState) snapshotFunc() func() any {
+	return func() any {
+		s := copySnapshot{Token: st.token, Done: st.done}
+		add := func(sp span) {
+			s.Spans = append(s.Spans, [4]string{sp.Lo.PartitionKey, sp.Lo.RowKey, sp.Hi.PartitionKey, sp.Hi.RowKey})
+		}
+		for _, sp := range st.window {
+			add(sp)
+		}
+		for _, sp := range st.inflight {
+			add(sp)
+		}
+		return s
+	}
+}
+
+// copyCheckpoint is a copy's checkpoint entity.
+type copyCheckpoint struct {
+	tbl     *rows
+	pk, rk  string
+	source  string
+	resumed bool
+	token   string
+	done    bool
+	window  []span
+	written int64
+	skipped int64
+}
+
+// checkpoint properties: the state as JSON, split over properties of at
+// most 30,000 characters (a string property holds 32,768 UTF-16 units).
+const (
+	ckStateProp = "State"
+	ckChunk     = 30000
+)
+
+func openCopyCheckpoint(ctx context.Context, src, dst *rows, o CopyOptions) (*copyCheckpoint, error) {
+	tbl, err := patterns.NewTable[entity.Entity](dst.Account(), o.CheckpointTable, nil)
+	if err != nil {
+		return nil, fmt.Errorf("tablekit: copy: checkpoint table: %w", err)
+	}
+	filter, _ := o.Filter.Build()
+	source := src.Account().Name() + " " + src.Account().TableEndpoint() + " " + src.Name()
+	h := sha256.Sum256([]byte(source + "\x00" + filter + "\x00" + fmt.Sprint(o.Insert)))
+	ck := &copyCheckpoint{tbl: tbl, pk: dst.Name(), rk: "copy-" + hex.EncodeToString(h[:16]), source: src.Account().Name() + "/" + src.Name()}
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+		return nil, fmt.Errorf("tablekit: copy: create checkpoint table %s: %w", o.CheckpointTable, err)
+	}
+	e, err := tbl.Get(ctx, ck.pk, ck.rk, nil)
+	if errors.Is(err, tablekit.ErrNotFound) || err == nil && o.Restart {
+		return ck, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tablekit: copy: read checkpoint in %s: %w", o.CheckpointTable, err)
+	}
+	var sb strings.Builder
+	for i := 0; ; i++ {
+		v, ok := e.Properties[fmt.Sprintf("%s%d", ckStateProp, i)]
+		if !ok {
+			break
+		}
+		s, _ := v.V.(string)
+		sb.WriteString(s)
+	}
+	var snap copySnapshot
+	if err := json.Unmarshal([]byte(sb.String()), &snap); err != nil {
+		return nil, fmt.Errorf("tablekit: copy: checkpoint (%q, %q) in %s is not one tablekit wrote; delete it to start over: %v", ck.pk, ck.rk, o.CheckpointTable, err)
+	}
+	ck.resumed, ck.token, ck.done = true, snap.Token, snap.Done
+	for _, s := range snap.Spans {
+		ck.window = append(ck.window, span{Key{s[0], s[1]}, Key{s[2], s[3]}})
+	}
+	return ck, nil
+}
+
+func (ck *copyCheckpoint) persist(ctx context.Context, s any) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	e := entity.Entity{PartitionKey: ck.pk, RowKey: ck.rk, Properties: map[string]entity.Value{
+		"Source":  entity.String(ck.source),
+		"Updated": entity.DateTime(time.Now().UTC()),
+	}}
+	text := string(b)
+	for i := 0; len(text) > 0 || i == 0; i++ {
+		n := min(len(text), ckChunk)
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		e.Properties[fmt.Sprintf("%s%d", ckStateProp, i)] = entity.String(text[:n])
+		text = text[n:]
+	}
+	return ck.tbl.Upsert(ctx, &e, nil)
+}

@@ -1,0 +1,222 @@
+package tablecopy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// writer writes pages of entities to a target table through BulkWrite.
+type writer struct {
+	dst         *rows
+	insert      bool // refuse existing entities
+	concurrency int  // BulkOptions.Concurrency
+
+	written, skipped atomic.Int64
+	requests         atomic.Int64
+	throttled        atomic.Int64
+}
+
+// span is the smallest and largest key of a page.
+type span struct{ Lo, Hi Key }
+
+func (s span) overlaps(o span) bool { return s.Lo.Compare(o.Hi) <= 0 && o.Lo.Compare(s.Hi) <= 0 }
+
+func spanOf(items []entity.Entity) span {
+	s := span{Key{items[0].PartitionKey, items[0].RowKey}, Key{items[0].PartitionKey, items[0].RowKey}}
+	for _, e := range items[1:] {
+		k := Key{e.PartitionKey, e.RowKey}
+		if k.Compare(s.Lo) < 0 {
+			s.Lo = k
+		}
+		if k.Compare(s.Hi) > 0 {
+			s.Hi = k
+		}
+	}
+	return s
+}
+
+// filter is the keys from Lo to Hi, both included.
+func (s span) filter() keys.Filter {
+	if s.Lo.PartitionKey == s.Hi.PartitionKey {
+		return keys.And(keys.PK().Eq(s.Lo.PartitionKey), keys.RK().Ge(s.Lo.RowKey), keys.RK().Le(s.Hi.RowKey))
+	}
+	return keys.Or(
+		keys.And(keys.PK().Eq(s.Lo.PartitionKey), keys.RK().Ge(s.Lo.RowKey)),
+		keys.And(keys.PK().Gt(s.Lo.PartitionKey), keys.PK().Lt(s.Hi.PartitionKey)),
+		keys.And(keys.PK().Eq(s.Hi.PartitionKey), keys.RK().Le(s.Hi.RowKey)),
+	)
+}
+
+// maxCarefulRows bounds the target entities read to check one page: past
+// it, the page's entities are read one by one instead.
+const maxCarefulRows = 5000
+
+// write writes items (upserts, or inserts with w.insert; upsertKeys, when
+// set, names keys to upsert even with w.insert). careful is for pages an
+// interrupted run may have written already: the target's entities are
+// read first and those identical to the source are skipped, so nothing is
+// written twice and an insert does not trip over its own earlier write.
+func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool, upsertKeys func(k string) bool) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if careful {
+		var err error
+		if items, err = w.skipIdentical(ctx, items); err != nil {
+			return err
+		}
+	}
+	var ins, ups []entity.Entity
+	for _, e := range items {
+		if w.insert && (upsertKeys == nil || !upsertKeys(mapKey(e.PartitionKey, e.RowKey))) {
+			ins = append(ins, e)
+		} else {
+			ups = append(ups, e)
+		}
+	}
+	var failed []patterns.BulkFailure
+	for _, part := range []struct {
+		items  []entity.Entity
+		insert bool
+	}{{ins, true}, {ups, false}} {
+		if len(part.items) == 0 {
+			continue
+		}
+		for i := range part.items {
+			part.items[i].ETag = ""
+		}
+		res, err := w.dst.BulkWrite(ctx, part.items, &patterns.BulkOptions{Insert: part.insert, Concurrency: w.concurrency})
+		w.written.Add(int64(res.Written))
+		w.requests.Add(int64(res.Requests))
+		w.throttled.Add(int64(res.Throttled))
+		var be *patterns.BulkError
+		if err != nil && !errors.As(err, &be) {
+			return fmt.Errorf("write to %s: %w", w.dst.Name(), err)
+		}
+		failed = append(failed, res.Failed...)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return &WriteError{Table: w.dst.Name(), Failed: failed}
+}
+
+// WriteError names the entities a copy or restore could not write.
+type WriteError struct {
+	Table  string
+	Failed []patterns.BulkFailure
+}
+
+// Error names the target and the first failed entities.
+func (e *WriteError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "write to %s: %d entities failed", e.Table, len(e.Failed))
+	for i, f := range e.Failed {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Failed)-i)
+			break
+		}
+		what := f.Err.Error()
+		if errors.Is(f.Err, tablekit.ErrAlreadyExists) {
+			what = "it exists in the target (--insert refuses existing entities)"
+		}
+		fmt.Fprintf(&b, "; (PartitionKey %q, RowKey %q): %s", f.PartitionKey, f.RowKey, what)
+	}
+	return b.String()
+}
+
+// Unwrap returns each failure's error.
+func (e *WriteError) Unwrap() []error {
+	errs := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		errs[i] = f.Err
+	}
+	return errs
+}
+
+// skipIdentical returns the items whose stored version in the target
+// differs from them (or is absent), counting the others as skipped.
+func (w *writer) skipIdentical(ctx context.Context, items []entity.Entity) ([]entity.Entity, error) {
+	want := make(map[string]uint64, len(items))
+	for _, e := range items {
+		h, err := EntityHash(e)
+		if err != nil {
+			return nil, err
+		}
+		want[mapKey(e.PartitionKey, e.RowKey)] = h
+	}
+	stored := map[string]uint64{}
+	n := 0
+	complete := true
+	for e, err := range w.dst.Query(ctx, spanOf(items).filter(), &patterns.QueryOptions{SelectAll: true, AllowTableScan: true}) {
+		if err != nil {
+			if errors.Is(err, tablekit.ErrNotFound) {
+				break // no table yet
+			}
+			return nil, fmt.Errorf("read back %s: %w", w.dst.Name(), err)
+		}
+		if n++; n > maxCarefulRows {
+			complete = false
+			break
+		}
+		k := mapKey(e.PartitionKey, e.RowKey)
+		if _, ok := want[k]; ok {
+			h, err := EntityHash(e)
+			if err != nil {
+				return nil, err
+			}
+			stored[k] = h
+		}
+	}
+	if !complete {
+		var mu sync.Mutex
+		stored = map[string]uint64{}
+		sem := make(chan struct{}, 16)
+		var wg sync.WaitGroup
+		var firstErr error
+		for _, it := range items {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				e, err := w.dst.Get(ctx, it.PartitionKey, it.RowKey, nil)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case errors.Is(err, tablekit.ErrNotFound):
+				case err != nil:
+					if firstErr == nil {
+						firstErr = err
+					}
+				default:
+					if h, herr := EntityHash(e); herr == nil {
+						stored[mapKey(e.PartitionKey, e.RowKey)] = h
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return nil, fmt.Errorf("read back %s: %w", w.dst.Name(), firstErr)
+		}
+	}
+	out := items[:0:0]
+	for _, e := range items {
+		k := mapKey(e.PartitionKey, e.RowKey)
+		if h, ok := stored[k]; ok && h == want[k] {
+			w.skipped.Add(1)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
