@@ -139,6 +139,12 @@ type Instance struct {
 	// BlobURL, QueueURL and TableURL are the service endpoints, such as
 	// http://127.0.0.1:41234/devstoreaccount1.
 	BlobURL, QueueURL, TableURL string
+	// DirectTableURL is Azurite's own table endpoint, behind no proxy:
+	// requests to it get no latency, no throttling and none of Strict's
+	// rules. It serves the same tables as TableURL, so a test or a
+	// benchmark can load its data fast and then measure through the
+	// proxy. It equals TableURL when no proxy runs.
+	DirectTableURL string
 
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when the process has exited
@@ -299,6 +305,7 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
 	inst.QueueURL = base + strconv.Itoa(ports[1]) + "/" + AccountName
 	inst.TableURL = base + strconv.Itoa(ports[2]) + "/" + AccountName
+	inst.DirectTableURL = inst.TableURL
 	if o.Strict || o.Latency > 0 || o.LatencyJitter > 0 || o.Throttle != nil {
 		p, u, err := startProxy(base+strconv.Itoa(ports[2]), proxyConfig{
 			strict: o.Strict, latency: o.Latency, jitter: o.LatencyJitter, throttle: o.Throttle,

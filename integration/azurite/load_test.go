@@ -107,7 +107,7 @@ func TestLatencyIsAddedToEveryTableRequest(t *testing.T) {
 	const latency = 150 * time.Millisecond
 	ctx := context.Background()
 	inst := azurite.StartTB(t, &azurite.Options{Latency: latency, LatencyJitter: 50 * time.Millisecond})
-	c := newTable(t, inst)
+	c, name := newNamedTable(t, inst)
 	requests := []struct {
 		name string
 		do   func() error
@@ -132,6 +132,30 @@ func TestLatencyIsAddedToEveryTableRequest(t *testing.T) {
 		if el := time.Since(start); el < latency {
 			t.Errorf("%s took %v, want at least the latency %v", rq.name, el, latency)
 		}
+	}
+
+	// DirectTableURL reaches the same Azurite without the wait.
+	cred, err := aztables.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := aztables.NewServiceClientWithSharedKey(inst.DirectTableURL, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := svc.NewClient(name)
+	start := time.Now()
+	if _, err := direct.GetEntity(ctx, "p1", "a", nil); err != nil {
+		t.Fatalf("point read through DirectTableURL of an entity written through the proxy: %v", err)
+	}
+	if _, err := direct.AddEntity(ctx, entityJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "direct"}), nil); err != nil {
+		t.Fatalf("insert through DirectTableURL: %v", err)
+	}
+	if el := time.Since(start); el >= latency {
+		t.Errorf("two requests through DirectTableURL took %v, want less than the latency %v", el, latency)
+	}
+	if _, err := c.GetEntity(ctx, "p", "direct", nil); err != nil {
+		t.Errorf("the entity written through DirectTableURL, read through the proxy: %v", err)
 	}
 
 	for _, gone := range []struct {

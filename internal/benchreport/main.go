@@ -240,12 +240,13 @@ func lastSide(name string) string {
 }
 
 // describe prints the median time per op, and the median of any custom
-// throughput metric (entities/s, tx/s).
+// throughput metric (entities/s, tx/s), latency, client CPU, size or
+// share (limit-%, throttled-%).
 func describe(s sample) string {
 	out := fmtDur(median(s["ns/op"]))
 	var units []string
 	for u := range s {
-		if strings.HasSuffix(u, "/s") || strings.HasPrefix(u, "cpu-") || strings.HasPrefix(u, "p50") || strings.HasPrefix(u, "p99") || u == "requests/op" || strings.HasSuffix(u, "-MB") {
+		if strings.HasSuffix(u, "/s") || strings.HasPrefix(u, "cpu-") || strings.HasPrefix(u, "p50") || strings.HasPrefix(u, "p99") || u == "requests/op" || strings.HasSuffix(u, "-MB") || strings.HasSuffix(u, "-%") {
 			units = append(units, u)
 		}
 	}

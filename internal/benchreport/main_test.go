@@ -19,6 +19,8 @@ BenchmarkDecode/codec=tablekit-2   1000   10000 ns/op
 BenchmarkDecode/codec=aztables-2   1000   40000 ns/op
 BenchmarkLonely-2   1000   40000 ns/op
 BenchmarkTransactions/concurrency=4-2   100   5000000 ns/op   200 tx/s   9.5 p50-ms
+BenchmarkBulk/impl=tablekit-2   1   1000000000 ns/op   95.0 limit-%   2.5 throttled-%
+BenchmarkBulk/impl=fixed-2   1   2000000000 ns/op   50.0 limit-%   10 throttled-%
 `
 	var out strings.Builder
 	if err := run(strings.NewReader(in), &out); err != nil {
@@ -28,6 +30,7 @@ BenchmarkTransactions/concurrency=4-2   100   5000000 ns/op   200 tx/s   9.5 p50
 	for _, want := range []string{
 		"| patterns.Scan10k | raw | 200.00 ms, 50000 entities/s | 500.00 ms, 17000 entities/s | 3.00x | 100 | 900 | 3 |",
 		"| entity.Decode | aztables | 10.0 µs | 40.0 µs | 4.00x |",
+		"| entity.Bulk | fixed | 1.00 s, 95 limit-%, 2.50 throttled-% | 2.00 s, 50 limit-%, 10 throttled-% | 2.00x |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

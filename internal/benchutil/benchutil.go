@@ -69,3 +69,13 @@ func (m CPUMeter) Report(b *testing.B, perOp int, unit string) {
 	d := ProcessCPU() - m.start
 	b.ReportMetric(float64(d.Nanoseconds())/1e3/float64(b.N*perOp), "cpu-µs/"+unit)
 }
+
+// EnvInt is the positive integer in the environment variable name, or def
+// when it is unset or not one: the sizes a benchmark lets a quick run
+// shrink.
+func EnvInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

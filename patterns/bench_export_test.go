@@ -1,0 +1,198 @@
+package patterns_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// Whole-table benchmarks (issue 26, docs/BENCHMARKS.md "Whole tables").
+// Each starts an Azurite of its own behind the load proxy of
+// integration/azurite, loads its data through DirectTableURL (no latency,
+// no throttling) and measures through the proxy.
+
+// EnvExportEntities sets the size of BenchmarkExportSkewed's table
+// (default 200,000): a quick run sets a smaller one. EnvExportSweep set
+// to 1 adds the sides parallel-8, -16, -32 and -64 (those other than
+// exportParallel), which make a round three times longer.
+const (
+	EnvExportEntities = "TABLEKIT_BENCH_EXPORT_ENTITIES"
+	EnvExportSweep    = "TABLEKIT_BENCH_EXPORT_SWEEP"
+)
+
+// exportLatency is what the proxy adds to every request of the export
+// benchmark: a page of a scan across a region, or a busy partition server.
+const exportLatency = 50 * time.Millisecond
+
+// exportParallel is the Parallel of the export's tablekit side: the
+// fastest of 8, 16, 32 and 64 in the runs docs/BENCHMARKS.md reports
+// (more ranges at once meant more split probes, each a full pass of
+// Azurite over the table).
+const exportParallel = 8
+
+// skewedKeys returns n keys in the layouts a parallel scan must split
+// (those of scan_test.go at scale), in this key order:
+//   - a quarter in tiny partitions of 10 rows, PartitionKeys spread over
+//     8 hex digits;
+//   - half in one partition, "hot", whose RowKeys share a 21-character
+//     prefix;
+//   - a quarter in 10 partitions whose PartitionKeys share a 42-character
+//     prefix, 5,000 rows each at 200,000.
+func skewedKeys(n int) [][2]string {
+	ks := make([][2]string, 0, n)
+	tiny, hot := n/4, n/2
+	for i := range tiny {
+		// Partition i/10, its number scattered by a multiplicative hash.
+		pk := fmt.Sprintf("%08x", uint32(i/10)*2654435761)
+		ks = append(ks, [2]string{pk, fmt.Sprintf("%02d", i%10)})
+	}
+	for i := range hot {
+		ks = append(ks, [2]string{"hot", fmt.Sprintf("user-0000000000000000-%08d", i)})
+	}
+	shared := n - tiny - hot
+	for i := range shared {
+		ks = append(ks, [2]string{fmt.Sprintf("tenant-0000000000000000000000000042-shard-%03d", i*10/shared), fmt.Sprintf("%08d", i)})
+	}
+	return ks
+}
+
+// directAccount is an account on inst's Azurite that bypasses the load
+// proxy.
+func directAccount(b testing.TB, inst *azurite.Instance) *tablekit.Account {
+	b.Helper()
+	acct, err := tablekit.NewAccountWithSharedKey(azurite.AccountName, azurite.AccountKey, tablekit.Endpoints{Table: inst.DirectTableURL}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return acct
+}
+
+// BenchmarkExportSkewed exports a table of 200,000 entities in a skewed
+// key layout (skewedKeys) as `tablekit export` does: a Scan of
+// entity.Entity with every property, each page written as JSON lines
+// under a lock. Every request through the proxy takes 50 ms more. Sides:
+//   - tablekit: Scan with Parallel exportParallel;
+//   - parallel-16, -32, -64 (with EnvExportSweep=1): the other Parallel
+//     values tried;
+//   - sequential: Parallel 1 (one range, page after page), with the
+//     latency;
+//   - sequential-nolatency: Parallel 1 on Azurite's own endpoint, the
+//     same table with no latency: what the latency would cost if nothing
+//     hid it.
+//
+// Goals (issue 26): tablekit at least 5x sequential; at least 80% of
+// sequential-nolatency's throughput.
+func BenchmarkExportSkewed(b *testing.B) {
+	ctx := context.Background()
+	n := benchutil.EnvInt(EnvExportEntities, 200_000)
+	inst := azurite.StartTB(b, &azurite.Options{Latency: exportLatency})
+	name := "export" + strconv.FormatInt(benchSeq.Add(1), 10)
+	load, err := patterns.NewTable[benchEmployee](directAccount(b, inst), name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := load.CreateIfNotExists(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
+	rows := make([]benchEmployee, 0, n)
+	for i, k := range skewedKeys(n) {
+		e := benchRow(k[0], i)
+		e.RowKey = k[1]
+		rows = append(rows, e)
+	}
+	start := time.Now()
+	if _, err := load.BulkWrite(ctx, rows, &patterns.BulkOptions{Concurrency: 16}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("loaded %d entities in %v", n, time.Since(start).Round(time.Millisecond))
+	rows = nil
+
+	acct, err := tablekit.Connect(inst.ConnectionString, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slow, err := patterns.NewTable[entity.Entity](acct, name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fast, err := patterns.NewTable[entity.Entity](directAccount(b, inst), name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// export is the CLI's export: JSON lines, one range's page at a
+	// time on the output.
+	export := func(b *testing.B, tbl *patterns.Table[entity.Entity], parallel int) patterns.ScanResult {
+		out := bufio.NewWriterSize(io.Discard, 256<<10)
+		var mu sync.Mutex
+		res, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, page []entity.Entity) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range page {
+				line, err := e.MarshalJSON()
+				if err != nil {
+					return err
+				}
+				if _, err := out.Write(append(line, '\n')); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, &patterns.ScanOptions{QueryOptions: patterns.QueryOptions{SelectAll: true}, Parallel: parallel})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Rows != int64(n) {
+			b.Fatalf("export read %d rows, want %d", res.Rows, n)
+		}
+		if err := out.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	side := func(tbl *patterns.Table[entity.Entity], parallel int) func(b *testing.B) {
+		return func(b *testing.B) {
+			var res patterns.ScanResult
+			cpu := benchutil.StartCPU()
+			for b.Loop() {
+				r := export(b, tbl, parallel)
+				res.Rows += r.Rows
+				res.Pages += r.Pages
+				res.Ranges += r.Ranges
+				res.Requests += r.Requests
+			}
+			ops := float64(b.N)
+			b.ReportMetric(float64(res.Rows)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(res.Requests)/ops, "requests/op")
+			b.ReportMetric(float64(res.Requests-res.Pages)/ops, "probes/op")
+			b.ReportMetric(float64(res.Ranges)/ops, "ranges/op")
+			cpu.Report(b, n, "entity")
+		}
+	}
+	// Warm the emulator up on the table: a sequential pass without
+	// latency reads every page once.
+	export(b, fast, 1)
+	sides := []benchutil.Side{
+		benchutil.S("tablekit", side(slow, exportParallel)),
+		benchutil.S("sequential", side(slow, 1)),
+		benchutil.S("sequential-nolatency", side(fast, 1)),
+	}
+	for _, p := range []int{8, 16, 32, 64} {
+		if p != exportParallel && benchutil.EnvInt(EnvExportSweep, 0) == 1 {
+			sides = append(sides, benchutil.S("parallel-"+strconv.Itoa(p), side(slow, p)))
+		}
+	}
+	benchutil.RunSides(b, sides...)
+}

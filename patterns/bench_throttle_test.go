@@ -1,0 +1,197 @@
+package patterns_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// EnvImportEntities sets how many entities each op of
+// BenchmarkBulkThrottled writes (default 40,000): a quick run sets fewer.
+const EnvImportEntities = "TABLEKIT_BENCH_IMPORT_ENTITIES"
+
+// The scaled-down targets of the throttling benchmark: a tenth of
+// Azure's account target, and hot partitions whose targets add up to less
+// than it. At these rates Azurite (about 18,000 entities/s in bulk on this
+// machine, docs/BENCHMARKS.md) is never the bottleneck.
+const (
+	throttleAccountTarget   = 4000
+	throttlePartitionTarget = 300
+	throttleHotPartitions   = 10
+	throttleCeiling         = 8 // BulkOptions.Concurrency's default and `tablekit import`'s
+)
+
+// BenchmarkBulkThrottled upserts the same entities per op into a table
+// behind the proxy throttling at an account target of 4,000 entities/s and
+// a partition target of 300/s (Azure's answers: 503 ServerBusy), in two
+// shapes:
+//   - shape=account: 400 partitions of 100 entities (40,000), one
+//     transaction each: the account's target binds (limit 4,000/s);
+//   - shape=partition: 10 hot partitions, the entities dealt round-robin:
+//     their targets bind (limit 10 x 300 = 3,000/s).
+//
+// Sides, both at most 8 transactions in flight, on the same transactions
+// in the same order:
+//   - tablekit: BulkWrite, which adapts its concurrency (AIMD, internal/
+//     throttle) and pauses on a throttling answer;
+//   - fixed: 8 workers each sending the next transaction with SubmitOps
+//     (the same transport, no limiter), azcore's default retry policy
+//     backing off from the 503s (3 retries, 0.8 s doubling); a
+//     transaction still throttled after those is sent again.
+//
+// Metrics: entities/s; limit-% (entities/s as a share of the lower of the
+// account target and the sum of the partitions' targets; goal at least
+// 90%); throttled-% (the share of requests the proxy answered 503, from
+// azurite.Instance.Stats; goal at most 5%).
+func BenchmarkBulkThrottled(b *testing.B) {
+	ctx := context.Background()
+	n := benchutil.EnvInt(EnvImportEntities, 40_000)
+	inst := azurite.StartTB(b, &azurite.Options{Throttle: &azurite.ThrottleOptions{
+		AccountEntitiesPerSecond:   throttleAccountTarget,
+		PartitionEntitiesPerSecond: throttlePartitionTarget,
+	}})
+	acct, err := tablekit.Connect(inst.ConnectionString, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shapes := []struct {
+		name  string
+		parts int
+		key   func(i int) string
+		limit float64
+	}{
+		{"account", (n + 99) / 100, func(i int) string { return fmt.Sprintf("p%05d", i/100) },
+			min(throttleAccountTarget, float64(throttlePartitionTarget*((n+99)/100)))},
+		{"partition", throttleHotPartitions, func(i int) string { return "hot" + strconv.Itoa(i%throttleHotPartitions) },
+			min(throttleAccountTarget, float64(throttlePartitionTarget*throttleHotPartitions))},
+	}
+	for _, sh := range shapes {
+		b.Run("shape="+sh.name, func(b *testing.B) {
+			name := "throttle" + strconv.FormatInt(benchSeq.Add(1), 10)
+			items := make([]benchEmployee, n)
+			for i := range items {
+				items[i] = benchRow(sh.key(i), i)
+			}
+			// Every op replaces what the load stored: the same work on
+			// every side and in every round.
+			load, err := patterns.NewTable[benchEmployee](directAccount(b, inst), name, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := load.CreateIfNotExists(ctx, nil); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := load.BulkWrite(ctx, items, nil); err != nil {
+				b.Fatal(err)
+			}
+			tbl, err := patterns.NewTable[benchEmployee](acct, name, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			txs := bulkTransactions(b, tbl, items)
+
+			measure := func(b *testing.B, op func(b *testing.B)) {
+				before := inst.Stats()
+				cpu := benchutil.StartCPU()
+				for b.Loop() {
+					op(b)
+				}
+				after := inst.Stats()
+				rate := float64(n*b.N) / b.Elapsed().Seconds()
+				throttled := after.Throttled - before.Throttled
+				requests := after.Forwarded - before.Forwarded + throttled
+				b.ReportMetric(rate, "entities/s")
+				b.ReportMetric(100*rate/sh.limit, "limit-%")
+				b.ReportMetric(100*float64(throttled)/float64(requests), "throttled-%")
+				b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+				cpu.Report(b, n, "entity")
+			}
+			benchutil.RunSides(b,
+				benchutil.S("tablekit", func(b *testing.B) {
+					measure(b, func(b *testing.B) {
+						res, err := tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Concurrency: throttleCeiling})
+						if err != nil || res.Written != n {
+							b.Fatalf("BulkWrite: %d of %d written: %v", res.Written, n, err)
+						}
+					})
+				}),
+				benchutil.S("fixed", func(b *testing.B) {
+					measure(b, func(b *testing.B) { fixedBulk(ctx, b, tbl, txs, throttleCeiling) })
+				}))
+		})
+	}
+}
+
+// bulkTransactions returns items' transactions as BulkWrite forms them:
+// grouped by partition in input order, each sent once it holds 100
+// entities, the partial ones at the end. The entities are encoded here,
+// outside the baseline's timing.
+func bulkTransactions(b *testing.B, tbl *patterns.Table[benchEmployee], items []benchEmployee) [][]patterns.Op {
+	var txs [][]patterns.Op
+	pending := map[string][]patterns.Op{}
+	var order []string
+	for i := range items {
+		body, err := tbl.Codec().Marshal(&items[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		pk := items[i].PartitionKey
+		if _, ok := pending[pk]; !ok {
+			order = append(order, pk)
+		}
+		pending[pk] = append(pending[pk], patterns.Op{Type: patterns.OpUpsertReplace, PartitionKey: pk, RowKey: items[i].RowKey, Entity: body, Unique: true})
+		if len(pending[pk]) == patterns.MaxTransactionOps {
+			txs = append(txs, pending[pk])
+			pending[pk] = nil
+		}
+	}
+	for _, pk := range order {
+		if len(pending[pk]) > 0 {
+			txs = append(txs, pending[pk])
+		}
+	}
+	return txs
+}
+
+// fixedBulk sends txs with conc workers and no limiter: azcore's retry
+// policy answers the service's throttling, and a transaction it gave up
+// on is sent again.
+func fixedBulk(ctx context.Context, b *testing.B, tbl *patterns.Table[benchEmployee], txs [][]patterns.Op, conc int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(txs) {
+					return
+				}
+				for {
+					_, err := tbl.SubmitOps(ctx, txs[i], nil)
+					if err == nil {
+						break
+					}
+					if !tablekit.IsTransient(err) {
+						failed.Store(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+}
