@@ -326,7 +326,7 @@ func (s *scan) work(ctx context.Context) error {
 				s.mu.Unlock()
 				return nil
 			}
-			if c := s.splitCandidate(); c != nil {
+			if c := s.splitCandidate(); c != nil && s.splits < maxSplitSearches {
 				c.splitting = true
 				s.splits++
 				s.mu.Unlock()
@@ -630,8 +630,14 @@ func pkBound(end, hi position) position {
 	return hi
 }
 
-// maxSplitPoints bounds the points one split search looks for.
-const maxSplitPoints = 16
+// maxSplitPoints bounds the points one split search looks for, and
+// maxSplitSearches the searches under way at once: a search probes for a
+// point for every idle worker, so more at once only add probes (each costs
+// the service a query; on Azurite as much as a page).
+const (
+	maxSplitPoints   = 16
+	maxSplitSearches = 2
+)
 
 // findSplit probes for up to n existing keys between cur and stop,
 // spread over them: partitions after cur's where there are some, else
