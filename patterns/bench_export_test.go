@@ -27,9 +27,13 @@ import (
 // (default 200,000): a quick run sets a smaller one. EnvExportSweep set
 // to 1 adds the sides parallel-8, -16, -32 and -64 (those other than
 // exportParallel), which make a round three times longer.
+// EnvExportLatency sets the latency the proxy adds, in milliseconds
+// (default 50): at 250 the latency, not the emulator, is what a
+// sequential scan waits on.
 const (
 	EnvExportEntities = "TABLEKIT_BENCH_EXPORT_ENTITIES"
 	EnvExportSweep    = "TABLEKIT_BENCH_EXPORT_SWEEP"
+	EnvExportLatency  = "TABLEKIT_BENCH_EXPORT_LATENCY_MS"
 )
 
 // exportLatency is what the proxy adds to every request of the export
@@ -97,7 +101,8 @@ func directAccount(b testing.TB, inst *azurite.Instance) *tablekit.Account {
 func BenchmarkExportSkewed(b *testing.B) {
 	ctx := context.Background()
 	n := benchutil.EnvInt(EnvExportEntities, 200_000)
-	inst := azurite.StartTB(b, &azurite.Options{Latency: exportLatency})
+	latency := time.Duration(benchutil.EnvInt(EnvExportLatency, int(exportLatency/time.Millisecond))) * time.Millisecond
+	inst := azurite.StartTB(b, &azurite.Options{Latency: latency})
 	name := "export" + strconv.FormatInt(benchSeq.Add(1), 10)
 	load, err := patterns.NewTable[benchEmployee](directAccount(b, inst), name, nil)
 	if err != nil {

@@ -192,7 +192,7 @@ type scanRange struct {
 	// This run's state, under the scan's lock.
 	claimed   *position // the last key handed out (nil: none in this run)
 	more      bool      // the last page had a continuation
-	pages     int
+	pages     int       // read since the range was made or last split
 	running   bool
 	done      bool
 	handled   bool // done, and its last page handled
@@ -491,8 +491,11 @@ func (s *scan) resume(token string) error {
 	return nil
 }
 
-// splitCandidate picks a running range worth splitting: one that has
-// shown more pages (the most pages first), or one not yet read.
+// splitCandidate picks a running range worth splitting: the one that read
+// the most pages since it was last split and has more, or one not yet
+// read. (A range's pages since its last split stand in for its size,
+// which nothing tells: the half a split leaves a range may be the small
+// one.)
 func (s *scan) splitCandidate() *scanRange {
 	if !s.ordered {
 		return nil
@@ -584,6 +587,7 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 		}
 	}
 	r.Stop = points[0]
+	r.pages = 0 // what it has left is a fraction now: count afresh
 	s.ranges = append(s.ranges, add...)
 	s.queue = append(s.queue, add...)
 	return nil
@@ -637,6 +641,7 @@ func pkBound(end, hi position) position {
 const (
 	maxSplitPoints   = 16
 	maxSplitSearches = 2
+	gallopProbes     = 8
 )
 
 // findSplit probes for up to n existing keys between cur and stop,
@@ -695,26 +700,56 @@ func (s *scan) splitKeys(ctx context.Context, cur, hi string, open bool, n int, 
 	from := func(m string) func(keys.Key) keys.Filter {
 		return func(k keys.Key) keys.Filter { return k.Ge(m) }
 	}
-	// found(n): is there a key at or above the successor of cur[:n]? It
-	// holds for long prefixes first; the longest n where it fails bounds
-	// what is left.
+	// above(m): is there a key at or above the successor of cur[:m]? It
+	// holds for long prefixes first; the longest m where it fails bounds
+	// what is left. Up to gallopProbes lengths are probed at once, then
+	// again between the two that bracket the answer: two round trips for
+	// keys of up to gallopProbes² characters, where a bisection would
+	// take a round trip per halving.
 	runes := []rune(cur)
-	lo, top := 1, len(runes)
+	above := func(m int) (bool, error) {
+		_, succ := keys.PrefixRange(string(runes[:m]))
+		if succ == "" || (!open && keys.Compare(succ, hi) >= 0) {
+			return false, nil // nothing can lie above: the bound holds
+		}
+		_, ok, err := first(ctx, from(succ))
+		return ok, err
+	}
+	lo, top := 1, len(runes) // the answer is in [lo-1, top]
 	bound := 0
 	for lo <= top {
-		m := (lo + top) / 2
-		_, succ := keys.PrefixRange(string(runes[:m]))
-		found := false
-		if succ != "" && (open || keys.Compare(succ, hi) < 0) {
-			var err error
-			if _, found, err = first(ctx, from(succ)); err != nil {
-				return nil, err
-			}
+		step := max(1, (top-lo+1+gallopProbes-1)/gallopProbes)
+		var ms []int
+		for m := lo; m <= top; m += step {
+			ms = append(ms, m)
 		}
-		if found {
-			top = m - 1
-		} else {
-			bound, lo = m, m+1
+		oks := make([]bool, len(ms))
+		errs := make([]error, len(ms))
+		var wg sync.WaitGroup
+		for i, m := range ms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				oks[i], errs[i] = above(m)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		// above is monotone: the last length where it fails, and the
+		// first probed length above it, bracket the answer.
+		next := top + 1
+		for i := len(ms) - 1; i >= 0; i-- {
+			if !oks[i] {
+				bound = ms[i]
+				break
+			}
+			next = ms[i]
+		}
+		lo, top = max(bound+1, lo), next-1
+		if step == 1 {
+			break
 		}
 	}
 	if bound > 0 {

@@ -108,9 +108,9 @@ func rowPosition(raw []byte) (position, error) {
 // midKey returns a string m with lo < m < hi in the service's order, or
 // false when there is none worth probing. hi == "" with open set means no
 // upper bound. Where hi leaves a digit free (the tail after the first
-// difference), the digit is taken halfway to 0x7F when lo's digit is
-// ASCII, else halfway to 0xFFFF: keys are mostly ASCII, and a probe that
-// finds nothing narrows the bound anyway.
+// difference), the digit is taken halfway to the end of lo's digit's
+// class (tailTop): keys are mostly ASCII digits and letters, and a probe
+// that finds nothing narrows the bound anyway.
 func midKey(lo, hi string, open bool) (string, bool) {
 	a := utf16.Encode([]rune(lo))
 	var b []uint16
@@ -158,10 +158,7 @@ func midKey(lo, hi string, open bool) (string, bool) {
 	// The tail: lo's digits from i on, with no upper bound.
 	for ; i <= len(a) && i < 64; i++ {
 		d := digit(i)
-		top := 0xFFFF + 1
-		if d < 0x7F {
-			top = 0x7F
-		}
+		top := tailTop(d)
 		m := (d + top) / 2
 		if m < 0x20 {
 			m = 0x20
@@ -172,6 +169,25 @@ func midKey(lo, hi string, open bool) (string, bool) {
 		out = append(out, uint16(d))
 	}
 	return "", false
+}
+
+// tailTop is the digit a free position of a split point aims below, by
+// the class of lo's digit there: keys of decimal digits, of lower-case or
+// upper-case letters mostly continue in their class (padded numbers,
+// hex, names); other ASCII stays ASCII. Too narrow a guess only gives a
+// point nearer lo; too wide a one would find no key at all.
+func tailTop(d int) int {
+	switch {
+	case d >= '0' && d <= '9':
+		return '9' + 1
+	case d >= 'a' && d <= 'z':
+		return 'z' + 1
+	case d >= 'A' && d <= 'Z':
+		return 'Z' + 1
+	case d < 0x7F:
+		return 0x7F
+	}
+	return 0xFFFF + 1
 }
 
 // finishKey turns units into a string, replacing a lone surrogate (which
