@@ -1,28 +1,45 @@
-// Package throttle adapts the concurrency of bulk writes to the service's
+// Package throttle adapts the pace of bulk writes to the service's
 // throttling answers. Azure Table storage answers 503 ServerBusy (or 500
 // OperationTimedOut) when a partition (~2,000 entities/s) or the account
 // (~20,000 entities/s) is over its target, and Cosmos DB answers 429 with
 // x-ms-retry-after-ms; the guide's advice is to back off, lower
 // concurrency and raise it again slowly. A Limiter does that for the
 // transactions of one job (a BulkWrite, a DeleteWhere): every transaction
-// takes a slot before it is sent and reports how the service answered.
+// takes a slot before it is sent, saying how many entities it carries,
+// and reports how the service answered.
 //
-// The algorithm is AIMD, as TCP's congestion avoidance, on two windows:
-// the account's (transactions in flight in all) and each partition's
-// (transactions in flight in it). Both start at the ceiling, so a job the
-// service keeps up with runs exactly as without a Limiter. A throttling
-// answer halves the window it points at (a partition's, or the account's
-// when the service says the account is over its limit) and pauses it: for
-// the service's retry-after when it gave one, else for an exponential
-// backoff. Only one cut per round trip: the answers to transactions sent
-// before the last cut tell nothing new, and cutting again for each of
-// them would drop a window of 8 to 1 at the first burst. Every answer the
-// service keeps up with raises the windows by 1/window (one transaction
-// per window's worth of answers), up to the ceiling.
+// Each scope (the account, and partitions) has a control with two
+// regimes, as TCP has a window and, below it, pacing:
+//   - a window: transactions in flight, from the ceiling down to one. A
+//     throttling answer halves it (by 0.8 below 4); every answer the
+//     service keeps up with raises it by 1/window;
+//   - below a window of one, a rate in entities per second: one
+//     transaction in flight already sends faster than a partition's
+//     target when a round trip is short (a round trip of 10 ms carries
+//     100 entities: 10,000/s against a partition's 2,000), so the sends
+//     are paced: a transaction of n entities leaves n/rate after the
+//     previous one of the same account or partition. The first throttling
+//     answer at a window of one sets the rate to 0.8 of what one
+//     transaction per round trip sends; each further one multiplies it by
+//     0.8, or by 0.5 when nothing got through since the last cut; every
+//     answer the service keeps up with raises it by 1%; once it is above
+//     one transaction per round trip again, the window takes over.
 //
-// A window counts transactions, not entities: a transaction is what is in
-// flight, and the service's answers, which do count entities (a batch of
-// 100 weighs 100), set where the windows settle.
+// The account has its own control; the partitions share one, as the
+// service's partition target is the same for every partition: what one
+// hot partition learned paces the others from their second transaction
+// on (a partition's first transaction leaves at once). Each partition
+// keeps its own place in flight and its own schedule.
+//
+// Only one cut per round trip: the answers to transactions sent before the
+// last cut tell nothing new, and cutting again for each of them would drop
+// a window of 8 to 1 at the first burst.
+//
+// After a throttling answer its account or partition pauses: for the
+// service's retry-after, exactly, when it gave one (Cosmos DB does); else
+// for a backoff that starts at the paced gap (or BaseDelay, 50 ms, when
+// not pacing) and doubles with each throttling answer in a row, a streak
+// any answer that gets through ends.
 package throttle
 
 import (
@@ -45,19 +62,35 @@ const (
 	Account
 )
 
-// Defaults and bounds.
+// Defaults, bounds and the control's constants.
 const (
 	// DefaultCeiling is the most transactions in flight when Options
 	// leaves it 0 (BulkOptions.Concurrency's default).
 	DefaultCeiling = 8
 	// DefaultBaseDelay is the first pause after a throttling answer that
-	// names no retry-after: azcore's default first retry delay.
-	DefaultBaseDelay = 800 * time.Millisecond
-	// DefaultMaxDelay bounds the backoff: azcore's default MaxRetryDelay.
+	// names no retry-after, when not pacing: about the gap a partition's
+	// target asks between two transactions of 100 entities (20 to 50 ms
+	// at 2,000 to 5,000 entities/s), not azcore's 0.8 s.
+	DefaultBaseDelay = 50 * time.Millisecond
+	// DefaultMaxDelay bounds the backoff and the paced gap: azcore's
+	// default MaxRetryDelay.
 	DefaultMaxDelay = 60 * time.Second
 	// MaxRetryAfter bounds the pause a retry-after header can ask for,
 	// so a broken header cannot stall a job for days.
 	MaxRetryAfter = 5 * time.Minute
+
+	// cutWindow is the cut of a window of 4 or more; cutSmall the cut of
+	// a smaller window and of a rate. With a cut b, a sawtooth averages
+	// (1+b)/2 of where it is cut: 0.9 at 0.8, which halving cannot reach.
+	cutWindow = 0.5
+	cutSmall  = 0.8
+	// cutStreak cuts a rate when nothing got through since the last cut:
+	// the rate is far off (a first estimate), search faster.
+	cutStreak = 0.5
+	// rateIncrease is the rise of a rate per answer that gets through:
+	// from a cut of 0.8 back to the target takes about 22 answers, so
+	// about one transaction in 23 is throttled.
+	rateIncrease = 0.01
 )
 
 // Clock is the time a Limiter waits by; tests pass a fake one.
@@ -78,29 +111,48 @@ type Options struct {
 	// partition. Default DefaultCeiling.
 	Ceiling int
 	// BaseDelay is the pause after the first throttling answer without a
-	// retry-after; it doubles with each further one in a row, up to
-	// MaxDelay, jittered by ±20%. Defaults DefaultBaseDelay and
+	// retry-after when not pacing (when pacing, the gap); it doubles with
+	// each further one in a row, up to MaxDelay, jittered by ±20%.
+	// MaxDelay also bounds the paced gap. Defaults DefaultBaseDelay and
 	// DefaultMaxDelay.
 	BaseDelay, MaxDelay time.Duration
 	// Clock is the time the Limiter waits by; nil means the real one.
 	Clock Clock
 }
 
-// window is the AIMD state of the account or of one partition.
-type window struct {
-	size     float64   // transactions allowed in flight (its floor, at least 1)
-	inflight int       // transactions in flight
-	pause    time.Time // no transaction leaves before this
-	cutSeq   uint64    // answers to slots taken before this sequence number are old news
-	streak   int       // throttling answers in a row, for the backoff
+// control is how fast a scope may send: a window, and below a window of
+// one a rate.
+type control struct {
+	size   float64 // transactions allowed in flight, 1 to the ceiling
+	rate   float64 // entities per second when pacing (size 1); 0: not pacing
+	cutSeq uint64  // answers to slots taken before this sequence number are old news
+	streak int     // throttling answers in a row, for the backoff and cutStreak
 }
 
-func (w *window) open(now time.Time) bool {
-	return w.inflight < max(1, int(w.size)) && !now.Before(w.pause)
+// lane is where one account or partition is: what it has in flight, when
+// it last sent, and its pause.
+type lane struct {
+	inflight int
+	last     time.Time // when its last transaction left
+	lastN    int       // that transaction's entities
+	pause    time.Time // no transaction leaves before this
 }
+
+// gate is when l may send under c, not counting its window.
+func (l *lane) gate(c *control) time.Time {
+	at := l.pause
+	if c.rate > 0 && !l.last.IsZero() {
+		if next := l.last.Add(seconds(float64(l.lastN) / c.rate)); next.After(at) {
+			at = next
+		}
+	}
+	return at
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Limiter hands out slots to send transactions, within the account's
-// window and the partition's, and adapts both to the answers. It is safe
+// control and the partitions', and adapts both to the answers. It is safe
 // for concurrent use.
 type Limiter struct {
 	ceiling         float64
@@ -109,8 +161,9 @@ type Limiter struct {
 	mu              sync.Mutex
 	changed         chan struct{} // closed and replaced when a slot is freed
 	seq             uint64
-	account         window
-	parts           map[string]*window
+	account, part   control
+	acctLane        lane
+	parts           map[string]*lane
 	sent, throttled int
 }
 
@@ -133,9 +186,10 @@ func New(o Options) *Limiter {
 	}
 	l := &Limiter{
 		ceiling: float64(o.Ceiling), base: o.BaseDelay, maxDelay: o.MaxDelay, clock: o.Clock,
-		changed: make(chan struct{}), parts: map[string]*window{},
+		changed: make(chan struct{}), parts: map[string]*lane{},
 	}
 	l.account.size = l.ceiling
+	l.part.size = l.ceiling
 	return l
 }
 
@@ -145,36 +199,44 @@ func New(o Options) *Limiter {
 type Slot struct {
 	l    *Limiter
 	pk   string
+	n    int
 	seq  uint64
+	sent time.Time
 	done bool
 }
 
-// Acquire waits until a transaction on partition pk may be sent: a slot
-// free in the account's window and in the partition's, and neither
-// paused. It returns ctx's error if ctx ends first.
-func (l *Limiter) Acquire(ctx context.Context, pk string) (*Slot, error) {
+// Acquire waits until a transaction of n entities on partition pk may be
+// sent: a place free in the account's window and in the partition's,
+// neither paused, and the paced gap after each's last transaction passed.
+// It returns ctx's error if ctx ends first.
+func (l *Limiter) Acquire(ctx context.Context, pk string, n int) (*Slot, error) {
+	n = max(n, 1)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		l.mu.Lock()
 		now := l.clock.Now()
-		p := l.part(pk)
-		if l.account.open(now) && p.open(now) {
-			l.account.inflight++
-			p.inflight++
+		p := l.lane(pk)
+		ag, pg := l.acctLane.gate(&l.account), p.gate(&l.part)
+		until := ag
+		if pg.After(until) {
+			until = pg
+		}
+		room := l.acctLane.inflight < max(1, int(l.account.size)) && p.inflight < max(1, int(l.part.size))
+		if room && !now.Before(until) {
+			for _, ln := range []*lane{&l.acctLane, p} {
+				ln.inflight++
+				ln.last, ln.lastN = now, n
+			}
 			l.sent++
-			s := &Slot{l: l, pk: pk, seq: l.seq}
+			s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now}
 			l.seq++
 			l.mu.Unlock()
 			return s, nil
 		}
-		// Wait for a slot to be freed, or for a pause to end.
+		// Wait for a place to be freed, or for the gate to open.
 		var wake <-chan time.Time
-		until := l.account.pause
-		if p.pause.After(until) {
-			until = p.pause
-		}
 		if now.Before(until) {
 			wake = l.clock.After(until.Sub(now))
 		}
@@ -189,43 +251,45 @@ func (l *Limiter) Acquire(ctx context.Context, pk string) (*Slot, error) {
 	}
 }
 
-// part returns pk's window, created at the ceiling. Called with mu held.
-func (l *Limiter) part(pk string) *window {
+// lane returns pk's lane, created empty. Called with mu held.
+func (l *Limiter) lane(pk string) *lane {
 	p := l.parts[pk]
 	if p == nil {
-		p = &window{size: l.ceiling}
+		p = &lane{}
 		l.parts[pk] = p
 	}
 	return p
 }
 
-// finish frees s's slot and wakes the waiters. Called with mu held.
-func (s *Slot) finish() (*window, bool) {
+// finish frees s's place and wakes the waiters. Called with mu held.
+func (s *Slot) finish() (*lane, bool) {
 	if s.done {
 		return nil, false
 	}
 	s.done = true
 	l := s.l
-	p := l.part(s.pk)
-	l.account.inflight--
+	p := l.lane(s.pk)
+	l.acctLane.inflight--
 	p.inflight--
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return p, true
 }
 
-// forget drops a partition's window once it holds nothing the defaults
-// would not: a job over millions of partitions keeps only the throttled
-// ones. Called with mu held.
-func (l *Limiter) forget(pk string, p *window, now time.Time) {
-	if p.inflight == 0 && p.size >= l.ceiling && p.streak == 0 && !now.Before(p.pause) {
+// forget drops a partition's lane once it holds nothing a new one would
+// not: a job over millions of partitions keeps only those it is pacing or
+// pausing. Called with mu held.
+func (l *Limiter) forget(pk string, p *lane, now time.Time) {
+	if p.inflight == 0 && !now.Before(p.gate(&l.part)) {
 		delete(l.parts, pk)
 	}
 }
 
 // OK reports that the service kept up with the transaction (it applied
-// it, or refused it for a reason of its own, such as a conflict): both
-// windows grow by 1/size, up to the ceiling.
+// it, or refused it for a reason of its own, such as a conflict): the
+// streaks end, windows grow by 1/size up to the ceiling, and rates by 1%
+// until they are above one transaction per round trip, where the window
+// takes over again.
 func (s *Slot) OK() {
 	l := s.l
 	l.mu.Lock()
@@ -234,11 +298,21 @@ func (s *Slot) OK() {
 	if !ok {
 		return
 	}
-	for _, w := range []*window{&l.account, p} {
-		w.streak = 0
-		w.size = min(l.ceiling, w.size+1/w.size)
+	now := l.clock.Now()
+	rtt := now.Sub(s.sent).Seconds()
+	for _, c := range []*control{&l.account, &l.part} {
+		c.streak = 0
+		switch {
+		case c.rate == 0:
+			c.size = min(l.ceiling, c.size+1/c.size)
+		case rtt > 0 && c.rate*rtt > 2*float64(s.n):
+			// Pacing no longer binds: a window of one sends slower.
+			c.rate = 0
+		default:
+			c.rate *= 1 + rateIncrease
+		}
 	}
-	l.forget(s.pk, p, l.clock.Now())
+	l.forget(s.pk, p, now)
 }
 
 // Release frees the slot without a verdict: the answer says nothing
@@ -253,9 +327,10 @@ func (s *Slot) Release() {
 }
 
 // Throttled reports a throttling answer pointing at scope, with the
-// service's retry-after (0 when it named none). The window of scope is
-// halved, unless an answer to a later transaction already cut it, and
-// paused for retryAfter (at most MaxRetryAfter), else for the backoff.
+// service's retry-after (0 when it named none). The control of scope is
+// cut, unless an answer to a later transaction already cut it, and the
+// account or partition paused for retryAfter (at most MaxRetryAfter),
+// else for the backoff.
 func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 	l := s.l
 	l.mu.Lock()
@@ -265,29 +340,60 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 		return
 	}
 	l.throttled++
-	w := p
+	c, ln := &l.part, p
 	if scope == Account {
-		w = &l.account
+		c, ln = &l.account, &l.acctLane
 	}
 	now := l.clock.Now()
-	if s.seq >= w.cutSeq {
-		w.size = max(1, w.size/2)
-		w.cutSeq = l.seq
-		w.streak++
+	if s.seq >= c.cutSeq {
+		l.cut(c, s, now)
+		c.cutSeq = l.seq
+		c.streak++
 	}
 	d := min(retryAfter, MaxRetryAfter)
 	if d <= 0 {
-		d = l.backoff(w.streak)
+		d = l.backoff(c, s.n)
 	}
-	if until := now.Add(d); until.After(w.pause) {
-		w.pause = until
+	if until := now.Add(d); until.After(ln.pause) {
+		ln.pause = until
 	}
 }
 
-// backoff is the pause after the n-th throttling answer in a row (from
-// 1): BaseDelay doubled n-1 times, at most MaxDelay, ±20%.
-func (l *Limiter) backoff(n int) time.Duration {
-	d := float64(l.base) * math.Pow(2, float64(max(n, 1)-1))
+// cut lowers c after a throttling answer to s, at now. Called with mu held.
+func (l *Limiter) cut(c *control, s *Slot, now time.Time) {
+	switch {
+	case c.rate == 0 && c.size >= 2:
+		b := cutSmall
+		if c.size >= 4 {
+			b = cutWindow
+		}
+		c.size = max(1, c.size*b)
+	case c.rate == 0:
+		// A window of one was too fast: pace, below one transaction per
+		// round trip.
+		rtt := max(now.Sub(s.sent), time.Millisecond)
+		c.rate = cutSmall * float64(s.n) / rtt.Seconds()
+	case c.streak > 0:
+		c.rate *= cutStreak
+	default:
+		c.rate *= cutSmall
+	}
+	if c.rate > 0 {
+		// The gap of a transaction like s stays within MaxDelay.
+		c.rate = max(c.rate, float64(s.n)/l.maxDelay.Seconds())
+	}
+}
+
+// backoff is the pause after a throttling answer on c for a transaction
+// of n entities: the paced gap (BaseDelay when not pacing), doubled for
+// each answer of the streak after the first, at most MaxDelay, ±20%.
+// Called with mu held.
+func (l *Limiter) backoff(c *control, n int) time.Duration {
+	d := float64(l.base)
+	if c.rate > 0 {
+		d = float64(n) / c.rate * float64(time.Second)
+	}
+	d *= math.Pow(2, float64(max(c.streak, 1)-1))
 	d = min(d, float64(l.maxDelay))
 	return time.Duration(d * (0.8 + 0.4*rand.Float64()))
 }
@@ -299,14 +405,27 @@ func (l *Limiter) Limit() int {
 	return max(1, int(l.account.size))
 }
 
-// PartitionLimit is partition pk's window now.
-func (l *Limiter) PartitionLimit(pk string) int {
+// PartitionLimit is the partitions' window now.
+func (l *Limiter) PartitionLimit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p := l.parts[pk]; p != nil {
-		return max(1, int(p.size))
-	}
-	return int(l.ceiling)
+	return max(1, int(l.part.size))
+}
+
+// Rate is the account's paced rate now, in entities per second; 0 when
+// it is not paced.
+func (l *Limiter) Rate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.account.rate
+}
+
+// PartitionRate is the partitions' paced rate now, in entities per
+// second; 0 when they are not paced.
+func (l *Limiter) PartitionRate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.part.rate
 }
 
 // Sent is the number of slots handed out: transactions sent, throttled

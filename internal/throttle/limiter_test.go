@@ -52,7 +52,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func acquire(t *testing.T, l *Limiter, pk string) *Slot {
 	t.Helper()
-	s, err := l.Acquire(context.Background(), pk)
+	return acquireN(t, l, pk, 100)
+}
+
+func acquireN(t *testing.T, l *Limiter, pk string, n int) *Slot {
+	t.Helper()
+	s, err := l.Acquire(context.Background(), pk, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,17 +67,21 @@ func acquire(t *testing.T, l *Limiter, pk string) *Slot {
 // blocked reports whether Acquire(pk) would wait now.
 func blocked(l *Limiter, pk string) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.clock.Now()
+	a := &l.acctLane
+	if a.inflight >= max(1, int(l.account.size)) || now.Before(a.gate(&l.account)) {
+		return true
+	}
 	p := l.parts[pk]
-	open := l.account.open(now) && (p == nil || p.open(now))
-	l.mu.Unlock()
-	return !open
+	return p != nil && (p.inflight >= max(1, int(l.part.size)) || now.Before(p.gate(&l.part)))
 }
 
-// Concurrency halves once per burst of throttling answers, recovers by
-// one transaction per window of answers the service keeps up with, and
-// ends at the ceiling again.
-func TestAIMDDropsOncePerBurstAndRecovers(t *testing.T) {
+// Concurrency halves once per burst of throttling answers, by 0.8 below a
+// window of 4, pauses from BaseDelay doubling while the answers are
+// throttled in a row, recovers by one transaction per window of answers
+// the service keeps up with, and ends at the ceiling again.
+func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 	clk := newFakeClock()
 	l := New(Options{Ceiling: 8, BaseDelay: 100 * time.Millisecond, Clock: clk})
 	var slots []*Slot
@@ -99,23 +108,30 @@ func TestAIMDDropsOncePerBurstAndRecovers(t *testing.T) {
 	if blocked(l, "p") {
 		t.Fatal("the pause did not end")
 	}
-	// A throttling answer to a transaction sent after the cut cuts again.
-	l.mu.Lock()
-	streak := l.account.streak
-	l.mu.Unlock()
+	// A throttling answer to a transaction sent after the cut cuts again:
+	// a window of 4 halves, and the pause doubles (nothing got through).
 	acquire(t, l, "p").Throttled(Account, 0)
 	if got := l.Limit(); got != 2 {
 		t.Fatalf("a fresh throttling answer left the window at %d, want 2", got)
 	}
 	l.mu.Lock()
-	pause := l.account.pause.Sub(clk.Now())
+	pause := l.acctLane.pause.Sub(clk.Now())
 	l.mu.Unlock()
-	if streak != 1 || pause < 160*time.Millisecond || pause > 240*time.Millisecond {
+	if pause < 160*time.Millisecond || pause > 240*time.Millisecond {
 		t.Fatalf("second pause in a row = %v, want 200 ms ±20%% (doubled)", pause)
 	}
 	clk.Advance(time.Second)
-	// Recovery: +1/size per answer the service keeps up with. From 2 to 8
-	// takes 2+3+...+7 = 27 answers (and a few for the fractions).
+	// Below 4 the cut is 0.8: 2 to 1.6, a window of 1.
+	acquire(t, l, "p").Throttled(Account, 0)
+	l.mu.Lock()
+	size := l.account.size
+	l.mu.Unlock()
+	if size != 1.6 {
+		t.Fatalf("a window of 2 was cut to %v, want 1.6 (x0.8)", size)
+	}
+	clk.Advance(2 * time.Second)
+	// Recovery: +1/size per answer the service keeps up with. From 1.6 to
+	// 8 takes about 1+2+...+7 = 28 answers.
 	n := 0
 	for l.Limit() < 8 {
 		acquire(t, l, "p").OK()
@@ -124,7 +140,7 @@ func TestAIMDDropsOncePerBurstAndRecovers(t *testing.T) {
 		}
 	}
 	if n < 20 {
-		t.Fatalf("the window went from 2 to 8 in %d answers: too fast for additive increase", n)
+		t.Fatalf("the window went from 1.6 to 8 in %d answers: too fast for additive increase", n)
 	}
 	acquire(t, l, "p").OK()
 	if l.Limit() != 8 {
@@ -132,15 +148,95 @@ func TestAIMDDropsOncePerBurstAndRecovers(t *testing.T) {
 	}
 }
 
-// A partition's throttling answer slows that partition only.
+// Below a window of one the sends are paced: the first throttling answer
+// sets the rate to 0.8 of one transaction per round trip, sends then leave
+// n/rate apart (by their own entities), a further answer cuts the rate by
+// 0.8 (0.5 when nothing got through in between), each answer that gets
+// through raises it by 1%, and the window takes over again once the rate
+// is above twice a transaction per round trip.
+func TestPacingBelowAWindowOfOne(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 1, BaseDelay: time.Millisecond, Clock: clk})
+	s := acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond) // the round trip
+	s.Throttled(Partition, 0)
+	const want = 0.8 * 100 / 0.010 // entities/s: 0.8 of 100 entities per 10 ms
+	if got := l.PartitionRate(); got != want {
+		t.Fatalf("rate after a throttled window of one = %v, want %v", got, want)
+	}
+	if l.Rate() != 0 {
+		t.Fatalf("a partition's answer paced the account: rate %v", l.Rate())
+	}
+	// The gap is 100/8,000 s = 12.5 ms from the throttled send, the pause
+	// 12.5 ms ±20% from its answer: at most 25 ms from the send.
+	clk.Advance(24 * time.Millisecond)
+	if blocked(l, "p") && !pausedOnly(l, "p") {
+		t.Fatal("the gate is later than the gap and its pause")
+	}
+	clk.Advance(6 * time.Millisecond)
+	if blocked(l, "p") {
+		t.Fatal("still blocked after the gap and the pause")
+	}
+	// Nothing got through since the cut: the next one halves.
+	s = acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.Throttled(Partition, 0)
+	if got := l.PartitionRate(); got != want*0.5 {
+		t.Fatalf("rate after a second answer in a row = %v, want %v", got, want*0.5)
+	}
+	clk.Advance(time.Second)
+	// Sends leave n/rate apart: 50 entities at 4,000/s are 12.5 ms.
+	acquireN(t, l, "p", 50).OK()
+	rate := l.PartitionRate()
+	if rate != want*0.5*1.01 {
+		t.Fatalf("rate after an answer that got through = %v, want %v (+1%%)", rate, want*0.5*1.01)
+	}
+	gap := time.Duration(50 / rate * float64(time.Second))
+	clk.Advance(gap - time.Millisecond)
+	if !blocked(l, "p") {
+		t.Fatalf("a send left %v after the last, before the gap of %v", gap-time.Millisecond, gap)
+	}
+	if blocked(l, "q") {
+		t.Fatal("a partition's first transaction waited for another's gap")
+	}
+	clk.Advance(time.Millisecond)
+	// An answer after the streak ended cuts by 0.8.
+	s = acquire(t, l, "p")
+	s.Throttled(Partition, 0)
+	if got := l.PartitionRate(); got != rate*0.8 {
+		t.Fatalf("rate after a throttling answer following a success = %v, want %v (x0.8)", got, rate*0.8)
+	}
+	// A round trip long enough that the pace no longer binds ends pacing.
+	clk.Advance(time.Second)
+	s = acquire(t, l, "p")
+	clk.Advance(100 * time.Millisecond) // 100 entities in 100 ms: 1,000/s, under a third of the rate
+	s.OK()
+	if l.PartitionRate() != 0 || l.PartitionLimit() != 1 {
+		t.Fatalf("rate %v, window %d; want 0 and 1 once the pace no longer binds", l.PartitionRate(), l.PartitionLimit())
+	}
+}
+
+// pausedOnly reports whether pk is held by a pause only (not by its gap).
+func pausedOnly(l *Limiter, pk string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	p := l.parts[pk]
+	return p != nil && now.Before(p.pause)
+}
+
+// A partition's throttling answer pauses that partition only; the
+// partitions' shared control paces the others from their second
+// transaction on, not their first; lanes back at the defaults are
+// forgotten.
 func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	clk := newFakeClock()
 	l := New(Options{Ceiling: 4, BaseDelay: time.Second, Clock: clk})
 	hot := []*Slot{acquire(t, l, "hot"), acquire(t, l, "hot")}
 	hot[0].Throttled(Partition, 0)
 	hot[1].Throttled(Partition, 0)
-	if l.PartitionLimit("hot") != 2 || l.Limit() != 4 {
-		t.Fatalf("partition window %d, account %d; want 2 and 4", l.PartitionLimit("hot"), l.Limit())
+	if l.PartitionLimit() != 2 || l.Limit() != 4 {
+		t.Fatalf("partition window %d, account %d; want 2 and 4", l.PartitionLimit(), l.Limit())
 	}
 	if !blocked(l, "hot") || blocked(l, "cold") {
 		t.Fatal("the hot partition's pause should hold it and only it")
@@ -151,7 +247,7 @@ func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	// A waiter on the hot partition leaves when its pause ends.
 	got := make(chan *Slot)
 	go func() {
-		s, _ := l.Acquire(context.Background(), "hot")
+		s, _ := l.Acquire(context.Background(), "hot", 100)
 		got <- s
 	}()
 	select {
@@ -166,16 +262,11 @@ func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Acquire did not return after the pause")
 	}
-	// Windows back at their defaults are forgotten.
-	for l.PartitionLimit("hot") < 4 {
-		acquire(t, l, "hot").OK()
-	}
-	acquire(t, l, "hot").OK()
 	l.mu.Lock()
 	n := len(l.parts)
 	l.mu.Unlock()
 	if n != 0 {
-		t.Errorf("%d partition windows kept, want 0 once all are back at the ceiling", n)
+		t.Errorf("%d partition lanes kept, want 0 once none is in flight, paused or paced", n)
 	}
 }
 
@@ -203,20 +294,20 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-// A released slot frees its place without changing the windows, and
+// A released slot frees its place without changing the controls, and
 // Acquire gives up when its context ends.
 func TestReleaseAndCancel(t *testing.T) {
 	l := New(Options{Ceiling: 1})
 	s := acquire(t, l, "p")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := l.Acquire(ctx, "q"); err == nil {
+	if _, err := l.Acquire(ctx, "q", 1); err == nil {
 		t.Fatal("Acquire beyond the ceiling returned without waiting")
 	}
 	s.Release()
 	s.Release() // a second call is a no-op
 	acquire(t, l, "q").Release()
-	if l.Limit() != 1 || l.Sent() != 2 || l.Throttled() != 0 {
-		t.Errorf("Limit %d, Sent %d, Throttled %d; want 1, 2, 0", l.Limit(), l.Sent(), l.Throttled())
+	if l.Limit() != 1 || l.Sent() != 2 || l.Throttled() != 0 || l.Rate() != 0 {
+		t.Errorf("Limit %d, Sent %d, Throttled %d, Rate %v; want 1, 2, 0, 0", l.Limit(), l.Sent(), l.Throttled(), l.Rate())
 	}
 }
