@@ -22,8 +22,9 @@
 //     answer at a window of one sets the rate to 0.8 of what one
 //     transaction per round trip sends; each further one multiplies it by
 //     0.8, or by 0.5 when nothing got through since the last cut; every
-//     answer the service keeps up with raises it by 1%; once it is above
-//     one transaction per round trip again, the window takes over.
+//     answer the service keeps up with raises it by 1%. Once pacing, the
+//     rate decides alone: more than one transaction may be in flight
+//     (up to the ceiling) when the gap is shorter than a round trip.
 //
 // The account has its own control; the partitions share one, as the
 // service's partition target is the same for every partition: what one
@@ -91,6 +92,9 @@ const (
 	// from a cut of 0.8 back to the target takes about 22 answers, so
 	// about one transaction in 23 is throttled.
 	rateIncrease = 0.01
+	// approachTo is where a rate far below the one last refused climbs
+	// back quickly to: just under it.
+	approachTo = 0.9
 )
 
 // Clock is the time a Limiter waits by; tests pass a fake one.
@@ -125,8 +129,19 @@ type Options struct {
 type control struct {
 	size   float64 // transactions allowed in flight, 1 to the ceiling
 	rate   float64 // entities per second when pacing (size 1); 0: not pacing
+	peak   float64 // the rate when last cut: the service refused it
 	cutSeq uint64  // answers to slots taken before this sequence number are old news
 	streak int     // throttling answers in a row, for the backoff and cutStreak
+}
+
+// window is the most transactions c lets be in flight: its window, or
+// the ceiling once it paces (the rate decides, and more than one
+// transaction may be in flight when the gap is shorter than a round trip).
+func (c *control) window(ceiling float64) int {
+	if c.rate > 0 {
+		return int(ceiling)
+	}
+	return max(1, int(c.size))
 }
 
 // lane is where one account or partition is: what it has in flight, when
@@ -135,6 +150,7 @@ type lane struct {
 	inflight int
 	last     time.Time // when its last transaction left
 	lastN    int       // that transaction's entities
+	lastSeq  uint64    // its sequence number, plus one (0: none yet)
 	pause    time.Time // no transaction leaves before this
 }
 
@@ -202,7 +218,10 @@ type Slot struct {
 	n    int
 	seq  uint64
 	sent time.Time
-	done bool
+	// prev is the sequence number, plus one, of the transaction its
+	// account and partition sent before it (0: none).
+	prevAcct, prevPart uint64
+	done               bool
 }
 
 // Acquire waits until a transaction of n entities on partition pk may be
@@ -223,14 +242,14 @@ func (l *Limiter) Acquire(ctx context.Context, pk string, n int) (*Slot, error) 
 		if pg.After(until) {
 			until = pg
 		}
-		room := l.acctLane.inflight < max(1, int(l.account.size)) && p.inflight < max(1, int(l.part.size))
+		room := l.acctLane.inflight < l.account.window(l.ceiling) && p.inflight < l.part.window(l.ceiling)
 		if room && !now.Before(until) {
+			s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now, prevAcct: l.acctLane.lastSeq, prevPart: p.lastSeq}
 			for _, ln := range []*lane{&l.acctLane, p} {
 				ln.inflight++
-				ln.last, ln.lastN = now, n
+				ln.last, ln.lastN, ln.lastSeq = now, n, l.seq+1
 			}
 			l.sent++
-			s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now}
 			l.seq++
 			l.mu.Unlock()
 			return s, nil
@@ -287,9 +306,7 @@ func (l *Limiter) forget(pk string, p *lane, now time.Time) {
 
 // OK reports that the service kept up with the transaction (it applied
 // it, or refused it for a reason of its own, such as a conflict): the
-// streaks end, windows grow by 1/size up to the ceiling, and rates by 1%
-// until they are above one transaction per round trip, where the window
-// takes over again.
+// streaks end, windows grow by 1/size up to the ceiling, and rates by 1%.
 func (s *Slot) OK() {
 	l := s.l
 	l.mu.Lock()
@@ -299,15 +316,15 @@ func (s *Slot) OK() {
 		return
 	}
 	now := l.clock.Now()
-	rtt := now.Sub(s.sent).Seconds()
 	for _, c := range []*control{&l.account, &l.part} {
 		c.streak = 0
 		switch {
 		case c.rate == 0:
 			c.size = min(l.ceiling, c.size+1/c.size)
-		case rtt > 0 && c.rate*rtt > 2*float64(s.n):
-			// Pacing no longer binds: a window of one sends slower.
-			c.rate = 0
+		case c.rate < approachTo*c.peak:
+			// Far below the rate last refused (after a search that cut
+			// too far): close an eighth of the distance.
+			c.rate += max(c.rate*rateIncrease, (approachTo*c.peak-c.rate)/8)
 		default:
 			c.rate *= 1 + rateIncrease
 		}
@@ -340,12 +357,16 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 		return
 	}
 	l.throttled++
-	c, ln := &l.part, p
+	c, ln, prev := &l.part, p, s.prevPart
 	if scope == Account {
-		c, ln = &l.account, &l.acctLane
+		c, ln, prev = &l.account, &l.acctLane, s.prevAcct
 	}
 	now := l.clock.Now()
-	if s.seq >= c.cutSeq {
+	// The answer is news when the transaction left after the last cut
+	// and, when pacing, so did the one before it on the same lane: a
+	// paced send that follows one sent at the old pace may meet the debt
+	// that one left, and says nothing about the new pace.
+	if s.seq >= c.cutSeq && (c.rate == 0 || prev > c.cutSeq) {
 		l.cut(c, s, now)
 		c.cutSeq = l.seq
 		c.streak++
@@ -374,8 +395,10 @@ func (l *Limiter) cut(c *control, s *Slot, now time.Time) {
 		rtt := max(now.Sub(s.sent), time.Millisecond)
 		c.rate = cutSmall * float64(s.n) / rtt.Seconds()
 	case c.streak > 0:
+		c.peak = c.rate
 		c.rate *= cutStreak
 	default:
+		c.peak = c.rate
 		c.rate *= cutSmall
 	}
 	if c.rate > 0 {
@@ -385,31 +408,35 @@ func (l *Limiter) cut(c *control, s *Slot, now time.Time) {
 }
 
 // backoff is the pause after a throttling answer on c for a transaction
-// of n entities: the paced gap (BaseDelay when not pacing), doubled for
-// each answer of the streak after the first, at most MaxDelay, ±20%.
+// of n entities: the paced gap (which doubles within a streak as the rate
+// halves), or when not pacing BaseDelay doubled for each answer of the
+// streak after the first; at most MaxDelay, ±20%.
 // Called with mu held.
 func (l *Limiter) backoff(c *control, n int) time.Duration {
-	d := float64(l.base)
+	var d float64
 	if c.rate > 0 {
+		// The rate already halves within a streak: the gap doubles.
 		d = float64(n) / c.rate * float64(time.Second)
+	} else {
+		d = float64(l.base) * math.Pow(2, float64(max(c.streak, 1)-1))
 	}
-	d *= math.Pow(2, float64(max(c.streak, 1)-1))
 	d = min(d, float64(l.maxDelay))
 	return time.Duration(d * (0.8 + 0.4*rand.Float64()))
 }
 
-// Limit is the account's window now: the most transactions in flight.
+// Limit is the most transactions the account lets be in flight now.
 func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(1, int(l.account.size))
+	return l.account.window(l.ceiling)
 }
 
-// PartitionLimit is the partitions' window now.
+// PartitionLimit is the most transactions a partition lets be in flight
+// now.
 func (l *Limiter) PartitionLimit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(1, int(l.part.size))
+	return l.part.window(l.ceiling)
 }
 
 // Rate is the account's paced rate now, in entities per second; 0 when
