@@ -85,13 +85,19 @@ const (
 	// (1+b)/2 of where it is cut: 0.9 at 0.8, which halving cannot reach.
 	cutWindow = 0.5
 	cutSmall  = 0.8
+	// minWindow is the smallest window: below it the window's steps (a
+	// whole transaction per round trip) are too coarse to settle within
+	// 5% of throttled answers, and a rate takes over.
+	minWindow = 4
 	// cutStreak cuts a rate when nothing got through since the last cut:
-	// the rate is far off (a first estimate), search faster.
-	cutStreak = 0.5
+	// the rate is far off (a first estimate, from a round trip), search
+	// faster; the climb back toward the rate last refused (approachTo)
+	// makes up for a cut too deep within a few answers.
+	cutStreak = 0.25
 	// rateIncrease is the rise of a rate per answer that gets through:
 	// from a cut of 0.8 back to the target takes about 22 answers, so
 	// about one transaction in 23 is throttled.
-	rateIncrease = 0.01
+	rateIncrease = 0.004
 	// approachTo is where a rate far below the one last refused climbs
 	// back quickly to: just under it.
 	approachTo = 0.9
@@ -178,6 +184,7 @@ type Limiter struct {
 	changed         chan struct{} // closed and replaced when a slot is freed
 	seq             uint64
 	account, part   control
+	srtt            time.Duration // smoothed round trip of the answers that got through
 	acctLane        lane
 	parts           map[string]*lane
 	sent, throttled int
@@ -316,6 +323,11 @@ func (s *Slot) OK() {
 		return
 	}
 	now := l.clock.Now()
+	if rtt := now.Sub(s.sent); l.srtt == 0 {
+		l.srtt = rtt
+	} else {
+		l.srtt += (rtt - l.srtt) / 8
+	}
 	for _, c := range []*control{&l.account, &l.part} {
 		c.streak = 0
 		switch {
@@ -383,17 +395,19 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 // cut lowers c after a throttling answer to s, at now. Called with mu held.
 func (l *Limiter) cut(c *control, s *Slot, now time.Time) {
 	switch {
-	case c.rate == 0 && c.size >= 2:
-		b := cutSmall
-		if c.size >= 4 {
-			b = cutWindow
-		}
-		c.size = max(1, c.size*b)
+	case c.rate == 0 && c.size*cutWindow >= minWindow:
+		c.size *= cutWindow
 	case c.rate == 0:
-		// A window of one was too fast: pace, below one transaction per
-		// round trip.
-		rtt := max(now.Sub(s.sent), time.Millisecond)
-		c.rate = cutSmall * float64(s.n) / rtt.Seconds()
+		// A small window was too fast: pace, at 0.8 of what the window
+		// sends (size transactions per round trip). A throttled answer
+		// comes back faster than an applied one: the round trip is that
+		// of the answers that got through.
+		rtt := l.srtt
+		if rtt <= 0 {
+			rtt = now.Sub(s.sent)
+		}
+		rtt = max(rtt, time.Millisecond)
+		c.rate = cutSmall * c.size * float64(s.n) / rtt.Seconds()
 	case c.streak > 0:
 		c.peak = c.rate
 		c.rate *= cutStreak
