@@ -9,38 +9,45 @@
 // and reports how the service answered.
 //
 // Each scope (the account, and partitions) has a control with two
-// regimes, as TCP has a window and, below it, pacing:
-//   - a window: transactions in flight, from the ceiling down to one. A
-//     throttling answer halves it (by 0.8 below 4); every answer the
-//     service keeps up with raises it by 1/window;
-//   - below a window of one, a rate in entities per second: one
-//     transaction in flight already sends faster than a partition's
-//     target when a round trip is short (a round trip of 10 ms carries
-//     100 entities: 10,000/s against a partition's 2,000), so the sends
-//     are paced: a transaction of n entities leaves n/rate after the
-//     previous one of the same account or partition. The first throttling
-//     answer at a window of one sets the rate to 0.8 of what one
-//     transaction per round trip sends; each further one multiplies it by
-//     0.8, or by 0.5 when nothing got through since the last cut; every
-//     answer the service keeps up with raises it by 1%. Once pacing, the
-//     rate decides alone: more than one transaction may be in flight
-//     (up to the ceiling) when the gap is shorter than a round trip.
+// regimes, as TCP has a window and pacing:
+//   - a window: transactions in flight, from the ceiling (both start
+//     there, so a job the service keeps up with runs exactly as without a
+//     Limiter). A throttling answer halves it; every answer the service
+//     keeps up with raises it by 1/window;
+//   - below a window of 4 (once an answer got through, so a round trip
+//     is known), a rate in entities per second. A window's step
+//     (a whole transaction per round trip) is too coarse near a target,
+//     and one transaction in flight already sends faster than a
+//     partition's target when a round trip is short (100 entities per
+//     10 ms are 10,000/s against a partition's 2,000). So the sends are
+//     paced: a transaction of n entities leaves n/rate after the previous
+//     one of the same account or partition, with up to the ceiling in
+//     flight. The rate starts at 0.8 of what the window sent (its size in
+//     transactions per smoothed round trip of the answers that got
+//     through); a throttling answer multiplies it by 0.8, or by 0.25 when
+//     nothing got through since the last cut (the first estimate is far
+//     off: search fast); an answer that gets through raises it by 0.4%,
+//     or, while it is below 0.9 of the rate last refused, by an eighth of
+//     the distance to that. With a cut of b a sawtooth averages (1+b)/2
+//     of where it is cut: 0.9 at 0.8, which halving cannot reach; and
+//     from 0.9 to 1.0 of the refused rate at 0.4% takes about 26 answers,
+//     so about one transaction in 27 is throttled.
 //
 // The account has its own control; the partitions share one, as the
 // service's partition target is the same for every partition: what one
 // hot partition learned paces the others from their second transaction
-// on (a partition's first transaction leaves at once). Each partition
-// keeps its own place in flight and its own schedule.
+// on (a partition's first transaction leaves at once, as the service
+// holds a burst for it). Each partition keeps its own schedule and pause.
 //
 // Only one cut per round trip: the answers to transactions sent before the
 // last cut tell nothing new, and cutting again for each of them would drop
 // a window of 8 to 1 at the first burst.
 //
 // After a throttling answer its account or partition pauses: for the
-// service's retry-after, exactly, when it gave one (Cosmos DB does); else
-// for a backoff that starts at the paced gap (or BaseDelay, 50 ms, when
-// not pacing) and doubles with each throttling answer in a row, a streak
-// any answer that gets through ends.
+// service's retry-after, exactly, when it gave one (Cosmos DB does); else,
+// when pacing, for the gap (which doubles as the rate is cut), and when
+// not, for BaseDelay (50 ms) doubled with each throttling answer in a
+// row, a streak any answer that gets through ends.
 package throttle
 
 import (
@@ -80,9 +87,10 @@ const (
 	// so a broken header cannot stall a job for days.
 	MaxRetryAfter = 5 * time.Minute
 
-	// cutWindow is the cut of a window of 4 or more; cutSmall the cut of
-	// a smaller window and of a rate. With a cut b, a sawtooth averages
-	// (1+b)/2 of where it is cut: 0.9 at 0.8, which halving cannot reach.
+	// cutWindow is the cut of a window; cutSmall the cut of a rate, and
+	// of a window's rate as it turns into one. With a cut b, a sawtooth
+	// averages (1+b)/2 of where it is cut: 0.9 at 0.8, which halving
+	// cannot reach.
 	cutWindow = 0.5
 	cutSmall  = 0.8
 	// minWindow is the smallest window: below it the window's steps (a
@@ -94,9 +102,9 @@ const (
 	// faster; the climb back toward the rate last refused (approachTo)
 	// makes up for a cut too deep within a few answers.
 	cutStreak = 0.25
-	// rateIncrease is the rise of a rate per answer that gets through:
-	// from a cut of 0.8 back to the target takes about 22 answers, so
-	// about one transaction in 23 is throttled.
+	// rateIncrease is the rise of a rate per answer that gets through,
+	// near the rate last refused: from 0.9 of it back to it takes about
+	// 26 answers, so about one transaction in 27 (under 4%) is throttled.
 	rateIncrease = 0.004
 	// approachTo is where a rate far below the one last refused climbs
 	// back quickly to: just under it.
@@ -156,7 +164,6 @@ type lane struct {
 	inflight int
 	last     time.Time // when its last transaction left
 	lastN    int       // that transaction's entities
-	lastSeq  uint64    // its sequence number, plus one (0: none yet)
 	pause    time.Time // no transaction leaves before this
 }
 
@@ -225,10 +232,7 @@ type Slot struct {
 	n    int
 	seq  uint64
 	sent time.Time
-	// prev is the sequence number, plus one, of the transaction its
-	// account and partition sent before it (0: none).
-	prevAcct, prevPart uint64
-	done               bool
+	done bool
 }
 
 // Acquire waits until a transaction of n entities on partition pk may be
@@ -251,10 +255,10 @@ func (l *Limiter) Acquire(ctx context.Context, pk string, n int) (*Slot, error) 
 		}
 		room := l.acctLane.inflight < l.account.window(l.ceiling) && p.inflight < l.part.window(l.ceiling)
 		if room && !now.Before(until) {
-			s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now, prevAcct: l.acctLane.lastSeq, prevPart: p.lastSeq}
+			s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now}
 			for _, ln := range []*lane{&l.acctLane, p} {
 				ln.inflight++
-				ln.last, ln.lastN, ln.lastSeq = now, n, l.seq+1
+				ln.last, ln.lastN = now, n
 			}
 			l.sent++
 			l.seq++
@@ -369,17 +373,13 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 		return
 	}
 	l.throttled++
-	c, ln, prev := &l.part, p, s.prevPart
+	c, ln := &l.part, p
 	if scope == Account {
-		c, ln, prev = &l.account, &l.acctLane, s.prevAcct
+		c, ln = &l.account, &l.acctLane
 	}
 	now := l.clock.Now()
-	// The answer is news when the transaction left after the last cut
-	// and, when pacing, so did the one before it on the same lane: a
-	// paced send that follows one sent at the old pace may meet the debt
-	// that one left, and says nothing about the new pace.
-	if s.seq >= c.cutSeq && (c.rate == 0 || prev > c.cutSeq) {
-		l.cut(c, s, now)
+	if s.seq >= c.cutSeq {
+		l.cut(c, s)
 		c.cutSeq = l.seq
 		c.streak++
 	}
@@ -392,22 +392,19 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 	}
 }
 
-// cut lowers c after a throttling answer to s, at now. Called with mu held.
-func (l *Limiter) cut(c *control, s *Slot, now time.Time) {
+// cut lowers c after a throttling answer to s. Called with mu held.
+func (l *Limiter) cut(c *control, s *Slot) {
 	switch {
-	case c.rate == 0 && c.size*cutWindow >= minWindow:
-		c.size *= cutWindow
+	case c.rate == 0 && (c.size*cutWindow >= minWindow || l.srtt == 0):
+		// A window; or no answer got through yet, so no round trip to
+		// pace from (a throttled answer comes back faster than an
+		// applied one).
+		c.size = max(1, c.size*cutWindow)
 	case c.rate == 0:
 		// A small window was too fast: pace, at 0.8 of what the window
-		// sends (size transactions per round trip). A throttled answer
-		// comes back faster than an applied one: the round trip is that
-		// of the answers that got through.
-		rtt := l.srtt
-		if rtt <= 0 {
-			rtt = now.Sub(s.sent)
-		}
-		rtt = max(rtt, time.Millisecond)
-		c.rate = cutSmall * c.size * float64(s.n) / rtt.Seconds()
+		// sends (size transactions per round trip of the answers that
+		// got through).
+		c.rate = cutSmall * c.size * float64(s.n) / max(l.srtt, time.Millisecond).Seconds()
 	case c.streak > 0:
 		c.peak = c.rate
 		c.rate *= cutStreak

@@ -77,29 +77,29 @@ func blocked(l *Limiter, pk string) bool {
 	return p != nil && (p.inflight >= l.part.window(l.ceiling) || now.Before(p.gate(&l.part)))
 }
 
-// Concurrency halves once per burst of throttling answers, by 0.8 below a
-// window of 4, pauses from BaseDelay doubling while the answers are
-// throttled in a row, recovers by one transaction per window of answers
-// the service keeps up with, and ends at the ceiling again.
+// Concurrency halves once per burst of throttling answers, pauses from
+// BaseDelay doubling while the answers are throttled in a row, recovers by
+// one transaction per window of answers the service keeps up with, and
+// ends at the ceiling again; below a window of 4 a rate takes over.
 func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 	clk := newFakeClock()
-	l := New(Options{Ceiling: 8, BaseDelay: 100 * time.Millisecond, Clock: clk})
+	l := New(Options{Ceiling: 16, BaseDelay: 100 * time.Millisecond, Clock: clk})
 	var slots []*Slot
-	for range 8 {
+	for range 16 {
 		slots = append(slots, acquire(t, l, "p"))
 	}
 	if !blocked(l, "p") {
-		t.Fatal("a 9th transaction could leave with a ceiling of 8")
+		t.Fatal("a 17th transaction could leave with a ceiling of 16")
 	}
-	// The whole burst is throttled: one cut, not eight.
+	// The whole burst is throttled: one cut, not sixteen.
 	for _, s := range slots {
 		s.Throttled(Account, 0)
 	}
-	if got := l.Limit(); got != 4 {
-		t.Fatalf("after a throttled burst of 8 the window is %d, want 4 (one halving)", got)
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("after a throttled burst of 16 the window is %d, want 8 (one halving)", got)
 	}
-	if l.Throttled() != 8 || l.Sent() != 8 {
-		t.Fatalf("Throttled %d, Sent %d; want 8 and 8", l.Throttled(), l.Sent())
+	if l.Throttled() != 16 || l.Sent() != 16 {
+		t.Fatalf("Throttled %d, Sent %d; want 16 and 16", l.Throttled(), l.Sent())
 	}
 	if !blocked(l, "p") {
 		t.Fatal("a transaction could leave during the backoff pause")
@@ -108,11 +108,11 @@ func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 	if blocked(l, "p") {
 		t.Fatal("the pause did not end")
 	}
-	// A throttling answer to a transaction sent after the cut cuts again:
-	// a window of 4 halves, and the pause doubles (nothing got through).
+	// A throttling answer to a transaction sent after the cut cuts again,
+	// and the pause doubles (nothing got through).
 	acquire(t, l, "p").Throttled(Account, 0)
-	if got := l.Limit(); got != 2 {
-		t.Fatalf("a fresh throttling answer left the window at %d, want 2", got)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("a fresh throttling answer left the window at %d, want 4", got)
 	}
 	l.mu.Lock()
 	pause := l.acctLane.pause.Sub(clk.Now())
@@ -121,44 +121,52 @@ func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 		t.Fatalf("second pause in a row = %v, want 200 ms ±20%% (doubled)", pause)
 	}
 	clk.Advance(time.Second)
-	// Below 4 the cut is 0.8: 2 to 1.6, a window of 1.
-	acquire(t, l, "p").Throttled(Account, 0)
-	l.mu.Lock()
-	size := l.account.size
-	l.mu.Unlock()
-	if size != 1.6 {
-		t.Fatalf("a window of 2 was cut to %v, want 1.6 (x0.8)", size)
-	}
-	clk.Advance(2 * time.Second)
-	// Recovery: +1/size per answer the service keeps up with. From 1.6 to
-	// 8 takes about 1+2+...+7 = 28 answers.
+	// Recovery: +1/size per answer the service keeps up with, each taking
+	// 10 ms. From 4 to 16 takes 4+5+...+15 = 114 answers.
 	n := 0
-	for l.Limit() < 8 {
-		acquire(t, l, "p").OK()
-		if n++; n > 40 {
+	for l.Limit() < 16 {
+		s := acquire(t, l, "p")
+		clk.Advance(10 * time.Millisecond)
+		s.OK()
+		if n++; n > 140 {
 			t.Fatalf("window still %d after %d answers", l.Limit(), n)
 		}
 	}
-	if n < 20 {
-		t.Fatalf("the window went from 1.6 to 8 in %d answers: too fast for additive increase", n)
+	if n < 100 {
+		t.Fatalf("the window went from 4 to 16 in %d answers: too fast for additive increase", n)
 	}
-	acquire(t, l, "p").OK()
-	if l.Limit() != 8 {
-		t.Fatalf("the window exceeded the ceiling: %d", l.Limit())
+	s := acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.OK()
+	if l.Limit() != 16 || l.Rate() != 0 {
+		t.Fatalf("window %d, rate %v; want the ceiling and no pacing", l.Limit(), l.Rate())
+	}
+	// 16, 8, then a window of 4 cut turns into a rate: 0.8 of 4
+	// transactions of 100 entities per 10 ms round trip.
+	for range 3 {
+		s := acquire(t, l, "p")
+		s.Throttled(Account, 0)
+		clk.Advance(10 * time.Second)
+	}
+	if got, want := l.Rate(), 0.8*4*100/0.010; got < want*0.999 || got > want*1.001 {
+		t.Fatalf("rate after cutting a window of 4 = %v, want %v", got, want)
 	}
 }
 
-// Below a window of one the sends are paced: the first throttling answer
-// sets the rate to 0.8 of one transaction per round trip, sends then leave
-// n/rate apart (by their own entities), a further answer to a send paced
-// after one paced at the same rate cuts the rate by 0.8 (0.5 when nothing
-// got through in between), each answer that gets through raises it by 1%
-// (more while far below the rate last refused).
-func TestPacingBelowAWindowOfOne(t *testing.T) {
+// A window of one is paced: the first throttling answer once a round trip
+// is known sets the rate to 0.8 of one transaction per round trip, sends then leave n/rate apart (by
+// their own entities), a further answer cuts the rate by 0.8 (0.25 when
+// nothing got through in between), and an answer that gets through raises
+// it (by an eighth of the distance while far below the rate last refused).
+func TestPacing(t *testing.T) {
 	clk := newFakeClock()
 	l := New(Options{Ceiling: 1, BaseDelay: time.Millisecond, Clock: clk})
+	// Pacing needs a round trip of an answer that got through: 10 ms.
 	s := acquire(t, l, "p")
-	clk.Advance(10 * time.Millisecond) // the round trip
+	clk.Advance(10 * time.Millisecond)
+	s.OK()
+	s = acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
 	s.Throttled(Partition, 0)
 	const want = 0.8 * 100 / 0.010 // entities/s: 0.8 of 100 entities per 10 ms
 	if got := l.PartitionRate(); got != want {
@@ -177,30 +185,21 @@ func TestPacingBelowAWindowOfOne(t *testing.T) {
 	if blocked(l, "p") {
 		t.Fatal("still blocked after the gap and the pause")
 	}
-	// The first paced send follows one sent before the cut: its answer
-	// may be that one's debt, and says nothing of the new rate.
-	s = acquire(t, l, "p")
-	clk.Advance(10 * time.Millisecond)
-	s.Throttled(Partition, 0)
-	if got := l.PartitionRate(); got != want {
-		t.Fatalf("rate after an answer to the first paced send = %v, want %v (no news)", got, want)
-	}
-	clk.Advance(time.Second)
 	// Nothing got through since the cut: the next one halves.
 	s = acquire(t, l, "p")
 	clk.Advance(10 * time.Millisecond)
 	s.Throttled(Partition, 0)
-	if got := l.PartitionRate(); got != want*0.5 {
-		t.Fatalf("rate after a second answer in a row = %v, want %v", got, want*0.5)
+	if got := l.PartitionRate(); got != want*0.25 {
+		t.Fatalf("rate after a second answer in a row = %v, want %v (x0.25)", got, want*0.25)
 	}
 	clk.Advance(time.Second)
-	// Sends leave n/rate apart: 50 entities at 4,000/s are 12.5 ms.
+	// Sends leave n/rate apart, by their own entities.
 	acquireN(t, l, "p", 50).OK()
 	rate := l.PartitionRate()
 	// Far below 0.9 of the rate last refused (8,000/s), it closes an
-	// eighth of the distance: 4,000 + (7,200 - 4,000)/8.
-	if rate != 4400 {
-		t.Fatalf("rate after an answer that got through = %v, want 4400", rate)
+	// eighth of the distance: 2,000 + (7,200 - 2,000)/8.
+	if rate != 2650 {
+		t.Fatalf("rate after an answer that got through = %v, want 2650", rate)
 	}
 	gap := time.Duration(50 / rate * float64(time.Second))
 	clk.Advance(gap - time.Millisecond)
@@ -240,12 +239,12 @@ func pausedOnly(l *Limiter, pk string) bool {
 // forgotten.
 func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	clk := newFakeClock()
-	l := New(Options{Ceiling: 4, BaseDelay: time.Second, Clock: clk})
+	l := New(Options{Ceiling: 8, BaseDelay: time.Second, Clock: clk})
 	hot := []*Slot{acquire(t, l, "hot"), acquire(t, l, "hot")}
 	hot[0].Throttled(Partition, 0)
 	hot[1].Throttled(Partition, 0)
-	if l.PartitionLimit() != 2 || l.Limit() != 4 {
-		t.Fatalf("partition window %d, account %d; want 2 and 4", l.PartitionLimit(), l.Limit())
+	if l.PartitionLimit() != 4 || l.Limit() != 8 {
+		t.Fatalf("partition window %d, account %d; want 4 and 8", l.PartitionLimit(), l.Limit())
 	}
 	if !blocked(l, "hot") || blocked(l, "cold") {
 		t.Fatal("the hot partition's pause should hold it and only it")
