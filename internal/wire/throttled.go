@@ -176,9 +176,10 @@ func (t *Table) NewLimiter(ceiling int) *throttle.Limiter {
 
 // BatchLimited is Batch for a job that adapts to throttling: the
 // transaction waits for a slot of lim, goes without azcore's retries of
-// throttling answers, and reports each answer to lim, which lowers the
-// job's concurrency and pauses on throttling and raises it again while
-// the service keeps up. A throttled transaction is sent again until it is
+// throttling answers, and reports each answer to lim, which slows the job
+// on throttling (fewer in flight, then a paced rate per account and
+// partition) and pauses, and speeds it up again while the service keeps
+// up. A throttled transaction is sent again until it is
 // applied, refused for another reason, or ctx ends (a 503 or 429 was not
 // applied; a 500 OperationTimedOut is first settled by reading back, as
 // Batch settles a lost answer). It is applied once, or fails as Batch
