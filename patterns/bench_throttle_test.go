@@ -40,8 +40,9 @@ const (
 //
 // Sides, both at most 8 transactions in flight, on the same transactions
 // in the same order:
-//   - tablekit: BulkWrite, which adapts its concurrency (AIMD, internal/
-//     throttle) and pauses on a throttling answer;
+//   - tablekit: BulkWrite, which adapts its pace (fewer in flight, then
+//     a paced rate per account and partition: internal/throttle) and
+//     pauses on a throttling answer;
 //   - fixed: 8 workers each sending the next transaction with SubmitOps
 //     (the same transport, no limiter), azcore's default retry policy
 //     backing off from the 503s (3 retries, 0.8 s doubling); a

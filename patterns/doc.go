@@ -115,12 +115,15 @@
 // Throttling. Retries of transient failures are azcore's, with one
 // exception: the bulk jobs (BulkWrite, BulkWriteSeq, DeleteWhere) see the
 // service's throttling answers (503 ServerBusy, 500 OperationTimedOut,
-// Cosmos DB's 429) themselves and adapt their concurrency to them, up to
-// BulkOptions.Concurrency (WhereOptions.Concurrency): fewer transactions
-// in flight and a pause (the service's retry-after, else a backoff) after
-// such an answer, more again while the service keeps up. A throttled
-// transaction is resent until applied, and never applied twice;
-// BulkResult.Throttled and WhereResult.Throttled count the answers.
+// Cosmos DB's 429) themselves and adapt their pace to them, up to
+// BulkOptions.Concurrency (WhereOptions.Concurrency) in flight: after such
+// an answer, fewer transactions in flight and, below a few, a paced rate
+// in entities per second for the account and for partitions (a partition's
+// first transaction leaves at once), with a pause (the service's
+// retry-after, exactly, else from 50 ms); faster again while the service
+// keeps up. A throttled transaction is resent until applied, and never
+// applied twice; BulkResult.Throttled and WhereResult.Throttled count the
+// answers.
 //
 // # Queries and transactions ("Design for querying", "Entity group transactions")
 //

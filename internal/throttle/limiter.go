@@ -1,28 +1,53 @@
-// Package throttle adapts the concurrency of bulk writes to the service's
+// Package throttle adapts the pace of bulk writes to the service's
 // throttling answers. Azure Table storage answers 503 ServerBusy (or 500
 // OperationTimedOut) when a partition (~2,000 entities/s) or the account
 // (~20,000 entities/s) is over its target, and Cosmos DB answers 429 with
 // x-ms-retry-after-ms; the guide's advice is to back off, lower
 // concurrency and raise it again slowly. A Limiter does that for the
 // transactions of one job (a BulkWrite, a DeleteWhere): every transaction
-// takes a slot before it is sent and reports how the service answered.
+// takes a slot before it is sent, saying how many entities it carries,
+// and reports how the service answered.
 //
-// The algorithm is AIMD, as TCP's congestion avoidance, on two windows:
-// the account's (transactions in flight in all) and each partition's
-// (transactions in flight in it). Both start at the ceiling, so a job the
-// service keeps up with runs exactly as without a Limiter. A throttling
-// answer halves the window it points at (a partition's, or the account's
-// when the service says the account is over its limit) and pauses it: for
-// the service's retry-after when it gave one, else for an exponential
-// backoff. Only one cut per round trip: the answers to transactions sent
-// before the last cut tell nothing new, and cutting again for each of
-// them would drop a window of 8 to 1 at the first burst. Every answer the
-// service keeps up with raises the windows by 1/window (one transaction
-// per window's worth of answers), up to the ceiling.
+// Each scope (the account, and partitions) has a control with two
+// regimes, as TCP has a window and pacing:
+//   - a window: transactions in flight, from the ceiling (both start
+//     there, so a job the service keeps up with runs exactly as without a
+//     Limiter). A throttling answer halves it; every answer the service
+//     keeps up with raises it by 1/window;
+//   - below a window of 4 (once an answer got through, so a round trip
+//     is known), a rate in entities per second. A window's step
+//     (a whole transaction per round trip) is too coarse near a target,
+//     and one transaction in flight already sends faster than a
+//     partition's target when a round trip is short (100 entities per
+//     10 ms are 10,000/s against a partition's 2,000). So the sends are
+//     paced: a transaction of n entities leaves n/rate after the previous
+//     one of the same account or partition, with up to the ceiling in
+//     flight. The rate starts at 0.8 of what the window sent (its size in
+//     transactions per smoothed round trip of the answers that got
+//     through); a throttling answer multiplies it by 0.8, or by 0.25 when
+//     nothing got through since the last cut (the first estimate is far
+//     off: search fast); an answer that gets through raises it by 0.4%,
+//     or, while it is below 0.9 of the rate last refused, by an eighth of
+//     the distance to that. With a cut of b a sawtooth averages (1+b)/2
+//     of where it is cut: 0.9 at 0.8, which halving cannot reach; and
+//     from 0.9 to 1.0 of the refused rate at 0.4% takes about 26 answers,
+//     so about one transaction in 27 is throttled.
 //
-// A window counts transactions, not entities: a transaction is what is in
-// flight, and the service's answers, which do count entities (a batch of
-// 100 weighs 100), set where the windows settle.
+// The account has its own control; the partitions share one, as the
+// service's partition target is the same for every partition: what one
+// hot partition learned paces the others from their second transaction
+// on (a partition's first transaction leaves at once, as the service
+// holds a burst for it). Each partition keeps its own schedule and pause.
+//
+// Only one cut per round trip: the answers to transactions sent before the
+// last cut tell nothing new, and cutting again for each of them would drop
+// a window of 8 to 1 at the first burst.
+//
+// After a throttling answer its account or partition pauses: for the
+// service's retry-after, exactly, when it gave one (Cosmos DB does); else,
+// when pacing, for the gap (which doubles as the rate is cut), and when
+// not, for BaseDelay (50 ms) doubled with each throttling answer in a
+// row, a streak any answer that gets through ends.
 package throttle
 
 import (
@@ -45,19 +70,45 @@ const (
 	Account
 )
 
-// Defaults and bounds.
+// Defaults, bounds and the control's constants.
 const (
 	// DefaultCeiling is the most transactions in flight when Options
 	// leaves it 0 (BulkOptions.Concurrency's default).
 	DefaultCeiling = 8
 	// DefaultBaseDelay is the first pause after a throttling answer that
-	// names no retry-after: azcore's default first retry delay.
-	DefaultBaseDelay = 800 * time.Millisecond
-	// DefaultMaxDelay bounds the backoff: azcore's default MaxRetryDelay.
+	// names no retry-after, when not pacing: about the gap a partition's
+	// target asks between two transactions of 100 entities (20 to 50 ms
+	// at 2,000 to 5,000 entities/s), not azcore's 0.8 s.
+	DefaultBaseDelay = 50 * time.Millisecond
+	// DefaultMaxDelay bounds the backoff and the paced gap: azcore's
+	// default MaxRetryDelay.
 	DefaultMaxDelay = 60 * time.Second
 	// MaxRetryAfter bounds the pause a retry-after header can ask for,
 	// so a broken header cannot stall a job for days.
 	MaxRetryAfter = 5 * time.Minute
+
+	// cutWindow is the cut of a window; cutSmall the cut of a rate, and
+	// of a window's rate as it turns into one. With a cut b, a sawtooth
+	// averages (1+b)/2 of where it is cut: 0.9 at 0.8, which halving
+	// cannot reach.
+	cutWindow = 0.5
+	cutSmall  = 0.8
+	// minWindow is the smallest window: below it the window's steps (a
+	// whole transaction per round trip) are too coarse to settle within
+	// 5% of throttled answers, and a rate takes over.
+	minWindow = 4
+	// cutStreak cuts a rate when nothing got through since the last cut:
+	// the rate is far off (a first estimate, from a round trip), search
+	// faster; the climb back toward the rate last refused (approachTo)
+	// makes up for a cut too deep within a few answers.
+	cutStreak = 0.25
+	// rateIncrease is the rise of a rate per answer that gets through,
+	// near the rate last refused: from 0.9 of it back to it takes about
+	// 26 answers, so about one transaction in 27 (under 4%) is throttled.
+	rateIncrease = 0.004
+	// approachTo is where a rate far below the one last refused climbs
+	// back quickly to: just under it.
+	approachTo = 0.9
 )
 
 // Clock is the time a Limiter waits by; tests pass a fake one.
@@ -78,29 +129,59 @@ type Options struct {
 	// partition. Default DefaultCeiling.
 	Ceiling int
 	// BaseDelay is the pause after the first throttling answer without a
-	// retry-after; it doubles with each further one in a row, up to
-	// MaxDelay, jittered by ±20%. Defaults DefaultBaseDelay and
+	// retry-after when not pacing (when pacing, the gap); it doubles with
+	// each further one in a row, up to MaxDelay, jittered by ±20%.
+	// MaxDelay also bounds the paced gap. Defaults DefaultBaseDelay and
 	// DefaultMaxDelay.
 	BaseDelay, MaxDelay time.Duration
 	// Clock is the time the Limiter waits by; nil means the real one.
 	Clock Clock
 }
 
-// window is the AIMD state of the account or of one partition.
-type window struct {
-	size     float64   // transactions allowed in flight (its floor, at least 1)
-	inflight int       // transactions in flight
-	pause    time.Time // no transaction leaves before this
-	cutSeq   uint64    // answers to slots taken before this sequence number are old news
-	streak   int       // throttling answers in a row, for the backoff
+// control is how fast a scope may send: a window, and below a window of
+// one a rate.
+type control struct {
+	size   float64 // transactions allowed in flight, 1 to the ceiling
+	rate   float64 // entities per second when pacing (size 1); 0: not pacing
+	peak   float64 // the rate when last cut: the service refused it
+	cutSeq uint64  // answers to slots taken before this sequence number are old news
+	streak int     // throttling answers in a row, for the backoff and cutStreak
 }
 
-func (w *window) open(now time.Time) bool {
-	return w.inflight < max(1, int(w.size)) && !now.Before(w.pause)
+// window is the most transactions c lets be in flight: its window, or
+// the ceiling once it paces (the rate decides, and more than one
+// transaction may be in flight when the gap is shorter than a round trip).
+func (c *control) window(ceiling float64) int {
+	if c.rate > 0 {
+		return int(ceiling)
+	}
+	return max(1, int(c.size))
 }
+
+// lane is where one account or partition is: what it has in flight, when
+// it last sent, and its pause.
+type lane struct {
+	inflight int
+	last     time.Time // when its last transaction left
+	lastN    int       // that transaction's entities
+	pause    time.Time // no transaction leaves before this
+}
+
+// gate is when l may send under c, not counting its window.
+func (l *lane) gate(c *control) time.Time {
+	at := l.pause
+	if c.rate > 0 && !l.last.IsZero() {
+		if next := l.last.Add(seconds(float64(l.lastN) / c.rate)); next.After(at) {
+			at = next
+		}
+	}
+	return at
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Limiter hands out slots to send transactions, within the account's
-// window and the partition's, and adapts both to the answers. It is safe
+// control and the partitions', and adapts both to the answers. It is safe
 // for concurrent use.
 type Limiter struct {
 	ceiling         float64
@@ -109,8 +190,10 @@ type Limiter struct {
 	mu              sync.Mutex
 	changed         chan struct{} // closed and replaced when a slot is freed
 	seq             uint64
-	account         window
-	parts           map[string]*window
+	account, part   control
+	srtt            time.Duration // smoothed round trip of the answers that got through
+	acctLane        lane
+	parts           map[string]*lane
 	sent, throttled int
 }
 
@@ -133,9 +216,10 @@ func New(o Options) *Limiter {
 	}
 	l := &Limiter{
 		ceiling: float64(o.Ceiling), base: o.BaseDelay, maxDelay: o.MaxDelay, clock: o.Clock,
-		changed: make(chan struct{}), parts: map[string]*window{},
+		changed: make(chan struct{}), parts: map[string]*lane{},
 	}
 	l.account.size = l.ceiling
+	l.part.size = l.ceiling
 	return l
 }
 
@@ -145,36 +229,44 @@ func New(o Options) *Limiter {
 type Slot struct {
 	l    *Limiter
 	pk   string
+	n    int
 	seq  uint64
+	sent time.Time
 	done bool
 }
 
-// Acquire waits until a transaction on partition pk may be sent: a slot
-// free in the account's window and in the partition's, and neither
-// paused. It returns ctx's error if ctx ends first.
-func (l *Limiter) Acquire(ctx context.Context, pk string) (*Slot, error) {
+// Acquire waits until a transaction of n entities on partition pk may be
+// sent: a place free in the account's window and in the partition's,
+// neither paused, and the paced gap after each's last transaction passed.
+// It returns ctx's error if ctx ends first.
+func (l *Limiter) Acquire(ctx context.Context, pk string, n int) (*Slot, error) {
+	n = max(n, 1)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		l.mu.Lock()
 		now := l.clock.Now()
-		p := l.part(pk)
-		if l.account.open(now) && p.open(now) {
-			l.account.inflight++
-			p.inflight++
+		p := l.lane(pk)
+		ag, pg := l.acctLane.gate(&l.account), p.gate(&l.part)
+		until := ag
+		if pg.After(until) {
+			until = pg
+		}
+		room := l.acctLane.inflight < l.account.window(l.ceiling) && p.inflight < l.part.window(l.ceiling)
+		if room && !now.Before(until) {
+			s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now}
+			for _, ln := range []*lane{&l.acctLane, p} {
+				ln.inflight++
+				ln.last, ln.lastN = now, n
+			}
 			l.sent++
-			s := &Slot{l: l, pk: pk, seq: l.seq}
 			l.seq++
 			l.mu.Unlock()
 			return s, nil
 		}
-		// Wait for a slot to be freed, or for a pause to end.
+		// Wait for a place to be freed, or for the gate to open.
 		var wake <-chan time.Time
-		until := l.account.pause
-		if p.pause.After(until) {
-			until = p.pause
-		}
 		if now.Before(until) {
 			wake = l.clock.After(until.Sub(now))
 		}
@@ -189,43 +281,43 @@ func (l *Limiter) Acquire(ctx context.Context, pk string) (*Slot, error) {
 	}
 }
 
-// part returns pk's window, created at the ceiling. Called with mu held.
-func (l *Limiter) part(pk string) *window {
+// lane returns pk's lane, created empty. Called with mu held.
+func (l *Limiter) lane(pk string) *lane {
 	p := l.parts[pk]
 	if p == nil {
-		p = &window{size: l.ceiling}
+		p = &lane{}
 		l.parts[pk] = p
 	}
 	return p
 }
 
-// finish frees s's slot and wakes the waiters. Called with mu held.
-func (s *Slot) finish() (*window, bool) {
+// finish frees s's place and wakes the waiters. Called with mu held.
+func (s *Slot) finish() (*lane, bool) {
 	if s.done {
 		return nil, false
 	}
 	s.done = true
 	l := s.l
-	p := l.part(s.pk)
-	l.account.inflight--
+	p := l.lane(s.pk)
+	l.acctLane.inflight--
 	p.inflight--
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return p, true
 }
 
-// forget drops a partition's window once it holds nothing the defaults
-// would not: a job over millions of partitions keeps only the throttled
-// ones. Called with mu held.
-func (l *Limiter) forget(pk string, p *window, now time.Time) {
-	if p.inflight == 0 && p.size >= l.ceiling && p.streak == 0 && !now.Before(p.pause) {
+// forget drops a partition's lane once it holds nothing a new one would
+// not: a job over millions of partitions keeps only those it is pacing or
+// pausing. Called with mu held.
+func (l *Limiter) forget(pk string, p *lane, now time.Time) {
+	if p.inflight == 0 && !now.Before(p.gate(&l.part)) {
 		delete(l.parts, pk)
 	}
 }
 
 // OK reports that the service kept up with the transaction (it applied
-// it, or refused it for a reason of its own, such as a conflict): both
-// windows grow by 1/size, up to the ceiling.
+// it, or refused it for a reason of its own, such as a conflict): the
+// streaks end, windows grow by 1/size up to the ceiling, and rates by 1%.
 func (s *Slot) OK() {
 	l := s.l
 	l.mu.Lock()
@@ -234,11 +326,26 @@ func (s *Slot) OK() {
 	if !ok {
 		return
 	}
-	for _, w := range []*window{&l.account, p} {
-		w.streak = 0
-		w.size = min(l.ceiling, w.size+1/w.size)
+	now := l.clock.Now()
+	if rtt := now.Sub(s.sent); l.srtt == 0 {
+		l.srtt = rtt
+	} else {
+		l.srtt += (rtt - l.srtt) / 8
 	}
-	l.forget(s.pk, p, l.clock.Now())
+	for _, c := range []*control{&l.account, &l.part} {
+		c.streak = 0
+		switch {
+		case c.rate == 0:
+			c.size = min(l.ceiling, c.size+1/c.size)
+		case c.rate < approachTo*c.peak:
+			// Far below the rate last refused (after a search that cut
+			// too far): close an eighth of the distance.
+			c.rate += max(c.rate*rateIncrease, (approachTo*c.peak-c.rate)/8)
+		default:
+			c.rate *= 1 + rateIncrease
+		}
+	}
+	l.forget(s.pk, p, now)
 }
 
 // Release frees the slot without a verdict: the answer says nothing
@@ -253,9 +360,10 @@ func (s *Slot) Release() {
 }
 
 // Throttled reports a throttling answer pointing at scope, with the
-// service's retry-after (0 when it named none). The window of scope is
-// halved, unless an answer to a later transaction already cut it, and
-// paused for retryAfter (at most MaxRetryAfter), else for the backoff.
+// service's retry-after (0 when it named none). The control of scope is
+// cut, unless an answer to a later transaction already cut it, and the
+// account or partition paused for retryAfter (at most MaxRetryAfter),
+// else for the backoff.
 func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 	l := s.l
 	l.mu.Lock()
@@ -265,48 +373,97 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 		return
 	}
 	l.throttled++
-	w := p
+	c, ln := &l.part, p
 	if scope == Account {
-		w = &l.account
+		c, ln = &l.account, &l.acctLane
 	}
 	now := l.clock.Now()
-	if s.seq >= w.cutSeq {
-		w.size = max(1, w.size/2)
-		w.cutSeq = l.seq
-		w.streak++
+	if s.seq >= c.cutSeq {
+		l.cut(c, s)
+		c.cutSeq = l.seq
+		c.streak++
 	}
 	d := min(retryAfter, MaxRetryAfter)
 	if d <= 0 {
-		d = l.backoff(w.streak)
+		d = l.backoff(c, s.n)
 	}
-	if until := now.Add(d); until.After(w.pause) {
-		w.pause = until
+	if until := now.Add(d); until.After(ln.pause) {
+		ln.pause = until
 	}
 }
 
-// backoff is the pause after the n-th throttling answer in a row (from
-// 1): BaseDelay doubled n-1 times, at most MaxDelay, ±20%.
-func (l *Limiter) backoff(n int) time.Duration {
-	d := float64(l.base) * math.Pow(2, float64(max(n, 1)-1))
+// cut lowers c after a throttling answer to s. Called with mu held.
+func (l *Limiter) cut(c *control, s *Slot) {
+	switch {
+	case c.rate == 0 && (c.size*cutWindow >= minWindow || l.srtt == 0):
+		// A window; or no answer got through yet, so no round trip to
+		// pace from (a throttled answer comes back faster than an
+		// applied one).
+		c.size = max(1, c.size*cutWindow)
+	case c.rate == 0:
+		// A small window was too fast: pace, at 0.8 of what the window
+		// sends (size transactions per round trip of the answers that
+		// got through).
+		c.rate = cutSmall * c.size * float64(s.n) / max(l.srtt, time.Millisecond).Seconds()
+	case c.streak > 0:
+		c.peak = c.rate
+		c.rate *= cutStreak
+	default:
+		c.peak = c.rate
+		c.rate *= cutSmall
+	}
+	if c.rate > 0 {
+		// The gap of a transaction like s stays within MaxDelay.
+		c.rate = max(c.rate, float64(s.n)/l.maxDelay.Seconds())
+	}
+}
+
+// backoff is the pause after a throttling answer on c for a transaction
+// of n entities: the paced gap (which doubles within a streak as the rate
+// halves), or when not pacing BaseDelay doubled for each answer of the
+// streak after the first; at most MaxDelay, ±20%.
+// Called with mu held.
+func (l *Limiter) backoff(c *control, n int) time.Duration {
+	var d float64
+	if c.rate > 0 {
+		// The rate already halves within a streak: the gap doubles.
+		d = float64(n) / c.rate * float64(time.Second)
+	} else {
+		d = float64(l.base) * math.Pow(2, float64(max(c.streak, 1)-1))
+	}
 	d = min(d, float64(l.maxDelay))
 	return time.Duration(d * (0.8 + 0.4*rand.Float64()))
 }
 
-// Limit is the account's window now: the most transactions in flight.
+// Limit is the most transactions the account lets be in flight now.
 func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(1, int(l.account.size))
+	return l.account.window(l.ceiling)
 }
 
-// PartitionLimit is partition pk's window now.
-func (l *Limiter) PartitionLimit(pk string) int {
+// PartitionLimit is the most transactions a partition lets be in flight
+// now.
+func (l *Limiter) PartitionLimit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p := l.parts[pk]; p != nil {
-		return max(1, int(p.size))
-	}
-	return int(l.ceiling)
+	return l.part.window(l.ceiling)
+}
+
+// Rate is the account's paced rate now, in entities per second; 0 when
+// it is not paced.
+func (l *Limiter) Rate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.account.rate
+}
+
+// PartitionRate is the partitions' paced rate now, in entities per
+// second; 0 when they are not paced.
+func (l *Limiter) PartitionRate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.part.rate
 }
 
 // Sent is the number of slots handed out: transactions sent, throttled

@@ -52,7 +52,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func acquire(t *testing.T, l *Limiter, pk string) *Slot {
 	t.Helper()
-	s, err := l.Acquire(context.Background(), pk)
+	return acquireN(t, l, pk, 100)
+}
+
+func acquireN(t *testing.T, l *Limiter, pk string, n int) *Slot {
+	t.Helper()
+	s, err := l.Acquire(context.Background(), pk, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,35 +67,39 @@ func acquire(t *testing.T, l *Limiter, pk string) *Slot {
 // blocked reports whether Acquire(pk) would wait now.
 func blocked(l *Limiter, pk string) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.clock.Now()
+	a := &l.acctLane
+	if a.inflight >= l.account.window(l.ceiling) || now.Before(a.gate(&l.account)) {
+		return true
+	}
 	p := l.parts[pk]
-	open := l.account.open(now) && (p == nil || p.open(now))
-	l.mu.Unlock()
-	return !open
+	return p != nil && (p.inflight >= l.part.window(l.ceiling) || now.Before(p.gate(&l.part)))
 }
 
-// Concurrency halves once per burst of throttling answers, recovers by
+// Concurrency halves once per burst of throttling answers, pauses from
+// BaseDelay doubling while the answers are throttled in a row, recovers by
 // one transaction per window of answers the service keeps up with, and
-// ends at the ceiling again.
-func TestAIMDDropsOncePerBurstAndRecovers(t *testing.T) {
+// ends at the ceiling again; below a window of 4 a rate takes over.
+func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 	clk := newFakeClock()
-	l := New(Options{Ceiling: 8, BaseDelay: 100 * time.Millisecond, Clock: clk})
+	l := New(Options{Ceiling: 16, BaseDelay: 100 * time.Millisecond, Clock: clk})
 	var slots []*Slot
-	for range 8 {
+	for range 16 {
 		slots = append(slots, acquire(t, l, "p"))
 	}
 	if !blocked(l, "p") {
-		t.Fatal("a 9th transaction could leave with a ceiling of 8")
+		t.Fatal("a 17th transaction could leave with a ceiling of 16")
 	}
-	// The whole burst is throttled: one cut, not eight.
+	// The whole burst is throttled: one cut, not sixteen.
 	for _, s := range slots {
 		s.Throttled(Account, 0)
 	}
-	if got := l.Limit(); got != 4 {
-		t.Fatalf("after a throttled burst of 8 the window is %d, want 4 (one halving)", got)
+	if got := l.Limit(); got != 8 {
+		t.Fatalf("after a throttled burst of 16 the window is %d, want 8 (one halving)", got)
 	}
-	if l.Throttled() != 8 || l.Sent() != 8 {
-		t.Fatalf("Throttled %d, Sent %d; want 8 and 8", l.Throttled(), l.Sent())
+	if l.Throttled() != 16 || l.Sent() != 16 {
+		t.Fatalf("Throttled %d, Sent %d; want 16 and 16", l.Throttled(), l.Sent())
 	}
 	if !blocked(l, "p") {
 		t.Fatal("a transaction could leave during the backoff pause")
@@ -99,48 +108,143 @@ func TestAIMDDropsOncePerBurstAndRecovers(t *testing.T) {
 	if blocked(l, "p") {
 		t.Fatal("the pause did not end")
 	}
-	// A throttling answer to a transaction sent after the cut cuts again.
-	l.mu.Lock()
-	streak := l.account.streak
-	l.mu.Unlock()
+	// A throttling answer to a transaction sent after the cut cuts again,
+	// and the pause doubles (nothing got through).
 	acquire(t, l, "p").Throttled(Account, 0)
-	if got := l.Limit(); got != 2 {
-		t.Fatalf("a fresh throttling answer left the window at %d, want 2", got)
+	if got := l.Limit(); got != 4 {
+		t.Fatalf("a fresh throttling answer left the window at %d, want 4", got)
 	}
 	l.mu.Lock()
-	pause := l.account.pause.Sub(clk.Now())
+	pause := l.acctLane.pause.Sub(clk.Now())
 	l.mu.Unlock()
-	if streak != 1 || pause < 160*time.Millisecond || pause > 240*time.Millisecond {
+	if pause < 160*time.Millisecond || pause > 240*time.Millisecond {
 		t.Fatalf("second pause in a row = %v, want 200 ms ±20%% (doubled)", pause)
 	}
 	clk.Advance(time.Second)
-	// Recovery: +1/size per answer the service keeps up with. From 2 to 8
-	// takes 2+3+...+7 = 27 answers (and a few for the fractions).
+	// Recovery: +1/size per answer the service keeps up with, each taking
+	// 10 ms. From 4 to 16 takes 4+5+...+15 = 114 answers.
 	n := 0
-	for l.Limit() < 8 {
-		acquire(t, l, "p").OK()
-		if n++; n > 40 {
+	for l.Limit() < 16 {
+		s := acquire(t, l, "p")
+		clk.Advance(10 * time.Millisecond)
+		s.OK()
+		if n++; n > 140 {
 			t.Fatalf("window still %d after %d answers", l.Limit(), n)
 		}
 	}
-	if n < 20 {
-		t.Fatalf("the window went from 2 to 8 in %d answers: too fast for additive increase", n)
+	if n < 100 {
+		t.Fatalf("the window went from 4 to 16 in %d answers: too fast for additive increase", n)
 	}
-	acquire(t, l, "p").OK()
-	if l.Limit() != 8 {
-		t.Fatalf("the window exceeded the ceiling: %d", l.Limit())
+	s := acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.OK()
+	if l.Limit() != 16 || l.Rate() != 0 {
+		t.Fatalf("window %d, rate %v; want the ceiling and no pacing", l.Limit(), l.Rate())
+	}
+	// 16, 8, then a window of 4 cut turns into a rate: 0.8 of 4
+	// transactions of 100 entities per 10 ms round trip.
+	for range 3 {
+		s := acquire(t, l, "p")
+		s.Throttled(Account, 0)
+		clk.Advance(10 * time.Second)
+	}
+	if got, want := l.Rate(), 0.8*4*100/0.010; got < want*0.999 || got > want*1.001 {
+		t.Fatalf("rate after cutting a window of 4 = %v, want %v", got, want)
 	}
 }
 
-// A partition's throttling answer slows that partition only.
+// A window of one is paced: the first throttling answer once a round trip
+// is known sets the rate to 0.8 of one transaction per round trip, sends then leave n/rate apart (by
+// their own entities), a further answer cuts the rate by 0.8 (0.25 when
+// nothing got through in between), and an answer that gets through raises
+// it (by an eighth of the distance while far below the rate last refused).
+func TestPacing(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 1, BaseDelay: time.Millisecond, Clock: clk})
+	// Pacing needs a round trip of an answer that got through: 10 ms.
+	s := acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.OK()
+	s = acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.Throttled(Partition, 0)
+	const want = 0.8 * 100 / 0.010 // entities/s: 0.8 of 100 entities per 10 ms
+	if got := l.PartitionRate(); got != want {
+		t.Fatalf("rate after a throttled window of one = %v, want %v", got, want)
+	}
+	if l.Rate() != 0 {
+		t.Fatalf("a partition's answer paced the account: rate %v", l.Rate())
+	}
+	// The gap is 100/8,000 s = 12.5 ms from the throttled send, the pause
+	// 12.5 ms ±20% from its answer: at most 25 ms from the send.
+	clk.Advance(24 * time.Millisecond)
+	if blocked(l, "p") && !pausedOnly(l, "p") {
+		t.Fatal("the gate is later than the gap and its pause")
+	}
+	clk.Advance(6 * time.Millisecond)
+	if blocked(l, "p") {
+		t.Fatal("still blocked after the gap and the pause")
+	}
+	// Nothing got through since the cut: the next one halves.
+	s = acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.Throttled(Partition, 0)
+	if got := l.PartitionRate(); got != want*0.25 {
+		t.Fatalf("rate after a second answer in a row = %v, want %v (x0.25)", got, want*0.25)
+	}
+	clk.Advance(time.Second)
+	// Sends leave n/rate apart, by their own entities.
+	acquireN(t, l, "p", 50).OK()
+	rate := l.PartitionRate()
+	// Far below 0.9 of the rate last refused (8,000/s), it closes an
+	// eighth of the distance: 2,000 + (7,200 - 2,000)/8.
+	if rate != 2650 {
+		t.Fatalf("rate after an answer that got through = %v, want 2650", rate)
+	}
+	gap := time.Duration(50 / rate * float64(time.Second))
+	clk.Advance(gap - time.Millisecond)
+	if !blocked(l, "p") {
+		t.Fatalf("a send left %v after the last, before the gap of %v", gap-time.Millisecond, gap)
+	}
+	if blocked(l, "q") {
+		t.Fatal("a partition's first transaction waited for another's gap")
+	}
+	clk.Advance(time.Millisecond)
+	// An answer after the streak ended cuts by 0.8.
+	s = acquire(t, l, "p")
+	s.Throttled(Partition, 0)
+	if got := l.PartitionRate(); got != rate*0.8 {
+		t.Fatalf("rate after a throttling answer following a success = %v, want %v (x0.8)", got, rate*0.8)
+	}
+	// Paced, more than one transaction may be in flight when the gap is
+	// shorter than a round trip: the rate decides, the window is the
+	// ceiling's.
+	if l.PartitionLimit() != 1 {
+		t.Fatalf("paced window %d, want the ceiling, 1", l.PartitionLimit())
+	}
+}
+
+// pausedOnly reports whether pk is held by a pause only (not by its gap).
+func pausedOnly(l *Limiter, pk string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	p := l.parts[pk]
+	return p != nil && now.Before(p.pause)
+}
+
+// A partition's throttling answer pauses that partition only; the
+// partitions' shared control paces the others from their second
+// transaction on, not their first; lanes back at the defaults are
+// forgotten.
 func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	clk := newFakeClock()
-	l := New(Options{Ceiling: 4, BaseDelay: time.Second, Clock: clk})
+	l := New(Options{Ceiling: 8, BaseDelay: time.Second, Clock: clk})
 	hot := []*Slot{acquire(t, l, "hot"), acquire(t, l, "hot")}
 	hot[0].Throttled(Partition, 0)
 	hot[1].Throttled(Partition, 0)
-	if l.PartitionLimit("hot") != 2 || l.Limit() != 4 {
-		t.Fatalf("partition window %d, account %d; want 2 and 4", l.PartitionLimit("hot"), l.Limit())
+	if l.PartitionLimit() != 4 || l.Limit() != 8 {
+		t.Fatalf("partition window %d, account %d; want 4 and 8", l.PartitionLimit(), l.Limit())
 	}
 	if !blocked(l, "hot") || blocked(l, "cold") {
 		t.Fatal("the hot partition's pause should hold it and only it")
@@ -151,7 +255,7 @@ func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	// A waiter on the hot partition leaves when its pause ends.
 	got := make(chan *Slot)
 	go func() {
-		s, _ := l.Acquire(context.Background(), "hot")
+		s, _ := l.Acquire(context.Background(), "hot", 100)
 		got <- s
 	}()
 	select {
@@ -166,16 +270,11 @@ func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Acquire did not return after the pause")
 	}
-	// Windows back at their defaults are forgotten.
-	for l.PartitionLimit("hot") < 4 {
-		acquire(t, l, "hot").OK()
-	}
-	acquire(t, l, "hot").OK()
 	l.mu.Lock()
 	n := len(l.parts)
 	l.mu.Unlock()
 	if n != 0 {
-		t.Errorf("%d partition windows kept, want 0 once all are back at the ceiling", n)
+		t.Errorf("%d partition lanes kept, want 0 once none is in flight, paused or paced", n)
 	}
 }
 
@@ -203,20 +302,20 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-// A released slot frees its place without changing the windows, and
+// A released slot frees its place without changing the controls, and
 // Acquire gives up when its context ends.
 func TestReleaseAndCancel(t *testing.T) {
 	l := New(Options{Ceiling: 1})
 	s := acquire(t, l, "p")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := l.Acquire(ctx, "q"); err == nil {
+	if _, err := l.Acquire(ctx, "q", 1); err == nil {
 		t.Fatal("Acquire beyond the ceiling returned without waiting")
 	}
 	s.Release()
 	s.Release() // a second call is a no-op
 	acquire(t, l, "q").Release()
-	if l.Limit() != 1 || l.Sent() != 2 || l.Throttled() != 0 {
-		t.Errorf("Limit %d, Sent %d, Throttled %d; want 1, 2, 0", l.Limit(), l.Sent(), l.Throttled())
+	if l.Limit() != 1 || l.Sent() != 2 || l.Throttled() != 0 || l.Rate() != 0 {
+		t.Errorf("Limit %d, Sent %d, Throttled %d, Rate %v; want 1, 2, 0, 0", l.Limit(), l.Sent(), l.Throttled(), l.Rate())
 	}
 }

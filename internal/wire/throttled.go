@@ -161,18 +161,25 @@ func RetryAfter(h http.Header) time.Duration {
 }
 
 // NewLimiter returns a limiter for the transactions of one job on this
-// table (a bulk write, a delete over a filter): at most ceiling in flight,
-// backing off from the account's retry delays (azcore's defaults: 0.8 s,
-// up to 60 s).
+// table (a bulk write, a delete over a filter): at most ceiling in flight.
+// Its pauses start at throttle.DefaultBaseDelay (50 ms), or the account's
+// retry delay when shorter, not at azcore's 0.8 s: a throttling answer
+// means a bucket refilling within about 100 ms, not a failing server. They
+// stay within the account's MaxRetryDelay.
 func (t *Table) NewLimiter(ceiling int) *throttle.Limiter {
-	return throttle.New(throttle.Options{Ceiling: ceiling, BaseDelay: t.retry.RetryDelay, MaxDelay: t.retry.MaxRetryDelay})
+	base := throttle.DefaultBaseDelay
+	if d := t.retry.RetryDelay; d > 0 && d < base {
+		base = d
+	}
+	return throttle.New(throttle.Options{Ceiling: ceiling, BaseDelay: base, MaxDelay: t.retry.MaxRetryDelay})
 }
 
 // BatchLimited is Batch for a job that adapts to throttling: the
 // transaction waits for a slot of lim, goes without azcore's retries of
-// throttling answers, and reports each answer to lim, which lowers the
-// job's concurrency and pauses on throttling and raises it again while
-// the service keeps up. A throttled transaction is sent again until it is
+// throttling answers, and reports each answer to lim, which slows the job
+// on throttling (fewer in flight, then a paced rate per account and
+// partition) and pauses, and speeds it up again while the service keeps
+// up. A throttled transaction is sent again until it is
 // applied, refused for another reason, or ctx ends (a 503 or 429 was not
 // applied; a 500 OperationTimedOut is first settled by reading back, as
 // Batch settles a lost answer). It is applied once, or fails as Batch
@@ -192,7 +199,7 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 	// attempt that reached the service counts as azcore's retry would.
 	wctx, tries := attempts.With(policy.WithRetryOptions(ctx, t.bulk))
 	for {
-		slot, err := lim.Acquire(ctx, pk)
+		slot, err := lim.Acquire(ctx, pk, len(ops))
 		if err != nil {
 			return nil, err
 		}
