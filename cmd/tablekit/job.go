@@ -224,16 +224,7 @@ func (a *app) watch(ctx context.Context, ref string) error {
 	if s.Complete && a.whole.verify {
 		js.Verified, err = a.verifyJob(ctx, s, dacct)
 	}
-	mismatches := 0
-	for _, c := range js.Verified {
-		for _, m := range c.Mismatches {
-			mismatches++
-			fmt.Fprintf(a.stderr, "mismatch: %s\n", m)
-		}
-	}
-	if err == nil && mismatches > 0 {
-		err = fmt.Errorf("verification failed: %d range(s) or file(s) differ (listed above)", mismatches)
-	}
+	err = a.reportMismatches(js.Verified, err)
 	if err == nil && !s.Complete {
 		err = fmt.Errorf("job %s: %d range(s) failed (listed above); fix the cause, then tablekit job requeue %s", s.ID, s.RangesFailed, ref)
 	}

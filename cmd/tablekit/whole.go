@@ -306,16 +306,7 @@ func (a *app) finish(s summary, start time.Time, human string, err error) error 
 		s.Rate = float64(s.Written) / s.Seconds
 	}
 	s.Requests = int64(a.counter.Take())
-	mismatches := 0
-	for _, c := range s.Verified {
-		for _, m := range c.Mismatches {
-			mismatches++
-			fmt.Fprintf(a.stderr, "mismatch: %s\n", m)
-		}
-	}
-	if err == nil && mismatches > 0 {
-		err = fmt.Errorf("verification failed: %d range(s) or file(s) differ (listed above)", mismatches)
-	}
+	err = a.reportMismatches(s.Verified, err)
 	s.OK = err == nil
 	if err != nil {
 		s.Error = tablekit.Redact(err.Error())
@@ -630,4 +621,20 @@ func writeProgress(w io.Writer, verb string, p tablecopy.Progress, elapsed time.
 		line += fmt.Sprintf(", %d%%, ETA %v", p.Entities*100/p.Total, eta.Round(time.Second))
 	}
 	fmt.Fprintf(w, "\r\033[K%s", line)
+}
+
+// reportMismatches lists on stderr every difference a verification found,
+// and turns them into err when err is nil.
+func (a *app) reportMismatches(checks []tablecopy.TableCheck, err error) error {
+	mismatches := 0
+	for _, c := range checks {
+		for _, m := range c.Mismatches {
+			mismatches++
+			fmt.Fprintf(a.stderr, "mismatch: %s\n", m)
+		}
+	}
+	if err == nil && mismatches > 0 {
+		err = fmt.Errorf("verification failed: %d range(s) or file(s) differ (listed above)", mismatches)
+	}
+	return err
 }
