@@ -12,13 +12,47 @@ import (
 	"unsafe"
 )
 
-// decoder holds the state of one Unmarshal.
+// decoder holds the state of one Unmarshal, or of the rows of one
+// PageReader (which reuses its buffers from row to row).
 type decoder struct {
 	c       *Codec
 	s       scanner
 	scratch []byte
 	annName []byte // the last `X@odata.type` annotation seen, for hooks
 	annType EDMType
+
+	// The string fields of the object being decoded are set when it ends,
+	// from one allocation: strs holds their bytes, pend where each goes.
+	// The strings of one entity share that backing array, which lives as
+	// long as any of them (never longer than the entity's own strings).
+	strs []byte
+	pend []pendingString
+
+	// hints are the member names of the previous object, in order, with
+	// what each resolved to: the rows of a page repeat their members in
+	// the same order, so a name is matched by one comparison instead of
+	// a map lookup. hintCodec is the codec they were resolved by.
+	hints     []memberHint
+	hintCodec *Codec
+	once      bool // one object only: no hints, strings set at once
+}
+
+// reset keeps the decoder's buffers and member names, and drops the rest.
+func (d *decoder) reset() decoder {
+	return decoder{scratch: d.scratch[:0], annName: d.annName[:0], strs: d.strs[:0], pend: d.pend[:0], hints: d.hints, hintCodec: d.hintCodec}
+}
+
+// pendingString is a string field whose value is strs[off:off+n].
+type pendingString struct {
+	fv     reflect.Value
+	off, n int
+}
+
+// memberHint is how one member name of an object resolved.
+type memberHint struct {
+	name string
+	f    *field // the field it decodes into; nil when ann or ignored
+	ann  bool   // an `X@odata.type` annotation
 }
 
 func (d *decoder) syntax(err error) error {
@@ -26,7 +60,7 @@ func (d *decoder) syntax(err error) error {
 }
 
 func (c *Codec) decodeStruct(data []byte, rv reflect.Value) error {
-	d := decoder{c: c, s: scanner{b: data}}
+	d := decoder{c: c, s: scanner{b: data}, once: true}
 	if err := d.object(rv); err != nil {
 		return err
 	}
@@ -39,7 +73,82 @@ func (c *Codec) decodeStruct(data []byte, rv reflect.Value) error {
 // object decodes the JSON object at the scanner's position into rv and
 // leaves the scanner just after it.
 func (d *decoder) object(rv reflect.Value) error {
+	if d.hintCodec != d.c {
+		d.hints, d.hintCodec = d.hints[:0], d.c
+	}
+	err := d.members(rv)
+	d.setStrings()
+	return err
+}
+
+// setStrings sets the pending string fields from one allocation.
+func (d *decoder) setStrings() {
+	if len(d.pend) == 0 {
+		return
+	}
+	all := string(d.strs)
+	for _, p := range d.pend {
+		p.fv.SetString(all[p.off : p.off+p.n])
+	}
+	clear(d.pend)
+	d.pend, d.strs = d.pend[:0], d.strs[:0]
+}
+
+// setString sets fv (a string) to text when the object ends.
+func (d *decoder) setString(fv reflect.Value, text []byte) {
+	if d.once || len(text) == 0 {
+		fv.SetString(string(text))
+		return
+	}
+	d.pend = append(d.pend, pendingString{fv: fv, off: len(d.strs), n: len(text)})
+	d.strs = append(d.strs, text...)
+}
+
+// resolve is what the member name key of an object decodes into: a field
+// of T (the system properties included), an annotation, or nothing.
+func (d *decoder) resolve(key []byte) memberHint {
 	p := d.c.p
+	if f := p.byName[string(key)]; f != nil {
+		return memberHint{f: f}
+	}
+	switch string(key) {
+	case "PartitionKey":
+		return memberHint{f: p.pk}
+	case "RowKey":
+		return memberHint{f: p.rk}
+	case "Timestamp":
+		return memberHint{f: p.ts}
+	case "odata.etag":
+		return memberHint{f: p.etag}
+	}
+	const suffix = "@odata.type"
+	return memberHint{ann: len(key) > len(suffix) && string(key[len(key)-len(suffix):]) == suffix}
+}
+
+// hint resolves the j-th member name of the object, by the previous
+// object's j-th name when they are the same.
+func (d *decoder) hint(j int, key []byte, esc bool) memberHint {
+	if !esc && j < len(d.hints) && d.hints[j].name == string(key) {
+		return d.hints[j]
+	}
+	h := d.resolve(key)
+	if !esc && !d.once {
+		if j < len(d.hints) {
+			h.name = string(key)
+			d.hints[j] = h
+		} else if j == len(d.hints) && j < maxHints {
+			h.name = string(key)
+			d.hints = append(d.hints, h)
+		}
+	}
+	return h
+}
+
+// maxHints bounds the member names remembered (an entity has at most 255
+// properties, each with an annotation, plus the system ones).
+const maxHints = 520
+
+func (d *decoder) members(rv reflect.Value) error {
 	s := &d.s
 	if err := s.expect('{'); err != nil {
 		return d.syntax(err)
@@ -48,15 +157,15 @@ func (d *decoder) object(rv reflect.Value) error {
 		s.i++
 		return nil
 	}
-	for {
+	for j := 0; ; j++ {
 		if s.peek() != '"' {
 			return d.syntax(s.fail("want a property name"))
 		}
-		key, esc, err := s.str()
+		key, kesc, err := s.str()
 		if err != nil {
 			return d.syntax(err)
 		}
-		if esc {
+		if kesc {
 			key = unescape(nil, key)
 		}
 		if err := s.expect(':'); err != nil {
@@ -66,12 +175,17 @@ func (d *decoder) object(rv reflect.Value) error {
 		if err != nil {
 			return d.syntax(err)
 		}
-		if f := p.byName[string(key)]; f != nil {
-			if err := d.field(f, rv, kind, raw, esc); err != nil {
+		switch h := d.hint(j, key, kesc); {
+		case h.f != nil:
+			if err := d.field(h.f, rv, kind, raw, esc); err != nil {
 				return err
 			}
-		} else if err := d.special(key, rv, kind, raw, esc); err != nil {
-			return err
+		case h.ann:
+			if kind == jString {
+				const suffix = "@odata.type"
+				d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
+				d.annType = edmTypeOf(raw)
+			}
 		}
 		switch s.peek() {
 		case ',':
@@ -85,32 +199,15 @@ func (d *decoder) object(rv reflect.Value) error {
 	}
 }
 
-// special handles the keys that are not properties of T: the system
-// properties, odata.etag, annotations and unknown properties (ignored).
-func (d *decoder) special(key []byte, rv reflect.Value, kind byte, raw []byte, esc bool) error {
-	p := d.c.p
-	var f *field
-	switch string(key) {
-	case "PartitionKey":
-		f = p.pk
-	case "RowKey":
-		f = p.rk
-	case "Timestamp":
-		f = p.ts
-	case "odata.etag":
-		f = p.etag
-	default:
-		const suffix = "@odata.type"
-		if len(key) > len(suffix) && string(key[len(key)-len(suffix):]) == suffix && kind == jString {
-			d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
-			d.annType = EDMType(raw)
+// edmTypeOf is the EDM type named by an annotation's value, without an
+// allocation for the types the service knows.
+func edmTypeOf(raw []byte) EDMType {
+	for _, t := range [...]EDMType{EdmInt64, EdmDateTime, EdmDouble, EdmGuid, EdmBinary, EdmString, EdmInt32, EdmBoolean} {
+		if string(t) == string(raw) {
+			return t
 		}
-		return nil
 	}
-	if f == nil {
-		return nil
-	}
-	return d.field(f, rv, kind, raw, esc)
+	return EDMType(raw)
 }
 
 func fieldAlloc(rv reflect.Value, idx []int) reflect.Value {
@@ -190,7 +287,7 @@ func (d *decoder) value(f *field, fv reflect.Value, kind byte, raw []byte, esc b
 		if kind != jString {
 			return d.mismatch(f, kind)
 		}
-		fv.SetString(string(d.str(raw, esc)))
+		d.setString(fv, d.str(raw, esc))
 	case kBool:
 		if kind != jTrue && kind != jFalse {
 			return d.mismatch(f, kind)
@@ -246,8 +343,12 @@ func (d *decoder) value(f *field, fv reflect.Value, kind byte, raw []byte, esc b
 		if !parseGUIDBytes(&g, d.str(raw, esc)) {
 			return d.fail(f, "cannot decode Guid", errGUIDSyntax)
 		}
-		for i := range g {
-			fv.Index(i).SetUint(uint64(g[i]))
+		if fv.CanAddr() {
+			*(*[16]byte)(fv.Addr().UnsafePointer()) = g // kGUID is a [16]byte kind
+		} else {
+			for i := range g {
+				fv.Index(i).SetUint(uint64(g[i]))
+			}
 		}
 	case kBinary:
 		if kind != jString {

@@ -162,3 +162,47 @@ func TestScannerStringsAtEveryOffset(t *testing.T) {
 		}
 	}
 }
+
+// Rows whose members change order, name or escaping from one row to the
+// next decode as each row alone does: the reader's memory of the previous
+// row's member names is a shortcut, never a source of values.
+func TestPageReaderRowsChangingShape(t *testing.T) {
+	c := pageCodec(t)
+	rows := []string{
+		`{"PartitionKey":"p","RowKey":"1","Name":"one","N":1}`,
+		`{"PartitionKey":"p","RowKey":"2","Name":"two","N":2}`,
+		`{"RowKey":"3","PartitionKey":"p","N":3,"Name":"three"}`,
+		`{"PartitionKey":"p","RowKey":"4","Nam\u0065":"four","N@odata.type":"Edm.Int64","N":"4"}`,
+		`{"PartitionKey":"p","RowKey":"5","Other":"x","Name":"fi\"ve","N":5}`,
+		`{"PartitionKey":"p","RowKey":"6"}`,
+		`{"PartitionKey":"p","RowKey":"7","Name":"seven","N":7,"Name":"seven again"}`,
+	}
+	body := `{"value":[` + strings.Join(rows, ",") + `]}`
+	r := entity.NewPageReader([]byte(body))
+	var got []pageRow
+	for r.Next() {
+		var v pageRow
+		if err := r.Decode(c, &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("decoded %d rows, want %d", len(got), len(rows))
+	}
+	for i, raw := range rows {
+		var want pageRow
+		if err := c.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got[i] != want {
+			t.Errorf("row %d: page reader gave %+v, alone %+v", i, got[i], want)
+		}
+	}
+	if got[3].Name != "four" || got[4].Name != `fi"ve` || got[5].Name != "" || got[6].Name != "seven again" {
+		t.Errorf("rows decoded as %+v", got)
+	}
+}
