@@ -35,6 +35,7 @@ type Call struct {
 	Logger          *slog.Logger // never nil
 
 	tables *tableSet // the core's table handles; shared by the steps of a worker
+	parsed any       // the arguments as the step's validation decoded them (built-in kinds)
 }
 
 // tableSet returns the table handles of the call, opening a set on
@@ -131,9 +132,18 @@ func ValidateSteps(tx *Transaction) error { return defaultRegistry.validate(tx) 
 // built-in handler: a built-in kind replaced with Handle is left to its
 // handler.
 func (r *Registry) validate(tx *Transaction) error {
+	_, err := r.parse(tx)
+	return err
+}
+
+// parse is validate, returning the arguments of the built-in steps as
+// their validation decoded them (nil for the other steps), for the apply
+// that follows: runStepsOn does not decode them a second time.
+func (r *Registry) parse(tx *Transaction) ([]any, error) {
 	if err := tx.Validate(); err != nil {
-		return err
+		return nil, err
 	}
+	parsed := make([]any, len(tx.Steps))
 	for i, s := range tx.Steps {
 		b, ok := builtins[s.Kind]
 		if !ok {
@@ -145,11 +155,13 @@ func (r *Registry) validate(tx *Transaction) error {
 		if replaced {
 			continue
 		}
-		if err := b.validate(s.Args); err != nil {
-			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
+		a, err := b.validate(s.Args)
+		if err != nil {
+			return nil, &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
 		}
+		parsed[i] = a
 	}
-	return nil
+	return parsed, nil
 }
 
 // Apply runs the steps of tx in order, in the caller's goroutine, with the
@@ -163,21 +175,23 @@ func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Re
 	if reg == nil {
 		reg = defaultRegistry
 	}
-	if err := reg.validate(tx); err != nil {
+	parsed, err := reg.parse(tx)
+	if err != nil {
 		return err
 	}
-	return runSteps(ctx, acct, reg, tx, 0, 0, slog.New(slog.DiscardHandler))
+	return runStepsOn(ctx, newTableSet(acct), reg, tx, parsed, 0, 0, slog.New(slog.DiscardHandler))
 }
 
 var defaultRegistry = NewRegistry()
 
 func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, dequeueCount, maxDequeue int64, log *slog.Logger) error {
-	return runStepsOn(ctx, newTableSet(acct), reg, tx, dequeueCount, maxDequeue, log)
+	return runStepsOn(ctx, newTableSet(acct), reg, tx, nil, dequeueCount, maxDequeue, log)
 }
 
 // runStepsOn is runSteps with the table handles ts (a worker keeps one set
-// for all its messages).
-func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transaction, dequeueCount, maxDequeue int64, log *slog.Logger) error {
+// for all its messages) and the steps' arguments as Registry.parse
+// decoded them (nil: each handler decodes its own).
+func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transaction, parsed []any, dequeueCount, maxDequeue int64, log *slog.Logger) error {
 	acct := ts.acct
 	for i, s := range tx.Steps {
 		h, ok := reg.Lookup(s.Kind)
@@ -185,6 +199,9 @@ func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transactio
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: &wrapped{msg: "consistency: no handler for step kind " + s.Kind, err: ErrUnknownStep}}
 		}
 		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, MaxDequeueCount: maxDequeue, Logger: log, tables: ts}
+		if i < len(parsed) {
+			c.parsed = parsed[i]
+		}
 		if err := h(ctx, c); err != nil {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
 		}

@@ -70,7 +70,7 @@ const (
 const maxReadRepair = 8
 
 type builtin struct {
-	validate func(json.RawMessage) error
+	validate func(json.RawMessage) (any, error) // the decoded arguments, a *T
 	apply    Handler
 }
 
@@ -94,6 +94,11 @@ func builtinOf[T any, P interface {
 	validator
 }](kind string, apply func(ctx context.Context, c *Call, args *T) error) builtin {
 	return builtin{validate: validateAs[T, P](kind), apply: func(ctx context.Context, c *Call) error {
+		// The worker validated the step just before: its decoded
+		// arguments are used, not decoded a second time.
+		if a, ok := c.parsed.(*T); ok && a != nil {
+			return apply(ctx, c, a)
+		}
 		a, err := decodeArgs[T, P](c.Kind, c.Args)
 		if err != nil {
 			return err
@@ -107,10 +112,13 @@ type validator interface{ validate(kind string) error }
 func validateAs[T any, P interface {
 	*T
 	validator
-}](kind string) func(json.RawMessage) error {
-	return func(raw json.RawMessage) error {
-		_, err := decodeArgs[T, P](kind, raw)
-		return err
+}](kind string) func(json.RawMessage) (any, error) {
+	return func(raw json.RawMessage) (any, error) {
+		a, err := decodeArgs[T, P](kind, raw)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 }
 

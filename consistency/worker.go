@@ -240,6 +240,21 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	sem := make(chan struct{}, w.opts.Concurrency)
+	// Messages run on Concurrency long-lived goroutines: a goroutine
+	// started for each one would grow its stack again for every message
+	// (the SDK's call depth), a cost the profile showed per transaction.
+	run := make(chan func(), w.opts.Concurrency)
+	var runners sync.WaitGroup
+	for range w.opts.Concurrency {
+		runners.Add(1)
+		go func() {
+			defer runners.Done()
+			for fn := range run {
+				fn()
+			}
+		}()
+	}
+	defer func() { close(run); runners.Wait() }()
 	var work, loops sync.WaitGroup
 	var emptied atomic.Bool
 	onEmpty := func() {
@@ -252,7 +267,7 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.receiveLoop(recvCtx, workCtx, q, sem, &work, onEmpty)
+			w.receiveLoop(recvCtx, workCtx, q, sem, run, &work, onEmpty)
 		}()
 	}
 	if w.opts.DepthInterval > 0 {
@@ -335,7 +350,7 @@ func (w *Worker) depthLoop(ctx context.Context) {
 // slot of sem, receiving again when at most half of them are left; a
 // dispatcher starts each waiting message when a slot frees, or releases it
 // once ctx is cancelled.
-func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, work *sync.WaitGroup, onEmpty func()) {
+func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, run chan<- func(), work *sync.WaitGroup, onEmpty func()) {
 	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
@@ -345,7 +360,7 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 	dispatcher.Add(1)
 	go func() {
 		defer dispatcher.Done()
-		w.dispatch(ctx, workCtx, q, queued, taken, sem, work)
+		w.dispatch(ctx, workCtx, q, queued, taken, sem, run, work)
 	}()
 	defer func() { close(queued); dispatcher.Wait() }()
 	for {
@@ -418,10 +433,10 @@ func (p *pollWait) next() time.Duration {
 // reset starts the schedule again after a receive that found messages.
 func (p *pollWait) reset() { p.cur = p.first }
 
-// dispatch starts each queued message when a slot of sem is free; once ctx
-// is cancelled it releases the rest instead. It returns when queued is
-// closed and empty.
-func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan<- struct{}, sem chan struct{}, work *sync.WaitGroup) {
+// dispatch starts each queued message on run when a slot of sem is free;
+// once ctx is cancelled it releases the rest instead. It returns when
+// queued is closed and empty.
+func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan<- struct{}, sem chan struct{}, run chan<- func(), work *sync.WaitGroup) {
 	for l := range queued {
 		start := false
 		if ctx.Err() == nil {
@@ -442,12 +457,14 @@ func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <
 		work.Add(1)
 		if start {
 			w.metrics.inFlight.Add(1)
-			go func() {
+			// run has a buffer of Concurrency and sem admits that many:
+			// this send never waits for more than a runner's return.
+			run <- func() {
 				defer work.Done()
 				defer func() { <-sem }()
 				defer w.metrics.inFlight.Add(-1)
 				w.process(workCtx, q, l)
-			}()
+			}
 			continue
 		}
 		go func() {
@@ -585,12 +602,13 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 
 	var tx *Transaction
 	var blob *BlobRef
+	var parsed []any
 	if err == nil {
-		tx, blob, err = w.decode(ctx, env)
+		tx, blob, parsed, err = w.decode(ctx, env)
 	}
 	if err == nil {
 		log = log.With("tx", tx.ID)
-		err = runStepsOn(ctx, w.tables, w.reg, tx, count, w.opts.MaxDequeueCount, log)
+		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, count, w.opts.MaxDequeueCount, log)
 	}
 	l.stopKeeper()
 	spanErr = err
@@ -638,30 +656,32 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 }
 
 // decode returns the envelope's transaction, fetching it from its blob
-// when needed.
-func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *BlobRef, error) {
+// when needed, and its steps' arguments as their validation decoded them.
+func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *BlobRef, []any, error) {
 	if env.Blob == nil {
 		tx := &Transaction{ID: env.ID, Steps: env.Steps}
 		// Every step is checked before the first one runs: a message put
 		// on the queue without Enqueue (or by an older writer) gets the
 		// checks Enqueue makes, Azure's limits included.
-		return tx, nil, w.reg.validate(tx)
+		parsed, err := w.reg.parse(tx)
+		return tx, nil, parsed, err
 	}
 	body, err := downloadBlob(ctx, w.acct, *env.Blob)
 	if err != nil {
 		if tablekit.IsNotFound(err) {
 			err = malformed("the transaction's blob "+env.Blob.Container+"/"+env.Blob.Name+" does not exist", err)
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	tx, err := ParseTransaction(body, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if tx.ID != env.ID {
-		return nil, nil, malformed("the blob holds transaction "+strconv.Quote(tx.ID)+", the message names "+strconv.Quote(env.ID), nil)
+		return nil, nil, nil, malformed("the blob holds transaction "+strconv.Quote(tx.ID)+", the message names "+strconv.Quote(env.ID), nil)
 	}
-	return tx, env.Blob, w.reg.validate(tx)
+	parsed, err := w.reg.parse(tx)
+	return tx, env.Blob, parsed, err
 }
 
 // releaseLease makes the message visible again after delay.
