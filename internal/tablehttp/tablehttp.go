@@ -14,9 +14,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -121,21 +124,57 @@ func IsCosmos(endpoint string) bool {
 type sharedKeyLitePolicy struct {
 	account string
 	key     []byte
+	macs    sync.Pool // hash.Hash: HMAC-SHA256 under key, reset
+	last    atomic.Pointer[signature]
 }
+
+// signature is the Authorization value of one string to sign: requests
+// to the same path in the same second (the pages of a scan, the batches
+// of a bulk write) share it.
+type signature struct{ toSign, auth string }
 
 func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	date := time.Now().UTC().Format(http.TimeFormat)
+	date := httpDate(time.Now())
+	toSign := StringToSign(p.account, date, raw.URL)
+	auth := ""
+	if last := p.last.Load(); last != nil && last.toSign == toSign {
+		auth = last.auth
+	} else {
+		m, _ := p.macs.Get().(hash.Hash)
+		if m == nil {
+			m = hmac.New(sha256.New, p.key)
+		}
+		m.Write([]byte(toSign))
+		var sum [sha256.Size]byte
+		auth = "SharedKeyLite " + p.account + ":" + base64.StdEncoding.EncodeToString(m.Sum(sum[:0]))
+		m.Reset()
+		p.macs.Put(m)
+		p.last.Store(&signature{toSign: toSign, auth: auth})
+	}
 	raw.Header["x-ms-date"] = []string{date}
-	raw.Header["Authorization"] = []string{"SharedKeyLite " + p.account + ":" + Sign(p.key, StringToSign(p.account, date, raw.URL))}
+	raw.Header["Authorization"] = []string{auth}
 	return req.Next()
 }
 
-// Sign is the base64 HMAC-SHA256 of s under key.
-func Sign(key []byte, s string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(s))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+// dateCache is the RFC 1123 form of the current second.
+var dateCache atomic.Pointer[cachedDate]
+
+type cachedDate struct {
+	unix int64
+	text string
+}
+
+// httpDate is now as an x-ms-date value (http.TimeFormat, UTC), formatted
+// once a second.
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.unix == sec {
+		return d.text
+	}
+	text := now.UTC().Format(http.TimeFormat)
+	dateCache.Store(&cachedDate{unix: sec, text: text})
+	return text
 }
 
 // StringToSign is the Table service's Shared Key Lite string to sign for a
@@ -150,9 +189,27 @@ func StringToSign(account, date string, u *url.URL) string {
 	} else {
 		b.WriteByte('/')
 	}
-	if comp := u.Query().Get("comp"); comp != "" {
+	if comp := compParam(u.RawQuery); comp != "" {
 		b.WriteString("?comp=")
 		b.WriteString(comp)
 	}
 	return b.String()
+}
+
+// compParam is u.Query().Get("comp") without parsing the whole query (a
+// query page's $filter can be long): the first comp parameter, unescaped.
+func compParam(rawQuery string) string {
+	for q := rawQuery; q != ""; {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "comp" {
+			continue
+		}
+		if uv, err := url.QueryUnescape(v); err == nil {
+			return uv
+		}
+		return ""
+	}
+	return ""
 }

@@ -87,3 +87,24 @@ func TestTableHTTPAuthenticates(t *testing.T) {
 		t.Errorf("wrong key: %v, want ErrAuthorization", mapped)
 	}
 }
+
+// The comp parameter is found in the raw query as url.Values would find
+// it, whatever surrounds it.
+func TestCompParamMatchesParsedQuery(t *testing.T) {
+	for _, q := range []string{
+		"", "comp=acl", "restype=table&comp=properties", "a=1&comp=stats&comp=other",
+		"%24filter=PartitionKey%20eq%20%27comp%3Dx%27&%24top=1000", "comp=a%2Fb", "compx=1&comp=", "xcomp=1",
+	} {
+		u, err := url.Parse("http://h/acct/t()?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "d\n/acct" + u.EscapedPath()
+		if comp := u.Query().Get("comp"); comp != "" {
+			want += "?comp=" + comp
+		}
+		if got := tablehttp.StringToSign("acct", "d", u); got != want {
+			t.Errorf("StringToSign of query %q = %q, want %q", q, got, want)
+		}
+	}
+}
