@@ -81,31 +81,38 @@ func (c *ceiling) signed(path string) http.Header {
 	}
 }
 
-// send sends one pre-encoded request and returns its body, read whole.
-func (c *ceiling) send(ctx context.Context, method, rawURL string, header http.Header, body []byte, want int) (*http.Response, []byte, error) {
+// send sends one pre-encoded request and hands its body, read whole into
+// a reused buffer (valid only during use), to use.
+func (c *ceiling) send(ctx context.Context, method, rawURL string, header http.Header, body []byte, want int, use func(resp *http.Response, body []byte) error) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, rd)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	req.Header = header
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, nil, err
+	buf := ceilingBuffers.Get().(*bytes.Buffer)
+	defer ceilingBuffers.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return err
 	}
 	if resp.StatusCode != want {
-		return nil, nil, &ceilingError{resp.StatusCode, want}
+		return &ceilingError{resp.StatusCode, want}
 	}
-	return resp, data, nil
+	return use(resp, buf.Bytes())
 }
+
+// ceilingBuffers are the ceiling's response buffers: it reads a body into
+// memory it already has, as a client tuned for one job would.
+var ceilingBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 type ceilingError struct{ got, want int }
 
@@ -120,11 +127,15 @@ func (c *ceiling) scan(ctx context.Context, table, filter string, header http.He
 	next := ""
 	n := 0
 	for {
-		resp, body, err := c.send(ctx, http.MethodGet, base+next, header, nil, http.StatusOK)
+		var resp *http.Response
+		err := c.send(ctx, http.MethodGet, base+next, header, nil, http.StatusOK, func(r *http.Response, body []byte) error {
+			resp = r
+			n += bytes.Count(body, []byte(`"odata.etag":`))
+			return nil
+		})
 		if err != nil {
 			return n, err
 		}
-		n += bytes.Count(body, []byte(`"odata.etag":`))
 		npk := resp.Header.Get("x-ms-continuation-NextPartitionKey")
 		if npk == "" {
 			return n, nil
@@ -164,10 +175,12 @@ func (c *ceiling) sendBatches(ctx context.Context, bodies [][]byte, header http.
 		go func() {
 			defer wg.Done()
 			for body := range work {
-				_, resp, err := c.send(ctx, http.MethodPost, c.endpoint+"/$batch", header, body, http.StatusAccepted)
-				if err == nil && bytes.Contains(resp, []byte("HTTP/1.1 4")) {
-					err = &ceilingError{400, 202}
-				}
+				err := c.send(ctx, http.MethodPost, c.endpoint+"/$batch", header, body, http.StatusAccepted, func(_ *http.Response, resp []byte) error {
+					if bytes.Contains(resp, []byte("HTTP/1.1 4")) {
+						return &ceilingError{400, 202}
+					}
+					return nil
+				})
 				if err != nil {
 					mu.Lock()
 					first = cmp.Or(first, err)

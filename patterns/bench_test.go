@@ -105,11 +105,12 @@ func BenchmarkGet(b *testing.B) {
 	getURL := ceil.endpoint + "/" + tbl.Name() + "(PartitionKey='Sales',RowKey='" + row.RowKey + "')"
 	getPath := "/" + tbl.Name() + "(PartitionKey='Sales',RowKey='" + row.RowKey + "')"
 	ceilingGet := func(h http.Header) error {
-		_, body, err := ceil.send(ctx, http.MethodGet, getURL, h, nil, http.StatusOK)
-		if err == nil && len(body) == 0 {
-			err = errors.New("ceiling: empty entity")
-		}
-		return err
+		return ceil.send(ctx, http.MethodGet, getURL, h, nil, http.StatusOK, func(_ *http.Response, body []byte) error {
+			if len(body) == 0 {
+				return errors.New("ceiling: empty entity")
+			}
+			return nil
+		})
 	}
 	warmUp(b, warmTime,
 		func() error { _, err := tbl.Get(ctx, "Sales", row.RowKey, nil); return err },

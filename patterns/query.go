@@ -181,17 +181,20 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 		}
 		// Rows are decoded straight from pooled page buffers, in one pass;
 		// the next page is fetched while the loop works through this one.
+		// Each row is decoded into the same T, copied out to yield: a
+		// fresh T passed to Decode would be one allocation a row.
+		v := new(T)
 		for r, err := range t.w.Entities(ctx, q.wire()) {
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			var v T
-			if err := r.Decode(t.codec, &v); err != nil {
+			*v = zero
+			if err := r.Decode(t.codec, v); err != nil {
 				yield(zero, fmt.Errorf("tablekit: query %s: %w", t.name, err))
 				return
 			}
-			if !yield(v, nil) {
+			if !yield(*v, nil) {
 				return
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -105,8 +106,19 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 			return nil
 		}
 		items := make([]T, len(p.rows))
+		// One reader for the page's rows: they share its buffers, and
+		// each row's strings one allocation.
+		var r entity.PageReader
 		for i, raw := range p.rows {
-			if err := t.codec.Unmarshal(raw, &items[i]); err != nil {
+			r.ResetRow(raw)
+			var err error
+			if r.Next() {
+				err = r.Decode(t.codec, &items[i])
+			}
+			if err == nil && !r.Next() { // the row's end, checked
+				err = r.Err()
+			}
+			if err != nil {
 				return fmt.Errorf("tablekit: scan %s: %w", t.name, err)
 			}
 		}
