@@ -64,6 +64,20 @@ func (c *serviceClock) observe(sent, answered time.Time, etag string) {
 	c.lo, c.hi = max(c.lo, lo), min(c.hi, hi)
 }
 
+// observeBatch observes a transaction's answer by its first and last
+// results' ETags: the service stamps one entity group transaction's
+// entities together, so the others would narrow nothing (and parsing
+// every ETag was a tenth of a bulk write's client CPU).
+func (c *serviceClock) observeBatch(sent, answered time.Time, results []Result) {
+	if len(results) == 0 {
+		return
+	}
+	c.observe(sent, answered, results[0].ETag)
+	if len(results) > 1 {
+		c.observe(sent, answered, results[len(results)-1].ETag)
+	}
+}
+
 // writtenBefore reports whether the entity whose ETag is etag was surely
 // stamped before local time t.
 func (c *serviceClock) writtenBefore(etag string, t time.Time) bool {

@@ -238,10 +238,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 		if werr == nil {
 			if tries.Load() == 1 {
-				now := time.Now()
-				for _, r := range results {
-					t.clock.observe(tries.First(), now, r.ETag)
-				}
+				t.clock.observeBatch(tries.First(), time.Now(), results)
 			}
 			return Modified{Op: op, Ops: ops, Results: results, ETag: results[0].ETag, Written: true}, nil
 		}

@@ -383,10 +383,7 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 	end(err)
 	if err == nil {
 		if tries.Load() == 1 {
-			now := time.Now()
-			for _, r := range results {
-				t.clock.observe(tries.First(), now, r.ETag)
-			}
+			t.clock.observeBatch(tries.First(), time.Now(), results)
 		}
 		return results, nil
 	}

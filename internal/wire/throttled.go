@@ -210,10 +210,7 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 		if err == nil {
 			slot.OK()
 			if tries.Load() == 1 {
-				now := time.Now()
-				for _, r := range results {
-					t.clock.observe(tries.First(), now, r.ETag)
-				}
+				t.clock.observeBatch(tries.First(), time.Now(), results)
 			}
 			return results, nil
 		}
