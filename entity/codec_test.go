@@ -622,3 +622,74 @@ func TestDataSize(t *testing.T) {
 		t.Error("DataSize of an EntityMarshaler reported ok")
 	}
 }
+
+type widthName string
+
+type widths struct {
+	PartitionKey, RowKey string
+	Meta2
+	*Extra
+	I8  int8
+	I16 int16
+	I32 int32
+	I   int
+	U8  uint8
+	U16 uint16
+	U32 uint32
+	F32 float32
+	F64 float64
+	B   bool
+	N   widthName
+	T   time.Time
+}
+
+type Meta2 struct{ Inner int16 }
+
+// Every width of number decodes exactly at its limits, and one past them
+// is a typed error naming the field, whether the row is unmarshalled
+// alone or read from a page (the two decode paths share these rules).
+func TestDecodeWidthsAndOverflow(t *testing.T) {
+	c, err := entity.CodecOf(reflect.TypeOf(widths{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := `{"PartitionKey":"p","RowKey":"r","Inner":-32768,"Note":"n","I8":-128,"I16":32767,"I32":-2147483648,"I@odata.type":"Edm.Int64","I":"9223372036854775807",` +
+		`"U8":255,"U16":65535,"U32@odata.type":"Edm.Int64","U32":"4294967295","F32":3.4028234663852886e+38,"F64":-1.5,"B":true,"N":"named","T@odata.type":"Edm.DateTime","T":"2024-02-29T23:59:59.1234567Z"}`
+	want := widths{PartitionKey: "p", RowKey: "r", Meta2: Meta2{-32768}, Extra: &Extra{"n"}, I8: -128, I16: 32767, I32: -2147483648, I: 9223372036854775807,
+		U8: 255, U16: 65535, U32: 4294967295, F32: math.MaxFloat32, F64: -1.5, B: true, N: "named", T: time.Date(2024, 2, 29, 23, 59, 59, 123456700, time.UTC)}
+	decode := map[string]func(string) (widths, error){
+		"Unmarshal": func(s string) (widths, error) {
+			var v widths
+			err := c.Unmarshal([]byte(s), &v)
+			return v, err
+		},
+		"PageReader": func(s string) (widths, error) {
+			var v widths
+			r := entity.NewPageReader([]byte(`{"value":[` + s + `]}`))
+			if !r.Next() {
+				return v, r.Err()
+			}
+			err := r.Decode(c, &v)
+			return v, err
+		},
+	}
+	for name, dec := range decode {
+		got, err := dec(ok)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+		}
+		for field, bad := range map[string]string{
+			"I8": `"I8":-129`, "I16": `"I16":32768`, "I32": `"I32":2147483648`, "U8": `"U8":256`, "U16": `"U16":-1`,
+			"U32": `"U32":"4294967296"`, "F32": `"F32":3.5e+38`, "Inner": `"Inner":40000`, "B": `"B":"yes"`, "N": `"N":3`,
+		} {
+			_, err := dec(`{"PartitionKey":"p","RowKey":"r",` + bad + `}`)
+			var ee *entity.Error
+			if !errors.As(err, &ee) || !errors.Is(err, entity.ErrInvalidEntity) || !strings.HasSuffix(ee.Field, field) {
+				t.Errorf("%s of %s: got %v, want an *entity.Error for field %s", name, bad, err, field)
+			}
+		}
+	}
+}

@@ -27,6 +27,7 @@ type decoder struct {
 	// long as any of them (never longer than the entity's own strings).
 	strs []byte
 	pend []pendingString
+	base unsafe.Pointer // the address of the struct decoded, for fast fields
 
 	// hints are the member names of the previous object, in order, with
 	// what each resolved to: the rows of a page repeat their members in
@@ -44,7 +45,7 @@ func (d *decoder) reset() decoder {
 
 // pendingString is a string field whose value is strs[off:off+n].
 type pendingString struct {
-	fv     reflect.Value
+	dst    *string
 	off, n int
 }
 
@@ -88,19 +89,28 @@ func (d *decoder) setStrings() {
 	}
 	all := string(d.strs)
 	for _, p := range d.pend {
-		p.fv.SetString(all[p.off : p.off+p.n])
+		*p.dst = all[p.off : p.off+p.n]
 	}
 	clear(d.pend)
 	d.pend, d.strs = d.pend[:0], d.strs[:0]
 }
 
-// setString sets fv (a string) to text when the object ends.
+// setString sets fv (of a string kind) to text when the object ends.
 func (d *decoder) setString(fv reflect.Value, text []byte) {
-	if d.once || len(text) == 0 {
+	if !fv.CanAddr() {
 		fv.SetString(string(text))
 		return
 	}
-	d.pend = append(d.pend, pendingString{fv: fv, off: len(d.strs), n: len(text)})
+	d.setStringAt((*string)(fv.Addr().UnsafePointer()), text)
+}
+
+// setStringAt sets *dst to text when the object ends.
+func (d *decoder) setStringAt(dst *string, text []byte) {
+	if d.once || len(text) == 0 {
+		*dst = string(text)
+		return
+	}
+	d.pend = append(d.pend, pendingString{dst: dst, off: len(d.strs), n: len(text)})
 	d.strs = append(d.strs, text...)
 }
 
@@ -149,6 +159,11 @@ func (d *decoder) hint(j int, key []byte, esc bool) memberHint {
 const maxHints = 520
 
 func (d *decoder) members(rv reflect.Value) error {
+	d.base = nil
+	if rv.CanAddr() {
+		d.base = rv.Addr().UnsafePointer()
+	}
+	defer func() { d.base = nil }()
 	s := &d.s
 	if err := s.expect('{'); err != nil {
 		return d.syntax(err)
@@ -244,6 +259,9 @@ func (d *decoder) field(f *field, rv reflect.Value, kind byte, raw []byte, esc b
 	if kind == jNull {
 		return nil // absent: the field keeps its zero value
 	}
+	if f.fast && d.base != nil {
+		return d.fastValue(f, unsafe.Add(d.base, f.offset), kind, raw, esc)
+	}
 	fv := fieldAlloc(rv, f.index)
 	if f.ptr {
 		nv := reflect.New(f.elem)
@@ -254,6 +272,90 @@ func (d *decoder) field(f *field, rv reflect.Value, kind byte, raw []byte, esc b
 		return nil
 	}
 	return d.value(f, fv, kind, raw, esc)
+}
+
+// fastValue is value for a fast field, written at p: the same checks and
+// errors, without reflect.
+func (d *decoder) fastValue(f *field, p unsafe.Pointer, kind byte, raw []byte, esc bool) error {
+	switch f.kind {
+	case kString:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		d.setStringAt((*string)(p), d.str(raw, esc))
+	case kBool:
+		if kind != jTrue && kind != jFalse {
+			return d.mismatch(f, kind)
+		}
+		*(*bool)(p) = kind == jTrue
+	case kInt:
+		if kind != jNumber && kind != jString {
+			return d.mismatch(f, kind)
+		}
+		text := d.str(raw, esc)
+		n, err := parseInt(text)
+		if err != nil {
+			return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
+		}
+		if f.bits < 64 && (n < -1<<(f.bits-1) || n > 1<<(f.bits-1)-1) {
+			return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
+		}
+		switch f.bits {
+		case 8:
+			*(*int8)(p) = int8(n)
+		case 16:
+			*(*int16)(p) = int16(n)
+		case 32:
+			*(*int32)(p) = int32(n)
+		default:
+			*(*int64)(p) = n
+		}
+	case kUint:
+		if kind != jNumber && kind != jString {
+			return d.mismatch(f, kind)
+		}
+		text := d.str(raw, esc)
+		n, err := parseInt(text)
+		if err != nil {
+			return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
+		}
+		if n < 0 || (f.bits < 64 && uint64(n) > 1<<f.bits-1) {
+			return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
+		}
+		switch f.bits {
+		case 8:
+			*(*uint8)(p) = uint8(n)
+		case 16:
+			*(*uint16)(p) = uint16(n)
+		case 32:
+			*(*uint32)(p) = uint32(n)
+		default:
+			*(*uint64)(p) = uint64(n)
+		}
+	case kFloat:
+		x, err := parseDouble(kind, d.str(raw, esc))
+		if err != nil {
+			return d.fail(f, "cannot decode into "+f.elem.String(), err)
+		}
+		if f.bits == 32 {
+			if !math.IsInf(x, 0) && math.Abs(x) > math.MaxFloat32 {
+				return d.fail(f, "value "+strconv.FormatFloat(x, 'g', -1, 64)+" overflows float32", nil)
+			}
+			*(*float32)(p) = float32(x)
+		} else {
+			*(*float64)(p) = x
+		}
+	case kTime:
+		if kind != jString {
+			return d.mismatch(f, kind)
+		}
+		t, err := parseTime(d.str(raw, esc))
+		if err != nil {
+			return d.fail(f, "cannot decode DateTime", err)
+		}
+		*(*time.Time)(p) = t
+	}
+	return nil
 }
 
 func kindName(kind byte) string {

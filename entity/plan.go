@@ -56,6 +56,12 @@ type field struct {
 	role      role
 	addr      bool // methods need an addressable value (pointer receivers)
 
+	// fast fields (a bool, number, string or time.Time reached without
+	// a pointer, not encrypted) are decoded by a write at offset from the
+	// struct's address instead of through reflect.
+	fast   bool
+	offset uintptr
+
 	key      []byte // `"Name":`
 	ann      []byte // `"Name@odata.type":"Edm.X",` (nil when the type needs no annotation)
 	nameSize int    // 8 + 2 * UTF-16 length of the name: the size formula's per-property overhead
@@ -291,6 +297,8 @@ func buildPlan(t reflect.Type) (*plan, error) {
 		if f == nil {
 			continue
 		}
+		f.offset, f.fast = directOffset(t, f.index)
+		f.fast = f.fast && !f.ptr && !f.encrypt && (f.kind == kString || f.kind == kBool || f.kind == kInt || f.kind == kUint || f.kind == kFloat || f.kind == kTime)
 		switch f.role {
 		case rolePK:
 			p.pk = f
@@ -329,6 +337,21 @@ func buildPlan(t reflect.Type) (*plan, error) {
 		p.selectList = append(p.selectList, f.name)
 	}
 	return p, nil
+}
+
+// directOffset is the offset of the field at index in struct t, and
+// whether the path to it has no pointer (embedded structs by value only).
+func directOffset(t reflect.Type, index []int) (uintptr, bool) {
+	var off uintptr
+	for i, x := range index {
+		if i > 0 && t.Kind() != reflect.Struct {
+			return 0, false // an embedded *Struct
+		}
+		sf := t.Field(x)
+		off += sf.Offset
+		t = sf.Type
+	}
+	return off, true
 }
 
 func buildField(t reflect.Type, c *candidate, lenient bool) (*field, error) {
