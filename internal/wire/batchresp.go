@@ -182,14 +182,28 @@ func cutLine(b []byte) (line, rest []byte, ok bool) {
 // failure. ok is false when the body cannot be read or does not hold one
 // response per operation.
 func batchOutcome(body []byte, nops int, results []Result) (failed, ok bool) {
+	// The ETags are cut from one string, not allocated one by one: they
+	// alias the response's bytes only through their copy in etags.
+	m := min(nops, len(results))
+	etags := make([]byte, 0, 64*m)
+	ends, at := make([]int, 0, m), make([]int, 0, m)
 	n, err := readBatch(body, func(i int, r innerResponse) {
 		if r.Status >= 400 {
 			failed = true
 		}
 		if i < len(results) {
-			results[i] = Result{StatusCode: r.Status, ETag: string(r.ETag)}
+			results[i] = Result{StatusCode: r.Status}
+			etags = append(etags, r.ETag...)
+			ends, at = append(ends, len(etags)), append(at, i)
 		}
 	})
+	if len(etags) > 0 {
+		all, start := string(etags), 0
+		for k, end := range ends {
+			results[at[k]].ETag = all[start:end]
+			start = end
+		}
+	}
 	if failed {
 		return true, true
 	}

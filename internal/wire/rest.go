@@ -36,16 +36,18 @@ type restPath struct {
 // entityPath is "/table(PartitionKey='pk',RowKey='rk')" with the keys'
 // quotes doubled (OData) and percent-encoded.
 func entityPath(table, pk, rk string) string {
-	var b strings.Builder
-	b.Grow(len(table) + len(pk) + len(rk) + 32)
-	b.WriteByte('/')
-	b.WriteString(table)
-	b.WriteString("(PartitionKey='")
-	b.WriteString(url.PathEscape(strings.ReplaceAll(pk, "'", "''")))
-	b.WriteString("',RowKey='")
-	b.WriteString(url.PathEscape(strings.ReplaceAll(rk, "'", "''")))
-	b.WriteString("')")
-	return b.String()
+	return string(appendEntityPath(make([]byte, 0, len(table)+len(pk)+len(rk)+32), table, pk, rk))
+}
+
+// appendEntityPath appends entityPath(table, pk, rk) to dst.
+func appendEntityPath(dst []byte, table, pk, rk string) []byte {
+	dst = append(dst, '/')
+	dst = append(dst, table...)
+	dst = append(dst, "(PartitionKey='"...)
+	dst = append(dst, url.PathEscape(strings.ReplaceAll(pk, "'", "''"))...)
+	dst = append(dst, "',RowKey='"...)
+	dst = append(dst, url.PathEscape(strings.ReplaceAll(rk, "'", "''"))...)
+	return append(dst, "')"...)
 }
 
 // do sends one request and returns the response when its status is one of
@@ -122,9 +124,15 @@ type opHeaders struct {
 // opRequest maps an operation to its method, path and headers, for single
 // requests and for the parts of a batch alike.
 func opRequest(typ OpType, table, pk, rk, etag string) (method, path string, h opHeaders) {
+	method, h = opMethod(typ, etag)
+	return method, string(appendOpPath(nil, typ, table, pk, rk)), h
+}
+
+// opMethod is the method and headers of an operation of type typ.
+func opMethod(typ OpType, etag string) (method string, h opHeaders) {
 	switch typ {
 	case OpInsert:
-		return http.MethodPost, "/" + table, opHeaders{prefer: "return-no-content"}
+		return http.MethodPost, opHeaders{prefer: "return-no-content"}
 	case OpReplace, OpMerge, OpDelete:
 		if etag == "" {
 			etag = "*"
@@ -138,7 +146,15 @@ func opRequest(typ OpType, table, pk, rk, etag string) (method, path string, h o
 	case OpDelete:
 		method = http.MethodDelete
 	}
-	return method, entityPath(table, pk, rk), h
+	return method, h
+}
+
+// appendOpPath appends the path an operation of type typ is sent to.
+func appendOpPath(dst []byte, typ OpType, table, pk, rk string) []byte {
+	if typ == OpInsert {
+		return append(append(dst, '/'), table...)
+	}
+	return appendEntityPath(dst, table, pk, rk)
 }
 
 func (f *restPath) get(ctx context.Context, pk, rk, label string, typed bool) ([]byte, string, error) {
@@ -252,14 +268,14 @@ func appendBatchBody(dst []byte, endpoint, table, batch, changeset string, ops [
 	b = append(b, changeset...)
 	b = append(b, "\r\n\r\n"...)
 	for _, op := range ops {
-		method, path, h := opRequest(op.Type, table, op.PartitionKey, op.RowKey, op.ETag)
+		method, h := opMethod(op.Type, op.ETag)
 		b = append(b, "--"...)
 		b = append(b, changeset...)
 		b = append(b, "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"...)
 		b = append(b, method...)
 		b = append(b, ' ')
 		b = append(b, endpoint...)
-		b = append(b, path...)
+		b = appendOpPath(b, op.Type, table, op.PartitionKey, op.RowKey)
 		b = append(b, " HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0\r\n"...)
 		if h.ifMatch != "" {
 			b = append(b, "If-Match: "...)
