@@ -693,3 +693,46 @@ func TestDecodeWidthsAndOverflow(t *testing.T) {
 		}
 	}
 }
+
+// DateTime values decode to the instant time.Parse gives, and impossible
+// dates (February 29 of a common year, April 31) are refused.
+func TestDecodeDateTimeMatchesTimeParse(t *testing.T) {
+	c, err := entity.CodecOf(reflect.TypeOf(struct {
+		PartitionKey, RowKey string
+		T                    time.Time
+	}{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(s string) (time.Time, error) {
+		var v struct {
+			PartitionKey, RowKey string
+			T                    time.Time
+		}
+		err := c.Unmarshal([]byte(`{"PartitionKey":"p","RowKey":"r","T@odata.type":"Edm.DateTime","T":"`+s+`"}`), &v)
+		return v.T, err
+	}
+	day := time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)
+	for day.Year() < 2500 {
+		for _, clock := range []string{"T00:00:00Z", "T23:59:59.9999999Z", "T12:34:56.5Z"} {
+			s := day.Format("2006-01-02") + clock
+			want, _ := time.Parse(time.RFC3339Nano, s)
+			got, err := decode(s)
+			if err != nil || !got.Equal(want) || got.Location() != time.UTC {
+				t.Fatalf("%s: got %v, %v; want %v", s, got, err, want)
+			}
+		}
+		day = day.AddDate(0, 0, 13)
+	}
+	for _, s := range []string{"0001-01-01T00:00:00Z", "9999-12-31T23:59:59.9999999Z", "2000-02-29T00:00:00Z", "2024-02-29T00:00:00Z"} {
+		want, _ := time.Parse(time.RFC3339Nano, s)
+		if got, err := decode(s); err != nil || !got.Equal(want) {
+			t.Errorf("%s: got %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2024-04-31T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-00T00:00:00Z"} {
+		if _, err := decode(s); err == nil {
+			t.Errorf("%s decoded without error", s)
+		}
+	}
+}

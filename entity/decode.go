@@ -646,11 +646,9 @@ func parseTime(b []byte) (time.Time, error) {
 				ns *= 10
 			}
 		}
-		if ok {
-			t := time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC)
-			if t.Day() == dd {
-				return t, nil
-			}
+		if ok && dd <= daysIn(mo, y) {
+			sec := (daysFromCivil(y, mo, dd)*24+int64(h))*3600 + int64(mi)*60 + int64(s)
+			return time.Unix(sec, int64(ns)).UTC(), nil
 		}
 		return time.Time{}, errTimeSyntax
 	}
@@ -659,6 +657,36 @@ func parseTime(b []byte) (time.Time, error) {
 		return time.Time{}, errTimeSyntax
 	}
 	return t.UTC(), nil
+}
+
+// daysIn is the number of days of month mo (1 to 12) of year y.
+func daysIn(mo, y int) int {
+	switch mo {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to y-mo-d in the
+// proleptic Gregorian calendar (y >= 0), without time.Date's generality.
+func daysFromCivil(y, mo, d int) int64 {
+	if mo <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((mo+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // wireValue types a JSON value: by its annotation when there is one, else
