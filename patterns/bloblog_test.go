@@ -157,12 +157,18 @@ func TestBlobLogFlushesBySizeAndTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bySize.Close(ctx, nil)
-	for i := 0; i < 100; i++ { // ~ 100 x 60 bytes: over 4 KiB
-		if err := bySize.Append(at.Add(time.Duration(i)*time.Second), "Info;a record of some twenty bytes"); err != nil {
+	// A record counts its text plus 40 bytes: the 56th of these crosses
+	// 4 KiB and starts the flush, which takes every record buffered then.
+	// (Appending more after it would race with the flush: the records
+	// after its start wait for the next threshold or interval.)
+	const text = "Info;a record of some twenty bytes"
+	n := 4096/(len(text)+40) + 1
+	for i := range n {
+		if err := bySize.Append(at.Add(time.Duration(i)*time.Second), text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wait("size", 100)
+	wait("size", n)
 	byTime, err := patterns.NewBlobLog(acct, container, "time", &patterns.BlobLogOptions{FlushInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
