@@ -95,15 +95,6 @@ func (d *decoder) setStrings() {
 	d.pend, d.strs = d.pend[:0], d.strs[:0]
 }
 
-// setString sets fv (of a string kind) to text when the object ends.
-func (d *decoder) setString(fv reflect.Value, text []byte) {
-	if !fv.CanAddr() {
-		fv.SetString(string(text))
-		return
-	}
-	d.setStringAt((*string)(fv.Addr().UnsafePointer()), text)
-}
-
 // setStringAt sets *dst to text when the object ends.
 func (d *decoder) setStringAt(dst *string, text []byte) {
 	if d.once || len(text) == 0 {
@@ -288,40 +279,16 @@ func (d *decoder) fastValue(f *field, p unsafe.Pointer, kind byte, raw []byte, e
 			return d.mismatch(f, kind)
 		}
 		*(*bool)(p) = kind == jTrue
-	case kInt:
-		if kind != jNumber && kind != jString {
-			return d.mismatch(f, kind)
-		}
-		text := d.str(raw, esc)
-		n, err := parseInt(text)
+	case kInt, kUint:
+		n, err := d.integer(f, kind, raw, esc)
 		if err != nil {
-			return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
+			return err
 		}
-		if f.bits < 64 && (n < -1<<(f.bits-1) || n > 1<<(f.bits-1)-1) {
-			return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
+		if f.kind == kInt && f.bits < 64 && (n < -1<<(f.bits-1) || n > 1<<(f.bits-1)-1) ||
+			f.kind == kUint && (n < 0 || f.bits < 64 && uint64(n) > 1<<f.bits-1) {
+			return d.overflow(f, n)
 		}
-		switch f.bits {
-		case 8:
-			*(*int8)(p) = int8(n)
-		case 16:
-			*(*int16)(p) = int16(n)
-		case 32:
-			*(*int32)(p) = int32(n)
-		default:
-			*(*int64)(p) = n
-		}
-	case kUint:
-		if kind != jNumber && kind != jString {
-			return d.mismatch(f, kind)
-		}
-		text := d.str(raw, esc)
-		n, err := parseInt(text)
-		if err != nil {
-			return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
-		}
-		if n < 0 || (f.bits < 64 && uint64(n) > 1<<f.bits-1) {
-			return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
-		}
+		// Two's complement: the low bits are the value for either kind.
 		switch f.bits {
 		case 8:
 			*(*uint8)(p) = uint8(n)
@@ -358,6 +325,23 @@ func (d *decoder) fastValue(f *field, p unsafe.Pointer, kind byte, raw []byte, e
 	return nil
 }
 
+// integer is the value of an integer field's JSON number or string.
+func (d *decoder) integer(f *field, kind byte, raw []byte, esc bool) (int64, error) {
+	if kind != jNumber && kind != jString {
+		return 0, d.mismatch(f, kind)
+	}
+	text := d.str(raw, esc)
+	n, err := parseInt(text)
+	if err != nil {
+		return 0, d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
+	}
+	return n, nil
+}
+
+func (d *decoder) overflow(f *field, n int64) error {
+	return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
+}
+
 func kindName(kind byte) string {
 	switch kind {
 	case jString:
@@ -385,58 +369,13 @@ func (d *decoder) value(f *field, fv reflect.Value, kind byte, raw []byte, esc b
 		return d.encrypted(f, fv, kind, raw, esc)
 	}
 	switch f.kind {
-	case kString:
-		if kind != jString {
-			return d.mismatch(f, kind)
+	case kString, kBool, kInt, kUint, kFloat, kTime:
+		// Fields, pointer targets and decrypted values are all
+		// addressable.
+		if !fv.CanAddr() {
+			return d.fail(f, "cannot decode into an unaddressable value", nil)
 		}
-		d.setString(fv, d.str(raw, esc))
-	case kBool:
-		if kind != jTrue && kind != jFalse {
-			return d.mismatch(f, kind)
-		}
-		fv.SetBool(kind == jTrue)
-	case kInt, kUint:
-		if kind != jNumber && kind != jString {
-			return d.mismatch(f, kind)
-		}
-		text := d.str(raw, esc)
-		if f.kind == kInt {
-			n, err := parseInt(text)
-			if err != nil {
-				return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
-			}
-			if fv.OverflowInt(n) {
-				return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
-			}
-			fv.SetInt(n)
-		} else {
-			n, err := parseInt(text)
-			if err != nil {
-				return d.fail(f, "cannot decode "+strconv.Quote(string(text))+" into "+f.elem.String(), err)
-			}
-			if n < 0 || fv.OverflowUint(uint64(n)) {
-				return d.fail(f, "value "+strconv.FormatInt(n, 10)+" overflows "+f.elem.String(), nil)
-			}
-			fv.SetUint(uint64(n))
-		}
-	case kFloat:
-		x, err := parseDouble(kind, d.str(raw, esc))
-		if err != nil {
-			return d.fail(f, "cannot decode into "+f.elem.String(), err)
-		}
-		if f.bits == 32 && !math.IsInf(x, 0) && fv.OverflowFloat(x) {
-			return d.fail(f, "value "+strconv.FormatFloat(x, 'g', -1, 64)+" overflows float32", nil)
-		}
-		fv.SetFloat(x)
-	case kTime:
-		if kind != jString {
-			return d.mismatch(f, kind)
-		}
-		t, err := parseTime(d.str(raw, esc))
-		if err != nil {
-			return d.fail(f, "cannot decode DateTime", err)
-		}
-		*(fv.Addr().Interface().(*time.Time)) = t
+		return d.fastValue(f, fv.Addr().UnsafePointer(), kind, raw, esc)
 	case kGUID:
 		if kind != jString {
 			return d.mismatch(f, kind)
