@@ -164,6 +164,13 @@ func (r *rangeRun) run(ctx context.Context) error {
 			if errors.Is(err, errDisplaced) {
 				return err
 			}
+			// A holder displaced between checkpoints may fail because
+			// of what the new holder did meanwhile (an insert refused by
+			// the entity the new holder wrote first): its failure is
+			// the new holder's to settle, not a failure of the range.
+			if d := r.displaced(ctx); d != nil {
+				return d
+			}
 			return r.errorf("%w", err)
 		}
 		r.log.Info("range done", "job", a.Job, "range", a.Range, "table", r.state.Table, "attempt", r.state.Attempt)
@@ -211,6 +218,22 @@ func (r *rangeRun) claim(ctx context.Context) error {
 		r.state, r.etag = st, etag
 		return nil
 	}
+}
+
+// displaced returns an errDisplaced error when another delivery has
+// claimed the range since this run's last write of its state, nil when
+// this run still holds it (or its state cannot be read: the caller's own
+// error then stands).
+func (r *rangeRun) displaced(ctx context.Context) error {
+	data, _, err := r.store.load(context.WithoutCancel(ctx), rangeName(r.args.Range))
+	if err != nil {
+		return nil
+	}
+	var st rangeState
+	if json.Unmarshal(data, &st) != nil || st.Owner == r.state.Owner {
+		return nil
+	}
+	return fmt.Errorf("job %s range %d attempt %d: %w (attempt %d holds it)", r.args.Job, r.args.Range, r.state.Attempt, errDisplaced, st.Attempt)
 }
 
 // save writes the state this run holds, conditionally on its last

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -20,32 +19,6 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 type rows = patterns.Table[entity.Entity]
 
-// everyType is an entity holding each EDM type at the values that break
-// naive codecs, and properties tablekit itself stores (Tk*).
-func everyType(pk, rk string, i int) entity.Entity {
-	g, _ := entity.ParseGUID("01234567-89ab-cdef-0123-456789abcdef")
-	bin := make([]byte, 300)
-	for j := range bin {
-		bin[j] = byte(i + j)
-	}
-	return entity.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]entity.Value{
-		"Str":       entity.String(fmt.Sprintf("line\n\"quoted\" ünïcödé 🙂 %d", i)),
-		"Int32":     entity.Int32(math.MinInt32 + int32(i)),
-		"Int64":     entity.Int64(1<<53 + 1 + int64(i)),
-		"Int64Max":  entity.Int64(math.MaxInt64),
-		"Whole":     entity.Double(3.0),
-		"Frac":      entity.Double(0.1 + float64(i)),
-		"NaN":       entity.Double(math.NaN()),
-		"Inf":       entity.Double(math.Inf(-1)),
-		"Bool":      entity.Bool(i%2 == 0),
-		"When":      entity.DateTime(time.Date(2024, 2, 29, 23, 59, 59, 123456700, time.UTC).Add(time.Duration(i) * 100)),
-		"Old":       entity.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 100, time.UTC)),
-		"ID":        entity.Guid(g),
-		"Bin":       entity.Binary(bin),
-		"TkUpdates": entity.String(fmt.Sprintf("w%d", i)),
-		"TkChunks":  entity.Int32(int32(i % 3)),
-	}}
-}
 
 func newRows(t *testing.T, acct *tablekit.Account, create bool) *rows {
 	t.Helper()
@@ -65,7 +38,7 @@ func fill(t *testing.T, tbl *rows, n, partitions int) []entity.Entity {
 	t.Helper()
 	var es []entity.Entity
 	for i := 0; i < n; i++ {
-		es = append(es, everyType(fmt.Sprintf("p%03d", i%partitions), fmt.Sprintf("r%05d", i), i))
+		es = append(es, testenv.EveryType(fmt.Sprintf("p%03d", i%partitions), fmt.Sprintf("r%05d", i), i))
 	}
 	if _, err := tbl.BulkWrite(context.Background(), es, &patterns.BulkOptions{Concurrency: 16}); err != nil {
 		t.Fatal(err)
@@ -213,7 +186,7 @@ func TestBackupIncrementalChainRestore(t *testing.T) {
 		want[e.PartitionKey+"\x00"+e.RowKey] = e
 	}
 	for i := 0; i < 5; i++ {
-		e := everyType("new", fmt.Sprintf("n%d", i), i)
+		e := testenv.EveryType("new", fmt.Sprintf("n%d", i), i)
 		if err := src.Upsert(ctx, &e, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -177,38 +177,13 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// everyType is an entity holding each EDM type at the values that break
-// naive codecs.
-func everyType(pk, rk string, i int) entity.Entity {
-	g, _ := entity.ParseGUID("01234567-89ab-cdef-0123-456789abcdef")
-	bin := make([]byte, 300)
-	for j := range bin {
-		bin[j] = byte(i + j)
-	}
-	return entity.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]entity.Value{
-		"Str":      entity.String(fmt.Sprintf("line\n\"quoted\" ünïcödé 🙂 %d", i)),
-		"Int32":    entity.Int32(math.MinInt32 + int32(i)),
-		"Int64":    entity.Int64(1<<53 + 1 + int64(i)),
-		"Int64Max": entity.Int64(math.MaxInt64),
-		"Whole":    entity.Double(3.0),
-		"Frac":     entity.Double(0.1 + float64(i)),
-		"Huge":     entity.Double(1e300),
-		"NaN":      entity.Double(math.NaN()),
-		"Inf":      entity.Double(math.Inf(-1)),
-		"Bool":     entity.Bool(i%2 == 0),
-		"When":     entity.DateTime(time.Date(2024, 2, 29, 23, 59, 59, 123456700, time.UTC).Add(time.Duration(i) * 100)),
-		"Old":      entity.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 100, time.UTC)),
-		"ID":       entity.Guid(g),
-		"Bin":      entity.Binary(bin),
-	}}
-}
 
 func TestExportImportGivesIdenticalEntities(t *testing.T) {
 	ctx := context.Background()
 	src := newRows(t)
 	var es []entity.Entity
 	for i := 0; i < 1050; i++ { // more than a page
-		es = append(es, everyType(fmt.Sprintf("p%d", i%3), fmt.Sprintf("r%04d", i), i))
+		es = append(es, testenv.EveryType(fmt.Sprintf("p%d", i%3), fmt.Sprintf("r%04d", i), i))
 	}
 	if _, err := src.BulkWrite(ctx, es, nil); err != nil {
 		t.Fatal(err)

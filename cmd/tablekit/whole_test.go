@@ -24,7 +24,7 @@ import (
 // withTk is everyType with properties tablekit itself stores, which a
 // copy or restore must carry like any other.
 func withTk(pk, rk string, i int) entity.Entity {
-	e := everyType(pk, rk, i)
+	e := testenv.EveryType(pk, rk, i)
 	e.Properties["TkUpdates"] = entity.String(fmt.Sprintf("w%d x%d", i, i+1))
 	e.Properties["TkChunks"] = entity.Int32(int32(i % 4))
 	return e
