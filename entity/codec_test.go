@@ -572,7 +572,8 @@ func TestGUID(t *testing.T) {
 	if g[6]>>4 != 4 {
 		t.Errorf("not a version 4 GUID: %v", g)
 	}
-	for _, s := range []string{"", "0f8fad5b-d9cb-469f-a165-70867728950", "0f8fad5bxd9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950g"} {
+	for _, s := range []string{"", "0f8fad5b-d9cb-469f-a165-70867728950", "0f8fad5bxd9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950g",
+		"g0f8fad5-d9cb-469f-a165-70867728950e", "0f8fad5b-d9cb-469f-a165-7086772895 e", "0f8fad5b-d9cb-469f-a1:5-70867728950e", "0f8fad5b-d9cb-469f-a165-70867728950\x00"} {
 		if _, err := entity.ParseGUID(s); err == nil {
 			t.Errorf("ParseGUID(%q) succeeded", s)
 		}
@@ -733,6 +734,23 @@ func TestDecodeDateTimeMatchesTimeParse(t *testing.T) {
 	for _, s := range []string{"2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2024-04-31T00:00:00Z", "2024-13-01T00:00:00Z", "2024-01-00T00:00:00Z"} {
 		if _, err := decode(s); err == nil {
 			t.Errorf("%s decoded without error", s)
+		}
+	}
+}
+
+// Every byte is refused where a GUID's hex digit belongs, but the 22 hex
+// digits of both cases.
+func TestGUIDDigits(t *testing.T) {
+	const good = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	for _, pos := range []int{0, 7, 9, 14, 19, 24, 35} {
+		for c := range 256 {
+			b := []byte(good)
+			b[pos] = byte(c)
+			_, err := entity.ParseGUID(string(b))
+			isHex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+			if (err == nil) != isHex {
+				t.Fatalf("ParseGUID with %q at %d: %v", byte(c), pos, err)
+			}
 		}
 	}
 }

@@ -145,6 +145,22 @@ func (d *decoder) hint(j int, key []byte, esc bool) memberHint {
 	return h
 }
 
+// hinted consumes the member name at the scanner (just after its opening
+// quote is the scanner's position) when it is the previous object's j-th
+// name, and returns how that name resolved.
+func (d *decoder) hinted(j int) (memberHint, bool) {
+	if j >= len(d.hints) {
+		return memberHint{}, false
+	}
+	h := d.hints[j]
+	b, i := d.s.b, d.s.i+1
+	if end := i + len(h.name); end < len(b) && b[end] == '"' && string(b[i:end]) == h.name {
+		d.s.i = end + 1
+		return h, true
+	}
+	return memberHint{}, false
+}
+
 // maxHints bounds the member names remembered (an entity has at most 255
 // properties, each with an annotation, plus the system ones).
 const maxHints = 520
@@ -167,12 +183,22 @@ func (d *decoder) members(rv reflect.Value) error {
 		if s.peek() != '"' {
 			return d.syntax(s.fail("want a property name"))
 		}
-		key, kesc, err := s.str()
-		if err != nil {
-			return d.syntax(err)
-		}
-		if kesc {
-			key = unescape(nil, key)
+		var h memberHint
+		var key []byte // the name, when it was scanned (h.name holds a hinted one)
+		if hit, ok := d.hinted(j); ok {
+			// The name the previous row had here, followed by its closing
+			// quote: no need to scan it (a hinted name holds no quote or
+			// backslash).
+			h = hit
+		} else {
+			k, kesc, err := s.str()
+			if err != nil {
+				return d.syntax(err)
+			}
+			if kesc {
+				k = unescape(nil, k)
+			}
+			key, h = k, d.hint(j, k, kesc)
 		}
 		if err := s.expect(':'); err != nil {
 			return d.syntax(err)
@@ -181,7 +207,7 @@ func (d *decoder) members(rv reflect.Value) error {
 		if err != nil {
 			return d.syntax(err)
 		}
-		switch h := d.hint(j, key, kesc); {
+		switch {
 		case h.f != nil:
 			if err := d.field(h.f, rv, kind, raw, esc); err != nil {
 				return err
@@ -189,7 +215,11 @@ func (d *decoder) members(rv reflect.Value) error {
 		case h.ann:
 			if kind == jString {
 				const suffix = "@odata.type"
-				d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
+				if key != nil {
+					d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
+				} else {
+					d.annName = append(d.annName[:0], h.name[:len(h.name)-len(suffix)]...)
+				}
 				d.annType = edmTypeOf(raw)
 			}
 		}

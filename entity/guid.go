@@ -63,33 +63,38 @@ func appendGUID(dst []byte, g *[16]byte) []byte {
 }
 
 func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	v := hexValues[c]
+	return v, v != 0xff
 }
+
+// hexValues is each byte's value as a hex digit, 0xff for the others.
+var hexValues = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c-'a') + 10
+		t[c-'a'+'A'] = byte(c-'a') + 10
+	}
+	return t
+}()
+
+// guidDigits are the positions of a GUID's 32 hex digits in its
+// 36-character text form.
+var guidDigits = [32]uint8{0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35}
 
 func parseGUIDBytes(g *GUID, s []byte) bool {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	j := 0
-	for i := 0; i < 16; i++ {
-		if j == 8 || j == 13 || j == 18 || j == 23 {
-			j++
-		}
-		hi, ok1 := unhex(s[j])
-		lo, ok2 := unhex(s[j+1])
-		if !ok1 || !ok2 {
-			return false
-		}
+	bad := byte(0)
+	for i := range 16 {
+		hi, lo := hexValues[s[guidDigits[2*i]]], hexValues[s[guidDigits[2*i+1]]]
+		bad |= hi | lo
 		g[i] = hi<<4 | lo
-		j += 2
 	}
-	return true
+	return bad&0xf0 == 0 // a non-digit is 0xff
 }
