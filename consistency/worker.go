@@ -48,8 +48,8 @@ type WorkerOptions struct {
 	// DefaultBackoff).
 	Backoff *Backoff
 	// PollInterval is the longest wait between receives when the queues
-	// are empty (default 2 s); the wait starts at 50 ms, or PollInterval
-	// when that is shorter, and doubles.
+	// are empty (default 2 s); the wait starts at an eighth of it (at most
+	// 50 ms) and doubles.
 	PollInterval time.Duration
 	// DrainTimeout is how long Run lets in-flight transactions finish
 	// after its context is cancelled (default 30 s); those still running
@@ -409,17 +409,21 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 	}
 }
 
-// firstPollWait is the wait after the first empty receive that follows
-// messages; each further empty receive doubles it, up to PollInterval.
+// firstPollWait bounds the wait after the first empty receive that
+// follows messages; each further empty receive doubles it, up to
+// PollInterval.
 const firstPollWait = 50 * time.Millisecond
 
-// pollWait is the wait between empty receives: firstPollWait (or
-// PollInterval when that is shorter: it bounds every wait, the first
-// one included), doubling up to PollInterval.
+// pollWait is the wait between empty receives: an eighth of PollInterval
+// at most firstPollWait, doubling up to PollInterval. Under a steady load
+// the queue is empty for moments only (a receive took what the producers
+// had sent): polling again soon picks the next messages up in a few
+// milliseconds, and a queue that stays empty is polled every PollInterval
+// after three or four more receives.
 type pollWait struct{ first, max, cur time.Duration }
 
 func newPollWait(max time.Duration) pollWait {
-	first := min(firstPollWait, max)
+	first := min(firstPollWait, max/8)
 	return pollWait{first: first, max: max, cur: first}
 }
 
