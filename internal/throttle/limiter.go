@@ -37,12 +37,14 @@
 // known; by 0.5 when nothing got through since the last cut: the estimate
 // is far off, search fast). An answer that gets through raises it by an
 // eighth of the distance to 0.95 of the rate last refused while below
-// that, then by 0.1% up to it, then by 0.4%: the sawtooth spends its time
-// near the target, and from 0.95 back to the refused rate takes about 51
-// answers, so about one transaction in 50 is throttled. A rate rises only
-// while it holds a transaction back: one that limits nothing (the job
-// sends slower, held by other limits) would otherwise climb far above what
-// the service takes and let bursts through that it refuses.
+// that, then by 0.05% up to it, then by 0.4%: the sawtooth spends its
+// time near the target, and from 0.95 back to the refused rate takes about
+// 100 answers, so about one transaction in 100 is throttled in steady
+// state. A rate rises only while it holds a transaction back, and the
+// account's no further than 1.5 times what the job sent over the last
+// second: a rate that limits nothing (the job sends slower, held by the
+// partitions' paces) would otherwise climb far above what the service
+// takes, and its gap would let through bursts the service refuses.
 //
 // The account has its own control; the partitions share one, as the
 // service's partition target is the same for every partition: what one
@@ -52,9 +54,11 @@
 // partition). Each partition keeps its own lane: its schedule and pause,
 // kept for a second after its last transaction (the service may still
 // count it), so a paced partition does not pass for a new one. After a
-// cut of the partitions' rate, one partition tries it and the others that
-// sent before wait for its answer: lanes due at the same moment would
-// each be refused at a rate one of them proves too fast.
+// partition's throttling answer (a cut of the partitions' rate, or a
+// refused first transaction), one partition that sent before tries again
+// and the others that sent before wait for its answer: lanes due at the
+// same moment would each be refused at a rate one of them proves too
+// fast (or by the debt a previous job left on every partition).
 //
 // Only one cut per round trip: the answers to transactions sent before the
 // last cut tell nothing new, and cutting again for each of them would drop
@@ -142,9 +146,10 @@ const (
 	// it.
 	approachTo = 0.95
 	// nearIncrease is the rise per answer between approachTo and the
-	// rate last refused: from 0.95 of it back to it takes about 51
-	// answers, so the sawtooth spends most of its time near the target.
-	nearIncrease = 0.001
+	// rate last refused: from 0.95 of it back to it takes about 100
+	// answers, so the sawtooth spends most of its time near the target
+	// and about one answer in 100 is throttled.
+	nearIncrease = 0.0005
 	// laneMemory is how long a partition's lane outlives its last
 	// transaction. The service may still hold that transaction against
 	// the partition (100 entities at a target of 300 per second take a
@@ -152,6 +157,10 @@ const (
 	// its next transaction at once, as a new one; dropped too early, a
 	// paced partition's next transaction escapes its gap and is refused.
 	laneMemory = time.Second
+	// accountHeadroom bounds the account's rate, when it rises, by what
+	// the job sent over the last second: the rate is then within reach of
+	// what the job sends, and its gap spaces the job's bursts.
+	accountHeadroom = 1.5
 )
 
 // Clock is the time a Limiter waits by; tests pass a fake one.
@@ -195,11 +204,13 @@ type control struct {
 	// by other limits) stays where it is: raised freely it would let
 	// bursts through that the service refuses.
 	held bool
-	// probe is set by a cut of the partitions' rate: the next
+	// probe is set by a partition's throttling answer (a cut of the
+	// partitions' control, or a refused first transaction): the next
 	// transaction of a partition that sent before (probeSeq, its slot)
-	// tries the new rate, and the others wait for its answer. Lanes due
-	// at the same moment would each be refused at a rate one of them
-	// proves too fast.
+	// tries again, and the others wait for its answer. Lanes due at the
+	// same moment would each be refused at a rate one of them proves too
+	// fast (or, at the start of a job, by a debt a previous job left on
+	// every partition).
 	probe    bool
 	probeSeq uint64 // the probe's slot + 1; 0 while none is in flight
 }
@@ -222,6 +233,23 @@ type lane struct {
 	lastN    int       // that transaction's entities
 	lastSeq  uint64    // that transaction's slot
 	pause    time.Time // no transaction leaves before this
+	// What the lane sent: entities since winStart, and per second over
+	// the last whole window of a second (0 before one ends).
+	winStart time.Time
+	winN     int
+	achieved float64
+}
+
+// count adds a departure of n entities at now to what l sent.
+func (l *lane) count(now time.Time, n int) {
+	if l.winStart.IsZero() {
+		l.winStart = now
+	}
+	l.winN += n
+	if d := now.Sub(l.winStart); d >= time.Second {
+		l.achieved = float64(l.winN) / d.Seconds()
+		l.winStart, l.winN = now, 0
+	}
 }
 
 // sent is l's last departure.
@@ -304,7 +332,8 @@ type Slot struct {
 	// with this one: a throttling answer measures what its lane sent.
 	prev [2]departure
 	held [2]int
-	// probe says this transaction tries the partitions' rate after a cut.
+	// probe says this transaction tries the partitions' control after a
+	// partition's throttling answer.
 	probe bool
 	done  bool
 }
@@ -364,7 +393,7 @@ func (l *Limiter) TryAcquire(pk string, n int) (*Slot, time.Duration) {
 	if l.acctLane.inflight >= l.account.window(l.ceiling) || p.inflight >= l.part.window(l.ceiling) {
 		return nil, 0
 	}
-	probe := l.part.probe && l.part.rate > 0 && !p.last.IsZero()
+	probe := l.part.probe && !p.last.IsZero()
 	if probe && l.part.probeSeq != 0 {
 		return nil, 0 // another partition tries the rate: wait for its answer
 	}
@@ -385,6 +414,7 @@ func (l *Limiter) TryAcquire(pk string, n int) (*Slot, time.Duration) {
 		s.held[scope] = ln.inflight
 		ln.last, ln.lastN, ln.lastSeq = now, n, s.seq
 	}
+	l.acctLane.count(now, n)
 	if probe {
 		l.part.probeSeq = s.seq + 1
 		s.probe = true
@@ -474,6 +504,7 @@ func (s *Slot) OK() {
 	}
 	for _, c := range []*control{&l.account, &l.part} {
 		c.streak = 0
+		was := c.rate
 		switch {
 		case c.rate == 0:
 			c.size = min(l.ceiling, c.size+1/c.size)
@@ -490,6 +521,14 @@ func (s *Slot) OK() {
 			c.rate *= 1 + rateIncrease
 		}
 		c.held = false
+		if a := l.acctLane.achieved; c == &l.account && a > 0 && c.rate > was {
+			// The account's rate rises no further than 1.5 times what
+			// the job sent over the last second: the partitions' paces
+			// (or the job's own) may hold it far below the account's
+			// rate, whose gap then spaces nothing but bursts, and lets
+			// through bursts the service refuses.
+			c.rate = max(was, min(c.rate, accountHeadroom*a))
+		}
 	}
 }
 
@@ -530,10 +569,14 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 		// alone).
 		l.cut(c, s, scope, max(s.held[scope], ln.inflight+1))
 		c.cutSeq = l.seq
-		if c == &l.part && c.rate > 0 {
-			c.probe, c.probeSeq = true, 0
+		if c == &l.part {
+			c.probeSeq = 0 // one in flight tried the rate before the cut
 		}
 		c.streak++
+	}
+	if scope == Partition {
+		// One partition tries again first (see control.probe).
+		c.probe = true
 	}
 	// A refused transaction took nothing from the service: the paced gap
 	// of the next runs from the transaction before it, at the cut rate

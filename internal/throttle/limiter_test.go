@@ -506,3 +506,36 @@ func TestCutNearTheLastRefusal(t *testing.T) {
 		t.Fatalf("rate after a refusal near the last = %v, want %v (x0.9)", got, 7700*0.9)
 	}
 }
+
+// The account's rate rises no further than 1.5 times what the job sent
+// over the last second, however many answers get through: a rate far
+// above what the job sends spaces nothing but its bursts. Here the job
+// sends two transactions of 100 every 100 ms (2,000 entities/s), the
+// second held back by the account's gap each time.
+func TestAccountRateRisesWithinWhatTheJobSends(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 8, Clock: clk})
+	l.mu.Lock()
+	l.account.rate, l.account.peak = 2500, 2500
+	l.mu.Unlock()
+	for range 300 {
+		first, _ := l.TryAcquire("p", 100)
+		if first == nil {
+			t.Fatal("the first of a pair waited")
+		}
+		first.OK()
+		second, wait := l.TryAcquire("q", 100)
+		if second != nil || wait <= 0 {
+			t.Fatalf("the second of a pair = %v, %v; want it held by the account's gap", second, wait)
+		}
+		clk.Advance(wait)
+		if second, _ = l.TryAcquire("q", 100); second == nil {
+			t.Fatal("TryAcquire refused after its wait")
+		}
+		second.OK()
+		clk.Advance(100*time.Millisecond - wait)
+	}
+	if got := l.Rate(); got > 1.5*2000*1.01 || got <= 2500 {
+		t.Fatalf("account rate %v after 30 s at 2,000 entities/s, want a rise from 2,500 to at most 1.5 times 2,000", got)
+	}
+}
