@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
@@ -108,21 +109,24 @@ const (
 // than once in the input is written once per appearance; which lands last
 // is unspecified when the appearances fall in different transactions.
 //
-// Throttling. BulkWrite adapts its concurrency to the service, as the
+// Throttling. BulkWrite adapts its pace to the service, as the
 // performance checklist asks: when the service answers that a partition or
 // the account is over its target (503 ServerBusy or 500 OperationTimedOut
-// on Azure, 429 on Cosmos DB), BulkWrite halves the transactions it keeps
-// in flight on that partition (on the account, when the answer says the
-// account is over its limit, or is a 429), pauses it for the service's
-// retry-after (x-ms-retry-after-ms, Retry-After) or else an exponential
-// backoff from the account's retry delay (azcore's 0.8 s by default, up
-// to its MaxRetryDelay), and sends the transaction again; it raises the
-// concurrency by one transaction per round of answers the service keeps
-// up with, up to Concurrency. A throttled transaction is never given up
-// (until ctx ends) and never applied twice: a 503 or 429 was not applied,
-// and a 500 OperationTimedOut is settled by reading back before it is
-// sent again. BulkResult.Throttled counts these answers; they are not
-// failures. Other transient failures are retried by azcore as before.
+// on Azure, 429 on Cosmos DB), BulkWrite slows that partition (the
+// account, when the answer says the account is over its limit, or is a
+// 429): fewer transactions in flight, then a paced rate in entities per
+// second, which the partitions share as they share one target (see
+// internal/throttle). It pauses for the service's retry-after
+// (x-ms-retry-after-ms, Retry-After) when given, and sends the
+// transaction again; the pace climbs back while the service keeps up, up
+// to Concurrency transactions in flight. A throttled transaction is never
+// given up (until ctx ends) and never applied twice: a 503 or 429 was not
+// applied, and a 500 OperationTimedOut is settled by reading back before
+// it is sent again. BulkResult.Throttled counts these answers; they are
+// not failures. Other transient failures are retried by azcore as before.
+// Transactions leave in the order they fill, except that one whose
+// partition is paced or paused lets those of other partitions go first:
+// a throttled partition slows only itself.
 //
 // BulkWrite returns a *BulkError when some entities failed, and ctx's error
 // when it was cancelled (entities not yet sent are then reported failed).
@@ -139,9 +143,10 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) 
 // BulkWriteSeq is BulkWrite over an iterator: entities are grouped as they
 // arrive and sent as their transactions fill, with memory bounded by
 // Concurrency and the partitions being filled, not by the input's length.
-// At most 10,000 entities wait to be sent, and about 64 MiB of them as
-// entity.Codec.DataSize counts; past either bound the fullest partition's
-// transaction leaves early.
+// At most 10,000 entities wait in transactions being filled, and about
+// 64 MiB of them as entity.Codec.DataSize counts; past either bound the
+// fullest partition's transaction leaves early. Filled transactions wait
+// for a worker, up to 4 × Concurrency of them and 16 MiB.
 func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *BulkOptions) (BulkResult, error) {
 	return t.bulkWrite(ctx, func(yield func(*T) bool) {
 		for v := range items {
@@ -279,54 +284,169 @@ func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 // throttle.Limiter (see wire.Table.BatchLimited), so every job built on
 // it (BulkWrite, DeleteWhere) adapts its concurrency to the service's
 // throttling the same way.
+//
+// Groups wait in a queue, in the order they were dispatched, and a free
+// worker takes the first whose partition may send now (its slot taken
+// with Limiter.TryAcquire), not the first in line: a partition the
+// limiter paces or pauses holds back its own groups only, while the
+// others' go.
 type bulk[T any] struct {
 	ctx      context.Context
 	codec    *entity.Codec
 	lim      *throttle.Limiter // the sends and throttling answers are counted here
-	submit   func(ctx context.Context, ops []Op) ([]OpResult, error)
+	submit   func(ctx context.Context, ops []Op, slot *throttle.Slot) ([]OpResult, error)
 	maxBytes int // of one transaction on the wire
-	work     chan *group[T]
+
+	qmu         sync.Mutex
+	queue       []*group[T] // dispatched, not yet taken by a worker
+	queuedBytes int
+	maxQueued   int           // groups the queue holds before dispatch waits
+	closed      bool          // no more groups come
+	more        chan struct{} // closed and replaced when a group is queued, or the queue closed
+	room        chan struct{} // closed and replaced when a worker takes a group
 
 	mu      sync.Mutex
 	written int
 	failed  []BulkFailure
 }
 
+// maxQueuedBytes bounds the bytes of the groups waiting for a worker
+// (entity.Codec.DataSize's estimate); a single group is always let in.
+const maxQueuedBytes = 16 << 20
+
 // newBulk returns a bulk job on t with at most ceiling transactions in
 // flight, each of at most maxBytes on the wire, sent through the job's
 // limiter.
 func newBulk[T any](ctx context.Context, t *Table[T], ceiling, maxBytes int) *bulk[T] {
-	b := &bulk[T]{ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), maxBytes: maxBytes, work: make(chan *group[T])}
-	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
-		return t.w.BatchLimited(ctx, ops, b.lim)
+	b := &bulk[T]{
+		ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), maxBytes: maxBytes,
+		// Enough waiting groups for a free worker to find one whose
+		// partition may send when several partitions are paced.
+		maxQueued: 4 * ceiling,
+		more:      make(chan struct{}), room: make(chan struct{}),
+	}
+	b.submit = func(ctx context.Context, ops []Op, slot *throttle.Slot) ([]OpResult, error) {
+		return t.w.BatchLimited(ctx, ops, b.lim, slot)
 	}
 	return b
 }
 
-// start runs n workers, each sending the groups it takes from work;
-// finish closes work and waits for them.
+// start runs n workers, each sending the groups it takes from the queue;
+// finish closes the queue and waits for them.
 func (b *bulk[T]) start(n int) (finish func()) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for g := range b.work {
-				b.run(g)
+			for {
+				g, slot := b.next()
+				if g == nil {
+					return
+				}
+				b.run(g, slot)
 			}
 		}()
 	}
 	return func() {
-		close(b.work)
+		b.qmu.Lock()
+		b.closed = true
+		close(b.more)
+		b.more = make(chan struct{})
+		b.qmu.Unlock()
 		wg.Wait()
 	}
 }
 
+// dispatch queues g for the workers, waiting while the queue is full.
 func (b *bulk[T]) dispatch(g *group[T]) {
 	if len(g.ops) == 0 {
 		return
 	}
-	b.work <- g
+	b.qmu.Lock()
+	// The workers take every group once ctx ends (without sending it), so
+	// the queue always drains.
+	for len(b.queue) >= b.maxQueued || len(b.queue) > 0 && b.queuedBytes+g.bytes > maxQueuedBytes {
+		room := b.room
+		b.qmu.Unlock()
+		<-room
+		b.qmu.Lock()
+	}
+	b.queue = append(b.queue, g)
+	b.queuedBytes += g.bytes
+	close(b.more)
+	b.more = make(chan struct{})
+	b.qmu.Unlock()
+}
+
+// next returns the first queued group whose partition may send now, with
+// the slot of the limiter to send it in, waiting until one may; nil once
+// the queue is closed and empty. After ctx ends it returns the groups in
+// order without a slot: they fail without being sent.
+func (b *bulk[T]) next() (*group[T], *throttle.Slot) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		// Taken before trying, so an answer in between wakes the wait.
+		changed := b.lim.Changed()
+		b.qmu.Lock()
+		var wait time.Duration // 0: until an answer comes, or a group
+		switch {
+		case len(b.queue) == 0 && b.closed:
+			b.qmu.Unlock()
+			return nil, nil
+		case len(b.queue) > 0 && b.ctx.Err() != nil:
+			g := b.take(0)
+			b.qmu.Unlock()
+			return g, nil
+		}
+		for i, g := range b.queue {
+			slot, w := b.lim.TryAcquire(g.ops[0].PartitionKey, len(g.ops))
+			if slot != nil {
+				g := b.take(i)
+				b.qmu.Unlock()
+				return g, slot
+			}
+			if w > 0 && (wait == 0 || w < wait) {
+				wait = w
+			}
+		}
+		more := b.more
+		b.qmu.Unlock()
+		var at <-chan time.Time
+		if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			at = timer.C
+		}
+		done := b.ctx.Done()
+		if b.ctx.Err() != nil {
+			done = nil // ended: wait for the groups to come
+		}
+		select {
+		case <-done:
+		case <-changed:
+		case <-more:
+		case <-at:
+		}
+	}
+}
+
+// take removes the queue's group i and returns it. Called with qmu held.
+func (b *bulk[T]) take(i int) *group[T] {
+	g := b.queue[i]
+	b.queue = slices.Delete(b.queue, i, i+1)
+	b.queuedBytes -= g.bytes
+	close(b.room)
+	b.room = make(chan struct{})
+	return g
 }
 
 func (b *bulk[T]) fail(index int, pk, rk string, err error) {
@@ -346,8 +466,9 @@ const (
 
 // run encodes a group's entities into one buffer, reports those that do
 // not encode, and sends the rest as transactions of at most maxBytes on
-// the wire (the group's size was an estimate before encoding).
-func (b *bulk[T]) run(g *group[T]) {
+// the wire (the group's size was an estimate before encoding), the first
+// in slot when not nil.
+func (b *bulk[T]) run(g *group[T], slot *throttle.Slot) {
 	var arena []byte
 	if g.items != nil {
 		ap := arenas.Get()
@@ -389,20 +510,26 @@ func (b *bulk[T]) run(g *group[T]) {
 			start = end
 		}
 		if len(ops) > 0 && size+wire.OpWireSize(op) > b.maxBytes {
-			b.send(ops, index)
-			ops, index, size = nil, nil, 0
+			b.send(ops, index, slot)
+			ops, index, size, slot = nil, nil, 0, nil
 		}
 		ops = append(ops, op)
 		index = append(index, g.index[i])
 		size += wire.OpWireSize(op)
 	}
-	b.send(ops, index)
+	b.send(ops, index, slot)
 }
 
 // send submits ops as one transaction, dropping the entity a failed
 // transaction names and resending the rest, until it succeeds or nothing
-// is left.
-func (b *bulk[T]) send(ops []Op, index []int) {
+// is left. The first send goes in slot when not nil; slot is released if
+// nothing is sent.
+func (b *bulk[T]) send(ops []Op, index []int, slot *throttle.Slot) {
+	defer func() {
+		if slot != nil {
+			slot.Release()
+		}
+	}()
 	for len(ops) > 0 {
 		if err := b.ctx.Err(); err != nil {
 			for i, op := range ops {
@@ -410,7 +537,8 @@ func (b *bulk[T]) send(ops []Op, index []int) {
 			}
 			return
 		}
-		_, err := b.submit(b.ctx, ops)
+		_, err := b.submit(b.ctx, ops, slot)
+		slot = nil // answered by submit
 		if err == nil {
 			b.mu.Lock()
 			b.written += len(ops)

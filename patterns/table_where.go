@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/throttle"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -159,8 +160,8 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 	var progressMu sync.Mutex
 	b := newBulk(ctx, t, o.Concurrency, defaultMaxBatchBytes)
 	send := b.submit
-	b.submit = func(ctx context.Context, ops []Op) ([]OpResult, error) {
-		r, err := send(ctx, ops)
+	b.submit = func(ctx context.Context, ops []Op, slot *throttle.Slot) ([]OpResult, error) {
+		r, err := send(ctx, ops, slot)
 		if o.Progress != nil {
 			progressMu.Lock()
 			b.mu.Lock()

@@ -142,10 +142,21 @@ func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 		t.Fatalf("window %d, rate %v; want the ceiling and no pacing", l.Limit(), l.Rate())
 	}
 	// 16, 8, then a window of 4 cut turns into a rate: 0.8 of 4
-	// transactions of 100 entities per 10 ms round trip.
-	for range 3 {
-		s := acquire(t, l, "p")
-		s.Throttled(Account, 0)
+	// transactions of 100 entities per 10 ms round trip. Each window is
+	// full when its answers come (the cut restrains it), and the last
+	// transaction sent answers first: it left right after the one before
+	// it, so what its lane sent is no lower than the window's figure.
+	for _, k := range []int{16, 8, 4} {
+		if got := l.Limit(); got != k {
+			t.Fatalf("window %d, want %d", got, k)
+		}
+		var burst []*Slot
+		for range k {
+			burst = append(burst, acquire(t, l, "p"))
+		}
+		for i := range burst {
+			burst[len(burst)-1-i].Throttled(Account, 0)
+		}
 		clk.Advance(10 * time.Second)
 	}
 	if got, want := l.Rate(), 0.8*4*100/0.010; got < want*0.999 || got > want*1.001 {
@@ -154,10 +165,12 @@ func TestWindowDropsOncePerBurstAndRecovers(t *testing.T) {
 }
 
 // A window of one is paced: the first throttling answer once a round trip
-// is known sets the rate to 0.8 of one transaction per round trip, sends then leave n/rate apart (by
-// their own entities), a further answer cuts the rate by 0.8 (0.25 when
-// nothing got through in between), and an answer that gets through raises
-// it (by an eighth of the distance while far below the rate last refused).
+// is known sets the rate to 0.8 of one transaction per round trip, sends
+// then leave n/rate apart (by their own entities, the gap running from the
+// last transaction the service took), a further answer cuts the rate by
+// 0.8 (0.5 when nothing got through in between), and an answer that gets
+// through raises it when it held a transaction back (by an eighth of the
+// distance while far below the rate last refused).
 func TestPacing(t *testing.T) {
 	clk := newFakeClock()
 	l := New(Options{Ceiling: 1, BaseDelay: time.Millisecond, Clock: clk})
@@ -175,31 +188,37 @@ func TestPacing(t *testing.T) {
 	if l.Rate() != 0 {
 		t.Fatalf("a partition's answer paced the account: rate %v", l.Rate())
 	}
-	// The gap is 100/8,000 s = 12.5 ms from the throttled send, the pause
-	// 12.5 ms ±20% from its answer: at most 25 ms from the send.
-	clk.Advance(24 * time.Millisecond)
-	if blocked(l, "p") && !pausedOnly(l, "p") {
-		t.Fatal("the gate is later than the gap and its pause")
-	}
-	clk.Advance(6 * time.Millisecond)
+	// The refused transaction took nothing: the gap, 100/8,000 s =
+	// 12.5 ms, runs from the one before it, 20 ms ago, and a paced
+	// partition pauses no longer than its gap.
 	if blocked(l, "p") {
-		t.Fatal("still blocked after the gap and the pause")
+		t.Fatal("blocked after a refusal though the gap from the last transaction taken has passed")
 	}
 	// Nothing got through since the cut: the next one halves.
 	s = acquire(t, l, "p")
 	clk.Advance(10 * time.Millisecond)
 	s.Throttled(Partition, 0)
-	if got := l.PartitionRate(); got != want*0.25 {
-		t.Fatalf("rate after a second answer in a row = %v, want %v (x0.25)", got, want*0.25)
+	if got := l.PartitionRate(); got != want*0.5 {
+		t.Fatalf("rate after a second answer in a row = %v, want %v (x0.5)", got, want*0.5)
+	}
+	// The gap (25 ms at 4,000/s) from the transaction taken 30 ms ago
+	// has passed; the answer below rises as the rate held nothing back.
+	clk.Advance(time.Second)
+	acquireN(t, l, "p", 50).OK()
+	if got := l.PartitionRate(); got != want*0.5 {
+		t.Fatalf("rate after an answer to a transaction no gap held = %v, want %v (unchanged)", got, want*0.5)
+	}
+	// A transaction the gap holds back: the next answer raises the rate.
+	// Far below 0.95 of the rate last refused (8,000/s), it closes an
+	// eighth of the distance: 4,000 + (7,600 - 4,000)/8.
+	if s, wait := l.TryAcquire("p", 50); s != nil || wait <= 0 {
+		t.Fatalf("TryAcquire within the gap = %v, %v; want nil and the wait", s, wait)
 	}
 	clk.Advance(time.Second)
-	// Sends leave n/rate apart, by their own entities.
 	acquireN(t, l, "p", 50).OK()
 	rate := l.PartitionRate()
-	// Far below 0.9 of the rate last refused (8,000/s), it closes an
-	// eighth of the distance: 2,000 + (7,200 - 2,000)/8.
-	if rate != 2650 {
-		t.Fatalf("rate after an answer that got through = %v, want 2650", rate)
+	if rate != 4450 {
+		t.Fatalf("rate after an answer that got through = %v, want 4450", rate)
 	}
 	gap := time.Duration(50 / rate * float64(time.Second))
 	clk.Advance(gap - time.Millisecond)
@@ -236,7 +255,8 @@ func pausedOnly(l *Limiter, pk string) bool {
 // A partition's throttling answer pauses that partition only; the
 // partitions' shared control paces the others from their second
 // transaction on, not their first; lanes back at the defaults are
-// forgotten.
+// forgotten a second after their last transaction (laneMemory), not
+// before: the service may still count it.
 func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	clk := newFakeClock()
 	l := New(Options{Ceiling: 8, BaseDelay: time.Second, Clock: clk})
@@ -270,11 +290,21 @@ func TestPartitionThrottleSlowsOnlyItsPartition(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Acquire did not return after the pause")
 	}
-	l.mu.Lock()
-	n := len(l.parts)
-	l.mu.Unlock()
-	if n != 0 {
-		t.Errorf("%d partition lanes kept, want 0 once none is in flight, paused or paced", n)
+	lanes := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.parts)
+	}
+	// A new partition's first transaction sweeps the lanes: within
+	// laneMemory of their last transaction they stay.
+	acquire(t, l, "new1").OK()
+	if n := lanes(); n != 2 {
+		t.Errorf("%d partition lanes kept, want 2 (hot and new1 sent within a second; cold 1.3 s ago)", n)
+	}
+	clk.Advance(laneMemory)
+	acquire(t, l, "new2").OK()
+	if n := lanes(); n != 1 {
+		t.Errorf("%d partition lanes kept, want 1 (new2) once the others are idle for a second", n)
 	}
 }
 
@@ -317,5 +347,195 @@ func TestReleaseAndCancel(t *testing.T) {
 	acquire(t, l, "q").Release()
 	if l.Limit() != 1 || l.Sent() != 2 || l.Throttled() != 0 || l.Rate() != 0 {
 		t.Errorf("Limit %d, Sent %d, Throttled %d, Rate %v; want 1, 2, 0, 0", l.Limit(), l.Sent(), l.Throttled(), l.Rate())
+	}
+}
+
+// TryAcquire never waits: it hands out a slot when the transaction may
+// leave, else says how long until it may (the gap), or 0 when only a freed
+// place lets it go; Changed is closed by the next answer; refused probes
+// of partitions not seen yet keep no lane.
+func TestTryAcquire(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 2, Clock: clk})
+	a, _ := l.TryAcquire("a", 100)
+	b, _ := l.TryAcquire("b", 100)
+	if a == nil || b == nil {
+		t.Fatal("TryAcquire refused a transaction with places free")
+	}
+	changed := l.Changed()
+	if s, wait := l.TryAcquire("c", 100); s != nil || wait != 0 {
+		t.Fatalf("TryAcquire with the window full = %v, %v; want nil, 0 (wait for a place)", s, wait)
+	}
+	l.mu.Lock()
+	_, kept := l.parts["c"]
+	l.mu.Unlock()
+	if kept {
+		t.Error("a refused TryAcquire kept a lane for its partition")
+	}
+	select {
+	case <-changed:
+		t.Fatal("Changed closed before any answer")
+	default:
+	}
+	clk.Advance(10 * time.Millisecond)
+	a.OK()
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Changed not closed by an answer")
+	}
+	// Paced at 1,000 entities/s: b's partition waits 100 ms from its
+	// last transaction for the next of 100 entities.
+	l.mu.Lock()
+	l.part.rate = 1000
+	l.mu.Unlock()
+	b.OK()
+	if s, wait := l.TryAcquire("b", 100); s != nil || wait != 90*time.Millisecond {
+		t.Fatalf("TryAcquire within the gap = %v, %v; want nil, 90ms", s, wait)
+	}
+	clk.Advance(90 * time.Millisecond)
+	if s, _ := l.TryAcquire("b", 100); s == nil {
+		t.Fatal("TryAcquire refused once the gap passed")
+	}
+}
+
+// The first rate of a partition that held one transaction at a time
+// comes from what it sent, not from the window: half the previous
+// transaction's entities over the gap to the refused one, when that is
+// below the window's figure (8 transactions of 100 per 50 ms round trip:
+// 16,000/s). A window the lane never filled is not halved first.
+func TestFirstRateFromWhatTheLaneSent(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 8, Clock: clk})
+	for _, pk := range []string{"a", "b"} {
+		s := acquire(t, l, pk)
+		clk.Advance(50 * time.Millisecond)
+		s.OK()
+	}
+	s := acquire(t, l, "a") // a's last transaction left 100 ms ago
+	clk.Advance(5 * time.Millisecond)
+	s.Throttled(Partition, 0)
+	if got, want := l.PartitionRate(), 0.5*100/0.100; got != want {
+		t.Fatalf("first rate = %v, want %v (half of 100 entities per 100 ms)", got, want)
+	}
+	if l.PartitionLimit() != 8 || l.Rate() != 0 || l.Limit() != 8 {
+		t.Fatalf("partition window %d, account rate %v and window %d; want 8 (paced), 0, 8", l.PartitionLimit(), l.Rate(), l.Limit())
+	}
+}
+
+// A lane's first transaction goes on the service's burst: its refusal
+// pauses its partition and cuts nothing; the refusal of the next one cuts.
+func TestFirstTransactionRefusalCutsNothing(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 8, BaseDelay: 100 * time.Millisecond, Clock: clk})
+	acquire(t, l, "p").Throttled(Partition, 0)
+	if l.PartitionLimit() != 8 || l.PartitionRate() != 0 {
+		t.Fatalf("after a first transaction's refusal: window %d, rate %v; want 8, 0", l.PartitionLimit(), l.PartitionRate())
+	}
+	if !blocked(l, "p") || blocked(l, "q") {
+		t.Fatal("the refusal should pause its partition, and only it")
+	}
+	clk.Advance(121 * time.Millisecond)
+	acquire(t, l, "p").Throttled(Partition, 0)
+	if l.PartitionLimit() != 4 {
+		t.Fatalf("after the second transaction's refusal: window %d, want 4", l.PartitionLimit())
+	}
+}
+
+// After a cut of the partitions' rate, one partition that sent before
+// tries the new rate and the others wait for its answer; a partition's
+// first transaction does not wait. Once the probe gets through, all go.
+func TestOnePartitionProbesACut(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 8, Clock: clk})
+	for _, pk := range []string{"a", "b", "c"} {
+		s := acquire(t, l, pk)
+		clk.Advance(10 * time.Millisecond)
+		s.OK()
+	}
+	s := acquire(t, l, "a")
+	clk.Advance(5 * time.Millisecond)
+	s.Throttled(Partition, 0) // pacing from here
+	clk.Advance(10 * time.Second)
+	probe, _ := l.TryAcquire("a", 100)
+	if probe == nil {
+		t.Fatal("no partition may try the new rate")
+	}
+	if s, wait := l.TryAcquire("b", 100); s != nil || wait != 0 {
+		t.Fatalf("a second partition during the probe = %v, %v; want nil, 0 (wait for its answer)", s, wait)
+	}
+	if s, _ := l.TryAcquire("new", 100); s == nil {
+		t.Fatal("a partition's first transaction waited for the probe")
+	}
+	probe.OK()
+	for _, pk := range []string{"b", "c"} {
+		if s, _ := l.TryAcquire(pk, 100); s == nil {
+			t.Fatalf("partition %s still waits after the probe got through", pk)
+		}
+	}
+}
+
+// A rate refused near where it was last refused is cut by 0.9, not 0.8:
+// the target is known.
+func TestCutNearTheLastRefusal(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 1, Clock: clk})
+	s := acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.OK()
+	s = acquire(t, l, "p")
+	clk.Advance(10 * time.Millisecond)
+	s.Throttled(Partition, 0) // 8,000/s
+	clk.Advance(time.Second)
+	acquire(t, l, "p").OK() // the streak ends
+	clk.Advance(time.Second)
+	acquire(t, l, "p").Throttled(Partition, 0)
+	first := l.PartitionRate() // 0.8 of 8,000: no refusal before to be near
+	if first != 6400 {
+		t.Fatalf("rate after a cut = %v, want 6,400", first)
+	}
+	// Up to 0.95 of 8,000 and a little more, then refused again.
+	l.mu.Lock()
+	l.part.rate = 7700
+	l.mu.Unlock()
+	clk.Advance(time.Second)
+	acquire(t, l, "p").OK()
+	clk.Advance(time.Second)
+	acquire(t, l, "p").Throttled(Partition, 0)
+	if got := l.PartitionRate(); got != 7700*0.9 {
+		t.Fatalf("rate after a refusal near the last = %v, want %v (x0.9)", got, 7700*0.9)
+	}
+}
+
+// The account's rate rises no further than 1.5 times what the job sent
+// over the last second, however many answers get through: a rate far
+// above what the job sends spaces nothing but its bursts. Here the job
+// sends two transactions of 100 every 100 ms (2,000 entities/s), the
+// second held back by the account's gap each time.
+func TestAccountRateRisesWithinWhatTheJobSends(t *testing.T) {
+	clk := newFakeClock()
+	l := New(Options{Ceiling: 8, Clock: clk})
+	l.mu.Lock()
+	l.account.rate, l.account.peak = 2500, 2500
+	l.mu.Unlock()
+	for range 300 {
+		first, _ := l.TryAcquire("p", 100)
+		if first == nil {
+			t.Fatal("the first of a pair waited")
+		}
+		first.OK()
+		second, wait := l.TryAcquire("q", 100)
+		if second != nil || wait <= 0 {
+			t.Fatalf("the second of a pair = %v, %v; want it held by the account's gap", second, wait)
+		}
+		clk.Advance(wait)
+		if second, _ = l.TryAcquire("q", 100); second == nil {
+			t.Fatal("TryAcquire refused after its wait")
+		}
+		second.OK()
+		clk.Advance(100*time.Millisecond - wait)
+	}
+	if got := l.Rate(); got > 1.5*2000*1.01 || got <= 2500 {
+		t.Fatalf("account rate %v after 30 s at 2,000 entities/s, want a rise from 2,500 to at most 1.5 times 2,000", got)
 	}
 }

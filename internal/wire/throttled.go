@@ -185,11 +185,22 @@ func (t *Table) NewLimiter(ceiling int) *throttle.Limiter {
 // Batch settles a lost answer). It is applied once, or fails as Batch
 // fails. lim counts the sends (Limiter.Sent) and the throttling answers
 // (Limiter.Throttled). A nil lim is Batch.
-func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limiter) ([]Result, error) {
+//
+// slot, when not nil, is a slot of lim the caller already holds for
+// ops' partition (from Limiter.TryAcquire): the first send goes in it
+// without waiting. BatchLimited answers it in every case, releasing it
+// when nothing was sent.
+func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limiter, slot *throttle.Slot) ([]Result, error) {
 	if lim == nil {
+		if slot != nil {
+			slot.Release()
+		}
 		return t.Batch(ctx, ops)
 	}
 	if err := t.prof.ValidateTransaction(ops); err != nil {
+		if slot != nil {
+			slot.Release()
+		}
 		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
 	}
 	pk := ops[0].PartitionKey
@@ -198,10 +209,15 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 	// One counter for every send of the transaction: a resend after an
 	// attempt that reached the service counts as azcore's retry would.
 	wctx, tries := attempts.With(policy.WithRetryOptions(ctx, t.bulk))
+	held := slot
 	for {
-		slot, err := lim.Acquire(ctx, pk, len(ops))
-		if err != nil {
-			return nil, err
+		slot := held
+		held = nil
+		if slot == nil {
+			var err error
+			if slot, err = lim.Acquire(ctx, pk, len(ops)); err != nil {
+				return nil, err
+			}
 		}
 		before := tries.Load()
 		sctx, end := t.span(wctx, "Client.SubmitTransaction")
