@@ -19,7 +19,6 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 type rows = patterns.Table[entity.Entity]
 
-
 func newRows(t *testing.T, acct *tablekit.Account, create bool) *rows {
 	t.Helper()
 	tbl, err := patterns.NewTable[entity.Entity](acct, testenv.TableName(t), nil)

@@ -177,7 +177,6 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-
 func TestExportImportGivesIdenticalEntities(t *testing.T) {
 	ctx := context.Background()
 	src := newRows(t)
