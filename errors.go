@@ -38,8 +38,9 @@ var (
 	ErrBadRequest = errors.New("tablekit: bad request")
 	// ErrAuthorization: authentication or authorization failed (401, 403).
 	ErrAuthorization = errors.New("tablekit: not authorized")
-	// ErrUnavailable: the service was busy or failing (408, 429, 5xx) after
-	// azcore's retries gave up.
+	// ErrUnavailable: the service was busy or failing (408, 429, 5xx), or
+	// could not be reached (the connection was reset, refused or timed
+	// out), after azcore's retries gave up.
 	ErrUnavailable = errors.New("tablekit: service unavailable")
 	// ErrTableScan: a query would scan the whole table and the caller did
 	// not opt in (the guide ranks table scans last).
@@ -203,8 +204,14 @@ func IsTransient(err error) bool {
 		return transientStatus(te.StatusCode)
 	}
 	// Errors that never reached a response: connection resets, timeouts,
-	// refused connections. Cancellation of the caller's context is not
-	// transient.
+	// refused connections (not the caller's own cancellation).
+	return unreachable(err)
+}
+
+// unreachable reports whether err is a failure to reach the service or to
+// read its answer: a reset, refused or timed-out connection, a truncated
+// response. The caller's own cancellation is not one.
+func unreachable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -212,6 +219,19 @@ func IsTransient(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
+
+// unreachableError is a request that got no answer after azcore's retries
+// (see unreachable): it is ErrUnavailable, and unwraps to its cause.
+type unreachableError struct {
+	op, resource string
+	err          error
+}
+
+func (e *unreachableError) Error() string {
+	return "tablekit: " + strings.TrimSpace(e.op+" "+e.resource) + ": service unreachable: " + e.err.Error()
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnavailable, e.err} }
 
 func transientStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
@@ -223,10 +243,12 @@ func transientStatus(code int) bool {
 // errors.Is(err, tablekit.ErrNotFound) and the other sentinels work the
 // same on both, with credentials redacted.
 //
-// MapError classifies an error returned by the SDK. Errors that are not
-// *azcore.ResponseError are returned unchanged (nil stays nil), unless
-// their text holds a credential: then they are wrapped with that text
-// redacted. op and resource label the error, e.g. ("insert entity",
+// MapError classifies an error returned by the SDK. A failure to reach
+// the service (a connection reset, refused or timed out, a truncated
+// answer) becomes an error that is ErrUnavailable and unwraps to it. Other
+// errors that are not *azcore.ResponseError are returned unchanged (nil
+// stays nil), unless their text holds a credential: then they are wrapped
+// with that text redacted. op and resource label the error, e.g. ("insert entity",
 // "employees PK=Sales RK=1"); labels and the service's message go through
 // Redact, so a label holding a SAS URL shows no signature.
 // A batch failure (status 202 with the inner response in the body) becomes
@@ -237,6 +259,9 @@ func MapError(err error, op, resource string) error {
 	}
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
+		if unreachable(err) && !errors.Is(err, ErrUnavailable) {
+			return &unreachableError{op: Redact(op), resource: Redact(resource), err: redactError(err)}
+		}
 		return redactError(err)
 	}
 	if re.StatusCode == http.StatusAccepted && re.RawResponse != nil {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -211,5 +215,31 @@ func TestInvalidArgumentFamily(t *testing.T) {
 	// Errors as returned, not only the sentinels.
 	if _, err := tablekit.Connect("AccountName=contoso", nil); !errors.Is(err, tablekit.ErrInvalidArgument) {
 		t.Errorf("a malformed connection string: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// A request that got no answer after azcore's retries (a reset, refused
+// or timed-out connection, a truncated response) is ErrUnavailable, like
+// a 503, and still unwraps to its cause; the caller's own cancellation is
+// not.
+func TestMapErrorUnreachableIsUnavailable(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	for _, cause := range []error{reset, io.ErrUnexpectedEOF, fmt.Errorf("send: %w", syscall.ECONNREFUSED)} {
+		err := tablekit.MapError(cause, "get", "employees")
+		if !errors.Is(err, tablekit.ErrUnavailable) || !errors.Is(err, cause) || !tablekit.IsTransient(err) {
+			t.Errorf("MapError(%v) = %v: want ErrUnavailable, transient, wrapping its cause", cause, err)
+		}
+		if !strings.Contains(err.Error(), "get employees") || !strings.Contains(err.Error(), cause.Error()) {
+			t.Errorf("MapError(%v) says %q: want the operation, the resource and the cause", cause, err)
+		}
+	}
+	var ne *net.OpError
+	if !errors.As(tablekit.MapError(reset, "get", "t"), &ne) {
+		t.Error("the mapped reset does not unwrap to its *net.OpError")
+	}
+	for _, cause := range []error{context.Canceled, context.DeadlineExceeded, errors.New("something else")} {
+		if err := tablekit.MapError(cause, "get", "t"); errors.Is(err, tablekit.ErrUnavailable) || !errors.Is(err, cause) {
+			t.Errorf("MapError(%v) = %v: want it unchanged, not ErrUnavailable", cause, err)
+		}
 	}
 }
