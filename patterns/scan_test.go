@@ -91,32 +91,17 @@ func TestScanReadsEveryRowOnce(t *testing.T) {
 			}
 			want := keysOf(t, tbl)
 
-			var mu sync.Mutex
-			var got []string
-			res, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
-				// Work on each page, as a copy writes it: the scan has
-				// time to split while the first ranges run (the first
-				// page longer, for a machine under load).
-				mu.Lock()
-				pause := 10 * time.Millisecond
-				if len(got) == 0 {
-					pause = 500 * time.Millisecond
+			// Work on each page, as a copy writes it: the scan has time to
+			// split while the first ranges run (the first page longer,
+			// for a machine under load).
+			res, err := scanKeys(ctx, tbl, want, func(first bool) time.Duration {
+				if first {
+					return 500 * time.Millisecond
 				}
-				mu.Unlock()
-				time.Sleep(pause)
-				mu.Lock()
-				defer mu.Unlock()
-				for _, e := range items {
-					got = append(got, e.PartitionKey+"\x00"+e.RowKey)
-				}
-				return nil
-			}, &patterns.ScanOptions{Parallel: 8, QueryOptions: patterns.QueryOptions{Top: 100}})
+				return 10 * time.Millisecond
+			})
 			if err != nil {
 				t.Fatal(err)
-			}
-			slices.Sort(got)
-			if len(got) != len(want) || !slices.Equal(got, want) {
-				t.Fatalf("scan read %d rows (%d distinct), want the %d of a sequential query", len(got), len(slices.Compact(slices.Clone(got))), len(want))
 			}
 			if res.Rows != int64(len(want)) {
 				t.Errorf("ScanResult.Rows = %d, want %d", res.Rows, len(want))
@@ -140,6 +125,36 @@ func TestScanReadsEveryRowOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanKeys runs a parallel scan of tbl (Parallel 8, pages of 100), fn
+// pausing for pause(first page) on each page, and checks that it read
+// each key of want (sorted) exactly once.
+func scanKeys(ctx context.Context, tbl *patterns.Table[Employee], want []string, pause func(first bool) time.Duration) (patterns.ScanResult, error) {
+	var mu sync.Mutex
+	var got []string
+	res, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
+		if pause != nil {
+			mu.Lock()
+			d := pause(len(got) == 0)
+			mu.Unlock()
+			time.Sleep(d)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range items {
+			got = append(got, e.PartitionKey+"\x00"+e.RowKey)
+		}
+		return nil
+	}, &patterns.ScanOptions{Parallel: 8, QueryOptions: patterns.QueryOptions{Top: 100}})
+	if err != nil {
+		return res, err
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		return res, fmt.Errorf("scan read %d rows (%d distinct), want each of the %d a sequential query reads once", len(got), len(slices.Compact(slices.Clone(got))), len(want))
+	}
+	return res, nil
 }
 
 // keysOf returns the sorted keys of every row, read by a sequential query.
