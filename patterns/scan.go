@@ -580,12 +580,16 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 		return err
 	}
 	// The range moved on while the probes ran: only points above what
-	// it claimed and below its stop split it.
+	// it claimed and below its stop split it. A range is given up on
+	// (dead) only when the search found no key in it: one that read past
+	// the keys found (its pages come faster than a search's probes, on a
+	// busy service) is searched again from where it is.
+	found := len(points)
 	points = slices.DeleteFunc(points, func(p position) bool {
 		return cmpPos(p, cur) <= 0 || (r.claimed != nil && cmpPos(p, *r.claimed) <= 0) || cmpPos(p, r.Stop) >= 0
 	})
 	if len(points) == 0 || r.done {
-		r.dead = len(points) == 0 && !r.done
+		r.dead = found == 0 && !r.done
 		return nil
 	}
 	add := splitRanges(points, r.Stop, r.Hi)
