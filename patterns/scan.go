@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf16"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
@@ -166,7 +167,7 @@ func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *Sc
 			for round := 0; len(points) < n-1 && round < 8; round++ {
 				// Spread points above first; then again above the last
 				// point found, until n-1 or no more are found.
-				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points))
+				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points), true)
 				if err != nil {
 					return nil, err
 				}
@@ -203,16 +204,15 @@ type scanRange struct {
 
 	// This run's state, under the scan's lock.
 	claimed   *position // the last key handed out (nil: none in this run)
+	first     position  // the first key of the last page read (with claimed)
+	est       float64   // pages estimated when a split made it (0: unknown)
 	more      bool      // the last page had a continuation
 	pages     int       // read since the range was made or last split
 	running   bool
 	done      bool
 	handled   bool // done, and its last page handled
 	splitting bool
-	dead      bool   // a split found nothing to split
-	ceil      string // probes found no partition in [ceil, Stop.PK)
-	ceilRK    string // nor a row of partition ceilPart at or above ceilRK
-	ceilPart  string
+	dead      bool // a split found nothing to split
 	filter    string
 }
 
@@ -235,12 +235,15 @@ type scan struct {
 	opts     *ScanOptions
 	parallel int
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	ranges   []*scanRange // every range of this run, in creation order
-	queue    []*scanRange // ranges waiting for a worker
-	running  int
-	splits   int // split searches under way: they may queue ranges
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ranges  []*scanRange // every range of this run, in creation order
+	queue   []*scanRange // ranges waiting for a worker
+	running int
+	splits  int // split searches under way: they may queue ranges
+	// bounds holds what prefix gallops learned: no PartitionKey at or
+	// above bounds[""], no RowKey of partition p at or above bounds["\x00"+p].
+	bounds   map[string]string
 	err      error
 	res      ScanResult
 	progress sync.Mutex
@@ -411,6 +414,10 @@ func (s *scan) read(ctx context.Context, r *scanRange) error {
 				return err
 			}
 			r.claimed = &p
+			if r.first, err = rowPosition(rows[0]); err != nil {
+				s.mu.Unlock()
+				return err
+			}
 		}
 		r.pages++
 		r.more = next != nil
@@ -525,6 +532,14 @@ func (s *scan) splitCandidate() *scanRange {
 		if r.pages > 0 && !r.more {
 			continue
 		}
+		// A range about to end is done before a search would be.
+		if r.claimed != nil {
+			if left, ok := pagesLeft(r.first, *r.claimed, r.Stop); ok && left < minSplitPages {
+				continue
+			}
+		} else if r.est > 0 && r.est < minSplitPages {
+			continue
+		}
 		if best == nil || r.pages > best.pages {
 			best = r
 		}
@@ -532,11 +547,18 @@ func (s *scan) splitCandidate() *scanRange {
 	return best
 }
 
-// maxProbes bounds the probes of one split search, and maxProbePages the
-// empty pages one probe follows.
+// minSplitPages is how many pages a range must have left (pagesLeft) to
+// be worth a split search: a search takes a few round trips, and a range
+// with less left ends sooner by reading it.
+const minSplitPages = 3
+
+// maxProbePages bounds the empty pages one probe follows; minSpread is
+// the fewest points a search probes under a prefix bound, and maxNarrow
+// the most midpoints it then probes one after the other.
 const (
-	maxProbes     = 48
 	maxProbePages = 8
+	minSpread     = 4
+	maxNarrow     = 4
 )
 
 // split looks for an existing key between r's position and its stop, and
@@ -573,7 +595,7 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 		}
 		cur = first
 	}
-	points, err := s.findSplit(ctx, cur, stop, want)
+	points, err := s.findSplit(ctx, cur, stop, want, false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -594,6 +616,11 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 	}
 	add := splitRanges(points, r.Stop, r.Hi)
 	for _, n := range add {
+		if r.claimed != nil {
+			if est, ok := pagesBetween(r.first, *r.claimed, n.Lo, n.Stop); ok {
+				n.est = max(est, 0.001)
+			}
+		}
 		bf, err := boundsFilter(n.Lo, n.Hi)
 		if err != nil {
 			return err
@@ -663,7 +690,9 @@ const (
 // findSplit probes for up to n existing keys between cur and stop,
 // spread over them: partitions after cur's where there are some, else
 // rows of cur's partition after cur. They come sorted, without repeats.
-func (s *scan) findSplit(ctx context.Context, cur, stop position, n int) ([]position, error) {
+// adjacent allows the row right after cur as the point when no other is
+// found: a range that is running reads it before the search ends.
+func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacent bool) ([]position, error) {
 	if stop.End || keys.Compare(cur.PK, stop.PK) < 0 {
 		var upper keys.Filter
 		switch {
@@ -673,7 +702,7 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int) ([]posi
 		default:
 			upper = keys.PK().Lt(stop.PK)
 		}
-		pks, err := s.splitKeys(ctx, cur.PK, stop.PK, stop.End, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		pks, err := s.splitKeys(ctx, "", cur.PK, stop.PK, stop.End, true, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
 			return k.PK, found, err
 		})
@@ -686,7 +715,7 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int) ([]posi
 		}
 	}
 	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
-	rks, err := s.splitKeys(ctx, cur.RK, stop.RK, !inPart, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+	rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 		fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
 		if inPart {
 			fs = append(fs, keys.RK().Lt(stop.RK))
@@ -704,32 +733,164 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int) ([]posi
 // splitKeys finds up to n existing keys above cur, spread over those that
 // exist between cur and hi (no bound when open), for one key of the pair;
 // first returns the first existing key the bound selects within the
-// range. Keys often share long prefixes (tenant ids, padded numbers), and
-// a midpoint between cur and a loose bound would take a probe for each
-// halving of each shared character. So it first gallops over cur's
-// prefixes: when no key lies at or above the successor of cur[:n]
-// (keys.PrefixRange), every key left starts with cur[:n], and that
-// successor is a tight bound (about log2 of cur's length in probes). Then
-// it probes n points spread between cur and the bound at once, and when
-// none finds a key, narrows toward cur one midpoint at a time.
-func (s *scan) splitKeys(ctx context.Context, cur, hi string, open bool, n int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
-	from := func(m string) func(keys.Key) keys.Filter {
-		return func(k keys.Key) keys.Filter { return k.Ge(m) }
+// range. In one round it probes n points spread between cur and hi, and
+// the first key above cur: on keys spread over the space (hex, GUIDs,
+// names, numbers) the points find them, and when no key lies above cur
+// that one probe says so. When there are keys above cur but every point
+// lay above them, they share a long prefix with cur (tenant ids, padded
+// numbers): a gallop over cur's prefixes finds the longest one that no
+// key leaves (keys.PrefixRange), a tight bound to spread the points under
+// again; when they still find nothing, a few midpoints toward cur are
+// probed one after the other, and last (when adjacent) the key after cur
+// is the point. A bound a gallop found with no upper bound holds for the whole
+// scan (memo names the key: "" for PartitionKeys, "\x00"+p for the
+// RowKeys of partition p), and later searches start under it.
+func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjacent bool, n int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
+	s.mu.Lock()
+	b, known := s.bounds[memo]
+	s.mu.Unlock()
+	if known && keys.Compare(b, cur) > 0 && (open || keys.Compare(b, hi) < 0) {
+		hi, open = b, false
 	}
-	// above(m): is there a key at or above the successor of cur[:m]? It
-	// holds for long prefixes first; the longest m where it fails bounds
-	// what is left. Up to gallopProbes lengths are probed at once, then
-	// again between the two that bracket the answer: two round trips for
-	// keys of up to gallopProbes² characters, where a bisection would
-	// take a round trip per halving.
+	memoize := open
+	points := spread(cur, hi, open, n)
+	found, err := s.probeAll(ctx, append(points, ""), func(ctx context.Context, m string) (string, bool, error) {
+		if m == "" {
+			return first(ctx, func(k keys.Key) keys.Filter { return k.Gt(cur) })
+		}
+		return first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	next := found[len(found)-1]
+	if next == "" {
+		return nil, nil // no key above cur
+	}
+	if out := sortedKeys(found[:len(found)-1]); len(out) > 0 {
+		return out, nil
+	}
+	lowest := hi
+	if len(points) > 0 {
+		lowest = points[0]
+	}
+	b, ok, err := s.prefixBound(ctx, cur, hi, open, func(ctx context.Context, m string) (bool, error) {
+		_, ok, err := first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
+		return ok, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ok && (open && len(points) == 0 || keys.Compare(b, lowest) < 0) {
+		if memoize {
+			s.mu.Lock()
+			if s.bounds == nil {
+				s.bounds = map[string]string{}
+			}
+			s.bounds[memo] = b
+			s.mu.Unlock()
+		}
+		// The bound is tighter than the lowest point: spread again under
+		// it, at least minSpread points (the keys may fill a sliver of
+		// what is under the bound), and keep n of what they find.
+		if points = spread(cur, b, false, max(n, minSpread)); len(points) > 0 {
+			found, err := s.probeAll(ctx, points, func(ctx context.Context, m string) (string, bool, error) {
+				return first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
+			})
+			if err != nil {
+				return nil, err
+			}
+			if out := sortedKeys(found); len(out) > 0 {
+				return evenly(out, n), nil
+			}
+			lowest = points[0]
+		}
+	}
+	// Nothing at or above the lowest point: narrow toward cur, a few
+	// midpoints one after the other.
+	for range maxNarrow {
+		m, ok := midKey(cur, lowest, false)
+		if !ok {
+			break
+		}
+		k, ok, err := first(ctx, func(kk keys.Key) keys.Filter { return kk.Ge(m) })
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return []string{k}, nil
+		}
+		lowest = m
+	}
+	if !adjacent {
+		return nil, nil
+	}
+	return []string{next}, nil
+}
+
+// evenly returns n of the sorted keys, spread over them (all of them when
+// there are n or fewer).
+func evenly(ks []string, n int) []string {
+	if len(ks) <= n {
+		return ks
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = ks[(2*i+1)*len(ks)/(2*n)]
+	}
+	return out
+}
+
+// probeAll probes at every point at once, and returns the key each
+// found ("" for none).
+func (s *scan) probeAll(ctx context.Context, points []string, at func(ctx context.Context, m string) (string, bool, error)) ([]string, error) {
+	found := make([]string, len(points))
+	errs := make([]error, len(points))
+	var wg sync.WaitGroup
+	for i, m := range points {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, ok, err := at(ctx, m)
+			if ok {
+				found[i] = k
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return found, errors.Join(errs...)
+}
+
+// sortedKeys returns the keys found, sorted, without repeats.
+func sortedKeys(found []string) []string {
+	var out []string
+	for _, k := range found {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, keys.Compare)
+	return slices.Compact(out)
+}
+
+// prefixBound finds the successor of the longest prefix of cur that every
+// key above cur (below hi unless open) shares: no key lies at or above
+// it. above(m) tells whether a key lies at or above m. It holds for long
+// prefixes first; the longest prefix where it fails bounds what is left.
+// Up to gallopProbes lengths are probed at once, then again between the
+// two that bracket the answer: two round trips for keys of up to
+// gallopProbes² characters, where a bisection would take one per
+// halving. It reports false when no prefix bounds the keys more tightly
+// than hi.
+func (s *scan) prefixBound(ctx context.Context, cur, hi string, open bool, above func(ctx context.Context, m string) (bool, error)) (string, bool, error) {
 	runes := []rune(cur)
-	above := func(m int) (bool, error) {
+	aboveLen := func(m int) (bool, error) {
 		_, succ := keys.PrefixRange(string(runes[:m]))
 		if succ == "" || (!open && keys.Compare(succ, hi) >= 0) {
 			return false, nil // nothing can lie above: the bound holds
 		}
-		_, ok, err := first(ctx, from(succ))
-		return ok, err
+		return above(ctx, succ)
 	}
 	lo, top := 1, len(runes) // the answer is in [lo-1, top]
 	bound := 0
@@ -746,12 +907,12 @@ func (s *scan) splitKeys(ctx context.Context, cur, hi string, open bool, n int, 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				oks[i], errs[i] = above(m)
+				oks[i], errs[i] = aboveLen(m)
 			}()
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
-			return nil, err
+			return "", false, err
 		}
 		// above is monotone: the last length where it fails, and the
 		// first probed length above it, bracket the answer.
@@ -768,73 +929,33 @@ func (s *scan) splitKeys(ctx context.Context, cur, hi string, open bool, n int, 
 			break
 		}
 	}
-	if bound > 0 {
-		if _, succ := keys.PrefixRange(string(runes[:bound])); succ != "" && (open || keys.Compare(succ, hi) < 0) {
-			hi, open = succ, false
-		}
+	if bound == 0 {
+		return "", false, nil
 	}
-	// n points spread between cur and hi, probed at once.
-	points := spread(cur, hi, open, n)
-	if len(points) == 0 {
-		return nil, nil
+	_, succ := keys.PrefixRange(string(runes[:bound]))
+	if succ == "" || (!open && keys.Compare(succ, hi) >= 0) {
+		return "", false, nil
 	}
-	found := make([]string, len(points)) // "" where nothing was found: a found key is above cur
-	errs := make([]error, len(points))
-	var wg sync.WaitGroup
-	for i, m := range points {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, ok, err := first(ctx, from(m))
-			if ok {
-				found[i] = k
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, k := range found {
-		if k != "" {
-			out = append(out, k)
-		}
-	}
-	if len(out) > 0 {
-		slices.SortFunc(out, keys.Compare)
-		return slices.Compact(out), nil
-	}
-	// Nothing at or above the lowest point: narrow toward cur.
-	hi, open = points[0], false
-	for range maxProbes {
-		m, ok := midKey(cur, hi, open)
-		if !ok {
-			break
-		}
-		k, ok, err := first(ctx, from(m))
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return []string{k}, nil
-		}
-		hi = m
-	}
-	// Only keys just after cur, or none: the first key after cur.
-	k, ok, err := first(ctx, func(kk keys.Key) keys.Filter { return kk.Gt(cur) })
-	if err != nil || !ok {
-		return nil, err
-	}
-	return []string{k}, nil
+	return succ, true, nil
 }
 
 // spread returns up to n strings strictly between lo and hi (no bound
-// when open), in order, splitting the space by repeated midpoints.
+// when open), in order, splitting the space by repeated midpoints. With
+// no bound, a midpoint stays in lo's alphabet (midKey), a guess that may
+// leave out most keys (hex keys after decimal ones, names after
+// numbers): so half the points go above that alphabet, up to the end of
+// ASCII.
 func spread(lo, hi string, open bool, n int) []string {
 	if n <= 0 {
 		return nil
+	}
+	if open && n >= 2 && lo != "" {
+		if top := alphabetOf(utf16.Encode([]rune(lo))).top(); top < 0x7F {
+			wide := n / 2
+			out := spread(lo, string(rune(top)), false, n-wide)
+			out = append(out, string(rune(top)))
+			return append(out, spread(string(rune(top)), "\x7f", false, wide-1)...)
+		}
 	}
 	m, ok := midKey(lo, hi, open)
 	if !ok {

@@ -107,10 +107,12 @@ func rowPosition(raw []byte) (position, error) {
 
 // midKey returns a string m with lo < m < hi in the service's order, or
 // false when there is none worth probing. hi == "" with open set means no
-// upper bound. Where hi leaves a digit free (the tail after the first
-// difference), the digit is taken halfway to the end of lo's digit's
-// class (tailTop): keys are mostly ASCII digits and letters, and a probe
-// that finds nothing narrows the bound anyway.
+// upper bound. Its digits are taken from the narrowest alphabet that
+// holds lo's and hi's units after their common prefix (keyAlphabets: decimal, hex, letters,
+// alphanumeric, ASCII, any): at the first difference, the digit halfway
+// between theirs; in the tail that hi leaves free, the digit halfway from
+// lo's to the end of the alphabet. Keys mostly keep to one alphabet, and
+// a probe that finds nothing narrows the bound anyway.
 func midKey(lo, hi string, open bool) (string, bool) {
 	a := utf16.Encode([]rune(lo))
 	var b []uint16
@@ -124,32 +126,33 @@ func midKey(lo, hi string, open bool) (string, bool) {
 		out = append(out, a[i])
 		i++
 	}
+	al := alphabetOf(a[i:], b[min(i, len(b)):])
 	if !open && i == len(b) {
 		return "", false // hi is a prefix of lo, or equal: nothing between
 	}
 	// At the first difference: a digit strictly between a[i] and b[i]
 	// when there is room; otherwise keep a[i] and go on in the tail,
 	// where any continuation of lo's prefix stays below hi.
-	digit := func(j int) int {
+	rank := func(j int) int { // -1 past lo's end
 		if j < len(a) {
-			return int(a[j])
+			return al.rank(a[j])
 		}
 		return -1
 	}
 	if !open {
-		d, e := digit(i), int(b[i])
+		d, e := rank(i), al.rank(b[i])
 		if e-d >= 2 {
-			m := (d + e) / 2
+			m := int(al.unit((d + e) / 2))
 			if m < 0x20 {
 				m = 0x20
 			}
-			if m > d && m < e {
+			if (i >= len(a) || m > int(a[i])) && m < int(b[i]) {
 				return finishKey(append(out, uint16(m)), lo, hi, open)
 			}
 		}
 		if i >= len(a) {
-			// lo is a prefix of hi and b[i] <= 1 above nothing: only
-			// strings starting with lo + (units below b[i]) fit.
+			// lo is a prefix of hi and b[i] is its alphabet's first
+			// digit: nothing in the alphabet fits.
 			return "", false
 		}
 		out = append(out, a[i])
@@ -157,37 +160,38 @@ func midKey(lo, hi string, open bool) (string, bool) {
 	}
 	// The tail: lo's digits from i on, with no upper bound.
 	for ; i <= len(a) && i < 64; i++ {
-		d := digit(i)
-		top := tailTop(d)
-		m := (d + top) / 2
-		if m < 0x20 {
-			m = 0x20
+		d := rank(i)
+		if m := (d + al.size) / 2; m > d && m < al.size {
+			u := max(al.unit(m), 0x20)
+			if i >= len(a) || u > a[i] {
+				return finishKey(append(out, u), lo, hi, open)
+			}
 		}
-		if m > d && m <= 0xFFFF {
-			return finishKey(append(out, uint16(m)), lo, hi, open)
+		if i < len(a) {
+			out = append(out, a[i])
 		}
-		out = append(out, uint16(d))
 	}
 	return "", false
 }
 
-// tailTop is the digit a free position of a split point aims below, by
-// the class of lo's digit there: keys of decimal digits, of lower-case or
-// upper-case letters mostly continue in their class (padded numbers,
-// hex, names); other ASCII stays ASCII. Too narrow a guess only gives a
-// point nearer lo; too wide a one would find no key at all.
-func tailTop(d int) int {
-	switch {
-	case d >= '0' && d <= '9':
-		return '9' + 1
-	case d >= 'a' && d <= 'z':
-		return 'z' + 1
-	case d >= 'A' && d <= 'Z':
-		return 'Z' + 1
-	case d < 0x7F:
-		return 0x7F
+// alphabetOf is the narrowest of keyAlphabets that holds every unit of
+// the keys.
+func alphabetOf(ks ...[]uint16) keyAlphabet {
+	for _, al := range keyAlphabets {
+		fits := true
+		for _, k := range ks {
+			for _, u := range k {
+				if al.rank(u) < 0 {
+					fits = false
+					break
+				}
+			}
+		}
+		if fits {
+			return al
+		}
 	}
-	return 0xFFFF + 1
+	return keyAlphabets[len(keyAlphabets)-1]
 }
 
 // finishKey turns units into a string, replacing a lone surrogate (which
@@ -209,4 +213,131 @@ func finishKey(units []uint16, lo, hi string, open bool) (string, bool) {
 		return "", false
 	}
 	return m, true
+}
+
+// pagesLeft estimates how many pages a range has left before stop, from
+// its last page, whose keys went from first to last.
+func pagesLeft(first, last, stop position) (float64, bool) {
+	return pagesBetween(first, last, last, stop)
+}
+
+// pagesBetween estimates how many pages hold the keys from lo to stop,
+// from a page whose keys went from first to last: the key space from lo
+// to stop over the space that page covered, reading keys as numbers
+// (keyValues). It cannot tell (false) when the keys are not of one kind:
+// a page across partitions measures PartitionKeys, so lo and stop must
+// be partitions' starts; a page within one partition measures its
+// RowKeys, so lo and stop must lie in it.
+func pagesBetween(first, last, lo, stop position) (float64, bool) {
+	var ks [4]string
+	switch {
+	case stop.End || stop.PartEnd || lo.End || lo.PartEnd:
+		return 0, false
+	case first.PK != last.PK:
+		ks = [4]string{first.PK, last.PK, lo.PK, stop.PK}
+	case lo.PK == last.PK && stop.PK == last.PK:
+		ks = [4]string{first.RK, last.RK, lo.RK, stop.RK}
+	default:
+		return 0, false
+	}
+	v := keyValues(ks[:])
+	covered := v[1] - v[0]
+	if covered <= 0 {
+		return 0, false
+	}
+	return max(v[3]-v[2], 0) / covered, true
+}
+
+// keyValues reads keys as numbers after their common prefix: the digits
+// are the UTF-16 units of the narrowest alphabet that holds all of them
+// there (keyAlphabets: decimal, hex, letters, alphanumeric, ASCII, any),
+// the end of a key its lowest digit. It is an estimate: keys need not
+// fill their alphabet evenly.
+func keyValues(ks []string) []float64 {
+	u := make([][]uint16, len(ks))
+	for i, k := range ks {
+		u[i] = utf16.Encode([]rune(k))
+	}
+	p := 0 // the common prefix
+	for ; ; p++ {
+		same := true
+		for _, k := range u {
+			if p >= len(k) || k[p] != u[0][p] {
+				same = false
+				break
+			}
+		}
+		if !same {
+			break
+		}
+	}
+	const places = 8
+	tails := make([][]uint16, len(u))
+	for i, k := range u {
+		tails[i] = k[min(p, len(k)):min(p+places, len(k))]
+	}
+	alpha := alphabetOf(tails...)
+	v := make([]float64, len(u))
+	for i, t := range tails {
+		scale := 1.0
+		for _, d := range t {
+			scale /= float64(alpha.size)
+			v[i] += float64(alpha.rank(d)) * scale
+		}
+	}
+	return v
+}
+
+// keyAlphabet is a set of UTF-16 units, as ranges in order.
+type keyAlphabet struct {
+	ranges [][2]uint16 // inclusive, ascending
+	size   int
+}
+
+// unit is the unit at place r of the alphabet (0 <= r < size).
+func (al keyAlphabet) unit(r int) uint16 {
+	for _, rg := range al.ranges {
+		if n := int(rg[1]-rg[0]) + 1; r < n {
+			return rg[0] + uint16(r)
+		} else {
+			r -= n
+		}
+	}
+	return al.ranges[len(al.ranges)-1][1]
+}
+
+// top is the unit after the alphabet's last.
+func (al keyAlphabet) top() int { return int(al.ranges[len(al.ranges)-1][1]) + 1 }
+
+// rank is u's place in the alphabet, -1 when it is not in it.
+func (al keyAlphabet) rank(u uint16) int {
+	r := 0
+	for _, rg := range al.ranges {
+		if u >= rg[0] && u <= rg[1] {
+			return r + int(u-rg[0])
+		}
+		r += int(rg[1]-rg[0]) + 1
+	}
+	return -1
+}
+
+func alphabet(ranges ...[2]uint16) keyAlphabet {
+	al := keyAlphabet{ranges: ranges}
+	for _, rg := range ranges {
+		al.size += int(rg[1]-rg[0]) + 1
+	}
+	return al
+}
+
+// keyAlphabets are the alphabets keySpan tries, narrowest first.
+var keyAlphabets = []keyAlphabet{
+	alphabet([2]uint16{'0', '9'}),
+	alphabet([2]uint16{'0', '9'}, [2]uint16{'a', 'f'}),
+	alphabet([2]uint16{'0', '9'}, [2]uint16{'A', 'F'}),
+	alphabet([2]uint16{'a', 'z'}),
+	alphabet([2]uint16{'A', 'Z'}),
+	alphabet([2]uint16{'0', '9'}, [2]uint16{'a', 'z'}),
+	alphabet([2]uint16{'0', '9'}, [2]uint16{'A', 'Z'}, [2]uint16{'a', 'z'}),
+	alphabet([2]uint16{0x20, 0x7E}),
+	alphabet([2]uint16{0, 0xFFFF}),
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -294,6 +295,62 @@ func TestSplitScanTokensCoverTheTableOnce(t *testing.T) {
 			slices.Sort(got)
 			if want := keysOf(t, tbl); !slices.Equal(got, want) {
 				t.Fatalf("the %d tokens' scans read %d rows (%d distinct), want the %d of the table", len(tokens), len(got), len(slices.Compact(slices.Clone(got))), len(want))
+			}
+		})
+	}
+}
+
+// A split search costs requests the service serves like pages (on Azurite
+// a $top=1 probe takes most of a page's time): on keys spread over the key
+// space (hex partitions), SplitScan finds its points in one round of
+// probes at once, with no prefix gallop; on keys sharing long prefixes
+// (the benchmark's skewed layout), in a few rounds. The counts are
+// deterministic for these keys.
+func TestSplitScanProbes(t *testing.T) {
+	ctx := context.Background()
+	hex := make([][2]string, 0, 2000)
+	for i := range 2000 {
+		hex = append(hex, [2]string{fmt.Sprintf("%08x", uint32(i/2)*2654435761), fmt.Sprintf("%02d", i%2)})
+	}
+	for _, c := range []struct {
+		name     string
+		keys     [][2]string
+		requests int64
+	}{
+		// One probe for the first key; a round of 7 spread points and
+		// the key after the first (5 distinct found: the decimal
+		// points, ':' finding the first letter, '\\' finding it again,
+		// 'm' nothing), then smaller rounds above the last point found
+		// for the 2 missing, in hex's alphabet (5 probes).
+		{"hex partitions", hex, 14},
+		// As above; then the rounds above the tenants' shared prefix
+		// find nothing (every point lies above it) until the gallop over
+		// their 44-character PartitionKeys bounds them.
+		{"skewed", skewedKeys(4000), 25},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			acct, counter := testenv.CountingAccount(t)
+			tbl, err := patterns.NewTable[Employee](acct, testenv.TableName(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			var rows []Employee
+			for _, k := range c.keys {
+				rows = append(rows, Employee{PartitionKey: k[0], RowKey: k[1], FirstName: "F"})
+			}
+			if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {
+				t.Fatal(err)
+			}
+			counter.Take()
+			tokens, err := tbl.SplitScan(ctx, keys.Filter{}, 8, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tokens) != 8 || counter.Count() != c.requests {
+				t.Errorf("SplitScan into 8 = %d tokens in %d requests, want 8 in %d", len(tokens), counter.Count(), c.requests)
 			}
 		})
 	}
