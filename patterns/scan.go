@@ -754,20 +754,21 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 	}
 	memoize := open
 	points := spread(cur, hi, open, n)
-	found, err := s.probeAll(ctx, append(points, ""), func(ctx context.Context, m string) (string, bool, error) {
-		if m == "" {
-			return first(ctx, func(k keys.Key) keys.Filter { return k.Gt(cur) })
-		}
-		return first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
-	})
+	found, err := s.probeAll(ctx, intervals(cur, points, hi, open), first)
 	if err != nil {
 		return nil, err
 	}
-	next := found[len(found)-1]
+	var next string // the first key above cur
+	for _, k := range found {
+		if k != "" {
+			next = k
+			break
+		}
+	}
 	if next == "" {
 		return nil, nil // no key above cur
 	}
-	if out := sortedKeys(found[:len(found)-1]); len(out) > 0 {
+	if out := sortedKeys(found[1:]); len(out) > 0 {
 		return out, nil
 	}
 	lowest := hi
@@ -794,9 +795,7 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 		// it, at least minSpread points (the keys may fill a sliver of
 		// what is under the bound), and keep n of what they find.
 		if points = spread(cur, b, false, max(n, minSpread)); len(points) > 0 {
-			found, err := s.probeAll(ctx, points, func(ctx context.Context, m string) (string, bool, error) {
-				return first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
-			})
+			found, err := s.probeAll(ctx, intervals(cur, points, b, false)[1:], first)
 			if err != nil {
 				return nil, err
 			}
@@ -841,17 +840,43 @@ func evenly(ks []string, n int) []string {
 	return out
 }
 
-// probeAll probes at every point at once, and returns the key each
+// intervals are the key ranges a round of probes covers: above cur up to
+// the first point, then from each point up to the next, the last one up
+// to hi (no bound when open). Bounded probes tell what unbounded ones do
+// (the first key at or above a point is the first found from there on),
+// and cost a service that sorts what matches (Azurite) far less.
+func intervals(cur string, points []string, hi string, open bool) []func(keys.Key) keys.Filter {
+	out := make([]func(keys.Key) keys.Filter, 0, len(points)+1)
+	for i := -1; i < len(points); i++ {
+		lower := func(k keys.Key) keys.Filter { return k.Gt(cur) }
+		if i >= 0 {
+			m := points[i]
+			lower = func(k keys.Key) keys.Filter { return k.Ge(m) }
+		}
+		switch {
+		case i+1 < len(points):
+			up := points[i+1]
+			out = append(out, func(k keys.Key) keys.Filter { return keys.And(lower(k), k.Lt(up)) })
+		case !open:
+			out = append(out, func(k keys.Key) keys.Filter { return keys.And(lower(k), k.Lt(hi)) })
+		default:
+			out = append(out, lower)
+		}
+	}
+	return out
+}
+
+// probeAll probes every interval at once, and returns the first key each
 // found ("" for none).
-func (s *scan) probeAll(ctx context.Context, points []string, at func(ctx context.Context, m string) (string, bool, error)) ([]string, error) {
-	found := make([]string, len(points))
-	errs := make([]error, len(points))
+func (s *scan) probeAll(ctx context.Context, fs []func(keys.Key) keys.Filter, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
+	found := make([]string, len(fs))
+	errs := make([]error, len(fs))
 	var wg sync.WaitGroup
-	for i, m := range points {
+	for i, f := range fs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k, ok, err := at(ctx, m)
+			k, ok, err := first(ctx, f)
 			if ok {
 				found[i] = k
 			}
