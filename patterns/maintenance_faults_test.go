@@ -3,13 +3,16 @@ package patterns_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -22,6 +25,64 @@ import (
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
+
+// mfRepos are the index repositories whose Rebuild, Verify and Repair
+// TestRebuildVerifyRepairUnderFaults runs (a new one is one line), with
+// the primaries each indexes: rows, or defRows in azcore's default retry
+// mode, where every fault costs a second or more. The list indexes fix a
+// member with more requests, one after another (option 2 reads each
+// member in turn within a partition, option 3 takes four requests per
+// member), so they get fewer there.
+var mfRepos = []mfCase{
+	{"IndexedTable", mfIndexedTable, 2000, 1000},
+	{"EventualIndexedTable", mfEventualIndexedTable, 2000, 500},
+	{"ListIndexedTable", mfListIndexedTable, 2000, 200},
+	{"BlobIndexedTable", mfBlobIndexedTable, 2000, 500},
+	{"EventualListIndexedTable", mfEventualListIndexedTable, 2000, 200},
+}
+
+// mfCase is one line of mfRepos: a repository's name, how to open it on
+// an account over a table (created, with whatever else it uses), and how
+// many primaries it indexes in each retry mode.
+type mfCase struct {
+	name          string
+	open          func(t *testing.T, acct *tablekit.Account, table string) mfRepo
+	rows, defRows int
+}
+
+// Under 10% injected faults (half of them after the service answered: a
+// page, a transaction, a blob write or a step whose answer is lost), with
+// azcore's default retry options and fast ones, every index repository's
+// whole-table maintenance is exact. Rebuild, reading the primaries in 8
+// parallel ranges, indexes every primary once and writes no stray entry;
+// Verify finds nothing wrong with a right index and exactly the damage
+// planted behind the index's back (an index entity deleted, an entry
+// naming a primary that does not exist); Repair fixes exactly that. A user
+// runs them over a live table whose requests fail now and then and relies
+// on the index being right when they return. With the default retry
+// options, the variant indexes fewer primaries (mfCase.defRows) and runs
+// the repositories side by side (each on its own tables and faults), as it
+// mostly waits.
+func TestRebuildVerifyRepairUnderFaults(t *testing.T) {
+	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, rows func(mfCase) int) {
+		var wg sync.WaitGroup
+		for i, c := range mfRepos {
+			run := func() {
+				t.Run(c.name, func(t *testing.T) { rebuildVerifyRepairUnderFaults(t, mode, rows(c), c.open, uint64(i)) })
+			}
+			if !mode.Default() {
+				run()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run()
+			}()
+		}
+		wg.Wait()
+	}, func(c mfCase) int { return c.rows }, func(c mfCase) int { return c.defRows })
+}
 
 // mfRepo is an index repository under the maintenance fault tests, with
 // what they need to read and damage its index behind its back.
@@ -46,6 +107,10 @@ type mfRepo struct {
 // primary has it.
 const mfGhost = "empid_999999"
 
+// mfOptions are the maintenance options under test: the primaries read in
+// 8 key ranges at once.
+var mfOptions = &patterns.MaintenanceOptions{ScanParallel: 8}
+
 // mfRows returns n primaries, half in partition "hot", the rest in
 // partitions of 10, over 37 last names.
 func mfRows(n int) []ixEmployee {
@@ -59,6 +124,126 @@ func mfRows(n int) []ixEmployee {
 		rows[i] = ixEmp(pk, id, "F", fmt.Sprintf("L%02d", i%37), "e"+id+"@contoso.com", 30)
 	}
 	return rows
+}
+
+// mfRun runs op once or, in azcore's default retry mode, again while it
+// fails with tablekit.ErrUnavailable, at most three times in all: there a
+// request gives up after four attempts (one in 10,000 at 10% faults), and
+// a maintenance operation that gave up is meant to be run again. It
+// returns op's last error and the number of runs.
+func mfRun(t *testing.T, mode faults.RetryMode, what string, op func() error) (int, error) {
+	t.Helper()
+	for run := 1; ; run++ {
+		err := op()
+		if err == nil || !mode.Default() || run == 3 || !errors.Is(err, tablekit.ErrUnavailable) {
+			return run, err
+		}
+		t.Logf("%s gave up (run %d), run again: %v", what, run, err)
+	}
+}
+
+// rebuildVerifyRepairUnderFaults runs Rebuild, Verify and Repair under
+// faults on the repository open builds, over n primaries, faults drawn
+// from faultSeed + seed.
+func rebuildVerifyRepairUnderFaults(t *testing.T, mode faults.RetryMode, n int, open func(*testing.T, *tablekit.Account, string) mfRepo, seed uint64) {
+	ctx := context.Background()
+	start := time.Now()
+	tbl, fp := faultyTable[ixEmployee](t, mode, 0.10, faultSeed(t, 31)+seed)
+	fp.SetEnabled(false)
+	x := open(t, tbl.Account(), tbl.Name())
+	rows := mfRows(n)
+	if _, err := x.Table().BulkWrite(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range rows {
+		want = append(want, x.want(e)...)
+	}
+	slices.Sort(want)
+
+	var phases []string
+	var total int64
+	// underFaults runs op, the maintenance operation what, with faults on
+	// (as mfRun runs it), fails the test on its error, and returns the
+	// runs it took and the faults it met.
+	underFaults := func(what string, op func() error) (int, int64) {
+		t.Helper()
+		before, began := fp.Injected(), time.Now()
+		fp.SetEnabled(true)
+		runs, err := mfRun(t, mode, what, op)
+		fp.SetEnabled(false)
+		k := fp.Injected() - before
+		total += k
+		phases = append(phases, fmt.Sprintf("%s %d faults, %d runs, %v", what, k, runs, time.Since(began).Round(time.Millisecond)))
+		if err != nil {
+			t.Fatalf("%s under faults: %v", what, err)
+		}
+		return runs, k
+	}
+	// indexed checks, with faults off and reading the index raw, that
+	// every primary is indexed once and nothing else is.
+	indexed := func(after string) {
+		t.Helper()
+		got := x.entries(t)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("after %s under faults the index holds %d entries, want %d: %s", after, len(got), len(want), mfDiff(got, want))
+		}
+	}
+	var rep *patterns.IndexReport
+	verify := func() (err error) {
+		rep, err = x.Verify(ctx, mfOptions)
+		return err
+	}
+
+	// Rebuild over primaries written without the index.
+	_, rebuildFaults := underFaults("Rebuild", func() error { return x.Rebuild(ctx, mfOptions) })
+	indexed("Rebuild")
+
+	// Verify of a right index.
+	underFaults("Verify", verify)
+	if rep.Primaries != n || !rep.OK() {
+		t.Fatalf("Verify of a right index under faults counted %d primaries, want %d, and found:\n%s", rep.Primaries, n, mtEntries(rep.Entries))
+	}
+
+	// Damage behind the index's back, in the hot partition and in a small
+	// one: an index entity deleted, and an entry naming a primary that
+	// does not exist.
+	var planted []string
+	planted = append(planted, x.lose(t, rows[0], rows)...)
+	planted = append(planted, x.lose(t, rows[1], rows)...)
+	planted = append(planted, x.stray(t, rows[2])...)
+	planted = append(planted, x.stray(t, rows[5])...)
+	underFaults("Verify of the damage", verify)
+	if rep.Primaries != n {
+		t.Errorf("Verify of the damage under faults counted %d primaries, want %d", rep.Primaries, n)
+	}
+	mtWant(t, "Verify of the damage under faults", mtEntries(rep.Entries), planted...)
+
+	// Repair of the damage, and Verify without faults after it.
+	runs, _ := underFaults("Repair", func() (err error) {
+		rep, err = x.Repair(ctx, mfOptions)
+		return err
+	})
+	if runs == 1 { // a run after one that gave up finds only what that one left
+		mtWant(t, "Repair under faults", mtEntries(rep.Entries), planted...)
+	}
+	if len(rep.Skipped) > 0 {
+		t.Errorf("Repair under faults skipped:\n%s", mtEntries(rep.Skipped))
+	}
+	indexed("Repair")
+	if err := verify(); err != nil {
+		t.Fatalf("Verify after Repair: %v", err)
+	}
+	if rep.Primaries != n || !rep.OK() {
+		t.Fatalf("Verify after Repair counted %d primaries, want %d, and found:\n%s", rep.Primaries, n, mtEntries(rep.Entries))
+	}
+
+	t.Logf("%d primaries, %d index entries, %d planted problems; %s; %v in all",
+		n, len(want), len(planted), strings.Join(phases, "; "), time.Since(start).Round(time.Millisecond))
+	if rebuildFaults < 1 || total < 5 {
+		t.Errorf("only %d faults injected (%d in Rebuild): the test proves nothing", total, rebuildFaults)
+	}
 }
 
 // mfDiff describes how the sorted lines got differ from want: the first
