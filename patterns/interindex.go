@@ -417,8 +417,10 @@ func isCopy(p rawProps) bool {
 // the primaries' merges are conditional on the ETags scanned), so a
 // partition of 100 primaries with one index costs about 2 requests plus
 // its share of the scan. A primary changed meanwhile is left to its
-// writer's own queued sync. It does not look for orphaned copies (Repair
-// does). opts.Progress receives the primaries done.
+// writer's own queued sync; a merge whose answer was lost, and that the
+// transport could not settle, is settled by reading the primary back. It
+// does not look for orphaned copies (Repair does). opts.Progress receives
+// the primaries done.
 func (x *EventualIndexedTable[T]) Rebuild(ctx context.Context, opts *MaintenanceOptions) error {
 	return parallel(ctx, partitionBatches(x.primaries(ctx, opts)), opts.parallelism(), opts.progress(), func(ctx context.Context, batch []rawProps) (int, error) {
 		return len(batch), x.rebuildBatch(ctx, batch)

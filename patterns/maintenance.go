@@ -8,6 +8,7 @@ package patterns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
@@ -508,6 +510,13 @@ func touchBody(pk, rk string) ([]byte, error) {
 // a partition into transactions of up to 100 operations. When a packed
 // transaction loses a race, its units are sent one by one; it returns the
 // indexes of the units that lost a race on their own.
+//
+// A transaction whose answer was lost and that the transport could not
+// settle (tablekit.ErrOutcomeUnknown: its operations are conditional on
+// ETags, and the entities changed) is settled by reading its entities
+// back (see landed): a unit whose entities show its effect is done, one
+// whose entities do not is sent again on its own, and one that then
+// still does not show it lost a race.
 func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, error) {
 	byPK := map[string][]int{}
 	var order []string
@@ -519,27 +528,60 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 		byPK[pk] = append(byPK[pk], i)
 	}
 	var lost []int
+	alone := func(i int) error {
+		_, err := t.SubmitOps(ctx, units[i], nil)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, tablekit.ErrOutcomeUnknown):
+			done, err := landed(ctx, t.w, units[i:i+1])
+			if err != nil {
+				return err
+			}
+			if !done[0] {
+				lost = append(lost, i)
+			}
+			return nil
+		case listRace(err):
+			lost = append(lost, i)
+			return nil
+		}
+		return err
+	}
 	send := func(idx []int) error {
+		if len(idx) == 1 {
+			return alone(idx[0])
+		}
 		var ops []Op
 		for _, i := range idx {
 			ops = append(ops, units[i]...)
 		}
 		_, err := t.SubmitOps(ctx, ops, nil)
+		again := idx
 		switch {
 		case err == nil:
 			return nil
+		case errors.Is(err, tablekit.ErrOutcomeUnknown):
+			sent := make([][]Op, len(idx))
+			for k, i := range idx {
+				sent[k] = units[i]
+			}
+			done, err := landed(ctx, t.w, sent)
+			if err != nil {
+				return err
+			}
+			again = nil
+			for k, i := range idx {
+				if !done[k] {
+					again = append(again, i)
+				}
+			}
 		case !listRace(err):
 			return err
-		case len(idx) == 1:
-			lost = append(lost, idx[0])
-			return nil
 		}
-		for _, i := range idx {
-			if _, err := t.SubmitOps(ctx, units[i], nil); err != nil {
-				if !listRace(err) {
-					return err
-				}
-				lost = append(lost, i)
+		for _, i := range again {
+			if err := alone(i); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -564,6 +606,96 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 		}
 	}
 	return lost, nil
+}
+
+// writeRepair writes op, a repair of one entity of table w conditional on
+// the entity as scanned, and reports whether it lost a race (listRace):
+// the entity changed since. An outcome the transport left open is
+// settled as landed settles it.
+func writeRepair(ctx context.Context, w *wire.Table, verb string, op Op) (raced bool, err error) {
+	_, err = w.Write(ctx, verb, op)
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		done, err := landed(ctx, w, [][]Op{{op}})
+		return err == nil && !done[0], err
+	}
+	if listRace(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// readBackParallel bounds the reads with which landed settles a write.
+const readBackParallel = 16
+
+// landed settles writes whose outcome the transport left open
+// (tablekit.ErrOutcomeUnknown): it reads back the entity of every
+// operation of units (all of table w) and reports, for each unit, whether
+// all of them show its effect (see shows). Maintenance writes make the
+// index what the primaries want, so a unit whose effect shows has done
+// its work, whoever's write stored it; one whose effect does not show
+// did not land, or a concurrent write changed its entities since. One
+// read per operation, readBackParallel at once.
+func landed(ctx context.Context, w *wire.Table, units [][]Op) ([]bool, error) {
+	var ops []Op
+	for _, u := range units {
+		ops = append(ops, u...)
+	}
+	ok := make([]bool, len(ops))
+	err := parallel(ctx, indexes(len(ops)), readBackParallel, nil, func(ctx context.Context, i int) (int, error) {
+		op := ops[i]
+		body, _, err := w.Stored(ctx, op.PartitionKey, op.RowKey)
+		if err != nil {
+			return 0, err
+		}
+		var stored rawProps
+		if body != nil {
+			if stored, err = parseProps(body); err != nil {
+				return 0, err
+			}
+		}
+		ok[i], err = shows(op, stored)
+		return 0, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	done := make([]bool, len(units))
+	k := 0
+	for u, unit := range units {
+		done[u] = true
+		for range unit {
+			done[u] = done[u] && ok[k]
+			k++
+		}
+	}
+	return done, nil
+}
+
+// shows reports whether stored, an entity read back (nil: absent), is the
+// state op leaves behind: absent after a delete; after an insert or a
+// replace, op's properties and no other; after a merge, op's properties
+// among others. The service's metadata and the write-id log are left out
+// (see sameProps).
+func shows(op Op, stored rawProps) (bool, error) {
+	if op.Type == OpDelete {
+		return stored == nil, nil
+	}
+	if stored == nil {
+		return false, nil
+	}
+	want, err := parseProps(op.Entity)
+	if err != nil {
+		return false, err
+	}
+	if op.Type != OpMerge && op.Type != OpUpsertMerge {
+		return sameProps(want, stored), nil
+	}
+	for k, v := range want {
+		if s, ok := stored[k]; !ignoredProps[k] && (!ok || !sameValue(v, s)) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // parallel runs fn on every item of seq with at most n at once; fn

@@ -43,9 +43,13 @@ func (x *IndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptions) 
 // transaction that loses a race applies nothing, and that primary's
 // entries are listed in the report's Skipped (the concurrent write keeps
 // its copies itself; verify again to see what remains); so is a copy
-// whose unique value another primary's copy holds. Requests: Verify's,
-// then one transaction per partition for each 100 operations (one per
-// primary after a lost race) and one read per orphan.
+// whose unique value another primary's copy holds. A transaction whose
+// answer was lost, and that the transport could not settle, is settled by
+// reading its entities back: a primary's repair is done when they show
+// it, and is otherwise sent again on its own. Requests: Verify's, then
+// one transaction per partition for each 100 operations (one per primary
+// after a lost race), one read per orphan, and one read per operation of
+// a transaction settled by reading back.
 func (x *IndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
 	return repairIndex(ctx, x, opts)
 }

@@ -365,7 +365,8 @@ func (x *EventualListIndexedTable[T]) Verify(ctx context.Context, opts *Maintena
 // queue, so that it returns with the index fixed: it first records the
 // value on each entity whose recorded value is wrong (a merge of that one
 // property, conditional on the ETag scanned; an entity changed meanwhile
-// is skipped, as its writer enqueued its own step), then applies, in
+// is skipped, as its writer enqueued its own step; a lost answer is
+// settled by reading the entity back), then applies, in
 // process (consistency.Apply), the worker's own index-list step for each
 // wrong member. The step re-reads the entity when it runs and writes the
 // index entity conditionally on its ETag, so repairs converge with the
@@ -455,10 +456,9 @@ func (x *EventualListIndexedTable[T]) repair(ctx context.Context, a *audit) erro
 		if err != nil {
 			return err
 		}
-		_, err = x.t.w.Write(ctx, "merge", Op{Type: OpMerge, PartitionKey: e.Primary.PartitionKey, RowKey: e.Primary.RowKey, Entity: body, ETag: a.primaries[e.Primary].etag})
-		if listRace(err) {
+		raced, err := writeRepair(ctx, x.t.w, "merge", Op{Type: OpMerge, PartitionKey: e.Primary.PartitionKey, RowKey: e.Primary.RowKey, Entity: body, ETag: a.primaries[e.Primary].etag})
+		if raced {
 			a.skip(e, "the entity changed during the repair; its writer enqueued its own step")
-			return nil
 		}
 		return err
 	})
