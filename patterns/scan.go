@@ -167,7 +167,7 @@ func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *Sc
 			for round := 0; len(points) < n-1 && round < 8; round++ {
 				// Spread points above first; then again above the last
 				// point found, until n-1 or no more are found.
-				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points), true)
+				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points), true, false)
 				if err != nil {
 					return nil, err
 				}
@@ -566,8 +566,10 @@ const (
 func (s *scan) split(ctx context.Context, r *scanRange) error {
 	s.mu.Lock()
 	cur, claimed := r.Lo, r.claimed != nil
+	inPartition := false
 	if claimed {
 		cur = *r.claimed
+		inPartition = r.first.PK == cur.PK
 	}
 	lo, hi := r.Lo, r.Hi
 	stop := r.Stop
@@ -595,7 +597,7 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 		}
 		cur = first
 	}
-	points, err := s.findSplit(ctx, cur, stop, want, false)
+	points, err := s.findSplit(ctx, cur, stop, want, false, inPartition)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -692,8 +694,29 @@ const (
 // rows of cur's partition after cur. They come sorted, without repeats.
 // adjacent allows the row right after cur as the point when no other is
 // found: a range that is running reads it before the search ends.
-func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacent bool) ([]position, error) {
-	if stop.End || keys.Compare(cur.PK, stop.PK) < 0 {
+// inPartition says the range's last page lay in cur's partition: its
+// rows are searched at once with the partitions after it, not after.
+func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacent, inPartition bool) ([]position, error) {
+	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
+	rowLevel := func(ctx context.Context) ([]position, error) {
+		rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+			fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
+			if inPart {
+				fs = append(fs, keys.RK().Lt(stop.RK))
+			}
+			k, found, err := s.probe(ctx, keys.And(fs...))
+			return k.RK, found, err
+		})
+		out := make([]position, len(rks))
+		for i, rk := range rks {
+			out[i] = keyAt(cur.PK, rk)
+		}
+		return out, err
+	}
+	if !stop.End && keys.Compare(cur.PK, stop.PK) >= 0 {
+		return rowLevel(ctx)
+	}
+	partitionLevel := func(ctx context.Context) ([]position, error) {
 		var upper keys.Filter
 		switch {
 		case stop.End:
@@ -706,28 +729,35 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
 			return k.PK, found, err
 		})
-		if err != nil || len(pks) > 0 {
-			out := make([]position, len(pks))
-			for i, pk := range pks {
-				out[i] = keyAt(pk, "")
-			}
+		out := make([]position, len(pks))
+		for i, pk := range pks {
+			out[i] = keyAt(pk, "")
+		}
+		return out, err
+	}
+	if !inPartition {
+		// Partitions after cur's where there are some, else cur's rows.
+		if out, err := partitionLevel(ctx); err != nil || len(out) > 0 {
 			return out, err
 		}
+		return rowLevel(ctx)
 	}
-	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
-	rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
-		fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
-		if inPart {
-			fs = append(fs, keys.RK().Lt(stop.RK))
-		}
-		k, found, err := s.probe(ctx, keys.And(fs...))
-		return k.RK, found, err
-	})
-	out := make([]position, len(rks))
-	for i, rk := range rks {
-		out[i] = keyAt(cur.PK, rk)
+	// The range is inside a partition that fills pages: split its rows
+	// and the partitions after it at once (its rows come first).
+	var rows, parts []position
+	var rowErr, partErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rows, rowErr = rowLevel(ctx)
+	}()
+	parts, partErr = partitionLevel(ctx)
+	wg.Wait()
+	if err := errors.Join(rowErr, partErr); err != nil {
+		return nil, err
 	}
-	return out, err
+	return append(rows, parts...), nil
 }
 
 // splitKeys finds up to n existing keys above cur, spread over those that
