@@ -108,6 +108,13 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 					}
 				}
 			}
+			// The last page fetched nothing ahead, so the previous page's
+			// buffer is still the spare: back to the pool with it, or it
+			// would be lost and the next scan would allocate (and grow) a
+			// buffer again.
+			if spare != nil {
+				pages.Put(spare)
+			}
 			spare = cur.buf
 			if !ok || cur.next == nil {
 				return
