@@ -297,7 +297,8 @@ func (s *scanner) skipValue(depth int) error {
 
 // end checks that only white space follows.
 func (s *scanner) end() error {
-	if s.peek() != 0 {
+	// Not peek: a NUL byte in the data would read as the end.
+	if s.ws(); s.i < len(s.b) {
 		return s.fail("data after the object")
 	}
 	return nil
