@@ -3,6 +3,7 @@ package entity
 import (
 	"encoding"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -56,6 +57,26 @@ type memberHint struct {
 	member string
 	f      *field // the field it decodes into; nil when ann or ignored
 	ann    bool   // an `X@odata.type` annotation the decoder reads
+	// A key of at most 16 bytes is compared as two little-endian words:
+	// the text's words masked by m0, m1 equal k0, k1 (short is false
+	// for a longer key).
+	k0, k1, m0, m1 uint64
+	short          bool
+}
+
+// setKey sets h's name and key, and the words a short key is compared by.
+func (h *memberHint) setKey(name []byte) {
+	h.name, h.key = string(name), string(name)+`":`
+	h.k0, h.k1, h.m0, h.m1, h.short = 0, 0, 0, 0, len(h.key) <= 16
+	if h.short {
+		var buf, mask [16]byte
+		copy(buf[:], h.key)
+		for i := range len(h.key) {
+			mask[i] = 0xff
+		}
+		h.k0, h.k1 = binary.LittleEndian.Uint64(buf[:]), binary.LittleEndian.Uint64(buf[8:])
+		h.m0, h.m1 = binary.LittleEndian.Uint64(mask[:]), binary.LittleEndian.Uint64(mask[8:])
+	}
 }
 
 func (d *decoder) syntax(err error) error {
@@ -153,10 +174,10 @@ func (d *decoder) hint(j int, key []byte, esc bool) memberHint {
 	h := d.resolve(key)
 	if !esc && !d.once {
 		if j < len(d.hints) {
-			h.name, h.key = string(key), string(key)+`":`
+			h.setKey(key)
 			d.hints[j] = h
 		} else if j == len(d.hints) && j < maxHints {
-			h.name, h.key = string(key), string(key)+`":`
+			h.setKey(key)
 			d.hints = append(d.hints, h)
 		}
 	}
@@ -176,6 +197,13 @@ func (d *decoder) hinted(j int) (h *memberHint, hit, skip bool) {
 	if m := h.member; m != "" && len(b) >= len(m) && string(b[:len(m)]) == m {
 		d.s.i += 1 + len(m)
 		return h, true, true
+	}
+	if h.short && len(b) >= 16 {
+		if binary.LittleEndian.Uint64(b)&h.m0 == h.k0 && binary.LittleEndian.Uint64(b[8:])&h.m1 == h.k1 {
+			d.s.i += 1 + len(h.key)
+			return h, true, false
+		}
+		return nil, false, false
 	}
 	if k := h.key; len(b) >= len(k) && string(b[:len(k)]) == k {
 		d.s.i += 1 + len(k)
@@ -232,6 +260,9 @@ func (d *decoder) members(rv reflect.Value) error {
 				return d.syntax(err)
 			}
 		}
+		if !skip && h.f != nil && h.f.kind == kTime && h.f.fast && d.base != nil && d.canonicalTimeAt(h.f) {
+			skip = true
+		}
 		if !skip {
 			kind, raw, esc, err := s.value()
 			if err != nil {
@@ -268,6 +299,24 @@ func (d *decoder) members(rv reflect.Value) error {
 			return d.syntax(s.fail("want ',' or '}'"))
 		}
 	}
+}
+
+// canonicalTimeAt decodes the DateTime at the scanner into the fast
+// field f when it is a string in the service's form (which holds neither
+// a quote nor a backslash, so scanning it as a string first would find
+// nothing), and consumes it; false leaves the scanner where it was.
+func (d *decoder) canonicalTimeAt(f *field) bool {
+	b, i := d.s.b, d.s.i
+	if i+29 >= len(b) || b[i] != '"' || b[i+29] != '"' {
+		return false
+	}
+	t, ok := canonicalTime(b[i+1 : i+29])
+	if !ok {
+		return false
+	}
+	*(*time.Time)(unsafe.Add(d.base, f.offset)) = t
+	d.s.i = i + 30
+	return true
 }
 
 // edmTypeOf is the EDM type named by an annotation's value, without an

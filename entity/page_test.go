@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit/entity"
 )
@@ -345,5 +346,69 @@ func TestPageReaderRepeatedAnnotations(t *testing.T) {
 	}
 	if want := []entity.EDMType{entity.EdmInt64, entity.EdmInt64, entity.EdmInt32, entity.EdmDouble}; !reflect.DeepEqual(types, want) {
 		t.Errorf("hook saw %v, want %v", types, want)
+	}
+}
+
+// A DateTime in the service's form is read straight from the text; any
+// other spelling of a string (white space around it, an escaped digit or
+// Z, a null) is read as before, in a row alone and in a page.
+func TestDateTimeSpellings(t *testing.T) {
+	type row struct {
+		PartitionKey, RowKey string
+		T                    time.Time
+	}
+	c, err := entity.CodecOf(reflect.TypeOf(row{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2024, 1, 2, 3, 4, 5, 123456700, time.UTC)
+	for _, tc := range []struct {
+		value string
+		want  time.Time
+		bad   bool
+	}{
+		{`"2024-01-02T03:04:05.1234567Z"`, want, false},
+		{` "2024-01-02T03:04:05.1234567Z" `, want, false},
+		{`"2024-01-02T03:04:05.1234567\u005a"`, want, false},
+		{`"\u0032024-01-02T03:04:05.1234567Z"`, want, false},
+		{`"2024-01-02T03:04:05.123456Z"`, want.Truncate(time.Microsecond), false},
+		{`null`, time.Time{}, false},
+		{`"2024-01-02T03:04:05.1234567Z`, time.Time{}, true},
+		{`"2024-01-02T03:04:05.1234567Z\"`, time.Time{}, true},
+		{`"2024-02-30T03:04:05.1234567Z"`, time.Time{}, true},
+		{`"2024-01-02T03:04:05.12345x7Z"`, time.Time{}, true},
+		{`20240102`, time.Time{}, true},
+	} {
+		raw := `{"PartitionKey":"p","RowKey":"r","T":` + tc.value + `}`
+		var alone row
+		err := c.Unmarshal([]byte(raw), &alone)
+		r := entity.NewPageReader([]byte(`{"value":[` + raw + `,` + raw + `]}`))
+		var inPage []row
+		var perr error
+		for r.Next() {
+			var v row
+			if perr = r.Decode(c, &v); perr != nil {
+				break
+			}
+			inPage = append(inPage, v)
+		}
+		if perr == nil {
+			perr = r.Err()
+		}
+		if tc.bad {
+			if err == nil || perr == nil {
+				t.Errorf("%s: alone %v, in a page %v; want errors", tc.value, err, perr)
+			}
+			continue
+		}
+		if err != nil || perr != nil || len(inPage) != 2 {
+			t.Errorf("%s: alone %v, in a page %d rows, %v", tc.value, err, len(inPage), perr)
+			continue
+		}
+		for _, got := range []time.Time{alone.T, inPage[0].T, inPage[1].T} {
+			if !got.Equal(tc.want) || (!got.IsZero() && got.Location() != time.UTC) {
+				t.Errorf("%s: decoded %v, want %v", tc.value, got, tc.want)
+			}
+		}
 	}
 }
