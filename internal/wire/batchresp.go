@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // The answer to an entity group transaction is a multipart/mixed body
@@ -182,25 +183,30 @@ func cutLine(b []byte) (line, rest []byte, ok bool) {
 // failure. ok is false when the body cannot be read or does not hold one
 // response per operation.
 func batchOutcome(body []byte, nops int, results []Result) (failed, ok bool) {
-	// The ETags are cut from one string, not allocated one by one: they
-	// alias the response's bytes only through their copy in etags.
+	// The ETags are cut from one string, built in place (strings.Builder
+	// hands its buffer over without a copy), not allocated one by one:
+	// they alias the response's bytes only through that copy. readBatch
+	// calls back with i = 0, 1, 2, ...: ends[i] is where result i's ETag
+	// ends.
 	m := min(nops, len(results))
-	etags := make([]byte, 0, 64*m)
-	ends, at := make([]int, 0, m), make([]int, 0, m)
+	var etags strings.Builder
+	etags.Grow(64 * m)
+	var endsBuf [MaxTransactionOps]int
+	ends := endsBuf[:0]
 	n, err := readBatch(body, func(i int, r innerResponse) {
 		if r.Status >= 400 {
 			failed = true
 		}
 		if i < len(results) {
 			results[i] = Result{StatusCode: r.Status}
-			etags = append(etags, r.ETag...)
-			ends, at = append(ends, len(etags)), append(at, i)
+			etags.Write(r.ETag)
+			ends = append(ends, etags.Len())
 		}
 	})
-	if len(etags) > 0 {
-		all, start := string(etags), 0
+	if etags.Len() > 0 {
+		all, start := etags.String(), 0
 		for k, end := range ends {
-			results[at[k]].ETag = all[start:end]
+			results[k].ETag = all[start:end]
 			start = end
 		}
 	}
