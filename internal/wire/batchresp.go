@@ -203,7 +203,6 @@ func batchOutcome(body []byte, nops int, results []Result) (failed, ok bool) {
 	// ends.
 	m := min(nops, len(results))
 	var etags strings.Builder
-	etags.Grow(64 * m)
 	var endsBuf [MaxTransactionOps]int
 	ends := endsBuf[:0]
 	n, err := readBatch(body, func(i int, r innerResponse) {
@@ -212,6 +211,11 @@ func batchOutcome(body []byte, nops int, results []Result) (failed, ok bool) {
 		}
 		if i < len(results) {
 			results[i] = Result{StatusCode: r.Status}
+			if etags.Cap() == 0 && len(r.ETag) > 0 {
+				// The ETags of one transaction are alike (the service's
+				// stamp, in one format): room for m like the first.
+				etags.Grow(len(r.ETag) * (m - i))
+			}
 			etags.Write(r.ETag)
 			ends = append(ends, etags.Len())
 		}
