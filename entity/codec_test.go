@@ -612,6 +612,32 @@ func TestDataSize(t *testing.T) {
 	if n2, _ := c.DataSize(r); n2 != n+16+100 {
 		t.Errorf("DataSize with a 100-byte *string = %d, want %d", n2, n+16+100)
 	}
+	// By pointer, fields are read at their offsets; by value (not
+	// addressable), through reflect: the same size, for string kinds of
+	// every length and the other fast kinds.
+	type kinds struct {
+		PartitionKey, RowKey string
+		S                    string
+		W                    widthName
+		E                    string `table:",omitempty"`
+		B                    bool
+		I                    int8
+		U                    uint64
+		F                    float32
+		T                    time.Time
+	}
+	kc, err := entity.CodecOf(reflect.TypeFor[kinds](), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		k := kinds{PartitionKey: "p", RowKey: strconv.Itoa(i), S: strings.Repeat("s", i*7), W: widthName(strings.Repeat("w", i%5)), B: i%2 == 0, I: int8(i), U: uint64(i), F: float32(i), T: time.Unix(int64(i), 0)}
+		byPtr, ok1 := kc.DataSize(&k)
+		byVal, ok2 := kc.DataSize(k)
+		if byPtr != byVal || !ok1 || !ok2 || byPtr != 10*16+1+len(strconv.Itoa(i))+i*7+i%5 {
+			t.Fatalf("DataSize of %+v: by pointer %d, %v; by value %d, %v", k, byPtr, ok1, byVal, ok2)
+		}
+	}
 	if _, ok := c.DataSize(struct{}{}); ok {
 		t.Error("DataSize of another type reported ok")
 	}

@@ -3,6 +3,7 @@ package entity
 import (
 	"encoding"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -21,13 +22,12 @@ type decoder struct {
 	annName []byte // the last `X@odata.type` annotation seen, for hooks
 	annType EDMType
 
-	// The string fields of the object being decoded are set when it ends,
-	// from one allocation: strs holds their bytes, pend where each goes.
-	// The strings of one entity share that backing array, which lives as
-	// long as any of them (never longer than the entity's own strings).
-	strs []byte
-	pend []pendingString
-	base unsafe.Pointer // the address of the struct decoded, for fast fields
+	// arena holds the bytes of the string fields a PageReader decodes:
+	// each string is a piece of it, and later strings go after the last
+	// one, never over it, so the strings of many rows share one
+	// allocation of arenaSize bytes (see setString).
+	arena []byte
+	base  unsafe.Pointer // the address of the struct decoded, for fast fields
 
 	// hints are the member names of the previous object, in order, with
 	// what each resolved to: the rows of a page repeat their members in
@@ -35,25 +35,48 @@ type decoder struct {
 	// a map lookup. hintCodec is the codec they were resolved by.
 	hints     []memberHint
 	hintCodec *Codec
-	once      bool // one object only: no hints, strings set at once
+	once      bool // one object only: no hints, no arena
 }
 
 // reset keeps the decoder's buffers and member names, and drops the rest.
 func (d *decoder) reset() decoder {
-	return decoder{scratch: d.scratch[:0], annName: d.annName[:0], strs: d.strs[:0], pend: d.pend[:0], hints: d.hints, hintCodec: d.hintCodec}
-}
-
-// pendingString is a string field whose value is strs[off:off+n].
-type pendingString struct {
-	dst    *string
-	off, n int
+	// The arena keeps its length: the strings already handed out are
+	// still in use.
+	return decoder{scratch: d.scratch[:0], annName: d.annName[:0], arena: d.arena, hints: d.hints, hintCodec: d.hintCodec}
 }
 
 // memberHint is how one member name of an object resolved.
 type memberHint struct {
 	name string
-	f    *field // the field it decodes into; nil when ann or ignored
-	ann  bool   // an `X@odata.type` annotation
+	key  string // name + `":`, the text after the member's opening quote up to its value
+	// member is, for an ignored member whose value was a string (the
+	// annotations of a T without property hooks), the whole member after
+	// its opening quote through the value's closing quote, as the object
+	// the hint was made from had it: a row with the same text there skips
+	// the member with one comparison.
+	member string
+	f      *field // the field it decodes into; nil when ann or ignored
+	ann    bool   // an `X@odata.type` annotation the decoder reads
+	// A key of at most 16 bytes is compared as two little-endian words:
+	// the text's words masked by m0, m1 equal k0, k1 (short is false
+	// for a longer key).
+	k0, k1, m0, m1 uint64
+	short          bool
+}
+
+// setKey sets h's name and key, and the words a short key is compared by.
+func (h *memberHint) setKey(name []byte) {
+	h.name, h.key = string(name), string(name)+`":`
+	h.k0, h.k1, h.m0, h.m1, h.short = 0, 0, 0, 0, len(h.key) <= 16
+	if h.short {
+		var buf, mask [16]byte
+		copy(buf[:], h.key)
+		for i := range len(h.key) {
+			mask[i] = 0xff
+		}
+		h.k0, h.k1 = binary.LittleEndian.Uint64(buf[:]), binary.LittleEndian.Uint64(buf[8:])
+		h.m0, h.m1 = binary.LittleEndian.Uint64(mask[:]), binary.LittleEndian.Uint64(mask[8:])
+	}
 }
 
 func (d *decoder) syntax(err error) error {
@@ -77,32 +100,48 @@ func (d *decoder) object(rv reflect.Value) error {
 	if d.hintCodec != d.c {
 		d.hints, d.hintCodec = d.hints[:0], d.c
 	}
-	err := d.members(rv)
-	d.setStrings()
-	return err
+	// An annotation belongs to its own object's property: a row without
+	// one must not see the previous row's.
+	d.annName = d.annName[:0]
+	return d.members(rv)
 }
 
-// setStrings sets the pending string fields from one allocation.
-func (d *decoder) setStrings() {
-	if len(d.pend) == 0 {
-		return
-	}
-	all := string(d.strs)
-	for _, p := range d.pend {
-		*p.dst = all[p.off : p.off+p.n]
-	}
-	clear(d.pend)
-	d.pend, d.strs = d.pend[:0], d.strs[:0]
-}
+// The arena of a PageReader's strings: a string of up to arenaMaxString
+// bytes goes into the current arena of arenaSize bytes, a longer one gets
+// an allocation of its own. A page's strings then cost one allocation per
+// arenaSize bytes instead of one per row, and a string a caller keeps
+// keeps at most arenaSize bytes of other strings alive.
+const (
+	arenaSize      = 4 << 10
+	arenaMaxString = 512
+)
 
-// setStringAt sets *dst to text when the object ends.
-func (d *decoder) setStringAt(dst *string, text []byte) {
-	if d.once || len(text) == 0 {
-		*dst = string(text)
+// setString sets *dst to the JSON string raw (its text between the
+// quotes, unescaped when esc).
+func (d *decoder) setString(dst *string, raw []byte, esc bool) {
+	switch {
+	case len(raw) == 0:
+		*dst = ""
+		return
+	case d.once || len(raw) > arenaMaxString:
+		*dst = string(d.str(raw, esc))
 		return
 	}
-	d.pend = append(d.pend, pendingString{dst: dst, off: len(d.strs), n: len(text)})
-	d.strs = append(d.strs, text...)
+	if cap(d.arena)-len(d.arena) < len(raw) {
+		d.arena = make([]byte, 0, arenaSize)
+	}
+	off := len(d.arena)
+	if esc {
+		// Unescaped text is never longer than its escaped form, so it
+		// fits; if it did not, append would move to a new array and the
+		// strings already set would keep the old one.
+		d.arena = unescape(d.arena, raw)
+	} else {
+		d.arena = append(d.arena, raw...)
+	}
+	// The bytes at off and after are never written again: later strings
+	// are appended after them.
+	*dst = unsafe.String(unsafe.SliceData(d.arena[off:]), len(d.arena)-off)
 }
 
 // resolve is what the member name key of an object decodes into: a field
@@ -123,7 +162,7 @@ func (d *decoder) resolve(key []byte) memberHint {
 		return memberHint{f: p.etag}
 	}
 	const suffix = "@odata.type"
-	return memberHint{ann: len(key) > len(suffix) && string(key[len(key)-len(suffix):]) == suffix}
+	return memberHint{ann: p.propHooks && len(key) > len(suffix) && string(key[len(key)-len(suffix):]) == suffix}
 }
 
 // hint resolves the j-th member name of the object, by the previous
@@ -135,35 +174,51 @@ func (d *decoder) hint(j int, key []byte, esc bool) memberHint {
 	h := d.resolve(key)
 	if !esc && !d.once {
 		if j < len(d.hints) {
-			h.name = string(key)
+			h.setKey(key)
 			d.hints[j] = h
 		} else if j == len(d.hints) && j < maxHints {
-			h.name = string(key)
+			h.setKey(key)
 			d.hints = append(d.hints, h)
 		}
 	}
 	return h
 }
 
-// hinted consumes the member name at the scanner (just after its opening
-// quote is the scanner's position) when it is the previous object's j-th
-// name, and returns how that name resolved.
-func (d *decoder) hinted(j int) (memberHint, bool) {
+// hinted consumes the member at the scanner (its opening quote is at the
+// scanner's position) when it starts as the previous object's j-th did:
+// its name and colon (hit), or, for an ignored member with the same text,
+// the whole member (skip).
+func (d *decoder) hinted(j int) (h *memberHint, hit, skip bool) {
 	if j >= len(d.hints) {
-		return memberHint{}, false
+		return nil, false, false
 	}
-	h := d.hints[j]
-	b, i := d.s.b, d.s.i+1
-	if end := i + len(h.name); end < len(b) && b[end] == '"' && string(b[i:end]) == h.name {
-		d.s.i = end + 1
-		return h, true
+	h = &d.hints[j]
+	b := d.s.b[d.s.i+1:]
+	if m := h.member; m != "" && len(b) >= len(m) && string(b[:len(m)]) == m {
+		d.s.i += 1 + len(m)
+		return h, true, true
 	}
-	return memberHint{}, false
+	if h.short && len(b) >= 16 {
+		if binary.LittleEndian.Uint64(b)&h.m0 == h.k0 && binary.LittleEndian.Uint64(b[8:])&h.m1 == h.k1 {
+			d.s.i += 1 + len(h.key)
+			return h, true, false
+		}
+		return nil, false, false
+	}
+	if k := h.key; len(b) >= len(k) && string(b[:len(k)]) == k {
+		d.s.i += 1 + len(k)
+		return h, true, false
+	}
+	return nil, false, false
 }
 
 // maxHints bounds the member names remembered (an entity has at most 255
 // properties, each with an annotation, plus the system ones).
 const maxHints = 520
+
+// maxMemberHint bounds the text of an ignored member remembered whole
+// (an annotation such as `"Salary@odata.type":"Edm.Int64"` is 32 bytes).
+const maxMemberHint = 128
 
 func (d *decoder) members(rv reflect.Value) error {
 	d.base = nil
@@ -183,13 +238,15 @@ func (d *decoder) members(rv reflect.Value) error {
 		if s.peek() != '"' {
 			return d.syntax(s.fail("want a property name"))
 		}
+		start := s.i
 		var h memberHint
 		var key []byte // the name, when it was scanned (h.name holds a hinted one)
-		if hit, ok := d.hinted(j); ok {
-			// The name the previous row had here, followed by its closing
-			// quote: no need to scan it (a hinted name holds no quote or
-			// backslash).
-			h = hit
+		hp, hit, skip := d.hinted(j)
+		if hit {
+			// The previous row's name here, its closing quote and the
+			// colon (a hinted name holds no quote or backslash); or the
+			// previous row's whole member, ignored.
+			h = *hp
 		} else {
 			k, kesc, err := s.str()
 			if err != nil {
@@ -199,28 +256,37 @@ func (d *decoder) members(rv reflect.Value) error {
 				k = unescape(nil, k)
 			}
 			key, h = k, d.hint(j, k, kesc)
-		}
-		if err := s.expect(':'); err != nil {
-			return d.syntax(err)
-		}
-		kind, raw, esc, err := s.value()
-		if err != nil {
-			return d.syntax(err)
-		}
-		switch {
-		case h.f != nil:
-			if err := d.field(h.f, rv, kind, raw, esc); err != nil {
-				return err
+			if err := s.expect(':'); err != nil {
+				return d.syntax(err)
 			}
-		case h.ann:
-			if kind == jString {
-				const suffix = "@odata.type"
-				if key != nil {
-					d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
-				} else {
-					d.annName = append(d.annName[:0], h.name[:len(h.name)-len(suffix)]...)
+		}
+		if !skip && h.f != nil && h.f.kind == kTime && h.f.fast && d.base != nil && d.canonicalTimeAt(h.f) {
+			skip = true
+		}
+		if !skip {
+			kind, raw, esc, err := s.value()
+			if err != nil {
+				return d.syntax(err)
+			}
+			switch {
+			case h.f != nil:
+				if err := d.field(h.f, rv, kind, raw, esc); err != nil {
+					return err
 				}
-				d.annType = edmTypeOf(raw)
+			case h.ann:
+				if kind == jString {
+					const suffix = "@odata.type"
+					if key != nil {
+						d.annName = append(d.annName[:0], key[:len(key)-len(suffix)]...)
+					} else {
+						d.annName = append(d.annName[:0], h.name[:len(h.name)-len(suffix)]...)
+					}
+					d.annType = edmTypeOf(raw)
+				}
+			case kind == jString && key != nil && s.i-start <= maxMemberHint && j < len(d.hints) && d.hints[j].name == string(key) && d.hints[j].member == "":
+				// An ignored member whose hint was just made: remember
+				// its text (once per hint, not per row).
+				d.hints[j].member = string(s.b[start+1 : s.i])
 			}
 		}
 		switch s.peek() {
@@ -233,6 +299,24 @@ func (d *decoder) members(rv reflect.Value) error {
 			return d.syntax(s.fail("want ',' or '}'"))
 		}
 	}
+}
+
+// canonicalTimeAt decodes the DateTime at the scanner into the fast
+// field f when it is a string in the service's form (which holds neither
+// a quote nor a backslash, so scanning it as a string first would find
+// nothing), and consumes it; false leaves the scanner where it was.
+func (d *decoder) canonicalTimeAt(f *field) bool {
+	b, i := d.s.b, d.s.i
+	if i+29 >= len(b) || b[i] != '"' || b[i+29] != '"' {
+		return false
+	}
+	t, ok := canonicalTime(b[i+1 : i+29])
+	if !ok {
+		return false
+	}
+	*(*time.Time)(unsafe.Add(d.base, f.offset)) = t
+	d.s.i = i + 30
+	return true
 }
 
 // edmTypeOf is the EDM type named by an annotation's value, without an
@@ -303,7 +387,7 @@ func (d *decoder) fastValue(f *field, p unsafe.Pointer, kind byte, raw []byte, e
 		if kind != jString {
 			return d.mismatch(f, kind)
 		}
-		d.setStringAt((*string)(p), d.str(raw, esc))
+		d.setString((*string)(p), raw, esc)
 	case kBool:
 		if kind != jTrue && kind != jFalse {
 			return d.mismatch(f, kind)
@@ -569,6 +653,9 @@ func parseDouble(kind byte, b []byte) (float64, error) {
 	if len(b) == 0 {
 		return 0, errNotDouble
 	}
+	if x, ok := exactDecimal(b); ok {
+		return x, nil
+	}
 	// The text was validated as a JSON number; parse it in place.
 	x, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
 	if err != nil {
@@ -577,11 +664,67 @@ func parseDouble(kind byte, b []byte) (float64, error) {
 	return x, nil
 }
 
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// exactDecimal parses a JSON number of the form -?digits(.digits)? with
+// at most 15 digits, the form most Doubles travel in: its digits make an
+// integer below 2^53 and the divisor is a power of ten a float64 holds
+// exactly, so one division, correctly rounded by IEEE 754, gives what
+// strconv.ParseFloat gives. Anything else (an exponent, more digits) is
+// not ok, for strconv.
+func exactDecimal(b []byte) (float64, bool) {
+	i := 0
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		i = 1
+	}
+	if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		return 0, false
+	}
+	var m uint64
+	digits, frac := 0, -1 // frac: digits after the point, -1 before it
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0:
+			frac = 0
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 || frac == 0 {
+		return 0, false
+	}
+	x := float64(m)
+	if frac > 0 {
+		x /= pow10[frac]
+	}
+	if neg {
+		x = -x
+	}
+	return x, true
+}
+
 var errTimeSyntax = errors.New("want yyyy-mm-ddThh:mm:ss[.fffffff]Z")
 
 // parseTime parses an Edm.DateTime: RFC 3339 with up to 7 (or more,
 // truncated to 100 ns) fractional digits, returned in UTC.
 func parseTime(b []byte) (time.Time, error) {
+	if t, ok := canonicalTime(b); ok {
+		return t, nil
+	}
+	return parseTimeGeneral(b)
+}
+
+// parseTimeGeneral is parseTime for any text.
+func parseTimeGeneral(b []byte) (time.Time, error) {
 	num := func(b []byte) int {
 		n := 0
 		for _, c := range b {
@@ -626,6 +769,35 @@ func parseTime(b []byte) (time.Time, error) {
 		return time.Time{}, errTimeSyntax
 	}
 	return t.UTC(), nil
+}
+
+// canonicalTime parses the form the service writes every DateTime in,
+// yyyy-mm-ddThh:mm:ss.fffffffZ, without loops: ok is false for any other
+// text (parseTime's general path then decides). A byte c is '0' to '9'
+// exactly when uint(c-'0')+6, c-'0' wrapping as a byte, is below 16: one
+// OR collects them all.
+func canonicalTime(b []byte) (time.Time, bool) {
+	if len(b) != 28 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[27] != 'Z' {
+		return time.Time{}, false
+	}
+	var bad uint
+	dig := func(c byte) int {
+		d := uint(c - '0') // a byte: below '0' wraps to 208 and above
+		bad |= d + 6
+		return int(d)
+	}
+	y := dig(b[0])*1000 + dig(b[1])*100 + dig(b[2])*10 + dig(b[3])
+	mo := dig(b[5])*10 + dig(b[6])
+	dd := dig(b[8])*10 + dig(b[9])
+	h := dig(b[11])*10 + dig(b[12])
+	mi := dig(b[14])*10 + dig(b[15])
+	s := dig(b[17])*10 + dig(b[18])
+	f := dig(b[20])*1000000 + dig(b[21])*100000 + dig(b[22])*10000 + dig(b[23])*1000 + dig(b[24])*100 + dig(b[25])*10 + dig(b[26])
+	if bad >= 16 || mo < 1 || mo > 12 || dd < 1 || dd > daysIn(mo, y) || h > 23 || mi > 59 || s > 59 {
+		return time.Time{}, false
+	}
+	sec := (daysFromCivil(y, mo, dd)*24+int64(h))*3600 + int64(mi)*60 + int64(s)
+	return time.Unix(sec, int64(f)*100).UTC(), true
 }
 
 // daysIn is the number of days of month mo (1 to 12) of year y.

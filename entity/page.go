@@ -187,10 +187,12 @@ func (r *PageReader) Raw() ([]byte, error) {
 }
 
 // Decode decodes the current row into v, a *T of c's type, as
-// c.Unmarshal would, and consumes the row. The string fields of one row
-// share one allocation, so a page of rows costs one allocation a row
-// (the strings of one row keep each other's bytes alive, no more). After an error the reader
-// stops: Next returns false.
+// c.Unmarshal would, and consumes the row. The string fields of the rows
+// a reader decodes share allocations of 4 KiB (a string over 512 bytes
+// has one of its own), so a page of rows costs an allocation per 4 KiB
+// of strings, not one a row; a string kept alive keeps at most 4 KiB of
+// other rows' strings alive, and is never written again. After an error
+// the reader stops: Next returns false.
 func (r *PageReader) Decode(c *Codec, v any) error {
 	if !r.pending {
 		return errNoRow

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit/entity"
 )
@@ -204,5 +206,209 @@ func TestPageReaderRowsChangingShape(t *testing.T) {
 	}
 	if got[3].Name != "four" || got[4].Name != `fi"ve` || got[5].Name != "" || got[6].Name != "seven again" {
 		t.Errorf("rows decoded as %+v", got)
+	}
+}
+
+// The strings a page reader decodes share arenas of a few KiB, across
+// rows and pages: they stay what they were decoded as when the page's
+// body is overwritten and the reader moves on to other pages (the arena
+// is only appended to), escaped or not, short or long, on either side of
+// an arena's end.
+func TestPageReaderStringsOutliveTheirPage(t *testing.T) {
+	c := pageCodec(t)
+	type kept struct {
+		row  pageRow
+		want pageRow
+	}
+	var all []kept
+	var r entity.PageReader
+	for page := range 4 {
+		var rows []string
+		var want []pageRow
+		for i := range 300 {
+			name := strings.Repeat("n", (page*300+i)%700) + `\"é\u00e9\n` + strconv.Itoa(i)
+			rk := strconv.Itoa(page) + "-" + strconv.Itoa(i)
+			rows = append(rows, `{"odata.etag":"W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\"","PartitionKey":"p","RowKey":"`+rk+`","Name":"`+name+`","N@odata.type":"Edm.Int64","N":"`+strconv.Itoa(i)+`"}`)
+			var w pageRow
+			if err := c.Unmarshal([]byte(rows[i]), &w); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, w)
+		}
+		body := []byte(`{"value":[` + strings.Join(rows, ",") + `]}`)
+		r.Reset(body)
+		for i := 0; r.Next(); i++ {
+			var v pageRow
+			if err := r.Decode(c, &v); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, kept{v, want[i]})
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range body {
+			body[i] = 'X' // the body's buffer goes back to a pool and is reused
+		}
+	}
+	if len(all) != 1200 {
+		t.Fatalf("decoded %d rows, want 1200", len(all))
+	}
+	for i, k := range all {
+		if k.row != k.want {
+			t.Fatalf("row %d is now %+v, was decoded as %+v", i, k.row, k.want)
+		}
+	}
+}
+
+// hookAnn records the annotation its property arrived with.
+type hookAnn struct{ typ entity.EDMType }
+
+func (h *hookAnn) UnmarshalProperty(v entity.Value) error { h.typ = v.Type; return nil }
+func (h hookAnn) MarshalProperty() (entity.Value, error)  { return entity.String(""), nil }
+
+// Annotations a T does not read are skipped whole when a row repeats the
+// previous row's text; a row that differs, or is malformed after the
+// repeated text, is read as it would be alone. A T with a property hook
+// still gets each row's own annotation.
+func TestPageReaderRepeatedAnnotations(t *testing.T) {
+	c := pageCodec(t)
+	rows := []string{
+		`{"PartitionKey":"p","RowKey":"1","X@odata.type":"Edm.String","X":"a","N@odata.type":"Edm.Int64","N":"1"}`,
+		`{"PartitionKey":"p","RowKey":"2","X@odata.type":"Edm.String","X":"b","N@odata.type":"Edm.Int64","N":"2"}`,
+		`{"PartitionKey":"p","RowKey":"3","X@odata.type":"Edm.Strin","X":"c","N@odata.type":"Edm.Int64","N":3}`,
+		`{"PartitionKey":"p","RowKey":"4","X@odata.type":"Edm.String\u0020","X":"d","N":4}`,
+		`{"PartitionKey":"p","RowKey":"5","X@odata.type":"Edm.String","X":"e","N@odata.type":"Edm.Int64","N":"5"}`,
+	}
+	r := entity.NewPageReader([]byte(`{"value":[` + strings.Join(rows, ",") + `]}`))
+	var got []pageRow
+	for r.Next() {
+		var v pageRow
+		if err := r.Decode(c, &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if r.Err() != nil || len(got) != len(rows) {
+		t.Fatalf("%d rows, %v", len(got), r.Err())
+	}
+	for i, g := range got {
+		if g.RowKey != strconv.Itoa(i+1) || g.N != int64(i+1) {
+			t.Errorf("row %d decoded as %+v", i, g)
+		}
+	}
+	for _, bad := range []string{
+		`{"PartitionKey":"p","RowKey":"2","X@odata.type":"Edm.String"5,"N":"2"}`,
+		`{"PartitionKey":"p","RowKey":"2","X@odata.type":"Edm.String"`,
+		`{"PartitionKey":"p","RowKey":"2","X@odata.type":"Edm.Str`,
+		`{"PartitionKey":"p","RowKey":"2","X@odata.type":"Edm.String"}}`,
+	} {
+		r := entity.NewPageReader([]byte(`{"value":[` + rows[0] + `,` + bad + `]}`))
+		var v pageRow
+		if !r.Next() || r.Decode(c, &v) != nil {
+			t.Fatalf("first row: %v", r.Err())
+		}
+		err := r.Err()
+		if r.Next() {
+			err = r.Decode(c, &v)
+			if err == nil {
+				r.Next()
+				err = r.Err()
+			}
+		} else {
+			err = r.Err()
+		}
+		if !errors.Is(err, entity.ErrInvalidEntity) {
+			t.Errorf("%s after a good row: %v, want ErrInvalidEntity", bad, err)
+		}
+	}
+
+	type hooked struct {
+		PartitionKey, RowKey string
+		H                    hookAnn
+	}
+	hc, err := entity.CodecOf(reflect.TypeOf(hooked{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr := entity.NewPageReader([]byte(`{"value":[` +
+		`{"PartitionKey":"p","RowKey":"1","H@odata.type":"Edm.Int64","H":"1"},` +
+		`{"PartitionKey":"p","RowKey":"2","H@odata.type":"Edm.Int64","H":"2"},` +
+		`{"PartitionKey":"p","RowKey":"3","H":3},` +
+		`{"PartitionKey":"p","RowKey":"4","H@odata.type":"Edm.Double","H":4}]}`))
+	var types []entity.EDMType
+	for hr.Next() {
+		var v hooked
+		if err := hr.Decode(hc, &v); err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, v.H.typ)
+	}
+	if want := []entity.EDMType{entity.EdmInt64, entity.EdmInt64, entity.EdmInt32, entity.EdmDouble}; !reflect.DeepEqual(types, want) {
+		t.Errorf("hook saw %v, want %v", types, want)
+	}
+}
+
+// A DateTime in the service's form is read straight from the text; any
+// other spelling of a string (white space around it, an escaped digit or
+// Z, a null) is read as before, in a row alone and in a page.
+func TestDateTimeSpellings(t *testing.T) {
+	type row struct {
+		PartitionKey, RowKey string
+		T                    time.Time
+	}
+	c, err := entity.CodecOf(reflect.TypeOf(row{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2024, 1, 2, 3, 4, 5, 123456700, time.UTC)
+	for _, tc := range []struct {
+		value string
+		want  time.Time
+		bad   bool
+	}{
+		{`"2024-01-02T03:04:05.1234567Z"`, want, false},
+		{` "2024-01-02T03:04:05.1234567Z" `, want, false},
+		{`"2024-01-02T03:04:05.1234567\u005a"`, want, false},
+		{`"\u0032024-01-02T03:04:05.1234567Z"`, want, false},
+		{`"2024-01-02T03:04:05.123456Z"`, want.Truncate(time.Microsecond), false},
+		{`null`, time.Time{}, false},
+		{`"2024-01-02T03:04:05.1234567Z`, time.Time{}, true},
+		{`"2024-01-02T03:04:05.1234567Z\"`, time.Time{}, true},
+		{`"2024-02-30T03:04:05.1234567Z"`, time.Time{}, true},
+		{`"2024-01-02T03:04:05.12345x7Z"`, time.Time{}, true},
+		{`20240102`, time.Time{}, true},
+	} {
+		raw := `{"PartitionKey":"p","RowKey":"r","T":` + tc.value + `}`
+		var alone row
+		err := c.Unmarshal([]byte(raw), &alone)
+		r := entity.NewPageReader([]byte(`{"value":[` + raw + `,` + raw + `]}`))
+		var inPage []row
+		var perr error
+		for r.Next() {
+			var v row
+			if perr = r.Decode(c, &v); perr != nil {
+				break
+			}
+			inPage = append(inPage, v)
+		}
+		if perr == nil {
+			perr = r.Err()
+		}
+		if tc.bad {
+			if err == nil || perr == nil {
+				t.Errorf("%s: alone %v, in a page %v; want errors", tc.value, err, perr)
+			}
+			continue
+		}
+		if err != nil || perr != nil || len(inPage) != 2 {
+			t.Errorf("%s: alone %v, in a page %d rows, %v", tc.value, err, len(inPage), perr)
+			continue
+		}
+		for _, got := range []time.Time{alone.T, inPage[0].T, inPage[1].T} {
+			if !got.Equal(tc.want) || (!got.IsZero() && got.Location() != time.UTC) {
+				t.Errorf("%s: decoded %v, want %v", tc.value, got, tc.want)
+			}
+		}
 	}
 }

@@ -79,6 +79,7 @@ type plan struct {
 	hookM      bool // T or *T implements EntityMarshaler
 	hookMPtr   bool // ... only through *T
 	hookU      bool // *T implements EntityUnmarshaler
+	propHooks  bool // a field is a PropertyUnmarshaler: the decoder reads annotations for it
 	selectList []string
 }
 
@@ -320,6 +321,9 @@ func buildPlan(t reflect.Type) (*plan, error) {
 		}
 		if f.addr {
 			p.needAddr = true
+		}
+		if f.kind == kHook {
+			p.propHooks = true
 		}
 	}
 	if !p.hookM && (p.pk == nil || p.rk == nil) {

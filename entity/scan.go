@@ -42,6 +42,15 @@ func (e *syntaxError) Error() string {
 func (s *scanner) fail(msg string) error { return &syntaxError{s.i, msg} }
 
 func (s *scanner) ws() {
+	// The service writes no white space: one comparison in the common
+	// case, the loop only when there is some.
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return
+	}
+	s.wsLoop()
+}
+
+func (s *scanner) wsLoop() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -67,7 +76,12 @@ func (s *scanner) expect(c byte) error {
 
 // peek skips white space and returns the next byte (0 at the end).
 func (s *scanner) peek() byte {
-	s.ws()
+	if s.i < len(s.b) {
+		if c := s.b[s.i]; c > ' ' {
+			return c
+		}
+	}
+	s.wsLoop()
 	if s.i >= len(s.b) {
 		return 0
 	}
@@ -297,7 +311,8 @@ func (s *scanner) skipValue(depth int) error {
 
 // end checks that only white space follows.
 func (s *scanner) end() error {
-	if s.peek() != 0 {
+	// Not peek: a NUL byte in the data would read as the end.
+	if s.ws(); s.i < len(s.b) {
 		return s.fail("data after the object")
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // The answer to an entity group transaction is a multipart/mixed body
@@ -39,7 +40,9 @@ var errBatchSyntax = errors.New("malformed batch response")
 
 // readBatch calls fn with each inner response of a batch response body,
 // in order, and returns how many it read. It stops at the first malformed
-// part.
+// part. A delimiter counts at the beginning of a line only, as RFC 2046
+// has it, so each line is looked at once: the part's lines are walked,
+// not searched for the next delimiter first and then walked.
 func readBatch(body []byte, fn func(i int, r innerResponse)) (int, error) {
 	boundary := changesetBoundary(body)
 	if boundary == nil {
@@ -57,17 +60,13 @@ func readBatch(body []byte, fn func(i int, r innerResponse)) (int, error) {
 		if bytes.HasPrefix(rest, []byte("--")) {
 			return n, nil // the closing delimiter
 		}
-		end := bytes.Index(rest, delim)
-		if end < 0 {
-			return n, errBatchSyntax
-		}
-		r, ok := parsePart(rest[:end])
+		r, next, ok := readPart(rest, delim)
 		if !ok {
 			return n, errBatchSyntax
 		}
 		fn(n, r)
 		n++
-		rest = rest[end+len(delim):]
+		rest = next
 	}
 }
 
@@ -111,56 +110,71 @@ func blankLine(b []byte) int {
 	}
 }
 
-// skipBlankLine returns b after the empty line that begins it.
-func skipBlankLine(b []byte) []byte {
-	if bytes.HasPrefix(b, []byte("\r\n")) {
-		return b[2:]
+// readPart reads the application/http part that starts at rest (just
+// after its delimiter): the rest of the delimiter's line, the part's MIME
+// headers, a blank line, then the inner response's status line, headers,
+// blank line and body, which runs to the line break before the next line
+// that begins with delim. next is what follows that delimiter. A
+// delimiter before the inner response's body is malformed.
+func readPart(rest, delim []byte) (r innerResponse, next []byte, ok bool) {
+	line := func() ([]byte, bool) {
+		var l []byte
+		l, rest, ok = cutLine(rest)
+		return l, ok && !bytes.HasPrefix(l, delim)
 	}
-	return b[1:]
-}
-
-// parsePart reads one application/http part: its MIME headers, a blank
-// line, then the status line, headers, blank line and body of the inner
-// response.
-func parsePart(part []byte) (innerResponse, bool) {
-	i := blankLine(part)
-	if i < 0 {
-		return innerResponse{}, false
+	if _, rest, ok = cutLine(rest); !ok { // the delimiter's line
+		return innerResponse{}, nil, false
 	}
-	resp := skipBlankLine(part[i:])
-	line, rest, ok := cutLine(resp)
-	if !ok || !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(line) < len("HTTP/1.1 200") || line[8] != ' ' {
-		return innerResponse{}, false
-	}
-	status, err := strconv.Atoi(string(line[9:12]))
-	if err != nil || status < 100 || status > 599 || (len(line) > 12 && line[12] != ' ') {
-		return innerResponse{}, false
-	}
-	r := innerResponse{Status: status}
 	for {
-		line, rest, ok = cutLine(rest)
+		l, ok := line()
 		if !ok {
-			return innerResponse{}, false
+			return innerResponse{}, nil, false
 		}
-		if len(line) == 0 {
+		if len(l) == 0 {
 			break
 		}
-		name, value, found := bytes.Cut(line, []byte(":"))
+	}
+	status, ok := line()
+	if !ok || !bytes.HasPrefix(status, []byte("HTTP/1.")) || len(status) < len("HTTP/1.1 200") || status[8] != ' ' {
+		return innerResponse{}, nil, false
+	}
+	code, err := strconv.Atoi(string(status[9:12]))
+	if err != nil || code < 100 || code > 599 || (len(status) > 12 && status[12] != ' ') {
+		return innerResponse{}, nil, false
+	}
+	r.Status = code
+	for {
+		l, ok := line()
+		if !ok {
+			return innerResponse{}, nil, false
+		}
+		if len(l) == 0 {
+			break
+		}
+		name, value, found := bytes.Cut(l, []byte(":"))
 		if !found {
-			return innerResponse{}, false
+			return innerResponse{}, nil, false
 		}
 		if bytes.EqualFold(bytes.TrimSpace(name), []byte("ETag")) {
 			r.ETag = bytes.TrimSpace(value)
 		}
 	}
-	// The body runs to the line break before the next delimiter.
-	if bytes.HasSuffix(rest, []byte("\r\n")) {
-		rest = rest[:len(rest)-2]
-	} else if bytes.HasSuffix(rest, []byte("\n")) {
-		rest = rest[:len(rest)-1]
+	body := rest
+	for !bytes.HasPrefix(rest, delim) {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return innerResponse{}, nil, false
+		}
+		rest = rest[i+1:]
 	}
-	r.Body = rest
-	return r, true
+	body = body[:len(body)-len(rest)]
+	if bytes.HasSuffix(body, []byte("\r\n")) {
+		body = body[:len(body)-2]
+	} else if bytes.HasSuffix(body, []byte("\n")) {
+		body = body[:len(body)-1]
+	}
+	r.Body = body
+	return r, rest[len(delim):], true
 }
 
 // cutLine returns the first line of b without its line break (CRLF or
@@ -182,25 +196,34 @@ func cutLine(b []byte) (line, rest []byte, ok bool) {
 // failure. ok is false when the body cannot be read or does not hold one
 // response per operation.
 func batchOutcome(body []byte, nops int, results []Result) (failed, ok bool) {
-	// The ETags are cut from one string, not allocated one by one: they
-	// alias the response's bytes only through their copy in etags.
+	// The ETags are cut from one string, built in place (strings.Builder
+	// hands its buffer over without a copy), not allocated one by one:
+	// they alias the response's bytes only through that copy. readBatch
+	// calls back with i = 0, 1, 2, ...: ends[i] is where result i's ETag
+	// ends.
 	m := min(nops, len(results))
-	etags := make([]byte, 0, 64*m)
-	ends, at := make([]int, 0, m), make([]int, 0, m)
+	var etags strings.Builder
+	var endsBuf [MaxTransactionOps]int
+	ends := endsBuf[:0]
 	n, err := readBatch(body, func(i int, r innerResponse) {
 		if r.Status >= 400 {
 			failed = true
 		}
 		if i < len(results) {
 			results[i] = Result{StatusCode: r.Status}
-			etags = append(etags, r.ETag...)
-			ends, at = append(ends, len(etags)), append(at, i)
+			if etags.Cap() == 0 && len(r.ETag) > 0 {
+				// The ETags of one transaction are alike (the service's
+				// stamp, in one format): room for m like the first.
+				etags.Grow(len(r.ETag) * (m - i))
+			}
+			etags.Write(r.ETag)
+			ends = append(ends, etags.Len())
 		}
 	})
-	if len(etags) > 0 {
-		all, start := string(etags), 0
+	if etags.Len() > 0 {
+		all, start := etags.String(), 0
 		for k, end := range ends {
-			results[at[k]].ETag = all[start:end]
+			results[k].ETag = all[start:end]
 			start = end
 		}
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -97,5 +98,63 @@ func TestReadBody(t *testing.T) {
 	resp := &http.Response{ContentLength: int64(len(body)) + 1, Body: io.NopCloser(strings.NewReader(body))}
 	if _, err := readBody(resp, nil); err == nil {
 		t.Error("a body shorter than its Content-Length read without error")
+	}
+}
+
+// BenchmarkBatchOutcome reads the answer to a 100-operation transaction
+// of upserts, in Azurite's form.
+func BenchmarkBatchOutcome(b *testing.B) {
+	var body strings.Builder
+	body.WriteString("--batchresponse_66925d8e-2b37-4d3d-9f4f-0e8b5f5f1c2a\r\nContent-Type: multipart/mixed; boundary=changesetresponse_1f6e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b\r\n\r\n")
+	for i := range 100 {
+		body.WriteString("--changesetresponse_1f6e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
+			"HTTP/1.1 204 No Content\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nPreference-Applied: return-no-content\r\nDataServiceVersion: 3.0;\r\n" +
+			"Location: http://127.0.0.1:10002/devstoreaccount1/benchtable(PartitionKey='p1',RowKey='0000" + strconv.Itoa(1000+i) + "')\r\n" +
+			"DataServiceId: http://127.0.0.1:10002/devstoreaccount1/benchtable(PartitionKey='p1',RowKey='0000" + strconv.Itoa(1000+i) + "')\r\n" +
+			"ETag: W/\"datetime'2026-11-25T16%3A42%3A36.9576438Z'\"\r\n\r\n\r\n")
+	}
+	body.WriteString("--changesetresponse_1f6e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b--\r\n--batchresponse_66925d8e-2b37-4d3d-9f4f-0e8b5f5f1c2a--\r\n")
+	raw := []byte(body.String())
+	results := make([]Result, 100)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if failed, ok := batchOutcome(raw, 100, results); failed || !ok {
+			b.Fatal(failed, ok)
+		}
+	}
+}
+
+// A delimiter counts at the beginning of a line only: inside a body's
+// line it is text; at the beginning of a line before the inner
+// response's body it makes the part malformed. Every cut of a body
+// short of its closing delimiter reads as not one answer per operation
+// (and never panics).
+func TestReadBatchDelimiters(t *testing.T) {
+	const head = "--batchresponse_a1\r\nContent-Type: multipart/mixed; boundary=changesetresponse_b2\r\n\r\n"
+	const part = "--changesetresponse_b2\r\nContent-Type: application/http\r\n\r\n"
+	inBody := head + part + "HTTP/1.1 201 Created\r\nETag: W/\"1\"\r\n\r\n{\"Note\":\"x --changesetresponse_b2 y\"}\r\n--changesetresponse_b2--\r\n"
+	var got []innerResponse
+	if n, err := readBatch([]byte(inBody), func(_ int, r innerResponse) { got = append(got, r) }); n != 1 || err != nil || string(got[0].Body) != `{"Note":"x --changesetresponse_b2 y"}` || string(got[0].ETag) != `W/"1"` {
+		t.Errorf("a delimiter inside a body line: %d, %v, %+v", n, err, got)
+	}
+	for _, bad := range []string{
+		head + part + "--changesetresponse_b2\r\nHTTP/1.1 204 No Content\r\n\r\n\r\n--changesetresponse_b2--\r\n",
+		head + part + "HTTP/1.1 204 No Content\r\n--changesetresponse_b2\r\n\r\n\r\n--changesetresponse_b2--\r\n",
+		head + "--changesetresponse_b2\r\nContent-Type: application/http\r\n--changesetresponse_b2\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n\r\n--changesetresponse_b2--\r\n",
+		head + part + "HTTP/1.1 204 No Content\r\nNoColon\r\n\r\n\r\n--changesetresponse_b2--\r\n",
+		head + part + "HTTP/1.1 2x4 No Content\r\n\r\n\r\n--changesetresponse_b2--\r\n",
+	} {
+		if n, err := readBatch([]byte(bad), func(int, innerResponse) {}); err == nil {
+			t.Errorf("%q: read %d parts, no error", bad, n)
+		}
+	}
+	end := strings.Index(okBatch, "--changesetresponse_b2--") + len("--changesetresponse_b2--")
+	for i := range len(okBatch) {
+		results := make([]Result, 3)
+		failed, ok := batchOutcome([]byte(okBatch[:i]), 3, results)
+		if failed || ok != (i >= end) {
+			t.Fatalf("okBatch cut at %d of %d: failed %v, ok %v", i, len(okBatch), failed, ok)
+		}
 	}
 }

@@ -36,8 +36,13 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 			r       entity.PageReader
 			n       int
 			next    *Continuation // the position after the current page
-			pending chan fetched  // the page being fetched ahead, if any
+			pending bool          // a page is being fetched ahead, into done
 			spare   *[]byte       // the last page's buffer, for the next one
+			// One goroutine fetches every page ahead, started with the
+			// first: a goroutine per page grew its stack through azcore's
+			// pipeline again for every page (5% of a scan's CPU).
+			asks chan fetchAsk
+			done chan fetched
 		)
 		// A scan keeps its two buffers (the page being read, the page
 		// being fetched) from page to page: handed back to the pool in
@@ -51,9 +56,12 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 			return pages.Get()
 		}
 		defer func() {
-			if pending != nil {
+			if pending {
 				cancel()
-				pages.Put((<-pending).buf)
+				pages.Put((<-done).buf)
+			}
+			if asks != nil {
+				close(asks)
 			}
 			if spare != nil {
 				pages.Put(spare)
@@ -62,9 +70,17 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 		// fetchAhead requests the next page while the loop works on the
 		// current one.
 		fetchAhead := func() {
-			if ahead && next != nil && pending == nil {
-				pending = make(chan fetched, 1)
-				go func(ch chan<- fetched, pos *Continuation, buf *[]byte) { ch <- t.fetchPage(fctx, q, pos, buf) }(pending, next, buffer())
+			if ahead && next != nil && !pending {
+				if asks == nil {
+					asks, done = make(chan fetchAsk, 1), make(chan fetched, 1)
+					go func(asks <-chan fetchAsk, done chan<- fetched) {
+						for a := range asks {
+							done <- t.fetchPage(fctx, q, a.pos, a.buf)
+						}
+					}(asks, done)
+				}
+				pending = true
+				asks <- fetchAsk{next, buffer()}
 			}
 		}
 		// emit yields the rows of r; false means stop.
@@ -108,18 +124,32 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 					}
 				}
 			}
+			// The last page fetched nothing ahead, so the previous page's
+			// buffer is still the spare: back to the pool with it, or it
+			// would be lost and the next scan would allocate (and grow) a
+			// buffer again.
+			if spare != nil {
+				pages.Put(spare)
+			}
 			spare = cur.buf
 			if !ok || cur.next == nil {
 				return
 			}
-			if pending != nil {
-				cur = <-pending
-				pending = nil
+			if pending {
+				cur = <-done
+				pending = false
 			} else {
 				cur = t.fetchPage(fctx, q, cur.next, buffer())
 			}
 		}
 	}
+}
+
+// fetchAsk asks Entities' fetching goroutine for the page at pos, read
+// into buf.
+type fetchAsk struct {
+	pos *Continuation
+	buf *[]byte
 }
 
 // fetched is one page: its body in buf (REST) or its rows (SDK).

@@ -125,7 +125,7 @@ func ValidateTransaction(ops []Op) error {
 	if len(ops) > MaxTransactionOps {
 		return fmt.Errorf("%w: %d operations; at most %d are allowed", tablekit.ErrInvalidTransaction, len(ops), MaxTransactionOps)
 	}
-	seen := make(map[string]int, len(ops))
+	var seen RowKeySet
 	size := 0
 	for i, op := range ops {
 		if op.Type < OpInsert || op.Type > OpDelete {
@@ -137,10 +137,10 @@ func ValidateTransaction(ops []Op) error {
 		if op.PartitionKey != ops[0].PartitionKey {
 			return fmt.Errorf("%w: operation %d has PartitionKey %q but operation 0 has %q; a transaction covers one partition", tablekit.ErrInvalidTransaction, i, op.PartitionKey, ops[0].PartitionKey)
 		}
-		if j, dup := seen[op.RowKey]; dup {
+		if j, dup := seen.Lookup(ops, op.RowKey); dup {
 			return fmt.Errorf("%w: operations %d and %d both touch RowKey %q; one operation per entity", tablekit.ErrInvalidTransaction, j, i, op.RowKey)
 		}
-		seen[op.RowKey] = i
+		seen.Add(ops, i)
 		if op.Type != OpDelete && len(op.Entity) == 0 {
 			return fmt.Errorf("%w: operation %d (%v) has no entity body", tablekit.ErrInvalidTransaction, i, op.Type)
 		}
