@@ -167,7 +167,7 @@ func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *Sc
 			for round := 0; len(points) < n-1 && round < 8; round++ {
 				// Spread points above first; then again above the last
 				// point found, until n-1 or no more are found.
-				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points), true, false)
+				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points), true, splitHint{})
 				if err != nil {
 					return nil, err
 				}
@@ -566,10 +566,10 @@ const (
 func (s *scan) split(ctx context.Context, r *scanRange) error {
 	s.mu.Lock()
 	cur, claimed := r.Lo, r.claimed != nil
-	inPartition := false
+	var hint splitHint
 	if claimed {
 		cur = *r.claimed
-		inPartition = r.first.PK == cur.PK
+		hint = pageHint(r.first, cur)
 	}
 	lo, hi := r.Lo, r.Hi
 	stop := r.Stop
@@ -597,7 +597,7 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 		}
 		cur = first
 	}
-	points, err := s.findSplit(ctx, cur, stop, want, false, inPartition)
+	points, err := s.findSplit(ctx, cur, stop, want, false, hint)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -689,17 +689,44 @@ const (
 	gallopProbes     = 8
 )
 
+// splitHint is what a range's last page tells a split search.
+type splitHint struct {
+	// inPartition: the page lay in one partition, the range's position's:
+	// its rows are searched at once with the partitions after it, not
+	// after them.
+	inPartition bool
+	// pk and rk: how many characters the page's PartitionKeys, and
+	// RowKeys within one partition, share (0: unknown), where prefix
+	// gallops start (prefixBound).
+	pk, rk int
+}
+
+// pageHint is the hint of a page whose keys went from first to last.
+func pageHint(first, last position) splitHint {
+	common := func(a, b string) int {
+		ra, rb := []rune(a), []rune(b)
+		n := 0
+		for n < len(ra) && n < len(rb) && ra[n] == rb[n] {
+			n++
+		}
+		return n
+	}
+	if first.PK != last.PK {
+		return splitHint{pk: common(first.PK, last.PK)}
+	}
+	return splitHint{inPartition: true, pk: len([]rune(last.PK)), rk: common(first.RK, last.RK)}
+}
+
 // findSplit probes for up to n existing keys between cur and stop,
 // spread over them: partitions after cur's where there are some, else
 // rows of cur's partition after cur. They come sorted, without repeats.
 // adjacent allows the row right after cur as the point when no other is
 // found: a range that is running reads it before the search ends.
-// inPartition says the range's last page lay in cur's partition: its
-// rows are searched at once with the partitions after it, not after.
-func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacent, inPartition bool) ([]position, error) {
+// h tells what the range's last page says (pageHint).
+func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacent bool, h splitHint) ([]position, error) {
 	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
 	rowLevel := func(ctx context.Context) ([]position, error) {
-		rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, h.rk, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
 			if inPart {
 				fs = append(fs, keys.RK().Lt(stop.RK))
@@ -725,7 +752,7 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 		default:
 			upper = keys.PK().Lt(stop.PK)
 		}
-		pks, err := s.splitKeys(ctx, "", cur.PK, stop.PK, stop.End, true, n, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		pks, err := s.splitKeys(ctx, "", cur.PK, stop.PK, stop.End, true, n, h.pk, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
 			return k.PK, found, err
 		})
@@ -735,7 +762,7 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 		}
 		return out, err
 	}
-	if !inPartition {
+	if !h.inPartition {
 		// Partitions after cur's where there are some, else cur's rows.
 		if out, err := partitionLevel(ctx); err != nil || len(out) > 0 {
 			return out, err
@@ -775,7 +802,7 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 // is the point. A bound a gallop found with no upper bound holds for the whole
 // scan (memo names the key: "" for PartitionKeys, "\x00"+p for the
 // RowKeys of partition p), and later searches start under it.
-func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjacent bool, n int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
+func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjacent bool, n, hint int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
 	s.mu.Lock()
 	b, known := s.bounds[memo]
 	s.mu.Unlock()
@@ -805,7 +832,7 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 	if len(points) > 0 {
 		lowest = points[0]
 	}
-	b, ok, err := s.prefixBound(ctx, cur, hi, open, func(ctx context.Context, m string) (bool, error) {
+	b, ok, err := s.prefixBound(ctx, cur, hi, open, hint, func(ctx context.Context, m string) (bool, error) {
 		_, ok, err := first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
 		return ok, err
 	})
@@ -938,7 +965,13 @@ func sortedKeys(found []string) []string {
 // gallopProbes² characters, where a bisection would take one per
 // halving. It reports false when no prefix bounds the keys more tightly
 // than hi.
-func (s *scan) prefixBound(ctx context.Context, cur, hi string, open bool, above func(ctx context.Context, m string) (bool, error)) (string, bool, error) {
+//
+// hint, when not 0, is where the answer likely is: the length of the
+// prefix the range's last page's keys share (keys past a page differ
+// from it a few places before its own difference). The first round
+// probes the gallopProbes lengths up to just past it, one apart, which
+// settles most searches in one round.
+func (s *scan) prefixBound(ctx context.Context, cur, hi string, open bool, hint int, above func(ctx context.Context, m string) (bool, error)) (string, bool, error) {
 	runes := []rune(cur)
 	aboveLen := func(m int) (bool, error) {
 		_, succ := keys.PrefixRange(string(runes[:m]))
@@ -949,11 +982,18 @@ func (s *scan) prefixBound(ctx context.Context, cur, hi string, open bool, above
 	}
 	lo, top := 1, len(runes) // the answer is in [lo-1, top]
 	bound := 0
+	hinted := hint > 0 && hint <= len(runes)
 	for lo <= top {
 		step := max(1, (top-lo+1+gallopProbes-1)/gallopProbes)
 		var ms []int
-		for m := lo; m <= top; m += step {
-			ms = append(ms, m)
+		if hinted {
+			for m := max(lo, hint-gallopProbes+2); m <= min(top, hint+1); m++ {
+				ms = append(ms, m)
+			}
+		} else {
+			for m := lo; m <= top; m += step {
+				ms = append(ms, m)
+			}
 		}
 		oks := make([]bool, len(ms))
 		errs := make([]error, len(ms))
@@ -980,9 +1020,10 @@ func (s *scan) prefixBound(ctx context.Context, cur, hi string, open bool, above
 			next = ms[i]
 		}
 		lo, top = max(bound+1, lo), next-1
-		if step == 1 {
+		if step == 1 && !hinted {
 			break
 		}
+		hinted = false
 	}
 	if bound == 0 {
 		return "", false, nil
