@@ -30,6 +30,24 @@ func pageCodec(t *testing.T) *entity.Codec {
 
 // Decoding a page row by row in one pass gives what splitting it and
 // unmarshalling each row gives, whatever members surround "value".
+// decodePage decodes every row of a page body with one PageReader.
+func decodePage(t *testing.T, c *entity.Codec, body string) []pageRow {
+	t.Helper()
+	var got []pageRow
+	r := entity.NewPageReader([]byte(body))
+	for r.Next() {
+		var v pageRow
+		if err := r.Decode(c, &v); err != nil {
+			t.Fatalf("Decode in %s: %v", body, err)
+		}
+		got = append(got, v)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("Err in %s: %v", body, err)
+	}
+	return got
+}
+
 func TestPageReaderDecodeMatchesSplit(t *testing.T) {
 	c := pageCodec(t)
 	rows := `[{"odata.etag":"W/\"1\"","PartitionKey":"p","RowKey":"a","Name":"x\"y\u00e9","N@odata.type":"Edm.Int64","N":"7"},` +
@@ -51,18 +69,7 @@ func TestPageReaderDecodeMatchesSplit(t *testing.T) {
 			}
 			want = append(want, v)
 		}
-		var got []pageRow
-		r := entity.NewPageReader([]byte(body))
-		for r.Next() {
-			var v pageRow
-			if err := r.Decode(c, &v); err != nil {
-				t.Fatalf("Decode in %s: %v", body, err)
-			}
-			got = append(got, v)
-		}
-		if err := r.Err(); err != nil {
-			t.Fatalf("Err in %s: %v", body, err)
-		}
+		got := decodePage(t, c, body)
 		if len(got) != 2 || !reflect.DeepEqual(got, want) {
 			t.Errorf("page %s:\n got %+v\nwant %+v", body, got, want)
 		}
@@ -180,18 +187,7 @@ func TestPageReaderRowsChangingShape(t *testing.T) {
 		`{"PartitionKey":"p","RowKey":"7","Name":"seven","N":7,"Name":"seven again"}`,
 	}
 	body := `{"value":[` + strings.Join(rows, ",") + `]}`
-	r := entity.NewPageReader([]byte(body))
-	var got []pageRow
-	for r.Next() {
-		var v pageRow
-		if err := r.Decode(c, &v); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, v)
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
+	got := decodePage(t, c, body)
 	if len(got) != len(rows) {
 		t.Fatalf("decoded %d rows, want %d", len(got), len(rows))
 	}
@@ -280,17 +276,9 @@ func TestPageReaderRepeatedAnnotations(t *testing.T) {
 		`{"PartitionKey":"p","RowKey":"4","X@odata.type":"Edm.String\u0020","X":"d","N":4}`,
 		`{"PartitionKey":"p","RowKey":"5","X@odata.type":"Edm.String","X":"e","N@odata.type":"Edm.Int64","N":"5"}`,
 	}
-	r := entity.NewPageReader([]byte(`{"value":[` + strings.Join(rows, ",") + `]}`))
-	var got []pageRow
-	for r.Next() {
-		var v pageRow
-		if err := r.Decode(c, &v); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, v)
-	}
-	if r.Err() != nil || len(got) != len(rows) {
-		t.Fatalf("%d rows, %v", len(got), r.Err())
+	got := decodePage(t, c, `{"value":[`+strings.Join(rows, ",")+`]}`)
+	if len(got) != len(rows) {
+		t.Fatalf("decoded %d rows, want %d", len(got), len(rows))
 	}
 	for i, g := range got {
 		if g.RowKey != strconv.Itoa(i+1) || g.N != int64(i+1) {
