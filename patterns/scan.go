@@ -175,6 +175,7 @@ func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *Sc
 				if len(more) == 0 {
 					break
 				}
+				more = evenly(more, n-1-len(points))
 				points = append(points, more...)
 				slices.SortFunc(points, cmpPos)
 				points = slices.CompactFunc(points, func(a, b position) bool { return cmpPos(a, b) == 0 })
@@ -553,7 +554,7 @@ func (s *scan) splitCandidate() *scanRange {
 const minSplitPages = 3
 
 // maxProbePages bounds the empty pages one probe follows; minSpread is
-// the fewest points a search probes under a prefix bound, and maxNarrow
+// the fewest points a search probes in a round, and maxNarrow
 // the most midpoints it then probes one after the other.
 const (
 	maxProbePages = 8
@@ -810,7 +811,12 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 		hi, open = b, false
 	}
 	memoize := open
-	points := spread(cur, hi, open, n)
+	// At least minSpread points, all of whose keys are kept: a search
+	// for one point between a key and a loose bound (the start of the
+	// hex partitions and the end of the table) finds where the keys are,
+	// and the ranges beyond what idle workers take wait queued for the
+	// next worker that finishes, where it would have waited for a search.
+	points := spread(cur, hi, open, max(n, minSpread))
 	found, err := s.probeAll(ctx, intervals(cur, points, hi, open), first)
 	if err != nil {
 		return nil, err
@@ -886,11 +892,11 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 
 // evenly returns n of the sorted keys, spread over them (all of them when
 // there are n or fewer).
-func evenly(ks []string, n int) []string {
+func evenly[E any](ks []E, n int) []E {
 	if len(ks) <= n {
 		return ks
 	}
-	out := make([]string, n)
+	out := make([]E, n)
 	for i := range out {
 		out[i] = ks[(2*i+1)*len(ks)/(2*n)]
 	}

@@ -320,13 +320,15 @@ func TestSplitScanProbes(t *testing.T) {
 		// One probe for the first key; a round of 7 spread points and
 		// the key after the first (5 distinct found: the decimal
 		// points, ':' finding the first letter, '\\' finding it again,
-		// 'm' nothing), then smaller rounds above the last point found
-		// for the 2 missing, in hex's alphabet (5 probes).
+		// 'm' nothing), then a round above the last point found for the
+		// 2 missing, in hex's alphabet: minSpread points and the key
+		// after it (5 probes).
 		{"hex partitions", hex, 14},
 		// As above; then the rounds above the tenants' shared prefix
 		// find nothing (every point lies above it) until the gallop over
-		// their 44-character PartitionKeys bounds them.
-		{"skewed", skewedKeys(4000), 25},
+		// their 44-character PartitionKeys bounds them. Every round
+		// probes at least minSpread points.
+		{"skewed", skewedKeys(4000), 28},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			acct, counter := testenv.CountingAccount(t)
