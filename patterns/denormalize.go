@@ -3,11 +3,9 @@ package patterns
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -303,21 +301,15 @@ type stored struct {
 func (x *Denormalization[S, D]) readTargets(ctx context.Context, pk string, rks []string) ([]D, []stored, error) {
 	ds := make([]D, len(rks))
 	read := make([]stored, len(rks))
-	errs := make([]error, len(rks))
-	var wg sync.WaitGroup
-	for i, rk := range rks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d, etag, body, err := x.dst.read(ctx, pk, rk)
-			if tablekit.IsNotFound(err) {
-				return
-			}
-			ds[i], read[i], errs[i] = d, stored{body: body, etag: etag}, err
-		}()
-	}
-	wg.Wait()
-	return ds, read, errors.Join(errs...)
+	err := atOnce(len(rks), func(i int) error {
+		d, etag, body, err := x.dst.read(ctx, pk, rks[i])
+		if tablekit.IsNotFound(err) {
+			return nil
+		}
+		ds[i], read[i] = d, stored{body: body, etag: etag}
+		return err
+	})
+	return ds, read, err
 }
 
 // UpdateTarget reads the target, calls fn on it (which may point it at

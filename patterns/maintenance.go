@@ -698,6 +698,24 @@ func shows(op Op, stored rawProps) (bool, error) {
 	return true, nil
 }
 
+// atOnce runs fn(0) to fn(n-1) all at once and returns their errors
+// joined: for a handful of requests whose answers are all needed (a round
+// of probes, the targets of a denormalization). parallel bounds larger
+// sets.
+func atOnce(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // parallel runs fn on every item of seq with at most n at once; fn
 // returns how many entities it handled, and progress gets the running
 // total. It returns the first error.

@@ -772,20 +772,19 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 	}
 	// The range is inside a partition that fills pages: split its rows
 	// and the partitions after it at once (its rows come first).
-	var rows, parts []position
-	var rowErr, partErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rows, rowErr = rowLevel(ctx)
-	}()
-	parts, partErr = partitionLevel(ctx)
-	wg.Wait()
-	if err := errors.Join(rowErr, partErr); err != nil {
+	var levels [2][]position
+	err := atOnce(2, func(i int) (err error) {
+		if i == 0 {
+			levels[0], err = rowLevel(ctx)
+		} else {
+			levels[1], err = partitionLevel(ctx)
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return append(rows, parts...), nil
+	return append(levels[0], levels[1]...), nil
 }
 
 // splitKeys finds up to n existing keys above cur, spread over those that
@@ -933,21 +932,14 @@ func intervals(cur string, points []string, hi string, open bool) []func(keys.Ke
 // found ("" for none).
 func (s *scan) probeAll(ctx context.Context, fs []func(keys.Key) keys.Filter, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
 	found := make([]string, len(fs))
-	errs := make([]error, len(fs))
-	var wg sync.WaitGroup
-	for i, f := range fs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, ok, err := first(ctx, f)
-			if ok {
-				found[i] = k
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	return found, errors.Join(errs...)
+	err := atOnce(len(fs), func(i int) error {
+		k, ok, err := first(ctx, fs[i])
+		if ok {
+			found[i] = k
+		}
+		return err
+	})
+	return found, err
 }
 
 // sortedKeys returns the keys found, sorted, without repeats.
@@ -1002,17 +994,10 @@ func (s *scan) prefixBound(ctx context.Context, cur, hi string, open bool, hint 
 			}
 		}
 		oks := make([]bool, len(ms))
-		errs := make([]error, len(ms))
-		var wg sync.WaitGroup
-		for i, m := range ms {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				oks[i], errs[i] = aboveLen(m)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := atOnce(len(ms), func(i int) (err error) {
+			oks[i], err = aboveLen(ms[i])
+			return err
+		}); err != nil {
 			return "", false, err
 		}
 		// above is monotone: the last length where it fails, and the
