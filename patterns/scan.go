@@ -78,14 +78,16 @@ type ScanResult struct {
 // and returns it.
 //
 // Azure has no split API, so the ranges come from the data: a range that
-// turns out to have more pages is split while it runs, at an existing key
-// found by probes ($top=1 queries selecting the keys only, one request
-// each) between its position and its end, by PartitionKey where other
-// partitions remain and by RowKey inside one partition. Each row belongs
-// to exactly one range, so on a table nobody writes the scan yields every
-// row exactly once, as a sequential Query would. On a live table it is
-// fuzzy as any scan is: a row written while the scan runs may or may not
-// be seen.
+// turns out to have more pages is split while it runs, between its
+// position and its end, by PartitionKey where other partitions remain and
+// by RowKey inside one partition. Probes find where the keys are: each
+// reads the first page of the range a candidate point would start (or,
+// narrowing in on keys that share a long prefix, asks for one key:
+// $top=1, keys only), one request each, so a new range starts with its
+// first page in hand. Each row belongs to exactly one range, so on a
+// table nobody writes the scan yields every row exactly once, as a
+// sequential Query would. On a live table it is fuzzy as any scan is: a
+// row written while the scan runs may or may not be seen.
 //
 // Resuming: opts.Progress hands out a token after each page; a Scan given
 // it in opts.Resume reads the pages the token does not cover.
@@ -93,8 +95,9 @@ type ScanResult struct {
 // On Azure Cosmos DB, whose results are not sorted, ranges cannot be cut
 // at a key, so Scan reads the table as one range (what Query does).
 //
-// Requests: one per page of each range, plus the split probes (a few per
-// range; more for keys sharing long prefixes). The count depends on
+// Requests: one per page of each range (the first pages of most ranges
+// read by the probes that found them), plus the other probes (a few per
+// split; more for keys sharing long prefixes). The count depends on
 // timing and is reported in ScanResult.Requests.
 func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
 	o := optsOf(opts)
@@ -167,7 +170,7 @@ func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *Sc
 			for round := 0; len(points) < n-1 && round < 8; round++ {
 				// Spread points above first; then again above the last
 				// point found, until n-1 or no more are found.
-				more, err := s.findSplit(ctx, first, whole.Stop, n-1-len(points), true, splitHint{})
+				more, _, err := s.findSplit(ctx, first, whole.Stop, whole.Hi, n-1-len(points), true, splitHint{})
 				if err != nil {
 					return nil, err
 				}
@@ -206,7 +209,7 @@ type scanRange struct {
 	// This run's state, under the scan's lock.
 	claimed   *position // the last key handed out (nil: none in this run)
 	first     position  // the first key of the last page read (with claimed)
-	est       float64   // pages estimated when a split made it (0: unknown)
+	hint      splitHint // what the last page read says (pageHint)
 	more      bool      // the last page had a continuation
 	pages     int       // read since the range was made or last split
 	running   bool
@@ -215,6 +218,7 @@ type scanRange struct {
 	splitting bool
 	dead      bool // a split found nothing to split
 	filter    string
+	pending   *pendingPage // the first page, read by the split that made r
 }
 
 // scanToken is what a ScanProgress.Token holds.
@@ -383,12 +387,23 @@ func (s *scan) read(ctx context.Context, r *scanRange) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rows, next, err := s.w.Page(ctx, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, pos)
-		if err != nil {
-			return err
+		var rows [][]byte
+		var next *wire.Continuation
+		fetched := r.pending == nil
+		if fetched {
+			var err error
+			if rows, next, err = s.w.Page(ctx, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, pos); err != nil {
+				return err
+			}
+		} else {
+			// The first page, read by the search that made r (and
+			// counted there).
+			rows, next, r.pending = r.pending.rows, r.pending.next, nil
 		}
 		s.mu.Lock()
-		s.res.Requests++
+		if fetched {
+			s.res.Requests++
+		}
 		// Claim the rows before r.Stop: a split sets Stop only above the
 		// last claimed key, so a row is claimed by one range only.
 		keep := len(rows)
@@ -416,6 +431,10 @@ func (s *scan) read(ctx context.Context, r *scanRange) error {
 			}
 			r.claimed = &p
 			if r.first, err = rowPosition(rows[0]); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			if r.hint, err = pageHint(rows, r.first, p); err != nil {
 				s.mu.Unlock()
 				return err
 			}
@@ -512,10 +531,9 @@ func (s *scan) resume(token string) error {
 }
 
 // splitCandidate picks a running range worth splitting: the one that read
-// the most pages since it was last split and has more, or one not yet
-// read. (A range's pages since its last split stand in for its size,
-// which nothing tells: the half a split leaves a range may be the small
-// one.)
+// the most pages since it was last split and has more. (A range's pages
+// since its last split stand in for its size, which nothing tells: the
+// half a split leaves a range may be the small one.)
 func (s *scan) splitCandidate() *scanRange {
 	if !s.ordered {
 		return nil
@@ -525,20 +543,15 @@ func (s *scan) splitCandidate() *scanRange {
 		if !r.running || r.splitting || r.dead || r.done {
 			continue
 		}
-		// A resumed range has a position but no known key until its
-		// first page: a split point must lie above what it handled.
-		if r.claimed == nil && r.Cont != nil {
-			continue
-		}
-		if r.pages > 0 && !r.more {
+		// A range is searched once it read a page: the page says where
+		// the range is, how much it has left and what its keys look like
+		// (pageHint); a search started earlier would spend its first
+		// round trip finding the range's first key.
+		if r.claimed == nil || !r.more {
 			continue
 		}
 		// A range about to end is done before a search would be.
-		if r.claimed != nil {
-			if left, ok := pagesLeft(r.first, *r.claimed, r.Stop); ok && left < minSplitPages {
-				continue
-			}
-		} else if r.est > 0 && r.est < minSplitPages {
+		if left, ok := pagesLeft(r.first, *r.claimed, r.Stop); ok && left < minSplitPages {
 			continue
 		}
 		if best == nil || r.pages > best.pages {
@@ -555,50 +568,29 @@ const minSplitPages = 3
 
 // maxProbePages bounds the empty pages one probe follows; minSpread is
 // the fewest points a search probes in a round, and maxNarrow
-// the most midpoints it then probes one after the other.
+// the most midpoints it then probes one after the other. A search whose
+// range's last page shares a prefix of minGallopHint characters or more
+// gallops over prefixes in its first round (splitKeys).
 const (
 	maxProbePages = 8
 	minSpread     = 4
 	maxNarrow     = 4
+	minGallopHint = 4
 )
 
-// split looks for an existing key between r's position and its stop, and
-// when it finds one gives the keys from there on to new ranges.
+// split looks for split points between r's position and its stop
+// (findSplit), and gives the keys from the first one on to new ranges,
+// each with its first page when the search read it.
 func (s *scan) split(ctx context.Context, r *scanRange) error {
 	s.mu.Lock()
-	cur, claimed := r.Lo, r.claimed != nil
-	var hint splitHint
-	if claimed {
-		cur = *r.claimed
-		hint = pageHint(r.first, cur)
-	}
-	lo, hi := r.Lo, r.Hi
-	stop := r.Stop
+	cur, hint, stop := *r.claimed, r.hint, r.Stop
+	// r.Hi is set when r is made, and never changes.
 	// As many split points as there are workers without a range, so one
 	// round of probes gives each of them one.
 	want := min(max(s.parallel-s.running-len(s.queue), 1), maxSplitPoints)
 	s.mu.Unlock()
 
-	if !claimed {
-		// A range not read yet: split above its first key, or every
-		// point found would be that key, leaving an empty range below.
-		bf, err := boundsFilter(lo, hi)
-		if err != nil {
-			return err
-		}
-		first, found, err := s.probe(ctx, bf)
-		if err != nil {
-			return err
-		}
-		if !found {
-			s.mu.Lock()
-			r.dead = true
-			s.mu.Unlock()
-			return nil
-		}
-		cur = first
-	}
-	points, err := s.findSplit(ctx, cur, stop, want, false, hint)
+	points, opened, err := s.findSplit(ctx, cur, stop, r.Hi, want, false, hint)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -611,27 +603,33 @@ func (s *scan) split(ctx context.Context, r *scanRange) error {
 	// busy service) is searched again from where it is.
 	found := len(points)
 	points = slices.DeleteFunc(points, func(p position) bool {
-		return cmpPos(p, cur) <= 0 || (r.claimed != nil && cmpPos(p, *r.claimed) <= 0) || cmpPos(p, r.Stop) >= 0
+		return cmpPos(p, *r.claimed) <= 0 || cmpPos(p, r.Stop) >= 0
 	})
 	if len(points) == 0 || r.done {
 		r.dead = found == 0 && !r.done
 		return nil
 	}
 	add := splitRanges(points, r.Stop, r.Hi)
+	kept := add[:0]
 	for _, n := range add {
-		if r.claimed != nil {
-			if est, ok := pagesBetween(r.first, *r.claimed, n.Lo, n.Stop); ok {
-				n.est = max(est, 0.001)
+		// The range the search read the first page of, if it did.
+		if i := slices.IndexFunc(opened, func(o *scanRange) bool { return o.Lo == n.Lo && o.Hi == n.Hi && o.Stop == n.Stop }); i >= 0 {
+			n = opened[i]
+			if p := n.pending; len(p.rows) == 0 && p.next == nil {
+				continue // nothing there
+			}
+		} else {
+			bf, err := boundsFilter(n.Lo, n.Hi)
+			if err != nil {
+				return err
+			}
+			if n.filter, err = keys.And(s.base, bf).Build(); err != nil {
+				return err
 			}
 		}
-		bf, err := boundsFilter(n.Lo, n.Hi)
-		if err != nil {
-			return err
-		}
-		if n.filter, err = keys.And(s.base, bf).Build(); err != nil {
-			return err
-		}
+		kept = append(kept, n)
 	}
+	add = kept
 	r.Stop = points[0]
 	r.pages = 0 // what it has left is a fraction now: count afresh
 	s.ranges = append(s.ranges, add...)
@@ -702,32 +700,85 @@ type splitHint struct {
 	pk, rk int
 }
 
-// pageHint is the hint of a page whose keys went from first to last.
-func pageHint(first, last position) splitHint {
-	common := func(a, b string) int {
-		ra, rb := []rune(a), []rune(b)
-		n := 0
-		for n < len(ra) && n < len(rb) && ra[n] == rb[n] {
-			n++
+// pageHint is the hint of a page whose rows (in key order, at least one)
+// went from first to last. The RowKeys' prefix comes from the rows of
+// last's partition; a partition that holds a quarter of the page or more
+// is taken to fill pages.
+func pageHint(rows [][]byte, first, last position) (splitHint, error) {
+	common := func(a, b string) int { return commonPrefix(a, b, false) }
+	if first.PK == last.PK {
+		return splitHint{inPartition: true, pk: len([]rune(last.PK)), rk: common(first.RK, last.RK)}, nil
+	}
+	h := splitHint{pk: common(first.PK, last.PK)}
+	// The first row of last's partition.
+	var err error
+	i, _ := slices.BinarySearchFunc(rows, last.PK, func(raw []byte, pk string) int {
+		p, e := rowPosition(raw)
+		if e != nil {
+			err = e
+			return 0
 		}
-		return n
+		return keys.Compare(p.PK, pk)
+	})
+	if err != nil || i >= len(rows)-1 {
+		return h, err
 	}
-	if first.PK != last.PK {
-		return splitHint{pk: common(first.PK, last.PK)}
+	partFirst, err := rowPosition(rows[i])
+	if err != nil {
+		return h, err
 	}
-	return splitHint{inPartition: true, pk: len([]rune(last.PK)), rk: common(first.RK, last.RK)}
+	h.rk = common(partFirst.RK, last.RK)
+	h.inPartition = 4*(len(rows)-i) >= len(rows)
+	return h, nil
 }
 
-// findSplit probes for up to n existing keys between cur and stop,
-// spread over them: partitions after cur's where there are some, else
-// rows of cur's partition after cur. They come sorted, without repeats.
-// adjacent allows the row right after cur as the point when no other is
-// found: a range that is running reads it before the search ends.
-// h tells what the range's last page says (pageHint).
-func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacent bool, h splitHint) ([]position, error) {
+// findSplit finds up to n split points between cur and stop (a range's
+// stop; hi its filter's bound), spread over the keys there: partitions
+// after cur's where there are some, else rows of cur's partition after
+// cur. They come sorted, without repeats. adjacent allows the row right
+// after cur as the point when no other is found: a range that is running
+// reads it before the search ends. h tells what the range's last page
+// says (pageHint).
+//
+// A Scan's search (s.fn set; not SplitScan's) reads, in its rounds of
+// spread points, the first page of each range the points would make
+// (splitRanges from them to stop) where SplitScan probes for one key:
+// the same request, and the new range starts with its first page in hand
+// instead of a round trip behind. Those points need not be keys, and
+// opened holds the ranges read; split keeps those it makes.
+func (s *scan) findSplit(ctx context.Context, cur, stop, hi position, n int, adjacent bool, h splitHint) (points []position, opened []*scanRange, err error) {
 	inPart := !stop.End && stop.PK == cur.PK && !stop.PartEnd
+	var mu sync.Mutex
+	// pageOf reads the first page of the i-th range that the points at
+	// pos (sorted) make when they split a range that stops at end.
+	pageOf := func(pos func(string) position, end position) func(ctx context.Context, points []string, i int) (bool, error) {
+		if s.fn == nil {
+			return nil
+		}
+		return func(ctx context.Context, points []string, i int) (bool, error) {
+			ps := make([]position, len(points))
+			for j, p := range points {
+				ps[j] = pos(p)
+			}
+			// Each point makes one range: rows up to the next point or
+			// end (a row point's end is within its partition), or
+			// partitions up to the next point or stop.
+			r := splitRanges(ps, end, hi)[i]
+			found, err := s.openRange(ctx, r)
+			if err == nil {
+				mu.Lock()
+				opened = append(opened, r)
+				mu.Unlock()
+			}
+			return found, err
+		}
+	}
+	rowEnd := position{PK: cur.PK, PartEnd: true}
+	if inPart {
+		rowEnd = stop
+	}
 	rowLevel := func(ctx context.Context) ([]position, error) {
-		rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, h.rk, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		rks, err := s.splitKeys(ctx, "\x00"+cur.PK, cur.RK, stop.RK, !inPart, adjacent, n, h.rk, pageOf(func(rk string) position { return keyAt(cur.PK, rk) }, rowEnd), func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			fs := []keys.Filter{keys.PK().Eq(cur.PK), f(keys.RK())}
 			if inPart {
 				fs = append(fs, keys.RK().Lt(stop.RK))
@@ -742,7 +793,8 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 		return out, err
 	}
 	if !stop.End && keys.Compare(cur.PK, stop.PK) >= 0 {
-		return rowLevel(ctx)
+		points, err = rowLevel(ctx)
+		return points, opened, err
 	}
 	partitionLevel := func(ctx context.Context) ([]position, error) {
 		var upper keys.Filter
@@ -753,7 +805,7 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 		default:
 			upper = keys.PK().Lt(stop.PK)
 		}
-		pks, err := s.splitKeys(ctx, "", cur.PK, stop.PK, stop.End, true, n, h.pk, func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
+		pks, err := s.splitKeys(ctx, "", cur.PK, stop.PK, stop.End, true, n, h.pk, pageOf(func(pk string) position { return keyAt(pk, "") }, stop), func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error) {
 			k, found, err := s.probe(ctx, keys.And(f(keys.PK()), upper))
 			return k.PK, found, err
 		})
@@ -765,15 +817,16 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 	}
 	if !h.inPartition {
 		// Partitions after cur's where there are some, else cur's rows.
-		if out, err := partitionLevel(ctx); err != nil || len(out) > 0 {
-			return out, err
+		if points, err = partitionLevel(ctx); err != nil || len(points) > 0 {
+			return points, opened, err
 		}
-		return rowLevel(ctx)
+		points, err = rowLevel(ctx)
+		return points, opened, err
 	}
 	// The range is inside a partition that fills pages: split its rows
 	// and the partitions after it at once (its rows come first).
 	var levels [2][]position
-	err := atOnce(2, func(i int) (err error) {
+	err = atOnce(2, func(i int) (err error) {
 		if i == 0 {
 			levels[0], err = rowLevel(ctx)
 		} else {
@@ -782,9 +835,48 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(levels[0], levels[1]...), nil
+	return append(levels[0], levels[1]...), opened, nil
+}
+
+// openRange reads r's first page (its filter set from its bounds): the
+// page waits in r.pending for the worker that takes r. It reports
+// whether r has anything to read: rows before its stop, or a
+// continuation.
+func (s *scan) openRange(ctx context.Context, r *scanRange) (bool, error) {
+	bf, err := boundsFilter(r.Lo, r.Hi)
+	if err != nil {
+		return false, err
+	}
+	if r.filter, err = keys.And(s.base, bf).Build(); err != nil {
+		return false, err
+	}
+	rows, next, err := s.w.Page(ctx, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, nil)
+	s.mu.Lock()
+	s.res.Requests++
+	s.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	r.pending = &pendingPage{rows: rows, next: next}
+	keep := len(rows)
+	if !r.Stop.End && keep > 0 {
+		if keep, err = cutAt(rows, r.Stop); err != nil {
+			return false, err
+		}
+		if keep < len(rows) {
+			next = nil
+		}
+	}
+	return keep > 0 || next != nil, nil
+}
+
+// pendingPage is a range's first page, read by the split search that
+// made the range.
+type pendingPage struct {
+	rows [][]byte
+	next *wire.Continuation
 }
 
 // splitKeys finds up to n existing keys above cur, spread over those that
@@ -799,15 +891,22 @@ func (s *scan) findSplit(ctx context.Context, cur, stop position, n int, adjacen
 // key leaves (keys.PrefixRange), a tight bound to spread the points under
 // again; when they still find nothing, a few midpoints toward cur are
 // probed one after the other, and last (when adjacent) the key after cur
-// is the point. A bound a gallop found with no upper bound holds for the whole
-// scan (memo names the key: "" for PartitionKeys, "\x00"+p for the
-// RowKeys of partition p), and later searches start under it.
-func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjacent bool, n, hint int, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
+// is the point. A bound a gallop found with no upper bound holds for the
+// whole scan (memo names the key: "" for PartitionKeys, "\x00"+p for the
+// RowKeys of partition p), and later searches start under it. When the
+// range's last page shares a long prefix (hint characters), the gallop
+// runs in the first round, beside the spread points.
+//
+// With pageOf (a Scan's search, findSplit), a round of spread points
+// reads the first page of each point's range instead of probing for one
+// key, and the points themselves are the split points when any of those
+// ranges holds rows.
+func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjacent bool, n, hint int, pageOf func(ctx context.Context, points []string, i int) (bool, error), first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
 	s.mu.Lock()
-	b, known := s.bounds[memo]
+	memoed, known := s.bounds[memo]
 	s.mu.Unlock()
-	if known && keys.Compare(b, cur) > 0 && (open || keys.Compare(b, hi) < 0) {
-		hi, open = b, false
+	if known && keys.Compare(memoed, cur) > 0 && (open || keys.Compare(memoed, hi) < 0) {
+		hi, open = memoed, false
 	}
 	memoize := open
 	// At least minSpread points, all of whose keys are kept: a search
@@ -816,7 +915,32 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 	// and the ranges beyond what idle workers take wait queued for the
 	// next worker that finishes, where it would have waited for a search.
 	points := spread(cur, hi, open, max(n, minSpread))
-	found, err := s.probeAll(ctx, intervals(cur, points, hi, open), first)
+	gallop := func(ctx context.Context) (string, bool, error) {
+		return s.prefixBound(ctx, cur, hi, open, hint, func(ctx context.Context, m string) (bool, error) {
+			_, ok, err := first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
+			return ok, err
+		})
+	}
+	// The points differ from cur a character or so after its common
+	// prefix with hi (no bound: its first few characters): when the last
+	// page's keys share a longer prefix, the keys after it likely do
+	// too, and every point lies above them. Then the gallop that would
+	// follow runs in the same round.
+	var (
+		found   []string
+		b       string
+		ok, ran bool
+	)
+	err := atOnce(2, func(i int) (err error) {
+		switch {
+		case i == 0:
+			found, err = s.probeRound(ctx, cur, points, hi, open, true, pageOf, first)
+		case hint >= commonPrefix(cur, hi, open)+minGallopHint:
+			ran = true
+			b, ok, err = gallop(ctx)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -831,18 +955,19 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 		return nil, nil // no key above cur
 	}
 	if out := sortedKeys(found[1:]); len(out) > 0 {
+		if pageOf != nil {
+			return points, nil // each point's range read
+		}
 		return out, nil
 	}
 	lowest := hi
 	if len(points) > 0 {
 		lowest = points[0]
 	}
-	b, ok, err := s.prefixBound(ctx, cur, hi, open, hint, func(ctx context.Context, m string) (bool, error) {
-		_, ok, err := first(ctx, func(k keys.Key) keys.Filter { return k.Ge(m) })
-		return ok, err
-	})
-	if err != nil {
-		return nil, err
+	if !ran {
+		if b, ok, err = gallop(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if ok && (open && len(points) == 0 || keys.Compare(b, lowest) < 0) {
 		if memoize {
@@ -857,11 +982,14 @@ func (s *scan) splitKeys(ctx context.Context, memo, cur, hi string, open, adjace
 		// it, at least minSpread points (the keys may fill a sliver of
 		// what is under the bound), and keep n of what they find.
 		if points = spread(cur, b, false, max(n, minSpread)); len(points) > 0 {
-			found, err := s.probeAll(ctx, intervals(cur, points, b, false)[1:], first)
+			found, err := s.probeRound(ctx, cur, points, b, false, false, pageOf, first)
 			if err != nil {
 				return nil, err
 			}
 			if out := sortedKeys(found); len(out) > 0 {
+				if pageOf != nil {
+					return points, nil
+				}
 				return evenly(out, n), nil
 			}
 			lowest = points[0]
@@ -928,11 +1056,28 @@ func intervals(cur string, points []string, hi string, open bool) []func(keys.Ke
 	return out
 }
 
-// probeAll probes every interval at once, and returns the first key each
-// found ("" for none).
-func (s *scan) probeAll(ctx context.Context, fs []func(keys.Key) keys.Filter, first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
+// probeRound is one round of a search's probes, all at once, over the
+// intervals from cur to the points and on to hi (intervals); without
+// above, the first one (above cur, below the first point) is left out.
+// It returns the first key each interval holds ("" for none). With
+// pageOf, each interval from a point is read as the first page of the
+// range it would make (findSplit), and a non-empty one reports the point
+// itself.
+func (s *scan) probeRound(ctx context.Context, cur string, points []string, hi string, open, above bool, pageOf func(ctx context.Context, points []string, i int) (bool, error), first func(ctx context.Context, f func(keys.Key) keys.Filter) (string, bool, error)) ([]string, error) {
+	fs := intervals(cur, points, hi, open)
+	if !above {
+		fs = fs[1:]
+	}
+	skip := len(fs) - len(points) // 1 when the first interval is probed
 	found := make([]string, len(fs))
 	err := atOnce(len(fs), func(i int) error {
+		if pageOf != nil && i >= skip {
+			ok, err := pageOf(ctx, points, i-skip)
+			if ok {
+				found[i] = points[i-skip]
+			}
+			return err
+		}
 		k, ok, err := first(ctx, fs[i])
 		if ok {
 			found[i] = k
@@ -1052,6 +1197,20 @@ func spread(lo, hi string, open bool, n int) []string {
 	out := spread(lo, m, false, left)
 	out = append(out, m)
 	return append(out, spread(m, hi, open, n-1-left)...)
+}
+
+// commonPrefix is the number of characters a and b share at their start
+// (0 when open: b is no bound).
+func commonPrefix(a, b string, open bool) int {
+	if open {
+		return 0
+	}
+	ra, rb := []rune(a), []rune(b)
+	n := 0
+	for n < len(ra) && n < len(rb) && ra[n] == rb[n] {
+		n++
+	}
+	return n
 }
 
 // probe returns the first key the filter selects: one request.
