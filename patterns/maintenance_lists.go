@@ -37,6 +37,28 @@ func primaryValue[T any](ctx context.Context, t *Table[T], ix *ListIndex[T], src
 	return ix.Key(&v), etag, true, nil
 }
 
+// primaryRead is what primaryValue read of one primary.
+type primaryRead struct {
+	value, etag string
+	found       bool
+}
+
+// memberReads is how many primaries a list's repair reads at once.
+const memberReads = 16
+
+// primaryValues reads the primaries at refs, memberReads at once: a list's
+// repair reads every entity whose membership it settles, and a list
+// being rebuilt has up to 99 of them a transaction.
+func primaryValues[T any](ctx context.Context, t *Table[T], ix *ListIndex[T], refs []consistency.EntityRef) ([]primaryRead, error) {
+	out := make([]primaryRead, len(refs))
+	err := parallel(ctx, indexes(len(refs)), memberReads, nil, func(ctx context.Context, i int) (int, error) {
+		v, etag, found, err := primaryValue(ctx, t, ix, refs[i])
+		out[i] = primaryRead{v, etag, found}
+		return 0, err
+	})
+	return out, err
+}
+
 // ---- option 2: ListIndexedTable ----
 
 // Rebuild lists every entity that opts selects in the index entity of its
@@ -73,7 +95,7 @@ func (x *ListIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptio
 // reported in Skipped. The index entities of a partition are repaired one
 // after another, the partitions Parallelism at once. Requests: Verify's,
 // then per index entity to fix two (read, transaction) plus one read per
-// member it changes.
+// member it changes (16 at once).
 func (x *ListIndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
 	return repairIndex(ctx, x, opts)
 }
@@ -178,15 +200,20 @@ func (x *ListIndexedTable[T]) repairList(ctx context.Context, entries []*ixEntry
 		}
 		le.body = nil // ModifyBatch writes the log of the entity it reads
 		m := le.members
+		refs := make([]consistency.EntityRef, len(entries))
+		for i, e := range entries {
+			refs[i] = e.Primary
+		}
+		reads, err := primaryValues(ctx, x.t, &x.ix, refs)
+		if err != nil {
+			return nil, err
+		}
 		var touched []Op
-		for _, e := range entries {
-			val, eetag, found, err := primaryValue(ctx, x.t, &x.ix, e.Primary)
-			if err != nil {
-				return nil, err
-			}
+		for i, e := range entries {
+			found, eetag := reads[i].found, reads[i].etag
 			rk := e.Primary.RowKey
 			_, listed := slices.BinarySearch(m, rk)
-			if want := found && val == value; want == listed {
+			if want := found && reads[i].value == value; want == listed {
 				continue
 			} else if want {
 				m = m.with(rk)
@@ -243,7 +270,8 @@ func (x *BlobIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceOptio
 // read once more after the removal and listed again if a concurrent write
 // gave it the value meanwhile (entity and blob never change atomically;
 // Lookup skips what the blob over-lists). Requests: Verify's, then per
-// blob to fix two (read, write), plus two reads per member it removes.
+// blob to fix two (read, write), plus two reads per member it removes
+// (16 at once).
 func (x *BlobIndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) (*IndexReport, error) {
 	return repairIndex(ctx, x, opts)
 }
@@ -300,16 +328,21 @@ func (x *BlobIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 		entries := lists[blob]
 		value := entries[0].Value
 		var add, remove []Member
+		var check []consistency.EntityRef
 		for _, e := range entries {
-			m := Member{e.Primary.PartitionKey, e.Primary.RowKey}
 			if e.Problem == IndexMissing {
-				add = append(add, m)
+				add = append(add, Member{e.Primary.PartitionKey, e.Primary.RowKey})
 				continue
 			}
-			if val, _, found, err := primaryValue(ctx, x.t, &x.ix, e.Primary); err != nil {
-				return err
-			} else if !found || val != value {
-				remove = append(remove, m)
+			check = append(check, e.Primary)
+		}
+		reads, err := primaryValues(ctx, x.t, &x.ix, check)
+		if err != nil {
+			return err
+		}
+		for i, r := range reads {
+			if !r.found || r.value != value {
+				remove = append(remove, Member{check[i].PartitionKey, check[i].RowKey})
 			}
 		}
 		if err := x.changeMany(ctx, value, add, remove); err != nil {
@@ -317,14 +350,18 @@ func (x *BlobIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 		}
 		// A write that gave a removed entity the value meanwhile listed it
 		// first and found it listed: list it again.
+		removed := make([]consistency.EntityRef, len(remove))
+		for i, m := range remove {
+			removed[i] = consistency.EntityRef{Table: x.t.name, PartitionKey: m.PartitionKey, RowKey: m.RowKey}
+		}
+		reads, err = primaryValues(ctx, x.t, &x.ix, removed)
+		if err != nil {
+			return err
+		}
 		var relist []Member
-		for _, m := range remove {
-			val, _, found, err := primaryValue(ctx, x.t, &x.ix, consistency.EntityRef{Table: x.t.name, PartitionKey: m.PartitionKey, RowKey: m.RowKey})
-			if err != nil {
-				return err
-			}
-			if found && val == value {
-				relist = append(relist, m)
+		for i, r := range reads {
+			if r.found && r.value == value {
+				relist = append(relist, remove[i])
 			}
 		}
 		if len(relist) == 0 {
