@@ -136,9 +136,11 @@
 // Table.Scan reads a whole table, or any filter, as key ranges read
 // concurrently (ScanOptions.Parallel), the shape DynamoDB users know as
 // Segment/TotalSegments, without knowing the keys in advance: Azure has
-// no split API, so ranges are split while they run at existing keys that
-// key-only $top=1 probes find, by PartitionKey and inside one partition
-// by RowKey. Every row comes once; rows of different ranges come in no
+// no split API, so ranges are split while they run, by PartitionKey and
+// inside one partition by RowKey, where probes find keys: each probe reads
+// the first page of the range it would start, so a new range starts with
+// its first page in hand (SplitScan's probes ask for one key, $top=1).
+// Every row comes once; rows of different ranges come in no
 // particular order. ScanProgress.Token resumes a scan that stopped. Count,
 // DeleteWhere and the indexes' Rebuild, Verify and Repair read table
 // scans through it. On Cosmos DB, whose results are unsorted, a scan is
