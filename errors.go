@@ -123,13 +123,17 @@ func (e *ServiceError) Error() string {
 }
 
 // Unwrap returns the sentinel and the SDK error.
-func (e *ServiceError) Unwrap() []error {
+func (e *ServiceError) Unwrap() []error { return unwrapPair(e.sentinel, e.resp) }
+
+// unwrapPair is what an error of the service wraps: its sentinel and the
+// SDK's error, each when there is one.
+func unwrapPair(sentinel error, resp *azcore.ResponseError) []error {
 	errs := make([]error, 0, 2)
-	if e.sentinel != nil {
-		errs = append(errs, e.sentinel)
+	if sentinel != nil {
+		errs = append(errs, sentinel)
 	}
-	if e.resp != nil {
-		errs = append(errs, e.resp)
+	if resp != nil {
+		errs = append(errs, resp)
 	}
 	return errs
 }
@@ -165,16 +169,7 @@ func (e *TransactionError) Error() string {
 }
 
 // Unwrap returns the sentinel of the failing operation and the SDK error.
-func (e *TransactionError) Unwrap() []error {
-	errs := make([]error, 0, 2)
-	if e.sentinel != nil {
-		errs = append(errs, e.sentinel)
-	}
-	if e.resp != nil {
-		errs = append(errs, e.resp)
-	}
-	return errs
-}
+func (e *TransactionError) Unwrap() []error { return unwrapPair(e.sentinel, e.resp) }
 
 // IsNotFound reports whether err means "does not exist".
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
