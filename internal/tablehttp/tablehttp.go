@@ -17,6 +17,7 @@ import (
 	"hash"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/tablekit/tablekit/internal/attempts"
 )
 
 // ServiceVersion is the REST API version the Client speaks (the one
@@ -51,20 +54,61 @@ type Client struct {
 	cosmos   bool
 }
 
-// New returns the Client of endpoint, with a pipeline built from opts.
-func New(endpoint string, auth Auth, opts azcore.ClientOptions) *Client {
+// New returns the Client of endpoint, with a pipeline built from the
+// caller's opts (never written into). Nearest the transport, after the
+// caller's own per-retry policies, every try is counted (package attempts)
+// and what it returns is handed to redact (the account's redaction of
+// credentials; nil for none), as the account's SDK clients do it.
+//
+// When the caller has no per-retry policies of its own, the signing, the
+// count and the redaction have nothing between them, and one policy does
+// all three: each policy azcore runs costs a copy of the request and a
+// call, paid by every request (a point read's client time is mostly the
+// pipeline's).
+func New(endpoint string, auth Auth, opts azcore.ClientOptions, redact func(*http.Response, error)) *Client {
 	c := &Client{endpoint: endpoint, cosmos: IsCosmos(endpoint)}
+	try := &tryPolicy{redact: redact}
 	var per []policy.Policy
 	switch {
 	case auth.Key != nil:
-		per = append(per, &sharedKeyLitePolicy{account: auth.Account, key: auth.Key})
+		try.sign = &sharedKeyLitePolicy{account: auth.Account, key: auth.Key}
 	case auth.Token != nil:
 		per = append(per, runtime.NewBearerTokenPolicy(auth.Token, []string{"https://storage.azure.com/.default"}, nil))
 	case auth.SAS != "":
 		c.sas, _ = url.ParseQuery(auth.SAS)
 	}
+	if len(opts.PerRetryPolicies) == 0 {
+		per = append(per, try)
+	} else {
+		// The caller's policies see the request signed and are counted
+		// as part of the try, as with the SDK clients: signing first,
+		// counting and redaction last.
+		if try.sign != nil {
+			per = append(per, try.sign)
+		}
+		opts.PerRetryPolicies = append(slices.Clip(opts.PerRetryPolicies), &tryPolicy{redact: redact})
+	}
 	c.pl = runtime.NewPipeline("tablekit", "v0", runtime.PipelineOptions{PerRetry: per}, &opts)
 	return c
+}
+
+// tryPolicy signs a try (when sign is set), counts it, and redacts what
+// it returns.
+type tryPolicy struct {
+	sign   *sharedKeyLitePolicy
+	redact func(*http.Response, error)
+}
+
+func (p *tryPolicy) Do(req *policy.Request) (*http.Response, error) {
+	if p.sign != nil {
+		p.sign.sign(req.Raw())
+	}
+	attempts.Note(req.Raw().Context())
+	resp, err := req.Next()
+	if p.redact != nil {
+		p.redact(resp, err)
+	}
+	return resp, err
 }
 
 // Endpoint is the table service URL.
@@ -134,7 +178,12 @@ type sharedKeyLitePolicy struct {
 type signature struct{ toSign, auth string }
 
 func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
-	raw := req.Raw()
+	p.sign(req.Raw())
+	return req.Next()
+}
+
+// sign sets raw's x-ms-date and Authorization headers.
+func (p *sharedKeyLitePolicy) sign(raw *http.Request) {
 	date := httpDate(time.Now())
 	toSign := StringToSign(p.account, date, raw.URL)
 	auth := ""
@@ -154,7 +203,6 @@ func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	raw.Header["x-ms-date"] = []string{date}
 	raw.Header["Authorization"] = []string{auth}
-	return req.Next()
 }
 
 // dateCache is the RFC 1123 form of the current second.
