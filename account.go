@@ -312,9 +312,13 @@ func (redactPolicy) Do(req *policy.Request) (*http.Response, error) {
 
 // redactTry is what redactPolicy does to what a try returns.
 func redactTry(resp *http.Response, err error) {
-	var ue *url.Error
-	if err != nil && errors.As(err, &ue) {
-		ue.URL = Redact(ue.URL)
+	if err != nil {
+		// (Not declared outside: errors.As would move it to the heap on
+		// every try, failed or not.)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = Redact(ue.URL)
+		}
 	}
 	if resp != nil && resp.Request != nil && resp.Request.URL != nil {
 		if q := resp.Request.URL.RawQuery; q != "" {
