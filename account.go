@@ -284,6 +284,18 @@ func optsOrZero(o *AccountOptions) AccountOptions {
 	return c
 }
 
+// accountPolicies is how many per-retry policies optsOrZero adds.
+const accountPolicies = 2
+
+// callerOptions are the options the caller gave, without the policies
+// optsOrZero adds (the raw table transport adds their work itself).
+func (a *Account) callerOptions() azcore.ClientOptions {
+	co := a.opts.ClientOptions
+	n := len(co.PerRetryPolicies) - accountPolicies
+	co.PerRetryPolicies = co.PerRetryPolicies[:n:n]
+	return co
+}
+
 // redactPolicy removes SAS signatures from what a request leaves behind:
 // net/http's *url.Error prints the whole request URL, and azcore returns
 // it as is; a response keeps its request, which every
@@ -294,9 +306,19 @@ type redactPolicy struct{}
 
 func (redactPolicy) Do(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
-	var ue *url.Error
-	if err != nil && errors.As(err, &ue) {
-		ue.URL = Redact(ue.URL)
+	redactTry(resp, err)
+	return resp, err
+}
+
+// redactTry is what redactPolicy does to what a try returns.
+func redactTry(resp *http.Response, err error) {
+	if err != nil {
+		// (Not declared outside: errors.As would move it to the heap on
+		// every try, failed or not.)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = Redact(ue.URL)
+		}
 	}
 	if resp != nil && resp.Request != nil && resp.Request.URL != nil {
 		if q := resp.Request.URL.RawQuery; q != "" {
@@ -308,7 +330,6 @@ func (redactPolicy) Do(req *policy.Request) (*http.Response, error) {
 			}
 		}
 	}
-	return resp, err
 }
 
 func withSAS(u, sas string) string {

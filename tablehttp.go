@@ -23,7 +23,7 @@ func (a *Account) tableHTTP() *tablehttp.Client {
 	if a.http == nil {
 		auth := a.auth
 		auth.Account = a.name
-		a.http = tablehttp.New(a.urls.table, auth, a.opts.ClientOptions)
+		a.http = tablehttp.New(a.urls.table, auth, a.callerOptions(), redactTry)
 	}
 	return a.http
 }

@@ -2,6 +2,7 @@ package entity
 
 import (
 	"reflect"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -18,6 +19,14 @@ type Options struct {
 type Codec struct {
 	p    *plan
 	keys KeyProvider
+
+	// hints are the member names of an entity Unmarshal decoded, learned
+	// by its second call and never written again (decoders read them, and
+	// copy nothing): the entities of a table mostly repeat one order of
+	// members, so the next ones are matched by comparisons instead of map
+	// lookups. A codec used once (the package's Unmarshal) learns none.
+	hints    atomic.Pointer[[]memberHint]
+	unmarsh1 atomic.Bool // Unmarshal has been called
 }
 
 // CodecOf returns the codec of struct type t (or of the struct a pointer

@@ -35,7 +35,11 @@ type decoder struct {
 	// a map lookup. hintCodec is the codec they were resolved by.
 	hints     []memberHint
 	hintCodec *Codec
-	once      bool // one object only: no hints, no arena
+	once      bool // one object only: no arena; hints only as learn says
+	// learn: once decodes an object whose hints become the codec's (the
+	// decoder owns d.hints); without it, once only reads hints, the
+	// codec's, which are shared.
+	learn bool
 }
 
 // reset keeps the decoder's buffers and member names, and drops the rest.
@@ -85,11 +89,20 @@ func (d *decoder) syntax(err error) error {
 
 func (c *Codec) decodeStruct(data []byte, rv reflect.Value) error {
 	d := decoder{c: c, s: scanner{b: data}, once: true}
+	if h := c.hints.Load(); h != nil {
+		d.hints, d.hintCodec = *h, c
+	} else if c.unmarsh1.Swap(true) {
+		d.learn = true
+	}
 	if err := d.object(rv); err != nil {
 		return err
 	}
 	if err := d.s.end(); err != nil {
 		return d.syntax(err)
+	}
+	if d.learn && len(d.hints) > 0 {
+		h := d.hints[:len(d.hints):len(d.hints)]
+		c.hints.CompareAndSwap(nil, &h)
 	}
 	return nil
 }
@@ -172,7 +185,7 @@ func (d *decoder) hint(j int, key []byte, esc bool) memberHint {
 		return d.hints[j]
 	}
 	h := d.resolve(key)
-	if !esc && !d.once {
+	if !esc && (!d.once || d.learn) {
 		if j < len(d.hints) {
 			h.setKey(key)
 			d.hints[j] = h
@@ -283,7 +296,7 @@ func (d *decoder) members(rv reflect.Value) error {
 					}
 					d.annType = edmTypeOf(raw)
 				}
-			case kind == jString && key != nil && s.i-start <= maxMemberHint && j < len(d.hints) && d.hints[j].name == string(key) && d.hints[j].member == "":
+			case kind == jString && key != nil && (!d.once || d.learn) && s.i-start <= maxMemberHint && j < len(d.hints) && d.hints[j].name == string(key) && d.hints[j].member == "":
 				// An ignored member whose hint was just made: remember
 				// its text (once per hint, not per row).
 				d.hints[j].member = string(s.b[start+1 : s.i])

@@ -56,10 +56,16 @@ type Policy struct{}
 
 // Do implements policy.Policy.
 func (Policy) Do(req *policy.Request) (*http.Response, error) {
-	if c, ok := req.Raw().Context().Value(key{}).(*Counter); ok {
+	Note(req.Raw().Context())
+	return req.Next()
+}
+
+// Note counts an attempt of a request whose context is ctx: what Policy
+// does, for a policy that counts as part of its own work.
+func Note(ctx context.Context) {
+	if c, ok := ctx.Value(key{}).(*Counter); ok {
 		if c.n.Add(1) == 1 {
 			c.first.Store(time.Now().UnixNano())
 		}
 	}
-	return req.Next()
 }

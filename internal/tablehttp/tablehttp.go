@@ -17,6 +17,7 @@ import (
 	"hash"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/tablekit/tablekit/internal/attempts"
 )
 
 // ServiceVersion is the REST API version the Client speaks (the one
@@ -47,24 +50,66 @@ type Auth struct {
 type Client struct {
 	pl       runtime.Pipeline
 	endpoint string
+	base     *url.URL // the parsed endpoint, when newURL can extend it
 	sas      url.Values
 	cosmos   bool
 }
 
-// New returns the Client of endpoint, with a pipeline built from opts.
-func New(endpoint string, auth Auth, opts azcore.ClientOptions) *Client {
-	c := &Client{endpoint: endpoint, cosmos: IsCosmos(endpoint)}
+// New returns the Client of endpoint, with a pipeline built from the
+// caller's opts (never written into). Nearest the transport, after the
+// caller's own per-retry policies, every try is counted (package attempts)
+// and what it returns is handed to redact (the account's redaction of
+// credentials; nil for none), as the account's SDK clients do it.
+//
+// When the caller has no per-retry policies of its own, the signing, the
+// count and the redaction have nothing between them, and one policy does
+// all three: each policy azcore runs costs a copy of the request and a
+// call, paid by every request (a point read's client time is mostly the
+// pipeline's).
+func New(endpoint string, auth Auth, opts azcore.ClientOptions, redact func(*http.Response, error)) *Client {
+	c := &Client{endpoint: endpoint, cosmos: IsCosmos(endpoint), base: baseURL(endpoint)}
+	try := &tryPolicy{redact: redact}
 	var per []policy.Policy
 	switch {
 	case auth.Key != nil:
-		per = append(per, &sharedKeyLitePolicy{account: auth.Account, key: auth.Key})
+		try.sign = &sharedKeyLitePolicy{account: auth.Account, key: auth.Key}
 	case auth.Token != nil:
 		per = append(per, runtime.NewBearerTokenPolicy(auth.Token, []string{"https://storage.azure.com/.default"}, nil))
 	case auth.SAS != "":
 		c.sas, _ = url.ParseQuery(auth.SAS)
 	}
+	if len(opts.PerRetryPolicies) == 0 {
+		per = append(per, try)
+	} else {
+		// The caller's policies see the request signed and are counted
+		// as part of the try, as with the SDK clients: signing first,
+		// counting and redaction last.
+		if try.sign != nil {
+			per = append(per, try.sign)
+		}
+		opts.PerRetryPolicies = append(slices.Clip(opts.PerRetryPolicies), &tryPolicy{redact: redact})
+	}
 	c.pl = runtime.NewPipeline("tablekit", "v0", runtime.PipelineOptions{PerRetry: per}, &opts)
 	return c
+}
+
+// tryPolicy signs a try (when sign is set), counts it, and redacts what
+// it returns.
+type tryPolicy struct {
+	sign   *sharedKeyLitePolicy
+	redact func(*http.Response, error)
+}
+
+func (p *tryPolicy) Do(req *policy.Request) (*http.Response, error) {
+	if p.sign != nil {
+		p.sign.sign(req.Raw())
+	}
+	attempts.Note(req.Raw().Context())
+	resp, err := req.Next()
+	if p.redact != nil {
+		p.redact(resp, err)
+	}
+	return resp, err
 }
 
 // Endpoint is the table service URL.
@@ -80,7 +125,7 @@ func (c *Client) IsCosmos() bool { return c.cosmos }
 // and the headers every table request needs (x-ms-version,
 // DataServiceVersion, Accept: minimal metadata).
 func (c *Client) NewRequest(ctx context.Context, method, path string, query url.Values) (*policy.Request, error) {
-	u := c.endpoint + path
+	rawQuery := ""
 	if len(query) > 0 || len(c.sas) > 0 {
 		q := url.Values{}
 		for k, v := range query {
@@ -90,18 +135,98 @@ func (c *Client) NewRequest(ctx context.Context, method, path string, query url.
 			q[k] = v
 		}
 		// Encode sorts the keys: requests are deterministic.
-		u += "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
+		rawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
 	}
-	req, err := runtime.NewRequest(ctx, method, u)
-	if err != nil {
-		return nil, err
+	var req *policy.Request
+	if u := c.newURL(path, rawQuery); u != nil {
+		raw, err := http.NewRequestWithContext(ctx, method, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		raw.URL, raw.Host = u, u.Host
+		if req, err = runtime.NewRequestFromRequest(raw); err != nil {
+			return nil, err
+		}
+	} else {
+		full := c.endpoint + path
+		if rawQuery != "" {
+			full += "?" + rawQuery
+		}
+		var err error
+		if req, err = runtime.NewRequest(ctx, method, full); err != nil {
+			return nil, err
+		}
 	}
-	hd := req.Raw().Header
-	hd["x-ms-version"] = []string{ServiceVersion}
-	hd["DataServiceVersion"] = []string{"3.0"}
-	hd["MaxDataServiceVersion"] = []string{"3.0;NetFx"}
-	hd["Accept"] = []string{"application/json;odata=minimalmetadata"}
+	// Room for these four, the User-Agent, the date and the signature
+	// without the map growing (a read's headers, in one group of slots).
+	hd := make(http.Header, 8)
+	v := make([]string, 4)
+	v[0], v[1], v[2], v[3] = ServiceVersion, "3.0", "3.0;NetFx", "application/json;odata=minimalmetadata"
+	hd["x-ms-version"] = v[0:1:1]
+	hd["DataServiceVersion"] = v[1:2:2]
+	hd["MaxDataServiceVersion"] = v[2:3:3]
+	hd["Accept"] = v[3:4:4]
+	req.Raw().Header = hd
 	return req, nil
+}
+
+// baseURL is endpoint parsed, when newURL can extend it: an absolute http
+// or https URL with a host, no user, query or fragment, and a path with
+// nothing escaped (nil otherwise).
+func baseURL(endpoint string) *url.URL {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil ||
+		u.RawPath != "" || u.ForceQuery || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(u.Host, ":") || !plainPath(u.Path) || needsEscape(u.Path) {
+		return nil
+	}
+	return u
+}
+
+// newURL is what url.Parse returns for c.endpoint + path + "?" + rawQuery
+// (rawQuery already encoded), without parsing the endpoint again, or nil
+// when the path is not one it builds the same way: anything escaped
+// (%), a query or fragment in it, a control character.
+func (c *Client) newURL(path, rawQuery string) *url.URL {
+	if c.base == nil || !plainPath(path) {
+		return nil
+	}
+	u := *c.base
+	u.Path += path
+	// As url.Parse keeps the text of a path that its own escaping would
+	// change (the quotes and parentheses of an entity's address).
+	if needsEscape(u.Path) {
+		u.RawPath = u.Path
+	}
+	u.RawQuery = rawQuery
+	return &u
+}
+
+// plainPath reports whether p unescapes to itself and holds no query,
+// fragment or control character: url.Parse's Path for it is p.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c == '%' || c == '?' || c == '#' || c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// needsEscape reports whether net/url escapes any byte of the path p (its
+// encodePath rules: all but letters, digits, "-_.~" and "$&+,/:;=@").
+func needsEscape(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		switch c {
+		case '-', '_', '.', '~', '$', '&', '+', ',', '/', ':', ';', '=', '@':
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 // Do sends req through the pipeline. Like the SDK, it returns the response
@@ -134,7 +259,12 @@ type sharedKeyLitePolicy struct {
 type signature struct{ toSign, auth string }
 
 func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
-	raw := req.Raw()
+	p.sign(req.Raw())
+	return req.Next()
+}
+
+// sign sets raw's x-ms-date and Authorization headers.
+func (p *sharedKeyLitePolicy) sign(raw *http.Request) {
 	date := httpDate(time.Now())
 	toSign := StringToSign(p.account, date, raw.URL)
 	auth := ""
@@ -154,7 +284,6 @@ func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	raw.Header["x-ms-date"] = []string{date}
 	raw.Header["Authorization"] = []string{auth}
-	return req.Next()
 }
 
 // dateCache is the RFC 1123 form of the current second.
@@ -180,16 +309,18 @@ func httpDate(now time.Time) string {
 // StringToSign is the Table service's Shared Key Lite string to sign for a
 // request to u sent at date (an RFC 1123 x-ms-date value).
 func StringToSign(account, date string, u *url.URL) string {
+	p, comp := u.EscapedPath(), compParam(u.RawQuery)
 	var b strings.Builder
+	b.Grow(len(date) + 3 + len(account) + len(p) + len("?comp=") + len(comp))
 	b.WriteString(date)
 	b.WriteString("\n/")
 	b.WriteString(account)
-	if p := u.EscapedPath(); p != "" {
+	if p != "" {
 		b.WriteString(p)
 	} else {
 		b.WriteByte('/')
 	}
-	if comp := compParam(u.RawQuery); comp != "" {
+	if comp != "" {
 		b.WriteString("?comp=")
 		b.WriteString(comp)
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/tablekit/tablekit"
@@ -105,6 +108,50 @@ func TestCompParamMatchesParsedQuery(t *testing.T) {
 		}
 		if got := tablehttp.StringToSign("acct", "d", u); got != want {
 			t.Errorf("StringToSign of query %q = %q, want %q", q, got, want)
+		}
+	}
+}
+
+// A request's URL is the one url.Parse makes of the endpoint, the path and
+// the query, whether NewRequest parses it or extends the parsed endpoint:
+// the same path on the wire, the same string to sign, the same URL in logs
+// and errors.
+func TestNewRequestURLMatchesParse(t *testing.T) {
+	endpoints := []string{
+		"http://127.0.0.1:10002/devstoreaccount1", "https://acct.table.core.windows.net",
+		"https://acct.table.core.windows.net/", "http://localhost:8902/", "https://h/a%20b", "http://h:/x",
+	}
+	paths := []string{
+		"/t1(PartitionKey='a',RowKey='b')", "/t1(PartitionKey='a%20b',RowKey='it''s')", "/Tables", "/$batch",
+		"/t1()", "/t1(PartitionKey='a b',RowKey='x')", "/t1(PartitionKey='a!*',RowKey='[x]{y}|^`\"<>\\\\')",
+		"/t1(PartitionKey='%2f',RowKey='%2F')", "/t?x=1", "/t#f", "/t\x01", "",
+	}
+	// Every printable byte, alone in a key.
+	for b := byte(0x20); b < 0x7f; b++ {
+		paths = append(paths, "/t(PartitionKey='"+string(b)+"',RowKey='')")
+	}
+	queries := []url.Values{nil, {"$filter": {"PartitionKey eq 'a+b'"}, "$top": {"5"}}, {"comp": {"acl"}}}
+	for _, ep := range endpoints {
+		c := tablehttp.New(ep, tablehttp.Auth{}, azcore.ClientOptions{}, nil)
+		for _, p := range paths {
+			for _, q := range queries {
+				full := ep + p
+				if len(q) > 0 {
+					full += "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
+				}
+				want, werr := runtime.NewRequest(context.Background(), http.MethodGet, full)
+				got, gerr := c.NewRequest(context.Background(), http.MethodGet, p, q)
+				if (werr != nil) != (gerr != nil) {
+					t.Errorf("%q: error %v, parsing gives %v", full, gerr, werr)
+					continue
+				}
+				if werr != nil {
+					continue
+				}
+				if !reflect.DeepEqual(got.Raw().URL, want.Raw().URL) || got.Raw().Host != want.Raw().Host {
+					t.Errorf("%q: URL %#v (host %q), parsing gives %#v (host %q)", full, got.Raw().URL, got.Raw().Host, want.Raw().URL, want.Raw().Host)
+				}
+			}
 		}
 	}
 }

@@ -86,13 +86,19 @@ func (f *restPath) request(ctx context.Context, method, path string, query url.V
 // else the typed error.
 func (f *restPath) send(req *policy.Request, op, resource string, ok ...int) (*http.Response, error) {
 	resp, err := f.h.Do(req)
-	if err != nil {
-		return nil, tablekit.MapError(err, op, resource)
-	}
-	if !runtime.HasStatusCode(resp, ok...) {
-		return nil, tablekit.MapError(runtime.NewResponseError(resp), op, resource)
+	if err != nil || !runtime.HasStatusCode(resp, ok...) {
+		return nil, failed(resp, err, op, resource)
 	}
 	return resp, nil
+}
+
+// failed is the typed error of a request that returned err, or else resp
+// with a status it did not want.
+func failed(resp *http.Response, err error, op, resource string) error {
+	if err != nil {
+		return tablekit.MapError(err, op, resource)
+	}
+	return tablekit.MapError(runtime.NewResponseError(resp), op, resource)
 }
 
 func (f *restPath) write(ctx context.Context, op Op, verb, label string) (string, error) {
@@ -157,14 +163,18 @@ func appendOpPath(dst []byte, typ OpType, table, pk, rk string) []byte {
 	return appendEntityPath(dst, table, pk, rk)
 }
 
-func (f *restPath) get(ctx context.Context, pk, rk, label string, typed bool) ([]byte, string, error) {
+func (f *restPath) get(ctx context.Context, pk, rk string, typed bool) ([]byte, string, error) {
 	var header map[string]string
 	if typed {
 		header = map[string]string{"Accept": "application/json;odata=fullmetadata"}
 	}
-	resp, err := f.do(ctx, http.MethodGet, entityPath(f.table, pk, rk), nil, nil, header, "get", label, http.StatusOK)
+	req, err := f.request(ctx, http.MethodGet, entityPath(f.table, pk, rk), nil, nil, header)
 	if err != nil {
 		return nil, "", err
+	}
+	resp, err := f.h.Do(req)
+	if err != nil || !runtime.HasStatusCode(resp, http.StatusOK) {
+		return nil, "", failed(resp, err, "get", entityLabel(f.table, pk, rk))
 	}
 	body, err := runtime.Payload(resp)
 	if err != nil {

@@ -20,10 +20,10 @@ type sdkPath struct {
 	table  string
 }
 
-func (s *sdkPath) get(ctx context.Context, pk, rk, label string, _ bool) ([]byte, string, error) {
+func (s *sdkPath) get(ctx context.Context, pk, rk string, _ bool) ([]byte, string, error) {
 	resp, err := s.client.GetEntity(ctx, pk, rk, &aztables.GetEntityOptions{Format: to.Ptr(aztables.MetadataFormatFull)})
 	if err != nil {
-		return nil, "", tablekit.MapError(err, "get", label)
+		return nil, "", tablekit.MapError(err, "get", entityLabel(s.table, pk, rk))
 	}
 	return resp.Value, string(resp.ETag), nil
 }

@@ -25,7 +25,7 @@ import (
 // transport is one way of sending table operations: REST or the SDK. Both
 // return errors already mapped by tablekit.MapError.
 type transport interface {
-	get(ctx context.Context, pk, rk, label string, typed bool) ([]byte, string, error)
+	get(ctx context.Context, pk, rk string, typed bool) ([]byte, string, error)
 	write(ctx context.Context, op Op, verb, label string) (string, error)
 	page(ctx context.Context, q Query, pos *Continuation) ([][]byte, *Continuation, error)
 	batch(ctx context.Context, ops []Op, label string) ([]Result, error)
@@ -110,8 +110,12 @@ func (t *Table) Client() *aztables.Client { return t.client }
 func (t *Table) REST() bool { return t.rest }
 
 // Label names an entity of the table in errors.
-func (t *Table) Label(pk, rk string) string {
-	return t.name + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
+func (t *Table) Label(pk, rk string) string { return entityLabel(t.name, pk, rk) }
+
+// entityLabel names the entity (pk, rk) of table in errors. A read
+// builds it only when it fails.
+func entityLabel(table, pk, rk string) string {
+	return table + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
 }
 
 // span starts a span named as aztables names its own; the REST transport
@@ -160,7 +164,7 @@ func (t *Table) get(ctx context.Context, pk, rk string, typed bool) (body []byte
 		return nil, "", err
 	}
 	ctx, end := t.span(ctx, "Client.GetEntity")
-	body, etag, err = t.tr.get(ctx, pk, rk, t.Label(pk, rk), typed)
+	body, etag, err = t.tr.get(ctx, pk, rk, typed)
 	end(err)
 	return body, etag, err
 }
