@@ -374,6 +374,7 @@ func (b *bulk[T]) start(n int) (finish func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			wire.GrowStack()
 			for {
 				g, slot := b.next()
 				if g == nil {
