@@ -234,20 +234,21 @@ func (d *decoder) members(rv reflect.Value) error {
 		s.i++
 		return nil
 	}
+	// missed holds the hint of a name the previous row did not have at
+	// the same place; h points to it or into d.hints (a hint is some
+	// hundred bytes: not copied per member).
+	var missed memberHint
 	for j := 0; ; j++ {
 		if s.peek() != '"' {
 			return d.syntax(s.fail("want a property name"))
 		}
 		start := s.i
-		var h memberHint
 		var key []byte // the name, when it was scanned (h.name holds a hinted one)
-		hp, hit, skip := d.hinted(j)
-		if hit {
-			// The previous row's name here, its closing quote and the
-			// colon (a hinted name holds no quote or backslash); or the
+		h, hit, skip := d.hinted(j)
+		if !hit {
+			// Not the previous row's name here, its closing quote and the
+			// colon (a hinted name holds no quote or backslash), nor the
 			// previous row's whole member, ignored.
-			h = *hp
-		} else {
 			k, kesc, err := s.str()
 			if err != nil {
 				return d.syntax(err)
@@ -255,7 +256,8 @@ func (d *decoder) members(rv reflect.Value) error {
 			if kesc {
 				k = unescape(nil, k)
 			}
-			key, h = k, d.hint(j, k, kesc)
+			missed = d.hint(j, k, kesc)
+			key, h = k, &missed
 			if err := s.expect(':'); err != nil {
 				return d.syntax(err)
 			}
