@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"time"
@@ -262,8 +263,13 @@ func (d *decoder) members(rv reflect.Value) error {
 				return d.syntax(err)
 			}
 		}
-		if !skip && h.f != nil && h.f.kind == kTime && h.f.fast && d.base != nil && d.canonicalTimeAt(h.f) {
-			skip = true
+		if !skip && h.f != nil && h.f.fast && d.base != nil {
+			switch h.f.kind {
+			case kTime:
+				skip = d.canonicalTimeAt(h.f)
+			case kString:
+				skip = !d.once && d.stringAt((*string)(unsafe.Add(d.base, h.f.offset)))
+			}
 		}
 		if !skip {
 			kind, raw, esc, err := s.value()
@@ -318,6 +324,52 @@ func (d *decoder) canonicalTimeAt(f *field) bool {
 	}
 	*(*time.Time)(unsafe.Add(d.base, f.offset)) = t
 	d.s.i = i + 30
+	return true
+}
+
+// stringAt decodes the string at the scanner into the fast field *p,
+// scanning it and copying it into the arena in one pass, eight bytes at
+// a time, when it is a string with no escape that fits in the arena's
+// room (and in arenaMaxString), and consumes it; false leaves the
+// scanner where it was, for setString. Bytes past the string's end may
+// be written in the arena's room: no string holds them yet.
+func (d *decoder) stringAt(p *string) bool {
+	b, i := d.s.b, d.s.i
+	if i >= len(b) || b[i] != '"' {
+		return false
+	}
+	i++
+	off := len(d.arena)
+	dst := d.arena[off:cap(d.arena)]
+	n := 0
+	for i+8 <= len(b) && n+8 <= len(dst) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		binary.LittleEndian.PutUint64(dst[n:], w)
+		if m := special(w); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			i, n = i+k, n+k
+			goto end
+		}
+		i, n = i+8, n+8
+	}
+	for ; i < len(b) && n < len(dst); i, n = i+1, n+1 {
+		c := b[i]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		dst[n] = c
+	}
+end:
+	if i >= len(b) || b[i] != '"' || n > arenaMaxString {
+		return false // an escape, a control character, no room, or long
+	}
+	if n == 0 {
+		*p = ""
+	} else {
+		d.arena = d.arena[:off+n]
+		*p = unsafe.String(&d.arena[off], n)
+	}
+	d.s.i = i + 1
 	return true
 }
 
