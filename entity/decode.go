@@ -869,20 +869,24 @@ func daysIn(mo, y int) int {
 }
 
 // daysFromCivil is the number of days from 1970-01-01 to y-mo-d in the
-// proleptic Gregorian calendar (y >= 0), without time.Date's generality.
+// proleptic Gregorian calendar (0 <= y <= 9999, 1 <= mo <= 12), without
+// time.Date's generality: H. Hinnant's days_from_civil in unsigned
+// arithmetic (the year counted from 400 BC, so that it never goes below
+// zero), with the day of the year a month starts on from a table.
 func daysFromCivil(y, mo, d int) int64 {
+	yy := uint(y) + 400
 	if mo <= 2 {
-		y--
+		yy--
 	}
-	era := y / 400
-	if y < 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	doy := (153*((mo+9)%12)+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
+	era := yy / 400
+	yoe := yy - era*400
+	doe := yoe*365 + yoe/4 - yoe/100 + marchDays[mo&15] + uint(d) - 1
+	return int64(era)*146097 + int64(doe) - 719468 - 146097
 }
+
+// marchDays is the day of a year starting on March 1 that month mo
+// starts on (1 to 12; the rest unused).
+var marchDays = [16]uint{1: 306, 2: 337, 3: 0, 4: 31, 5: 61, 6: 92, 7: 122, 8: 153, 9: 184, 10: 214, 11: 245, 12: 275}
 
 // wireValue types a JSON value: by its annotation when there is one, else
 // as the service does (string -> String, integer -> Int32 or Int64 when it
