@@ -154,6 +154,14 @@ func (c *Codec) DataSize(v any) (n int, ok bool) {
 	if err != nil || c.p.hookM {
 		return 0, false
 	}
+	if c.p.sizeFast && rv.CanAddr() {
+		base := rv.Addr().UnsafePointer()
+		n = c.p.sizeFixed
+		for _, off := range c.p.sizeStrings {
+			n += len(*(*string)(unsafe.Add(base, off)))
+		}
+		return n, true
+	}
 	for _, f := range [2]*field{c.p.pk, c.p.rk} {
 		if f != nil {
 			if fv, ok := fieldOf(rv, f.index); ok {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"time"
@@ -247,20 +248,21 @@ func (d *decoder) members(rv reflect.Value) error {
 		s.i++
 		return nil
 	}
+	// missed holds the hint of a name the previous row did not have at
+	// the same place; h points to it or into d.hints (a hint is some
+	// hundred bytes: not copied per member).
+	var missed memberHint
 	for j := 0; ; j++ {
 		if s.peek() != '"' {
 			return d.syntax(s.fail("want a property name"))
 		}
 		start := s.i
-		var h memberHint
 		var key []byte // the name, when it was scanned (h.name holds a hinted one)
-		hp, hit, skip := d.hinted(j)
-		if hit {
-			// The previous row's name here, its closing quote and the
-			// colon (a hinted name holds no quote or backslash); or the
+		h, hit, skip := d.hinted(j)
+		if !hit {
+			// Not the previous row's name here, its closing quote and the
+			// colon (a hinted name holds no quote or backslash), nor the
 			// previous row's whole member, ignored.
-			h = *hp
-		} else {
 			k, kesc, err := s.str()
 			if err != nil {
 				return d.syntax(err)
@@ -268,13 +270,19 @@ func (d *decoder) members(rv reflect.Value) error {
 			if kesc {
 				k = unescape(nil, k)
 			}
-			key, h = k, d.hint(j, k, kesc)
+			missed = d.hint(j, k, kesc)
+			key, h = k, &missed
 			if err := s.expect(':'); err != nil {
 				return d.syntax(err)
 			}
 		}
-		if !skip && h.f != nil && h.f.kind == kTime && h.f.fast && d.base != nil && d.canonicalTimeAt(h.f) {
-			skip = true
+		if !skip && h.f != nil && h.f.fast && d.base != nil {
+			switch h.f.kind {
+			case kTime:
+				skip = d.canonicalTimeAt(h.f)
+			case kString:
+				skip = !d.once && d.stringAt((*string)(unsafe.Add(d.base, h.f.offset)))
+			}
 		}
 		if !skip {
 			kind, raw, esc, err := s.value()
@@ -329,6 +337,52 @@ func (d *decoder) canonicalTimeAt(f *field) bool {
 	}
 	*(*time.Time)(unsafe.Add(d.base, f.offset)) = t
 	d.s.i = i + 30
+	return true
+}
+
+// stringAt decodes the string at the scanner into the fast field *p,
+// scanning it and copying it into the arena in one pass, eight bytes at
+// a time, when it is a string with no escape that fits in the arena's
+// room (and in arenaMaxString), and consumes it; false leaves the
+// scanner where it was, for setString. Bytes past the string's end may
+// be written in the arena's room: no string holds them yet.
+func (d *decoder) stringAt(p *string) bool {
+	b, i := d.s.b, d.s.i
+	if i >= len(b) || b[i] != '"' {
+		return false
+	}
+	i++
+	off := len(d.arena)
+	dst := d.arena[off:cap(d.arena)]
+	n := 0
+	for i+8 <= len(b) && n+8 <= len(dst) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		binary.LittleEndian.PutUint64(dst[n:], w)
+		if m := special(w); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			i, n = i+k, n+k
+			goto end
+		}
+		i, n = i+8, n+8
+	}
+	for ; i < len(b) && n < len(dst); i, n = i+1, n+1 {
+		c := b[i]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		dst[n] = c
+	}
+end:
+	if i >= len(b) || b[i] != '"' || n > arenaMaxString {
+		return false // an escape, a control character, no room, or long
+	}
+	if n == 0 {
+		*p = ""
+	} else {
+		d.arena = d.arena[:off+n]
+		*p = unsafe.String(&d.arena[off], n)
+	}
+	d.s.i = i + 1
 	return true
 }
 
@@ -828,20 +882,24 @@ func daysIn(mo, y int) int {
 }
 
 // daysFromCivil is the number of days from 1970-01-01 to y-mo-d in the
-// proleptic Gregorian calendar (y >= 0), without time.Date's generality.
+// proleptic Gregorian calendar (0 <= y <= 9999, 1 <= mo <= 12), without
+// time.Date's generality: H. Hinnant's days_from_civil in unsigned
+// arithmetic (the year counted from 400 BC, so that it never goes below
+// zero), with the day of the year a month starts on from a table.
 func daysFromCivil(y, mo, d int) int64 {
+	yy := uint(y) + 400
 	if mo <= 2 {
-		y--
+		yy--
 	}
-	era := y / 400
-	if y < 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	doy := (153*((mo+9)%12)+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
+	era := yy / 400
+	yoe := yy - era*400
+	doe := yoe*365 + yoe/4 - yoe/100 + marchDays[mo&15] + uint(d) - 1
+	return int64(era)*146097 + int64(doe) - 719468 - 146097
 }
+
+// marchDays is the day of a year starting on March 1 that month mo
+// starts on (1 to 12; the rest unused).
+var marchDays = [16]uint{1: 306, 2: 337, 3: 0, 4: 31, 5: 61, 6: 92, 7: 122, 8: 153, 9: 184, 10: 214, 11: 245, 12: 275}
 
 // wireValue types a JSON value: by its annotation when there is one, else
 // as the service does (string -> String, integer -> Int32 or Int64 when it

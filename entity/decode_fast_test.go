@@ -96,3 +96,18 @@ func TestCanonicalTimeMatchesTimeParse(t *testing.T) {
 		t.Errorf("lower-case t and z: %v, %v; want %v", lower, err, want)
 	}
 }
+
+// daysFromCivil counts the days time.Date counts, for every date of the
+// years 0 to 9999.
+func TestDaysFromCivilMatchesTimeDate(t *testing.T) {
+	for y := 0; y <= 9999; y++ {
+		for mo := 1; mo <= 12; mo++ {
+			for d := 1; d <= daysIn(mo, y); d++ {
+				want := time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+				if got := daysFromCivil(y, mo, d); got != want {
+					t.Fatalf("daysFromCivil(%d, %d, %d) = %d, want %d", y, mo, d, got, want)
+				}
+			}
+		}
+	}
+}

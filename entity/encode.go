@@ -468,6 +468,19 @@ func appendString(dst []byte, s string) ([]byte, int, bool) {
 	ok := true
 	last := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while they are printable ASCII other
+		// than '"' and '\\': one UTF-16 unit each, copied as they are.
+		for i+8 <= len(s) {
+			w := load64(s, i)
+			if w&msb != 0 || special(w) != 0 {
+				break
+			}
+			i += 8
+			units += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			units++
@@ -505,6 +518,14 @@ func appendString(dst []byte, s string) ([]byte, int, bool) {
 	}
 	dst = append(dst, s[last:]...)
 	return append(dst, '"'), units, ok
+}
+
+// load64 is s[i:i+8] as a little-endian word (the compiler makes it one
+// load).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // appendDouble writes a Double as the service does: a JSON number, or the

@@ -81,6 +81,13 @@ type plan struct {
 	hookU      bool // *T implements EntityUnmarshaler
 	propHooks  bool // a field is a PropertyUnmarshaler: the decoder reads annotations for it
 	selectList []string
+
+	// When the keys and every property are fast fields, DataSize is
+	// sizeFixed (16 bytes a field) plus the lengths of the strings at
+	// sizeStrings, with no walk over the fields (see planSize).
+	sizeFast    bool
+	sizeFixed   int
+	sizeStrings []uintptr
 }
 
 type planResult struct {
@@ -340,7 +347,27 @@ func buildPlan(t reflect.Type) (*plan, error) {
 	for _, f := range p.fields {
 		p.selectList = append(p.selectList, f.name)
 	}
+	p.planSize()
 	return p, nil
+}
+
+// planSize sets sizeFast, sizeFixed and sizeStrings when every field
+// DataSize counts is fast: the keys and the properties.
+func (p *plan) planSize() {
+	if p.hookM || p.pk == nil || p.rk == nil {
+		return
+	}
+	fixed, strs := 0, []uintptr(nil)
+	for _, f := range append([]*field{p.pk, p.rk}, p.fields...) {
+		if !f.fast {
+			return
+		}
+		fixed += 16
+		if f.kind == kString {
+			strs = append(strs, f.offset)
+		}
+	}
+	p.sizeFast, p.sizeFixed, p.sizeStrings = true, fixed, strs
 }
 
 // directOffset is the offset of the field at index in struct t, and

@@ -1,6 +1,7 @@
 package entity
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"strconv"
@@ -324,9 +325,9 @@ func unescape(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		if c != '\\' {
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' {
-				j++
+			j := len(raw)
+			if k := bytes.IndexByte(raw[i+1:], '\\'); k >= 0 {
+				j = i + 1 + k
 			}
 			dst = append(dst, raw[i:j]...)
 			i = j

@@ -63,6 +63,36 @@ func (e *KeyError) Unwrap() error { return ErrInvalidKey }
 // U+0000-U+001F and U+007F-U+009F. The empty string is a valid key.
 // name ("PartitionKey", "RowKey") only labels the error.
 func ValidateKey(name, k string) error {
+	if len(k) <= MaxKeyUnits && plainKey(k) {
+		return nil
+	}
+	return validateKey(name, k)
+}
+
+// plainKey reports whether every byte of k is ASCII allowed in a key
+// (one UTF-16 unit each): most keys are, and then one table lookup a
+// byte decides, instead of validating UTF-8 and decoding runes.
+func plainKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if !plainKeyByte[k[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainKeyByte marks the ASCII bytes allowed in keys: not a control
+// character (U+0000-U+001F, U+007F), nor / \ # ?.
+var plainKeyByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '/' && c != '\\' && c != '#' && c != '?'
+	}
+	return t
+}()
+
+// validateKey is ValidateKey's general path: any key, and the error that
+// names the first rule broken.
+func validateKey(name, k string) error {
 	if !utf8.ValidString(k) {
 		return &KeyError{Key: name, Rule: "not valid UTF-8"}
 	}

@@ -292,7 +292,10 @@ var groupSlices = sync.Pool{New: func() any {
 
 func newGroup[T any]() *group[T] {
 	gb := groupSlices.Get().(*groupBufs)
-	return &group[T]{ops: gb.ops[:0], index: gb.index[:0], bufs: gb}
+	// items has a transaction's room at once: grown from nothing by
+	// append, it took 8 allocations a group (84 of a 1,000-entity bulk
+	// write's 1,550).
+	return &group[T]{items: make([]*T, 0, MaxTransactionOps), ops: gb.ops[:0], index: gb.index[:0], bufs: gb}
 }
 
 // release hands g's slices back for another group. Nothing may use g
@@ -374,6 +377,7 @@ func (b *bulk[T]) start(n int) (finish func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			wire.GrowStack()
 			for {
 				g, slot := b.next()
 				if g == nil {

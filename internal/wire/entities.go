@@ -74,6 +74,7 @@ func (t *Table) Entities(ctx context.Context, q Query) iter.Seq2[*entity.PageRea
 				if asks == nil {
 					asks, done = make(chan fetchAsk, 1), make(chan fetched, 1)
 					go func(asks <-chan fetchAsk, done chan<- fetched) {
+						GrowStack()
 						for a := range asks {
 							done <- t.fetchPage(fctx, q, a.pos, a.buf)
 						}

@@ -44,11 +44,33 @@ func appendEntityPath(dst []byte, table, pk, rk string) []byte {
 	dst = append(dst, '/')
 	dst = append(dst, table...)
 	dst = append(dst, "(PartitionKey='"...)
-	dst = append(dst, url.PathEscape(strings.ReplaceAll(pk, "'", "''"))...)
+	dst = appendKeyLiteral(dst, pk)
 	dst = append(dst, "',RowKey='"...)
-	dst = append(dst, url.PathEscape(strings.ReplaceAll(rk, "'", "''"))...)
+	dst = appendKeyLiteral(dst, rk)
 	return append(dst, "')"...)
 }
+
+// appendKeyLiteral appends key as it goes between the quotes of a key
+// literal in a path: quotes doubled, then escaped as url.PathEscape
+// escapes. A key of only letters, digits and - _ . ~ (which neither
+// changes) is appended as is, without the two passes over it.
+func appendKeyLiteral(dst []byte, key string) []byte {
+	for i := 0; i < len(key); i++ {
+		if !unreserved[key[i]] {
+			return append(dst, url.PathEscape(strings.ReplaceAll(key, "'", "''"))...)
+		}
+	}
+	return append(dst, key...)
+}
+
+// unreserved marks the bytes RFC 3986 calls unreserved: url.PathEscape
+// leaves them as they are, and none is a quote.
+var unreserved = func() (t [256]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~'
+	}
+	return t
+}()
 
 // do sends one request and returns the response when its status is one of
 // ok, else the typed error.
