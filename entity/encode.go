@@ -463,6 +463,12 @@ func (c *Codec) appendEntity(dst []byte, e *Entity, typ reflect.Type, extra *ext
 // appendString appends s as a JSON string and returns its length in UTF-16
 // code units, and ok=false if s is not valid UTF-8.
 func appendString(dst []byte, s string) ([]byte, int, bool) {
+	return appendStringWords(dst, s, true)
+}
+
+// appendStringWords is appendString; words skips eight plain bytes at a
+// time (tests compare it with the byte-by-byte loop, words false).
+func appendStringWords(dst []byte, s string, words bool) ([]byte, int, bool) {
 	dst = append(dst, '"')
 	units := 0
 	ok := true
@@ -470,7 +476,7 @@ func appendString(dst []byte, s string) ([]byte, int, bool) {
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while they are printable ASCII other
 		// than '"' and '\\': one UTF-16 unit each, copied as they are.
-		for i+8 <= len(s) {
+		for words && i+8 <= len(s) {
 			w := load64(s, i)
 			if w&msb != 0 || special(w) != 0 {
 				break

@@ -7,53 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// appendStringByByte is appendString as it was before it skipped eight
-// plain bytes at a time: one byte (or rune) per step.
-func appendStringByByte(dst []byte, s string) ([]byte, int, bool) {
-	dst = append(dst, '"')
-	units := 0
-	ok := true
-	last := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			units++
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[last:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			last = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			ok = false
-		}
-		if r >= 0x10000 {
-			units += 2
-		} else {
-			units++
-		}
-		i += size
-	}
-	dst = append(dst, s[last:]...)
-	return append(dst, '"'), units, ok
-}
-
 // appendString writes, counts and validates what the byte-by-byte loop
 // does, for strings of every length with special bytes (quotes,
 // backslashes, control characters, multi-byte and invalid UTF-8) at every
@@ -89,7 +42,7 @@ func TestAppendStringMatchesByteByByte(t *testing.T) {
 func check(t *testing.T, s string) {
 	t.Helper()
 	got, gu, gok := appendString([]byte("x"), s)
-	want, wu, wok := appendStringByByte([]byte("x"), s)
+	want, wu, wok := appendStringWords([]byte("x"), s, false)
 	if string(got) != string(want) || gu != wu || gok != wok {
 		t.Fatalf("appendString(%q) = %q, %d, %v; byte by byte %q, %d, %v", s, got, gu, gok, want, wu, wok)
 	}
