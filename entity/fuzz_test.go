@@ -113,15 +113,7 @@ func FuzzPageReader(f *testing.F) {
 			}
 			want = append(want, v)
 		}
-		body := []byte(`{"value":[`)
-		for i, row := range rows {
-			if i > 0 {
-				body = append(body, ',')
-			}
-			body = append(body, row...)
-		}
-		body = append(body, "]}"...)
-		r := entity.NewPageReader(body)
+		r := entity.NewPageReader(pageOf(rows))
 		var got []fuzzRow
 		for r.Next() {
 			var v fuzzRow
@@ -227,15 +219,7 @@ func TestPageReaderStringsAcrossArenas(t *testing.T) {
 			}
 			rows = append(rows, []byte(row))
 		}
-		body := []byte(`{"value":[`)
-		for i, row := range rows {
-			if i > 0 {
-				body = append(body, ',')
-			}
-			body = append(body, row...)
-		}
-		body = append(body, "]}"...)
-		r := entity.NewPageReader(body)
+		r := entity.NewPageReader(pageOf(rows))
 		i := 0
 		for ; r.Next(); i++ {
 			var got, want fuzzRow
@@ -251,4 +235,16 @@ func TestPageReaderStringsAcrossArenas(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pageOf is a query answer whose value array holds rows.
+func pageOf(rows [][]byte) []byte {
+	body := []byte(`{"value":[`)
+	for i, row := range rows {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, row...)
+	}
+	return append(body, "]}"...)
 }
