@@ -53,6 +53,8 @@ func TestSDKPath(t *testing.T) {
 		"BulkWriteSplitsAt4MiB":                   TestBulkWriteSplitsAt4MiB,
 		"BulkWriteReportsFailuresAndKeepsTheRest": TestBulkWriteReportsFailuresAndKeepsTheRest,
 		"BulkWriteThrottleSettlesLostAnswers":     TestBulkWriteThrottleSettlesLostAnswers,
+		"ScanReadsEveryRowOnce":                   TestScanReadsEveryRowOnce,
+		"ScanResumesFromItsToken":                 TestScanResumesFromItsToken,
 	} {
 		t.Run(name, test)
 	}
