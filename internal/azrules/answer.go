@@ -1,0 +1,137 @@
+// Package azrules is Azure Storage's side of the rules tablekit lives by:
+// the answers the services give (status, error code, message, the body
+// and headers they come in) and the checks that decide them. The Azurite
+// harness's strict proxy and tablekit's emulator both answer through it,
+// and its checks call the same definitions as the client's (entity, keys),
+// so a rule is written once.
+package azrules
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"time"
+)
+
+// Error is one answer of the service that is not a success: the HTTP
+// status, the error code (x-ms-error-code and the body's code) and the
+// message's first line (the service appends RequestId and Time).
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// New returns an Error.
+func New(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
+}
+
+// TimeLayout is the services' time text in bodies: UTC, 7 fractional
+// digits.
+const TimeLayout = "2006-01-02T15:04:05.0000000Z"
+
+// RequestID returns a new request id in the form the services use (a
+// GUID).
+func RequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// SetHeaders sets the headers every answer of a storage service carries:
+// Date, x-ms-request-id (id), and x-ms-version and x-ms-client-request-id
+// echoed from the request.
+func SetHeaders(h http.Header, r *http.Request, id string) {
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	h.Set("x-ms-request-id", id)
+	if v := r.Header.Get("x-ms-version"); v != "" {
+		h.Set("x-ms-version", v)
+	}
+	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
+		h.Set("x-ms-client-request-id", v)
+	}
+}
+
+// SetTableHeaders sets SetHeaders' headers and those every answer of the
+// Table service adds (Cache-Control, DataServiceVersion).
+func SetTableHeaders(h http.Header, r *http.Request, id string) {
+	h.Set("Cache-Control", "no-cache")
+	h.Set("DataServiceVersion", "3.0;")
+	SetHeaders(h, r, id)
+}
+
+// MessageText is the message as the service writes it in a body: the
+// first line, then RequestId and Time.
+func MessageText(message, id string) string {
+	return message + "\nRequestId:" + id + "\nTime:" + time.Now().UTC().Format(TimeLayout)
+}
+
+// ODataBody is the Table service's JSON error body.
+func ODataBody(code, message, id string) []byte {
+	var e struct {
+		OData struct {
+			Code    string `json:"code"`
+			Message struct {
+				Lang  string `json:"lang"`
+				Value string `json:"value"`
+			} `json:"message"`
+		} `json:"odata.error"`
+	}
+	e.OData.Code = code
+	e.OData.Message.Lang = "en-US"
+	e.OData.Message.Value = MessageText(message, id)
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// WriteTable answers r with e as the Table service does: JSON
+// (odata.error) with the Table service's headers.
+func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
+	id := RequestID()
+	h := w.Header()
+	SetTableHeaders(h, r, id)
+	h.Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("x-ms-error-code", e.Code)
+	w.WriteHeader(e.Status)
+	if r.Method != http.MethodHead {
+		w.Write(ODataBody(e.Code, e.Message, id))
+	}
+}
+
+// XMLBody is the Blob and Queue services' XML error body.
+func XMLBody(code, message, id string) []byte {
+	var e struct {
+		XMLName xml.Name `xml:"Error"`
+		Code    string   `xml:"Code"`
+		Message string   `xml:"Message"`
+	}
+	e.Code = code
+	e.Message = MessageText(message, id)
+	b, _ := xml.Marshal(e)
+	return append([]byte(xml.Header[:len(xml.Header)-1]), b...)
+}
+
+// WriteXML answers r with e as the Blob and Queue services do: an XML
+// body (none for HEAD) and x-ms-error-code.
+func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
+	id := RequestID()
+	h := w.Header()
+	SetHeaders(h, r, id)
+	h.Set("x-ms-error-code", e.Code)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(e.Status)
+		return
+	}
+	h.Set("Content-Type", "application/xml")
+	w.WriteHeader(e.Status)
+	w.Write(XMLBody(e.Code, e.Message, id))
+}
