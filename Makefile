@@ -23,8 +23,12 @@ azurite-install: $(AZURITE)
 vet:
 	$(GO) vet ./...
 
+# Every test on the emulator (the default target of internal/testenv), the
+# harness's own tests and the differential tests on Azurite as they always
+# are; then the conformance suite and every Example on Azurite as well.
 test: $(AZURITE) vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	TABLEKIT_TEST_TARGET=azurite $(GO) test -race -count=1 -timeout 15m -run '^(TestConformance.*|Example.*)$$' ./patterns/ ./consistency/ ./examples/...
 
 demo: $(if $(filter azurite,$(TARGET)),$(AZURITE))
 	$(GO) run ./internal/demo -target $(TARGET)
