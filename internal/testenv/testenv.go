@@ -262,3 +262,20 @@ func suffix() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// OtherAccount starts a second service of the tests' target (an emulator
+// or an Azurite, another account to copy to) for this test only and
+// returns its connection string; it is stopped when the test ends. On a
+// real account (TABLEKIT_TEST_CONNECTION_STRING) there is no second one:
+// the test fails, naming what it needs.
+func OtherAccount(t testing.TB) string {
+	t.Helper()
+	switch Target() {
+	case TargetEmulator:
+		return emulator.StartTB(t, nil).ConnectionString
+	case TargetAzurite:
+		return azurite.StartTB(t, nil).ConnectionString
+	}
+	t.Fatalf("testenv: this test needs a second account, which %s cannot start on a real account", EnvConnectionString)
+	return ""
+}
