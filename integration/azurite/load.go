@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/azrules"
 )
 
 // Azure-like load: the proxy in front of the table endpoint adds latency
@@ -28,13 +31,6 @@ const (
 // DefaultThrottleBurst is how much of a second's target a bucket holds
 // when ThrottleOptions.Burst is zero.
 const DefaultThrottleBurst = 100 * time.Millisecond
-
-// Azure's messages for a request over a scalability target (error code
-// ServerBusy, status 503).
-const (
-	msgServerBusy   = "The server is busy."
-	msgAccountLimit = "Operations per second is over the account limit."
-)
 
 // ThrottleOptions sets the scalability targets the proxy throttles at.
 // The zero value, &ThrottleOptions{}, is Azure's: 2,000 entities per
@@ -324,16 +320,16 @@ type pendingQuery struct {
 
 // admit applies the throttle to r. It returns the request to forward (a
 // query carries its pendingQuery in its context), or Azure's answer.
-func (p *tableProxy) admit(r *http.Request) (*http.Request, *answer) {
+func (p *tableProxy) admit(r *http.Request) (*http.Request, *azrules.Error) {
 	c, q := costOf(r)
 	switch p.throttle.admit(c, time.Now()) {
 	case overPartition:
 		p.stats.throttled.Add(1)
-		return r, &answer{refusal: refusal{http.StatusServiceUnavailable, "ServerBusy", msgServerBusy}}
+		return r, azrules.ServerBusy()
 	case overAccount:
 		p.stats.throttled.Add(1)
 		p.stats.throttledAccount.Add(1)
-		return r, &answer{refusal: refusal{http.StatusServiceUnavailable, "ServerBusy", msgAccountLimit}}
+		return r, azrules.AccountOverLimit()
 	}
 	p.stats.entities.Add(int64(c.total))
 	if q != nil {
@@ -364,7 +360,7 @@ func costOf(r *http.Request) (charge, *pendingQuery) {
 			return c, nil
 		}
 		for _, op := range ops {
-			c.add(op.table, op.pk, 1)
+			c.add(op.Table, op.PartitionKey, 1)
 		}
 	case res.hasKeys:
 		c.add(res.name, res.pk, 1)
@@ -377,15 +373,12 @@ func costOf(r *http.Request) (charge, *pendingQuery) {
 		return c, q
 	case isEntityWrite(r.Method, res):
 		body, ok := readBody(r)
-		var ent *strictEntity
-		if ok {
-			ent, _ = parseEntity(body)
-		}
-		if ent == nil {
+		var ent entity.Entity
+		if !ok || ent.UnmarshalJSON(body) != nil {
 			c.total = 1 // a body Azurite will refuse, or too large to read
 			return c, nil
 		}
-		c.add(res.name, ent.pk, 1)
+		c.add(res.name, ent.PartitionKey, 1)
 	default:
 		c.total = 1
 	}
