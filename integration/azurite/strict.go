@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/azload"
 	"github.com/tablekit/tablekit/internal/azrules"
 )
 
@@ -61,10 +62,10 @@ type tableProxy struct {
 	rp  *httputil.ReverseProxy
 	tr  *http.Transport
 
-	strict          bool
-	latency, jitter time.Duration
-	throttle        *throttle // nil: no throttling
-	stats           proxyCounters
+	strict   bool
+	latency  *azload.Latency
+	throttle *azload.Throttle // nil: no throttling
+	stats    proxyCounters
 }
 
 // proxyConfig is what Options asks of the proxy.
@@ -94,9 +95,9 @@ func startProxy(upstream string, cfg proxyConfig) (*tableProxy, string, error) {
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     2 * time.Second,
-	}, strict: cfg.strict, latency: max(cfg.latency, 0), jitter: max(cfg.jitter, 0)}
+	}, strict: cfg.strict, latency: azload.NewLatency(azload.LatencyOptions{Fixed: cfg.latency, Jitter: cfg.jitter})}
 	if cfg.throttle != nil {
-		p.throttle = newThrottle(*cfg.throttle)
+		p.throttle = azload.NewThrottle(*cfg.throttle)
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
