@@ -31,8 +31,6 @@ const (
 	msgSourceIPMismatchPrefix  = "This request is not authorized to perform this operation using this source IP "
 	codeInvalidQueryParameter  = "InvalidQueryParameterValue"
 	msgInvalidQueryParameter   = "Value for one of the query parameters specified in the request URI is invalid."
-	codeInvalidHeaderValue     = "InvalidHeaderValue"
-	msgInvalidHeaderValue      = "The value for one of the HTTP headers is not in the correct format."
 	wwwAuthenticateHeaderValue = "Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize resource_id=https://storage.azure.com"
 )
 
@@ -82,8 +80,4 @@ func invalidAuthenticationInfo() *azrules.Error {
 
 func invalidQueryParameter() *azrules.Error {
 	return azrules.New(http.StatusBadRequest, codeInvalidQueryParameter, msgInvalidQueryParameter)
-}
-
-func invalidHeaderValue() *azrules.Error {
-	return azrules.New(http.StatusBadRequest, codeInvalidHeaderValue, msgInvalidHeaderValue)
 }

@@ -391,7 +391,7 @@ func compareLower(x, y string) int {
 // collation0 and collation2 are the weights by which the Blob service
 // orders canonicalized header names (a culture-aware string order, as
 // azblob's SharedKeyCredential reproduces it): at the first level '-'
-// and '\'' weigh nothing and letters compare case-insensitively; ties
+// and the apostrophe weigh nothing and letters compare case-insensitively; ties
 // are broken at the second level by the ignored characters' positions.
 var collation0 = [128]uint16{
 	'!': 0x71c, '#': 0x71f, '$': 0x721, '%': 0x723, '&': 0x725, '*': 0x72d,
