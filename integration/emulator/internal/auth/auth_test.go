@@ -77,9 +77,14 @@ type service struct {
 	got []outcome
 }
 
-func newService(t *testing.T, svc auth.Service, tls bool) *service {
+// newService starts a test service; setup configures its Authenticator
+// before it serves. The account's key is its second: any key signs.
+func newService(t *testing.T, svc auth.Service, tls bool, setup ...func(*auth.Authenticator)) *service {
 	t.Helper()
-	s := &service{svc: svc, authn: auth.New(auth.Account{Name: account, Keys: [][]byte{[]byte("second key, not used"), devKey(t)}})}
+	s := &service{svc: svc, authn: auth.New(auth.Account{Name: account, Keys: [][]byte{[]byte("a primary key the clients do not use"), devKey(t)}})}
+	for _, f := range setup {
+		f(s.authn)
+	}
 	h := http.HandlerFunc(s.serve)
 	if tls {
 		s.srv = httptest.NewTLSServer(h)
