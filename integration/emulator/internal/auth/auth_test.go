@@ -79,7 +79,7 @@ type service struct {
 
 // newService starts a test service; setup configures its Authenticator
 // before it serves. The account's key is its second: any key signs.
-func newService(t *testing.T, svc auth.Service, tls bool, setup ...func(*auth.Authenticator)) *service {
+func newService(t testing.TB, svc auth.Service, tls bool, setup ...func(*auth.Authenticator)) *service {
 	t.Helper()
 	s := &service{svc: svc, authn: auth.New(auth.Account{Name: account, Keys: [][]byte{[]byte("a primary key the clients do not use"), devKey(t)}})}
 	for _, f := range setup {
@@ -131,7 +131,7 @@ func (s *service) base() string { return s.srv.URL + "/" + account }
 
 // call sets op, runs do (one or more SDK requests) and returns what the
 // service decided for the last request.
-func (s *service) call(t *testing.T, op auth.Operation, do func() error) (outcome, error) {
+func (s *service) call(t testing.TB, op auth.Operation, do func() error) (outcome, error) {
 	t.Helper()
 	s.mu.Lock()
 	s.op, s.got = op, nil
@@ -148,7 +148,7 @@ func (s *service) call(t *testing.T, op auth.Operation, do func() error) (outcom
 // expect runs do for op and checks the service's decision: accepted when
 // code is "", else refused with code, and the SDK's error carries the
 // same status and code (the answer is well formed) and no secret.
-func (s *service) expect(t *testing.T, op auth.Operation, code string, do func() error) outcome {
+func (s *service) expect(t testing.TB, op auth.Operation, code string, do func() error) outcome {
 	t.Helper()
 	out, err := s.call(t, op, do)
 	if code == "" {
@@ -181,7 +181,7 @@ func (s *service) expect(t *testing.T, op auth.Operation, code string, do func()
 
 // noSecrets fails when text holds the account key or the request's
 // signature.
-func noSecrets(t *testing.T, text string, req captured) {
+func noSecrets(t testing.TB, text string, req captured) {
 	t.Helper()
 	secrets := []string{azurite.AccountKey, otherKey}
 	if a := req.header.Get("Authorization"); a != "" {
@@ -237,7 +237,7 @@ func sign(t testing.TB, key []byte, stringToSign string) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c

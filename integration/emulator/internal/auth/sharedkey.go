@@ -25,27 +25,35 @@ const dateSkew = 15 * time.Minute
 // is built once per pooled slot, not once per request.
 type keyMAC struct{ pool sync.Pool }
 
+// macState is a pooled hasher and the buffer its sums go to (a sum
+// written through the hash.Hash interface would escape to the heap).
+type macState struct {
+	h   hash.Hash
+	out [sha256.Size]byte
+}
+
 func newKeyMAC(key []byte) *keyMAC {
 	m := &keyMAC{}
-	m.pool.New = func() any { return hmac.New(sha256.New, key) }
+	m.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
 	return m
 }
 
-func (m *keyMAC) sum(msg []byte, out *[sha256.Size]byte) {
-	h := m.pool.Get().(hash.Hash)
-	h.Reset()
-	h.Write(msg)
-	h.Sum(out[:0])
-	m.pool.Put(h)
+// equal reports whether sig is the HMAC of msg, comparing in constant
+// time.
+func (m *keyMAC) equal(msg []byte, sig *[sha256.Size]byte) bool {
+	st := m.pool.Get().(*macState)
+	st.h.Reset()
+	st.h.Write(msg)
+	ok := hmac.Equal(st.h.Sum(st.out[:0]), sig[:])
+	m.pool.Put(st)
+	return ok
 }
 
 // matches reports whether sig is the HMAC of msg under any of the
-// account's keys, comparing in constant time.
+// account's keys.
 func (a *Authenticator) matches(msg []byte, sig *[sha256.Size]byte) bool {
-	var mac [sha256.Size]byte
 	for _, k := range a.keys {
-		k.sum(msg, &mac)
-		if hmac.Equal(mac[:], sig[:]) {
+		if k.equal(msg, sig) {
 			return true
 		}
 	}
@@ -114,7 +122,7 @@ func (a *Authenticator) sharedKey(r *http.Request, svc Service, auth string) *az
 	if signed == "" {
 		return authenticationFailed() // "Request date header not specified"
 	}
-	t, err := http.ParseTime(signed)
+	t, err := parseHTTPTime(signed)
 	if err != nil {
 		return authenticationFailed()
 	}
@@ -317,7 +325,9 @@ func appendXMSHeaders(b []byte, h http.Header, names []string) []byte {
 
 // appendParams appends the query parameters as Shared Key canonicalizes
 // them: names lowercased and sorted, values decoded, a name's values
-// sorted and joined by ',', each pair on its own line.
+// sorted and joined by ',', each pair on its own line. Values are decoded
+// straight into b; only a repeated name's values are decoded apart, to
+// sort them.
 func appendParams(b []byte, s *scratch, raw string) ([]byte, *azrules.Error) {
 	ps := s.params[:0]
 	for raw != "" {
@@ -331,8 +341,7 @@ func appendParams(b []byte, s *scratch, raw string) ([]byte, *azrules.Error) {
 		if err != nil {
 			return nil, authenticationFailed()
 		}
-		v, err = url.QueryUnescape(v)
-		if err != nil {
+		if !validEscapes(v) {
 			return nil, authenticationFailed()
 		}
 		ps = append(ps, param{strings.ToLower(k), v})
@@ -341,7 +350,9 @@ func appendParams(b []byte, s *scratch, raw string) ([]byte, *azrules.Error) {
 		if c := strings.Compare(x.name, y.name); c != 0 {
 			return c
 		}
-		return strings.Compare(x.value, y.value)
+		xv, _ := url.QueryUnescape(x.value)
+		yv, _ := url.QueryUnescape(y.value)
+		return strings.Compare(xv, yv)
 	})
 	for i, p := range ps {
 		if i > 0 && ps[i-1].name == p.name {
@@ -351,10 +362,66 @@ func appendParams(b []byte, s *scratch, raw string) ([]byte, *azrules.Error) {
 			b = append(b, p.name...)
 			b = append(b, ':')
 		}
-		b = append(b, p.value...)
+		b = appendUnescaped(b, p.value)
 	}
 	s.params = ps[:0]
 	return b, nil
+}
+
+// appendUnescaped appends the query text v decoded ('+' is a space, %XX a
+// byte); v has been checked to decode.
+func appendUnescaped(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '+':
+			b = append(b, ' ')
+		case c == '%' && i+2 < len(v):
+			b = append(b, unhex(v[i+1])<<4|unhex(v[i+2]))
+			i += 2
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// validEscapes reports whether every '%' in v starts a %XX escape.
+func validEscapes(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] == '%' {
+			if i+2 >= len(v) || !ishex(v[i+1]) || !ishex(v[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 0
+}
+
+// parseHTTPTime reads a Date or x-ms-date header. The usual form (RFC
+// 1123 in GMT) is parsed with a literal zone, which allocates nothing;
+// the others HTTP allows go through http.ParseTime.
+func parseHTTPTime(s string) (time.Time, error) {
+	if t, err := time.Parse("Mon, 02 Jan 2006 15:04:05 GMT", s); err == nil {
+		return t, nil
+	}
+	return http.ParseTime(s)
 }
 
 func appendLower(b []byte, s string) []byte {

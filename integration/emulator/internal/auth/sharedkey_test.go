@@ -21,7 +21,7 @@ import (
 // tableClients are aztables' clients (Shared Key Lite) of the test
 // service, signed with key, the transport altering requests after
 // signing when alter is set.
-func tableClients(t *testing.T, s *service, key string, alter func(*http.Request)) (*aztables.ServiceClient, *aztables.Client) {
+func tableClients(t testing.TB, s *service, key string, alter func(*http.Request)) (*aztables.ServiceClient, *aztables.Client) {
 	t.Helper()
 	cred, err := aztables.NewSharedKeyCredential(account, key)
 	if err != nil {
@@ -139,7 +139,7 @@ func liteRequest(t testing.TB, r *http.Request, key []byte) {
 }
 
 // send sends r to s for op and returns the decision.
-func (s *service) send(t *testing.T, op auth.Operation, r *http.Request) outcome {
+func (s *service) send(t testing.TB, op auth.Operation, r *http.Request) outcome {
 	t.Helper()
 	out, err := s.call(t, op, func() error {
 		resp, err := http.DefaultClient.Do(r)
@@ -193,7 +193,7 @@ func TestSharedKeyLiteBlobQueueHandSigned(t *testing.T) {
 	}
 }
 
-func blobClient(t *testing.T, s *service, key string, alter func(*http.Request), perCall ...policy.Policy) *azblob.Client {
+func blobClient(t testing.TB, s *service, key string, alter func(*http.Request), perCall ...policy.Policy) *azblob.Client {
 	t.Helper()
 	cred, err := azblob.NewSharedKeyCredential(account, key)
 	if err != nil {
@@ -295,7 +295,7 @@ func TestSharedKeyBlob(t *testing.T) {
 	})
 }
 
-func queueClient(t *testing.T, s *service, key string, alter func(*http.Request)) *azqueue.QueueClient {
+func queueClient(t testing.TB, s *service, key string, alter func(*http.Request)) *azqueue.QueueClient {
 	t.Helper()
 	cred, err := azqueue.NewSharedKeyCredential(account, key)
 	if err != nil {
