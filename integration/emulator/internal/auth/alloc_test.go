@@ -32,7 +32,7 @@ func hotRequests(t testing.TB) []hotCase {
 	bs := newService(t, auth.Blob, false)
 	bc := blobClient(t, bs, azurite.AccountKey, nil)
 	blob := bs.expect(t, auth.Operation{Service: auth.Blob}, "", func() error {
-		_, err := bc.NewListBlobsFlatPager("c1", &azblob.ListBlobsFlatOptions{Prefix: to.Ptr("dir/"), MaxResults: to.Ptr(int32(3))}).NextPage(c)
+		_, err := bc.NewListBlobsFlatPager("cont1", &azblob.ListBlobsFlatOptions{Prefix: to.Ptr("dir/"), MaxResults: to.Ptr(int32(3))}).NextPage(c)
 		return err
 	})
 	return []hotCase{

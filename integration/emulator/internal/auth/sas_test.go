@@ -86,10 +86,10 @@ func sasBlob(t *testing.T, s *service, query string, alter func(*http.Request)) 
 func TestAccountSASBlob(t *testing.T) {
 	s := newService(t, auth.Blob, false)
 	c := ctx(t)
-	read := auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r', Name: "c1", Blob: "b1"}
+	read := auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r', Name: "cont1", Blob: "b1"}
 	getProps := func(bc *azblob.Client) func() error {
 		return func() error {
-			_, err := bc.ServiceClient().NewContainerClient("c1").NewBlobClient("b1").GetProperties(c, nil)
+			_, err := bc.ServiceClient().NewContainerClient("cont1").NewBlobClient("b1").GetProperties(c, nil)
 			return err
 		}
 	}
@@ -107,7 +107,7 @@ func TestAccountSASBlob(t *testing.T) {
 		{name: "wrong key", key: otherKey, op: read, code: "AuthenticationFailed"},
 		{name: "expired", sas: blobsas.AccountSignatureValues{ExpiryTime: time.Now().Add(-time.Minute)}, op: read, code: "AuthenticationFailed"},
 		{name: "not yet valid", sas: blobsas.AccountSignatureValues{StartTime: time.Now().Add(10 * time.Minute)}, op: read, code: "AuthenticationFailed"},
-		{name: "wrong permission", op: auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'd', Name: "c1", Blob: "b1"}, code: "AuthorizationPermissionMismatch"},
+		{name: "wrong permission", op: auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'd', Name: "cont1", Blob: "b1"}, code: "AuthorizationPermissionMismatch"},
 		{name: "wrong resource type", sas: blobsas.AccountSignatureValues{ResourceTypes: (&blobsas.AccountResourceTypes{Container: true}).String()}, op: read, code: "AuthorizationResourceTypeMismatch"},
 		{name: "https only", sas: blobsas.AccountSignatureValues{Protocol: blobsas.ProtocolHTTPS}, op: read, code: "AuthorizationProtocolMismatch"},
 		{name: "https or http", sas: blobsas.AccountSignatureValues{Protocol: blobsas.ProtocolHTTPSandHTTP}, op: read},
@@ -158,9 +158,9 @@ func TestAccountSASBlob(t *testing.T) {
 func TestAccountSASQueueAndTable(t *testing.T) {
 	c := ctx(t)
 	qs := newService(t, auth.Queue, false)
-	peek := auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: 'r', Name: "q1"}
+	peek := auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: 'r', Name: "queue1"}
 	queueWith := func(query string) *azqueue.QueueClient {
-		q, err := azqueue.NewQueueClientWithNoCredential(qs.base()+"/q1?"+query, &azqueue.ClientOptions{ClientOptions: opts(nil)})
+		q, err := azqueue.NewQueueClientWithNoCredential(qs.base()+"/queue1?"+query, &azqueue.ClientOptions{ClientOptions: opts(nil)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestAccountSASQueueAndTable(t *testing.T) {
 		}
 		q := queueWith(qp.Encode())
 		qs.expect(t, peek, "", func() error { _, err := q.PeekMessage(c, nil); return err })
-		qs.expect(t, auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: 'a', Name: "q1"}, "AuthorizationPermissionMismatch", func() error {
+		qs.expect(t, auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: 'a', Name: "queue1"}, "AuthorizationPermissionMismatch", func() error {
 			_, err := q.EnqueueMessage(c, "m", nil)
 			return err
 		})
@@ -243,9 +243,9 @@ func TestServiceSASBlob(t *testing.T) {
 		}
 		return qp.Encode()
 	}
-	containerSAS := sign(blobsas.BlobSignatureValues{ContainerName: "c1", Permissions: (&blobsas.ContainerPermissions{Read: true, List: true}).String()})
+	containerSAS := sign(blobsas.BlobSignatureValues{ContainerName: "cont1", Permissions: (&blobsas.ContainerPermissions{Read: true, List: true}).String()})
 	blobSAS := sign(blobsas.BlobSignatureValues{
-		ContainerName: "c1", BlobName: "dir/b 1.txt", Permissions: (&blobsas.BlobPermissions{Read: true}).String(),
+		ContainerName: "cont1", BlobName: "dir/b 1.txt", Permissions: (&blobsas.BlobPermissions{Read: true}).String(),
 		CacheControl: "no-cache", ContentDisposition: "attachment; filename=b.txt", ContentEncoding: "identity", ContentLanguage: "en", ContentType: "text/plain",
 	})
 	blobIn := func(query, containerName, blobName string, alter func(*http.Request)) *blob.Client {
@@ -260,25 +260,25 @@ func TestServiceSASBlob(t *testing.T) {
 	}
 	t.Run("container SAS lists", func(t *testing.T) {
 		bc := sasBlob(t, s, containerSAS, nil)
-		s.expect(t, auth.Operation{Service: auth.Blob, ResourceType: 'c', Permission: 'l', Name: "c1"}, "", func() error {
-			_, err := bc.NewListBlobsFlatPager("c1", nil).NextPage(c)
+		s.expect(t, auth.Operation{Service: auth.Blob, ResourceType: 'c', Permission: 'l', Name: "cont1"}, "", func() error {
+			_, err := bc.NewListBlobsFlatPager("cont1", nil).NextPage(c)
 			return err
 		})
 	})
 	t.Run("container SAS reads a blob", func(t *testing.T) {
-		s.expect(t, readOp("c1", "x"), "", download(blobIn(containerSAS, "c1", "x", nil)))
+		s.expect(t, readOp("cont1", "x"), "", download(blobIn(containerSAS, "cont1", "x", nil)))
 	})
 	t.Run("container SAS on another container", func(t *testing.T) {
-		s.expect(t, readOp("c2", "x"), "AuthenticationFailed", download(blobIn(containerSAS, "c2", "x", nil)))
+		s.expect(t, readOp("cont2", "x"), "AuthenticationFailed", download(blobIn(containerSAS, "cont2", "x", nil)))
 	})
 	t.Run("container SAS without the permission", func(t *testing.T) {
-		s.expect(t, auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'd', Name: "c1", Blob: "x"}, "AuthorizationPermissionMismatch", func() error {
-			_, err := blobIn(containerSAS, "c1", "x", nil).Delete(c, nil)
+		s.expect(t, auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'd', Name: "cont1", Blob: "x"}, "AuthorizationPermissionMismatch", func() error {
+			_, err := blobIn(containerSAS, "cont1", "x", nil).Delete(c, nil)
 			return err
 		})
 	})
 	t.Run("blob SAS with response headers", func(t *testing.T) {
-		out := s.expect(t, readOp("c1", "dir/b 1.txt"), "", download(blobIn(blobSAS, "c1", "dir/b 1.txt", nil)))
+		out := s.expect(t, readOp("cont1", "dir/b 1.txt"), "", download(blobIn(blobSAS, "cont1", "dir/b 1.txt", nil)))
 		for _, p := range []string{"rscc", "rscd", "rsce", "rscl", "rsct"} {
 			if !strings.Contains(out.req.uri, p+"=") {
 				t.Fatalf("request %s lacks %s", out.req.uri, p)
@@ -286,13 +286,13 @@ func TestServiceSASBlob(t *testing.T) {
 		}
 	})
 	t.Run("blob SAS on another blob", func(t *testing.T) {
-		s.expect(t, readOp("c1", "other"), "AuthenticationFailed", download(blobIn(blobSAS, "c1", "other", nil)))
+		s.expect(t, readOp("cont1", "other"), "AuthenticationFailed", download(blobIn(blobSAS, "cont1", "other", nil)))
 	})
 	t.Run("blob SAS with a tampered response header", func(t *testing.T) {
 		tamper := func(r *http.Request) {
 			r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "rsct=text%2Fplain", "rsct=text%2Fhtml", 1)
 		}
-		s.expect(t, readOp("c1", "dir/b 1.txt"), "AuthenticationFailed", download(blobIn(blobSAS, "c1", "dir/b 1.txt", tamper)))
+		s.expect(t, readOp("cont1", "dir/b 1.txt"), "AuthenticationFailed", download(blobIn(blobSAS, "cont1", "dir/b 1.txt", tamper)))
 	})
 }
 
@@ -304,7 +304,7 @@ func TestServiceSASQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	qp, err := queuesas.QueueSignatureValues{
-		QueueName: "q1", ExpiryTime: time.Now().Add(time.Hour),
+		QueueName: "queue1", ExpiryTime: time.Now().Add(time.Hour),
 		Permissions: (&queuesas.QueuePermissions{Read: true, Process: true}).String(),
 	}.SignWithSharedKey(cred)
 	if err != nil {
@@ -320,10 +320,10 @@ func TestServiceSASQueue(t *testing.T) {
 	op := func(name string, perm byte) auth.Operation {
 		return auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: perm, Name: name}
 	}
-	s.expect(t, op("q1", 'r'), "", func() error { _, err := queue("q1").PeekMessage(c, nil); return err })
-	s.expect(t, op("q1", 'p'), "", func() error { _, err := queue("q1").DequeueMessage(c, nil); return err })
-	s.expect(t, op("q1", 'a'), "AuthorizationPermissionMismatch", func() error { _, err := queue("q1").EnqueueMessage(c, "m", nil); return err })
-	s.expect(t, op("q2", 'r'), "AuthenticationFailed", func() error { _, err := queue("q2").PeekMessage(c, nil); return err })
+	s.expect(t, op("queue1", 'r'), "", func() error { _, err := queue("queue1").PeekMessage(c, nil); return err })
+	s.expect(t, op("queue1", 'p'), "", func() error { _, err := queue("queue1").DequeueMessage(c, nil); return err })
+	s.expect(t, op("queue1", 'a'), "AuthorizationPermissionMismatch", func() error { _, err := queue("queue1").EnqueueMessage(c, "m", nil); return err })
+	s.expect(t, op("queue2", 'r'), "AuthenticationFailed", func() error { _, err := queue("queue2").PeekMessage(c, nil); return err })
 }
 
 // tablekitAccount is a tablekit Account of the test service, to sign

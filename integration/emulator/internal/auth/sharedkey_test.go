@@ -178,13 +178,13 @@ func TestSharedKeyTableHandSigned(t *testing.T) {
 func TestSharedKeyLiteBlobQueueHandSigned(t *testing.T) {
 	for _, svc := range []auth.Service{auth.Blob, auth.Queue} {
 		s := newService(t, svc, false)
-		op := auth.Operation{Service: svc, ResourceType: 'c', Permission: 'r', Name: "q1"}
-		r, _ := http.NewRequest(http.MethodGet, s.base()+"/q1?comp=metadata&restype=container", nil)
+		op := auth.Operation{Service: svc, ResourceType: 'c', Permission: 'r', Name: "queue1"}
+		r, _ := http.NewRequest(http.MethodGet, s.base()+"/queue1?comp=metadata&restype=container", nil)
 		liteRequest(t, r, devKey(t))
 		if out := s.send(t, op, r); out.err != nil {
 			t.Errorf("service %d: refused with %s", svc, out.err.Code)
 		}
-		r, _ = http.NewRequest(http.MethodGet, s.base()+"/q1?comp=metadata", nil)
+		r, _ = http.NewRequest(http.MethodGet, s.base()+"/queue1?comp=metadata", nil)
 		liteRequest(t, r, devKey(t))
 		r.Header.Set("x-ms-version", "2019-02-02") // signed with another version
 		if out := s.send(t, op, r); out.err == nil || out.err.Code != "AuthenticationFailed" {
@@ -212,19 +212,19 @@ func TestSharedKeyBlob(t *testing.T) {
 	s := newService(t, auth.Blob, false)
 	bc := blobClient(t, s, azurite.AccountKey, nil)
 	c := ctx(t)
-	blobOp := auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r', Name: "c1", Blob: "dir/b 1.txt"}
-	b := bc.ServiceClient().NewContainerClient("c1").NewBlobClient("dir/b 1.txt")
+	blobOp := auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r', Name: "cont1", Blob: "dir/b 1.txt"}
+	b := bc.ServiceClient().NewContainerClient("cont1").NewBlobClient("dir/b 1.txt")
 	etag := azcore.ETag(`"0x8D0"`)
 	calls := []struct {
 		name, method string
 		do           func() error
 	}{
 		{"create container with metadata", http.MethodPut, func() error {
-			_, err := bc.CreateContainer(c, "c1", &azblob.CreateContainerOptions{Metadata: map[string]*string{"Owner": to.Ptr("tablekit"), "a_b": to.Ptr("1")}})
+			_, err := bc.CreateContainer(c, "cont1", &azblob.CreateContainerOptions{Metadata: map[string]*string{"Owner": to.Ptr("tablekit"), "a_b": to.Ptr("1")}})
 			return err
 		}},
 		{"upload", http.MethodPut, func() error {
-			_, err := bc.UploadBuffer(c, "c1", "dir/b 1.txt", []byte("hello, world"), &azblob.UploadBufferOptions{
+			_, err := bc.UploadBuffer(c, "cont1", "dir/b 1.txt", []byte("hello, world"), &azblob.UploadBufferOptions{
 				HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain"), BlobContentLanguage: to.Ptr("en")},
 				Metadata:    map[string]*string{"Kind": to.Ptr("greeting")},
 			})
@@ -236,7 +236,7 @@ func TestSharedKeyBlob(t *testing.T) {
 			return err
 		}},
 		{"list with query parameters", http.MethodGet, func() error {
-			_, err := bc.NewListBlobsFlatPager("c1", &azblob.ListBlobsFlatOptions{Prefix: to.Ptr("dir/"), MaxResults: to.Ptr(int32(3)), Include: azblob.ListBlobsInclude{Metadata: true, Snapshots: true}}).NextPage(c)
+			_, err := bc.NewListBlobsFlatPager("cont1", &azblob.ListBlobsFlatOptions{Prefix: to.Ptr("dir/"), MaxResults: to.Ptr(int32(3)), Include: azblob.ListBlobsInclude{Metadata: true, Snapshots: true}}).NextPage(c)
 			return err
 		}},
 		{"conditional delete", http.MethodDelete, func() error {
@@ -259,7 +259,7 @@ func TestSharedKeyBlob(t *testing.T) {
 	t.Run("wrong key", func(t *testing.T) {
 		bad := blobClient(t, s, otherKey, nil)
 		s.expect(t, blobOp, "AuthenticationFailed", func() error {
-			_, err := bad.ServiceClient().NewContainerClient("c1").NewBlobClient("b").GetProperties(c, nil)
+			_, err := bad.ServiceClient().NewContainerClient("cont1").NewBlobClient("b").GetProperties(c, nil)
 			return err
 		})
 	})
@@ -268,14 +268,14 @@ func TestSharedKeyBlob(t *testing.T) {
 			r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "prefix=dir", "prefix=etc", 1)
 		})
 		s.expect(t, blobOp, "AuthenticationFailed", func() error {
-			_, err := tampered.NewListBlobsFlatPager("c1", &azblob.ListBlobsFlatOptions{Prefix: to.Ptr("dir/")}).NextPage(c)
+			_, err := tampered.NewListBlobsFlatPager("cont1", &azblob.ListBlobsFlatOptions{Prefix: to.Ptr("dir/")}).NextPage(c)
 			return err
 		})
 	})
 	t.Run("added x-ms- header", func(t *testing.T) {
 		tampered := blobClient(t, s, azurite.AccountKey, func(r *http.Request) { r.Header.Set("x-ms-meta-extra", "1") })
 		s.expect(t, blobOp, "AuthenticationFailed", func() error {
-			_, err := tampered.CreateContainer(c, "c2", nil)
+			_, err := tampered.CreateContainer(c, "cont2", nil)
 			return err
 		})
 	})
@@ -288,7 +288,7 @@ func TestSharedKeyBlob(t *testing.T) {
 		}{{-10 * time.Minute, ""}, {10 * time.Minute, ""}, {-20 * time.Minute, "AuthenticationFailed"}, {20 * time.Minute, "AuthenticationFailed"}} {
 			dated := blobClient(t, s, azurite.AccountKey, nil, datePolicy{tc.d})
 			s.expect(t, blobOp, tc.code, func() error {
-				_, err := dated.ServiceClient().NewContainerClient("c1").GetProperties(c, nil)
+				_, err := dated.ServiceClient().NewContainerClient("cont1").GetProperties(c, nil)
 				return err
 			})
 		}
@@ -301,7 +301,7 @@ func queueClient(t testing.TB, s *service, key string, alter func(*http.Request)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := azqueue.NewQueueClientWithSharedKeyCredential(s.base()+"/q1", cred, &azqueue.ClientOptions{ClientOptions: opts(alter)})
+	q, err := azqueue.NewQueueClientWithSharedKeyCredential(s.base()+"/queue1", cred, &azqueue.ClientOptions{ClientOptions: opts(alter)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestSharedKeyQueue(t *testing.T) {
 	s := newService(t, auth.Queue, false)
 	q := queueClient(t, s, azurite.AccountKey, nil)
 	c := ctx(t)
-	op := auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: 'p', Name: "q1"}
+	op := auth.Operation{Service: auth.Queue, ResourceType: 'o', Permission: 'p', Name: "queue1"}
 	calls := []struct {
 		name, method string
 		do           func() error
