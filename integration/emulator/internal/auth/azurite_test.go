@@ -128,7 +128,9 @@ func TestAgainstAzurite(t *testing.T) {
 			return err
 		}},
 		{"table shared key lite, wrong key", ts, entityOp('r'), func() error { _, err := tableWrongKey.GetEntity(c, "p1", "r1", nil); return err }},
-		{"table shared key MERGE", ts, entityOp('u'), func() error { return sendSigned(ts, "MERGE", "/mytable(PartitionKey='p1',RowKey='r1')", "application/json", false) }},
+		{"table shared key MERGE", ts, entityOp('u'), func() error {
+			return sendSigned(ts, "MERGE", "/mytable(PartitionKey='p1',RowKey='r1')", "application/json", false)
+		}},
 		{"table shared key, content type changed", ts, entityOp('u'), func() error {
 			return sendSigned(ts, "MERGE", "/mytable(PartitionKey='p1',RowKey='r1')", "application/json", true)
 		}},
