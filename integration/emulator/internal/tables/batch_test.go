@@ -176,4 +176,3 @@ func TestTablekit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
