@@ -153,6 +153,7 @@ func (s *Service) putBlock(q *request) *azrules.Error {
 	st := c.staged[q.blob]
 	if st == nil {
 		st = &staging{blocks: map[string][]byte{}}
+		st.modified, st.etag = s.clock.next()
 		c.staged[q.blob] = st
 	}
 	if len(st.order) > 0 && len(st.order[0]) != len(id) {
@@ -384,6 +385,9 @@ func (s *Service) getBlockList(q *request) *azrules.Error {
 	}
 	b, st := c.blobs[q.blob], c.staged[q.blob]
 	var v view
+	if st != nil {
+		v.etag, v.modified = st.etag, st.modified
+	}
 	out := xmlBlockList{Committed: []xmlBlock{}, Uncommitted: []xmlBlock{}}
 	if b != nil {
 		v = b.view()
@@ -409,10 +413,8 @@ func (s *Service) getBlockList(q *request) *azrules.Error {
 		return errInvalidBlobType
 	}
 	h := q.w.Header()
-	if b != nil {
-		h.Set("ETag", v.etag)
-		h.Set("Last-Modified", httpTime(v.modified))
-	}
+	h.Set("ETag", v.etag)
+	h.Set("Last-Modified", httpTime(v.modified))
 	h.Set("x-ms-blob-content-length", strconv.Itoa(len(v.data)))
 	return writeXMLBody(q, out)
 }

@@ -55,7 +55,7 @@ func errNotImplemented(what string) *azrules.Error {
 }
 
 // writeError answers r with e. A 304 has no body (HTTP forbids one); it
-// carries the error code in x-ms-error-code as the other answers do.
+// carries the error code in x-ms-error-code.
 func writeError(w http.ResponseWriter, r *http.Request, e *azrules.Error) {
 	if e.Status == http.StatusNotModified {
 		h := w.Header()

@@ -143,9 +143,12 @@ func blobXML(name string, b *blob, withMeta bool) xmlBlob {
 	if b.kind == blockBlob {
 		t := true
 		pr.AccessTier, pr.AccessTierInferred = "Hot", &t
-	} else if b.sealed {
-		t := true
-		pr.Sealed = &t
+	} else {
+		// Listings show Sealed for every append blob (List Blobs
+		// reference), where Get Blob Properties leaves it out until the
+		// blob is sealed.
+		sealed := b.sealed
+		pr.Sealed = &sealed
 	}
 	pr.LeaseStatus, pr.LeaseState = "unlocked", "available"
 	pr.ServerEncrypted = true

@@ -73,6 +73,10 @@ type block struct {
 type staging struct {
 	order  []string          // ids, oldest first
 	blocks map[string][]byte // by decoded id
+	// etag and modified are the uncommitted blob's, from its first
+	// block: Get Block List answers with them.
+	etag     string
+	modified time.Time
 }
 
 // contentProps are the blob's content headers as stored.
