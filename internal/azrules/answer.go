@@ -11,7 +11,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/xml"
 	"net/http"
 	"strconv"
 	"time"
@@ -109,17 +108,33 @@ func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
 	}
 }
 
-// XMLBody is the Blob and Queue services' XML error body.
+// XMLBody is the Blob and Queue services' XML error body. The message's
+// line breaks are written as they are, as Azure writes them (encoding/xml
+// would write &#xA;, which some SDKs' parsers do not decode).
 func XMLBody(code, message, id string) []byte {
-	var e struct {
-		XMLName xml.Name `xml:"Error"`
-		Code    string   `xml:"Code"`
-		Message string   `xml:"Message"`
+	b := []byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
+	b = appendXMLText(b, code)
+	b = append(b, "</Code><Message>"...)
+	b = appendXMLText(b, MessageText(message, id))
+	return append(b, "</Message></Error>"...)
+}
+
+// appendXMLText appends s escaped as XML character data: &, < and > as
+// entities, everything else (line breaks included) as it is.
+func appendXMLText(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '&':
+			b = append(b, "&amp;"...)
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		default:
+			b = append(b, c)
+		}
 	}
-	e.Code = code
-	e.Message = MessageText(message, id)
-	b, _ := xml.Marshal(e)
-	return append([]byte(xml.Header[:len(xml.Header)-1]), b...)
+	return b
 }
 
 // WriteXML answers r with e as the Blob and Queue services do: an XML
