@@ -145,8 +145,7 @@ var jsWant = []struct{ step, want string }{
 	{"queues.receive", `{"messages":[{"messageId":"~uuid","messageText":"héllo wörld <&> 🌍","dequeueCount":1}],"popReceipt":"~popReceipt","nextVisibleOn":"~jsDate","again":0}`},
 	{"queues.update", `{"status":204,"newPopReceipt":true,"message":{"messageId":"~uuid","messageText":"updated ✓","dequeueCount":2}}`},
 	{"queues.delete", `{"status":204,"peeked":0,"approximateMessagesCount":0}`},
-	// A HEAD has no body: the SDK's message is its own.
-	{"queues.notFound", `{"error":{"status":404,"code":"QueueNotFound","errorCode":"QueueNotFound","odataCode":null,"message":"Unexpected status code: 404"}}`},
+	{"queues.notFound", `{"error":{"status":404,"code":"QueueNotFound","errorCode":"QueueNotFound","odataCode":null,"message":"The specified queue does not exist."}}`},
 	{"queues.deleteQueue", `{"status":204}`},
 	{"blobs.container", `{"status":201,"metadata":{"owner":"jsinterop"},"etag":"~blobETag","lastModified":"~jsDate"}`},
 	{"blobs.upload", `{"status":201,"etag":"~blobETag","contentMD5":"H0fTO6+QS1I3mZdKy1s9oA=="}`},

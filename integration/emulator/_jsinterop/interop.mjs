@@ -85,12 +85,14 @@ async function step(name, request, fn) {
 // error code and the message's first line.
 // The Table SDK leaves code unset outside transactions and puts the body in
 // the message, so errorCode (the x-ms-error-code header) and odataCode (the
-// body's odata.error.code) are printed as well.
+// body's odata.error.code) are printed as well. The Queue SDK keeps the
+// service's message in details; the message printed is the service's
+// wherever the SDK put it.
 function describe(e) {
   if (!(e && typeof e === "object" && "statusCode" in e)) {
     return { status: null, code: null, message: String(e?.stack ?? e) };
   }
-  let message = String(e.message ?? "");
+  let message = String(e.details?.message ?? e.message ?? "");
   let odataCode = null;
   try {
     const odataError = JSON.parse(message)["odata.error"];
