@@ -138,6 +138,7 @@ var jsWant = []struct{ step, want string }{
 	// inside; the SDK raises that status and code, and the message's
 	// "1:" names the operation.
 	{"transaction.fail", `{"outerStatus":202,"error":{"status":409,"code":"EntityAlreadyExists","errorCode":null,"odataCode":null,"message":"1:The specified entity already exists."},"t4":404}`},
+	{"tables.sas", `{"insert":204,"read":"sas","delete":{"status":403,"errorCode":"AuthorizationPermissionMismatch"}}`},
 	{"tables.deleteLast", `{"status":204}`},
 	{"queues.create", `{"status":201,"queues":["jsinterop-"]}`},
 	{"queues.send", `{"status":201,"messageId":"~uuid","popReceipt":"~popReceipt","insertedOn":"~jsDate","expiresOn":"~jsDate","nextVisibleOn":"~jsDate"}`},
@@ -145,6 +146,8 @@ var jsWant = []struct{ step, want string }{
 	{"queues.receive", `{"messages":[{"messageId":"~uuid","messageText":"héllo wörld <&> 🌍","dequeueCount":1}],"popReceipt":"~popReceipt","nextVisibleOn":"~jsDate","again":0}`},
 	{"queues.update", `{"status":204,"newPopReceipt":true,"message":{"messageId":"~uuid","messageText":"updated ✓","dequeueCount":2}}`},
 	{"queues.delete", `{"status":204,"peeked":0,"approximateMessagesCount":0}`},
+	{"queues.sas", `{"send":201,"peek":{"status":403,"code":"AuthorizationPermissionMismatch","errorCode":"AuthorizationPermissionMismatch","odataCode":null,
+		"message":"This request is not authorized to perform this operation using this permission."},"received":["by SAS"]}`},
 	{"queues.notFound", `{"error":{"status":404,"code":"QueueNotFound","errorCode":"QueueNotFound","odataCode":null,"message":"The specified queue does not exist."}}`},
 	{"queues.deleteQueue", `{"status":204}`},
 	{"blobs.container", `{"status":201,"metadata":{"owner":"jsinterop"},"etag":"~blobETag","lastModified":"~jsDate"}`},
@@ -158,6 +161,8 @@ var jsWant = []struct{ step, want string }{
 		"pages":[{"names":["logs/a.txt"],"continuation":true},{"names":["logs/b.txt"],"continuation":true},{"names":["other.txt"],"continuation":false}]}`},
 	{"blobs.append", `{"create":201,"appends":[{"status":201,"offset":"0","committedBlockCount":1},{"status":201,"offset":"3","committedBlockCount":2}],"body":"abcdéfg","blobType":"AppendBlob","committedBlockCount":2}`},
 	{"blobs.conditions", `{"ifMatch":{"status":412,"code":"ConditionNotMet","errorCode":"ConditionNotMet","odataCode":null,"message":"The condition specified using HTTP conditional header(s) is not met."},"ifNoneMatch":304}`},
+	{"blobs.sas", `{"read":"first,second","put":{"status":403,"code":"AuthorizationPermissionMismatch","errorCode":"AuthorizationPermissionMismatch","odataCode":null,
+		"message":"This request is not authorized to perform this operation using this permission."}}`},
 	{"blobs.notFound", `{"blob":{"status":404,"code":"BlobNotFound","errorCode":"BlobNotFound","odataCode":null,"message":"The specified blob does not exist."},
 		"container":{"status":404,"code":"ContainerNotFound","errorCode":"ContainerNotFound","odataCode":null,"message":"The specified container does not exist."}}`},
 	{"blobs.deleteContainer", `{"status":202}`},
@@ -438,10 +443,13 @@ func sortedKeys(a, b map[string]any) []string {
 	return keys
 }
 
+// jsonText is v as JSON, <, > and & as they are.
 func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
