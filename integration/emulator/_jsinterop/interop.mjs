@@ -46,7 +46,7 @@ if (!tableEndpoint || !accountName || !accountKey) {
 const suffix = randomBytes(4).toString("hex");
 const strip = (name) => name.split(suffix).join("");
 
-// responses records every HTTP response the clients receive (status, error
+// responses records every HTTP response the Table clients receive (status, error
 // code header, body), so a step can show what the SDK swallowed or parsed
 // away: a 409 that createTable ignores, a Double's literal 3.0.
 const responses = [];
@@ -56,7 +56,6 @@ const recorder = {
     async sendRequest(request, next) {
       const response = await next(request);
       responses.push({
-        method: request.method,
         status: response.status,
         errorCode: response.headers.get("x-ms-error-code") ?? null,
         body: response.bodyAsText ?? null,
@@ -91,13 +90,11 @@ async function step(name, request, fn) {
   process.stdout.write(JSON.stringify(line) + "\n");
 }
 
-// describe is an error as the SDKs report it: HTTP status, the service's
-// error code and the message's first line.
-// The Table SDK leaves code unset outside transactions and puts the body in
-// the message, so errorCode (the x-ms-error-code header) and odataCode (the
-// body's odata.error.code) are printed as well. The Queue SDK keeps the
-// service's message in details; the message printed is the service's
-// wherever the SDK put it.
+// describe is an error as the SDKs report it: the HTTP status, the SDK's
+// code, the x-ms-error-code header (errorCode), the Table service body's
+// odata.error.code (odataCode) and the first line of the service's message
+// wherever the SDK put it (outside transactions the Table SDK leaves code
+// unset and puts the body in message; the Queue SDK keeps it in details).
 function describe(e) {
   if (!(e && typeof e === "object" && "statusCode" in e)) {
     return { status: null, code: null, message: String(e?.stack ?? e) };
