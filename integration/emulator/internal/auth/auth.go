@@ -1,9 +1,3 @@
-// Package auth authenticates and authorizes requests to the emulator as
-// Azure Storage does: Shared Key and Shared Key Lite signatures, account
-// SAS and service SAS (permissions, start, expiry, protocol, IP, and a
-// table SAS's PartitionKey/RowKey range). A request that fails gets
-// Azure's answer (403 AuthenticationFailed, AuthorizationFailure,
-// AuthorizationPermissionMismatch, ...) as an *azrules.Error.
 package auth
 
 import (

@@ -134,6 +134,16 @@ func TestAgainstAzurite(t *testing.T) {
 		{"table shared key, content type changed", ts, entityOp('u'), func() error {
 			return sendSigned(ts, "MERGE", "/mytable(PartitionKey='p1',RowKey='r1')", "application/json", true)
 		}},
+		{"table shared key, resource without the account segment", ts, entityOp('r'), func() error {
+			// Path-style requests are signed over /account/account/...;
+			// the path without its account segment does not verify.
+			r, err := http.NewRequest(http.MethodGet, ts.base()+"/mytable(PartitionKey='p1',RowKey='r1')", nil)
+			if err != nil {
+				return err
+			}
+			tableSharedKeyPath(t, r, devKeyBytes(), "/mytable(PartitionKey='p1',RowKey='r1')")
+			return do(r)
+		}},
 		{"table SAS", ts, entityOp('r'), func() error {
 			_, err := sasTable(t, ts, ts.base()+"/mytable?"+tableSAS).GetEntity(c, "p1", "r1", nil)
 			return err

@@ -24,7 +24,7 @@ type AccessPolicy struct {
 // container name of service svc, and false when there is none.
 type PolicyLookup func(svc Service, name, id string) (AccessPolicy, bool)
 
-// SetPolicies sets how a Authorize finds stored access policies. Until it
+// SetPolicies sets how Authorize finds stored access policies. Until it
 // is called every signed identifier is unknown, and a SAS naming one gets
 // 403 AuthenticationFailed, as Azure answers for an identifier the
 // resource does not have. Call it before the Authenticator serves

@@ -496,3 +496,20 @@ func TestKeyRangeContains(t *testing.T) {
 		t.Error("a range without end: start row key applies within the start partition only")
 	}
 }
+
+func TestSetClock(t *testing.T) {
+	// The service's clock, not the client's, decides a SAS's window.
+	later := time.Now().Add(2 * time.Hour)
+	s := newService(t, auth.Blob, false, func(a *auth.Authenticator) {
+		a.SetClock(func() time.Time { return later })
+	})
+	c := ctx(t)
+	read := auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r', Name: "cont1", Blob: "b1"}
+	valid := sasBlob(t, s, blobAccountSAS(t, azurite.AccountKey, blobsas.AccountSignatureValues{ExpiryTime: time.Now().Add(3 * time.Hour)}), nil)
+	s.expect(t, read, "", func() error { _, err := valid.DownloadStream(c, "cont1", "b1", nil); return err })
+	expired := sasBlob(t, s, blobAccountSAS(t, azurite.AccountKey, blobsas.AccountSignatureValues{ExpiryTime: time.Now().Add(time.Hour)}), nil)
+	s.expect(t, read, "AuthenticationFailed", func() error { _, err := expired.DownloadStream(c, "cont1", "b1", nil); return err })
+	// Shared Key requests dated by the client's clock are two hours off.
+	bc := blobClient(t, s, azurite.AccountKey, nil)
+	s.expect(t, read, "AuthenticationFailed", func() error { _, err := bc.DownloadStream(c, "cont1", "b1", nil); return err })
+}

@@ -91,6 +91,15 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{buf: make([]byte, 0, 512), names: make([]string, 0, 8), params: make([]param, 0, 8)}
 }}
 
+// release returns s to the pool, dropping its references to the request.
+func (s *scratch) release() {
+	clear(s.names)
+	s.names = s.names[:0]
+	clear(s.params[:cap(s.params)])
+	s.params = s.params[:0]
+	scratchPool.Put(s)
+}
+
 // header returns the first value of the header with canonical key k.
 func header(h http.Header, k string) string {
 	if v := h[k]; len(v) > 0 {
@@ -132,7 +141,7 @@ func (a *Authenticator) sharedKey(r *http.Request, svc Service, auth string) *az
 	lite := scheme == "SharedKeyLite"
 
 	s := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(s)
+	defer s.release()
 	if svc == Table {
 		s.buf = a.tableStringToSign(s.buf[:0], r, lite, signed)
 		if a.matches(s.buf, &sig) {
@@ -271,8 +280,9 @@ func (a *Authenticator) blobStringToSign(s *scratch, r *http.Request, lite bool,
 	b = append(b, '\n')
 	b = append(b, header(h, "Content-Language")...)
 	b = append(b, '\n')
-	switch cl := header(h, "Content-Length"); {
-	case cl == "0" && header(h, "X-Ms-Version") < "2015-02-21" && header(h, "X-Ms-Version") != "":
+	// Before version 2015-02-21 a zero Content-Length was signed as "0".
+	switch cl, v := header(h, "Content-Length"), header(h, "X-Ms-Version"); {
+	case cl == "0" && v != "" && v < "2015-02-21":
 		b = append(b, '0')
 	case cl == "0":
 	case cl != "":

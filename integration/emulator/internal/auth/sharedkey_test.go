@@ -112,10 +112,16 @@ func TestSharedKeyLiteTable(t *testing.T) {
 // tableSharedKey signs r with the Table service's Shared Key: VERB,
 // Content-MD5, Content-Type, date, /account/path?comp=.
 func tableSharedKey(t testing.TB, r *http.Request, key []byte) {
+	tableSharedKeyPath(t, r, key, r.URL.EscapedPath())
+}
+
+// tableSharedKeyPath signs r as tableSharedKey does, with path in the
+// canonicalized resource.
+func tableSharedKeyPath(t testing.TB, r *http.Request, key []byte, path string) {
 	date := time.Now().UTC().Format(http.TimeFormat)
 	r.Header.Set("x-ms-date", date)
 	r.Header.Set("x-ms-version", "2019-02-02")
-	res := "/" + account + r.URL.EscapedPath()
+	res := "/" + account + path
 	if c := r.URL.Query().Get("comp"); c != "" {
 		res += "?comp=" + c
 	}
