@@ -1,11 +1,15 @@
 # tablekit's commands. `make test` is what CI runs; `make demo` shows the
-# examples on a fresh Azurite. Both install the pinned Azurite first.
+# examples on tablekit's emulator (Go alone), `make demo TARGET=azurite` on
+# a fresh Azurite. `make test` installs the pinned Azurite first: the
+# conformance suite, the harness's tests, the examples and the differential
+# tests run on Azurite too.
 
 GO            ?= go
 AZURITE_DIR   := integration/azurite/_npm
 AZURITE       := $(AZURITE_DIR)/node_modules/.bin/azurite
 BENCH_COUNT   ?= 6
 FUZZTIME      ?= 60s
+TARGET        ?= emulator
 
 .PHONY: test demo bench azurite azurite-install vet fuzz
 
@@ -19,11 +23,15 @@ azurite-install: $(AZURITE)
 vet:
 	$(GO) vet ./...
 
+# Every test on the emulator (the default target of internal/testenv), the
+# harness's own tests and the differential tests on Azurite as they always
+# are; then the conformance suite and every Example on Azurite as well.
 test: $(AZURITE) vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	TABLEKIT_TEST_TARGET=azurite $(GO) test -race -count=1 -timeout 15m -run '^(TestConformance.*|Example.*)$$' ./patterns/ ./consistency/ ./examples/...
 
-demo: $(AZURITE)
-	$(GO) run ./internal/demo
+demo: $(if $(filter azurite,$(TARGET)),$(AZURITE))
+	$(GO) run ./internal/demo -target $(TARGET)
 
 # Every benchmark of the project, BENCH_COUNT rounds each (the storage ones on
 # an Azurite the benchmark binary starts itself): the sides of a comparison
