@@ -64,11 +64,9 @@ type Grant struct {
 }
 
 // KeyRange is a table SAS's range of keys (spk, srk, epk, erk), inclusive,
-// in the service's key order.
-type KeyRange struct {
-	StartPK, StartRK, EndPK, EndRK string
-	HasStart, HasEnd               bool
-}
+// in the service's key order: azrules' definition, shared with the
+// Azurite harness's strict proxy.
+type KeyRange = azrules.KeyRange
 
 // Authenticator checks requests for one Account. It is safe for
 // concurrent use.

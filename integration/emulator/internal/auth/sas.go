@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
-	"github.com/tablekit/tablekit/keys"
 )
 
 // AccessPolicy is a stored access policy (a signed identifier on a table,
@@ -35,26 +34,6 @@ func (a *Authenticator) SetPolicies(lookup PolicyLookup) { a.policies = lookup }
 // expiry and of Shared Key's 15-minute date window. Call it before the
 // Authenticator serves requests.
 func (a *Authenticator) SetClock(now func() time.Time) { a.now = now }
-
-// Contains reports whether the entity (pk, rk) is inside the range. A
-// start row key applies within the start partition only, an end row key
-// within the end partition; keys compare in the service's order (UTF-16
-// code units).
-func (k *KeyRange) Contains(pk, rk string) bool {
-	if k.HasStart {
-		c := keys.Compare(pk, k.StartPK)
-		if c < 0 || c == 0 && k.StartRK != "" && keys.Compare(rk, k.StartRK) < 0 {
-			return false
-		}
-	}
-	if k.HasEnd {
-		c := keys.Compare(pk, k.EndPK)
-		if c > 0 || c == 0 && k.EndRK != "" && keys.Compare(rk, k.EndRK) > 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // hasSig reports whether the raw query has a sig parameter.
 func hasSig(raw string) bool {
@@ -188,12 +167,9 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *azrules.Err
 	if op.Permission != 0 && strings.IndexByte(sp, op.Permission) < 0 {
 		return nil, permissionMismatch()
 	}
-	if op.Service != Table || !(q.Has("spk") || q.Has("epk")) {
+	kr := azrules.KeyRangeOf(q)
+	if op.Service != Table || kr == nil {
 		return grantSAS, nil
-	}
-	kr := &KeyRange{
-		StartPK: q.Get("spk"), StartRK: q.Get("srk"), EndPK: q.Get("epk"), EndRK: q.Get("erk"),
-		HasStart: q.Has("spk"), HasEnd: q.Has("epk"),
 	}
 	if op.HasKeys && !kr.Contains(op.PartitionKey, op.RowKey) {
 		return nil, authorizationFailure()
