@@ -55,7 +55,7 @@ func (s *Service) serveMessages(w http.ResponseWriter, r *http.Request, q url.Va
 		}
 		q.clear()
 		q.mu.Unlock()
-		noContent(w, r, http.StatusNoContent)
+		s.noContent(w, r, http.StatusNoContent)
 		return nil
 	}
 	return errUnsupportedVerb
@@ -194,7 +194,7 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 	q.put(m)
 	q.mu.Unlock()
 	receipt, next := m.receipt, rfc1123(m.nextVisible)
-	writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{{
+	s.writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{{
 		ID: m.id, InsertionTime: rfc1123(m.inserted), ExpirationTime: rfc1123(m.expires),
 		PopReceipt: &receipt, TimeNextVisible: &next,
 	}}})
@@ -234,7 +234,7 @@ func (s *Service) getMessages(w http.ResponseWriter, r *http.Request, qv url.Val
 		list.Messages = append(list.Messages, s.describe(m, true))
 	}
 	q.mu.Unlock()
-	writeXML(w, r, http.StatusOK, &list)
+	s.writeXML(w, r, http.StatusOK, &list)
 	return nil
 }
 
@@ -268,7 +268,7 @@ func (s *Service) peekMessages(w http.ResponseWriter, r *http.Request, qv url.Va
 		list.Messages = append(list.Messages, s.describe(m, false))
 	}
 	q.mu.Unlock()
-	writeXML(w, r, http.StatusOK, &list)
+	s.writeXML(w, r, http.StatusOK, &list)
 	return nil
 }
 
@@ -342,7 +342,7 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 	q.fix(m)
 	newReceipt := m.receipt
 	q.mu.Unlock()
-	h := begin(w, r)
+	h := s.begin(w, r)
 	h.Set("x-ms-popreceipt", newReceipt)
 	h.Set("x-ms-time-next-visible", rfc1123(next))
 	h.Set("Content-Length", "0")
@@ -368,6 +368,6 @@ func (s *Service) deleteMessage(w http.ResponseWriter, r *http.Request, qv url.V
 	if e != nil {
 		return e
 	}
-	noContent(w, r, http.StatusNoContent)
+	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }

@@ -172,17 +172,19 @@ func (s *Service) lookup(name string) (*queue, *azrules.Error) {
 	return q, nil
 }
 
-// begin sets the headers of a successful answer: Azure's common ones and
-// Server.
-func begin(w http.ResponseWriter, r *http.Request) http.Header {
+// begin sets the headers of a successful answer: Azure's common ones,
+// Date from the service's clock, so that it agrees with the message times
+// in the answer.
+func (s *Service) begin(w http.ResponseWriter, r *http.Request) http.Header {
 	h := w.Header()
 	azrules.SetHeaders(h, r, azrules.RequestID())
+	h.Set("Date", s.now().Format(http.TimeFormat))
 	return h
 }
 
 // noContent answers status with no body.
-func noContent(w http.ResponseWriter, r *http.Request, status int) {
-	h := begin(w, r)
+func (s *Service) noContent(w http.ResponseWriter, r *http.Request, status int) {
+	h := s.begin(w, r)
 	h.Set("Content-Length", "0")
 	w.WriteHeader(status)
 }

@@ -257,6 +257,9 @@ func TestMessages(t *testing.T) {
 	if !receiptForm(*pm.PopReceipt, 20) {
 		t.Fatalf("pop receipt %q is not of Azure's form", *pm.PopReceipt)
 	}
+	if !put.Date.Equal(start) {
+		t.Fatalf("Date %v, want the service's clock %v", put.Date, start)
+	}
 	if !pm.InsertionTime.Equal(start) || !pm.TimeNextVisible.Equal(start) {
 		t.Fatalf("insertion %v, next visible %v, want both %v", pm.InsertionTime, pm.TimeNextVisible, start)
 	}
