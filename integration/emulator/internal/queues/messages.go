@@ -285,23 +285,23 @@ func popReceipt(qv url.Values) (string, *azrules.Error) {
 	return v[0], nil
 }
 
-// find returns the message id of q holding receipt: MessageNotFound when
-// there is none (or it expired), PopReceiptMismatch when it was handed out
-// again or updated since the receipt was given. q is locked.
+// find returns the message id of q if receipt is its current pop receipt.
+// A message that is gone (deleted, expired) and one whose receipt is stale
+// (handed out again, or updated, since) get the same answer from Azure:
+// 404 MessageNotFound. Azure lists PopReceiptMismatch (400) among its
+// codes, and Azurite answers it for a stale receipt, but Azure's own
+// answers to stale receipts are 404 MessageNotFound. q is locked.
 func (q *queue) find(now time.Time, id, receipt string) (*message, *azrules.Error) {
 	q.purge(now)
 	m := q.byID[id]
-	if m == nil {
+	if m == nil || m.receipt != receipt {
 		return nil, errMessageNotFound
-	}
-	if m.receipt != receipt {
-		return nil, errPopReceipt
 	}
 	return m, nil
 }
 
 // updateMessage answers Update Message: a new visibility timeout (0 to 7
-// days, required, not past the message's expiry) and, when the body has
+// days, required) and, when the body has
 // one, a new text; the answer carries the new pop receipt and next-visible
 // time in headers.
 func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.Values, name, id string) *azrules.Error {
@@ -330,11 +330,9 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 		q.mu.Unlock()
 		return e
 	}
+	// The REST reference says the timeout may not end after the message
+	// expires, but Azure does not enforce it; neither does the emulator.
 	next := now.Add(time.Duration(vt) * time.Second)
-	if next.After(m.expires) {
-		q.mu.Unlock()
-		return errInvalidQuery
-	}
 	m.nextVisible, m.receipt = next, s.receipt(now, true)
 	if text != nil {
 		m.text = *text
