@@ -63,7 +63,6 @@ var (
 	errQueueNotFound    = azrules.New(http.StatusNotFound, "QueueNotFound", "The specified queue does not exist.")
 	errQueueExists      = azrules.New(http.StatusConflict, "QueueAlreadyExists", "The specified queue already exists.")
 	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
-	errPopReceipt       = azrules.New(http.StatusBadRequest, "PopReceiptMismatch", "The specified pop receipt did not match the pop receipt for a dequeued message.")
 	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
 	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
 	errInvalidQuery     = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
