@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
@@ -357,7 +358,7 @@ func TestUpdateWithoutContentKeepsText(t *testing.T) {
 	m := put.Messages[0]
 	// azqueue always sends a text; an update without a body is REST's
 	// "update the visibility only".
-	req, _ := http.NewRequest(http.MethodPut, url+"/keep/messages/"+*m.MessageID+"?visibilitytimeout=0&popreceipt="+urlEscape(*m.PopReceipt), nil)
+	req, _ := http.NewRequest(http.MethodPut, url+"/keep/messages/"+*m.MessageID+"?visibilitytimeout=0&popreceipt="+urlEscape(*m.PopReceipt)+"&"+sasQuery(t), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -370,6 +371,26 @@ func TestUpdateWithoutContentKeepsText(t *testing.T) {
 	if err != nil || *peek.Messages[0].MessageText != "original" {
 		t.Fatalf("text after an update without content: %v %v", peek.Messages, err)
 	}
+}
+
+// sasQuery is an account SAS over http and https allowing every queue
+// operation, for requests the test sends itself (azqueue signs its own).
+func sasQuery(t *testing.T) string {
+	t.Helper()
+	cred, err := azqueue.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := sas.AccountPermissions{Read: true, Write: true, Delete: true, List: true, Add: true, Create: true, Update: true, Process: true}
+	types := sas.AccountResourceTypes{Service: true, Container: true, Object: true}
+	qp, err := sas.AccountSignatureValues{
+		Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour).UTC(),
+		Permissions: perms.String(), ResourceTypes: types.String(),
+	}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp.Encode()
 }
 
 func urlEscape(s string) string {
@@ -604,7 +625,7 @@ func TestAccessPolicy(t *testing.T) {
 // HEAD.
 func TestErrorAnswer(t *testing.T) {
 	url := server(t, nil)
-	resp, err := http.Get(url + "/nosuch?comp=metadata")
+	resp, err := http.Get(url + "/nosuch?comp=metadata&" + sasQuery(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +645,7 @@ func TestErrorAnswer(t *testing.T) {
 	if e.Code != "QueueNotFound" || !regexp.MustCompile(`^The specified queue does not exist.\nRequestId:[0-9a-f-]{36}\nTime:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$`).MatchString(e.Message) {
 		t.Fatalf("error body %q", body)
 	}
-	resp, err = http.Head(url + "/nosuch?comp=metadata")
+	resp, err = http.Head(url + "/nosuch?comp=metadata&" + sasQuery(t))
 	if err != nil {
 		t.Fatal(err)
 	}
