@@ -240,6 +240,31 @@ func (tg *target) raw(method, pathAndQuery string) fields {
 	return f
 }
 
+// rawCORS sends a request with headers and records its answer; fields
+// are the Access-Control headers.
+func (tg *target) rawCORS(method, pathAndQuery string, headers map[string]string) fields {
+	req, err := http.NewRequest(method, tg.url+pathAndQuery, nil)
+	if err != nil {
+		return fields{"request": err.Error()}
+	}
+	req.Header.Set("x-ms-version", "2024-08-04")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fields{"request": err.Error()}
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	tg.rec.last = answer{Status: resp.StatusCode, Code: resp.Header.Get("x-ms-error-code")}
+	f := fields{}
+	for _, h := range []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age", "Access-Control-Allow-Credentials", "Access-Control-Expose-Headers", "Vary"} {
+		f[h] = resp.Header.Get(h)
+	}
+	return f
+}
+
 // sequence is the differential test's operations, error cases included.
 func sequence() []step {
 	big := strings.Repeat("b", 64<<10)
@@ -489,6 +514,34 @@ func sequence() []step {
 		}
 		return fields{"names": strings.Join(names, ","), "markers": strings.Join(markers, ",")}
 	}, why: "Azure's NextMarker is /account/queue (recorded: azure-sdk-for-js storage-queue recordings/node/serviceurl/recording_listqueuessegment_with_all_parameters.js); Azurite's is an internal row number: only the markers field differs"})
+	add("set CORS rules", func(tg *target) fields {
+		_, _ = tg.sc.SetProperties(ctx, &azqueue.SetPropertiesOptions{CORS: []*azqueue.CORSRule{
+			{AllowedOrigins: to.Ptr("http://a.example,http://b.example"), AllowedMethods: to.Ptr("GET,PUT"), AllowedHeaders: to.Ptr("x-ms-meta-*,content-type"), ExposedHeaders: to.Ptr("x-ms-request-id"), MaxAgeInSeconds: to.Ptr(int32(60))},
+			{AllowedOrigins: to.Ptr("*"), AllowedMethods: to.Ptr("DELETE"), AllowedHeaders: to.Ptr("*"), ExposedHeaders: to.Ptr("*"), MaxAgeInSeconds: to.Ptr(int32(5))},
+		}})
+		p, err := tg.sc.GetServiceProperties(ctx, nil)
+		if err != nil {
+			return nil
+		}
+		return fields{"rules": strconv.Itoa(len(p.CORS)), "origins": deref(p.CORS[0].AllowedOrigins)}
+	})
+	for _, c := range []struct {
+		name    string
+		method  string
+		headers map[string]string
+	}{
+		{"preflight allowed", http.MethodOptions, map[string]string{"Origin": "http://b.example", "Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "x-ms-meta-team,content-type"}},
+		{"preflight, header not allowed", http.MethodOptions, map[string]string{"Origin": "http://b.example", "Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "x-ms-other"}},
+		{"preflight, other origin", http.MethodOptions, map[string]string{"Origin": "http://c.example", "Access-Control-Request-Method": "GET"}},
+		{"preflight, wildcard rule", http.MethodOptions, map[string]string{"Origin": "http://c.example", "Access-Control-Request-Method": "DELETE"}},
+		{"preflight without a method", http.MethodOptions, map[string]string{"Origin": "http://a.example"}},
+		{"GET from an allowed origin", http.MethodGet, map[string]string{"Origin": "http://a.example"}},
+		{"GET from another origin", http.MethodGet, map[string]string{"Origin": "http://c.example"}},
+	} {
+		add("CORS: "+c.name, func(tg *target) fields {
+			return tg.rawCORS(c.method, "/diffq?comp=metadata&"+tg.state["sas"], c.headers)
+		})
+	}
 	add("set and get a queue ACL", func(tg *target) fields {
 		start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		_, err := tg.q("diffq").SetAccessPolicy(ctx, &azqueue.SetAccessPolicyOptions{QueueACL: []*azqueue.SignedIdentifier{{

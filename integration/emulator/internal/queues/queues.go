@@ -10,6 +10,9 @@
 // (Config.Auth) before any work, with the SAS resource type and
 // permission the REST reference gives for its operation.
 //
+// The service's CORS rules answer preflight (OPTIONS) requests and add
+// their Access-Control headers to a browser's requests.
+//
 // Messages live in memory, one lock per queue: a message handed to one
 // receiver stays invisible to every other until its visibility timeout
 // ends, however many clients dequeue at once.
@@ -88,6 +91,13 @@ func (s *Service) now() time.Time {
 // ServeHTTP answers one request to the Queue service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", serverHeader)
+	if r.Method == http.MethodOptions {
+		if e := s.preflight(w, r); e != nil {
+			azrules.WriteXML(w, r, e)
+		}
+		return
+	}
+	w = s.withCORS(w, r)
 	if e := s.serve(w, r); e != nil {
 		azrules.WriteXML(w, r, e)
 	}

@@ -566,7 +566,8 @@ func TestWorkerPool(t *testing.T) {
 }
 
 func TestServiceProperties(t *testing.T) {
-	sc := client(t, server(t, nil))
+	url := server(t, nil)
+	sc := client(t, url)
 	p, err := sc.GetServiceProperties(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -595,6 +596,24 @@ func TestServiceProperties(t *testing.T) {
 	}
 	if _, err := sc.GetStatistics(ctx, nil); err != nil {
 		t.Fatal(err)
+	}
+
+	// The rule applies to a browser's request, an error answer included:
+	// "*" exposes the answer's own headers.
+	rule.ExposedHeaders = to.Ptr("*")
+	if _, err := sc.SetProperties(ctx, &azqueue.SetPropertiesOptions{CORS: []*azqueue.CORSRule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url+"/nosuch?comp=metadata&"+sasQuery(t), nil)
+	req.Header.Set("Origin", "http://app.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	expose := resp.Header.Get("Access-Control-Expose-Headers")
+	if resp.StatusCode != 404 || resp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(strings.ToLower(expose), "x-ms-error-code") {
+		t.Fatalf("CORS on an error: %d, allow origin %q, expose %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), expose)
 	}
 }
 
