@@ -140,6 +140,11 @@ func TestQueueLifecycle(t *testing.T) {
 	if len(props.Metadata) != 1 || props.Metadata["Stage"] == nil || *props.Metadata["Stage"] != "2" {
 		t.Fatalf("metadata after set %v, want only stage=2", props.Metadata)
 	}
+	// Metadata names are C# identifiers.
+	_, err = qc.SetMetadata(ctx, &azqueue.SetMetadataOptions{Metadata: map[string]*string{"1st": to.Ptr("x")}})
+	wantCode(t, "metadata name starting with a digit", err, 400, "InvalidMetadata")
+	_, err = sc.NewQueueClient("life2").Create(ctx, &azqueue.CreateOptions{Metadata: map[string]*string{"a-b": to.Ptr("x")}})
+	wantCode(t, "create with a hyphen in a metadata name", err, 400, "InvalidMetadata")
 	if _, err := qc.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
