@@ -55,7 +55,7 @@ func (s *Service) serveMessages(w http.ResponseWriter, r *http.Request, q url.Va
 		}
 		q.clear()
 		q.mu.Unlock()
-		noContent(w, r, http.StatusNoContent)
+		s.noContent(w, r, http.StatusNoContent)
 		return nil
 	}
 	return errUnsupportedVerb
@@ -194,7 +194,7 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 	q.put(m)
 	q.mu.Unlock()
 	receipt, next := m.receipt, rfc1123(m.nextVisible)
-	writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{{
+	s.writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{{
 		ID: m.id, InsertionTime: rfc1123(m.inserted), ExpirationTime: rfc1123(m.expires),
 		PopReceipt: &receipt, TimeNextVisible: &next,
 	}}})
@@ -234,7 +234,7 @@ func (s *Service) getMessages(w http.ResponseWriter, r *http.Request, qv url.Val
 		list.Messages = append(list.Messages, s.describe(m, true))
 	}
 	q.mu.Unlock()
-	writeXML(w, r, http.StatusOK, &list)
+	s.writeXML(w, r, http.StatusOK, &list)
 	return nil
 }
 
@@ -268,7 +268,7 @@ func (s *Service) peekMessages(w http.ResponseWriter, r *http.Request, qv url.Va
 		list.Messages = append(list.Messages, s.describe(m, false))
 	}
 	q.mu.Unlock()
-	writeXML(w, r, http.StatusOK, &list)
+	s.writeXML(w, r, http.StatusOK, &list)
 	return nil
 }
 
@@ -285,23 +285,23 @@ func popReceipt(qv url.Values) (string, *azrules.Error) {
 	return v[0], nil
 }
 
-// find returns the message id of q holding receipt: MessageNotFound when
-// there is none (or it expired), PopReceiptMismatch when it was handed out
-// again or updated since the receipt was given. q is locked.
+// find returns the message id of q if receipt is its current pop receipt.
+// A message that is gone (deleted, expired) and one whose receipt is stale
+// (handed out again, or updated, since) get the same answer from Azure:
+// 404 MessageNotFound. Azure lists PopReceiptMismatch (400) among its
+// codes, and Azurite answers it for a stale receipt, but Azure's own
+// answers to stale receipts are 404 MessageNotFound. q is locked.
 func (q *queue) find(now time.Time, id, receipt string) (*message, *azrules.Error) {
 	q.purge(now)
 	m := q.byID[id]
-	if m == nil {
+	if m == nil || m.receipt != receipt {
 		return nil, errMessageNotFound
-	}
-	if m.receipt != receipt {
-		return nil, errPopReceipt
 	}
 	return m, nil
 }
 
 // updateMessage answers Update Message: a new visibility timeout (0 to 7
-// days, required, not past the message's expiry) and, when the body has
+// days, required) and, when the body has
 // one, a new text; the answer carries the new pop receipt and next-visible
 // time in headers.
 func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.Values, name, id string) *azrules.Error {
@@ -330,11 +330,9 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 		q.mu.Unlock()
 		return e
 	}
+	// The REST reference says the timeout may not end after the message
+	// expires, but Azure does not enforce it; neither does the emulator.
 	next := now.Add(time.Duration(vt) * time.Second)
-	if next.After(m.expires) {
-		q.mu.Unlock()
-		return errInvalidQuery
-	}
 	m.nextVisible, m.receipt = next, s.receipt(now, true)
 	if text != nil {
 		m.text = *text
@@ -342,7 +340,7 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 	q.fix(m)
 	newReceipt := m.receipt
 	q.mu.Unlock()
-	h := begin(w, r)
+	h := s.begin(w, r)
 	h.Set("x-ms-popreceipt", newReceipt)
 	h.Set("x-ms-time-next-visible", rfc1123(next))
 	h.Set("Content-Length", "0")
@@ -368,6 +366,6 @@ func (s *Service) deleteMessage(w http.ResponseWriter, r *http.Request, qv url.V
 	if e != nil {
 		return e
 	}
-	noContent(w, r, http.StatusNoContent)
+	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }

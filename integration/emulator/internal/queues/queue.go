@@ -124,12 +124,12 @@ func (s *Service) createQueue(w http.ResponseWriter, r *http.Request, name strin
 		if !same {
 			return errQueueExists
 		}
-		noContent(w, r, http.StatusNoContent)
+		s.noContent(w, r, http.StatusNoContent)
 		return nil
 	}
 	s.queues[name] = newQueue(name, md)
 	s.mu.Unlock()
-	noContent(w, r, http.StatusCreated)
+	s.noContent(w, r, http.StatusCreated)
 	return nil
 }
 
@@ -146,7 +146,7 @@ func (s *Service) deleteQueue(w http.ResponseWriter, r *http.Request, name strin
 	q.gone = true
 	q.clear()
 	q.mu.Unlock()
-	noContent(w, r, http.StatusNoContent)
+	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }
 
@@ -175,7 +175,7 @@ func (s *Service) getMetadata(w http.ResponseWriter, r *http.Request, name strin
 	md := copyMap(q.metadata)
 	n := len(q.byID)
 	q.mu.Unlock()
-	h := begin(w, r)
+	h := s.begin(w, r)
 	for k, v := range md {
 		h["x-ms-meta-"+k] = []string{v}
 	}
@@ -199,7 +199,7 @@ func (s *Service) setMetadata(w http.ResponseWriter, r *http.Request, name strin
 	}
 	q.metadata = md
 	q.mu.Unlock()
-	noContent(w, r, http.StatusNoContent)
+	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }
 
@@ -228,7 +228,7 @@ func (s *Service) getACL(w http.ResponseWriter, r *http.Request, name string) *a
 	}
 	doc := signedIdentifiers{List: append([]signedIdentifier(nil), q.acl...)}
 	q.mu.Unlock()
-	writeXML(w, r, http.StatusOK, &doc)
+	s.writeXML(w, r, http.StatusOK, &doc)
 	return nil
 }
 
@@ -272,6 +272,6 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 	}
 	q.acl = doc.List
 	q.mu.Unlock()
-	noContent(w, r, http.StatusNoContent)
+	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }

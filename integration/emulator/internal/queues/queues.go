@@ -10,6 +10,9 @@
 // (Config.Auth) before any work, with the SAS resource type and
 // permission the REST reference gives for its operation.
 //
+// The service's CORS rules answer preflight (OPTIONS) requests and add
+// their Access-Control headers to a browser's requests.
+//
 // Messages live in memory, one lock per queue: a message handed to one
 // receiver stays invisible to every other until its visibility timeout
 // ends, however many clients dequeue at once.
@@ -63,7 +66,6 @@ var (
 	errQueueNotFound    = azrules.New(http.StatusNotFound, "QueueNotFound", "The specified queue does not exist.")
 	errQueueExists      = azrules.New(http.StatusConflict, "QueueAlreadyExists", "The specified queue already exists.")
 	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
-	errPopReceipt       = azrules.New(http.StatusBadRequest, "PopReceiptMismatch", "The specified pop receipt did not match the pop receipt for a dequeued message.")
 	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
 	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
 	errInvalidQuery     = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
@@ -89,6 +91,13 @@ func (s *Service) now() time.Time {
 // ServeHTTP answers one request to the Queue service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", serverHeader)
+	if r.Method == http.MethodOptions {
+		if e := s.preflight(w, r); e != nil {
+			azrules.WriteXML(w, r, e)
+		}
+		return
+	}
+	w = s.withCORS(w, r)
 	if e := s.serve(w, r); e != nil {
 		azrules.WriteXML(w, r, e)
 	}
@@ -172,17 +181,19 @@ func (s *Service) lookup(name string) (*queue, *azrules.Error) {
 	return q, nil
 }
 
-// begin sets the headers of a successful answer: Azure's common ones and
-// Server.
-func begin(w http.ResponseWriter, r *http.Request) http.Header {
+// begin sets the headers of a successful answer: Azure's common ones,
+// Date from the service's clock, so that it agrees with the message times
+// in the answer.
+func (s *Service) begin(w http.ResponseWriter, r *http.Request) http.Header {
 	h := w.Header()
 	azrules.SetHeaders(h, r, azrules.RequestID())
+	h.Set("Date", s.now().Format(http.TimeFormat))
 	return h
 }
 
 // noContent answers status with no body.
-func noContent(w http.ResponseWriter, r *http.Request, status int) {
-	h := begin(w, r)
+func (s *Service) noContent(w http.ResponseWriter, r *http.Request, status int) {
+	h := s.begin(w, r)
 	h.Set("Content-Length", "0")
 	w.WriteHeader(status)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
@@ -139,6 +140,11 @@ func TestQueueLifecycle(t *testing.T) {
 	if len(props.Metadata) != 1 || props.Metadata["Stage"] == nil || *props.Metadata["Stage"] != "2" {
 		t.Fatalf("metadata after set %v, want only stage=2", props.Metadata)
 	}
+	// Metadata names are C# identifiers.
+	_, err = qc.SetMetadata(ctx, &azqueue.SetMetadataOptions{Metadata: map[string]*string{"1st": to.Ptr("x")}})
+	wantCode(t, "metadata name starting with a digit", err, 400, "InvalidMetadata")
+	_, err = sc.NewQueueClient("life2").Create(ctx, &azqueue.CreateOptions{Metadata: map[string]*string{"a-b": to.Ptr("x")}})
+	wantCode(t, "create with a hyphen in a metadata name", err, 400, "InvalidMetadata")
 	if _, err := qc.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +263,9 @@ func TestMessages(t *testing.T) {
 	if !receiptForm(*pm.PopReceipt, 20) {
 		t.Fatalf("pop receipt %q is not of Azure's form", *pm.PopReceipt)
 	}
+	if !put.Date.Equal(start) {
+		t.Fatalf("Date %v, want the service's clock %v", put.Date, start)
+	}
 	if !pm.InsertionTime.Equal(start) || !pm.TimeNextVisible.Equal(start) {
 		t.Fatalf("insertion %v, next visible %v, want both %v", pm.InsertionTime, pm.TimeNextVisible, start)
 	}
@@ -289,7 +298,8 @@ func TestMessages(t *testing.T) {
 		t.Fatalf("dequeue while invisible: %d messages, %v", len(got.Messages), err)
 	}
 	_, err = qc.DeleteMessage(ctx, *pm.MessageID, *pm.PopReceipt, nil)
-	wantCode(t, "delete with the put's receipt after a get", err, 400, "PopReceiptMismatch")
+	// A stale receipt: Azure answers 404 MessageNotFound (see find).
+	wantCode(t, "delete with the put's receipt after a get", err, 404, "MessageNotFound")
 
 	// Back after its timeout, counted again, under a new receipt.
 	c.Add(10 * time.Second)
@@ -302,7 +312,7 @@ func TestMessages(t *testing.T) {
 		t.Fatalf("second get: count %d, receipt %s (first %s)", *am.DequeueCount, *am.PopReceipt, *dm.PopReceipt)
 	}
 	_, err = qc.UpdateMessage(ctx, *am.MessageID, *dm.PopReceipt, "x", nil)
-	wantCode(t, "update with a stale receipt", err, 400, "PopReceiptMismatch")
+	wantCode(t, "update with a stale receipt", err, 404, "MessageNotFound")
 
 	up, err := qc.UpdateMessage(ctx, *am.MessageID, *am.PopReceipt, "changed", &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(int32(5))})
 	if err != nil {
@@ -320,7 +330,7 @@ func TestMessages(t *testing.T) {
 		t.Fatalf("peek after update: %+v, %v", peek.Messages, err)
 	}
 	_, err = qc.DeleteMessage(ctx, *am.MessageID, *am.PopReceipt, nil)
-	wantCode(t, "delete with the receipt the update replaced", err, 400, "PopReceiptMismatch")
+	wantCode(t, "delete with the receipt the update replaced", err, 404, "MessageNotFound")
 	if _, err := qc.DeleteMessage(ctx, *am.MessageID, *up.PopReceipt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +363,7 @@ func TestUpdateWithoutContentKeepsText(t *testing.T) {
 	m := put.Messages[0]
 	// azqueue always sends a text; an update without a body is REST's
 	// "update the visibility only".
-	req, _ := http.NewRequest(http.MethodPut, url+"/keep/messages/"+*m.MessageID+"?visibilitytimeout=0&popreceipt="+urlEscape(*m.PopReceipt), nil)
+	req, _ := http.NewRequest(http.MethodPut, url+"/keep/messages/"+*m.MessageID+"?visibilitytimeout=0&popreceipt="+urlEscape(*m.PopReceipt)+"&"+sasQuery(t), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -366,6 +376,26 @@ func TestUpdateWithoutContentKeepsText(t *testing.T) {
 	if err != nil || *peek.Messages[0].MessageText != "original" {
 		t.Fatalf("text after an update without content: %v %v", peek.Messages, err)
 	}
+}
+
+// sasQuery is an account SAS over http and https allowing every queue
+// operation, for requests the test sends itself (azqueue signs its own).
+func sasQuery(t *testing.T) string {
+	t.Helper()
+	cred, err := azqueue.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := sas.AccountPermissions{Read: true, Write: true, Delete: true, List: true, Add: true, Create: true, Update: true, Process: true}
+	types := sas.AccountResourceTypes{Service: true, Container: true, Object: true}
+	qp, err := sas.AccountSignatureValues{
+		Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour).UTC(),
+		Permissions: perms.String(), ResourceTypes: types.String(),
+	}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp.Encode()
 }
 
 func urlEscape(s string) string {
@@ -386,12 +416,16 @@ func TestExpiry(t *testing.T) {
 	if want := c.Now().Add(10 * time.Second); !short.Messages[0].ExpirationTime.Equal(want) {
 		t.Fatalf("expiration %v, want %v", short.Messages[0].ExpirationTime, want)
 	}
+	// Azure lets an update's timeout run past the message's expiry.
+	if _, err := qc.UpdateMessage(ctx, *short.Messages[0].MessageID, *short.Messages[0].PopReceipt, "short", &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(int32(20))}); err != nil {
+		t.Fatalf("update past expiry: %v", err)
+	}
 	if _, err := qc.EnqueueMessage(ctx, "default", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Add(9 * time.Second)
-	if p, _ := qc.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: to.Ptr(int32(32))}); len(p.Messages) != 2 {
-		t.Fatalf("before expiry: %d messages, want 2", len(p.Messages))
+	if p, _ := qc.GetProperties(ctx, nil); *p.ApproximateMessagesCount != 2 {
+		t.Fatalf("before expiry: %d messages, want 2", *p.ApproximateMessagesCount)
 	}
 	c.Add(time.Second)
 	p, err := qc.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: to.Ptr(int32(32))})
@@ -537,7 +571,8 @@ func TestWorkerPool(t *testing.T) {
 }
 
 func TestServiceProperties(t *testing.T) {
-	sc := client(t, server(t, nil))
+	url := server(t, nil)
+	sc := client(t, url)
 	p, err := sc.GetServiceProperties(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -566,6 +601,24 @@ func TestServiceProperties(t *testing.T) {
 	}
 	if _, err := sc.GetStatistics(ctx, nil); err != nil {
 		t.Fatal(err)
+	}
+
+	// The rule applies to a browser's request, an error answer included:
+	// "*" exposes the answer's own headers.
+	rule.ExposedHeaders = to.Ptr("*")
+	if _, err := sc.SetProperties(ctx, &azqueue.SetPropertiesOptions{CORS: []*azqueue.CORSRule{rule}}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url+"/nosuch?comp=metadata&"+sasQuery(t), nil)
+	req.Header.Set("Origin", "http://app.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	expose := resp.Header.Get("Access-Control-Expose-Headers")
+	if resp.StatusCode != 404 || resp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(strings.ToLower(expose), "x-ms-error-code") {
+		t.Fatalf("CORS on an error: %d, allow origin %q, expose %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), expose)
 	}
 }
 
@@ -596,7 +649,7 @@ func TestAccessPolicy(t *testing.T) {
 // HEAD.
 func TestErrorAnswer(t *testing.T) {
 	url := server(t, nil)
-	resp, err := http.Get(url + "/nosuch?comp=metadata")
+	resp, err := http.Get(url + "/nosuch?comp=metadata&" + sasQuery(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +669,7 @@ func TestErrorAnswer(t *testing.T) {
 	if e.Code != "QueueNotFound" || !regexp.MustCompile(`^The specified queue does not exist.\nRequestId:[0-9a-f-]{36}\nTime:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$`).MatchString(e.Message) {
 		t.Fatalf("error body %q", body)
 	}
-	resp, err = http.Head(url + "/nosuch?comp=metadata")
+	resp, err = http.Head(url + "/nosuch?comp=metadata&" + sasQuery(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 			s.mu.RLock()
 			p := s.props
 			s.mu.RUnlock()
-			writeXML(w, r, http.StatusOK, &p)
+			s.writeXML(w, r, http.StatusOK, &p)
 			return nil
 		case http.MethodPut:
 			if e := s.authorize(r, 's', 'w', ""); e != nil {
@@ -56,7 +56,7 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 			Sync    string   `xml:"GeoReplication>LastSyncTime"`
 		}
 		st.Status, st.Sync = "live", s.now().Format(http.TimeFormat)
-		writeXML(w, r, http.StatusOK, &st)
+		s.writeXML(w, r, http.StatusOK, &st)
 		return nil
 	}
 	return errInvalidQuery
@@ -168,7 +168,7 @@ func (s *Service) listQueues(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 		res.Queues = append(res.Queues, lq)
 	}
-	writeXML(w, r, http.StatusOK, &res)
+	s.writeXML(w, r, http.StatusOK, &res)
 	return nil
 }
 
@@ -260,7 +260,7 @@ func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *azrules
 		s.props.Cors = p.Cors
 	}
 	s.mu.Unlock()
-	noContent(w, r, http.StatusAccepted)
+	s.noContent(w, r, http.StatusAccepted)
 	return nil
 }
 
@@ -280,16 +280,18 @@ func readBody(r *http.Request) ([]byte, *azrules.Error) {
 	return b, nil
 }
 
-// writeXML answers status with v as the body.
-func writeXML(w http.ResponseWriter, r *http.Request, status int, v any) {
+// writeXML answers status with v as the body; reads are not to be cached.
+func (s *Service) writeXML(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := xml.Marshal(v)
 	if err != nil {
 		azrules.WriteXML(w, r, azrules.New(http.StatusInternalServerError, "InternalError", "The server encountered an internal error. Please retry the request."))
 		return
 	}
-	h := begin(w, r)
+	h := s.begin(w, r)
 	h.Set("Content-Type", "application/xml")
-	h.Set("Cache-Control", "no-cache")
+	if r.Method == http.MethodGet {
+		h.Set("Cache-Control", "no-cache")
+	}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		io.WriteString(w, `<?xml version="1.0" encoding="utf-8"?>`)
