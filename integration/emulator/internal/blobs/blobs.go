@@ -273,15 +273,17 @@ func setCommon(h http.Header, r *http.Request) {
 }
 
 // clock hands out modification times and ETags: each ETag is the time's
-// ticks (100 ns since 1601, as Azure's "0x8D..." ETags are), made unique
-// and increasing even when two writes share a tick.
+// .NET ticks (100 ns since 0001-01-01) in hex, as Azure's "0x8D..."
+// ETags are, made unique and increasing even when two writes share a
+// tick.
 type clock struct {
 	mu   sync.Mutex
 	last int64
 }
 
-// ticksTo1970 is the number of 100 ns ticks from 1601-01-01 to 1970-01-01.
-const ticksTo1970 = 116444736000000000
+// ticksTo1970 is the number of 100 ns ticks from 0001-01-01 to
+// 1970-01-01.
+const ticksTo1970 = 621355968000000000
 
 // next returns the time of a write and its ETag.
 func (c *clock) next() (time.Time, string) {
