@@ -131,7 +131,31 @@ func TestConcurrentAppendsAtPositions(t *testing.T) {
 	must[appendblob.CreateResponse](t, "create")(ab.Create(ctx, nil))
 	const writers, blocks = 6, 40
 	var wg sync.WaitGroup
-	errs := make(chan error, writers)
+	errs := make(chan error, writers+1)
+	// A reader meanwhile sees whole blocks only, and the blob's length
+	// in its headers matches the body it gets.
+	done := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			resp, err := ab.DownloadStream(ctx, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			b := body(resp.Body)
+			if int64(len(b)) != *resp.ContentLength || b != "" && !strings.HasSuffix(b, ";") {
+				errs <- fmt.Errorf("read %d bytes (%q...) with Content-Length %d", len(b), b[max(0, len(b)-10):], *resp.ContentLength)
+				return
+			}
+		}
+	}()
 	for w := range writers {
 		wg.Add(1)
 		go func() {
@@ -162,6 +186,8 @@ func TestConcurrentAppendsAtPositions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	close(done)
+	<-readerDone
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
