@@ -21,6 +21,7 @@ package blobs
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,7 +84,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case q.blob == "":
 		// A container's root blob ($root) is not emulated: a path with
 		// one segment and no restype=container names no resource here.
-		e = errInvalidURI
+		e = s.refuse(q, 'c', errInvalidURI)
 	default:
 		e = s.serveBlob(q)
 	}
@@ -135,7 +136,7 @@ func (s *Service) serveAccount(q *request) *azrules.Error {
 		q.w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	return unsupported(q)
+	return s.refuse(q, 's', unsupported(q))
 }
 
 // serveContainer answers the operations on a container
@@ -170,14 +171,14 @@ func (s *Service) serveContainer(q *request) *azrules.Error {
 		}
 		return s.listBlobs(q)
 	}
-	return unsupported(q)
+	return s.refuse(q, 'c', unsupported(q))
 }
 
 // serveBlob answers the operations on a blob.
 func (s *Service) serveBlob(q *request) *azrules.Error {
 	m := q.r.Method
 	if q.r.URL.Query().Has("snapshot") || q.r.URL.Query().Has("versionid") {
-		return errNotImplemented("blob snapshots and versions")
+		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
 	}
 	switch {
 	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
@@ -210,18 +211,16 @@ func (s *Service) serveBlob(q *request) *azrules.Error {
 			return e
 		}
 		return s.putBlob(q)
-	case m == http.MethodPut && q.comp == "block":
-		if e := s.authorize(q, 'o', 'w'); e != nil {
-			return e
-		}
-		return s.putBlock(q)
-	case m == http.MethodPut && q.comp == "blocklist":
+	case m == http.MethodPut && (q.comp == "block" || q.comp == "blocklist"):
 		perms := []byte{'w'}
 		if !s.blobExists(q.container, q.blob) {
 			perms = append(perms, 'c')
 		}
 		if e := s.authorize(q, 'o', perms...); e != nil {
 			return e
+		}
+		if q.comp == "block" {
+			return s.putBlock(q)
 		}
 		return s.putBlockList(q)
 	case m == http.MethodPut && q.comp == "appendblock":
@@ -245,7 +244,22 @@ func (s *Service) serveBlob(q *request) *azrules.Error {
 		}
 		return s.setBlobProperties(q)
 	}
-	return unsupported(q)
+	return s.refuse(q, 'o', unsupported(q))
+}
+
+// refuse answers a request the service does not serve with e, once the
+// request is authorized (as a read for GET and HEAD, a write otherwise):
+// like Azure, the service tells nothing to a request it cannot
+// authenticate.
+func (s *Service) refuse(q *request, resource byte, e *azrules.Error) *azrules.Error {
+	perm := byte('w')
+	if q.r.Method == http.MethodGet || q.r.Method == http.MethodHead {
+		perm = 'r'
+	}
+	if ae := s.authorize(q, resource, perm); ae != nil {
+		return ae
+	}
+	return e
 }
 
 // unsupported answers an operation the service does not serve: a verb
@@ -256,8 +270,6 @@ func unsupported(q *request) *azrules.Error {
 	switch q.comp {
 	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
 		return errUnsupportedVerb
-	}
-	switch q.comp {
 	case "lease", "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename":
@@ -298,21 +310,8 @@ func (c *clock) next() (time.Time, string) {
 	return now, formatETag(t)
 }
 
-// formatETag writes ticks as Azure writes an ETag, quoted.
+// formatETag writes ticks as Azure writes an ETag: quoted, 0x and upper
+// case hex.
 func formatETag(t int64) string {
-	const digits = "0123456789ABCDEF"
-	var b [20]byte
-	i := len(b)
-	b[i-1] = '"'
-	i--
-	for u := uint64(t); ; u >>= 4 {
-		i--
-		b[i] = digits[u&15]
-		if u < 16 {
-			break
-		}
-	}
-	i -= 3
-	b[i], b[i+1], b[i+2] = '"', '0', 'x'
-	return string(b[i:])
+	return `"0x` + strings.ToUpper(strconv.FormatInt(t, 16)) + `"`
 }
