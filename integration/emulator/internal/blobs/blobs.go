@@ -75,7 +75,19 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.container, q.blob, _ = strings.Cut(rest, "/")
+	// Names are checked on every request, as Azure does, before anything
+	// else.
 	var e *azrules.Error
+	if q.container != "" {
+		e = validContainerName(q.container)
+	}
+	if e == nil && q.blob != "" {
+		e = validBlobName(q.blob)
+	}
+	if e != nil {
+		writeError(w, r, e)
+		return
+	}
 	switch {
 	case q.container == "":
 		e = s.serveAccount(q)

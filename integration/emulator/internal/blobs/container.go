@@ -14,9 +14,6 @@ import (
 // createContainer is Create Container: 201, or 409
 // ContainerAlreadyExists.
 func (s *Service) createContainer(q *request) *azrules.Error {
-	if e := validContainerName(q.container); e != nil {
-		return e
-	}
 	md, e := parseMetadata(q.r.Header)
 	if e != nil {
 		return e
