@@ -234,17 +234,14 @@ func (s *Service) listContainers(q *request) *azrules.Error {
 	}
 	out := xmlContainerList{ServiceEndpoint: serviceEndpoint(q.r, s.cfg.Account)}
 	echoListParams(q, &out.Prefix, &out.Marker, &out.MaxResults, p)
-	start := strings.TrimPrefix(p.marker, "/"+s.cfg.Account+"/")
+	start := max(strings.TrimPrefix(p.marker, "/"+s.cfg.Account+"/"), p.prefix)
 	s.mu.RLock()
 	i, _ := slices.BinarySearch(s.names, start)
 	var cs []*container
 	for ; i < len(s.names); i++ {
 		name := s.names[i]
 		if !strings.HasPrefix(name, p.prefix) {
-			if name > p.prefix {
-				break
-			}
-			continue
+			break
 		}
 		if len(cs) == p.max {
 			out.NextMarker = "/" + s.cfg.Account + "/" + name
