@@ -28,7 +28,7 @@ func (s *Service) createContainer(q *request) *azrules.Error {
 		return errContainerAlreadyExists
 	}
 	now, etag := s.clock.next()
-	c := &container{name: q.container, created: now, meta: md, etag: etag, modified: now, access: access,
+	c := &container{name: q.container, meta: md, etag: etag, modified: now, access: access,
 		blobs: map[string]*blob{}, staged: map[string]*staging{}}
 	s.containers[q.container] = c
 	i, _ := slices.BinarySearch(s.names, q.container)

@@ -14,8 +14,7 @@ import (
 
 // container is one container and its blobs.
 type container struct {
-	name    string
-	created time.Time
+	name string
 
 	mu       sync.RWMutex
 	deleted  bool // set when the container is deleted under a request holding it
@@ -89,8 +88,7 @@ type contentProps struct {
 // metaPair is one metadata name and value.
 type metaPair struct{ name, value string }
 
-// metadata is a container's or blob's metadata, in the order it was
-// set.
+// metadata is a container's or blob's metadata, sorted by name.
 type metadata []metaPair
 
 // view is what a reader copies out of a blob under the lock.
