@@ -66,7 +66,6 @@ func (s *Service) getBlob(q *request) *azrules.Error {
 	start, end, ranged := parseRange(q.r.Header)
 	if ranged {
 		if start >= size {
-			setCommon(h, q.r)
 			h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
 			return errInvalidRange
 		}

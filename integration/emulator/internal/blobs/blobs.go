@@ -21,6 +21,7 @@ package blobs
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,19 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.container, q.blob, _ = strings.Cut(rest, "/")
+	// Names are checked on every request, as Azure does, before anything
+	// else.
 	var e *azrules.Error
+	if q.container != "" {
+		e = validContainerName(q.container)
+	}
+	if e == nil && q.blob != "" {
+		e = validBlobName(q.blob)
+	}
+	if e != nil {
+		writeError(w, r, e)
+		return
+	}
 	switch {
 	case q.container == "":
 		e = s.serveAccount(q)
@@ -83,7 +96,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case q.blob == "":
 		// A container's root blob ($root) is not emulated: a path with
 		// one segment and no restype=container names no resource here.
-		e = errInvalidURI
+		e = s.refuse(q, 'c', errInvalidURI)
 	default:
 		e = s.serveBlob(q)
 	}
@@ -135,7 +148,7 @@ func (s *Service) serveAccount(q *request) *azrules.Error {
 		q.w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	return unsupported(q)
+	return s.refuse(q, 's', unsupported(q))
 }
 
 // serveContainer answers the operations on a container
@@ -170,14 +183,14 @@ func (s *Service) serveContainer(q *request) *azrules.Error {
 		}
 		return s.listBlobs(q)
 	}
-	return unsupported(q)
+	return s.refuse(q, 'c', unsupported(q))
 }
 
 // serveBlob answers the operations on a blob.
 func (s *Service) serveBlob(q *request) *azrules.Error {
 	m := q.r.Method
 	if q.r.URL.Query().Has("snapshot") || q.r.URL.Query().Has("versionid") {
-		return errNotImplemented("blob snapshots and versions")
+		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
 	}
 	switch {
 	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
@@ -210,18 +223,16 @@ func (s *Service) serveBlob(q *request) *azrules.Error {
 			return e
 		}
 		return s.putBlob(q)
-	case m == http.MethodPut && q.comp == "block":
-		if e := s.authorize(q, 'o', 'w'); e != nil {
-			return e
-		}
-		return s.putBlock(q)
-	case m == http.MethodPut && q.comp == "blocklist":
+	case m == http.MethodPut && (q.comp == "block" || q.comp == "blocklist"):
 		perms := []byte{'w'}
 		if !s.blobExists(q.container, q.blob) {
 			perms = append(perms, 'c')
 		}
 		if e := s.authorize(q, 'o', perms...); e != nil {
 			return e
+		}
+		if q.comp == "block" {
+			return s.putBlock(q)
 		}
 		return s.putBlockList(q)
 	case m == http.MethodPut && q.comp == "appendblock":
@@ -245,7 +256,22 @@ func (s *Service) serveBlob(q *request) *azrules.Error {
 		}
 		return s.setBlobProperties(q)
 	}
-	return unsupported(q)
+	return s.refuse(q, 'o', unsupported(q))
+}
+
+// refuse answers a request the service does not serve with e, once the
+// request is authorized (as a read for GET and HEAD, a write otherwise):
+// like Azure, the service tells nothing to a request it cannot
+// authenticate.
+func (s *Service) refuse(q *request, resource byte, e *azrules.Error) *azrules.Error {
+	perm := byte('w')
+	if q.r.Method == http.MethodGet || q.r.Method == http.MethodHead {
+		perm = 'r'
+	}
+	if ae := s.authorize(q, resource, perm); ae != nil {
+		return ae
+	}
+	return e
 }
 
 // unsupported answers an operation the service does not serve: a verb
@@ -256,8 +282,6 @@ func unsupported(q *request) *azrules.Error {
 	switch q.comp {
 	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
 		return errUnsupportedVerb
-	}
-	switch q.comp {
 	case "lease", "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename":
@@ -273,15 +297,17 @@ func setCommon(h http.Header, r *http.Request) {
 }
 
 // clock hands out modification times and ETags: each ETag is the time's
-// ticks (100 ns since 1601, as Azure's "0x8D..." ETags are), made unique
-// and increasing even when two writes share a tick.
+// .NET ticks (100 ns since 0001-01-01) in hex, as Azure's "0x8D..."
+// ETags are, made unique and increasing even when two writes share a
+// tick.
 type clock struct {
 	mu   sync.Mutex
 	last int64
 }
 
-// ticksTo1970 is the number of 100 ns ticks from 1601-01-01 to 1970-01-01.
-const ticksTo1970 = 116444736000000000
+// ticksTo1970 is the number of 100 ns ticks from 0001-01-01 to
+// 1970-01-01.
+const ticksTo1970 = 621355968000000000
 
 // next returns the time of a write and its ETag.
 func (c *clock) next() (time.Time, string) {
@@ -296,21 +322,8 @@ func (c *clock) next() (time.Time, string) {
 	return now, formatETag(t)
 }
 
-// formatETag writes ticks as Azure writes an ETag, quoted.
+// formatETag writes ticks as Azure writes an ETag: quoted, 0x and upper
+// case hex.
 func formatETag(t int64) string {
-	const digits = "0123456789ABCDEF"
-	var b [20]byte
-	i := len(b)
-	b[i-1] = '"'
-	i--
-	for u := uint64(t); ; u >>= 4 {
-		i--
-		b[i] = digits[u&15]
-		if u < 16 {
-			break
-		}
-	}
-	i -= 3
-	b[i], b[i+1], b[i+2] = '"', '0', 'x'
-	return string(b[i:])
+	return `"0x` + strings.ToUpper(strconv.FormatInt(t, 16)) + `"`
 }

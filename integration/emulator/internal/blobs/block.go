@@ -35,9 +35,6 @@ func (s *Service) putBlob(q *request) *azrules.Error {
 	default:
 		return errInvalidHeader
 	}
-	if e := validBlobName(q.blob); e != nil {
-		return e
-	}
 	cond, e := parseConditions(h)
 	if e != nil {
 		return e
@@ -124,9 +121,6 @@ func blockID(q *request) (string, *azrules.Error) {
 func (s *Service) putBlock(q *request) *azrules.Error {
 	id, e := blockID(q)
 	if e != nil {
-		return e
-	}
-	if e := validBlobName(q.blob); e != nil {
 		return e
 	}
 	data, e := readBody(q, maxPutBlock)
@@ -245,9 +239,6 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 // the uncommitted then the committed blocks (Latest). The blob's other
 // uncommitted blocks are discarded. 201.
 func (s *Service) putBlockList(q *request) *azrules.Error {
-	if e := validBlobName(q.blob); e != nil {
-		return e
-	}
 	h := q.r.Header
 	cond, e := parseConditions(h)
 	if e != nil {

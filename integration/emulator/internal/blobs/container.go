@@ -14,9 +14,6 @@ import (
 // createContainer is Create Container: 201, or 409
 // ContainerAlreadyExists.
 func (s *Service) createContainer(q *request) *azrules.Error {
-	if e := validContainerName(q.container); e != nil {
-		return e
-	}
 	md, e := parseMetadata(q.r.Header)
 	if e != nil {
 		return e
@@ -31,7 +28,7 @@ func (s *Service) createContainer(q *request) *azrules.Error {
 		return errContainerAlreadyExists
 	}
 	now, etag := s.clock.next()
-	c := &container{name: q.container, created: now, meta: md, etag: etag, modified: now, access: access,
+	c := &container{name: q.container, meta: md, etag: etag, modified: now, access: access,
 		blobs: map[string]*blob{}, staged: map[string]*staging{}}
 	s.containers[q.container] = c
 	i, _ := slices.BinarySearch(s.names, q.container)
@@ -237,17 +234,14 @@ func (s *Service) listContainers(q *request) *azrules.Error {
 	}
 	out := xmlContainerList{ServiceEndpoint: serviceEndpoint(q.r, s.cfg.Account)}
 	echoListParams(q, &out.Prefix, &out.Marker, &out.MaxResults, p)
-	start := strings.TrimPrefix(p.marker, "/"+s.cfg.Account+"/")
+	start := max(strings.TrimPrefix(p.marker, "/"+s.cfg.Account+"/"), p.prefix)
 	s.mu.RLock()
 	i, _ := slices.BinarySearch(s.names, start)
 	var cs []*container
 	for ; i < len(s.names); i++ {
 		name := s.names[i]
 		if !strings.HasPrefix(name, p.prefix) {
-			if name > p.prefix {
-				break
-			}
-			continue
+			break
 		}
 		if len(cs) == p.max {
 			out.NextMarker = "/" + s.cfg.Account + "/" + name

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -153,9 +155,26 @@ func md5Of(s string) string {
 func result(err error, ok rec) rec {
 	if err != nil {
 		status, code := failure(err)
-		return rec{"status": strconv.Itoa(status), "code": code}
+		return rec{"status": strconv.Itoa(status), "code": code, "message": errorMessage(err)}
 	}
 	return ok
+}
+
+// errorMessage is the first line of the error body's Message (the rest
+// is the request id and time), or "none".
+func errorMessage(err error) string {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.RawResponse == nil || re.RawResponse.Body == nil {
+		return "none"
+	}
+	var e struct {
+		Message string `xml:"Message"`
+	}
+	if xml.NewDecoder(re.RawResponse.Body).Decode(&e) != nil {
+		return "none"
+	}
+	m, _, _ := strings.Cut(e.Message, "\n")
+	return m
 }
 
 func body(rc io.ReadCloser) string {
@@ -381,6 +400,14 @@ func steps() []step {
 			_, err := tg.c.CreateContainer(ctx, "abcd-", nil)
 			return result(err, rec{})
 		}},
+		{"properties of a container with an invalid name", func(ctx context.Context, tg *target) rec {
+			_, err := tg.c.ServiceClient().NewContainerClient("bad_name").GetProperties(ctx, nil)
+			return result(err, rec{})
+		}},
+		{"put blob in a container with a name too long", func(ctx context.Context, tg *target) rec {
+			_, err := tg.c.UploadBuffer(ctx, strings.Repeat("a", 64), "b", []byte("x"), nil)
+			return result(err, rec{})
+		}},
 		{"list containers by pages", func(ctx context.Context, tg *target) rec {
 			prefix := tg.cont(0)[:len(tg.cont(0))-1]
 			pager := tg.c.NewListContainersPager(&azblob.ListContainersOptions{Prefix: &prefix, MaxResults: to.Ptr(int32(2)),
@@ -474,6 +501,14 @@ func steps() []step {
 			return result(err, rec{})
 		}},
 
+		{"put blob with a name of 1,025 characters", func(ctx context.Context, tg *target) rec {
+			_, err := tg.c.UploadBuffer(ctx, tg.cont(0), strings.Repeat("n", 1025), []byte("x"), nil)
+			return result(err, rec{})
+		}},
+		{"put blob with a name of 1,024 characters", func(ctx context.Context, tg *target) rec {
+			_, err := tg.c.UploadBuffer(ctx, tg.cont(0), strings.Repeat("n", 1024), []byte("x"), nil)
+			return result(err, rec{})
+		}},
 		// Reads.
 		{"get blob", func(ctx context.Context, tg *target) rec {
 			return downloadRec(tg.blob(0, "b1").DownloadStream(ctx, nil))
@@ -939,6 +974,7 @@ var departures = []departure{
 				delete(r, k)
 			}
 			r["http"], r["status"], r["code"] = "416", "416", "InvalidRange"
+			r["message"] = "The range specified is invalid for the current size of the resource."
 			return true
 		}},
 	{why: "Azurite leaves Content-MD5 out of a Put Block answer (its BlockBlobHandler.stageBlock: \"TODO: Block content MD5\"); " +
@@ -973,7 +1009,34 @@ var departures = []departure{
 		"codes name OutOfRangeQueryParameterValue for a query parameter outside its range (not recorded for maxresults " +
 		"in the sources at hand)",
 		steps: []string{"list blobs with maxresults 0", "list containers with maxresults 0"},
-		fix:   func(r rec) bool { return r["http"] == "400" && set(r, "code", "", "OutOfRangeQueryParameterValue") }},
+		fix: func(r rec) bool {
+			if r["http"] != "400" || !set(r, "code", "", "OutOfRangeQueryParameterValue") {
+				return false
+			}
+			r["message"] = "One of the query parameters specified in the request URI is outside the permissible range."
+			return true
+		}},
+	{why: "Azurite words InvalidResourceName \"The specified resource name contains invalid characters.\"; Azure's " +
+		"message has the misspelling \"specifed\" (Azure answers quoted in Azure/azure-cli issues 11644 and 12496 and " +
+		"hashicorp/terraform issue 6846)",
+		fix: func(r rec) bool {
+			return r["code"] == "InvalidResourceName" && set(r, "message",
+				"The specified resource name contains invalid characters.", "The specifed resource name contains invalid characters.")
+		}},
+	{why: "Azurite takes a blob name of more than 1,024 characters; Azure answers 400 OutOfRangeInput to any " +
+		"operation on it (Azurite issue #398, open, citing Azure and the old emulator)",
+		steps: []string{"put blob with a name of 1,025 characters"},
+		fix: func(r rec) bool {
+			if r["http"] != "201" {
+				return false
+			}
+			for k := range r {
+				delete(r, k)
+			}
+			r["http"], r["status"], r["code"] = "400", "400", "OutOfRangeInput"
+			r["message"] = "One of the request inputs is out of range."
+			return true
+		}},
 	{why: "Azurite keeps a blob's uncommitted blocks across a Put Blob; Azure discards them (Put Block reference: " +
 		"if Put Blob is called on the blob, any uncommitted blocks are garbage collected)",
 		steps: []string{"put blob drops uncommitted blocks"},

@@ -7,14 +7,14 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf16"
 
 	"github.com/tablekit/tablekit/internal/azrules"
 )
 
 // container is one container and its blobs.
 type container struct {
-	name    string
-	created time.Time
+	name string
 
 	mu       sync.RWMutex
 	deleted  bool // set when the container is deleted under a request holding it
@@ -88,8 +88,7 @@ type contentProps struct {
 // metaPair is one metadata name and value.
 type metaPair struct{ name, value string }
 
-// metadata is a container's or blob's metadata, in the order it was
-// set.
+// metadata is a container's or blob's metadata, sorted by name.
 type metadata []metaPair
 
 // view is what a reader copies out of a blob under the lock.
@@ -240,9 +239,10 @@ func setMetadataHeaders(h http.Header, md metadata) {
 
 // validContainerName checks a container name as Azure does: 3 to 63
 // lower-case letters, digits and hyphens, starting and ending with a
-// letter or digit, no two hyphens together.
+// letter or digit, no two hyphens together. System containers ($logs,
+// ...) are left to the operation.
 func validContainerName(name string) *azrules.Error {
-	if name == "$root" || name == "$logs" || name == "$web" {
+	if strings.HasPrefix(name, "$") {
 		return nil
 	}
 	if len(name) < 3 || len(name) > 63 {
@@ -261,13 +261,19 @@ func validContainerName(name string) *azrules.Error {
 	return nil
 }
 
-// maxBlobName is the longest blob name, in characters.
+// maxBlobName is the longest blob name, in UTF-16 code units (the
+// service's "characters": 512 characters outside the BMP fill it).
 const maxBlobName = 1024
 
-// validBlobName checks a blob name's length.
+// validBlobName checks a blob name's length: over it, Azure answers 400
+// OutOfRangeInput to every operation.
 func validBlobName(name string) *azrules.Error {
-	if len([]rune(name)) > maxBlobName {
-		return errNameLength
+	n := 0
+	for _, r := range name {
+		n += utf16.RuneLen(r)
+	}
+	if n > maxBlobName {
+		return errOutOfRangeInput
 	}
 	return nil
 }
