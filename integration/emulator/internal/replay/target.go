@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
 // Target is the service a session is replayed against: path-style
@@ -171,8 +173,9 @@ func (t *Target) sign(req *http.Request, svc service, length int) error {
 	}
 	var toSign string
 	if svc == tableService {
-		// Shared Key Lite for the Table service: date and resource.
-		toSign = req.Header.Get("x-ms-date") + "\n" + t.canonicalTableResource(req.URL)
+		// Shared Key Lite for the Table service, as tablekit's own
+		// transport signs it.
+		toSign = tablehttp.StringToSign(t.AccountName, req.Header.Get("x-ms-date"), req.URL)
 		req.Header.Set("Authorization", "SharedKeyLite "+t.AccountName+":"+hmacSHA256(key, toSign))
 		return nil
 	}
@@ -185,16 +188,6 @@ func hmacSHA256(key []byte, s string) string {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(s))
 	return base64.StdEncoding.EncodeToString(h.Sum(nil))
-}
-
-// canonicalTableResource is the Table service's canonicalized resource:
-// "/" account, the escaped path, and ?comp= when the query has it.
-func (t *Target) canonicalTableResource(u *url.URL) string {
-	r := "/" + t.AccountName + u.EscapedPath()
-	if comp := u.Query()["comp"]; len(comp) > 0 {
-		r += "?comp=" + comp[0]
-	}
-	return r
 }
 
 // sharedKeyString is the Blob and Queue services' Shared Key string to
