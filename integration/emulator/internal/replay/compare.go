@@ -134,9 +134,24 @@ func (d *differ) response(e *Entry, status int, header http.Header, body []byte)
 	d.body("body", ct, rec, header.Get("Content-Type"), body)
 }
 
+// unrecorded are headers whose absence is part of the answer: a
+// continuation where Azure gave none says there is more to read, an error
+// code says the request failed.
+var unrecorded = []string{
+	"x-ms-continuation-NextPartitionKey",
+	"x-ms-continuation-NextRowKey",
+	"x-ms-continuation-NextTableName",
+	"x-ms-error-code",
+}
+
 // headers compares the recorded headers with the target's, each by its
-// rule. Headers the target adds are not compared.
+// rule. Headers the target adds are not compared, but for unrecorded.
 func (d *differ) headers(where string, rec map[string]Header, got http.Header) {
+	for _, name := range unrecorded {
+		if g := got.Get(name); g != "" && !hasHeader(rec, name) {
+			d.addf("%sheader %s: recorded none, got %q", where, name, g)
+		}
+	}
 	for name, rv := range rec {
 		r := string(rv)
 		lname := strings.ToLower(name)
@@ -155,6 +170,15 @@ func (d *differ) headers(where string, rec map[string]Header, got http.Header) {
 		}
 		d.headerValue(where, name, rule, r, g)
 	}
+}
+
+func hasHeader(h map[string]Header, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *differ) headerValue(where, name string, rule headerRule, r, g string) {

@@ -229,3 +229,14 @@ func TestBatchRules(t *testing.T) {
 		})
 	}
 }
+
+// TestUnrecordedContinuation checks that a continuation Azure did not give
+// is a difference: it tells the client there is more to read.
+func TestUnrecordedContinuation(t *testing.T) {
+	e := Entry{StatusCode: 200, ResponseHeaders: map[string]Header{"Content-Type": jsonCT}, ResponseBody: json.RawMessage(`{"value":[]}`)}
+	d := &differ{t: testTarget, mem: newMemory()}
+	d.response(&e, 200, http.Header{"Content-Type": {jsonCT}, "X-Ms-Continuation-Nextpartitionkey": {"1!4!MQ--"}}, []byte(`{"value":[]}`))
+	if len(d.diffs) != 1 || !strings.Contains(d.diffs[0], "recorded none") {
+		t.Errorf("differences %q, want the unrecorded continuation", d.diffs)
+	}
+}
