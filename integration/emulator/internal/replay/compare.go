@@ -86,7 +86,7 @@ var headerRules = map[string]headerRule{
 	"date":                   ignored,
 	"server":                 ignored,
 	"transfer-encoding":      ignored,
-	"content-length":         ignored, // Azure sends 0 on a 204; Go's server sends none, which HTTP allows
+	"content-length":         ignored, // but on HEAD (see response): Azure sends 0 on a 204, Go's server none, which HTTP allows
 	"cache-control":          ignored,
 	"x-content-type-options": ignored,
 	"x-ms-request-id":        ignored,
@@ -97,6 +97,7 @@ var headerRules = map[string]headerRule{
 	// The recording account had blob versioning on, an account setting
 	// and not the API's answer: a version id says so, and nothing else.
 	"x-ms-version-id":                    ignored,
+	"x-ms-is-current-version":            ignored,
 	"location":                           asURL,
 	"dataserviceid":                      asURL,
 	"etag":                               asETag,
@@ -128,6 +129,13 @@ func (d *differ) response(e *Entry, status int, header http.Header, body []byte)
 		d.addf("status: recorded %d, got %d", e.StatusCode, status)
 	}
 	d.headers("", e.ResponseHeaders, header)
+	if r, ok := e.responseHeader("Content-Length"); ok && e.RequestMethod == http.MethodHead {
+		// A HEAD's Content-Length is the resource's size, not the
+		// length of a body compared below.
+		if g := header.Get("Content-Length"); g != r {
+			d.addf("header Content-Length: recorded %q, got %q", r, g)
+		}
+	}
 	ct, _ := e.responseHeader("Content-Type")
 	rec, err := bodyBytes(e.ResponseBody, ct)
 	if err != nil {
