@@ -25,10 +25,10 @@ import (
 // the load. Sizes shrink with the environment variables below for a quick
 // run; make bench uses the defaults.
 const (
-	envPageEntities    = "TABLEKIT_BENCH_PAGE_ENTITIES"    // entities in the table a page is read from; default 1,000,000
-	envAzuritePage     = "TABLEKIT_BENCH_AZURITE_PAGE"     // the same on Azurite's side; default as envPageEntities
-	envLoadEntities    = "TABLEKIT_BENCH_LOAD_ENTITIES"    // entities BulkWrite loads on the emulator; default 1,000,000
-	envAzuriteLoad     = "TABLEKIT_BENCH_AZURITE_LOAD"     // the same on Azurite; default 100,000
+	envPageEntities    = "TABLEKIT_BENCH_PAGE_ENTITIES" // entities in the table a page is read from; default 1,000,000
+	envAzuritePage     = "TABLEKIT_BENCH_AZURITE_PAGE"  // the same on Azurite's side; default as envPageEntities
+	envLoadEntities    = "TABLEKIT_BENCH_LOAD_ENTITIES" // entities BulkWrite loads on the emulator; default 1,000,000
+	envAzuriteLoad     = "TABLEKIT_BENCH_AZURITE_LOAD"  // the same on Azurite; default 100,000
 	pointConcurrency   = 16
 	benchPartitionSize = 1000
 )

@@ -56,6 +56,7 @@ import (
 	"github.com/tablekit/tablekit/integration/emulator/internal/blobs"
 	"github.com/tablekit/tablekit/integration/emulator/internal/queues"
 	"github.com/tablekit/tablekit/integration/emulator/internal/tables"
+	"github.com/tablekit/tablekit/internal/azload"
 )
 
 // The well-known development account, the one Azurite and Azure's own
@@ -94,7 +95,50 @@ type Options struct {
 	// EarlyEnd, when set, ends query pages early (seeded), possibly
 	// empty, with a continuation, as Azure may.
 	EarlyEnd *EarlyEnd
+	// Latency is added to every request to the Table service, before the
+	// service works on it, as in the Azurite harness (azurite.Options):
+	// as if the service were across a network. A client that gives up
+	// meanwhile is not answered and its request does nothing. Zero means
+	// none.
+	Latency time.Duration
+	// LatencyJitter adds a random delay, uniform in [0, LatencyJitter),
+	// to Latency for each request. Zero means none.
+	LatencyJitter time.Duration
+	// LatencyDistribution, when set, replaces Latency and LatencyJitter
+	// with a seeded distribution: fixed, uniform and log-normal parts
+	// (median and 99th percentile).
+	LatencyDistribution *LatencyOptions
+	// Throttle answers 503 ServerBusy, as Azure does, once a partition or
+	// the account is over its scalability target; it means exactly what
+	// azurite.Options.Throttle means (the same code), except that a query
+	// page costs the entities it scanned, which the emulator knows.
+	// &ThrottleOptions{} is Azure's targets; nil means none, unless Scale
+	// is set.
+	Throttle *ThrottleOptions
+	// Scale runs the Table service on the scale model: partitions spread
+	// over simulated partition servers, each serving pages one at a time
+	// for a service time that grows with the entities they scan, and
+	// Azure's targets (Scale.Throttle, or Throttle when set). &ScaleOptions{}
+	// is Azure's published targets at full scale; ScaleOptions.Scale
+	// scales them down for a small machine. nil means no model: work
+	// takes no simulated time.
+	Scale *ScaleOptions
 }
+
+// ThrottleOptions sets the scalability targets: 2,000 entities a second
+// per partition and 20,000 per account by default (see Options.Throttle).
+type ThrottleOptions = azload.ThrottleOptions
+
+// ScaleOptions sets the scale model (see Options.Scale and
+// docs/EMULATOR.md).
+type ScaleOptions = azload.ModelOptions
+
+// LatencyOptions sets a latency distribution (see
+// Options.LatencyDistribution).
+type LatencyOptions = azload.LatencyOptions
+
+// Stats counts what the Table service's load model has done since Start.
+type Stats = azload.ModelStats
 
 // Instance is a running emulator.
 type Instance struct {
@@ -107,7 +151,29 @@ type Instance struct {
 	AccountName, AccountKey string
 
 	servers  []*http.Server
+	model    *azload.Model // nil without Throttle or Scale
 	stopOnce sync.Once
+}
+
+// Stats returns what the Table service's load model (Options.Throttle or
+// Options.Scale) has counted: requests throttled, entities charged, pages
+// served and the time they queued. It is zero without either option.
+func (i *Instance) Stats() Stats {
+	if i.model == nil {
+		return Stats{}
+	}
+	return i.model.Stats()
+}
+
+// delayed holds each request for l's next delay before h serves it; a
+// request whose client gives up meanwhile is dropped unanswered.
+func delayed(l *azload.Latency, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.Wait(r.Context()) != nil {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Start starts the Table, Queue and Blob services in this process and
@@ -140,6 +206,28 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	authn := auth.New(auth.Account{Name: o.AccountName, Keys: [][]byte{key}})
 
 	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey}
+	var load tables.Load
+	switch {
+	case o.Scale != nil:
+		mo := *o.Scale
+		if o.Throttle != nil {
+			mo.Throttle = *o.Throttle
+		}
+		inst.model = azload.NewModel(mo)
+		load = inst.model
+	case o.Throttle != nil:
+		// Targets alone: the model's throttle, its work taking no time.
+		inst.model = azload.NewModel(azload.ModelOptions{Throttle: *o.Throttle, EntityTime: -1})
+		load = inst.model
+	}
+	lat := azload.LatencyOptions{Fixed: o.Latency, Jitter: o.LatencyJitter}
+	if o.LatencyDistribution != nil {
+		lat = *o.LatencyDistribution
+	}
+	var tableHandler http.Handler = tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: load})
+	if l := azload.NewLatency(lat); !l.Zero() {
+		tableHandler = delayed(l, tableHandler)
+	}
 	services := []struct {
 		port    int
 		handler http.Handler
@@ -147,7 +235,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	}{
 		{o.BlobPort, blobs.New(blobs.Config{Account: o.AccountName, Auth: authn}), &inst.BlobURL},
 		{o.QueuePort, queues.New(queues.Config{Account: o.AccountName, Auth: authn}), &inst.QueueURL},
-		{o.TablePort, tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd}), &inst.TableURL},
+		{o.TablePort, tableHandler, &inst.TableURL},
 	}
 	for _, s := range services {
 		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(s.port)))

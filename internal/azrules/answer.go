@@ -7,11 +7,12 @@
 package azrules
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/xml"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -107,17 +108,33 @@ func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
 	}
 }
 
-// XMLBody is the Blob and Queue services' XML error body.
+// XMLBody is the Blob and Queue services' XML error body. The message's
+// line breaks are written as they are, as Azure writes them (encoding/xml
+// would write &#xA;, which some SDKs' parsers do not decode).
 func XMLBody(code, message, id string) []byte {
-	var e struct {
-		XMLName xml.Name `xml:"Error"`
-		Code    string   `xml:"Code"`
-		Message string   `xml:"Message"`
+	b := []byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
+	b = appendXMLText(b, code)
+	b = append(b, "</Code><Message>"...)
+	b = appendXMLText(b, MessageText(message, id))
+	return append(b, "</Message></Error>"...)
+}
+
+// appendXMLText appends s escaped as XML character data: &, < and > as
+// entities, everything else (line breaks included) as it is.
+func appendXMLText(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '&':
+			b = append(b, "&amp;"...)
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		default:
+			b = append(b, c)
+		}
 	}
-	e.Code = code
-	e.Message = MessageText(message, id)
-	b, _ := xml.Marshal(e)
-	return append([]byte(xml.Header[:len(xml.Header)-1]), b...)
+	return b
 }
 
 // WriteXML answers r with e as the Blob and Queue services do: an XML
@@ -134,4 +151,27 @@ func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
 	h.Set("Content-Type", "application/xml")
 	w.WriteHeader(e.Status)
 	w.Write(XMLBody(e.Code, e.Message, id))
+}
+
+// WriteBatchError answers a transaction the service refuses as Azure
+// does: 202 Accepted, and a multipart body holding one change-set
+// response with the failing operation's status line and an OData error
+// whose message starts with "N:", N the operation's 0-based index.
+func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
+	id := RequestID()
+	batch, changeset := "batchresponse_"+RequestID(), "changesetresponse_"+RequestID()
+	var b bytes.Buffer
+	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
+	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Err.Status) + " " + http.StatusText(e.Err.Status) + "\r\n")
+	b.WriteString("X-Content-Type-Options: nosniff\r\nDataServiceVersion: 3.0;\r\n")
+	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
+	b.Write(ODataBody(e.Err.Code, e.Message(), id))
+	b.WriteString("\r\n--" + changeset + "--\r\n--" + batch + "--\r\n")
+	h := w.Header()
+	SetTableHeaders(h, r, id)
+	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(b.Bytes())
 }
