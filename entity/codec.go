@@ -251,6 +251,22 @@ func (c *Codec) SetMeta(v any, etag string, ts time.Time) {
 // modify it.
 func (c *Codec) Select() []string { return c.p.selectList }
 
+// PropertyType returns the EDM type T's property name is stored as, or ""
+// when no field has that name or the type is chosen at run time (a
+// PropertyMarshaler) or hidden (an encrypted field, stored as Binary).
+// A typed repository writes its filters' literals in these types
+// (keys.Filter.Retype).
+func (c *Codec) PropertyType(name string) EDMType {
+	f := c.p.byName[name]
+	if f == nil || f.kind == kHook || f.encrypt {
+		return ""
+	}
+	if f.edm == "" {
+		return EdmString
+	}
+	return f.edm
+}
+
 // Encrypted reports whether T has fields tagged `encrypt`. Merges of such
 // entities must be refused: the stored entity may hold values sealed under
 // other keys, and a merge cannot re-seal what it does not send (the guide,

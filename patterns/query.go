@@ -78,22 +78,32 @@ type query struct {
 }
 
 func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
-	if err := t.checkFilter(f, opts != nil && opts.AllowUnknownProperties); err != nil {
+	f, err := t.typedFilter(f, opts != nil && opts.AllowUnknownProperties)
+	if err != nil {
 		return query{}, err
 	}
 	return prepareQuery(t.name, f, opts, t.codec.Select())
 }
 
-// checkFilter refuses a filter naming a property T does not have, unless
-// allowed or T's properties are its hooks' business.
-func (t *Table[T]) checkFilter(f keys.Filter, allow bool) error {
-	if allow || t.props == nil || f.Err() != nil {
-		return nil // an invalid filter reports its own error in prepareQuery
+// typedFilter refuses a filter naming a property T does not have, unless
+// allowed or T's properties are its hooks' business, and writes its
+// numeric literals in the EDM types of T's fields (keys.Filter.Retype):
+// the service matches a property only with a literal of its own type, so
+// `Age ge 45` with an int field (Edm.Int64) is sent as `Age ge 45L`.
+func (t *Table[T]) typedFilter(f keys.Filter, allow bool) (keys.Filter, error) {
+	if t.props == nil || f.Err() != nil {
+		return f, nil // an invalid filter reports its own error in prepareQuery
 	}
-	if err := f.CheckProperties(func(name string) bool { return t.props[name] }); err != nil {
-		return fmt.Errorf("tablekit: query %s: %w (type %s; set AllowUnknownProperties to send it anyway)", t.name, err, t.codec.Type())
+	if !allow {
+		if err := f.CheckProperties(func(name string) bool { return t.props[name] }); err != nil {
+			return keys.Filter{}, fmt.Errorf("tablekit: query %s: %w (type %s; set AllowUnknownProperties to send it anyway)", t.name, err, t.codec.Type())
+		}
 	}
-	return nil
+	typed, err := f.Retype(func(name string) string { return string(t.codec.PropertyType(name)) })
+	if err != nil {
+		return keys.Filter{}, fmt.Errorf("tablekit: query %s: %w (type %s)", t.name, err, t.codec.Type())
+	}
+	return typed, nil
 }
 
 // filterProps returns the property names a filter on c's type may name,

@@ -101,7 +101,7 @@ type ScanResult struct {
 // timing and is reported in ScanResult.Requests.
 func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
 	o := optsOf(opts)
-	q, err := t.prepareScan(f, &o)
+	f, q, err := t.prepareScan(f, &o)
 	if err != nil {
 		return ScanResult{}, err
 	}
@@ -130,14 +130,17 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 	})
 }
 
-// prepareScan is the query each range of a scan runs.
-func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (query, error) {
-	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
-		return query{}, err
+// prepareScan is the query each range of a scan runs, and f as it is
+// sent (typedFilter).
+func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, query, error) {
+	f, err := t.typedFilter(f, o.AllowUnknownProperties)
+	if err != nil {
+		return f, query{}, err
 	}
 	qo := o.QueryOptions
 	qo.AllowTableScan, qo.Limit = true, 0
-	return prepareQuery(t.name, f, &qo, t.codec.Select())
+	q, err := prepareQuery(t.name, f, &qo, t.codec.Select())
+	return f, q, err
 }
 
 // SplitScan divides the scan of f into about n key ranges (a point inside
@@ -150,7 +153,7 @@ func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (query, error) {
 // starts from. An empty table gives one token.
 func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
 	o := optsOf(opts)
-	q, err := t.prepareScan(f, &o)
+	f, q, err := t.prepareScan(f, &o)
 	if err != nil {
 		return nil, err
 	}

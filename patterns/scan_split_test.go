@@ -34,7 +34,7 @@ func TestSplitReadsFirstPages(t *testing.T) {
 	}
 
 	opts := &ScanOptions{QueryOptions: QueryOptions{Top: 100}}
-	q, err := tbl.prepareScan(keys.Filter{}, opts)
+	_, q, err := tbl.prepareScan(keys.Filter{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,16 +61,17 @@ type WhereResult struct {
 // returns the keys (and its metadata) and nothing else.
 var keysOnly = []string{"PartitionKey", "RowKey"}
 
-func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (query, WhereOptions, error) {
+func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter, query, WhereOptions, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}
-	if err := t.checkFilter(f, o.AllowUnknownProperties); err != nil {
-		return query{}, o, err
+	f, err := t.typedFilter(f, o.AllowUnknownProperties)
+	if err != nil {
+		return f, query{}, o, err
 	}
 	q, err := prepareQuery(t.name, f, &QueryOptions{Select: keysOnly, AllowTableScan: o.AllowTableScan}, nil)
-	return q, o, err
+	return f, q, o, err
 }
 
 // Count returns the number of entities matching f, reading a table scan's
@@ -95,7 +96,7 @@ func (t *Table[T]) Count(ctx context.Context, f keys.Filter, opts *WhereOptions)
 // count). Its requests are Count's.
 func (t *Table[T]) CountWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
-	q, o, err := t.prepareWhere(f, opts)
+	f, q, o, err := t.prepareWhere(f, opts)
 	if err != nil {
 		return res, err
 	}
@@ -153,7 +154,7 @@ func (o *WhereOptions) scanOptions(q query) *ScanOptions {
 // not deleted.
 func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
-	q, o, err := t.prepareWhere(f, opts)
+	f, q, o, err := t.prepareWhere(f, opts)
 	if err != nil {
 		return res, err
 	}
