@@ -2,10 +2,18 @@ package tables
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/keys"
 )
+
+// pageBufs keeps page bodies' buffers for reuse: a 1,000-entity page is
+// hundreds of KiB, grown anew on every page otherwise.
+var pageBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledPage bounds the buffers pageBufs keeps.
+const maxPooledPage = 4 << 20
 
 // plan is a query, planned: the filter, the key bounds it implies, a
 // table SAS's key range, and where the scan starts.
@@ -247,7 +255,14 @@ func (s *Service) queryEntities(q *request, name string) {
 			}
 		}
 	}
-	b := make([]byte, 0, 256+len(pg.rows)*256)
+	bp := pageBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	defer func() {
+		if cap(b) <= maxPooledPage {
+			*bp = b[:0]
+			pageBufs.Put(bp)
+		}
+	}()
 	b = append(b, '{')
 	if m := s.metadata(q, t.name, false, sel); m != "" {
 		b = append(b, `"odata.metadata":`...)
