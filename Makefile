@@ -1,13 +1,21 @@
 # tablekit's commands. `make test` is what CI runs; `make demo` shows the
-# examples on a fresh Azurite. Both install the pinned Azurite first.
+# examples on tablekit's emulator (Go alone), `make demo TARGET=azurite` on
+# a fresh Azurite. `make test` installs the pinned Azurite first: the
+# conformance suite, the harness's tests, the examples and the differential
+# tests run on Azurite too. It installs the pinned Azure SDK for JavaScript
+# as well, for the JS SDK interop test (integration/emulator/jsinterop_test.go).
 
 GO            ?= go
 AZURITE_DIR   := integration/azurite/_npm
 AZURITE       := $(AZURITE_DIR)/node_modules/.bin/azurite
+JSINTEROP_DIR := integration/emulator/_jsinterop
+# npm ci writes node_modules/.package-lock.json last, with a fresh time.
+JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 BENCH_COUNT   ?= 6
 FUZZTIME      ?= 60s
+TARGET        ?= emulator
 
-.PHONY: test demo bench azurite azurite-install vet fuzz
+.PHONY: test demo bench azurite azurite-install jsinterop-install vet fuzz
 
 # npm ci installs exactly what package-lock.json pins (Azurite 3.37.0).
 $(AZURITE): $(AZURITE_DIR)/package.json $(AZURITE_DIR)/package-lock.json
@@ -16,14 +24,26 @@ $(AZURITE): $(AZURITE_DIR)/package.json $(AZURITE_DIR)/package-lock.json
 
 azurite-install: $(AZURITE)
 
+# npm ci installs exactly the Azure SDK for JavaScript that package-lock.json
+# pins (data-tables 13.3.2, storage-queue 12.32.0, storage-blob 12.34.0).
+$(JSINTEROP): $(JSINTEROP_DIR)/package.json $(JSINTEROP_DIR)/package-lock.json
+	npm ci --prefix $(JSINTEROP_DIR) --no-audit --no-fund --loglevel=error
+	@test -f $(JSINTEROP)
+
+jsinterop-install: $(JSINTEROP)
+
 vet:
 	$(GO) vet ./...
 
-test: $(AZURITE) vet
+# Every test on the emulator (the default target of internal/testenv), the
+# harness's own tests and the differential tests on Azurite as they always
+# are; then the conformance suite and every Example on Azurite as well.
+test: $(AZURITE) $(JSINTEROP) vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	TABLEKIT_TEST_TARGET=azurite $(GO) test -race -count=1 -timeout 15m -run '^(TestConformance.*|Example.*)$$' ./patterns/ ./consistency/ ./examples/...
 
-demo: $(AZURITE)
-	$(GO) run ./internal/demo
+demo: $(if $(filter azurite,$(TARGET)),$(AZURITE))
+	$(GO) run ./internal/demo -target $(TARGET)
 
 # Every benchmark of the project, BENCH_COUNT rounds each (the storage ones on
 # an Azurite the benchmark binary starts itself): the sides of a comparison

@@ -85,6 +85,7 @@ type app struct {
 	poisonRequeue                            cliconn.PoisonRequeue
 	whole                                    wholeFlags      // copy, backup, restore, verify
 	dest                                     cliconn.Options // --dest- flags: a second account
+	emu                                      emulatorFlags
 }
 
 type usageError struct{ msg string }
@@ -216,6 +217,16 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 			},
 			run: a.cmdPoisonRequeue,
 		},
+		{
+			name: "emulator", summary: "run tablekit's Azure Storage emulator (Table, Queue, Blob) until stopped",
+			about: `Runs tablekit's emulator of the Table, Queue and Blob services on loopback
+ports (Azurite's and Storage Explorer's defaults unless given), answering as
+Azure does. It prints the connection string on stdout, then serves until
+SIGTERM or Ctrl-C, and stops cleanly. Any language's SDK can point at it.`,
+			example: "tablekit emulator\n  tablekit emulator --table-port 0 --queue-port 0 --blob-port 0 --cosmos",
+			flags:   a.emu.register,
+			run:     a.cmdEmulator,
+		},
 	}...)
 }
 
@@ -223,7 +234,9 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 func (a *app) flagSet(cmd *command) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	a.conn.Register(fs)
+	if cmd.needConn {
+		a.conn.Register(fs)
+	}
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}
@@ -252,8 +265,10 @@ func (a *app) commandUsage(w io.Writer, cmd *command) {
 		fmt.Fprint(w, "\nFlags:\n")
 		printFlags(w, own)
 	}
-	fmt.Fprint(w, "\nConnection flags:\n")
-	printFlags(w, conn)
+	if cmd.needConn {
+		fmt.Fprint(w, "\nConnection flags:\n")
+		printFlags(w, conn)
+	}
 	fmt.Fprintf(w, "\nExample:\n  %s\n", cmd.example)
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
@@ -278,18 +277,18 @@ func TestKilledCopyBackupRestoreResume(t *testing.T) {
 	mustRun(t, "", "verify", "--from", dir, src.Name(), "--to-table", restored.Name())
 }
 
-// A copy to a table in another account (a second Azurite), named by the
-// --dest-connection-string flag.
+// A copy to a table in another account (a second emulator or Azurite),
+// named by the --dest-connection-string flag.
 func TestCopyAcrossAccounts(t *testing.T) {
 	ctx := context.Background()
 	src := newRows(t)
 	es := fillRows(t, src, 300, 3)
-	other := azurite.StartTB(t, nil)
-	oacct, err := tablekit.Connect(other.ConnectionString, nil)
+	other := testenv.OtherAccount(t)
+	oacct, err := tablekit.Connect(other, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mustRun(t, "", "copy", src.Name(), src.Name(), "--dest-connection-string", other.ConnectionString, "--verify")
+	r := mustRun(t, "", "copy", src.Name(), src.Name(), "--dest-connection-string", other, "--verify")
 	if !strings.Contains(r.stdout, "verified "+src.Name()+" against devstoreaccount1/"+src.Name()) {
 		t.Errorf("copy across accounts: %s", r.stdout)
 	}

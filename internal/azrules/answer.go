@@ -11,14 +11,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/xml"
 	"net/http"
 	"strconv"
 	"time"
 )
 
 // Error is one answer of the service that is not a success: the HTTP
-// status, the error code (x-ms-error-code and the body's code) and the
+// status, the error code (the body's code, and for the Blob and Queue
+// services x-ms-error-code) and the
 // message's first line (the service appends RequestId and Time).
 type Error struct {
 	Status  int
@@ -95,31 +95,49 @@ func ODataBody(code, message, id string) []byte {
 }
 
 // WriteTable answers r with e as the Table service does: JSON
-// (odata.error) with the Table service's headers.
+// (odata.error) with the Table service's headers. Azure's Table service
+// puts the code in the body only, with no x-ms-error-code header (real
+// sessions recorded in 2021 and 2024, internal/replay's testdata); azcore
+// reads it from the body.
 func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
 	id := RequestID()
 	h := w.Header()
 	SetTableHeaders(h, r, id)
 	h.Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("x-ms-error-code", e.Code)
 	w.WriteHeader(e.Status)
 	if r.Method != http.MethodHead {
 		w.Write(ODataBody(e.Code, e.Message, id))
 	}
 }
 
-// XMLBody is the Blob and Queue services' XML error body.
+// XMLBody is the Blob and Queue services' XML error body. The message's
+// line breaks are written as they are, as Azure writes them (encoding/xml
+// would write &#xA;, which some SDKs' parsers do not decode).
 func XMLBody(code, message, id string) []byte {
-	var e struct {
-		XMLName xml.Name `xml:"Error"`
-		Code    string   `xml:"Code"`
-		Message string   `xml:"Message"`
+	b := []byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
+	b = appendXMLText(b, code)
+	b = append(b, "</Code><Message>"...)
+	b = appendXMLText(b, MessageText(message, id))
+	return append(b, "</Message></Error>"...)
+}
+
+// appendXMLText appends s escaped as XML character data: &, < and > as
+// entities, everything else (line breaks included) as it is.
+func appendXMLText(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '&':
+			b = append(b, "&amp;"...)
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		default:
+			b = append(b, c)
+		}
 	}
-	e.Code = code
-	e.Message = MessageText(message, id)
-	b, _ := xml.Marshal(e)
-	return append([]byte(xml.Header[:len(xml.Header)-1]), b...)
+	return b
 }
 
 // WriteXML answers r with e as the Blob and Queue services do: an XML

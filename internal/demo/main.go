@@ -1,8 +1,10 @@
-// Command demo runs every program under examples/ against a fresh Azurite:
-// it starts the emulator through the integration/azurite harness, builds
+// Command demo runs every program under examples/ against a fresh
+// tablekit emulator (integration/emulator, in this process: Go alone is
+// enough), or with -target azurite against a fresh Azurite started through
+// the integration/azurite harness. It builds
 // consistency/cmd/tablekit-worker into a temporary directory and starts it
 // in the background on the examples' transaction queues, points
-// AZURE_STORAGE_CONNECTION_STRING at Azurite, runs the examples one after
+// AZURE_STORAGE_CONNECTION_STRING at the service, runs the examples one after
 // the other, shows the tablekit command exporting an example table and
 // importing it into a new one, and stops everything it started. It exits
 // non-zero when any example or the tablekit step fails, or the worker
@@ -16,6 +18,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,6 +31,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/integration/emulator"
 )
 
 func main() {
@@ -45,15 +49,34 @@ func run() int {
 	}
 	sort.Strings(examples)
 
-	fmt.Println("demo: starting Azurite", azurite.Version)
-	az, err := azurite.Start(ctx, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		return 1
+	target := flag.String("target", "emulator", "the service the examples run on: emulator or azurite")
+	flag.Parse()
+	var connStr string
+	switch *target {
+	case "emulator":
+		fmt.Println("demo: starting tablekit's emulator")
+		em, err := emulator.Start(ctx, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			return 1
+		}
+		defer em.Stop()
+		connStr = em.ConnectionString
+	case "azurite":
+		fmt.Println("demo: starting Azurite", azurite.Version)
+		az, err := azurite.Start(ctx, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			return 1
+		}
+		defer az.Stop()
+		connStr = az.ConnectionString
+	default:
+		fmt.Fprintf(os.Stderr, "demo: -target %q: want emulator or azurite\n", *target)
+		return 2
 	}
-	defer az.Stop()
 
-	worker, err := startWorker(ctx, az.ConnectionString)
+	worker, err := startWorker(ctx, connStr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
@@ -66,7 +89,7 @@ func run() int {
 		fmt.Printf("\n=== %s\n", filepath.Base(dir))
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, "go", "run", "./"+dir)
-		cmd.Env = append(os.Environ(), tablekit.EnvConnectionString+"="+az.ConnectionString, demoWorkerEnv+"=1")
+		cmd.Env = append(os.Environ(), tablekit.EnvConnectionString+"="+connStr, demoWorkerEnv+"=1")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Printf("--- FAIL %s (%v): %v\n", filepath.Base(dir), time.Since(start).Round(time.Millisecond), err)
@@ -76,7 +99,7 @@ func run() int {
 		fmt.Printf("--- ok   %s (%v)\n", filepath.Base(dir), time.Since(start).Round(time.Millisecond))
 	}
 	fmt.Printf("\n=== tablekit (the command)\n")
-	if err := tablekitDemo(ctx, az.ConnectionString); err != nil {
+	if err := tablekitDemo(ctx, connStr); err != nil {
 		fmt.Printf("--- FAIL tablekit: %v\n", err)
 		failed++
 	} else {

@@ -1,10 +1,17 @@
 // Package testenv gives tablekit's storage tests an account, unique
-// resource names and cleanup. One Azurite serves a whole test binary
-// (started on first use through integration/azurite in strict mode, so
-// Azure's rules that Azurite lets through are enforced; killed when the
-// binary exits); with TABLEKIT_TEST_CONNECTION_STRING set, tests run
-// against that account instead. Tests never skip when Azurite is missing:
-// they fail with the command that installs it.
+// resource names and cleanup. One service serves a whole test binary,
+// started on first use and stopped when the binary exits:
+//
+//   - by default, tablekit's emulator (integration/emulator), in the test
+//     process, which answers as Azure does;
+//   - with TABLEKIT_TEST_TARGET=azurite, Azurite through the
+//     integration/azurite harness in strict mode (Azure's rules that
+//     Azurite lets through are enforced by its proxy); with
+//     TABLEKIT_TEST_STRICT=0 too, plain Azurite;
+//   - with TABLEKIT_TEST_CONNECTION_STRING set, that account.
+//
+// Tests never skip when Azurite is missing: they fail with the command
+// that installs it.
 package testenv
 
 import (
@@ -24,10 +31,21 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/integration/emulator"
 )
 
 // EnvConnectionString selects a real account for the tests.
 const EnvConnectionString = "TABLEKIT_TEST_CONNECTION_STRING"
+
+// EnvTarget selects the service the tests start when no account is set:
+// "emulator" (the default) or "azurite".
+const EnvTarget = "TABLEKIT_TEST_TARGET"
+
+// The targets EnvTarget names.
+const (
+	TargetEmulator = "emulator"
+	TargetAzurite  = "azurite"
+)
 
 // EnvStrict set to "0" runs the tests on plain Azurite, without the strict
 // proxy (integration/azurite Options.Strict) that enforces Azure's rules.
@@ -37,7 +55,7 @@ var (
 	once     sync.Once
 	connStr  string
 	startErr error
-	instance *azurite.Instance
+	stopper  interface{ Stop() error }
 )
 
 // Main runs the tests and then stops the shared Azurite, if one was
@@ -48,30 +66,30 @@ var (
 // Without it, Azurite is killed when the test binary exits (on Linux).
 func Main(m *testing.M) {
 	code := m.Run()
-	if instance != nil {
-		instance.Stop()
+	if stopper != nil {
+		stopper.Stop()
 	}
 	os.Exit(code)
 }
 
 // ConnectionString returns the connection string of the test account,
-// starting Azurite on first use.
+// starting the emulator or Azurite on first use.
 func ConnectionString(t testing.TB) string {
 	t.Helper()
 	start()
 	if startErr != nil {
-		t.Fatalf("testenv: cannot start Azurite: %v", startErr)
+		t.Fatalf("testenv: cannot start %s: %v", Target(), startErr)
 	}
 	return connStr
 }
 
 // MainConnectionString is ConnectionString for TestMain and Example
-// functions, which have no testing.TB: when Azurite cannot start it prints
-// why and exits the test binary with status 1.
+// functions, which have no testing.TB: when the service cannot start it
+// prints why and exits the test binary with status 1.
 func MainConnectionString() string {
 	start()
 	if startErr != nil {
-		fmt.Fprintln(os.Stderr, "testenv: cannot start Azurite:", startErr)
+		fmt.Fprintf(os.Stderr, "testenv: cannot start %s: %v\n", Target(), startErr)
 		os.Exit(1)
 	}
 	return connStr
@@ -83,21 +101,49 @@ func start() {
 			connStr = cs
 			return
 		}
-		// Strict: Azurite behind the proxy that refuses what Azure
-		// refuses, so a test that passes here does not fail on Azure.
-		inst, err := azurite.Start(context.Background(), &azurite.Options{Strict: !Lenient()})
-		if err != nil {
-			startErr = err
-			return
+		switch Target() {
+		case TargetEmulator:
+			inst, err := emulator.Start(context.Background(), nil)
+			if err != nil {
+				startErr = err
+				return
+			}
+			stopper, connStr = inst, inst.ConnectionString
+		case TargetAzurite:
+			// Strict: Azurite behind the proxy that refuses what Azure
+			// refuses, so a test that passes here does not fail on Azure.
+			inst, err := azurite.Start(context.Background(), &azurite.Options{Strict: !Lenient()})
+			if err != nil {
+				startErr = err
+				return
+			}
+			stopper, connStr = inst, inst.ConnectionString
+		default:
+			startErr = fmt.Errorf("%s=%q: want %q or %q", EnvTarget, os.Getenv(EnvTarget), TargetEmulator, TargetAzurite)
 		}
-		instance = inst
-		connStr = inst.ConnectionString
 	})
 }
 
-// IsAzurite reports whether tests run on the emulator (not on a real
-// account set by TABLEKIT_TEST_CONNECTION_STRING).
-func IsAzurite() bool { return strings.TrimSpace(os.Getenv(EnvConnectionString)) == "" }
+// Target is what the tests run on: "account" when
+// TABLEKIT_TEST_CONNECTION_STRING is set, else TABLEKIT_TEST_TARGET
+// ("emulator" when unset).
+func Target() string {
+	if strings.TrimSpace(os.Getenv(EnvConnectionString)) != "" {
+		return "account"
+	}
+	if t := strings.TrimSpace(os.Getenv(EnvTarget)); t != "" {
+		return t
+	}
+	return TargetEmulator
+}
+
+// IsAzurite reports whether tests run on Azurite (TABLEKIT_TEST_TARGET=azurite),
+// whose answers depart from Azure's in known ways.
+func IsAzurite() bool { return Target() == TargetAzurite }
+
+// IsEmulator reports whether tests run on tablekit's emulator, the
+// default.
+func IsEmulator() bool { return Target() == TargetEmulator }
 
 // Lenient reports whether tests run on plain Azurite, which lets through
 // what Azure refuses (TABLEKIT_TEST_STRICT=0). By default tests run on
@@ -215,4 +261,21 @@ func suffix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// OtherAccount starts a second service of the tests' target (an emulator
+// or an Azurite, another account to copy to) for this test only and
+// returns its connection string; it is stopped when the test ends. On a
+// real account (TABLEKIT_TEST_CONNECTION_STRING) there is no second one:
+// the test fails, naming what it needs.
+func OtherAccount(t testing.TB) string {
+	t.Helper()
+	switch Target() {
+	case TargetEmulator:
+		return emulator.StartTB(t, nil).ConnectionString
+	case TargetAzurite:
+		return azurite.StartTB(t, nil).ConnectionString
+	}
+	t.Fatalf("testenv: this test needs a second account, which %s cannot start on a real account", EnvConnectionString)
+	return ""
 }

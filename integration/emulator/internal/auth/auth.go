@@ -1,13 +1,9 @@
-// Package auth authenticates and authorizes requests to the emulator as
-// Azure Storage does: Shared Key and Shared Key Lite signatures, account
-// SAS and service SAS (permissions, start, expiry, protocol, IP, and a
-// table SAS's PartitionKey/RowKey range). A request that fails gets
-// Azure's answer (403 AuthenticationFailed, AuthorizationFailure,
-// AuthorizationPermissionMismatch, ...) as an *azrules.Error.
 package auth
 
 import (
+	"bytes"
 	"net/http"
+	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
 )
@@ -23,7 +19,9 @@ const (
 )
 
 // Account is the storage account the emulator serves: its name and its
-// keys (primary first; any key signs).
+// keys (primary first; any key signs). A key is the decoded key, the bytes
+// the account key's base64 text stands for (base64.StdEncoding of
+// integration/azurite.AccountKey for the development account).
 type Account struct {
 	Name string
 	Keys [][]byte
@@ -66,23 +64,60 @@ type Grant struct {
 }
 
 // KeyRange is a table SAS's range of keys (spk, srk, epk, erk), inclusive,
-// in the service's key order.
-type KeyRange struct {
-	StartPK, StartRK, EndPK, EndRK string
-	HasStart, HasEnd               bool
-}
+// in the service's key order: azrules' definition, shared with the
+// Azurite harness's strict proxy.
+type KeyRange = azrules.KeyRange
 
-// Authenticator checks requests for one Account.
+// Authenticator checks requests for one Account. It is safe for
+// concurrent use.
 type Authenticator struct {
 	acct Account
+	keys []*keyMAC
+	// policies looks up a stored access policy (si); nil knows none.
+	policies PolicyLookup
+	// now is the clock; time.Now unless a test sets it.
+	now func() time.Time
 }
 
-// New returns an Authenticator for acct.
-func New(acct Account) *Authenticator { return &Authenticator{acct: acct} }
+// New returns an Authenticator for acct. It keeps its own copy of the
+// keys.
+func New(acct Account) *Authenticator {
+	a := &Authenticator{acct: Account{Name: acct.Name}, now: time.Now}
+	for _, k := range acct.Keys {
+		k = bytes.Clone(k)
+		a.acct.Keys = append(a.acct.Keys, k)
+		a.keys = append(a.keys, newKeyMAC(k))
+	}
+	return a
+}
 
 // Authorize checks r's credentials (Authorization header or SAS query
 // parameters) for op. It returns the grant, or Azure's answer when the
-// request is not authenticated or not authorized.
+// request is not authenticated or not authorized. The Grant is shared
+// between requests: read it, never modify it.
+//
+// A request with an Authorization header is checked as Shared Key or
+// Shared Key Lite (the header wins over SAS parameters); one with a sig
+// query parameter as an account SAS (it has ss or srt) or a service SAS
+// for op.Service; one with neither gets 401 NoAuthenticationInformation,
+// as Azure answers from version 2019-12-12 on (the service adds the
+// WWW-Authenticate header, WWWAuthenticate; a public blob container's
+// anonymous reads are the blob service's to allow).
 func (a *Authenticator) Authorize(r *http.Request, op Operation) (*Grant, *azrules.Error) {
-	return &Grant{}, nil // contract: implemented on the auth branch
+	if h := r.Header["Authorization"]; len(h) > 0 {
+		if err := a.sharedKey(r, op.Service, h[0]); err != nil {
+			return nil, err
+		}
+		return grantSharedKey, nil
+	}
+	if hasSig(r.URL.RawQuery) {
+		return a.sas(r, op)
+	}
+	return nil, noAuthenticationInformation()
 }
+
+// The grants without a key range are shared by every request.
+var (
+	grantSharedKey = &Grant{}
+	grantSAS       = &Grant{SAS: true}
+)

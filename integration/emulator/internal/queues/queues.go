@@ -1,9 +1,29 @@
 // Package queues is the emulator's Queue service, answering as Azure's
-// Queue service answers.
+// Queue service answers: queues and their metadata and access policies,
+// messages (put, get, peek, update, delete, clear) on a clock, the
+// service's properties and the queue listing, with Azure's XML bodies,
+// headers, status codes, error codes and messages.
+//
+// Requests arrive path-style: /ACCOUNT for the service,
+// /ACCOUNT/QUEUE for a queue, /ACCOUNT/QUEUE/messages and
+// /ACCOUNT/QUEUE/messages/ID for messages. Every request is authorized
+// (Config.Auth) before any work, with the SAS resource type and
+// permission the REST reference gives for its operation.
+//
+// The service's CORS rules answer preflight (OPTIONS) requests and add
+// their Access-Control headers to a browser's requests.
+//
+// Messages live in memory, one lock per queue: a message handed to one
+// receiver stays invisible to every other until its visibility timeout
+// ends, however many clients dequeue at once.
 package queues
 
 import (
 	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -15,17 +35,165 @@ type Config struct {
 	Account string
 	// Auth checks every request.
 	Auth *auth.Authenticator
+	// Now is the service's clock: message visibility and expiry follow
+	// it. Nil means time.Now. Tests set it to move time forward.
+	Now func() time.Time
 }
 
 // Service is the Queue service of one emulator instance.
 type Service struct {
 	cfg Config
+
+	mu     sync.RWMutex
+	queues map[string]*queue
+	props  serviceProperties
+
+	// lastTick is the last pop receipt's time stamp (100 ns ticks): each
+	// receipt gets a later one, so no two receipts are equal.
+	lastTick atomic.Uint64
 }
 
 // New returns an empty Queue service.
-func New(cfg Config) *Service { return &Service{cfg: cfg} }
+func New(cfg Config) *Service {
+	return &Service{cfg: cfg, queues: map[string]*queue{}, props: defaultProperties()}
+}
+
+// serverHeader is the Server header Azure's Queue service sends.
+const serverHeader = "Windows-Azure-Queue/1.0 Microsoft-HTTPAPI/2.0"
+
+// The answers the service gives more than once.
+var (
+	errQueueNotFound    = azrules.New(http.StatusNotFound, "QueueNotFound", "The specified queue does not exist.")
+	errQueueExists      = azrules.New(http.StatusConflict, "QueueAlreadyExists", "The specified queue already exists.")
+	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
+	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
+	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
+	errInvalidQuery     = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
+	errOutOfRangeQuery  = azrules.New(http.StatusBadRequest, "OutOfRangeQueryParameterValue", "One of the query parameters specified in the request URI is outside the permissible range.")
+	errMissingQuery     = azrules.New(http.StatusBadRequest, "MissingRequiredQueryParameter", "A query parameter that's mandatory for this request is not specified.")
+	errUnsupportedVerb  = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
+	errInvalidURI       = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
+	errInvalidName      = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
+	errNameOutOfRange   = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "The specified resource name length is not within the permissible limits.")
+	errInvalidMetadata  = azrules.New(http.StatusBadRequest, "InvalidMetadata", "The metadata specified is invalid. It has characters that are not permitted.")
+	errEmptyMetadataKey = azrules.New(http.StatusBadRequest, "EmptyMetadataKey", "The key for one of the metadata key-value pairs is empty.")
+	errMetadataTooLarge = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
+)
+
+// now is the service's time.
+func (s *Service) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now().UTC()
+	}
+	return time.Now().UTC()
+}
 
 // ServeHTTP answers one request to the Queue service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	azrules.WriteXML(w, r, azrules.New(http.StatusNotImplemented, "NotImplemented", "contract: implemented on the queues branch"))
+	w.Header().Set("Server", serverHeader)
+	if r.Method == http.MethodOptions {
+		if e := s.preflight(w, r); e != nil {
+			azrules.WriteXML(w, r, e)
+		}
+		return
+	}
+	w = s.withCORS(w, r)
+	if e := s.serve(w, r); e != nil {
+		azrules.WriteXML(w, r, e)
+	}
+}
+
+// serve routes r by its path: the account, then a queue, then its
+// messages, then one message. It returns the error to answer with, or nil
+// once it has answered.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request) *azrules.Error {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if parts[0] != s.cfg.Account {
+		return errInvalidURI
+	}
+	// A trailing slash addresses the same resource (".../queue/").
+	if n := len(parts); n > 1 && parts[n-1] == "" {
+		parts = parts[:n-1]
+	}
+	q := r.URL.Query()
+	switch len(parts) {
+	case 1:
+		return s.serveService(w, r, q)
+	case 2:
+		if e := validName(parts[1]); e != nil {
+			return e
+		}
+		return s.serveQueue(w, r, q, parts[1])
+	case 3, 4:
+		if e := validName(parts[1]); e != nil {
+			return e
+		}
+		if parts[2] != "messages" {
+			return errInvalidURI
+		}
+		if len(parts) == 3 {
+			return s.serveMessages(w, r, q, parts[1])
+		}
+		return s.serveMessage(w, r, q, parts[1], parts[3])
+	}
+	return errInvalidURI
+}
+
+// authorize asks Config.Auth whether r may do the operation.
+func (s *Service) authorize(r *http.Request, resource, perm byte, name string) *azrules.Error {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	_, e := s.cfg.Auth.Authorize(r, auth.Operation{Service: auth.Queue, ResourceType: resource, Permission: perm, Name: name})
+	return e
+}
+
+// validName checks a queue name as Azure does: 3 to 63 characters,
+// lowercase letters, digits and single hyphens, beginning and ending with
+// a letter or digit.
+func validName(name string) *azrules.Error {
+	if name == "" {
+		return errInvalidName
+	}
+	if len(name) < 3 || len(name) > 63 {
+		return errNameOutOfRange
+	}
+	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
+		return errInvalidName
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return errInvalidName
+		}
+	}
+	return nil
+}
+
+// lookup returns the queue named name, or QueueNotFound.
+func (s *Service) lookup(name string) (*queue, *azrules.Error) {
+	s.mu.RLock()
+	q := s.queues[name]
+	s.mu.RUnlock()
+	if q == nil {
+		return nil, errQueueNotFound
+	}
+	return q, nil
+}
+
+// begin sets the headers of a successful answer: Azure's common ones,
+// Date from the service's clock, so that it agrees with the message times
+// in the answer.
+func (s *Service) begin(w http.ResponseWriter, r *http.Request) http.Header {
+	h := w.Header()
+	azrules.SetHeaders(h, r, azrules.RequestID())
+	h.Set("Date", s.now().Format(http.TimeFormat))
+	return h
+}
+
+// noContent answers status with no body.
+func (s *Service) noContent(w http.ResponseWriter, r *http.Request, status int) {
+	h := s.begin(w, r)
+	h.Set("Content-Length", "0")
+	w.WriteHeader(status)
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/tablekit/tablekit/integration/emulator"
+)
+
+// emulatorFlags are the flags of "tablekit emulator": emulator.Options.
+type emulatorFlags struct {
+	opts         emulator.Options
+	earlyEnd     float64
+	earlyEndSeed int64
+}
+
+func (f *emulatorFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.opts.Host, "host", "127.0.0.1", "address the services listen on")
+	fs.IntVar(&f.opts.BlobPort, "blob-port", emulator.DefaultBlobPort, "Blob service port (0: any free port)")
+	fs.IntVar(&f.opts.QueuePort, "queue-port", emulator.DefaultQueuePort, "Queue service port (0: any free port)")
+	fs.IntVar(&f.opts.TablePort, "table-port", emulator.DefaultTablePort, "Table service port (0: any free port)")
+	fs.StringVar(&f.opts.AccountName, "account", emulator.DevAccountName, "account name")
+	fs.StringVar(&f.opts.AccountKey, "key", "", "account key, base64 (default: the development account's well-known key)")
+	fs.BoolVar(&f.opts.Cosmos, "cosmos", false, "answer as the Cosmos DB Table API does (its name and size rules, unsorted results)")
+	fs.Float64Var(&f.earlyEnd, "early-end", 0, "probability (0 to 1) that a query page ends early with a continuation, as Azure's may")
+	fs.Int64Var(&f.earlyEndSeed, "seed", 1, "seed of --early-end's choices")
+}
+
+// cmdEmulator runs the emulator until ctx ends (SIGTERM, Ctrl-C).
+func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
+	o := a.emu.opts
+	if a.emu.earlyEnd < 0 || a.emu.earlyEnd > 1 {
+		return usagef("--early-end %v: want a probability from 0 to 1", a.emu.earlyEnd)
+	}
+	if a.emu.earlyEnd > 0 {
+		o.EarlyEnd = &emulator.EarlyEnd{Seed: a.emu.earlyEndSeed, Probability: a.emu.earlyEnd}
+	}
+	inst, err := emulator.Start(ctx, &o)
+	if err != nil {
+		return err
+	}
+	defer inst.Stop()
+	fmt.Fprintln(a.stdout, inst.ConnectionString)
+	fmt.Fprintf(a.stderr, "tablekit emulator: Table %s, Queue %s, Blob %s; stop with Ctrl-C or SIGTERM\n", inst.TableURL, inst.QueueURL, inst.BlobURL)
+	<-ctx.Done()
+	fmt.Fprintln(a.stderr, "tablekit emulator: stopping")
+	return nil
+}

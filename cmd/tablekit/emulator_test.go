@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// syncBuffer is a bytes.Buffer safe for the command's goroutine and the
+// test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// "tablekit emulator" prints a connection string that works, serves until
+// its context ends (SIGTERM), and then exits 0 with its ports closed.
+func TestEmulatorCommandServesUntilStopped(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain(ctx, []string{"emulator", "--table-port", "0", "--queue-port", "0", "--blob-port", "0"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	var cs string
+	for deadline := time.Now().Add(10 * time.Second); cs == ""; {
+		if line, _, ok := strings.Cut(stdout.String(), "\n"); ok {
+			cs = line
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection string within 10 s; stderr: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	acct, err := tablekit.Connect(cs, nil)
+	if err != nil {
+		t.Fatalf("connection string %q: %v", cs, err)
+	}
+	type Row struct {
+		PartitionKey, RowKey string
+		N                    int
+	}
+	tbl, err := patterns.NewTable[Row](acct, "emulatorcmd", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Insert(ctx, &Row{PartitionKey: "p", RowKey: "r", N: 7}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tbl.Get(ctx, "p", "r", nil); err != nil || got.N != 7 {
+		t.Fatalf("Get: %+v, %v", got, err)
+	}
+	stop()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the emulator did not stop within 10 s of its context ending")
+	}
+	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := tbl.Get(short, "p", "r", nil); err == nil {
+		t.Error("the emulator still answers after it stopped")
+	}
+}

@@ -1,0 +1,256 @@
+package emulator_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/integration/emulator"
+	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// The service benchmarks put tablekit's emulator (impl=tablekit) beside
+// Azurite (impl=azurite), each started by the benchmark, with the same
+// client, the same concurrency and the same work: the raw aztables client
+// for point reads and writes and for the page, tablekit's BulkWrite for
+// the load. Sizes shrink with the environment variables below for a quick
+// run; make bench uses the defaults.
+const (
+	envPageEntities    = "TABLEKIT_BENCH_PAGE_ENTITIES" // entities in the table a page is read from; default 1,000,000
+	envAzuritePage     = "TABLEKIT_BENCH_AZURITE_PAGE"  // the same on Azurite's side; default as envPageEntities
+	envLoadEntities    = "TABLEKIT_BENCH_LOAD_ENTITIES" // entities BulkWrite loads on the emulator; default 1,000,000
+	envAzuriteLoad     = "TABLEKIT_BENCH_AZURITE_LOAD"  // the same on Azurite; default 100,000
+	pointConcurrency   = 16
+	benchPartitionSize = 1000
+)
+
+// benchRow is a ~1 KiB entity: the size Azure's targets are given for.
+type benchRow struct {
+	PartitionKey, RowKey string
+	Name, Email, Notes   string
+	N                    int64
+	Score                float64
+	When                 time.Time
+}
+
+var filler = string(make([]byte, 900))
+
+func newRow(i int) *benchRow {
+	return &benchRow{
+		PartitionKey: fmt.Sprintf("p%05d", i/benchPartitionSize),
+		RowKey:       fmt.Sprintf("r%07d", i),
+		Name:         "name " + strconv.Itoa(i), Email: "user" + strconv.Itoa(i) + "@example.com",
+		Notes: filler[:900-len(strconv.Itoa(i))] + strconv.Itoa(i),
+		N:     int64(i), Score: float64(i) / 3, When: time.Unix(int64(i), 0).UTC(),
+	}
+}
+
+// service is one side: a connection string and how to stop it.
+type service struct {
+	name    string
+	connStr string
+	stop    func()
+}
+
+func startSides(b *testing.B) []service {
+	b.Helper()
+	em, err := emulator.Start(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	az, err := azurite.Start(context.Background(), nil)
+	if err != nil {
+		em.Stop()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { em.Stop(); az.Stop() })
+	return []service{
+		{name: "tablekit", connStr: em.ConnectionString},
+		{name: "azurite", connStr: az.ConnectionString},
+	}
+}
+
+func rawTable(b *testing.B, connStr, name string) *aztables.Client {
+	b.Helper()
+	svc, err := aztables.NewServiceClientFromConnectionString(connStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := svc.NewClient(name)
+	if _, err := c.CreateTable(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// load writes n rows through tablekit's BulkWrite and returns the rate.
+func load(b *testing.B, connStr, table string, n int) float64 {
+	b.Helper()
+	acct, err := tablekit.Connect(connStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := patterns.NewTable[benchRow](acct, table, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
+	rows := func(yield func(benchRow) bool) {
+		for i := range n {
+			if !yield(*newRow(i)) {
+				return
+			}
+		}
+	}
+	start := time.Now()
+	res, err := tbl.BulkWriteSeq(ctx, rows, nil)
+	if err != nil {
+		b.Fatalf("BulkWrite of %d rows: %v (%+v)", n, err, res)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkServicePointRead: point reads of one 1 KiB entity, 16 at once.
+func BenchmarkServicePointRead(b *testing.B) {
+	sides := startSides(b)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		c := rawTable(b, s.connStr, "pointread")
+		if _, err := c.UpsertEntity(context.Background(), mustJSON(b, newRow(1)), nil); err != nil {
+			b.Fatal(err)
+		}
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			parallel(b, func() error {
+				_, err := c.GetEntity(context.Background(), "p00000", "r0000001", nil)
+				return err
+			})
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// BenchmarkServicePointWrite: upserts of 1 KiB entities, 16 at once, over
+// 16 partitions.
+func BenchmarkServicePointWrite(b *testing.B) {
+	sides := startSides(b)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		c := rawTable(b, s.connStr, "pointwrite")
+		bodies := make([][]byte, 4096)
+		for i := range bodies {
+			r := newRow(i)
+			r.PartitionKey = "p" + strconv.Itoa(i%16)
+			bodies[i] = mustJSON(b, r)
+		}
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			var mu sync.Mutex
+			next := 0
+			parallel(b, func() error {
+				mu.Lock()
+				body := bodies[next%len(bodies)]
+				next++
+				mu.Unlock()
+				_, err := c.UpsertEntity(context.Background(), body, nil)
+				return err
+			})
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// parallel runs op b.N times over pointConcurrency goroutines and reports
+// requests per second.
+func parallel(b *testing.B, op func() error) {
+	b.SetParallelism((pointConcurrency + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// BenchmarkServicePage1M: one 1,000-entity page from the middle of a
+// 1,000,000-entity table (a range query: one partition's RowKeys). The
+// table is loaded first through BulkWrite, which also gives the load rate
+// and, on the emulator, its memory per entity.
+func BenchmarkServicePage1M(b *testing.B) {
+	sides := startSides(b)
+	n := benchutil.EnvInt(envPageEntities, 1_000_000)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		size := n
+		if s.name == "azurite" {
+			size = benchutil.EnvInt(envAzuritePage, n)
+		}
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rate := load(b, s.connStr, "page", size)
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.Logf("%s: loaded %d entities at %.0f entities/s", s.name, size, rate)
+		if s.name == "tablekit" {
+			b.Logf("emulator: %.0f bytes of Go heap per entity", float64(after.HeapAlloc-before.HeapAlloc)/float64(size))
+		}
+		svc, err := aztables.NewServiceClientFromConnectionString(s.connStr, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := svc.NewClient("page")
+		pk := fmt.Sprintf("p%05d", size/benchPartitionSize/2)
+		filter := "PartitionKey eq '" + pk + "'"
+		top := int32(1000)
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			for b.Loop() {
+				page, err := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top}).NextPage(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Entities) != 1000 {
+					b.Fatalf("page of %d entities, want 1000", len(page.Entities))
+				}
+			}
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// BenchmarkServiceBulkLoad: entities per second that tablekit's BulkWrite
+// (default options) loads into an empty table.
+func BenchmarkServiceBulkLoad(b *testing.B) {
+	sides := startSides(b)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		n := benchutil.EnvInt(envLoadEntities, 1_000_000)
+		if s.name == "azurite" {
+			n = benchutil.EnvInt(envAzuriteLoad, 100_000)
+		}
+		round := 0
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			for b.Loop() {
+				round++
+				rate := load(b, s.connStr, "load"+strconv.Itoa(round), n)
+				b.ReportMetric(rate, "entities/s")
+			}
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}

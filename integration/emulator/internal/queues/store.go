@@ -1,0 +1,203 @@
+package queues
+
+import (
+	"container/heap"
+	"encoding/base64"
+	"encoding/binary"
+	"sync"
+	"time"
+)
+
+// neverExpires is the expiration time of a message put with messagettl
+// -1, as Azure writes it (Fri, 31 Dec 9999 23:59:59 GMT).
+var neverExpires = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// queue is one queue: its metadata, access policies and messages. mu
+// guards everything in it; a queue that was deleted is marked gone, so a
+// request that looked it up before the delete answers QueueNotFound.
+type queue struct {
+	name string
+
+	mu       sync.Mutex
+	gone     bool
+	metadata map[string]string // names lowercased
+	acl      []signedIdentifier
+	byID     map[string]*message
+	visible  visHeap // every message, by the time it becomes visible
+	expiring expHeap // every message that can expire, by expiry
+	seq      uint64  // insertion order, to break ties
+}
+
+func newQueue(name string, metadata map[string]string) *queue {
+	return &queue{name: name, metadata: metadata, byID: map[string]*message{}}
+}
+
+// message is one message in a queue.
+type message struct {
+	id          string
+	text        string
+	inserted    time.Time
+	expires     time.Time
+	nextVisible time.Time
+	dequeues    int64
+	receipt     string
+	seq         uint64
+	vi, ei      int // indexes in the queue's heaps; ei -1 when never expiring
+}
+
+// put adds m to the queue.
+func (q *queue) put(m *message) {
+	q.seq++
+	m.seq = q.seq
+	q.byID[m.id] = m
+	heap.Push(&q.visible, m)
+	m.ei = -1
+	if !m.expires.Equal(neverExpires) {
+		heap.Push(&q.expiring, m)
+	}
+}
+
+// remove takes m out of the queue.
+func (q *queue) remove(m *message) {
+	delete(q.byID, m.id)
+	heap.Remove(&q.visible, m.vi)
+	if m.ei >= 0 {
+		heap.Remove(&q.expiring, m.ei)
+	}
+}
+
+// purge removes the messages that have expired by now.
+func (q *queue) purge(now time.Time) {
+	for len(q.expiring) > 0 && !q.expiring[0].expires.After(now) {
+		q.remove(q.expiring[0])
+	}
+}
+
+// clear removes every message.
+func (q *queue) clear() {
+	q.byID = map[string]*message{}
+	q.visible = nil
+	q.expiring = nil
+}
+
+// take returns up to n messages visible at now, the earliest visible
+// first, and leaves them in the queue (the caller changes their
+// visibility and calls fix).
+func (q *queue) take(now time.Time, n int) []*message {
+	q.purge(now)
+	var out []*message
+	for len(out) < n && len(q.visible) > 0 && !q.visible[0].nextVisible.After(now) {
+		out = append(out, heap.Pop(&q.visible).(*message))
+	}
+	for _, m := range out {
+		heap.Push(&q.visible, m)
+	}
+	return out
+}
+
+// fix restores the visibility order after m's nextVisible changed.
+func (q *queue) fix(m *message) { heap.Fix(&q.visible, m.vi) }
+
+// visHeap orders messages by the time they become visible, then by
+// insertion.
+type visHeap []*message
+
+func (h visHeap) Len() int { return len(h) }
+func (h visHeap) Less(i, j int) bool {
+	if !h[i].nextVisible.Equal(h[j].nextVisible) {
+		return h[i].nextVisible.Before(h[j].nextVisible)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h visHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].vi, h[j].vi = i, j
+}
+func (h *visHeap) Push(x any) {
+	m := x.(*message)
+	m.vi = len(*h)
+	*h = append(*h, m)
+}
+func (h *visHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.vi = -1
+	return m
+}
+
+// expHeap orders messages by expiry.
+type expHeap []*message
+
+func (h expHeap) Len() int { return len(h) }
+func (h expHeap) Less(i, j int) bool {
+	if !h[i].expires.Equal(h[j].expires) {
+		return h[i].expires.Before(h[j].expires)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h expHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].ei, h[j].ei = i, j
+}
+func (h *expHeap) Push(x any) {
+	m := x.(*message)
+	m.ei = len(*h)
+	*h = append(*h, m)
+}
+func (h *expHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.ei = -1
+	return m
+}
+
+// Pop receipts have Azure's form: base64 of a version word (2 for put and
+// get, 3 for update, which also appends 4 zero bytes), the word 3, four
+// zero bytes and a FILETIME (100 ns ticks since 1601), little-endian. The
+// emulator's ticks are unique per service, so a receipt names one
+// hand-out of one message.
+const (
+	receiptLen       = 20
+	updateReceiptLen = 24
+	// filetimeOffset is 1601-01-01 to 1970-01-01 in 100 ns ticks.
+	filetimeOffset = 116444736000000000
+)
+
+// receipt returns a new pop receipt; update selects the form Update
+// Message answers with.
+func (s *Service) receipt(now time.Time, update bool) string {
+	tick := uint64(now.UnixNano()/100 + filetimeOffset)
+	for {
+		last := s.lastTick.Load()
+		if tick <= last {
+			tick = last + 1
+		}
+		if s.lastTick.CompareAndSwap(last, tick) {
+			break
+		}
+	}
+	n := receiptLen
+	if update {
+		n = updateReceiptLen
+	}
+	b := make([]byte, n)
+	b[0] = 2
+	if update {
+		b[0] = 3
+	}
+	b[4] = 3
+	binary.LittleEndian.PutUint64(b[12:], tick)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// wellFormedReceipt reports whether p has the form of a pop receipt: Azure
+// answers 400 InvalidQueryParameterValue ("Invalid pop receipt format")
+// to one that has not, before it looks for the message.
+func wellFormedReceipt(p string) bool {
+	b, err := base64.StdEncoding.DecodeString(p)
+	return err == nil && (len(b) == receiptLen || len(b) == updateReceiptLen)
+}

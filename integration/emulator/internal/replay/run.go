@@ -1,0 +1,95 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Result is what a replay found.
+type Result struct {
+	Recording string
+	Exchanges []Exchange
+}
+
+// Exchange is one replayed exchange and its differences from the
+// recording; none means it matches.
+type Exchange struct {
+	// Index is the entry's position in the recording, from 0.
+	Index int
+	// Method and URI are the recorded request's.
+	Method, URI string
+	Diffs       []string
+}
+
+// Matched is the number of exchanges without differences.
+func (r *Result) Matched() int {
+	n := 0
+	for _, x := range r.Exchanges {
+		if len(x.Diffs) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// String is the result as "N of M exchanges match" and the differences,
+// one a line.
+func (r *Result) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d exchanges match", r.Recording, r.Matched(), len(r.Exchanges))
+	for _, x := range r.Exchanges {
+		for _, d := range x.Diffs {
+			fmt.Fprintf(&b, "\n  #%d %s %s: %s", x.Index, x.Method, x.URI, d)
+		}
+	}
+	return b.String()
+}
+
+// Run replays rec against t: each recorded request in order, each answer
+// compared with the recorded one. A request that cannot be sent is a
+// difference of its exchange, and the replay goes on; only ctx's end
+// stops it early, with ctx's error.
+func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
+	client := t.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	}
+	mem := newMemory()
+	res := &Result{Recording: rec.Name}
+	for i := range rec.Entries {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		e := &rec.Entries[i]
+		x := Exchange{Index: i, Method: e.RequestMethod, URI: e.RequestURI}
+		d := &differ{t: t, mem: mem}
+		if err := exchange(ctx, client, t, e, d); err != nil {
+			d.addf("%v", err)
+		}
+		x.Diffs = d.diffs
+		res.Exchanges = append(res.Exchanges, x)
+	}
+	return res, nil
+}
+
+// exchange sends one recorded request and compares the answer.
+func exchange(ctx context.Context, client *http.Client, t *Target, e *Entry, d *differ) error {
+	req, err := t.request(e, d.mem)
+	if err != nil {
+		return fmt.Errorf("building the request: %w", err)
+	}
+	resp, err := client.Do(req.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("sending the request: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	d.response(e, resp.StatusCode, resp.Header, body)
+	return nil
+}
