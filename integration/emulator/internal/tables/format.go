@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -131,6 +132,14 @@ func (s *Service) appendRow(b []byte, q *request, t string, r *row, sel []string
 		b = append(b, '"')
 		b = append(b, name...)
 		b = append(b, `":`...)
+		if t, ok := v.V.(time.Time); ok && v.Type == entity.EdmDateTime {
+			// The service's DateTime text (appendTime), where entity
+			// writes all 7 digits.
+			b = append(b, '"')
+			b = appendTime(b, t, ":")
+			b = append(b, '"')
+			return
+		}
 		b, _ = v.AppendJSON(b)
 	}
 	if sel != nil {
@@ -149,7 +158,7 @@ func (s *Service) appendRow(b []byte, q *request, t string, r *row, sel []string
 		b = append(b, `,"Timestamp@odata.type":"Edm.DateTime"`...)
 	}
 	b = append(b, `,"Timestamp":"`...)
-	b = appendTime(b, r.ts, ":")
+	b = appendTime(b, time.Unix(0, r.ts), ":")
 	b = append(b, '"')
 	for _, p := range r.props {
 		write(p.name, p.v, true, false)
@@ -161,7 +170,7 @@ func (s *Service) appendRow(b []byte, q *request, t string, r *row, sel []string
 // escaped).
 func appendQuotedETag(b []byte, ts int64) []byte {
 	b = append(b, `"W/\"datetime'`...)
-	b = appendTime(b, ts, "%3A")
+	b = appendTime(b, time.Unix(0, ts), "%3A")
 	return append(b, `'\""`...)
 }
 

@@ -231,15 +231,19 @@ func etag(ts int64) string {
 
 func appendETag(b []byte, ts int64) []byte {
 	b = append(b, `W/"datetime'`...)
-	b = appendTime(b, ts, "%3A")
+	b = appendTime(b, time.Unix(0, ts), "%3A")
 	return append(b, `'"`...)
 }
 
-// appendTime appends ts as the service writes times, 2024-01-02T03:04:05.1234567Z,
-// each ':' written as colon. It is time.Format's timeLayout without its
-// generality: it runs twice for every entity of a page.
-func appendTime(b []byte, ts int64, colon string) []byte {
-	t := time.Unix(0, ts).UTC()
+// appendTime appends ts as the service writes times: .NET's
+// yyyy-MM-ddTHH:mm:ss.FFFFFFFZ, up to 7 fractional digits with trailing
+// zeros dropped (and the point when the fraction is zero), as real
+// sessions recorded against Azure show in Timestamps and ETags
+// (2024-02-26T20:27:43.491042Z). Each ':' is written as colon (%3A in an
+// ETag). It runs twice for every entity of a page, so it is not
+// time.Format.
+func appendTime(b []byte, t time.Time, colon string) []byte {
+	t = t.UTC()
 	y, mo, d := t.Date()
 	h, mi, s := t.Clock()
 	b = appendDigits(b, y, 4)
@@ -253,8 +257,15 @@ func appendTime(b []byte, ts int64, colon string) []byte {
 	b = appendDigits(b, mi, 2)
 	b = append(b, colon...)
 	b = appendDigits(b, s, 2)
-	b = append(b, '.')
-	b = appendDigits(b, t.Nanosecond()/100, 7)
+	if f := t.Nanosecond() / 100; f != 0 {
+		width := 7
+		for f%10 == 0 {
+			f /= 10
+			width--
+		}
+		b = append(b, '.')
+		b = appendDigits(b, f, width)
+	}
 	return append(b, 'Z')
 }
 
