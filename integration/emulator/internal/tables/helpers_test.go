@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -142,4 +143,17 @@ func (s *server) raw(t testing.TB, method, path string, hdr map[string]string, b
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// errCode returns the odata.error code of an error body; the Table
+// service sends it there only, with no x-ms-error-code header. "" when
+// body is no error.
+func errCode(body []byte) string {
+	var e struct {
+		OData struct {
+			Code string `json:"code"`
+		} `json:"odata.error"`
+	}
+	json.Unmarshal(body, &e)
+	return e.OData.Code
 }

@@ -38,21 +38,21 @@ func TestLimits(t *testing.T) {
 		{"entity too large", `{"PartitionKey":"p","RowKey":"r"` + props(20, `"`+big+`"`) + `}`, 400, "EntityTooLarge"},
 		{"name not an identifier", `{"PartitionKey":"p","RowKey":"r","1abc":1}`, 400, "PropertyNameInvalid"},
 		{"name too long", `{"PartitionKey":"p","RowKey":"r","` + strings.Repeat("a", 256) + `":1}`, 400, "PropertyNameTooLong"},
-		{"key with a slash", `{"PartitionKey":"p/q","RowKey":"r"}`, 400, "InvalidInput"},
-		{"key too long", `{"PartitionKey":"` + strings.Repeat("k", 513) + `","RowKey":"r"}`, 400, "InvalidInput"},
+		{"key with a slash", `{"PartitionKey":"p/q","RowKey":"r"}`, 400, "OutOfRangeInput"},
+		{"key too long", `{"PartitionKey":"` + strings.Repeat("k", 513) + `","RowKey":"r"}`, 400, "OutOfRangeInput"},
 		{"no RowKey", `{"PartitionKey":"p"}`, 400, "PropertiesNeedValue"},
-		{"DateTime out of range", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"1600-01-01T00:00:00Z"}`, 400, "InvalidInput"},
+		{"DateTime out of range", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"1600-01-01T00:00:00Z"}`, 400, "OutOfRangeInput"},
 		{"not JSON", `{"PartitionKey":`, 400, "InvalidInput"},
 	} {
 		resp, body := s.raw(t, "POST", "limits", nil, []byte(tc.body))
-		if resp.StatusCode != tc.status || resp.Header.Get("x-ms-error-code") != tc.code {
-			t.Errorf("%s: %d %s, want %d %s: %.300s", tc.name, resp.StatusCode, resp.Header.Get("x-ms-error-code"), tc.status, tc.code, body)
+		if resp.StatusCode != tc.status || errCode(body) != tc.code {
+			t.Errorf("%s: %d %s, want %d %s: %.300s", tc.name, resp.StatusCode, errCode(body), tc.status, tc.code, body)
 		}
 	}
 	// A merge that would take the entity over 252 properties.
-	resp, _ := s.raw(t, "MERGE", "limits(PartitionKey='p',RowKey='ok')", map[string]string{"If-Match": "*"}, []byte(`{"Extra":1}`))
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-error-code") != "TooManyProperties" {
-		t.Errorf("merge over the limit: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	resp, body := s.raw(t, "MERGE", "limits(PartitionKey='p',RowKey='ok')", map[string]string{"If-Match": "*"}, []byte(`{"Extra":1}`))
+	if resp.StatusCode != http.StatusBadRequest || errCode(body) != "TooManyProperties" {
+		t.Errorf("merge over the limit: %d %s", resp.StatusCode, errCode(body))
 	}
 }
 
@@ -84,8 +84,29 @@ func TestFormatsAndPreferences(t *testing.T) {
 		}
 	}
 	// Delete needs If-Match.
-	resp, _ = s.raw(t, "DELETE", "formats(PartitionKey='p',RowKey='r')", nil, nil)
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-error-code") != "MissingRequiredHeader" {
-		t.Errorf("delete without If-Match: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	resp, body = s.raw(t, "DELETE", "formats(PartitionKey='p',RowKey='r')", nil, nil)
+	if resp.StatusCode != http.StatusBadRequest || errCode(body) != "MissingRequiredHeader" {
+		t.Errorf("delete without If-Match: %d %s", resp.StatusCode, errCode(body))
+	}
+}
+
+// DateTimes come back as the service writes them: up to 7 fractional
+// digits, trailing zeros dropped, across the whole range.
+func TestDateTimeText(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "dates")
+	in := `{"PartitionKey":"p","RowKey":"r",` +
+		`"A@odata.type":"Edm.DateTime","A":"2024-01-01T00:00:00.0000000Z",` +
+		`"B@odata.type":"Edm.DateTime","B":"2024-01-01T00:00:06.1230000Z",` +
+		`"C@odata.type":"Edm.DateTime","C":"1601-01-01T00:00:00.0000001Z",` +
+		`"D@odata.type":"Edm.DateTime","D":"9999-12-31T23:59:59.9999999Z"}`
+	if resp, body := s.raw(t, "POST", "dates", nil, []byte(in)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	_, body := s.raw(t, "GET", "dates(PartitionKey='p',RowKey='r')", nil, nil)
+	for _, want := range []string{`"A":"2024-01-01T00:00:00Z"`, `"B":"2024-01-01T00:00:06.123Z"`, `"C":"1601-01-01T00:00:00.0000001Z"`, `"D":"9999-12-31T23:59:59.9999999Z"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("%s not in %s", want, body)
+		}
 	}
 }
