@@ -1,11 +1,25 @@
 // Package tables is the emulator's Table service: tables, entities,
 // queries and entity group transactions, answering as Azure Table storage
 // answers.
+//
+// Entities live in memory, one ordered index (a B-tree by PartitionKey,
+// then RowKey, in the service's UTF-16 order) per table, so a point
+// operation costs O(log n) and a key-range query O(log n + page). A query
+// is planned from its filter (keys.Filter.Bounds): a PartitionKey eq
+// reads one partition, RowKey bounds a range inside it, PartitionKey
+// bounds a range of partitions; anything else scans the table, and every
+// entity in the range is checked with keys.Filter.Match. Readers of a
+// table share its lock; a write holds it for the write alone.
 package tables
 
 import (
 	"context"
+	"io"
+	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"strings"
+	"sync"
 
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -58,15 +72,297 @@ type Config struct {
 	Load Load
 }
 
-// Service is the Table service of one emulator instance.
+// Service is the Table service of one emulator instance. It is safe for
+// concurrent use.
 type Service struct {
 	cfg Config
+
+	mu     sync.RWMutex
+	tables map[string]*table // by tableKey
+
+	clock clock
+	props []byte // Set Table Service Properties' XML; nil: the defaults
+
+	rngMu sync.Mutex
+	rng   *rand.Rand // EarlyEnd's draws; nil without EarlyEnd
 }
 
 // New returns an empty Table service.
-func New(cfg Config) *Service { return &Service{cfg: cfg} }
+func New(cfg Config) *Service {
+	s := &Service{cfg: cfg, tables: map[string]*table{}}
+	if cfg.EarlyEnd != nil {
+		seed := uint64(cfg.EarlyEnd.Seed)
+		s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	}
+	return s
+}
+
+// Limits of request bodies: a single entity's request and a transaction
+// (Azure Table storage 4 MiB; the Cosmos DB Table API 2 MB).
+const (
+	maxBody       = 4 << 20
+	maxCosmosBody = 2 << 20
+)
+
+func (s *Service) maxBody() int64 {
+	if s.cfg.Cosmos {
+		return maxCosmosBody
+	}
+	return maxBody
+}
+
+// request is one request as the handlers see it.
+type request struct {
+	w   http.ResponseWriter
+	r   *http.Request
+	id  string // x-ms-request-id
+	fmt format
+	// base is the account's URL as the client addressed it, for the
+	// odata.metadata and odata.id links.
+	base string
+}
 
 // ServeHTTP answers one request to the Table service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	azrules.WriteTable(w, r, azrules.New(http.StatusNotImplemented, "NotImplemented", "contract: implemented on the tables branch"))
+	q := &request{w: w, r: r, id: azrules.RequestID()}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	q.base = scheme + "://" + r.Host + "/" + s.cfg.Account
+	f, ferr := formatOf(r)
+	q.fmt = f
+
+	p := r.URL.EscapedPath()
+	p = strings.TrimPrefix(p, "/")
+	acct, rest, _ := strings.Cut(p, "/")
+	if acct != s.cfg.Account {
+		s.fail(q, errNotFound)
+		return
+	}
+	rest, err := url.PathUnescape(rest)
+	if err != nil {
+		s.fail(q, errInvalidInput)
+		return
+	}
+	method := r.Method
+	if method == http.MethodPost {
+		if m := r.Header.Get("X-HTTP-Method"); m != "" {
+			method = strings.ToUpper(m)
+		}
+	}
+	res, ok := parsePath(rest)
+	if !ok {
+		s.fail(q, errInvalidInput)
+		return
+	}
+	if res.service {
+		s.serveService(q, method)
+		return
+	}
+	if ferr != nil && method == http.MethodGet {
+		s.fail(q, ferr)
+		return
+	}
+	switch {
+	case res.name == "Tables" && !res.parens:
+		switch method {
+		case http.MethodGet:
+			s.queryTables(q, "")
+		case http.MethodPost:
+			s.createTable(q)
+		default:
+			s.fail(q, errMethod)
+		}
+	case res.name == "Tables":
+		switch method {
+		case http.MethodDelete:
+			s.deleteTable(q, res.table)
+		case http.MethodGet:
+			s.queryTables(q, res.table)
+		default:
+			s.fail(q, errMethod)
+		}
+	case res.name == "$batch":
+		if method != http.MethodPost {
+			s.fail(q, errMethod)
+			return
+		}
+		s.batch(q)
+	case r.URL.Query().Has("comp"):
+		s.serveACL(q, res.name, method)
+	case res.hasKeys:
+		switch method {
+		case http.MethodGet:
+			s.getEntity(q, res.name, res.pk, res.rk)
+		case http.MethodPut:
+			s.writeEntity(q, res.name, res.pk, res.rk, false)
+		case http.MethodPatch, "MERGE":
+			s.writeEntity(q, res.name, res.pk, res.rk, true)
+		case http.MethodDelete:
+			s.deleteEntity(q, res.name, res.pk, res.rk)
+		default:
+			s.fail(q, errMethod)
+		}
+	default:
+		switch method {
+		case http.MethodGet:
+			s.queryEntities(q, res.name)
+		case http.MethodPost:
+			s.insertEntity(q, res.name)
+		default:
+			s.fail(q, errMethod)
+		}
+	}
+}
+
+// resource is what a path (after the account) addresses.
+type resource struct {
+	service bool   // the account itself: service properties and stats
+	name    string // "Tables", "$batch" or a table
+	parens  bool   // name(...) or name()
+	table   string // Tables('table')
+	hasKeys bool
+	pk, rk  string
+}
+
+// parsePath reads Tables, Tables('t'), $batch, t, t(), and
+// t(PartitionKey='p',RowKey='r'), quotes inside doubled.
+func parsePath(p string) (resource, bool) {
+	if p == "" {
+		return resource{service: true}, true
+	}
+	open := strings.IndexByte(p, '(')
+	if open < 0 {
+		return resource{name: p}, true
+	}
+	if !strings.HasSuffix(p, ")") {
+		return resource{}, false
+	}
+	res := resource{name: p[:open], parens: true}
+	inner := p[open+1 : len(p)-1]
+	if inner == "" {
+		return res, true
+	}
+	if res.name == "Tables" {
+		v, rest, ok := quoted(inner)
+		if !ok || rest != "" {
+			return resource{}, false
+		}
+		res.table = v
+		return res, true
+	}
+	pk, rest, ok := keyLiteral(inner, "PartitionKey=")
+	if !ok || !strings.HasPrefix(rest, ",") {
+		return resource{}, false
+	}
+	rk, rest, ok := keyLiteral(rest[1:], "RowKey=")
+	if !ok || rest != "" {
+		return resource{}, false
+	}
+	res.hasKeys, res.pk, res.rk = true, pk, rk
+	return res, true
+}
+
+func keyLiteral(s, name string) (val, rest string, ok bool) {
+	if !strings.HasPrefix(s, name) {
+		return "", "", false
+	}
+	return quoted(s[len(name):])
+}
+
+// quoted reads 'value' at the start of s, two quotes inside standing for
+// one, and returns the value and what follows.
+func quoted(s string) (val, rest string, ok bool) {
+	if !strings.HasPrefix(s, "'") {
+		return "", "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '\'' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '\'' {
+			b.WriteByte('\'')
+			i++
+			continue
+		}
+		return b.String(), s[i+1:], true
+	}
+	return "", "", false
+}
+
+// authorize checks q's credentials for op; false means the answer was
+// sent.
+func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
+	if s.cfg.Auth == nil {
+		return &auth.Grant{}, true
+	}
+	op.Service = auth.Table
+	g, e := s.cfg.Auth.Authorize(q.r, op)
+	if e != nil {
+		s.fail(q, e)
+		return nil, false
+	}
+	if g == nil {
+		g = &auth.Grant{}
+	}
+	return g, true
+}
+
+// admit asks the scale model to admit a request; false means the answer
+// was sent.
+func (s *Service) admit(q *request, table, pk string, cost int) bool {
+	if s.cfg.Load == nil {
+		return true
+	}
+	if e := s.cfg.Load.Admit(q.r.Context(), table, pk, cost); e != nil {
+		s.fail(q, e)
+		return false
+	}
+	return true
+}
+
+// readBody reads q's body up to limit bytes; false means the answer (413
+// RequestBodyTooLarge) was sent.
+func (s *Service) readBody(q *request, limit int64) ([]byte, bool) {
+	if q.r.Body == nil {
+		return nil, true
+	}
+	b, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
+	if err != nil {
+		s.fail(q, errInvalidInput)
+		return nil, false
+	}
+	if int64(len(b)) > limit {
+		s.fail(q, errBodyTooLarge)
+		return nil, false
+	}
+	return b, true
+}
+
+// fail answers q with e.
+func (s *Service) fail(q *request, e *azrules.Error) {
+	azrules.WriteTable(q.w, q.r, e)
+}
+
+// headers sets the headers of a success.
+func (q *request) headers() http.Header {
+	h := q.w.Header()
+	azrules.SetTableHeaders(h, q.r, q.id)
+	h.Set("X-Content-Type-Options", "nosniff")
+	return h
+}
+
+// reply sends a JSON success.
+func (q *request) reply(status int, body []byte) {
+	h := q.headers()
+	if body != nil {
+		h.Set("Content-Type", q.fmt.contentType())
+	}
+	q.w.WriteHeader(status)
+	if body != nil && q.r.Method != http.MethodHead {
+		q.w.Write(body)
+	}
 }

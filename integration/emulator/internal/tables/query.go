@@ -1,0 +1,265 @@
+package tables
+
+import (
+	"net/http"
+
+	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// plan is a query, planned: the filter, the key bounds it implies, a
+// table SAS's key range, and where the scan starts.
+type plan struct {
+	f     keys.Filter
+	b     keys.KeyBounds
+	sas   *auth.KeyRange
+	start *row
+	top   int
+}
+
+// segment is what a page scanned on one partition server.
+type segment struct{ server, scanned int }
+
+// page is one query page: the matches, the resume point (nil after the
+// last page) and the work done, by server.
+type page struct {
+	rows []*row
+	next *row
+	work []segment
+}
+
+// planQuery picks where to start: the pinned partition (at its lowest
+// RowKey bound), else the lowest PartitionKey bound, then no earlier than
+// a SAS's start and the client's continuation. On Cosmos DB, whose order
+// is not the keys' order, only a pinned partition narrows the scan.
+func (s *Service) planQuery(f keys.Filter, sas *auth.KeyRange, cont *row, top int) plan {
+	p := plan{f: f, b: f.Bounds(), sas: sas, top: top}
+	b := &p.b
+	start := s.key("", "")
+	switch {
+	case b.HasPK:
+		rk := ""
+		if b.HasRKLo {
+			rk = b.RKLo
+		}
+		start = s.key(b.PK, rk)
+	case b.HasPKLo && !s.cfg.Cosmos:
+		start = s.key(b.PKLo, "")
+	}
+	if sas != nil && sas.HasStart && !s.cfg.Cosmos {
+		if k := s.key(sas.StartPK, sas.StartRK); s.less(start, k) {
+			start = k
+		}
+	}
+	if cont != nil && s.less(start, cont) {
+		start = cont
+	}
+	p.start = start
+	return p
+}
+
+func (s *Service) less(a, b *row) bool {
+	if s.cfg.Cosmos {
+		return lessCosmos(a, b)
+	}
+	return lessStorage(a, b)
+}
+
+// beyond reports whether r is past the end of the plan's range: outside
+// the pinned partition, above the PartitionKey bound or the SAS range's
+// end, or above the RowKey bound in a pinned partition. Rows come in
+// index order, so the scan stops at the first.
+func (s *Service) beyond(p *plan, r *row) bool {
+	b := &p.b
+	if b.HasPK {
+		if r.pk != b.PK {
+			return true
+		}
+		if b.HasRKHi {
+			if c := keys.Compare(r.rk, b.RKHi); c > 0 || c == 0 && b.RKHiOpen {
+				return true
+			}
+		}
+	}
+	if s.cfg.Cosmos {
+		return false
+	}
+	if b.HasPKHi {
+		if c := keys.Compare(r.pk, b.PKHi); c > 0 || c == 0 && b.PKHiOpen {
+			return true
+		}
+	}
+	if p.sas != nil && p.sas.HasEnd {
+		c := keys.Compare(r.pk, p.sas.EndPK)
+		if c > 0 || c == 0 && p.sas.EndRK != "" && keys.Compare(r.rk, p.sas.EndRK) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// outside reports whether r, inside the scan's range, is excluded by an
+// open lower bound or a SAS range (which Match does not see).
+func outside(p *plan, r *row) bool {
+	b := &p.b
+	if b.PKLoOpen && r.pk == b.PKLo {
+		return true
+	}
+	if b.HasPK && b.RKLoOpen && r.rk == b.RKLo {
+		return true
+	}
+	if k := p.sas; k != nil {
+		if k.HasStart {
+			c := keys.Compare(r.pk, k.StartPK)
+			if c < 0 || c == 0 && k.StartRK != "" && keys.Compare(r.rk, k.StartRK) < 0 {
+				return true
+			}
+		}
+		if k.HasEnd {
+			c := keys.Compare(r.pk, k.EndPK)
+			if c > 0 || c == 0 && k.EndRK != "" && keys.Compare(r.rk, k.EndRK) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run reads one page of p from t (t read-locked by the caller). With
+// EarlyEnd the page may end early: at a random point drawn per page
+// (possibly before any entity), or where the scan crosses to another
+// partition server; either way with a continuation at the next entity.
+func (s *Service) run(t *table, p *plan) page {
+	var pg page
+	cutoff := -1
+	if s.rng != nil {
+		prob := s.cfg.EarlyEnd.Probability
+		if prob == 0 {
+			prob = 0.5
+		}
+		s.rngMu.Lock()
+		if s.rng.Float64() < prob {
+			cutoff = s.rng.IntN(p.top)
+		}
+		s.rngMu.Unlock()
+	}
+	load := s.cfg.Load
+	scanned, server, lastPK, first := 0, 0, "", true
+	t.rows.AscendGreaterOrEqual(p.start, func(r *row) bool {
+		if s.beyond(p, r) {
+			return false
+		}
+		if len(pg.rows) == p.top || scanned == cutoff {
+			pg.next = r
+			return false
+		}
+		if load != nil && (first || r.pk != lastPK) {
+			srv := load.Server(t.name, r.pk)
+			if !first && srv != server {
+				if s.rng != nil && scanned > 0 {
+					pg.next = r
+					return false
+				}
+			}
+			if first || srv != server {
+				pg.work = append(pg.work, segment{server: srv})
+			}
+			server, lastPK, first = srv, r.pk, false
+		}
+		scanned++
+		if len(pg.work) > 0 {
+			pg.work[len(pg.work)-1].scanned++
+		}
+		if outside(p, r) || !p.f.Match(r.filterValue) {
+			return true
+		}
+		pg.rows = append(pg.rows, r)
+		return true
+	})
+	return pg
+}
+
+// queryEntities answers Query Entities: $filter, $top, $select and the
+// NextPartitionKey/NextRowKey continuation, in and out.
+func (s *Service) queryEntities(q *request, name string) {
+	grant, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Permission: 'r', Name: name})
+	if !ok {
+		return
+	}
+	v := q.r.URL.Query()
+	top, e := topOf(v, s.cfg.Cosmos)
+	if e != nil {
+		s.fail(q, e)
+		return
+	}
+	f, err := keys.ParseFilter(v.Get("$filter"))
+	if err != nil {
+		s.fail(q, errInvalidInput)
+		return
+	}
+	var cont *row
+	if npk, nrk := v.Get("NextPartitionKey"), v.Get("NextRowKey"); npk != "" || nrk != "" {
+		pk, ok1 := decodeToken(npk)
+		rk, ok2 := decodeToken(nrk)
+		if !ok1 || (nrk != "" && !ok2) {
+			s.fail(q, errInvalidInput)
+			return
+		}
+		cont = s.key(pk, rk)
+	}
+	sel := parseSelect(v.Get("$select"))
+	t := s.lookup(name)
+	if t == nil {
+		s.fail(q, errTableNotFound)
+		return
+	}
+	p := s.planQuery(f, grant.KeyRange, cont, top)
+	pk := ""
+	if p.b.HasPK {
+		pk = p.b.PK
+	}
+	if !s.admit(q, t.name, pk, 1) {
+		return
+	}
+	t.mu.RLock()
+	if t.gone {
+		t.mu.RUnlock()
+		s.fail(q, errTableNotFound)
+		return
+	}
+	pg := s.run(t, &p)
+	t.mu.RUnlock()
+	if load := s.cfg.Load; load != nil {
+		n := 0
+		for _, w := range pg.work {
+			n += w.scanned
+		}
+		load.Charge(t.name, pk, n)
+		for _, w := range pg.work {
+			if load.Work(q.r.Context(), w.server, w.scanned) != nil {
+				return // the client has gone
+			}
+		}
+	}
+	b := make([]byte, 0, 256+len(pg.rows)*256)
+	b = append(b, '{')
+	if m := s.metadata(q, t.name, false, sel); m != "" {
+		b = append(b, `"odata.metadata":`...)
+		b = appendQuoted(b, m)
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	for i, r := range pg.rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendRow(b, q, t.name, r, sel, "")
+	}
+	b = append(b, "]}"...)
+	if pg.next != nil {
+		h := q.headers()
+		h.Set("x-ms-continuation-NextPartitionKey", encodeToken(pg.next.pk))
+		h.Set("x-ms-continuation-NextRowKey", encodeToken(pg.next.rk))
+	}
+	q.reply(http.StatusOK, b)
+}
