@@ -83,8 +83,8 @@ func testDiffTypes(t *testing.T, rg *rig) {
 	for i, d := range append(doubleEdges, `"NaN"`, `"Infinity"`, `"-Infinity"`) {
 		add(fmt.Sprintf("double%02d", i), gprop{"V", gval{t: tDouble, json: d, annotate: true}})
 	}
-	for i, d := range []string{"3", "-0", "1e3", "2.5E-3"} { // numbers a client may send unannotated or annotated
-		add(fmt.Sprintf("doublebare%02d", i), gprop{"V", gval{t: tDouble, json: d, annotate: true}}, gprop{"U", gval{t: tDouble, json: d}})
+	for i, d := range []string{"3", "-0", "1e3", "2.5E-3"} { // number forms a client may send annotated
+		add(fmt.Sprintf("doublebare%02d", i), gprop{"V", gval{t: tDouble, json: d, annotate: true}})
 	}
 	for _, b := range []bool{true, false} {
 		add(fmt.Sprintf("bool%v", b), gprop{"V", gval{t: tBool, b: b, json: fmt.Sprint(b)}}, gprop{"A", gval{t: tBool, b: b, json: fmt.Sprint(b), annotate: true}})
