@@ -155,7 +155,24 @@ var knownDifferences = []knownDiff{
 			if r.filter == nil || az.facts["status"] != "500" || em.facts["status"] != "200" || !int64AgainstNumber(r.filter, r.data) {
 				return false
 			}
-			return em.rowsKnown && slices.Equal(em.rows, expectedRows(r.filter, r.data, true))
+			return emAgrees(r, em)
+		},
+	},
+	{
+		name:     "DateTime compared to the millisecond",
+		azurite:  "a DateTime filter compares JavaScript Dates: 1601-01-01T00:00:00.0000001Z eq datetime'1601-01-01T00:00:00.0000000Z' is true",
+		azure:    "DateTime compared to its 100 ns tick",
+		evidence: "DESIGN.md fact 4 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || !emAgrees(r, em) || !az.rowsKnown {
+				return false
+			}
+			for _, e := range r.data {
+				if slices.Contains(az.rows, e.key()) != slices.Contains(em.rows, e.key()) && !sameMillisecond(r.filter, e) {
+					return false
+				}
+			}
+			return true
 		},
 	},
 	{
@@ -202,11 +219,12 @@ var knownDifferences = []knownDiff{
 	},
 	{
 		name:     "malformed literals accepted",
-		azurite:  "200 for a filter whose literal is malformed (12abc, 99999999999 as Int32, 5LL, 1.5.5, datetime'notadate', guid'nope', X'zz', a string in double quotes)",
+		azurite:  "200 for a filter whose literal is malformed (12abc, 99999999999 as Int32, 5LL, 1.5.5, datetime'notadate', guid'nope', X'zz', a string in double quotes); 500 for 99999999999999999999L against a number",
 		azure:    "400 InvalidInput",
 		evidence: "the OData v3 URI conventions' literal forms, which the REST reference's filter syntax follows; a malformed literal is no filter",
 		explains: func(r *request, az, em *answer, d *fact) bool {
-			return strings.HasPrefix(r.label, "malformed literal ") && az.facts["status"] == "200" && em.facts["status"] == "400"
+			return strings.HasPrefix(r.label, "malformed literal ") && (az.facts["status"] == "200" || az.facts["status"] == "500") &&
+				em.facts["status"] == "400"
 		},
 	},
 	{
@@ -360,13 +378,13 @@ var expectedFailures = []knownDiff{
 		},
 	},
 	{
-		name:     "unverified: Content-Type of an error under full metadata",
-		azurite:  "an error answered with the Accept's format (odata=fullmetadata)",
+		name:     "unverified: Content-Type of an error under full or no metadata",
+		azurite:  "an error answered with the Accept's format (odata=fullmetadata, odata=nometadata)",
 		azure:    "emulator: always odata=minimalmetadata. Azure's recorded errors are all under minimal metadata",
 		evidence: recSubError,
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			return d.key == "header Content-Type" && em.facts["error code"] != "" &&
-				strings.Contains(d.az, "odata=fullmetadata") && strings.Contains(d.em, "odata=minimalmetadata")
+				(strings.Contains(d.az, "odata=fullmetadata") || strings.Contains(d.az, "odata=nometadata")) && strings.Contains(d.em, "odata=minimalmetadata")
 		},
 	},
 	{
@@ -379,8 +397,26 @@ var expectedFailures = []knownDiff{
 		},
 	},
 	{
+		name:     "unverified: where a filtered page's continuation points",
+		azurite:  "after a page that filled $top: the keys of the next entity that matches, and no continuation when none does",
+		azure:    "emulator: the keys of the entity after the last one returned, matching or not. Azure documents that a page may come with a continuation and no more results",
+		evidence: `REST "Query Timeout and Pagination"`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if r.query.Get("$filter") == "" || (d.azOK && !d.emOK) ||
+				(!strings.Contains(d.key, "x-ms-continuation-NextPartitionKey") && !strings.Contains(d.key, "x-ms-continuation-NextRowKey")) {
+				return false
+			}
+			for k, v := range az.facts {
+				if strings.HasPrefix(k, "value") && !sameAfterRewrites(v, em.facts[k]) {
+					return false
+				}
+			}
+			return true
+		},
+	},
+	{
 		name:     "unverified: a filter that is not a comparison",
-		azurite:  "true, S, I eq 1 and S, S/x eq 'a', binary'0a0b': 200",
+		azurite:  "true, S, I eq 1 and S, S/x eq 'a': 200",
 		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
 		evidence: "none either way",
 		explains: func(r *request, az, em *answer, d *fact) bool {
@@ -397,6 +433,61 @@ var expectedFailures = []knownDiff{
 				func() bool { b, _ := base64.StdEncoding.DecodeString(azureToken(d.em)); return string(b) == d.az }()
 		},
 	},
+}
+
+// sameAfterRewrites reports whether a and b are equal once every
+// entry's rewrite is applied to both.
+func sameAfterRewrites(a, b string) bool {
+	for _, rw := range rewrites {
+		a, b = rw(a), rw(b)
+	}
+	return a == b
+}
+
+// rewrites are the entries' rewrites, in order (set by init: the
+// entries refer to them).
+var rewrites []func(string) string
+
+func init() {
+	for _, k := range append(slices.Clip(knownDifferences), expectedFailures...) {
+		if k.rewrite != nil {
+			rewrites = append(rewrites, k.rewrite)
+		}
+	}
+}
+
+// emAgrees reports whether the emulator's rows agree with the filter's
+// documented answer on every entity whose verdict is certain.
+func emAgrees(r *request, em *answer) bool {
+	if !em.rowsKnown || r.data == nil {
+		return false
+	}
+	for _, e := range r.data {
+		if v := r.filter.eval(e); v.known && slices.Contains(em.rows, e.key()) != v.val {
+			return false
+		}
+	}
+	return true
+}
+
+// sameMillisecond reports whether e has a DateTime property in the same
+// millisecond as, but not equal to, a DateTime literal of f.
+func sameMillisecond(f *fnode, e *gentity) bool {
+	switch f.op {
+	case "and", "or":
+		return sameMillisecond(f.l, e) || sameMillisecond(f.r, e)
+	case "not":
+		return sameMillisecond(f.l, e)
+	}
+	if f.lit.t != tDateTime {
+		return false
+	}
+	for _, p := range e.props {
+		if p.v.t == tDateTime && p.v.ticks != f.lit.ticks && p.v.ticks/10_000 == f.lit.ticks/10_000 {
+			return true
+		}
+	}
+	return false
 }
 
 // upperKeyword reports whether a filter's text has an operator keyword

@@ -1,6 +1,7 @@
 package emulator_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -91,7 +92,7 @@ func testDiffFilters(t *testing.T, rg *rig) {
 func testDiffMalformed(t *testing.T, rg *rig) {
 	g := newGen(rg.seed, "malformed")
 	c := rg.newCase(t, "diffmalformed")
-	loadFilterData(c, g, 8)
+	data := loadFilterData(c, g, 8)
 	// Malformed syntax; then malformed literals; then filters that are
 	// not comparisons.
 	groups := []struct {
@@ -109,12 +110,35 @@ func testDiffMalformed(t *testing.T, rg *rig) {
 			"T eq datetime'notadate'", "T eq datetime'2020-01-01'", "G eq guid'nope'", "X eq X'zz'",
 			"X eq X'abc'", "S eq \"double quoted\"",
 		}},
-		{"not a comparison ", []string{"X eq binary'0a0b'", "I eq 1 and S", "true", "S", "S/x eq 'a'"}},
+		{"not a comparison ", []string{"I eq 1 and S", "true", "S", "S/x eq 'a'"}},
 	}
 	for _, gr := range groups {
 		for _, f := range gr.filters {
 			c.do(&request{label: gr.label + f, method: http.MethodGet, path: "/T()", query: url.Values{"$filter": {f}}})
 		}
+	}
+	// A Binary literal in both of OData's forms, of a value the data
+	// holds; a DateTime one tick from a literal.
+	bin := gval{t: tBinary, bin: []byte{10, 11}, json: jsonString(base64.StdEncoding.EncodeToString([]byte{10, 11}))}
+	tick := gval{t: tDateTime, s: "2020-01-01T00:00:00.0000001Z", ticks: 637134336000000001, json: `"2020-01-01T00:00:00.0000001Z"`}
+	for _, e := range []*gentity{
+		{pk: "a", rk: "binary", props: []gprop{{"X", bin}}},
+		{pk: "a", rk: "tick", props: []gprop{{"T", tick}}},
+	} {
+		data = append(data, e)
+		c.do(&request{label: "insert " + e.rk, method: http.MethodPost, path: "/T", body: e.body(), prefer: "return-no-content"})
+	}
+	sortEntities(data)
+	zero := tick
+	zero.s, zero.ticks = "2020-01-01T00:00:00.0000000Z", tick.ticks-1
+	for _, f := range []*fnode{
+		{op: "eq", prop: "X", lit: bin},
+		{op: "eq", prop: "X", lit: bin, litText: "binary'0a0b'"},
+		{op: "eq", prop: "T", lit: zero},
+		{op: "ge", prop: "T", lit: tick},
+		{op: "lt", prop: "T", lit: tick},
+	} {
+		c.do(&request{label: "literal " + f.String(), method: http.MethodGet, path: "/T()", query: url.Values{"$filter": {f.String()}}, filter: f, data: data})
 	}
 	for _, top := range []string{"0", "-1", "abc", "1000", "1001", "1.5"} {
 		c.do(&request{label: "$top=" + top, method: http.MethodGet, path: "/T()", query: url.Values{"$top": {top}}})
@@ -147,5 +171,13 @@ func testDiffPaging(t *testing.T, rg *rig) {
 		}
 		c.page(&request{label: fmt.Sprintf("page $top=%d", top), method: http.MethodGet, path: "/T()", query: q, accept: metadataFormats[i%3], filter: f, data: data}, 35)
 	}
+	// A filter that matches the first and the last entity only, a page
+	// of one at a time: where does the first page's continuation point?
+	first, last := data[0], data[len(data)-1]
+	f := &fnode{op: "or",
+		l: &fnode{op: "and", l: &fnode{op: "eq", prop: "PartitionKey", lit: strVal(first.pk)}, r: &fnode{op: "eq", prop: "RowKey", lit: strVal(first.rk)}},
+		r: &fnode{op: "and", l: &fnode{op: "eq", prop: "PartitionKey", lit: strVal(last.pk)}, r: &fnode{op: "eq", prop: "RowKey", lit: strVal(last.rk)}},
+	}
+	c.page(&request{label: "first and last, one a page", method: http.MethodGet, path: "/T()", query: url.Values{"$filter": {f.String()}, "$top": {"1"}}, filter: f, data: data}, 5)
 
 }
