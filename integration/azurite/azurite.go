@@ -103,9 +103,12 @@ type Options struct {
 	// or with a property name that is not a C# identifier of at most 255
 	// characters; $top above 1000; a $filter with an unterminated string
 	// literal; an entity outside the key range of a SAS (and a query
-	// under such a SAS returns only the range). Everything else passes
-	// through untouched. TableURL and ConnectionString then point at the
-	// proxy; blob and queue endpoints are Azurite's own.
+	// under such a SAS returns only the range). A key or a value Azurite
+	// refuses too (a key with / \ # ? or over 1 KiB, a String over 32K
+	// UTF-16 units, a Binary over 64 KiB) gets Azure's answer as well.
+	// The rules are the ones tablekit's emulator answers by. Everything
+	// else passes through untouched. TableURL and ConnectionString then
+	// point at the proxy; blob and queue endpoints are Azurite's own.
 	Strict bool
 	// Latency is added to every request to the table endpoint (queries,
 	// point reads, writes, transactions, table operations): the proxy

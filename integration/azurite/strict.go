@@ -3,36 +3,36 @@ package azurite
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/azload"
+	"github.com/tablekit/tablekit/internal/azrules"
 )
 
 // Strict mode: a loopback reverse proxy in front of Azurite's table
 // endpoint that refuses what Azure Table storage refuses and Azurite lets
 // through (DESIGN.md fact 3), with Azure's status, error code and message.
-// It is an independent referee: it shares no code with tablekit's own
-// validation, so a rule tablekit forgets is caught here.
-//
-// The rules, and Azure's answer to each (REST reference, "Table service
-// error codes" and "Performing entity group transactions"):
+// The rules and Azure's answers are internal/azrules', which tablekit's
+// emulator answers by too; their limits are entity's and keys', the ones
+// the client checks (azrules.CheckEntity, CheckQuery, CheckBatch say
+// which):
 //
 //	batch spanning partitions         202, inner 400 CommandsInBatchActOnDifferentPartitions
 //	two operations on one entity      202, inner 400 InvalidDuplicateRow
 //	more than 100 operations          202, inner 400 InvalidInput (index 99)
+//	a key with / \ # ? or a control character, or over 1 KiB
+//	                                  400 OutOfRangeInput
 //	more than 252 custom properties   400 TooManyProperties
+//	a String over 32K UTF-16 units, a Binary over 64 KiB
+//	                                  400 PropertyValueTooLarge
 //	an entity over 1 MiB              400 EntityTooLarge
 //	property name longer than 255     400 PropertyNameTooLong
 //	property name not an identifier   400 PropertyNameInvalid
@@ -44,56 +44,14 @@ import (
 // Inside a batch the entity rules answer as the batch rules do: 202 with
 // the failing operation's index. Every other request passes through
 // untouched: bodies are read only for entity writes and batches, and
-// forwarded byte for byte; responses are streamed. The one change to a
-// request is the query under a key-range SAS, whose $filter gets the range
-// and-ed to it, which is how Azure answers it.
+// forwarded byte for byte; responses are streamed. A body the proxy cannot
+// read as an entity is left to Azurite. The one change to a request is the
+// query under a key-range SAS, whose $filter gets the range and-ed to it,
+// which is how Azure answers it.
 
-// Azure's limits the proxy enforces.
-const (
-	strictMaxBatchOps     = 100
-	strictMaxProperties   = 252
-	strictMaxEntitySize   = 1 << 20
-	strictMaxNameLength   = 255
-	strictMaxTop          = 1000
-	strictMaxInspectBytes = 8 << 20 // larger bodies are forwarded unexamined
-)
-
-// Azure's messages (the service appends "\nRequestId:...\nTime:...").
-const (
-	msgDifferentPartitions = "All commands in a batch must operate on same entity group."
-	msgDuplicateRow        = "The batch request contains multiple changes with same row key. An entity can appear only once in a batch request."
-	msgTooManyChanges      = "The batch request operation exceeds the maximum 100 changes per change set."
-	msgTooManyProperties   = "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties."
-	msgEntityTooLarge      = "The entity is larger than the maximum allowed size (1MB)."
-	msgNameTooLong         = "The property name exceeds the maximum allowed length (255)."
-	msgNameInvalid         = "The property name is invalid."
-	msgInvalidInput        = "One of the request inputs is not valid."
-	msgAuthorization       = "This request is not authorized to perform this operation."
-)
-
-// refusal is Azure's answer to a request the proxy refuses.
-type refusal struct {
-	status int
-	code   string
-	msg    string
-}
-
-func badRequest(code, msg string) *refusal {
-	return &refusal{status: http.StatusBadRequest, code: code, msg: msg}
-}
-
-// answer is what the proxy sends instead of forwarding a request: a
-// refusal, at the top level or (batch) inside a 202 batch response for the
-// operation at index.
-type answer struct {
-	refusal
-	batch bool
-	index int
-}
-
-func forbidden() *answer {
-	return &answer{refusal: refusal{http.StatusForbidden, "AuthorizationFailure", msgAuthorization}}
-}
+// strictMaxInspectBytes bounds the bodies the proxy reads; larger ones are
+// forwarded unexamined.
+const strictMaxInspectBytes = 8 << 20
 
 // tableProxy is the loopback reverse proxy of one Instance in front of
 // Azurite's table endpoint: it adds latency (load.go), refuses what Azure
@@ -104,10 +62,10 @@ type tableProxy struct {
 	rp  *httputil.ReverseProxy
 	tr  *http.Transport
 
-	strict          bool
-	latency, jitter time.Duration
-	throttle        *throttle // nil: no throttling
-	stats           proxyCounters
+	strict   bool
+	latency  *azload.Latency
+	throttle *azload.Throttle // nil: no throttling
+	stats    proxyCounters
 }
 
 // proxyConfig is what Options asks of the proxy.
@@ -137,9 +95,9 @@ func startProxy(upstream string, cfg proxyConfig) (*tableProxy, string, error) {
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     2 * time.Second,
-	}, strict: cfg.strict, latency: max(cfg.latency, 0), jitter: max(cfg.jitter, 0)}
+	}, strict: cfg.strict, latency: azload.NewLatency(azload.LatencyOptions{Fixed: cfg.latency, Jitter: cfg.jitter})}
 	if cfg.throttle != nil {
-		p.throttle = newThrottle(*cfg.throttle)
+		p.throttle = azload.NewThrottle(*cfg.throttle)
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -175,20 +133,20 @@ func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.strict {
-		if ans := p.check(r); ans != nil {
+		if e, be := p.check(r); e != nil || be != nil {
 			p.stats.refused.Add(1)
-			if ans.batch {
-				writeBatchRefusal(w, r, ans)
+			if be != nil {
+				azrules.WriteBatchError(w, r, be)
 			} else {
-				writeRefusal(w, r, ans)
+				azrules.WriteTable(w, r, e)
 			}
 			return
 		}
 	}
 	if p.throttle != nil {
-		var ans *answer
-		if r, ans = p.admit(r); ans != nil {
-			writeRefusal(w, r, ans)
+		var e *azrules.Error
+		if r, e = p.admit(r); e != nil {
+			azrules.WriteTable(w, r, e)
 			return
 		}
 	}
@@ -198,58 +156,63 @@ func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // check applies the rules to r. It may replace r.Body with the same bytes
 // (after reading them) and, under a key-range SAS, narrow a query's
-// $filter. A non-nil answer is sent instead of forwarding the request.
-func (p *tableProxy) check(r *http.Request) *answer {
+// $filter. A non-nil answer (a batch's inside a 202) is sent instead of
+// forwarding the request.
+func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError) {
 	res, ok := parseResource(r.URL)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	sas := sasRangeOf(r.URL)
+	sas := azrules.KeyRangeOf(r.URL.Query())
 	switch {
 	case r.Method == http.MethodPost && res.name == "$batch":
 		body, ok := readBody(r)
 		if !ok {
-			return nil
+			return nil, nil
 		}
-		return checkBatch(r.Header.Get("Content-Type"), body)
+		ops, ok := parseBatch(r.Header.Get("Content-Type"), body)
+		if !ok {
+			return nil, nil // a body it cannot read is left to Azurite
+		}
+		return nil, azrules.CheckBatch(ops)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		if res.hasKeys {
-			if sas != nil && !sas.contains(res.pk, res.rk) {
-				return forbidden()
+			if sas != nil && !sas.Contains(res.pk, res.rk) {
+				return azrules.AuthorizationFailure(), nil
 			}
-			return nil
+			return nil, nil
 		}
-		if ref := checkQuery(r.URL.Query()); ref != nil {
-			return &answer{refusal: *ref}
+		if e := azrules.CheckQuery(r.URL.Query()); e != nil {
+			return e, nil
 		}
 		if sas != nil && res.name != "Tables" {
-			narrowQuery(r.URL, sas)
+			if !narrowQuery(r.URL, sas) {
+				return azrules.AuthorizationFailure(), nil
+			}
 		}
 	case r.Method == http.MethodDelete && res.hasKeys:
-		if sas != nil && !sas.contains(res.pk, res.rk) {
-			return forbidden()
+		if sas != nil && !sas.Contains(res.pk, res.rk) {
+			return azrules.AuthorizationFailure(), nil
 		}
 	case isEntityWrite(r.Method, res):
 		body, ok := readBody(r)
 		if !ok {
-			return nil
+			return nil, nil
 		}
-		ent, err := parseEntity(body)
-		if err != nil {
-			return nil // not JSON we understand: Azurite answers
+		var ent entity.Entity
+		if ent.UnmarshalJSON(body) != nil {
+			return nil, nil // not an entity we understand: Azurite answers
 		}
 		pk, rk := res.pk, res.rk
 		if !res.hasKeys {
-			pk, rk = ent.pk, ent.rk
+			pk, rk = ent.PartitionKey, ent.RowKey
 		}
-		if sas != nil && !sas.contains(pk, rk) {
-			return forbidden()
+		if sas != nil && !sas.Contains(pk, rk) {
+			return azrules.AuthorizationFailure(), nil
 		}
-		if ref := ent.check(pk, rk); ref != nil {
-			return &answer{refusal: *ref}
-		}
+		return azrules.CheckEntity(pk, rk, ent), nil
 	}
-	return nil
+	return nil, nil
 }
 
 // isEntityWrite reports whether the request writes one entity: POST to a
@@ -355,91 +318,14 @@ func keyLiteral(s, name string) (val, rest string, ok bool) {
 	return "", "", false
 }
 
-// checkQuery applies the query rules: $top at most 1000, and a $filter
-// whose string literals are all closed.
-func checkQuery(q url.Values) *refusal {
-	if top := q.Get("$top"); top != "" {
-		if n, err := strconv.Atoi(top); err == nil && n > strictMaxTop {
-			return badRequest("InvalidInput", msgInvalidInput)
-		}
-	}
-	if f := q.Get("$filter"); f != "" && unterminatedLiteral(f) {
-		return badRequest("InvalidInput", msgInvalidInput)
-	}
-	return nil
-}
-
-// unterminatedLiteral reports whether an OData filter ends inside a string
-// literal (two quotes inside a literal stand for one).
-func unterminatedLiteral(f string) bool {
-	in := false
-	for i := 0; i < len(f); i++ {
-		if f[i] != '\'' {
-			continue
-		}
-		if in && i+1 < len(f) && f[i+1] == '\'' {
-			i++
-			continue
-		}
-		in = !in
-	}
-	return in
-}
-
-// sasRange is the key range of a table SAS (spk, srk, epk, erk), inclusive,
-// compared as the service sorts keys: by PartitionKey, then RowKey.
-type sasRange struct {
-	spk, srk, epk, erk string
-	hasStart, hasEnd   bool
-}
-
-func sasRangeOf(u *url.URL) *sasRange {
-	q := u.Query()
-	if q.Get("sig") == "" {
-		return nil
-	}
-	r := &sasRange{spk: q.Get("spk"), srk: q.Get("srk"), epk: q.Get("epk"), erk: q.Get("erk")}
-	r.hasStart, r.hasEnd = q.Has("spk"), q.Has("epk")
-	if !r.hasStart && !r.hasEnd {
-		return nil
-	}
-	return r
-}
-
-func (s *sasRange) contains(pk, rk string) bool {
-	if s.hasStart && (pk < s.spk || pk == s.spk && s.srk != "" && rk < s.srk) {
-		return false
-	}
-	if s.hasEnd && (pk > s.epk || pk == s.epk && s.erk != "" && rk > s.erk) {
-		return false
-	}
-	return true
-}
-
-// filter is the range as an OData filter.
-func (s *sasRange) filter() string {
-	lit := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
-	var parts []string
-	if s.hasStart {
-		if s.srk != "" {
-			parts = append(parts, "(PartitionKey gt "+lit(s.spk)+" or (PartitionKey eq "+lit(s.spk)+" and RowKey ge "+lit(s.srk)+"))")
-		} else {
-			parts = append(parts, "PartitionKey ge "+lit(s.spk))
-		}
-	}
-	if s.hasEnd {
-		if s.erk != "" {
-			parts = append(parts, "(PartitionKey lt "+lit(s.epk)+" or (PartitionKey eq "+lit(s.epk)+" and RowKey le "+lit(s.erk)+"))")
-		} else {
-			parts = append(parts, "PartitionKey le "+lit(s.epk))
-		}
-	}
-	return strings.Join(parts, " and ")
-}
-
 // narrowQuery ands the SAS range to the query's $filter, leaving every
-// other query parameter byte for byte as it was.
-func narrowQuery(u *url.URL, s *sasRange) {
+// other query parameter byte for byte as it was. It returns false when
+// the query's $filter cannot be read.
+func narrowQuery(u *url.URL, kr *azrules.KeyRange) bool {
+	rng, err := kr.Filter().Build()
+	if err != nil {
+		return false
+	}
 	params := strings.Split(u.RawQuery, "&")
 	found := false
 	for i, kv := range params {
@@ -449,228 +335,16 @@ func narrowQuery(u *url.URL, s *sasRange) {
 		}
 		old, err := url.QueryUnescape(v)
 		if err != nil {
-			return
+			return false
 		}
-		params[i] = k + "=" + queryEscape("("+old+") and ("+s.filter()+")")
+		params[i] = k + "=" + queryEscape("("+old+") and ("+rng+")")
 		found = true
 	}
 	if !found {
-		params = append(params, "$filter="+queryEscape(s.filter()))
+		params = append(params, "$filter="+queryEscape(rng))
 	}
 	u.RawQuery = strings.Join(params, "&")
-}
-
-func queryEscape(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
-
-// strictEntity is an entity body as the rules see it.
-type strictEntity struct {
-	pk, rk string
-	props  []strictProp
-}
-
-type strictProp struct {
-	name     string
-	raw      json.RawMessage
-	edmType  string // from the name@odata.type annotation
-	jsonKind byte   // first byte of the JSON value
-}
-
-// parseEntity reads a JSON entity body, keeping every property in order.
-func parseEntity(body []byte) (*strictEntity, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not an object")
-	}
-	e := &strictEntity{}
-	types := map[string]string{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		switch {
-		case strings.HasSuffix(name, "@odata.type"):
-			var t string
-			_ = json.Unmarshal(raw, &t)
-			types[strings.TrimSuffix(name, "@odata.type")] = t
-		case strings.HasPrefix(name, "odata."):
-		case name == "PartitionKey":
-			_ = json.Unmarshal(raw, &e.pk)
-		case name == "RowKey":
-			_ = json.Unmarshal(raw, &e.rk)
-		case name == "Timestamp":
-		default:
-			e.props = append(e.props, strictProp{name: name, raw: raw, jsonKind: raw[0]})
-		}
-	}
-	for i := range e.props {
-		e.props[i].edmType = types[e.props[i].name]
-	}
-	return e, nil
-}
-
-// check applies the entity rules in the order the service does: names,
-// then the number of properties, then the size.
-func (e *strictEntity) check(pk, rk string) *refusal {
-	for _, p := range e.props {
-		if utf16Units(p.name) > strictMaxNameLength {
-			return badRequest("PropertyNameTooLong", msgNameTooLong)
-		}
-		if !isIdentifier(p.name) {
-			return badRequest("PropertyNameInvalid", msgNameInvalid)
-		}
-	}
-	if len(e.props) > strictMaxProperties {
-		return badRequest("TooManyProperties", msgTooManyProperties)
-	}
-	if e.size(pk, rk) > strictMaxEntitySize {
-		return badRequest("EntityTooLarge", msgEntityTooLarge)
-	}
-	return nil
-}
-
-// size is the entity's size by the formula of "Understanding the Table
-// service data model": 4 + 2*len(PartitionKey) + 2*len(RowKey) + for each
-// property 8 + 2*len(name) + the value's size (String 4 + 2*len, Binary
-// 4 + len, Int32 4, Int64, Double and DateTime 8, Boolean 1, Guid 16),
-// lengths in UTF-16 code units. Null values are not stored.
-func (e *strictEntity) size(pk, rk string) int {
-	n := 4 + 2*utf16Units(pk) + 2*utf16Units(rk)
-	for _, p := range e.props {
-		if p.jsonKind == 'n' {
-			continue
-		}
-		n += 8 + 2*utf16Units(p.name) + p.valueSize()
-	}
-	return n
-}
-
-func (p strictProp) valueSize() int {
-	switch p.edmType {
-	case "Edm.Binary":
-		var s string
-		_ = json.Unmarshal(p.raw, &s)
-		return 4 + len(s)*3/4 - strings.Count(s, "=")
-	case "Edm.Int64", "Edm.Double", "Edm.DateTime":
-		return 8
-	case "Edm.Int32":
-		return 4
-	case "Edm.Boolean":
-		return 1
-	case "Edm.Guid":
-		return 16
-	case "Edm.String":
-	case "":
-		switch p.jsonKind {
-		case 't', 'f':
-			return 1
-		case '"':
-		default: // a number: Int32 when it is one, else Double
-			if n, err := strconv.ParseInt(string(p.raw), 10, 32); err == nil && n == int64(int32(n)) {
-				return 4
-			}
-			return 8
-		}
-	}
-	var s string
-	_ = json.Unmarshal(p.raw, &s)
-	return 4 + 2*utf16Units(s)
-}
-
-// isIdentifier reports whether name follows the rules of C# identifiers:
-// a letter or '_', then letters, digits, '_', connecting punctuation,
-// combining marks and formatting characters.
-func isIdentifier(name string) bool {
-	if name == "" || !utf8.ValidString(name) {
-		return false
-	}
-	for i, r := range name {
-		letter := unicode.IsLetter(r) || unicode.Is(unicode.Nl, r)
-		if i == 0 {
-			if !letter && r != '_' {
-				return false
-			}
-			continue
-		}
-		if !letter && !unicode.Is(unicode.Nd, r) && !unicode.In(r, unicode.Pc, unicode.Mn, unicode.Mc, unicode.Cf) {
-			return false
-		}
-	}
 	return true
 }
 
-func utf16Units(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// writeRefusal answers r as Azure answers a refused request: the status,
-// x-ms-error-code, and a JSON OData error whose message carries a request
-// id and the time.
-func writeRefusal(w http.ResponseWriter, r *http.Request, ref *answer) {
-	id := requestID()
-	h := w.Header()
-	setServiceHeaders(h, r, id)
-	h.Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("x-ms-error-code", ref.code)
-	w.WriteHeader(ref.status)
-	w.Write(odataError(ref.code, ref.msg, id))
-}
-
-func setServiceHeaders(h http.Header, r *http.Request, id string) {
-	h.Set("Cache-Control", "no-cache")
-	h.Set("DataServiceVersion", "3.0;")
-	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	h.Set("x-ms-request-id", id)
-	if v := r.Header.Get("x-ms-version"); v != "" {
-		h.Set("x-ms-version", v)
-	}
-	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
-		h.Set("x-ms-client-request-id", v)
-	}
-}
-
-// odataError is Azure's JSON error body; message is the text Azure puts
-// first (with "N:" in a batch).
-func odataError(code, message, id string) []byte {
-	var e struct {
-		OData struct {
-			Code    string `json:"code"`
-			Message struct {
-				Lang  string `json:"lang"`
-				Value string `json:"value"`
-			} `json:"message"`
-		} `json:"odata.error"`
-	}
-	e.OData.Code = code
-	e.OData.Message.Lang = "en-US"
-	e.OData.Message.Value = message + "\nRequestId:" + id + "\nTime:" + time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z")
-	b, _ := json.Marshal(e)
-	return b
-}
-
-// requestID is a random id in the shape of Azure's x-ms-request-id.
-func requestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+func queryEscape(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }

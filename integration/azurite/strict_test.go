@@ -235,6 +235,14 @@ func TestStrictRules(t *testing.T) {
 			_, err := c.AddEntity(ctx, entityJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r", "N" + strings.Repeat("x", 255): 1}), nil)
 			return err
 		}, azureAnswer{400, "PropertyNameTooLong", -1}, accepts},
+		{"a RowKey with a slash", func(t *testing.T, c *aztables.Client) error {
+			_, err := c.AddEntity(ctx, entityJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "a/b"}), nil)
+			return err
+		}, azureAnswer{400, "OutOfRangeInput", -1}, refusesOtherwise},
+		{"a String over 32K UTF-16 units", func(t *testing.T, c *aztables.Client) error {
+			_, err := c.AddEntity(ctx, entityJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r", "S": strings.Repeat("x", 32*1024+1)}), nil)
+			return err
+		}, azureAnswer{400, "PropertyValueTooLarge", -1}, answersAsAzure},
 		{"$top above 1000", func(t *testing.T, c *aztables.Client) error {
 			top := int32(1001)
 			pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Top: &top})

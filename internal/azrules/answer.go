@@ -7,11 +7,13 @@
 package azrules
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -134,4 +136,27 @@ func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
 	h.Set("Content-Type", "application/xml")
 	w.WriteHeader(e.Status)
 	w.Write(XMLBody(e.Code, e.Message, id))
+}
+
+// WriteBatchError answers a transaction the service refuses as Azure
+// does: 202 Accepted, and a multipart body holding one change-set
+// response with the failing operation's status line and an OData error
+// whose message starts with "N:", N the operation's 0-based index.
+func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
+	id := RequestID()
+	batch, changeset := "batchresponse_"+RequestID(), "changesetresponse_"+RequestID()
+	var b bytes.Buffer
+	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
+	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Err.Status) + " " + http.StatusText(e.Err.Status) + "\r\n")
+	b.WriteString("X-Content-Type-Options: nosniff\r\nDataServiceVersion: 3.0;\r\n")
+	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
+	b.Write(ODataBody(e.Err.Code, e.Message(), id))
+	b.WriteString("\r\n--" + changeset + "--\r\n--" + batch + "--\r\n")
+	h := w.Header()
+	SetTableHeaders(h, r, id)
+	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(b.Bytes())
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
@@ -174,5 +176,71 @@ func TestTablekit(t *testing.T) {
 	}
 	if err := tb.Drop(ctx, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestBatchLimits(t *testing.T) {
+	ctx := context.Background()
+	s := start(t, tables.Config{})
+	c := s.table(t, "blimits")
+	var acts []aztables.TransactionAction
+	for i := range 101 {
+		acts = append(acts, action(aztables.TransactionTypeAdd, "p", fmt.Sprintf("r%03d", i)))
+	}
+	_, err := c.SubmitTransaction(ctx, acts, nil)
+	body := batchFailure(t, err)
+	if !strings.Contains(body, `"code":"InvalidInput"`) || !strings.Contains(body, `"value":"99:The batch request operation exceeds the maximum 100 changes per change set.`) {
+		t.Fatalf("101 operations: %s", body)
+	}
+	// 100 operations of 40 KiB each: over the 4 MiB body limit.
+	acts = acts[:0]
+	pad := strings.Repeat("x", 40<<10)
+	for i := range 100 {
+		acts = append(acts, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: []byte(fmt.Sprintf(`{"PartitionKey":"p","RowKey":"r%03d","S1":%q,"S2":%q}`, i, pad[:30000], pad[:12000]))})
+	}
+	_, err = c.SubmitTransaction(ctx, acts, nil)
+	wantCode(t, err, http.StatusRequestEntityTooLarge, "RequestBodyTooLarge")
+	if got, _ := keysOf(t, c, nil); len(got) != 0 {
+		t.Fatalf("refused transactions wrote %d entities", len(got))
+	}
+}
+
+// Many clients at once: writers on their own partitions, readers and
+// queries across them, and every write's result visible afterwards.
+func TestConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := start(t, tables.Config{})
+	c := s.table(t, "conc")
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if _, err := c.UpsertEntity(ctx, []byte(fmt.Sprintf(`{"PartitionKey":"w%d","RowKey":"%03d","I":%d}`, w, i, i)), nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			pg := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Top: to.Ptr[int32](10)})
+			for pg.More() {
+				if _, err := pg.NextPage(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, _ := keysOf(t, c, nil); len(got) != 400 {
+		t.Fatalf("%d entities after 400 concurrent writes", len(got))
 	}
 }

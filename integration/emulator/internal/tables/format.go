@@ -54,6 +54,11 @@ func formatOf(r *http.Request) (format, *azrules.Error) {
 
 // appendQuoted appends s as a JSON string.
 func appendQuoted(b []byte, s string) []byte {
+	if plainJSON(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	if out, err := entity.String(s).AppendJSON(b); err == nil {
 		return out
 	}
@@ -100,13 +105,13 @@ func (s *Service) appendRow(b []byte, q *request, t string, r *row, sel []string
 		link := entityLink(t, r.pk, r.rk)
 		b = appendQuoted(b, q.base+"/"+link)
 		b = append(b, `,"odata.etag":`...)
-		b = appendQuoted(b, etag(r.ts))
+		b = appendQuotedETag(b, r.ts)
 		b = append(b, `,"odata.editLink":`...)
 		b = appendQuoted(b, link)
 	} else if q.fmt == minimal {
 		comma()
 		b = append(b, `"odata.etag":`...)
-		b = appendQuoted(b, etag(r.ts))
+		b = appendQuotedETag(b, r.ts)
 	}
 	write := func(name string, v entity.Value, ok bool, system bool) {
 		comma()
@@ -135,14 +140,29 @@ func (s *Service) appendRow(b []byte, q *request, t string, r *row, sel []string
 		}
 		return append(b, '}')
 	}
-	write("PartitionKey", entity.String(r.pk), true, true)
-	write("RowKey", entity.String(r.rk), true, true)
-	ts, _ := r.get("Timestamp")
-	write("Timestamp", ts, true, true)
+	comma()
+	b = append(b, `"PartitionKey":`...)
+	b = appendQuoted(b, r.pk)
+	b = append(b, `,"RowKey":`...)
+	b = appendQuoted(b, r.rk)
+	if q.fmt == fullMetadata {
+		b = append(b, `,"Timestamp@odata.type":"Edm.DateTime"`...)
+	}
+	b = append(b, `,"Timestamp":"`...)
+	b = appendTime(b, r.ts, ":")
+	b = append(b, '"')
 	for _, p := range r.props {
 		write(p.name, p.v, true, false)
 	}
 	return append(b, '}')
+}
+
+// appendQuotedETag appends ts's ETag as a JSON string (its quotes
+// escaped).
+func appendQuotedETag(b []byte, ts int64) []byte {
+	b = append(b, `"W/\"datetime'`...)
+	b = appendTime(b, ts, "%3A")
+	return append(b, `'\""`...)
 }
 
 // annotated reports whether the service writes v's @odata.type in format
@@ -170,4 +190,16 @@ func parseSelect(s string) []string {
 		}
 	}
 	return out
+}
+
+// plainJSON reports whether s is printable ASCII that JSON writes as is:
+// no quote, backslash, nor the characters encoding/json escapes for HTML,
+// as entity's writer does.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,91 @@
+package tables_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/integration/emulator/internal/tables"
+)
+
+// props returns n properties P0..Pn-1 as JSON members.
+func props(n int, value string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `,"P%d":%s`, i, value)
+	}
+	return b.String()
+}
+
+func TestLimits(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "limits")
+	big := strings.Repeat("x", 32*1024)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+		code   string
+	}{
+		{"ok", `{"PartitionKey":"p","RowKey":"ok"` + props(252, "1") + `}`, 201, ""},
+		{"too many properties", `{"PartitionKey":"p","RowKey":"r"` + props(253, "1") + `}`, 400, "TooManyProperties"},
+		{"string at the limit", `{"PartitionKey":"p","RowKey":"s1","S":"` + big + `"}`, 201, ""},
+		{"string too long", `{"PartitionKey":"p","RowKey":"r","S":"` + big + `x"}`, 400, "PropertyValueTooLarge"},
+		{"binary too long", `{"PartitionKey":"p","RowKey":"r","B@odata.type":"Edm.Binary","B":"` + base64.StdEncoding.EncodeToString(make([]byte, 64*1024+1)) + `"}`, 400, "PropertyValueTooLarge"},
+		{"entity too large", `{"PartitionKey":"p","RowKey":"r"` + props(20, `"`+big+`"`) + `}`, 400, "EntityTooLarge"},
+		{"name not an identifier", `{"PartitionKey":"p","RowKey":"r","1abc":1}`, 400, "PropertyNameInvalid"},
+		{"name too long", `{"PartitionKey":"p","RowKey":"r","` + strings.Repeat("a", 256) + `":1}`, 400, "PropertyNameTooLong"},
+		{"key with a slash", `{"PartitionKey":"p/q","RowKey":"r"}`, 400, "InvalidInput"},
+		{"key too long", `{"PartitionKey":"` + strings.Repeat("k", 513) + `","RowKey":"r"}`, 400, "InvalidInput"},
+		{"no RowKey", `{"PartitionKey":"p"}`, 400, "PropertiesNeedValue"},
+		{"DateTime out of range", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"1600-01-01T00:00:00Z"}`, 400, "InvalidInput"},
+		{"not JSON", `{"PartitionKey":`, 400, "InvalidInput"},
+	} {
+		resp, body := s.raw(t, "POST", "limits", nil, []byte(tc.body))
+		if resp.StatusCode != tc.status || resp.Header.Get("x-ms-error-code") != tc.code {
+			t.Errorf("%s: %d %s, want %d %s: %.300s", tc.name, resp.StatusCode, resp.Header.Get("x-ms-error-code"), tc.status, tc.code, body)
+		}
+	}
+	// A merge that would take the entity over 252 properties.
+	resp, _ := s.raw(t, "MERGE", "limits(PartitionKey='p',RowKey='ok')", map[string]string{"If-Match": "*"}, []byte(`{"Extra":1}`))
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-error-code") != "TooManyProperties" {
+		t.Errorf("merge over the limit: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	}
+}
+
+func TestFormatsAndPreferences(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "formats")
+	// Prefer: return-no-content on insert: 204, Preference-Applied, ETag.
+	resp, body := s.raw(t, "POST", "formats", map[string]string{"Prefer": "return-no-content"}, []byte(`{"PartitionKey":"p","RowKey":"r","L@odata.type":"Edm.Int64","L":"5","G@odata.type":"Edm.Guid","G":"c9da6455-213d-42c9-9a79-3e9149a57833"}`))
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Preference-Applied") != "return-no-content" || !etagForm.MatchString(resp.Header.Get("ETag")) || len(body) != 0 {
+		t.Fatalf("insert with return-no-content: %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+	first := resp.Header.Get("ETag")
+	// A merge sent as POST with X-HTTP-Method: MERGE (as some SDKs do).
+	resp, body = s.raw(t, "POST", "formats(PartitionKey='p',RowKey='r')", map[string]string{"X-HTTP-Method": "MERGE", "If-Match": first}, []byte(`{"N":2}`))
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("ETag") == first {
+		t.Fatalf("X-HTTP-Method MERGE: %d %s", resp.StatusCode, body)
+	}
+	for _, f := range []struct {
+		accept string
+		want   string
+	}{
+		{"application/json;odata=nometadata", `^\{"PartitionKey":"p","RowKey":"r","Timestamp":"[^"]+","G":"c9da6455-213d-42c9-9a79-3e9149a57833","L":"5","N":2\}$`},
+		{"application/json;odata=minimalmetadata", `^\{"odata\.metadata":"[^"]+/\$metadata#formats/@Element","odata\.etag":"W/\\"datetime'[^']+'\\"","PartitionKey":"p","RowKey":"r","Timestamp":"[^"]+","G@odata\.type":"Edm\.Guid","G":"[^"]+","L@odata\.type":"Edm\.Int64","L":"5","N":2\}$`},
+		{"application/json;odata=fullmetadata", `^\{"odata\.metadata":"[^"]+","odata\.type":"devstoreaccount1\.formats","odata\.id":"http://[^"]+/devstoreaccount1/formats\(PartitionKey='p',RowKey='r'\)","odata\.etag":"W/\\"datetime'[^']+'\\"","odata\.editLink":"formats\(PartitionKey='p',RowKey='r'\)","PartitionKey":"p","RowKey":"r","Timestamp@odata\.type":"Edm\.DateTime","Timestamp":"[^"]+","G@odata\.type":"Edm\.Guid",`},
+	} {
+		resp, body := s.raw(t, "GET", "formats(PartitionKey='p',RowKey='r')", map[string]string{"Accept": f.accept}, nil)
+		if resp.StatusCode != http.StatusOK || !regexp.MustCompile(f.want).Match(body) || !strings.Contains(resp.Header.Get("Content-Type"), f.accept) {
+			t.Errorf("%s: %d %s %s", f.accept, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+	// Delete needs If-Match.
+	resp, _ = s.raw(t, "DELETE", "formats(PartitionKey='p',RowKey='r')", nil, nil)
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-error-code") != "MissingRequiredHeader" {
+		t.Errorf("delete without If-Match: %d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	}
+}
