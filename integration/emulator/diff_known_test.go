@@ -143,7 +143,8 @@ var knownDifferences = []knownDiff{
 			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || em.facts["status"] != "200" {
 				return false
 			}
-			return mismatchOnly(r, az.rows, az.rowsKnown, em.rows, em.rowsKnown)
+			ok, loose, _ := rowsExplained(r, az, em)
+			return ok && loose
 		},
 	},
 	{
@@ -164,15 +165,11 @@ var knownDifferences = []knownDiff{
 		azure:    "DateTime compared to its 100 ns tick",
 		evidence: "DESIGN.md fact 4 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
 		explains: func(r *request, az, em *answer, d *fact) bool {
-			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || !emAgrees(r, em) || !az.rowsKnown {
+			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || em.facts["status"] != "200" {
 				return false
 			}
-			for _, e := range r.data {
-				if slices.Contains(az.rows, e.key()) != slices.Contains(em.rows, e.key()) && !sameMillisecond(r.filter, e) {
-					return false
-				}
-			}
-			return true
+			ok, _, ms := rowsExplained(r, az, em)
+			return ok && ms
 		},
 	},
 	{
@@ -351,6 +348,9 @@ var expectedFailures = []knownDiff{
 		azure:    "emulator: the key percent-escaped, quotes doubled (RowKey='88%21C'). No recording of such a key",
 		evidence: "none either way",
 		rewrite: func(s string) string {
+			if !strings.Contains(s, "odata.editLink=") && !strings.Contains(s, "odata.id=") {
+				return s
+			}
 			s = reLinkEscape.ReplaceAllStringFunc(s, func(m string) string {
 				u, err := url.PathUnescape(m)
 				if err != nil {
@@ -358,7 +358,9 @@ var expectedFailures = []knownDiff{
 				}
 				return u
 			})
-			return strings.ReplaceAll(s, "''", "'")
+			// Azurite does not double a quote in a key, the emulator
+			// does: quotes are left out of the comparison of such a fact.
+			return strings.ReplaceAll(s, "'", "")
 		},
 	},
 	{
@@ -609,24 +611,29 @@ func mismatched(f *fnode, data []*gentity) bool {
 	return false
 }
 
-// mismatchOnly reports whether the emulator's rows are the documented
-// answer and Azurite's depart from it only on entities where the filter
-// met a property of another type than its literal.
-func mismatchOnly(r *request, azRows []string, azKnown bool, emRows []string, emKnown bool) bool {
-	if !azKnown || !emKnown || r.data == nil {
-		return false
+// rowsExplained reports whether the emulator's rows are the documented
+// answer (where it is certain) and Azurite's depart from them only on
+// entities where the filter met a property of another type than its
+// literal (loose) or a DateTime in the same millisecond as a literal
+// (ms), and which of the two explanations it needed.
+func rowsExplained(r *request, az, em *answer) (ok, loose, ms bool) {
+	if !az.rowsKnown || !emAgrees(r, em) {
+		return false, false, false
 	}
-	in := func(rows []string, k string) bool { return slices.Contains(rows, k) }
 	for _, e := range r.data {
-		v := r.filter.eval(e)
-		if v.known && in(emRows, e.key()) != v.val {
-			return false // the emulator departs from the rules
+		if slices.Contains(az.rows, e.key()) == slices.Contains(em.rows, e.key()) {
+			continue
 		}
-		if in(azRows, e.key()) != in(emRows, e.key()) && !v.mismatch {
-			return false // Azurite departs where no type mismatch explains it
+		switch {
+		case r.filter.eval(e).mismatch:
+			loose = true
+		case sameMillisecond(r.filter, e):
+			ms = true
+		default:
+			return false, false, false
 		}
 	}
-	return true
+	return true, loose, ms
 }
 
 // int64AgainstNumber reports whether f compares an Int64 literal with a
