@@ -21,8 +21,7 @@ type batchOp struct {
 
 func (o batchOp) key() string { return o.pk + "\x00" + o.rk }
 
-// batch is a transaction's operations; tail, when set, is appended to
-// the changeset as is (malformed input).
+// batch is a transaction's operations.
 type batch struct {
 	ops []batchOp
 }

@@ -283,9 +283,7 @@ func (s *service) reduce(r *request, table string, resp *http.Response, body []b
 			a.set("header "+k, v)
 		}
 	}
-	if v := h.Get("x-ms-request-id"); true {
-		a.set("header x-ms-request-id", form("guid", reGUID, v))
-	}
+	a.set("header x-ms-request-id", form("guid", reGUID, h.Get("x-ms-request-id")))
 	a.set("header Date", form("date", reHTTPDate, h.Get("Date")))
 	if v := h.Get("x-ms-version"); v != "" {
 		a.set("header x-ms-version", v)
@@ -337,8 +335,6 @@ func (s *service) localURL(v string) string {
 // entities, a table, an error) under prefix.
 func (s *service) reduceJSON(a *answer, prefix string, body []byte) {
 	var top map[string]json.RawMessage
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
 	if err := json.Unmarshal(body, &top); err != nil {
 		a.set(prefix+"body", "<not a JSON object: "+string(body)+">")
 		return
