@@ -16,9 +16,6 @@ import (
 	"github.com/tablekit/tablekit/internal/azrules"
 )
 
-// maxBatchOps is the most operations a change set may hold.
-const maxBatchOps = 100
-
 // batchOp is one operation of an entity group transaction as read.
 type batchOp struct {
 	method    string // after X-HTTP-Method
@@ -26,7 +23,7 @@ type batchOp struct {
 	contentID string
 	noContent bool // Prefer: return-no-content
 	w         writeOp
-	err       *azrules.Error // what reading it found wrong
+	err       *azrules.Error // what reading it found wrong, before Azure's rules
 }
 
 // batch answers an entity group transaction: one change set of at most
@@ -47,29 +44,11 @@ func (s *Service) batch(q *request) {
 		s.batchReply(q, "", nil, nil, 0)
 		return
 	}
-	// Azure's order: the count, then each operation's partition,
-	// uniqueness and entity.
-	if len(ops) > maxBatchOps {
-		s.batchFail(q, maxBatchOps-1, errTooManyOps)
+	if be := s.checkBatch(ops); be != nil {
+		azrules.WriteBatchError(q.w, q.r, be)
 		return
 	}
 	first := ops[0]
-	seen := make(map[string]bool, len(ops))
-	for i, op := range ops {
-		if op.err != nil {
-			s.batchFail(q, i, op.err)
-			return
-		}
-		if op.w.e.PartitionKey != first.w.e.PartitionKey || s.tableKey(op.table) != s.tableKey(first.table) {
-			s.batchFail(q, i, errOtherParts)
-			return
-		}
-		if seen[op.w.e.RowKey] {
-			s.batchFail(q, i, errDuplicateRow)
-			return
-		}
-		seen[op.w.e.RowKey] = true
-	}
 	for _, op := range ops {
 		a := auth.Operation{ResourceType: 'o', Name: op.table, PartitionKey: op.w.e.PartitionKey, RowKey: op.w.e.RowKey, HasKeys: true}
 		perms := []byte{'u'}
@@ -90,7 +69,7 @@ func (s *Service) batch(q *request) {
 	}
 	t := s.lookup(first.table)
 	if t == nil {
-		s.batchFail(q, 0, errTableNotFound)
+		azrules.WriteBatchError(q.w, q.r, &azrules.BatchError{Index: 0, Err: errTableNotFound})
 		return
 	}
 	if !s.admit(q, t.name, first.w.e.PartitionKey, len(ops)) {
@@ -102,7 +81,7 @@ func (s *Service) batch(q *request) {
 		r, ae := s.prepare(t, op.w)
 		if ae != nil {
 			t.mu.Unlock()
-			s.batchFail(q, i, ae)
+			azrules.WriteBatchError(q.w, q.r, &azrules.BatchError{Index: i, Err: ae})
 			return
 		}
 		rows[i] = r
@@ -205,13 +184,13 @@ func (s *Service) parseBatchOp(part io.Reader) (batchOp, bool) {
 			return batchOp{}, false
 		}
 		op.w.kind = opInsert
-		op.w.e, op.err = s.parseEntity(body, "", "", false)
+		op.w.e, op.err = decodeEntity(body, "", "", false)
 	case http.MethodPut, http.MethodPatch, "MERGE":
 		if !res.hasKeys {
 			return batchOp{}, false
 		}
-		op.w = writeOp{merge: op.method != http.MethodPut, conditional: ifMatch != "", ifMatch: ifMatch, body: len(body)}
-		op.w.e, op.err = s.parseEntity(body, res.pk, res.rk, true)
+		op.w = writeOp{merge: op.method != http.MethodPut, conditional: ifMatch != "", ifMatch: ifMatch}
+		op.w.e, op.err = decodeEntity(body, res.pk, res.rk, true)
 	case http.MethodDelete:
 		if !res.hasKeys {
 			return batchOp{}, false
@@ -248,20 +227,6 @@ func (s *Service) batchSend(q *request, b *bytes.Buffer, batch, changeset string
 	h.Set("Content-Length", strconv.Itoa(b.Len()))
 	q.w.WriteHeader(http.StatusAccepted)
 	q.w.Write(b.Bytes())
-}
-
-// batchFail answers a transaction that failed at operation i with e, as
-// Azure does: 202, and one inner response with e's status and an OData
-// error whose message starts with "i:".
-func (s *Service) batchFail(q *request, i int, e *azrules.Error) {
-	b, batch, changeset := batchParts()
-	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
-	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Status) + " " + http.StatusText(e.Status) + "\r\n")
-	b.WriteString("X-Content-Type-Options: nosniff\r\nDataServiceVersion: 3.0;\r\n")
-	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
-	b.Write(azrules.ODataBody(e.Code, strconv.Itoa(i)+":"+e.Message, q.id))
-	b.WriteString("\r\n")
-	s.batchSend(q, b, batch, changeset)
 }
 
 // batchReply answers a transaction that succeeded: each operation's
@@ -306,4 +271,44 @@ func (s *Service) batchReply(q *request, name string, ops []batchOp, rows []*row
 		b.WriteString("\r\n")
 	}
 	s.batchSend(q, b, batch, changeset)
+}
+
+// checkBatch applies the transaction rules in Azure's order: the count,
+// then operation by operation the partition and one operation per entity
+// (azrules.CheckBatch) and the entity's rules (checkEntity: Azure Table
+// storage's or Cosmos DB's). An operation that could not be read fails
+// at its place in that order, as does one on another table than the
+// first's (another entity group).
+func (s *Service) checkBatch(ops []batchOp) *azrules.BatchError {
+	rules := make([]azrules.BatchOp, len(ops))
+	for i, op := range ops {
+		// Entity stays nil: the entity rules are the profile's, below.
+		rules[i] = azrules.BatchOp{Table: op.table, PartitionKey: op.w.e.PartitionKey, RowKey: op.w.e.RowKey}
+	}
+	be := azrules.CheckBatch(rules)
+	if len(ops) > azrules.MaxBatchOperations {
+		return be
+	}
+	k := len(ops)
+	if be != nil {
+		k = be.Index
+	}
+	for i := 0; i < len(ops) && i <= k; i++ {
+		op := &ops[i]
+		if op.err != nil {
+			return &azrules.BatchError{Index: i, Err: op.err}
+		}
+		if i == k {
+			break
+		}
+		if s.tableKey(op.table) != s.tableKey(ops[0].table) {
+			return &azrules.BatchError{Index: i, Err: azrules.New(http.StatusBadRequest, azrules.CodeDifferentPartitions, azrules.MsgDifferentPartitions)}
+		}
+		if op.w.kind != opDelete {
+			if ae := s.checkEntity(&op.w.e); ae != nil {
+				return &azrules.BatchError{Index: i, Err: ae}
+			}
+		}
+	}
+	return be
 }

@@ -13,10 +13,21 @@ import (
 	"github.com/tablekit/tablekit/internal/azrules"
 )
 
-// parseEntity reads an entity to write. For an insert (url false) the
-// keys come from the body, which must hold both; for an update they come
-// from the URL and the body's are ignored. Azure's limits are checked.
+// parseEntity reads an entity to write and applies Azure's rules to it
+// (decodeEntity, then checkEntity).
 func (s *Service) parseEntity(body []byte, pk, rk string, url bool) (entity.Entity, *azrules.Error) {
+	e, ae := decodeEntity(body, pk, rk, url)
+	if ae == nil {
+		ae = s.checkEntity(&e)
+	}
+	return e, ae
+}
+
+// decodeEntity reads an entity to write. For an insert (url false) the
+// keys come from the body, which must hold both (400 PropertiesNeedValue);
+// for an update they come from the URL and the body's are ignored. The
+// service's metadata (odata.*, Timestamp) is dropped.
+func decodeEntity(body []byte, pk, rk string, url bool) (entity.Entity, *azrules.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !url {
 			return entity.Entity{}, errNeedsValue
@@ -29,18 +40,24 @@ func (s *Service) parseEntity(body []byte, pk, rk string, url bool) (entity.Enti
 	}
 	if url {
 		e.PartitionKey, e.RowKey = pk, rk
+	} else if !hasKeys(body, &e) {
+		return entity.Entity{}, errNeedsValue
 	}
 	e.ETag, e.Timestamp = "", time.Time{}
-	if ae := s.checkEntity(&e, len(body)); ae != nil {
-		return entity.Entity{}, ae
-	}
-	if !url {
-		if _, err := entity.ParseEntity(body); err != nil {
-			// Every limit passed: what is left is a missing key.
-			return entity.Entity{}, errNeedsValue
-		}
-	}
 	return e, nil
+}
+
+// hasKeys reports whether an entity's JSON, which decoded into e, has
+// both PartitionKey and RowKey. Nearly every body names them plainly; one
+// that does not is decoded again by entity.ParseEntity, which requires
+// them (and whose only other refusal, a broken limit, says nothing about
+// the keys: the limit is reported instead).
+func hasKeys(body []byte, e *entity.Entity) bool {
+	if bytes.Contains(body, []byte(`"PartitionKey"`)) && bytes.Contains(body, []byte(`"RowKey"`)) {
+		return true
+	}
+	_, err := entity.ParseEntity(body)
+	return err == nil || e.Validate() != nil
 }
 
 // etagMatches reports whether an If-Match value matches a stored write.
@@ -176,7 +193,7 @@ func (s *Service) writeEntity(q *request, name, pk, rk string, merge bool) {
 	if !s.admit(q, t.name, pk, 1) {
 		return
 	}
-	r, ae := s.apply(t, writeOp{merge: merge, conditional: conditional, ifMatch: ifMatch, e: e, body: len(body)})
+	r, ae := s.apply(t, writeOp{merge: merge, conditional: conditional, ifMatch: ifMatch, e: e})
 	if ae != nil {
 		s.fail(q, ae)
 		return
@@ -193,7 +210,6 @@ type writeOp struct {
 	conditional bool
 	ifMatch     string
 	e           entity.Entity
-	body        int // the request body's size, for Cosmos DB's limit
 }
 
 type opKind uint8
@@ -254,7 +270,7 @@ func (s *Service) prepare(t *table, w writeOp) (*row, *azrules.Error) {
 		k.props = merged(old.props, k.props)
 		if len(old.props) > 0 {
 			m := k.asEntity()
-			if ae := s.checkEntity(&m, w.body); ae != nil {
+			if ae := s.checkEntity(&m); ae != nil {
 				return nil, ae
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/azrules"
+
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -20,7 +22,7 @@ const maxPooledPage = 4 << 20
 type plan struct {
 	f     keys.Filter
 	b     keys.KeyBounds
-	sas   *auth.KeyRange
+	sas   *azrules.KeyRange
 	start *row
 	top   int
 }
@@ -40,7 +42,7 @@ type page struct {
 // RowKey bound), else the lowest PartitionKey bound, then no earlier than
 // a SAS's start and the client's continuation. On Cosmos DB, whose order
 // is not the keys' order, only a pinned partition narrows the scan.
-func (s *Service) planQuery(f keys.Filter, sas *auth.KeyRange, cont *row, top int) plan {
+func (s *Service) planQuery(f keys.Filter, sas *azrules.KeyRange, cont *row, top int) plan {
 	p := plan{f: f, b: f.Bounds(), sas: sas, top: top}
 	b := &p.b
 	start := s.key("", "")
@@ -97,11 +99,10 @@ func (s *Service) beyond(p *plan, r *row) bool {
 			return true
 		}
 	}
-	if p.sas != nil && p.sas.HasEnd {
-		c := keys.Compare(r.pk, p.sas.EndPK)
-		if c > 0 || c == 0 && p.sas.EndRK != "" && keys.Compare(r.rk, p.sas.EndRK) > 0 {
-			return true
-		}
+	// Past the SAS range's last partition (rows of that partition past
+	// its RowKey are left out by outside).
+	if p.sas != nil && p.sas.HasEnd && keys.Compare(r.pk, p.sas.EndPK) > 0 {
+		return true
 	}
 	return false
 }
@@ -116,21 +117,7 @@ func outside(p *plan, r *row) bool {
 	if b.HasPK && b.RKLoOpen && r.rk == b.RKLo {
 		return true
 	}
-	if k := p.sas; k != nil {
-		if k.HasStart {
-			c := keys.Compare(r.pk, k.StartPK)
-			if c < 0 || c == 0 && k.StartRK != "" && keys.Compare(r.rk, k.StartRK) < 0 {
-				return true
-			}
-		}
-		if k.HasEnd {
-			c := keys.Compare(r.pk, k.EndPK)
-			if c > 0 || c == 0 && k.EndRK != "" && keys.Compare(r.rk, k.EndRK) > 0 {
-				return true
-			}
-		}
-	}
-	return false
+	return p.sas != nil && !p.sas.Contains(r.pk, r.rk)
 }
 
 // run reads one page of p from t (t read-locked by the caller). With
@@ -227,7 +214,7 @@ func (s *Service) queryEntities(q *request, name string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	p := s.planQuery(f, grant.KeyRange, cont, top)
+	p := s.planQuery(f, keyRange(grant), cont, top)
 	pk := ""
 	if p.b.HasPK {
 		pk = p.b.PK
@@ -283,4 +270,13 @@ func (s *Service) queryEntities(q *request, name string) {
 		h.Set("x-ms-continuation-NextRowKey", encodeToken(pg.next.rk))
 	}
 	q.reply(http.StatusOK, b)
+}
+
+// keyRange is the grant's table SAS key range, if any.
+func keyRange(g *auth.Grant) *azrules.KeyRange {
+	k := g.KeyRange
+	if k == nil {
+		return nil
+	}
+	return &azrules.KeyRange{StartPK: k.StartPK, StartRK: k.StartRK, EndPK: k.EndPK, EndRK: k.EndRK, HasStart: k.HasStart, HasEnd: k.HasEnd}
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// maxTop is the largest $top the service accepts (Cosmos DB has no such
-// limit; its pages still hold at most 1,000).
-const maxTop = 1000
-
 var errNameEmpty = azrules.New(http.StatusBadRequest, "TableNameEmpty", "The specified table name is empty.")
 
 // checkTableName applies the profile's table name rules with Azure's
@@ -223,17 +219,17 @@ func (s *Service) queryTables(q *request, one string) {
 }
 
 // topOf reads $top: 1 to 1,000 (no upper limit on Cosmos DB); absent is
-// maxTop. Anything else is 400 InvalidInput.
+// azrules.MaxTop. Anything else is 400 InvalidInput.
 func topOf(v map[string][]string, cosmos bool) (int, *azrules.Error) {
 	t, ok := v["$top"]
 	if !ok || len(t) == 0 {
-		return maxTop, nil
+		return azrules.MaxTop, nil
 	}
 	n, err := strconv.Atoi(t[0])
-	if err != nil || n < 1 || (!cosmos && n > maxTop) {
+	if err != nil || n < 1 || (!cosmos && n > azrules.MaxTop) {
 		return 0, errInvalidInput
 	}
-	return min(n, maxTop), nil
+	return min(n, azrules.MaxTop), nil
 }
 
 // serveService answers the account-level requests: service properties

@@ -9,7 +9,35 @@
 // reads one partition, RowKey bounds a range inside it, PartitionKey
 // bounds a range of partitions; anything else scans the table, and every
 // entity in the range is checked with keys.Filter.Match. Readers of a
-// table share its lock; a write holds it for the write alone.
+// table share its lock; a write holds it for the write alone, and stored
+// rows are never changed (a write replaces its row), so pages are encoded
+// after the lock is released.
+//
+// Azure's rules for entities and transactions are internal/azrules'
+// (the client's own definitions with the service's answers). Where the
+// service's behaviour is not documented, the emulator chooses, and says
+// so here:
+//
+//   - Filters are read by keys.ParseFilter; a filter it refuses is 400
+//     InvalidInput, although Azure may accept some (an Int32 literal out of
+//     range). Comparisons of different EDM types are false (Azurite
+//     promotes Int32 and Double to each other).
+//   - $select of a property an entity lacks writes it as null, as Azure
+//     does (Azurite leaves it out).
+//   - Properties are written sorted by name after PartitionKey, RowKey
+//     and Timestamp; Azure keeps its own order.
+//   - Continuation values are Azure's form (1!<length>!<base64>); a query
+//     page ends early only under EarlyEnd.
+//   - Delete Entity without If-Match is 400 MissingRequiredHeader
+//     (Azurite: 412).
+//   - Atom (XML) is refused with 415 AtomFormatNotSupported, as Azurite
+//     does; Azure answers it.
+//   - The operations of one transaction share one Timestamp and ETag.
+//   - A transaction holds changes only; a retrieve (GET) inside one is
+//     refused.
+//   - With Cosmos, partitions come in the order of a hash of their key
+//     (rows of one partition by RowKey), as Cosmos DB's results are not
+//     sorted.
 package tables
 
 import (
