@@ -417,16 +417,6 @@ var expectedFailures = []knownDiff{
 		},
 	},
 	{
-		name:     "unverified: the code for a refused key",
-		azurite:  "the strict proxy (internal/azrules): 400 OutOfRangeInput for a key over 512 characters or with / \\ # ? or a control character",
-		azure:    "emulator: 400 InvalidInput. Two parts of tablekit disagree; no recording shows Azure's code (and DESIGN.md fact 3 says Azure accepts keys up to 1 KiB)",
-		evidence: "none either way",
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return (strings.HasPrefix(r.label, "insert forbidden key") || strings.HasPrefix(r.label, "insert a 600-character")) &&
-				(d.key == "error code" || d.key == "header x-ms-error-code") && d.az == "OutOfRangeInput" && d.em == "InvalidInput"
-		},
-	},
-	{
 		name:     "unverified: NextTableName format",
 		azurite:  "x-ms-continuation-NextTableName: the name",
 		azure:    "emulator: 1!<n>!<base64>, as the entity keys. No recording of a table listing's continuation here",
