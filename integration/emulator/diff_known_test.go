@@ -1,0 +1,678 @@
+package emulator_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// knownDiff is a difference between Azurite's answer and the emulator's
+// that the comparison accepts, with its evidence. knownDifferences are
+// where Azurite departs from Azure and the emulator answers as Azure
+// does; expectedFailures are where the emulator departs from Azurite and
+// nothing shows Azure answers as the emulator does (a bug to fix, or a
+// question the evidence at hand leaves open): each names itself so that
+// it is removed when fixed (checkExplained fails once an entry explains
+// nothing).
+//
+// An entry explains a differing fact either as a whole (explains) or by
+// a rewrite of the facts' text that, applied to both answers with the
+// other entries' rewrites, makes them equal (rewrite returns its input
+// when it does not apply).
+type knownDiff struct {
+	name     string
+	azurite  string // what Azurite answers
+	azure    string // what Azure answers (known differences), or the emulator (expected failures)
+	evidence string
+	explains func(r *request, az, em *answer, d *fact) bool
+	rewrite  func(s string) string
+}
+
+// Evidence: recordings of real Azure Table storage kept by the Azure SDK
+// for JavaScript (github.com/Azure/azure-sdk-for-js, under
+// sdk/tables/data-tables/recordings/node/).
+const (
+	recListByPage = "azure-sdk-for-js recording tableclient_listentities/recording_should_list_by_page.js"
+	recDouble     = "azure-sdk-for-js recording tableclient_createentity_getentity_and_delete/recording_should_createentity_with_double_number_in_scientific_notation.json"
+	recDateTime   = "azure-sdk-for-js recording tableclient_createentity_getentity_and_delete/recording_should_createentity_with_datetime.json"
+	recSelect     = "azure-sdk-for-js recording tableclient_createentity_getentity_and_delete/recording_should_select_specific_properties.json"
+	recBatch      = "azure-sdk-for-js recordings batch_operations/recording_should_send_a_set_of_create_batch_operations.json and ..._update_batch_operations.json"
+	recSubError   = "azure-sdk-for-js recording batch_operations/recording_should_handle_sub_request_error.js"
+)
+
+var knownDifferences = []knownDiff{
+	{
+		name:     "success Content-Type",
+		azurite:  "Content-Type: application/json;odata=<format> on success, also on 204 No Content",
+		azure:    "application/json;odata=<format>;streaming=true;charset=utf-8, and no Content-Type on 204",
+		evidence: recListByPage + " (a 200 page); " + recDouble + " (a 200 point read, a 204 insert without Content-Type)",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if d.key != "header Content-Type" || !d.azOK || !strings.HasPrefix(d.az, "application/json;odata=") || strings.Contains(d.az, "streaming") {
+				return false
+			}
+			return (d.emOK && d.em == d.az+";streaming=true;charset=utf-8") || (!d.emOK && em.facts["status"] == "204")
+		},
+	},
+	{
+		name:     "continuation token format",
+		azurite:  "x-ms-continuation-NextPartitionKey/NextRowKey: the key in base64",
+		azure:    "1!<length of the base64>!<the key in base64, = written as ->",
+		evidence: recListByPage + " (NextPartitionKey 1!24!bGlzdEVudGl0aWVzVGVzdA--, NextRowKey 1!4!MTM-)",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if !strings.Contains(d.key, "x-ms-continuation-NextPartitionKey") && !strings.Contains(d.key, "x-ms-continuation-NextRowKey") {
+				return false
+			}
+			return d.azOK && d.emOK && azureToken(d.em) == d.az
+		},
+	},
+	{
+		name:     "Cache-Control and X-Content-Type-Options",
+		azurite:  "neither header on successful answers nor on a batch's operations",
+		azure:    "Cache-Control: no-cache and X-Content-Type-Options: nosniff on every answer and every batch operation",
+		evidence: recDouble + "; " + recBatch,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return !d.azOK && d.emOK && ((strings.HasSuffix(d.key, "header Cache-Control") && d.em == "no-cache") ||
+				(strings.HasSuffix(d.key, "header X-Content-Type-Options") && d.em == "nosniff"))
+		},
+	},
+	{
+		name:     "x-ms-version",
+		azurite:  "x-ms-version: its own newest version (2026-06-06) whatever the request asked",
+		azure:    "x-ms-version: the request's version (2019-02-02 here)",
+		evidence: recDouble + " (request and response both 2019-02-02)",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return d.key == "header x-ms-version" && d.em == tablehttpVersion && d.az != tablehttpVersion
+		},
+	},
+	{
+		name:     "Location of what an insert created",
+		azurite:  "no Location or DataServiceId header after an insert (alone or in a batch), no Location after Create Table",
+		azure:    "Location and DataServiceId: the entity's URL; Location: {base}/Tables('<name>') after Create Table",
+		evidence: recDouble + " (204 insert); " + recBatch + "; the azure-sdk-for-js nock recordings of Create Table (batch_operations/*.js: 201 with Location: https://…/Tables('batchTableTestnode'))",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return !d.azOK && d.emOK && (strings.HasSuffix(d.key, "header Location") || strings.HasSuffix(d.key, "header DataServiceId")) &&
+				(strings.Contains(d.em, "(PartitionKey=") || strings.Contains(d.em, "/Tables('"))
+		},
+	},
+	{
+		name:     "odata.metadata of queries and projections",
+		azurite:  "$metadata#Tables/@Element for a query of entities and for a point read of empty keys; $metadata#<table>/@Element for a point read with $select",
+		azure:    "$metadata#<table> for a query; $metadata#<table>/@Element&$select=<the selection> for a point read with $select",
+		evidence: recListByPage + " (query); " + recSelect + " (point read with $select)",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if d.key != "body odata.metadata" || !d.azOK || !d.emOK {
+				return false
+			}
+			return (strings.HasSuffix(d.az, `#Tables/@Element"`) &&
+				(strings.HasSuffix(d.em, `#`+r.table+`"`) || strings.HasSuffix(d.em, `#`+r.table+`/@Element"`) ||
+					strings.Contains(d.em, `#`+r.table+`&$select=`))) ||
+				(strings.HasPrefix(d.em, strings.TrimSuffix(d.az, `"`)+"&$select="))
+		},
+	},
+	{
+		name:     "batch operations' headers",
+		azurite:  "no Preference-Applied in a batch's operations; DataServiceVersion: 3.0; on updates and deletes; Content-Type of a failed operation without streaming=true",
+		azure:    "Preference-Applied on inserts; DataServiceVersion: 1.0; on updates and deletes; application/json;odata=minimalmetadata;streaming=true;charset=utf-8",
+		evidence: recBatch + "; " + recSubError,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if !strings.HasPrefix(d.key, "batch[") {
+				return false
+			}
+			switch {
+			case strings.HasSuffix(d.key, "header Preference-Applied"):
+				return !d.azOK && strings.HasPrefix(d.em, "return-")
+			case strings.HasSuffix(d.key, "header DataServiceVersion"):
+				return d.az == "3.0;" && d.em == "1.0;"
+			case strings.HasSuffix(d.key, "header Content-Type"):
+				return d.az == "application/json;odata=minimalmetadata;charset=utf-8" && d.em == "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
+			}
+			return false
+		},
+	},
+	{
+		name:     "filter types compared loosely",
+		azurite:  "compares a property with a literal of another EDM type by JavaScript's rules (5 gt '4' is true; an Int64 property equals its digits as a string)",
+		azure:    "a comparison of a property with a literal of another type is false",
+		evidence: `REST "Querying tables and entities": "The constant value must be of the same data type as the property in order for the filter to return valid results"; Azurite's QueryInterpreter/QueryNodes compare raw JSON values`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || em.facts["status"] != "200" {
+				return false
+			}
+			ok, loose, _ := rowsExplained(r, az, em)
+			return ok && loose
+		},
+	},
+	{
+		name:     "Int64 literal against a number",
+		azurite:  "500 with an empty body when a filter compares an Int64 literal (5L) with a property held as a JSON number or boolean (BigNumberNode calls startsWith on it)",
+		azure:    "200: the comparison is false, as for any literal of another type",
+		evidence: `REST "Querying tables and entities" (same data type rule); Azurite's BigNumberNode.compare`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if r.filter == nil || az.facts["status"] != "500" || em.facts["status"] != "200" || !int64AgainstNumber(r.filter, r.data) {
+				return false
+			}
+			return emAgrees(r, em)
+		},
+	},
+	{
+		name:     "DateTime compared to the millisecond",
+		azurite:  "a DateTime filter compares JavaScript Dates: 1601-01-01T00:00:00.0000001Z eq datetime'1601-01-01T00:00:00.0000000Z' is true",
+		azure:    "DateTime compared to its 100 ns tick",
+		evidence: "DESIGN.md fact 4 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || em.facts["status"] != "200" {
+				return false
+			}
+			ok, _, ms := rowsExplained(r, az, em)
+			return ok && ms
+		},
+	},
+	{
+		name:     "values outside their type",
+		azurite:  "201: stores an Int32 above 2^31-1, an Int64 above 2^63-1 or not a number, a DateTime that is no date, a Guid or Binary that does not parse",
+		azure:    "400 InvalidInput",
+		evidence: `REST "Understanding the Table service data model" (Edm.Int32 a 32-bit integer, Edm.Int64 a 64-bit integer, Edm.DateTime a UTC date and time, Edm.Guid a 128-bit GUID, Edm.Binary base64 bytes)`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return strings.HasPrefix(r.label, "refused: ") && az.facts["status"] == "201" && em.facts["status"] == "400" &&
+				em.facts["error code"] == "InvalidInput"
+		},
+	},
+	{
+		name:     "filter keywords in upper case",
+		azurite:  "accepts EQ, AND, NOT and the other keywords in any case",
+		azure:    "400 InvalidInput",
+		evidence: `REST "Querying tables and entities": "All parts of the filter string are case-sensitive."`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			f := r.query.Get("$filter")
+			return f != "" && az.facts["status"] == "200" && em.facts["status"] == "400" && upperKeyword(f)
+		},
+	},
+	{
+		name:     "errors without a body",
+		azurite:  "an error with an empty body (no x-ms-error-code, no request id): 500 for an unknown @odata.type; 400 for a body that is not JSON, $top=-1 or abc, a delete without If-Match",
+		azure:    "the error's x-ms-error-code and odata.error body (400 InvalidInput; MissingRequiredHeader for the delete)",
+		evidence: "every error of Azure's in the recordings carries x-ms-error-code and an odata.error body (" + recSubError + ")",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if az.facts["body"] != "<empty>" || em.facts["error code"] == "" {
+				return false
+			}
+			return az.facts["status"] == em.facts["status"] || (strings.HasPrefix(r.label, "refused: ") && az.facts["status"] == "500")
+		},
+	},
+	{
+		name:     "error without a code",
+		azurite:  `an invalid table name: 400 with "code":"" and no x-ms-error-code`,
+		azure:    "400 with its code (the emulator: OutOfRangeInput for the length, InvalidResourceName for the characters)",
+		evidence: "every error of Azure's in the recordings carries x-ms-error-code (" + recSubError + "); the codes themselves are not in a recording here",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return az.facts["error code"] == "" && em.facts["error code"] != "" && az.facts["status"] == em.facts["status"] &&
+				(d.key == "error code" || d.key == "header x-ms-error-code")
+		},
+	},
+	{
+		name:     "malformed literals accepted",
+		azurite:  "200 for a filter whose literal is malformed (12abc, 99999999999 as Int32, 5LL, 1.5.5, datetime'notadate', guid'nope', X'zz', a string in double quotes); 500 for 99999999999999999999L against a number",
+		azure:    "400 InvalidInput",
+		evidence: "the OData v3 URI conventions' literal forms, which the REST reference's filter syntax follows; a malformed literal is no filter",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return strings.HasPrefix(r.label, "malformed literal ") && (az.facts["status"] == "200" || az.facts["status"] == "500") &&
+				em.facts["status"] == "400"
+		},
+	},
+	{
+		name:     "$top not an integer",
+		azurite:  "$top=1.5 read as 1",
+		azure:    "400 InvalidInput",
+		evidence: "OData v3 URI conventions: $top's value is a non-negative integer",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return r.query.Get("$top") == "1.5" && az.facts["status"] == "200" && em.facts["status"] == "400"
+		},
+	},
+	{
+		name:     "$select=*",
+		azurite:  "$select=* reads * as a property name: entities with no properties",
+		azure:    "every property",
+		evidence: "OData v3 URI conventions: $select=* selects all properties",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return r.query.Get("$select") == "*" && strings.HasPrefix(d.key, "value[") && strings.HasPrefix(d.az, "odata.etag=")
+		},
+	},
+}
+
+// tablehttpVersion is the REST version the requests ask for.
+const tablehttpVersion = "2019-02-02"
+
+var (
+	reTrailingZeros = regexp.MustCompile(`(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d*?)0+Z`)
+	reNegZero       = regexp.MustCompile(`(^|=)-0\.0($|,| )`)
+	reBigDouble     = regexp.MustCompile(`(^|=)(-?\d{16,}\.0)($|,| )`)
+	reNullFirst     = regexp.MustCompile(`\b[A-Za-z0-9_]+=null, `)
+	reNullLast      = regexp.MustCompile(`(, )?\b[A-Za-z0-9_]+=null\b`)
+	reGUIDUpper     = regexp.MustCompile(`[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}`)
+	reLinkEscape    = regexp.MustCompile(`(%[0-9A-F]{2})+`)
+)
+
+var expectedFailures = []knownDiff{
+	{
+		name:     "emulator: DataServiceVersion on top-level answers",
+		azurite:  "no DataServiceVersion header on successful answers",
+		azure:    "emulator: DataServiceVersion: 3.0; on every answer. Azure's recorded successful answers carry none (only a batch's operations and errors do)",
+		evidence: recDouble + "; " + recListByPage,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return d.key == "header DataServiceVersion" && !d.azOK && d.em == "3.0;"
+		},
+	},
+	{
+		name:     "emulator: DateTime values padded to 7 digits",
+		azurite:  "a DateTime as the client sent it (2000-01-01T00:00:00Z)",
+		azure:    "emulator: always 7 fractional digits (2000-01-01T00:00:00.0000000Z). Azure returned 2020-09-17T00:00:00.99999Z as sent",
+		evidence: recDateTime,
+		rewrite: func(s string) string {
+			return reTrailingZeros.ReplaceAllStringFunc(s, func(m string) string {
+				g := reTrailingZeros.FindStringSubmatch(m)
+				if g[2] == "." {
+					return g[1] + "Z"
+				}
+				return g[1] + g[2] + "Z"
+			})
+		},
+	},
+	{
+		name:     "unverified: negative zero",
+		azurite:  "-0.0 stored and returned as 0.0",
+		azure:    "emulator: -0.0. No recording shows Azure's answer",
+		evidence: "none either way",
+		rewrite:  func(s string) string { return reNegZero.ReplaceAllString(s, "${1}0.0${2}") },
+	},
+	{
+		name:     "emulator and Azurite: Double text of large numbers",
+		azurite:  "1.2345678901234568e+20 written 123456789012345683968.0",
+		azure:    "emulator: 123456789012345680000.0. Neither is Azure's form: Azure wrote 1.23456789012346e+24 back as 1.23456789012346E+24",
+		evidence: recDouble,
+		rewrite: func(s string) string {
+			return reBigDouble.ReplaceAllStringFunc(s, func(m string) string {
+				g := reBigDouble.FindStringSubmatch(m)
+				f, err := strconv.ParseFloat(g[2], 64)
+				if err != nil {
+					return m
+				}
+				return g[1] + strconv.FormatFloat(f, 'g', -1, 64) + g[3]
+			})
+		},
+	},
+	{
+		name:     "unverified: $select of a property the entity lacks",
+		azurite:  "the property is left out",
+		azure:    "emulator: the property with the value null. No recording shows Azure's answer",
+		evidence: recSelect + " selects only existing properties",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return strings.HasPrefix(d.key, "body ") && !d.azOK && d.em == "null"
+		},
+		rewrite: func(s string) string { return reNullLast.ReplaceAllString(reNullFirst.ReplaceAllString(s, ""), "") },
+	},
+	{
+		name:     "unverified: a key compared with a literal that is not a string",
+		azurite:  "200 (the comparison is false for every entity), or 500 for an Int64 literal",
+		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
+		evidence: "none either way",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return r.filter != nil && em.facts["status"] == "400" && keyAgainstNonString(r.filter)
+		},
+	},
+	{
+		name:     "unverified: a literal before the property",
+		azurite:  "'a' lt S answered as S gt 'a'",
+		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
+		evidence: `REST "Querying tables and entities" says one side of a comparison must be a constant, not which one`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return r.filter != nil && em.facts["status"] == "400" && hasReversed(r.filter)
+		},
+	},
+	{
+		name:     "unverified: Guid and Binary ordered",
+		azurite:  "gt, ge, lt, le on a Guid or Binary compare their text (Binary as base64)",
+		azure:    "emulator: its own order (bytes). No recording shows Azure's order",
+		evidence: "none either way",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return r.filter != nil && isPageFact(d.key) && orderedGuidOrBinary(r.filter)
+		},
+	},
+	{
+		name:     "unverified: odata.editLink escaping",
+		azurite:  "odata.editLink and odata.id with the key as is (RowKey='88!C')",
+		azure:    "emulator: the key percent-escaped, quotes doubled (RowKey='88%21C'). No recording of such a key",
+		evidence: "none either way",
+		rewrite: func(s string) string {
+			if !strings.Contains(s, "odata.editLink=") && !strings.Contains(s, "odata.id=") {
+				return s
+			}
+			s = reLinkEscape.ReplaceAllStringFunc(s, func(m string) string {
+				u, err := url.PathUnescape(m)
+				if err != nil {
+					return m
+				}
+				return u
+			})
+			// Azurite does not double a quote in a key, the emulator
+			// does: quotes are left out of the comparison of such a fact.
+			return strings.ReplaceAll(s, "'", "")
+		},
+	},
+	{
+		name:     "unverified: Guid letters",
+		azurite:  "a Guid returned as the client wrote it (upper case kept)",
+		azure:    "emulator: lower case. No recording shows Azure's answer",
+		evidence: "none either way",
+		rewrite:  func(s string) string { return reGUIDUpper.ReplaceAllStringFunc(s, strings.ToLower) },
+	},
+	{
+		name:     "unverified: Content-Type of an error under full or no metadata",
+		azurite:  "an error answered with the Accept's format (odata=fullmetadata, odata=nometadata)",
+		azure:    "emulator: always odata=minimalmetadata. Azure's recorded errors are all under minimal metadata",
+		evidence: recSubError,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return d.key == "header Content-Type" && em.facts["error code"] != "" &&
+				(strings.Contains(d.az, "odata=fullmetadata") || strings.Contains(d.az, "odata=nometadata")) && strings.Contains(d.em, "odata=minimalmetadata")
+		},
+	},
+	{
+		name:     "unverified: $top=0",
+		azurite:  "200 with no entity and a continuation",
+		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
+		evidence: `REST "Query Operators Supported for the Table Service" bounds Take at 1,000, not below`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return r.query.Get("$top") == "0" && az.facts["status"] == "200" && em.facts["status"] == "400"
+		},
+	},
+	{
+		name:     "unverified: where a filtered page's continuation points",
+		azurite:  "after a page that filled $top: the keys of the next entity that matches, and no continuation when none does",
+		azure:    "emulator: the keys of the entity after the last one returned, matching or not. Azure documents that a page may come with a continuation and no more results",
+		evidence: `REST "Query Timeout and Pagination"`,
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			if r.query.Get("$filter") == "" || (d.azOK && !d.emOK) ||
+				(!strings.Contains(d.key, "x-ms-continuation-NextPartitionKey") && !strings.Contains(d.key, "x-ms-continuation-NextRowKey")) {
+				return false
+			}
+			for k, v := range az.facts {
+				if strings.HasPrefix(k, "value") && !sameAfterRewrites(v, em.facts[k]) {
+					return false
+				}
+			}
+			return true
+		},
+	},
+	{
+		name:     "unverified: a filter that is not a comparison",
+		azurite:  "true, S, I eq 1 and S, S/x eq 'a': 200",
+		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
+		evidence: "none either way",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return strings.HasPrefix(r.label, "not a comparison ") && az.facts["status"] == "200" && em.facts["status"] == "400"
+		},
+	},
+	{
+		name:     "unverified: NextTableName format",
+		azurite:  "x-ms-continuation-NextTableName: the name",
+		azure:    "emulator: 1!<n>!<base64>, as the entity keys. No recording of a table listing's continuation here",
+		evidence: "none either way",
+		explains: func(r *request, az, em *answer, d *fact) bool {
+			return strings.Contains(d.key, "x-ms-continuation-NextTableName") && azureToken(d.em) != "" &&
+				func() bool { b, _ := base64.StdEncoding.DecodeString(azureToken(d.em)); return string(b) == d.az }()
+		},
+	},
+}
+
+// sameAfterRewrites reports whether a and b are equal once every
+// entry's rewrite is applied to both.
+func sameAfterRewrites(a, b string) bool {
+	for _, rw := range rewrites {
+		a, b = rw(a), rw(b)
+	}
+	return a == b
+}
+
+// rewrites are the entries' rewrites, in order (set by init: the
+// entries refer to them).
+var rewrites []func(string) string
+
+func init() {
+	for _, k := range append(slices.Clip(knownDifferences), expectedFailures...) {
+		if k.rewrite != nil {
+			rewrites = append(rewrites, k.rewrite)
+		}
+	}
+}
+
+// emAgrees reports whether the emulator's rows agree with the filter's
+// documented answer on every entity whose verdict is certain.
+func emAgrees(r *request, em *answer) bool {
+	if !em.rowsKnown || r.data == nil {
+		return false
+	}
+	for _, e := range r.data {
+		if v := r.filter.eval(e); v.known && slices.Contains(em.rows, e.key()) != v.val {
+			return false
+		}
+	}
+	return true
+}
+
+// sameMillisecond reports whether e has a DateTime property in the same
+// millisecond as, but not equal to, a DateTime literal of f.
+func sameMillisecond(f *fnode, e *gentity) bool {
+	switch f.op {
+	case "and", "or":
+		return sameMillisecond(f.l, e) || sameMillisecond(f.r, e)
+	case "not":
+		return sameMillisecond(f.l, e)
+	}
+	if f.lit.t != tDateTime {
+		return false
+	}
+	for _, p := range e.props {
+		if p.v.t == tDateTime && p.v.ticks != f.lit.ticks && p.v.ticks/10_000 == f.lit.ticks/10_000 {
+			return true
+		}
+	}
+	return false
+}
+
+// upperKeyword reports whether a filter's text has an operator keyword
+// not in lower case (outside string literals).
+func upperKeyword(f string) bool {
+	in := false
+	var word strings.Builder
+	check := func() bool {
+		w := word.String()
+		word.Reset()
+		l := strings.ToLower(w)
+		return w != l && slices.Contains([]string{"eq", "ne", "gt", "ge", "lt", "le", "and", "or", "not"}, l)
+	}
+	for _, c := range f + " " {
+		switch {
+		case c == '\'':
+			in = !in
+		case in:
+		case c == ' ' || c == '(' || c == ')':
+			if check() {
+				return true
+			}
+		default:
+			word.WriteRune(c)
+		}
+	}
+	return false
+}
+
+// keyAgainstNonString reports whether f compares PartitionKey or RowKey
+// with a literal that is not a string.
+func keyAgainstNonString(f *fnode) bool {
+	switch f.op {
+	case "and", "or":
+		return keyAgainstNonString(f.l) || keyAgainstNonString(f.r)
+	case "not":
+		return keyAgainstNonString(f.l)
+	}
+	return (f.prop == "PartitionKey" || f.prop == "RowKey") && f.lit.t != tString
+}
+
+// hasReversed reports whether f has a comparison written literal first.
+func hasReversed(f *fnode) bool {
+	switch f.op {
+	case "and", "or":
+		return hasReversed(f.l) || hasReversed(f.r)
+	case "not":
+		return hasReversed(f.l)
+	}
+	return f.reversed
+}
+
+// orderedGuidOrBinary reports whether f orders a Guid or Binary literal
+// (gt, ge, lt, le).
+func orderedGuidOrBinary(f *fnode) bool {
+	switch f.op {
+	case "and", "or":
+		return orderedGuidOrBinary(f.l) || orderedGuidOrBinary(f.r)
+	case "not":
+		return orderedGuidOrBinary(f.l)
+	case "eq", "ne":
+		return false
+	}
+	return f.lit.t == tGuid || f.lit.t == tBinary
+}
+
+// azureToken decodes Azure's continuation form 1!<n>!<base64 with - for
+// => back to the plain base64 Azurite sends, or "" when tok is not in
+// that form.
+func azureToken(tok string) string {
+	parts := strings.SplitN(tok, "!", 3)
+	if len(parts) != 3 || parts[0] != "1" || fmt.Sprint(len(parts[2])) != parts[1] {
+		return ""
+	}
+	b64 := strings.ReplaceAll(parts[2], "-", "=")
+	if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
+		return ""
+	}
+	return b64
+}
+
+// isPageFact reports whether a fact is part of a query page's content:
+// its rows, their count, its continuation.
+func isPageFact(k string) bool {
+	return strings.HasPrefix(k, "value") || strings.Contains(k, "x-ms-continuation-Next")
+}
+
+// expectedRows are the keys of the entities of data for which f holds
+// by Azure's documented rules, in the service's order; with strict, an
+// entity whose verdict is uncertain is left out.
+func expectedRows(f *fnode, data []*gentity, strict bool) []string {
+	var rows []string
+	for _, e := range data {
+		if v := f.eval(e); v.val && (v.known || !strict) {
+			rows = append(rows, e.key())
+		}
+	}
+	return rows
+}
+
+// mismatched reports whether f compares a property of some entity of
+// data with a literal of another type.
+func mismatched(f *fnode, data []*gentity) bool {
+	for _, e := range data {
+		if f.eval(e).mismatch {
+			return true
+		}
+	}
+	return false
+}
+
+// rowsExplained reports whether the emulator's rows are the documented
+// answer (where it is certain) and Azurite's depart from them only on
+// entities where the filter met a property of another type than its
+// literal (loose) or a DateTime in the same millisecond as a literal
+// (ms), and which of the two explanations it needed.
+func rowsExplained(r *request, az, em *answer) (ok, loose, ms bool) {
+	if !az.rowsKnown || !emAgrees(r, em) {
+		return false, false, false
+	}
+	for _, e := range r.data {
+		if slices.Contains(az.rows, e.key()) == slices.Contains(em.rows, e.key()) {
+			continue
+		}
+		switch {
+		case r.filter.eval(e).mismatch:
+			loose = true
+		case sameMillisecond(r.filter, e):
+			ms = true
+		default:
+			return false, false, false
+		}
+	}
+	return true, loose, ms
+}
+
+// int64AgainstNumber reports whether f compares an Int64 literal with a
+// property some entity of data holds as a JSON number or boolean.
+func int64AgainstNumber(f *fnode, data []*gentity) bool {
+	switch f.op {
+	case "and", "or":
+		return int64AgainstNumber(f.l, data) || int64AgainstNumber(f.r, data)
+	case "not":
+		return int64AgainstNumber(f.l, data)
+	}
+	if f.lit.t != tInt64 {
+		return false
+	}
+	for _, e := range data {
+		if v, ok := e.prop(f.prop); ok {
+			switch v.t {
+			case tInt32, tBool:
+				return true
+			case tDouble:
+				if !strings.HasPrefix(v.json, `"`) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// knownMarkdown is the table of known differences as docs/EMULATOR.md
+// shows it.
+func knownMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| difference | Azurite answers | Azure (and the emulator) answers | evidence |\n|---|---|---|---|\n")
+	for _, k := range knownDifferences {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", k.name, k.azurite, k.azure, k.evidence)
+	}
+	b.WriteString("\n| expected failure | Azurite answers | the emulator answers | evidence |\n|---|---|---|---|\n")
+	for _, k := range expectedFailures {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", k.name, k.azurite, k.azure, k.evidence)
+	}
+	return b.String()
+}
+
+// TestDiffKnownEntries checks the table itself: every entry has its two
+// answers and its evidence, and names are unique.
+func TestDiffKnownEntries(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range append(slices.Clone(knownDifferences), expectedFailures...) {
+		if k.name == "" || k.azurite == "" || k.azure == "" || k.evidence == "" || (k.explains == nil && k.rewrite == nil) {
+			t.Errorf("entry %q: name, both answers, evidence and explains or rewrite are all required", k.name)
+		}
+		if seen[k.name] {
+			t.Errorf("entry %q: the name is used twice", k.name)
+		}
+		seen[k.name] = true
+	}
+	if testing.Verbose() {
+		t.Logf("known differences:\n%s", knownMarkdown())
+	}
+}
