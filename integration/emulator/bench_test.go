@@ -18,7 +18,7 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
-// The service benchmarks put tablekit's emulator (impl=tablekit) beside
+// The benchService benchmarks put tablekit's emulator (impl=tablekit) beside
 // Azurite (impl=azurite), each started by the benchmark, with the same
 // client, the same concurrency and the same work: the raw aztables client
 // for point reads and writes and for the page, tablekit's BulkWrite for
@@ -54,14 +54,14 @@ func newRow(i int) *benchRow {
 	}
 }
 
-// service is one side: a connection string and how to stop it.
-type service struct {
+// benchService is one side: a connection string and how to stop it.
+type benchService struct {
 	name    string
 	connStr string
 	stop    func()
 }
 
-func startSides(b *testing.B) []service {
+func startSides(b *testing.B) []benchService {
 	b.Helper()
 	em, err := emulator.Start(context.Background(), nil)
 	if err != nil {
@@ -73,7 +73,7 @@ func startSides(b *testing.B) []service {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { em.Stop(); az.Stop() })
-	return []service{
+	return []benchService{
 		{name: "tablekit", connStr: em.ConnectionString},
 		{name: "azurite", connStr: az.ConnectionString},
 	}
