@@ -85,7 +85,8 @@ func AccountOverLimit() *Error {
 // for an insert), and returns Azure's answer to the first rule broken, in
 // the order the service checks them, or nil:
 //
-//	a key keys.ValidateKey refuses                    400 OutOfRangeInput
+//	a key over keys.MaxKeyUnits                       400 OutOfRangeInput
+//	a key with a character keys.ValidateKey refuses   400 InvalidInput
 //	a property name longer than entity.MaxPropertyNameLength
 //	                                                  400 PropertyNameTooLong
 //	a name entity.ValidatePropertyName refuses        400 PropertyNameInvalid
@@ -100,8 +101,11 @@ func AccountOverLimit() *Error {
 // answer does not depend on a map's order. e.PartitionKey and e.RowKey
 // are not looked at.
 func CheckEntity(pk, rk string, e entity.Entity) *Error {
-	if keys.ValidateKey("PartitionKey", pk) != nil || keys.ValidateKey("RowKey", rk) != nil {
-		return badRequest(CodeOutOfRangeInput, MsgOutOfRangeInput)
+	if e := checkKey("PartitionKey", pk); e != nil {
+		return e
+	}
+	if e := checkKey("RowKey", rk); e != nil {
+		return e
 	}
 	names := make([]string, 0, len(e.Properties))
 	for name := range e.Properties {
@@ -238,4 +242,30 @@ func utf16Len(s string) int {
 		n += utf16.RuneLen(r)
 	}
 	return n
+}
+
+// MsgInvalidKeyCharacters is Azure's message for a key holding a
+// character keys may not hold.
+const MsgInvalidKeyCharacters = "The key value contains invalid characters ('/', '\\', '#', '?' and control characters are not allowed)."
+
+// checkKey is Azure's answer to a PartitionKey or RowKey keys.ValidateKey
+// refuses: too long is out of range; a forbidden character is invalid
+// input (Azure answered InvalidInput to a '/' in a RowKey:
+// azure-storage-net issue 386, 2017; the message is the one Azure's
+// Tables team quotes in azure-sdk-for-python issue 29106, 2023).
+func checkKey(name, k string) *Error {
+	if keys.ValidateKey(name, k) == nil {
+		return nil
+	}
+	units := 0
+	for _, r := range k {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	if units > keys.MaxKeyUnits {
+		return badRequest(CodeOutOfRangeInput, MsgOutOfRangeInput)
+	}
+	return badRequest(CodeInvalidInput, MsgInvalidKeyCharacters)
 }
