@@ -9,8 +9,7 @@ import (
 // mustJSON is v as the service's JSON (every EDM type annotated).
 func mustJSON(tb testing.TB, v any) []byte {
 	tb.Helper()
-	var c entity.Codec
-	b, err := c.Marshal(v)
+	b, err := entity.Marshal(v)
 	if err != nil {
 		tb.Fatal(err)
 	}

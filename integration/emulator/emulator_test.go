@@ -1,0 +1,197 @@
+package emulator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/integration/emulator"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+type row struct {
+	PartitionKey, RowKey string
+	N                    int
+}
+
+func openTable(t *testing.T, connStr string, opts *tablekit.AccountOptions) *patterns.Table[row] {
+	t.Helper()
+	acct, err := tablekit.Connect(connStr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := patterns.NewTable[row](acct, "rows", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// Start refuses an account it cannot serve, before listening.
+func TestStartRefusesBadAccounts(t *testing.T) {
+	for _, o := range []emulator.Options{
+		{AccountName: "Bad_Name"},
+		{AccountName: "ab"},
+		{AccountKey: "not base64!"},
+	} {
+		if em, err := emulator.Start(context.Background(), &o); err == nil {
+			em.Stop()
+			t.Errorf("Start(%+v) succeeded", o)
+		}
+	}
+}
+
+// An instance with its own account: the connection string carries it,
+// the development key does not open it, and two instances are separate.
+func TestOwnAccountAndSeparateInstances(t *testing.T) {
+	const key = "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkwMTIzNDU2Nzg5MA=="
+	em := emulator.StartTB(t, &emulator.Options{AccountName: "myaccount", AccountKey: key})
+	if !strings.Contains(em.ConnectionString, "AccountName=myaccount;") || !strings.HasSuffix(em.TableURL, "/myaccount") {
+		t.Fatalf("connection string %q, table URL %q", em.ConnectionString, em.TableURL)
+	}
+	tbl := openTable(t, em.ConnectionString, nil)
+	ctx := context.Background()
+	if err := tbl.Insert(ctx, &row{PartitionKey: "p", RowKey: "r", N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(em.ConnectionString, key, emulator.DevAccountKey, 1)
+	acct, err := tablekit.Connect(wrong, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := patterns.NewTable[row](acct, "rows", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Get(ctx, "p", "r", nil); !errors.Is(err, tablekit.ErrAuthorization) && !strings.Contains(fmt.Sprint(err), "AuthenticationFailed") {
+		t.Errorf("Get signed with the wrong key: %v, want 403 AuthenticationFailed", err)
+	}
+	second := openTable(t, emulator.StartTB(t, nil).ConnectionString, nil)
+	if _, err := second.Get(ctx, "p", "r", nil); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("a second instance sees the first one's entity: %v", err)
+	}
+}
+
+// Latency holds every table request; Throttle answers 503 ServerBusy over
+// a target and Stats counts it; azcore's retries then get through.
+func TestLatencyAndThrottle(t *testing.T) {
+	em := emulator.StartTB(t, &emulator.Options{
+		Latency:  20 * time.Millisecond,
+		Throttle: &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 50, AccountEntitiesPerSecond: -1},
+	})
+	var statuses []int
+	record := policy.Policy(policyFunc(func(req *policy.Request) (*http.Response, error) {
+		resp, err := req.Next()
+		if err == nil {
+			statuses = append(statuses, resp.StatusCode)
+		}
+		return resp, err
+	}))
+	tbl := openTable(t, em.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{record},
+		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond, MaxRetryDelay: 100 * time.Millisecond, MaxRetries: 20},
+	}})
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := tbl.Get(ctx, "p", "missing", nil); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("a Get took %v with 20 ms of latency", d)
+	}
+	var rows []row
+	for i := range 100 {
+		rows = append(rows, row{PartitionKey: "p", RowKey: fmt.Sprintf("r%03d", i)})
+	}
+	res, err := tbl.BulkWrite(ctx, rows, nil)
+	if err != nil {
+		t.Fatalf("BulkWrite: %v (%+v)", err, res)
+	}
+	n, err := tbl.Count(ctx, keys.PK().Eq("p"), nil)
+	if err != nil || n != 100 {
+		t.Fatalf("Count = %d, %v; want 100", n, err)
+	}
+	s := em.Stats()
+	if s.Throttled == 0 || s.Entities < 100 {
+		t.Errorf("Stats %+v: want throttled requests and at least 100 entities charged", s)
+	}
+	throttled := 0
+	for _, st := range statuses {
+		if st == http.StatusServiceUnavailable {
+			throttled++
+		}
+	}
+	if int64(throttled) != s.Throttled {
+		t.Errorf("the client saw %d answers 503, Stats says %d", throttled, s.Throttled)
+	}
+}
+
+type policyFunc func(req *policy.Request) (*http.Response, error)
+
+func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }
+
+// With EarlyEnd and the scale model, pages end early (some empty), and a
+// query, a count and a scan still see every entity once.
+func TestEarlyEndOnTheScaleModel(t *testing.T) {
+	em := emulator.StartTB(t, &emulator.Options{
+		EarlyEnd: &emulator.EarlyEnd{Seed: 7, Probability: 0.5},
+		Scale:    &emulator.ScaleOptions{EntityTime: -1, Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: -1, AccountEntitiesPerSecond: -1}},
+	})
+	counter := &tablekit.RequestCounter{}
+	tbl := openTable(t, em.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{counter}}})
+	ctx := context.Background()
+	var rows []row
+	for p := range 20 {
+		for r := range 30 {
+			rows = append(rows, row{PartitionKey: fmt.Sprintf("p%02d", p), RowKey: fmt.Sprintf("r%02d", r), N: p*100 + r})
+		}
+	}
+	if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	got, err := patterns.Collect(tbl.Query(ctx, keys.Filter{}, &patterns.QueryOptions{AllowTableScan: true, Top: 50}))
+	if err != nil || len(got) != len(rows) {
+		t.Fatalf("Query: %d rows, %v; want %d", len(got), err, len(rows))
+	}
+	if n := counter.Take(); n <= int64(len(rows)/50) {
+		t.Errorf("the query took %d pages of at most 50 for %d rows: no page ended early", n, len(rows))
+	}
+	for i := range got {
+		if got[i] != rows[i] {
+			t.Fatalf("row %d: %+v, want %+v (order or content)", i, got[i], rows[i])
+		}
+	}
+	n, err := tbl.Count(ctx, keys.Filter{}, &patterns.WhereOptions{AllowTableScan: true})
+	if err != nil || n != len(rows) {
+		t.Fatalf("Count = %d, %v", n, err)
+	}
+	seen := map[string]bool{}
+	if _, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []row) error {
+		for _, it := range items {
+			k := it.PartitionKey + "/" + it.RowKey
+			if seen[k] {
+				return fmt.Errorf("%s seen twice", k)
+			}
+			seen[k] = true
+		}
+		return nil
+	}, nil); err != nil || len(seen) != len(rows) {
+		t.Fatalf("Scan: %d rows, %v", len(seen), err)
+	}
+	if s := em.Stats(); s.Pages == 0 {
+		t.Errorf("Stats %+v: the model served no pages", s)
+	}
+}
