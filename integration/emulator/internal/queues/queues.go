@@ -68,9 +68,6 @@ var (
 	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
 	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
 	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-	errInvalidQuery     = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
-	errOutOfRangeQuery  = azrules.New(http.StatusBadRequest, "OutOfRangeQueryParameterValue", "One of the query parameters specified in the request URI is outside the permissible range.")
-	errMissingQuery     = azrules.New(http.StatusBadRequest, "MissingRequiredQueryParameter", "A query parameter that's mandatory for this request is not specified.")
 	errUnsupportedVerb  = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
 	errInvalidURI       = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
 	errInvalidName      = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
@@ -93,14 +90,23 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", serverHeader)
 	if r.Method == http.MethodOptions {
 		if e := s.preflight(w, r); e != nil {
-			azrules.WriteXML(w, r, e)
+			writeError(w, r, e)
 		}
 		return
 	}
 	w = s.withCORS(w, r)
 	if e := s.serve(w, r); e != nil {
-		azrules.WriteXML(w, r, e)
+		writeError(w, r, e)
 	}
+}
+
+// writeError answers r with e. A 401 (a request without credentials)
+// carries Azure's WWW-Authenticate challenge.
+func writeError(w http.ResponseWriter, r *http.Request, e *azrules.Error) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", auth.WWWAuthenticate)
+	}
+	azrules.WriteXML(w, r, e)
 }
 
 // serve routes r by its path: the account, then a queue, then its

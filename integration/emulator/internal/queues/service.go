@@ -3,6 +3,7 @@ package queues
 import (
 	"encoding/xml"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -59,7 +60,10 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 		s.writeXML(w, r, http.StatusOK, &st)
 		return nil
 	}
-	return errInvalidQuery
+	if comp == "properties" || comp == "stats" {
+		return azrules.InvalidQueryParameter("restype", restype, "")
+	}
+	return azrules.InvalidQueryParameter("comp", comp, "")
 }
 
 // listResult is List Queues' answer.
@@ -111,10 +115,10 @@ func (s *Service) listQueues(w http.ResponseWriter, r *http.Request, q url.Value
 	if v, ok := q["maxresults"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil {
-			return errInvalidQuery
+			return azrules.InvalidQueryParameter("maxresults", v[0], "")
 		}
 		if n <= 0 {
-			return errOutOfRangeQuery
+			return azrules.OutOfRangeQueryParameter("maxresults", v[0], 1, math.MaxInt32)
 		}
 		res.MaxResults = &n
 		limit = min(n, maxListResults)
@@ -136,7 +140,7 @@ func (s *Service) listQueues(w http.ResponseWriter, r *http.Request, q url.Value
 			withMeta = true
 		case "":
 		default:
-			return errInvalidQuery
+			return azrules.InvalidQueryParameter("include", q.Get("include"), "")
 		}
 	}
 
