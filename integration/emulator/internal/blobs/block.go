@@ -86,11 +86,12 @@ func (s *Service) putBlob(q *request) *azrules.Error {
 	rh.Set("ETag", etag)
 	rh.Set("Last-Modified", httpTime(now))
 	if kind == blockBlob {
+		// Azure answers a block blob's Put Blob with both sums, whichever
+		// the request sent (a recorded session, azblob's
+		// TestBlobDownloadDataOffsetOutOfRange: neither sent, both answered).
 		sum := md5.Sum(data)
 		rh.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-		if sums.sentCRC {
-			rh.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(sums.crc64))
-		}
+		rh.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(sums.crc64))
 	}
 	rh.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
