@@ -149,11 +149,16 @@ type messagesList struct {
 // rfc1123 is a time as the Queue service writes it.
 func rfc1123(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 
-// The reasons Put Message gives for a time to live it refuses (Azurite's
-// wording, which follows Azure's answers).
+// The reasons Azure gives in an InvalidQueryParameterValue: a visibility
+// timeout not shorter than the time to live and a malformed pop receipt
+// as real answers recorded by the Azure SDK for JavaScript's tests word
+// them (2019, version 2018-03-28; Azurite adds a period to the first); a
+// time to live below 1 and not -1 in Azurite's words, no answer of
+// Azure's being at hand.
 const (
 	reasonTTL        = "Value must be greater than or equal to 1, or -1 to indicate an infinite TTL."
-	reasonTimeoutTTL = "messagettl must be greater than visibilitytimeout."
+	reasonTimeoutTTL = "messagettl must be greater than visibilitytimeout"
+	reasonPopReceipt = "Invalid pop receipt format"
 )
 
 // putMessage answers Put Message: visibilitytimeout 0 to 7 days (default
@@ -291,7 +296,7 @@ func popReceipt(qv url.Values) (string, *azrules.Error) {
 		return "", azrules.MissingQueryParameter("popreceipt")
 	}
 	if !wellFormedReceipt(v[0]) {
-		return "", azrules.InvalidQueryParameter("popreceipt", v[0], "")
+		return "", azrules.InvalidQueryParameter("popreceipt", v[0], reasonPopReceipt)
 	}
 	return v[0], nil
 }
