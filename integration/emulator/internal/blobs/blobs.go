@@ -287,7 +287,7 @@ func unsupported(q *request) *azrules.Error {
 		"stats", "properties", "incrementalcopy", "rename":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}
-	return errInvalidQuery
+	return azrules.InvalidQueryParameter("comp", q.comp, "")
 }
 
 // setCommon sets the headers every answer carries.
