@@ -21,6 +21,7 @@ package blobs
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,15 +60,17 @@ func New(cfg Config) *Service {
 type request struct {
 	w         http.ResponseWriter
 	r         *http.Request
-	container string // empty for a service-level request
-	blob      string // empty for a service- or container-level request
+	container string     // empty for a service-level request
+	blob      string     // empty for a service- or container-level request
+	query     url.Values // the URL's query, parsed once
 	restype   string
 	comp      string
 }
 
 // ServeHTTP answers one request to the Blob service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := &request{w: w, r: r, restype: r.URL.Query().Get("restype"), comp: r.URL.Query().Get("comp")}
+	query := r.URL.Query()
+	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	account, rest, _ := strings.Cut(path, "/")
 	if account != s.cfg.Account {
@@ -189,7 +192,7 @@ func (s *Service) serveContainer(q *request) *azrules.Error {
 // serveBlob answers the operations on a blob.
 func (s *Service) serveBlob(q *request) *azrules.Error {
 	m := q.r.Method
-	if q.r.URL.Query().Has("snapshot") || q.r.URL.Query().Has("versionid") {
+	if q.query.Has("snapshot") || q.query.Has("versionid") {
 		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
 	}
 	switch {

@@ -100,7 +100,7 @@ func (s *Service) putBlob(q *request) *azrules.Error {
 // blockID reads the blockid query parameter: base64 of at most 64
 // bytes.
 func blockID(q *request) (string, *azrules.Error) {
-	v := q.r.URL.Query()
+	v := q.query
 	if !v.Has("blockid") {
 		return "", azrules.MissingQueryParameter("blockid")
 	}
@@ -356,7 +356,7 @@ type xmlBlockList struct {
 // only uncommitted blocks.
 func (s *Service) getBlockList(q *request) *azrules.Error {
 	var wantC, wantU bool
-	switch v := q.r.URL.Query().Get("blocklisttype"); v {
+	switch v := q.query.Get("blocklisttype"); v {
 	case "", "committed":
 		wantC = true
 	case "uncommitted":

@@ -153,7 +153,7 @@ type listParams struct {
 // parseList reads prefix, marker, maxresults and include. maxresults
 // must be a positive integer; above 5000 it is 5000.
 func parseList(q *request, includes []string) (listParams, *azrules.Error) {
-	v := q.r.URL.Query()
+	v := q.query
 	p := listParams{prefix: v.Get("prefix"), marker: v.Get("marker"), delimiter: v.Get("delimiter"), max: maxResults}
 	if m := v.Get("maxresults"); m != "" {
 		n, err := strconv.Atoi(m)
@@ -274,7 +274,7 @@ func (s *Service) listContainers(q *request) *azrules.Error {
 // echoListParams sets the elements a listing echoes: those the request
 // gave.
 func echoListParams(q *request, prefix, marker **string, max **int, p listParams) {
-	v := q.r.URL.Query()
+	v := q.query
 	if v.Has("prefix") {
 		*prefix = &p.prefix
 	}
