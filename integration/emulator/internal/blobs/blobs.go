@@ -63,6 +63,7 @@ type request struct {
 	container string     // empty for a service-level request
 	blob      string     // empty for a service- or container-level request
 	query     url.Values // the URL's query, parsed once
+	secondary bool       // sent to the account's secondary endpoint
 	restype   string
 	comp      string
 }
@@ -73,7 +74,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	account, rest, _ := strings.Cut(path, "/")
-	if account != s.cfg.Account {
+	switch account {
+	case s.cfg.Account:
+	case s.cfg.Account + secondarySuffix:
+		q.secondary = true
+	default:
 		writeError(w, r, errInvalidURI)
 		return
 	}
@@ -89,6 +94,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if e != nil {
 		writeError(w, r, e)
+		return
+	}
+	if q.secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		resource := byte('o')
+		if q.container == "" {
+			resource = 's'
+		} else if q.blob == "" {
+			resource = 'c'
+		}
+		writeError(w, r, s.refuse(q, resource, errSecondaryWrite))
 		return
 	}
 	switch {
@@ -150,6 +165,16 @@ func (s *Service) serveAccount(q *request) *azrules.Error {
 		h.Set("x-ms-is-hns-enabled", "false")
 		q.w.WriteHeader(http.StatusOK)
 		return nil
+	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "service" && q.comp == "properties":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		return s.serviceProperties(q)
+	case m == http.MethodGet && q.restype == "service" && q.comp == "stats":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		return s.serviceStats(q)
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -185,6 +210,14 @@ func (s *Service) serveContainer(q *request) *azrules.Error {
 			return e
 		}
 		return s.listBlobs(q)
+	case read && q.comp == "acl":
+		// Azure lets only the account owner read a container's ACL; the
+		// Authenticator has no Shared-Key-only operation, so any valid
+		// SAS passes too (Permission 0), as for the Queue service's ACLs.
+		if e := s.authorize(q, 'c', 0); e != nil {
+			return e
+		}
+		return s.containerACL(q)
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
