@@ -77,6 +77,19 @@ var (
 	errMetadataTooLarge = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
 )
 
+// secondarySuffix ends the account segment of a request to the
+// account's read-only secondary endpoint (path-style, as Azurite takes
+// it: /ACCOUNT-secondary/...). Azure's secondary of an RA-GRS account
+// serves reads; the emulator's answers them from the same data, with no
+// replication lag.
+const secondarySuffix = "-secondary"
+
+// errSecondaryWrite answers a write sent to the secondary endpoint. Azure
+// answers 403 (AzCopy logs "403 Write operations are not allowed",
+// Storage Explorer issue 4806); its error code is not at hand, and the
+// emulator's is the generic one of a request not authorized.
+var errSecondaryWrite = azrules.New(http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed.")
+
 // now is the service's time.
 func (s *Service) now() time.Time {
 	if s.cfg.Now != nil {
@@ -114,17 +127,33 @@ func writeError(w http.ResponseWriter, r *http.Request, e *azrules.Error) {
 // once it has answered.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) *azrules.Error {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if parts[0] != s.cfg.Account {
+	secondary := parts[0] == s.cfg.Account+secondarySuffix
+	if parts[0] != s.cfg.Account && !secondary {
 		return errInvalidURI
 	}
 	// A trailing slash addresses the same resource (".../queue/").
 	if n := len(parts); n > 1 && parts[n-1] == "" {
 		parts = parts[:n-1]
 	}
+	// A write to the secondary is refused once the request is
+	// authenticated (Permission 0: any signature of the account).
+	if secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		resource, name := byte('s'), ""
+		if len(parts) > 1 {
+			resource, name = 'c', parts[1]
+		}
+		if len(parts) > 2 {
+			resource = 'o'
+		}
+		if e := s.authorize(r, resource, 0, name); e != nil {
+			return e
+		}
+		return errSecondaryWrite
+	}
 	q := r.URL.Query()
 	switch len(parts) {
 	case 1:
-		return s.serveService(w, r, q)
+		return s.serveService(w, r, q, secondary)
 	case 2:
 		if e := validName(parts[1]); e != nil {
 			return e

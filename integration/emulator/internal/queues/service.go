@@ -14,8 +14,9 @@ import (
 )
 
 // serveService answers the account-level operations: List Queues, Get and
-// Set Queue Service Properties, Get Queue Service Stats.
-func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Values) *azrules.Error {
+// Set Queue Service Properties, Get Queue Service Stats (on the secondary
+// endpoint).
+func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Values, secondary bool) *azrules.Error {
 	comp, restype := q.Get("comp"), q.Get("restype")
 	switch {
 	case comp == "list" && restype == "":
@@ -50,6 +51,12 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 		}
 		if e := s.authorize(r, 's', 'r', ""); e != nil {
 			return e
+		}
+		// Azure answers statistics on the secondary endpoint only (on
+		// the primary: 400 InvalidQueryParameterValue, as Azurite
+		// answers too).
+		if !secondary {
+			return azrules.InvalidQueryParameter("comp", comp, "")
 		}
 		var st struct {
 			XMLName xml.Name `xml:"StorageServiceStats"`
