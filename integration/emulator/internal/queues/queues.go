@@ -6,7 +6,9 @@
 //
 // Requests arrive path-style: /ACCOUNT for the service,
 // /ACCOUNT/QUEUE for a queue, /ACCOUNT/QUEUE/messages and
-// /ACCOUNT/QUEUE/messages/ID for messages. Every request is authorized
+// /ACCOUNT/QUEUE/messages/ID for messages; /ACCOUNT-secondary/... for the
+// read-only secondary endpoint, which also gives the service's
+// statistics. Every request is authorized
 // (Config.Auth) before any work, with the SAS resource type and
 // permission the REST reference gives for its operation.
 //
