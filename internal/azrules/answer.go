@@ -20,10 +20,28 @@ import (
 // status, the error code (the body's code, and for the Blob and Queue
 // services x-ms-error-code) and the
 // message's first line (the service appends RequestId and Time).
+// Details are the further elements the Blob and Queue services put in
+// the XML body after Message (QueryParameterName, HeaderName, Reason,
+// ...); the Table service's JSON has no place for them.
 type Error struct {
 	Status  int
 	Code    string
 	Message string
+	Details []Detail
+}
+
+// Detail is one element of an XML error body after Message: Name is the
+// element's name, Value its text.
+type Detail struct {
+	Name, Value string
+}
+
+// WithDetails returns a copy of e carrying details after e's own: the
+// answers are shared values, so they are never changed in place.
+func (e *Error) WithDetails(details ...Detail) *Error {
+	c := *e
+	c.Details = append(append([]Detail(nil), e.Details...), details...)
+	return &c
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -98,7 +116,8 @@ func ODataBody(code, message, id string) []byte {
 // (odata.error) with the Table service's headers. Azure's Table service
 // puts the code in the body only, with no x-ms-error-code header (real
 // sessions recorded in 2021 and 2024, internal/replay's testdata); azcore
-// reads it from the body.
+// reads it from the body. e's Details are left out: the Table service's
+// JSON error has no place for them.
 func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
 	id := RequestID()
 	h := w.Header()
@@ -111,15 +130,26 @@ func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
 	}
 }
 
-// XMLBody is the Blob and Queue services' XML error body. The message's
-// line breaks are written as they are, as Azure writes them (encoding/xml
-// would write &#xA;, which some SDKs' parsers do not decode).
-func XMLBody(code, message, id string) []byte {
+// XMLBody is the Blob and Queue services' XML error body: Code, Message,
+// then one element per detail, in order. The message's line breaks are
+// written as they are, as Azure writes them (encoding/xml would write
+// &#xA;, which some SDKs' parsers do not decode).
+func XMLBody(code, message, id string, details ...Detail) []byte {
 	b := []byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
 	b = appendXMLText(b, code)
 	b = append(b, "</Code><Message>"...)
 	b = appendXMLText(b, MessageText(message, id))
-	return append(b, "</Message></Error>"...)
+	b = append(b, "</Message>"...)
+	for _, d := range details {
+		b = append(b, '<')
+		b = append(b, d.Name...)
+		b = append(b, '>')
+		b = appendXMLText(b, d.Value)
+		b = append(b, "</"...)
+		b = append(b, d.Name...)
+		b = append(b, '>')
+	}
+	return append(b, "</Error>"...)
 }
 
 // appendXMLText appends s escaped as XML character data: &, < and > as
@@ -141,7 +171,7 @@ func appendXMLText(b []byte, s string) []byte {
 }
 
 // WriteXML answers r with e as the Blob and Queue services do: an XML
-// body (none for HEAD) and x-ms-error-code.
+// body with e's details (none for HEAD) and x-ms-error-code.
 func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
 	id := RequestID()
 	h := w.Header()
@@ -153,7 +183,7 @@ func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
 	}
 	h.Set("Content-Type", "application/xml")
 	w.WriteHeader(e.Status)
-	w.Write(XMLBody(e.Code, e.Message, id))
+	w.Write(XMLBody(e.Code, e.Message, id, e.Details...))
 }
 
 // WriteBatchError answers a transaction the service refuses as Azure

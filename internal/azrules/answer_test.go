@@ -2,6 +2,8 @@ package azrules_test
 
 import (
 	"encoding/xml"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,5 +25,42 @@ func TestXMLBodyKeepsLineBreaks(t *testing.T) {
 	}
 	if e.Code != "BlobNotFound" || !strings.HasPrefix(e.Message, "a <b> & c\nRequestId:id-1\nTime:") {
 		t.Fatalf("parsed %+v", e)
+	}
+}
+
+// An error's details follow Message in the XML body, in order, escaped,
+// as Azure's OutOfRangeQueryParameterValue carries them (a real Queue
+// service session, integration/emulator's testdata); the Table service's
+// JSON leaves them out; WithDetails leaves the shared answer unchanged.
+func TestErrorDetails(t *testing.T) {
+	base := azrules.New(http.StatusBadRequest, "OutOfRangeQueryParameterValue", "One of the query parameters specified in the request URI is outside the permissible range.")
+	e := base.WithDetails(
+		azrules.Detail{Name: "QueryParameterName", Value: "numofmessages"},
+		azrules.Detail{Name: "QueryParameterValue", Value: "<33&>"},
+	).WithDetails(azrules.Detail{Name: "MinimumAllowed", Value: "1"}, azrules.Detail{Name: "MaximumAllowed", Value: "32"})
+	if len(base.Details) != 0 {
+		t.Fatalf("WithDetails changed the shared answer: %+v", base.Details)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/devstoreaccount1/q/messages?numofmessages=33", nil)
+	w := httptest.NewRecorder()
+	azrules.WriteXML(w, r, e)
+	body := w.Body.String()
+	want := "</Message><QueryParameterName>numofmessages</QueryParameterName><QueryParameterValue>&lt;33&amp;&gt;</QueryParameterValue><MinimumAllowed>1</MinimumAllowed><MaximumAllowed>32</MaximumAllowed></Error>"
+	if !strings.HasSuffix(body, want) {
+		t.Fatalf("XML body %s\nwant it to end %s", body, want)
+	}
+	var parsed struct {
+		Code, Message, QueryParameterName, QueryParameterValue string
+	}
+	if err := xml.Unmarshal(w.Body.Bytes(), &parsed); err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Code != e.Code || parsed.QueryParameterName != "numofmessages" || parsed.QueryParameterValue != "<33&>" {
+		t.Fatalf("parsed %+v", parsed)
+	}
+	w = httptest.NewRecorder()
+	azrules.WriteTable(w, r, e)
+	if strings.Contains(w.Body.String(), "numofmessages") {
+		t.Fatalf("JSON body carries the details: %s", w.Body.String())
 	}
 }

@@ -20,7 +20,7 @@ func appendCondition(h http.Header, name string) (int64, *azrules.Error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, errInvalidHeader
+		return 0, azrules.InvalidHeader(name, v)
 	}
 	return n, nil
 }
@@ -51,6 +51,9 @@ func (s *Service) appendBlock(q *request) *azrules.Error {
 	data, e := readBody(q, limit)
 	if e != nil {
 		return e
+	}
+	if len(data) == 0 {
+		return azrules.InvalidHeader("Content-Length", "0")
 	}
 	sums, e := checkBody(h, data)
 	if e != nil {

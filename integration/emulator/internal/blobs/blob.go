@@ -375,7 +375,7 @@ func checkBody(h http.Header, data []byte) (checksums, *azrules.Error) {
 	if v := h.Get("x-ms-content-crc64"); v != "" {
 		want, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(want) != 8 {
-			return c, errInvalidHeader
+			return c, azrules.InvalidHeader("x-ms-content-crc64", v)
 		}
 		if !bytes.Equal(want, crc) {
 			return c, errCRC64Mismatch

@@ -1,15 +1,18 @@
 // Package blobs is the emulator's Blob service, answering as Azure's
 // Blob service answers: containers (create, delete, properties,
-// metadata, list), block blobs (put blob, put block, put block list, get
-// block list), append blobs (create, append block with its conditions,
-// seal), and for every blob get (with ranges), properties, metadata,
-// delete and list (prefix, delimiter, continuation), under Azure's
-// conditional headers, with Azure's status codes, error codes and
-// messages in XML bodies.
+// metadata, access policy, list), block blobs (put blob, put block, put
+// block list, get block list), append blobs (create, append block with
+// its conditions, seal), and for every blob get (with ranges),
+// properties, metadata, delete and list (prefix, delimiter,
+// continuation), under Azure's conditional headers, with Azure's status
+// codes, error codes and messages (and the elements naming a refused
+// header or query parameter) in XML bodies; the service's properties and,
+// on the secondary endpoint, its statistics.
 //
 // Requests arrive path-style: /ACCOUNT, /ACCOUNT/CONTAINER and
-// /ACCOUNT/CONTAINER/BLOB. Every request is authorized (Config.Auth)
-// before the service does any work for it.
+// /ACCOUNT/CONTAINER/BLOB, or /ACCOUNT-secondary/... for the read-only
+// secondary endpoint. Every request is authorized (Config.Auth) before
+// the service does any work for it.
 //
 // State lives in memory. A service-wide lock guards the set of
 // containers; each container has its own lock for its blobs, so work on
@@ -21,6 +24,7 @@ package blobs
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,18 +63,25 @@ func New(cfg Config) *Service {
 type request struct {
 	w         http.ResponseWriter
 	r         *http.Request
-	container string // empty for a service-level request
-	blob      string // empty for a service- or container-level request
+	container string     // empty for a service-level request
+	blob      string     // empty for a service- or container-level request
+	query     url.Values // the URL's query, parsed once
+	secondary bool       // sent to the account's secondary endpoint
 	restype   string
 	comp      string
 }
 
 // ServeHTTP answers one request to the Blob service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := &request{w: w, r: r, restype: r.URL.Query().Get("restype"), comp: r.URL.Query().Get("comp")}
+	query := r.URL.Query()
+	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	account, rest, _ := strings.Cut(path, "/")
-	if account != s.cfg.Account {
+	switch account {
+	case s.cfg.Account:
+	case s.cfg.Account + secondarySuffix:
+		q.secondary = true
+	default:
 		writeError(w, r, errInvalidURI)
 		return
 	}
@@ -86,6 +97,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if e != nil {
 		writeError(w, r, e)
+		return
+	}
+	if q.secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		resource := byte('o')
+		if q.container == "" {
+			resource = 's'
+		} else if q.blob == "" {
+			resource = 'c'
+		}
+		writeError(w, r, s.refuse(q, resource, errSecondaryWrite))
 		return
 	}
 	switch {
@@ -147,6 +168,16 @@ func (s *Service) serveAccount(q *request) *azrules.Error {
 		h.Set("x-ms-is-hns-enabled", "false")
 		q.w.WriteHeader(http.StatusOK)
 		return nil
+	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "service" && q.comp == "properties":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		return s.serviceProperties(q)
+	case m == http.MethodGet && q.restype == "service" && q.comp == "stats":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		return s.serviceStats(q)
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -182,6 +213,14 @@ func (s *Service) serveContainer(q *request) *azrules.Error {
 			return e
 		}
 		return s.listBlobs(q)
+	case read && q.comp == "acl":
+		// Azure lets only the account owner read a container's ACL; the
+		// Authenticator has no Shared-Key-only operation, so any valid
+		// SAS passes too (Permission 0), as for the Queue service's ACLs.
+		if e := s.authorize(q, 'c', 0); e != nil {
+			return e
+		}
+		return s.containerACL(q)
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -189,7 +228,7 @@ func (s *Service) serveContainer(q *request) *azrules.Error {
 // serveBlob answers the operations on a blob.
 func (s *Service) serveBlob(q *request) *azrules.Error {
 	m := q.r.Method
-	if q.r.URL.Query().Has("snapshot") || q.r.URL.Query().Has("versionid") {
+	if q.query.Has("snapshot") || q.query.Has("versionid") {
 		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
 	}
 	switch {
@@ -287,7 +326,7 @@ func unsupported(q *request) *azrules.Error {
 		"stats", "properties", "incrementalcopy", "rename":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}
-	return errInvalidQuery
+	return azrules.InvalidQueryParameter("comp", q.comp, "")
 }
 
 // setCommon sets the headers every answer carries.

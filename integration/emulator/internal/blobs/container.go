@@ -2,6 +2,7 @@ package blobs
 
 import (
 	"encoding/xml"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,7 +21,7 @@ func (s *Service) createContainer(q *request) *azrules.Error {
 	}
 	access := q.r.Header.Get("x-ms-blob-public-access")
 	if access != "" && access != "blob" && access != "container" {
-		return errInvalidHeader
+		return azrules.InvalidHeader("x-ms-blob-public-access", access)
 	}
 	s.mu.Lock()
 	if _, ok := s.containers[q.container]; ok {
@@ -152,15 +153,15 @@ type listParams struct {
 // parseList reads prefix, marker, maxresults and include. maxresults
 // must be a positive integer; above 5000 it is 5000.
 func parseList(q *request, includes []string) (listParams, *azrules.Error) {
-	v := q.r.URL.Query()
+	v := q.query
 	p := listParams{prefix: v.Get("prefix"), marker: v.Get("marker"), delimiter: v.Get("delimiter"), max: maxResults}
 	if m := v.Get("maxresults"); m != "" {
 		n, err := strconv.Atoi(m)
 		if err != nil {
-			return p, errInvalidQuery
+			return p, azrules.InvalidQueryParameter("maxresults", m, "")
 		}
 		if n < 1 {
-			return p, errOutOfRangeQuery
+			return p, azrules.OutOfRangeQueryParameter("maxresults", m, 1, math.MaxInt32)
 		}
 		p.max, p.maxGiven = min(n, maxResults), true
 	}
@@ -171,7 +172,7 @@ func parseList(q *request, includes []string) (listParams, *azrules.Error) {
 				continue
 			}
 			if !slices.Contains(includes, item) {
-				return p, errInvalidQuery
+				return p, azrules.InvalidQueryParameter("include", inc, "")
 			}
 			if item == "metadata" {
 				p.metadata = true
@@ -273,7 +274,7 @@ func (s *Service) listContainers(q *request) *azrules.Error {
 // echoListParams sets the elements a listing echoes: those the request
 // gave.
 func echoListParams(q *request, prefix, marker **string, max **int, p listParams) {
-	v := q.r.URL.Query()
+	v := q.query
 	if v.Has("prefix") {
 		*prefix = &p.prefix
 	}

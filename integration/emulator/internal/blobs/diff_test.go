@@ -1037,6 +1037,14 @@ var departures = []departure{
 			r["message"] = "One of the request inputs is out of range."
 			return true
 		}},
+	{why: "Azurite words BlobIsSealed \"The specified blob is sealed, and its contents can't be modified unless the " +
+		"blob is re-created after a delete.\"; Azure's message is \"The blob is sealed and its contents cannot be " +
+		"modified.\" (a recorded session, azblob's TestSeal, integration/emulator's testdata)",
+		steps: []string{"append block to a sealed blob"},
+		fix: func(r rec) bool {
+			return set(r, "message", "The specified blob is sealed, and its contents can't be modified unless the blob is re-created after a delete.",
+				"The blob is sealed and its contents cannot be modified.")
+		}},
 	{why: "Azurite keeps a blob's uncommitted blocks across a Put Blob; Azure discards them (Put Block reference: " +
 		"if Put Blob is called on the blob, any uncommitted blocks are garbage collected)",
 		steps: []string{"put blob drops uncommitted blocks"},

@@ -3,6 +3,7 @@ package blobs
 import (
 	"net/http"
 
+	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/internal/azrules"
 )
 
@@ -19,28 +20,26 @@ var (
 	errInvalidRange           = azrules.New(http.StatusRequestedRangeNotSatisfiable, "InvalidRange", "The range specified is invalid for the current size of the resource.")
 	errAppendPosition         = azrules.New(http.StatusPreconditionFailed, "AppendPositionConditionNotMet", "The append position condition specified was not met.")
 	errMaxBlobSize            = azrules.New(http.StatusPreconditionFailed, "MaxBlobSizeConditionNotMet", "The max blob size condition specified was not met.")
-	errBlobSealed             = azrules.New(http.StatusConflict, "BlobIsSealed", "The specified blob is sealed, and its contents can't be modified unless the blob is re-created after a delete.")
-	errAppendBlockCount       = azrules.New(http.StatusConflict, "BlockCountExceedsLimit", "The committed block count cannot exceed the maximum limit of 50,000 blocks.")
-	errUncommittedBlockCount  = azrules.New(http.StatusConflict, "BlockCountExceedsLimit", "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.")
-	errBlockListTooLong       = azrules.New(http.StatusBadRequest, "BlockListTooLong", "The block list may not contain more than 50,000 blocks.")
-	errInvalidBlobType        = azrules.New(http.StatusConflict, "InvalidBlobType", "The blob type is invalid for this operation.")
-	errInvalidBlockList       = azrules.New(http.StatusBadRequest, "InvalidBlockList", "The specified block list is invalid.")
-	errInvalidBlobOrBlock     = azrules.New(http.StatusBadRequest, "InvalidBlobOrBlock", "The specified blob or block content is invalid.")
-	errInvalidBlockID         = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
-	errInvalidQuery           = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
-	errOutOfRangeQuery        = azrules.New(http.StatusBadRequest, "OutOfRangeQueryParameterValue", "One of the query parameters specified in the request URI is outside the permissible range.")
-	errOutOfRangeInput        = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "One of the request inputs is out of range.")
-	errInvalidXML             = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-	errInvalidHeader          = azrules.New(http.StatusBadRequest, "InvalidHeaderValue", "The value for one of the HTTP headers is not in the correct format.")
-	errMissingHeader          = azrules.New(http.StatusBadRequest, "MissingRequiredHeader", "An HTTP header that's mandatory for this request is not specified.")
-	errInvalidMetadata        = azrules.New(http.StatusBadRequest, "InvalidMetadata", "The metadata specified is invalid. It has characters that are not permitted.")
-	errMetadataTooLarge       = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
-	errInvalidMD5             = azrules.New(http.StatusBadRequest, "InvalidMd5", "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded.")
-	errMD5Mismatch            = azrules.New(http.StatusBadRequest, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
-	errCRC64Mismatch          = azrules.New(http.StatusBadRequest, "Crc64Mismatch", "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server.")
-	errBodyTooLarge           = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
-	errInvalidURI             = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
-	errUnsupportedVerb        = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
+	// Azure's words (a recorded session, azblob's TestSeal), not
+	// Azurite's ("The specified blob is sealed, and its contents can't be
+	// modified unless the blob is re-created after a delete.").
+	errBlobSealed            = azrules.New(http.StatusConflict, "BlobIsSealed", "The blob is sealed and its contents cannot be modified.")
+	errAppendBlockCount      = azrules.New(http.StatusConflict, "BlockCountExceedsLimit", "The committed block count cannot exceed the maximum limit of 50,000 blocks.")
+	errUncommittedBlockCount = azrules.New(http.StatusConflict, "BlockCountExceedsLimit", "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.")
+	errBlockListTooLong      = azrules.New(http.StatusBadRequest, "BlockListTooLong", "The block list may not contain more than 50,000 blocks.")
+	errInvalidBlobType       = azrules.New(http.StatusConflict, "InvalidBlobType", "The blob type is invalid for this operation.")
+	errInvalidBlockList      = azrules.New(http.StatusBadRequest, "InvalidBlockList", "The specified block list is invalid.")
+	errInvalidBlobOrBlock    = azrules.New(http.StatusBadRequest, "InvalidBlobOrBlock", "The specified blob or block content is invalid.")
+	errOutOfRangeInput       = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "One of the request inputs is out of range.")
+	errInvalidXML            = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
+	errInvalidMetadata       = azrules.New(http.StatusBadRequest, "InvalidMetadata", "The metadata specified is invalid. It has characters that are not permitted.")
+	errMetadataTooLarge      = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
+	errInvalidMD5            = azrules.New(http.StatusBadRequest, "InvalidMd5", "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded.")
+	errMD5Mismatch           = azrules.New(http.StatusBadRequest, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
+	errCRC64Mismatch         = azrules.New(http.StatusBadRequest, "Crc64Mismatch", "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server.")
+	errBodyTooLarge          = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
+	errInvalidURI            = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
+	errUnsupportedVerb       = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
 	// Azure's own message has the misspelling "specifed".
 	errInvalidName          = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
 	errNameLength           = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "The specified resource name length is not within the permissible limits.")
@@ -55,8 +54,12 @@ func errNotImplemented(what string) *azrules.Error {
 }
 
 // writeError answers r with e. A 304 has no body (HTTP forbids one); it
-// carries the error code in x-ms-error-code.
+// carries the error code in x-ms-error-code. A 401 (a request without
+// credentials) carries Azure's WWW-Authenticate challenge.
 func writeError(w http.ResponseWriter, r *http.Request, e *azrules.Error) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", auth.WWWAuthenticate)
+	}
 	if e.Status == http.StatusNotModified {
 		h := w.Header()
 		azrules.SetHeaders(h, r, azrules.RequestID())

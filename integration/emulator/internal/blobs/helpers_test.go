@@ -48,6 +48,13 @@ func startAzurite(t *testing.T) *azurite.Instance {
 // startEmulator serves a new Blob service on a loopback port and returns
 // its endpoint (http://127.0.0.1:PORT/devstoreaccount1).
 func startEmulator(t testing.TB) string {
+	_, endpoint := startService(t)
+	return endpoint
+}
+
+// startService is startEmulator, also returning the service, for tests
+// that send some of their requests straight to its ServeHTTP.
+func startService(t testing.TB) (*blobs.Service, string) {
 	t.Helper()
 	key, err := base64.StdEncoding.DecodeString(azurite.AccountKey)
 	if err != nil {
@@ -59,7 +66,7 @@ func startEmulator(t testing.TB) string {
 	})
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	return srv.URL + "/" + azurite.AccountName
+	return svc, srv.URL + "/" + azurite.AccountName
 }
 
 // newClient returns the real azblob client, signing with the development

@@ -81,14 +81,14 @@ func (s *Service) listBlobs(q *request) *azrules.Error {
 	if e != nil {
 		return e
 	}
-	for _, inc := range q.r.URL.Query()["include"] {
+	for _, inc := range q.query["include"] {
 		if strings.Contains(strings.ToLower(inc), "uncommittedblobs") {
 			return errNotImplemented("include=uncommittedblobs")
 		}
 	}
 	out := xmlBlobList{ServiceEndpoint: serviceEndpoint(q.r, s.cfg.Account), ContainerName: q.container}
 	echoListParams(q, &out.Prefix, &out.Marker, &out.MaxResults, p)
-	if q.r.URL.Query().Has("delimiter") {
+	if q.query.Has("delimiter") {
 		out.Delimiter = &p.delimiter
 	}
 	start := max(decodeMarker(p.marker), p.prefix)

@@ -81,7 +81,8 @@ func (s *Service) serveMessage(w http.ResponseWriter, r *http.Request, q url.Val
 
 // intParam reads the integer query parameter key: absent (ok false), or
 // its value, or InvalidQueryParameterValue when it is not an integer and
-// OutOfRangeQueryParameterValue when it is outside [lo, hi].
+// OutOfRangeQueryParameterValue when it is outside [lo, hi], each naming
+// the parameter, its value (and the range) as Azure does.
 func intParam(q url.Values, key string, lo, hi int64) (v int64, ok bool, e *azrules.Error) {
 	vs, ok := q[key]
 	if !ok {
@@ -89,10 +90,10 @@ func intParam(q url.Values, key string, lo, hi int64) (v int64, ok bool, e *azru
 	}
 	v, err := strconv.ParseInt(vs[0], 10, 64)
 	if err != nil {
-		return 0, true, errInvalidQuery
+		return 0, true, azrules.InvalidQueryParameter(key, vs[0], "")
 	}
 	if v < lo || v > hi {
-		return 0, true, errOutOfRangeQuery
+		return 0, true, azrules.OutOfRangeQueryParameter(key, vs[0], lo, hi)
 	}
 	return v, true, nil
 }
@@ -148,6 +149,18 @@ type messagesList struct {
 // rfc1123 is a time as the Queue service writes it.
 func rfc1123(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 
+// The reasons Azure gives in an InvalidQueryParameterValue: a visibility
+// timeout not shorter than the time to live and a malformed pop receipt
+// as real answers recorded by the Azure SDK for JavaScript's tests word
+// them (2019, version 2018-03-28; Azurite adds a period to the first); a
+// time to live below 1 and not -1 in Azurite's words, no answer of
+// Azure's being at hand.
+const (
+	reasonTTL        = "Value must be greater than or equal to 1, or -1 to indicate an infinite TTL."
+	reasonTimeoutTTL = "messagettl must be greater than visibilitytimeout"
+	reasonPopReceipt = "Invalid pop receipt format"
+)
+
 // putMessage answers Put Message: visibilitytimeout 0 to 7 days (default
 // 0), messagettl any positive number of seconds or -1 for never (default
 // 7 days), the visibility timeout shorter than the time to live.
@@ -159,13 +172,16 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 	ttl := int64(defaultTTL)
 	if v, ok := qv["messagettl"]; ok {
 		n, err := strconv.ParseInt(v[0], 10, 64)
-		if err != nil || n == 0 || n < -1 {
-			return errInvalidQuery
+		if err != nil {
+			return azrules.InvalidQueryParameter("messagettl", v[0], "")
+		}
+		if n == 0 || n < -1 {
+			return azrules.InvalidQueryParameter("messagettl", v[0], reasonTTL)
 		}
 		ttl = n
 	}
 	if ttl != -1 && vt >= ttl {
-		return errInvalidQuery
+		return azrules.InvalidQueryParameter("visibilitytimeout", strconv.FormatInt(vt, 10), reasonTimeoutTTL)
 	}
 	text, e := readMessage(r)
 	if e != nil {
@@ -277,10 +293,10 @@ func (s *Service) peekMessages(w http.ResponseWriter, r *http.Request, qv url.Va
 func popReceipt(qv url.Values) (string, *azrules.Error) {
 	v, ok := qv["popreceipt"]
 	if !ok {
-		return "", errMissingQuery
+		return "", azrules.MissingQueryParameter("popreceipt")
 	}
 	if !wellFormedReceipt(v[0]) {
-		return "", errInvalidQuery
+		return "", azrules.InvalidQueryParameter("popreceipt", v[0], reasonPopReceipt)
 	}
 	return v[0], nil
 }
@@ -314,7 +330,7 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 		return e
 	}
 	if !ok {
-		return errMissingQuery
+		return azrules.MissingQueryParameter("visibilitytimeout")
 	}
 	text, e := readMessage(r)
 	if e != nil {

@@ -62,7 +62,7 @@ func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 		return errUnsupportedVerb
 	}
-	return errInvalidQuery
+	return azrules.InvalidQueryParameter("comp", q.Get("comp"), "")
 }
 
 // maxMetadata is the most metadata (names and values) a queue holds.

@@ -6,7 +6,9 @@
 //
 // Requests arrive path-style: /ACCOUNT for the service,
 // /ACCOUNT/QUEUE for a queue, /ACCOUNT/QUEUE/messages and
-// /ACCOUNT/QUEUE/messages/ID for messages. Every request is authorized
+// /ACCOUNT/QUEUE/messages/ID for messages; /ACCOUNT-secondary/... for the
+// read-only secondary endpoint, which also gives the service's
+// statistics. Every request is authorized
 // (Config.Auth) before any work, with the SAS resource type and
 // permission the REST reference gives for its operation.
 //
@@ -68,9 +70,6 @@ var (
 	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
 	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
 	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-	errInvalidQuery     = azrules.New(http.StatusBadRequest, "InvalidQueryParameterValue", "Value for one of the query parameters specified in the request URI is invalid.")
-	errOutOfRangeQuery  = azrules.New(http.StatusBadRequest, "OutOfRangeQueryParameterValue", "One of the query parameters specified in the request URI is outside the permissible range.")
-	errMissingQuery     = azrules.New(http.StatusBadRequest, "MissingRequiredQueryParameter", "A query parameter that's mandatory for this request is not specified.")
 	errUnsupportedVerb  = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
 	errInvalidURI       = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
 	errInvalidName      = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
@@ -79,6 +78,19 @@ var (
 	errEmptyMetadataKey = azrules.New(http.StatusBadRequest, "EmptyMetadataKey", "The key for one of the metadata key-value pairs is empty.")
 	errMetadataTooLarge = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
 )
+
+// secondarySuffix ends the account segment of a request to the
+// account's read-only secondary endpoint (path-style, as Azurite takes
+// it: /ACCOUNT-secondary/...). Azure's secondary of an RA-GRS account
+// serves reads; the emulator's answers them from the same data, with no
+// replication lag.
+const secondarySuffix = "-secondary"
+
+// errSecondaryWrite answers a write sent to the secondary endpoint. Azure
+// answers 403 (AzCopy logs "403 Write operations are not allowed",
+// Storage Explorer issue 4806); its error code is not at hand, and the
+// emulator's is the generic one of a request not authorized.
+var errSecondaryWrite = azrules.New(http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed.")
 
 // now is the service's time.
 func (s *Service) now() time.Time {
@@ -93,14 +105,23 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", serverHeader)
 	if r.Method == http.MethodOptions {
 		if e := s.preflight(w, r); e != nil {
-			azrules.WriteXML(w, r, e)
+			writeError(w, r, e)
 		}
 		return
 	}
 	w = s.withCORS(w, r)
 	if e := s.serve(w, r); e != nil {
-		azrules.WriteXML(w, r, e)
+		writeError(w, r, e)
 	}
+}
+
+// writeError answers r with e. A 401 (a request without credentials)
+// carries Azure's WWW-Authenticate challenge.
+func writeError(w http.ResponseWriter, r *http.Request, e *azrules.Error) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", auth.WWWAuthenticate)
+	}
+	azrules.WriteXML(w, r, e)
 }
 
 // serve routes r by its path: the account, then a queue, then its
@@ -108,17 +129,33 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // once it has answered.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) *azrules.Error {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if parts[0] != s.cfg.Account {
+	secondary := parts[0] == s.cfg.Account+secondarySuffix
+	if parts[0] != s.cfg.Account && !secondary {
 		return errInvalidURI
 	}
 	// A trailing slash addresses the same resource (".../queue/").
 	if n := len(parts); n > 1 && parts[n-1] == "" {
 		parts = parts[:n-1]
 	}
+	// A write to the secondary is refused once the request is
+	// authenticated (Permission 0: any signature of the account).
+	if secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		resource, name := byte('s'), ""
+		if len(parts) > 1 {
+			resource, name = 'c', parts[1]
+		}
+		if len(parts) > 2 {
+			resource = 'o'
+		}
+		if e := s.authorize(r, resource, 0, name); e != nil {
+			return e
+		}
+		return errSecondaryWrite
+	}
 	q := r.URL.Query()
 	switch len(parts) {
 	case 1:
-		return s.serveService(w, r, q)
+		return s.serveService(w, r, q, secondary)
 	case 2:
 		if e := validName(parts[1]); e != nil {
 			return e

@@ -599,9 +599,23 @@ func TestServiceProperties(t *testing.T) {
 	if p.HourMetrics == nil || *p.HourMetrics.Version != "1.0" {
 		t.Fatalf("hour metrics after a set without them: %+v", p.HourMetrics)
 	}
-	if _, err := sc.GetStatistics(ctx, nil); err != nil {
+	// Statistics are the secondary endpoint's to give, as on Azure; the
+	// secondary serves reads of the same data and refuses writes.
+	secondary := client(t, url+"-secondary")
+	stats, err := secondary.GetStatistics(ctx, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if stats.GeoReplication == nil || stats.GeoReplication.Status == nil || *stats.GeoReplication.Status != azqueue.GeoReplicationStatusLive {
+		t.Fatalf("statistics: %+v", stats.GeoReplication)
+	}
+	_, err = sc.GetStatistics(ctx, nil)
+	wantCode(t, "statistics from the primary", err, 400, "InvalidQueryParameterValue")
+	if sp, err := secondary.GetServiceProperties(ctx, nil); err != nil || !*sp.Logging.Read {
+		t.Fatalf("properties from the secondary: %v", err)
+	}
+	_, err = secondary.SetProperties(ctx, &azqueue.SetPropertiesOptions{CORS: []*azqueue.CORSRule{}})
+	wantCode(t, "set properties on the secondary", err, 403, "AuthorizationFailure")
 
 	// The rule applies to a browser's request, an error answer included:
 	// "*" exposes the answer's own headers.

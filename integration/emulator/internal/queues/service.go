@@ -3,6 +3,7 @@ package queues
 import (
 	"encoding/xml"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -13,8 +14,9 @@ import (
 )
 
 // serveService answers the account-level operations: List Queues, Get and
-// Set Queue Service Properties, Get Queue Service Stats.
-func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Values) *azrules.Error {
+// Set Queue Service Properties, Get Queue Service Stats (on the secondary
+// endpoint).
+func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Values, secondary bool) *azrules.Error {
 	comp, restype := q.Get("comp"), q.Get("restype")
 	switch {
 	case comp == "list" && restype == "":
@@ -50,6 +52,12 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 		if e := s.authorize(r, 's', 'r', ""); e != nil {
 			return e
 		}
+		// Azure answers statistics on the secondary endpoint only (on
+		// the primary: 400 InvalidQueryParameterValue, as Azurite
+		// answers too).
+		if !secondary {
+			return azrules.InvalidQueryParameter("comp", comp, "")
+		}
 		var st struct {
 			XMLName xml.Name `xml:"StorageServiceStats"`
 			Status  string   `xml:"GeoReplication>Status"`
@@ -59,7 +67,10 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 		s.writeXML(w, r, http.StatusOK, &st)
 		return nil
 	}
-	return errInvalidQuery
+	if comp == "properties" || comp == "stats" {
+		return azrules.InvalidQueryParameter("restype", restype, "")
+	}
+	return azrules.InvalidQueryParameter("comp", comp, "")
 }
 
 // listResult is List Queues' answer.
@@ -111,10 +122,10 @@ func (s *Service) listQueues(w http.ResponseWriter, r *http.Request, q url.Value
 	if v, ok := q["maxresults"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil {
-			return errInvalidQuery
+			return azrules.InvalidQueryParameter("maxresults", v[0], "")
 		}
 		if n <= 0 {
-			return errOutOfRangeQuery
+			return azrules.OutOfRangeQueryParameter("maxresults", v[0], 1, math.MaxInt32)
 		}
 		res.MaxResults = &n
 		limit = min(n, maxListResults)
@@ -136,7 +147,7 @@ func (s *Service) listQueues(w http.ResponseWriter, r *http.Request, q url.Value
 			withMeta = true
 		case "":
 		default:
-			return errInvalidQuery
+			return azrules.InvalidQueryParameter("include", q.Get("include"), "")
 		}
 	}
 
