@@ -271,15 +271,6 @@ var (
 
 var expectedFailures = []knownDiff{
 	{
-		name:     "emulator: DataServiceVersion on top-level answers",
-		azurite:  "no DataServiceVersion header on successful answers",
-		azure:    "emulator: DataServiceVersion: 3.0; on every answer. Azure's recorded successful answers carry none (only a batch's operations and errors do)",
-		evidence: recDouble + "; " + recListByPage,
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return d.key == "header DataServiceVersion" && !d.azOK && d.em == "3.0;"
-		},
-	},
-	{
 		name:     "emulator: DateTime values padded to 7 digits",
 		azurite:  "a DateTime as the client sent it (2000-01-01T00:00:00Z)",
 		azure:    "emulator: always 7 fractional digits (2000-01-01T00:00:00.0000000Z). Azure returned 2020-09-17T00:00:00.99999Z as sent",

@@ -62,11 +62,12 @@ func SetHeaders(h http.Header, r *http.Request, id string) {
 	}
 }
 
-// SetTableHeaders sets SetHeaders' headers and those every answer of the
-// Table service adds (Cache-Control, DataServiceVersion).
+// SetTableHeaders sets SetHeaders' headers and Cache-Control, which every
+// answer of the Table service adds. Its answers carry no
+// DataServiceVersion (only a transaction's operations do): Azure's
+// recorded answers, successes and errors, have none.
 func SetTableHeaders(h http.Header, r *http.Request, id string) {
 	h.Set("Cache-Control", "no-cache")
-	h.Set("DataServiceVersion", "3.0;")
 	SetHeaders(h, r, id)
 }
 
