@@ -330,6 +330,10 @@ func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 	op.Service = auth.Table
 	g, e := s.cfg.Auth.Authorize(q.r, op)
 	if e != nil {
+		if e.Status == http.StatusUnauthorized {
+			// A request without credentials: Azure's challenge.
+			q.w.Header().Set("WWW-Authenticate", auth.WWWAuthenticate)
+		}
 		s.fail(q, e)
 		return nil, false
 	}
