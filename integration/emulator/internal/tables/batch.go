@@ -72,7 +72,7 @@ func (s *Service) batch(q *request) {
 		batchFail(q, ops, &azrules.BatchError{Index: 0, Err: errTableNotFound})
 		return
 	}
-	if !s.admit(q, t.name, first.w.e.PartitionKey, len(ops)) {
+	if !s.admit(q, t.name, first.w.e.PartitionKey, true, len(ops)) {
 		return
 	}
 	rows := make([]*row, len(ops))
