@@ -147,6 +147,15 @@ var knownDifferences = []knownDiff{
 		},
 	},
 	{
+		name:     "Double exponent letter",
+		azurite:  "a Double in exponent notation with a small e (1.23456789012346e+24, 5e-324), as JavaScript writes it",
+		azure:    "a capital E (1.23456789012346E+24)",
+		evidence: recDouble + " (sent \"1.23456789012346e+24\" as Edm.Double, read back as 1.23456789012346E+24)",
+		rewrite: func(s string) string {
+			return reDoubleExp.ReplaceAllString(s, "${1}${2}E${3}${4}")
+		},
+	},
+	{
 		name:     "filter types compared loosely",
 		azurite:  "compares a property with a literal of another EDM type by JavaScript's rules (5 gt '4' is true; an Int64 property equals its digits as a string)",
 		azure:    "a comparison of a property with a literal of another type is false",
@@ -263,6 +272,7 @@ var (
 	reTrailingZeros = regexp.MustCompile(`(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d*?)0+Z`)
 	reNegZero       = regexp.MustCompile(`(^|=)-0\.0($|,| )`)
 	reBigDouble     = regexp.MustCompile(`(^|=)(-?\d{16,}\.0)($|,| )`)
+	reDoubleExp     = regexp.MustCompile(`(^|=)(-?\d+(?:\.\d+)?)[eE]([+-]\d+)($|,| )`)
 	reNullFirst     = regexp.MustCompile(`\b[A-Za-z0-9_]+=null, `)
 	reNullLast      = regexp.MustCompile(`(, )?\b[A-Za-z0-9_]+=null\b`)
 	reGUIDUpper     = regexp.MustCompile(`[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}`)
@@ -295,8 +305,8 @@ var expectedFailures = []knownDiff{
 	{
 		name:     "emulator and Azurite: Double text of large numbers",
 		azurite:  "1.2345678901234568e+20 written 123456789012345683968.0",
-		azure:    "emulator: 123456789012345680000.0. Neither is Azure's form: Azure wrote 1.23456789012346e+24 back as 1.23456789012346E+24",
-		evidence: recDouble,
+		azure:    "emulator: 123456789012345680000.0 (the shortest text that reads back, fixed notation below 1e21). Azure's text of it is not recorded: the one large Double recorded (1.23456789012346E+24) has 15 significant digits, which .NET's G15 and R write alike, so neither Azure's precision (G15 or round-trip) nor where it turns to exponent notation is established",
+		evidence: recDouble + "; the Python SDK's recorded full-metadata answer (testdata/recordings/aztables-python: 3.0, 5.0, 3.1) has no Double of more than 2 digits",
 		rewrite: func(s string) string {
 			return reBigDouble.ReplaceAllStringFunc(s, func(m string) string {
 				g := reBigDouble.FindStringSubmatch(m)
