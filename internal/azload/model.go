@@ -112,18 +112,33 @@ func newModel(o ModelOptions, now func() time.Time) *Model {
 	return m
 }
 
-// Admit decides on a request before its work, as Throttle.Admit does:
-// the partition (table, pk; pk "" for the account only) and its cost in
-// entities (a query 0: admitted while one entity is left, and charged
-// what it scanned by Charge). It returns nil or Azure's 503 ServerBusy.
-func (m *Model) Admit(ctx context.Context, table, pk string, cost int) *azrules.Error {
-	return m.throttle.Admit(table, pk, cost)
+// Admit decides on a request before its work, as the emulator's Table
+// service asks (its tables.Load): the partition (table, pk) when hasPK
+// (an empty PartitionKey is a partition too), else the account alone,
+// and its cost in entities (a query 0: admitted while one entity is
+// left, and charged what it scanned by Charge). It returns nil or Azure's
+// 503 ServerBusy.
+func (m *Model) Admit(ctx context.Context, table, pk string, hasPK bool, cost int) *azrules.Error {
+	return m.throttle.AdmitCost(costOf(table, pk, hasPK, cost))
 }
 
-// Charge adds what a query page scanned in partition (table, pk) (the
-// account alone when pk is ""), at least 1, after the page is read.
-func (m *Model) Charge(table, pk string, scanned int) {
-	m.throttle.Charge(table, pk, scanned)
+// Charge adds what a query page scanned, at least 1, to partition
+// (table, pk) when hasPK, else to the account alone, after the page is
+// read.
+func (m *Model) Charge(table, pk string, hasPK bool, scanned int) {
+	m.throttle.ChargeCost(costOf(table, pk, hasPK, max(scanned, 1)))
+}
+
+// costOf is n entities of partition (table, pk) when hasPK, else of the
+// account alone.
+func costOf(table, pk string, hasPK bool, n int) Cost {
+	var c Cost
+	if hasPK {
+		c.Add(table, pk, n)
+	} else {
+		c.AddAccount(n)
+	}
+	return c
 }
 
 // Server returns the simulated partition server that serves partition

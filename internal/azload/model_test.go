@@ -16,8 +16,8 @@ import (
 // (integration/emulator/internal/tables), which this package may not
 // import: Model must keep its method set.
 type load interface {
-	Admit(ctx context.Context, table, pk string, cost int) *azrules.Error
-	Charge(table, pk string, scanned int)
+	Admit(ctx context.Context, table, pk string, hasPK bool, cost int) *azrules.Error
+	Charge(table, pk string, hasPK bool, scanned int)
 	Server(table, pk string) int
 	Work(ctx context.Context, server, scanned int) error
 }
@@ -159,14 +159,14 @@ func TestModelPlacement(t *testing.T) {
 func TestModelThrottles(t *testing.T) {
 	ctx := context.Background()
 	m := NewModel(ModelOptions{Scale: 0.01}) // 20 entities/s a partition, a 2-entity burst
-	if e := m.Admit(ctx, "t", "p", 2); e != nil {
+	if e := m.Admit(ctx, "t", "p", true, 2); e != nil {
 		t.Fatalf("a burst's worth: %v", e)
 	}
-	e := m.Admit(ctx, "t", "p", 1)
+	e := m.Admit(ctx, "t", "p", true, 1)
 	if e == nil || e.Status != http.StatusServiceUnavailable || e.Code != "ServerBusy" || e.Message != "The server is busy." {
 		t.Fatalf("over the partition's target: %v", e)
 	}
-	m.Charge("t", "q", 0)
+	m.Charge("t", "q", true, 0)
 	if s := m.Stats(); s.Throttled != 1 || s.ThrottledByAccount != 0 || s.Entities != 3 {
 		t.Errorf("stats %+v", s)
 	}

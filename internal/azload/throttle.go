@@ -142,11 +142,11 @@ func newThrottle(o ThrottleOptions, scale float64, now func() time.Time) *Thrott
 }
 
 // Admit decides on a request to partition (table, pk) costing cost
-// entities, as tables.Load's Admit is asked: pk "" means a request that
-// counts for the account only (a query naming no single partition, a
-// table operation). cost 0 (a query, charged by Charge once its page is
-// read) needs one entity left. It returns nil and takes the cost, or
-// Azure's 503 answer.
+// entities: pk "" means a request that counts for the account only (a
+// query naming no single partition, a table operation); a partition whose
+// PartitionKey is empty is AdmitCost's (Cost.Add), as Model.Admit does.
+// cost 0 (a query, charged by Charge once its page is read) needs one
+// entity left. It returns nil and takes the cost, or Azure's 503 answer.
 func (t *Throttle) Admit(table, pk string, cost int) *azrules.Error {
 	var c Cost
 	if pk == "" {
@@ -175,8 +175,9 @@ func (t *Throttle) AdmitCost(c Cost) *azrules.Error {
 }
 
 // Charge takes what a query page read, n entities (at least 1), from
-// partition (table, pk), or from the account alone when pk is "". It
-// decides nothing: the page is already read.
+// partition (table, pk), or from the account alone when pk is "" (an
+// empty PartitionKey's partition is ChargeCost's). It decides nothing:
+// the page is already read.
 func (t *Throttle) Charge(table, pk string, n int) {
 	n = max(n, 1)
 	var c Cost

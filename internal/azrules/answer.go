@@ -80,11 +80,12 @@ func SetHeaders(h http.Header, r *http.Request, id string) {
 	}
 }
 
-// SetTableHeaders sets SetHeaders' headers and those every answer of the
-// Table service adds (Cache-Control, DataServiceVersion).
+// SetTableHeaders sets SetHeaders' headers and Cache-Control, which every
+// answer of the Table service adds. Its answers carry no
+// DataServiceVersion (only a transaction's operations do): Azure's
+// recorded answers, successes and errors, have none.
 func SetTableHeaders(h http.Header, r *http.Request, id string) {
 	h.Set("Cache-Control", "no-cache")
-	h.Set("DataServiceVersion", "3.0;")
 	SetHeaders(h, r, id)
 }
 
@@ -188,7 +189,8 @@ func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
 
 // WriteBatchError answers a transaction the service refuses as Azure
 // does: 202 Accepted, and a multipart body holding one change-set
-// response with the failing operation's status line and an OData error
+// response with the failing operation's status line, its headers in
+// Azure's order (Preference-Applied when e has one) and an OData error
 // whose message starts with "N:", N the operation's 0-based index.
 func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	id := RequestID()
@@ -197,7 +199,11 @@ func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
 	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Err.Status) + " " + http.StatusText(e.Err.Status) + "\r\n")
-	b.WriteString("X-Content-Type-Options: nosniff\r\nDataServiceVersion: 3.0;\r\n")
+	b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n")
+	if e.Preference != "" {
+		b.WriteString("Preference-Applied: " + e.Preference + "\r\n")
+	}
+	b.WriteString("DataServiceVersion: 3.0;\r\n")
 	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
 	b.Write(ODataBody(e.Err.Code, e.Message(), id))
 	b.WriteString("\r\n--" + changeset + "--\r\n--" + batch + "--\r\n")

@@ -199,6 +199,9 @@ type BatchOp struct {
 type BatchError struct {
 	Index int
 	Err   *Error
+	// Preference is the failing operation's Preference-Applied
+	// (return-no-content or return-content, for an insert), "" for none.
+	Preference string
 }
 
 func (e *BatchError) Error() string {

@@ -169,6 +169,22 @@ const userProperties = (e) =>
 // the x-ms-error-code header.
 const is = (f, status, code) => f.status === status && (f.code ?? f.odataCode) === code && f.errorCode === code;
 
+// isTable is is for the Table service, whose code Azure puts in the body
+// only: no x-ms-error-code (the Go and Python SDKs' recordings of Azure's
+// errors), where Azurite sends the code in the header too. The header is
+// absent or the code.
+const isTable = (f, status, code) =>
+  f.status === status && (f.code ?? f.odataCode) === code && (f.errorCode === null || f.errorCode === code);
+
+// odataCodeOf is the odata.error.code of a Table service body, or null.
+function odataCodeOf(body) {
+  try {
+    return JSON.parse(body)["odata.error"]?.code ?? null;
+  } catch {
+    return null;
+  }
+}
+
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 async function readAll(stream) {
@@ -224,8 +240,9 @@ await step("tables.create", `POST /Tables {TableName: ${strip(tableA)}}, then ${
 await step("tables.createExisting", `POST /Tables {TableName: ${strip(tableA)}} again (the SDK swallows the 409)`, async (expect) => {
   await serviceClient.createTable(tableA);
   const r = lastResponse();
-  expect(r.status === 409 && r.errorCode === "TableAlreadyExists", "a second create answers 409 TableAlreadyExists");
-  return { status: r.status, errorCode: r.errorCode };
+  const code = odataCodeOf(r.body);
+  expect(r.status === 409 && code === "TableAlreadyExists" && (r.errorCode === null || r.errorCode === code), "a second create answers 409 TableAlreadyExists");
+  return { status: r.status, code };
 });
 
 await step("tables.list", "GET /Tables, all pages, then byPage({maxPageSize: 1}) following NextTableName", async (expect) => {
@@ -368,13 +385,13 @@ await step("entities.staleETag", "PATCH, PUT and DELETE /jsinteropa(PartitionKey
   const merge = await failure(client.updateEntity({ partitionKey: "p1", rowKey: "r02", G: 1 }, "Merge", { etag: staleETag2 }));
   const replace = await failure(client.updateEntity({ partitionKey: "p1", rowKey: "r02", G: 1 }, "Replace", { etag: staleETag2 }));
   const del = await failure(client.deleteEntity("p1", "r02", { etag: staleETag2 }));
-  for (const f of [merge, replace, del]) expect(is(f, 412, "UpdateConditionNotSatisfied"), `412 UpdateConditionNotSatisfied, got ${JSON.stringify(f)}`);
+  for (const f of [merge, replace, del]) expect(isTable(f, 412, "UpdateConditionNotSatisfied"), `412 UpdateConditionNotSatisfied, got ${JSON.stringify(f)}`);
   return { merge, replace, delete: del };
 });
 
 await step("entities.updateMissing", "PATCH /jsinteropa(PartitionKey='p1',RowKey='nope') If-Match: *", async (expect) => {
   const f = await failure(client.updateEntity({ partitionKey: "p1", rowKey: "nope", A: 1 }, "Merge"));
-  expect(is(f, 404, "ResourceNotFound"), `an update of a missing entity is 404 ResourceNotFound, got ${JSON.stringify(f)}`);
+  expect(isTable(f, 404, "ResourceNotFound"), `an update of a missing entity is 404 ResourceNotFound, got ${JSON.stringify(f)}`);
   return { error: f };
 });
 
@@ -383,26 +400,26 @@ await step("entities.delete", "DELETE /jsinteropa(PartitionKey='p1',RowKey='r02'
   const status = lastResponse().status;
   const f = await failure(client.getEntity("p1", "r02"));
   expect(status === 204, "delete answers 204");
-  expect(is(f, 404, "ResourceNotFound"), "the deleted entity is gone");
+  expect(isTable(f, 404, "ResourceNotFound"), "the deleted entity is gone");
   return { status, after: f };
 });
 
 await step("errors.notFound", "GET /jsinteropa(PartitionKey='p1',RowKey='missing')", async (expect) => {
   const f = await failure(client.getEntity("p1", "missing"));
-  expect(is(f, 404, "ResourceNotFound"), `404 ResourceNotFound, got ${JSON.stringify(f)}`);
+  expect(isTable(f, 404, "ResourceNotFound"), `404 ResourceNotFound, got ${JSON.stringify(f)}`);
   return { error: f };
 });
 
 await step("errors.tableNotFound", "GET /jsinteropmissing()", async (expect) => {
   const missing = TableClient.fromConnectionString(connectionString, `jsinterop${suffix}missing`, tableOptions);
   const f = await failure((async () => { for await (const e of missing.listEntities()) void e; })());
-  expect(is(f, 404, "TableNotFound"), `404 TableNotFound, got ${JSON.stringify(f)}`);
+  expect(isTable(f, 404, "TableNotFound"), `404 TableNotFound, got ${JSON.stringify(f)}`);
   return { error: f };
 });
 
 await step("errors.conflict", "POST /jsinteropa the entity p1/r01 again", async (expect) => {
   const f = await failure(client.createEntity({ partitionKey: "p1", rowKey: "r01", A: 1 }));
-  expect(is(f, 409, "EntityAlreadyExists"), `409 EntityAlreadyExists, got ${JSON.stringify(f)}`);
+  expect(isTable(f, 409, "EntityAlreadyExists"), `409 EntityAlreadyExists, got ${JSON.stringify(f)}`);
   return { error: f };
 });
 
@@ -489,10 +506,13 @@ await step("tables.sas", "generateTableSas(query, add): POST and GET with the SA
   const e = await sasClient.getEntity("s", "s1");
   const del = await failure(sasClient.deleteEntity("s", "s1"));
   expect(insert === 204 && e.A === "sas", "the SAS allows add and query");
-  // Only the status and x-ms-error-code: Azurite answers this one in XML,
-  // and no recording shows which body Azure's Table service sends.
-  expect(del.status === 403 && del.errorCode === "AuthorizationPermissionMismatch", `a delete outside the SAS's permissions is 403 AuthorizationPermissionMismatch, got ${JSON.stringify(del)}`);
-  return { insert, read: e.A, delete: { status: del.status, errorCode: del.errorCode } };
+  // Only the status and the code, from the header or the body: Azurite
+  // answers this one in XML with x-ms-error-code, the emulator in JSON
+  // without it, as Azure's Table service answers its errors; no recording
+  // shows which body Azure sends for this one.
+  const code = del.errorCode ?? del.odataCode;
+  expect(del.status === 403 && code === "AuthorizationPermissionMismatch", `a delete outside the SAS's permissions is 403 AuthorizationPermissionMismatch, got ${JSON.stringify(del)}`);
+  return { insert, read: e.A, delete: { status: del.status, code } };
 });
 
 await step("tables.deleteLast", `DELETE /Tables('${strip(tableA)}')`, async (expect) => {

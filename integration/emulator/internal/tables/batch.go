@@ -45,7 +45,7 @@ func (s *Service) batch(q *request) {
 		return
 	}
 	if be := s.checkBatch(ops); be != nil {
-		azrules.WriteBatchError(q.w, q.r, be)
+		batchFail(q, ops, be)
 		return
 	}
 	first := ops[0]
@@ -69,10 +69,10 @@ func (s *Service) batch(q *request) {
 	}
 	t := s.lookup(first.table)
 	if t == nil {
-		azrules.WriteBatchError(q.w, q.r, &azrules.BatchError{Index: 0, Err: errTableNotFound})
+		batchFail(q, ops, &azrules.BatchError{Index: 0, Err: errTableNotFound})
 		return
 	}
-	if !s.admit(q, t.name, first.w.e.PartitionKey, len(ops)) {
+	if !s.admit(q, t.name, first.w.e.PartitionKey, true, len(ops)) {
 		return
 	}
 	rows := make([]*row, len(ops))
@@ -81,7 +81,7 @@ func (s *Service) batch(q *request) {
 		r, ae := s.prepare(t, op.w)
 		if ae != nil {
 			t.mu.Unlock()
-			azrules.WriteBatchError(q.w, q.r, &azrules.BatchError{Index: i, Err: ae})
+			batchFail(q, ops, &azrules.BatchError{Index: i, Err: ae})
 			return
 		}
 		rows[i] = r
@@ -211,6 +211,25 @@ func (s *Service) parseBatchOp(part io.Reader) (batchOp, bool) {
 	return op, true
 }
 
+// batchFail answers a transaction refused at be's operation, with that
+// operation's Preference-Applied as its success would carry it (Azure
+// answers a failed insert's Prefer: return-no-content so, as the
+// recorded aztables TestBatchError shows).
+func batchFail(q *request, ops []batchOp, be *azrules.BatchError) {
+	if be.Index < len(ops) && ops[be.Index].w.kind == opInsert {
+		be.Preference = preference(ops[be.Index])
+	}
+	azrules.WriteBatchError(q.w, q.r, be)
+}
+
+// preference is an insert's Preference-Applied.
+func preference(op batchOp) string {
+	if op.noContent {
+		return "return-no-content"
+	}
+	return "return-content"
+}
+
 // batchParts starts a batch response: the outer boundary's first line,
 // the change set's header.
 func batchParts() (b *bytes.Buffer, batch, changeset string) {
@@ -247,11 +266,7 @@ func (s *Service) batchReply(q *request, name string, ops []batchOp, rows []*row
 		b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n")
 		var entityBody []byte
 		if op.w.kind == opInsert {
-			if op.noContent {
-				b.WriteString("Preference-Applied: return-no-content\r\n")
-			} else {
-				b.WriteString("Preference-Applied: return-content\r\n")
-			}
+			b.WriteString("Preference-Applied: " + preference(op) + "\r\n")
 			b.WriteString("DataServiceVersion: 3.0;\r\n")
 			link := q.base + "/" + entityLink(name, rows[i].pk, rows[i].rk)
 			if !op.noContent {

@@ -83,7 +83,7 @@ func (s *Service) insertEntity(q *request, name string) {
 		s.fail(q, ae)
 		return
 	}
-	if !s.admit(q, t.name, e.PartitionKey, 1) {
+	if !s.admit(q, t.name, e.PartitionKey, true, 1) {
 		return
 	}
 	r := s.key(e.PartitionKey, e.RowKey)
@@ -141,7 +141,7 @@ func (s *Service) getEntity(q *request, name, pk, rk string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	if !s.admit(q, t.name, pk, 1) {
+	if !s.admit(q, t.name, pk, true, 1) {
 		return
 	}
 	t.mu.RLock()
@@ -190,7 +190,7 @@ func (s *Service) writeEntity(q *request, name, pk, rk string, merge bool) {
 		s.fail(q, ae)
 		return
 	}
-	if !s.admit(q, t.name, pk, 1) {
+	if !s.admit(q, t.name, pk, true, 1) {
 		return
 	}
 	r, ae := s.apply(t, writeOp{merge: merge, conditional: conditional, ifMatch: ifMatch, e: e})
@@ -302,7 +302,7 @@ func (s *Service) deleteEntity(q *request, name, pk, rk string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	if !s.admit(q, t.name, pk, 1) {
+	if !s.admit(q, t.name, pk, true, 1) {
 		return
 	}
 	if _, ae := s.apply(t, writeOp{kind: opDelete, ifMatch: ifMatch, e: entity.Entity{PartitionKey: pk, RowKey: rk}}); ae != nil {

@@ -3,6 +3,7 @@ package tables_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/integration/emulator/internal/tables"
 )
 
@@ -195,4 +197,23 @@ func TestEntityCRUD(t *testing.T) {
 	_, err = c.GetEntity(ctx, "p1", "r1", nil)
 	wantCode(t, err, http.StatusNotFound, "ResourceNotFound")
 	_ = time.Now
+}
+
+// TestNoCredentials: a request without credentials is 401
+// NoAuthenticationInformation with Azure's WWW-Authenticate challenge,
+// through the SDK's client without a credential.
+func TestNoCredentials(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "nocreds")
+	c, err := aztables.NewClientWithNoCredential(s.url+"/nocreds", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetEntity(context.Background(), "p", "r", nil)
+	wantCode(t, err, http.StatusUnauthorized, "NoAuthenticationInformation")
+	var re *azcore.ResponseError
+	errors.As(err, &re)
+	if got := re.RawResponse.Header.Get("WWW-Authenticate"); got != auth.WWWAuthenticate {
+		t.Errorf("WWW-Authenticate: %q, want %q", got, auth.WWWAuthenticate)
+	}
 }

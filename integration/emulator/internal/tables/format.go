@@ -140,7 +140,18 @@ func (s *Service) appendRow(b []byte, q *request, t string, r *row, sel []string
 			b = append(b, '"')
 			return
 		}
+		start := len(b)
 		b, _ = v.AppendJSON(b)
+		if v.Type == entity.EdmDouble && b[start] != '"' {
+			// Azure writes a Double's exponent with a capital E
+			// (1.23456789012346E+24: azure-sdk-for-js's recording
+			// should_createentity_with_double_number_in_scientific_notation).
+			for i := start; i < len(b); i++ {
+				if b[i] == 'e' {
+					b[i] = 'E'
+				}
+			}
+		}
 	}
 	if sel != nil {
 		for _, name := range sel {

@@ -110,3 +110,21 @@ func TestDateTimeText(t *testing.T) {
 		}
 	}
 }
+
+// A Double in exponent notation comes back as Azure wrote it in
+// azure-sdk-for-js's recording
+// tableclient_createentity_getentity_and_delete/recording_should_createentity_with_double_number_in_scientific_notation:
+// sent "1.23456789012346e+24" as Edm.Double, answered
+// 1.23456789012346E+24 under minimal metadata, unannotated.
+func TestDoubleExponentText(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "doublesci")
+	resp, body := s.raw(t, "POST", "doublesci", map[string]string{"Prefer": "return-no-content"}, []byte(`{"PartitionKey":"doubleSci","RowKey":"0","Value":"1.23456789012346e+24","Value@odata.type":"Edm.Double"}`))
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("insert: %d %s", resp.StatusCode, body)
+	}
+	resp, body = s.raw(t, "GET", "doublesci(PartitionKey='doubleSci',RowKey='0')", map[string]string{"Accept": "application/json;odata=minimalmetadata"}, nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(string(body), `,"Value":1.23456789012346E+24}`) {
+		t.Fatalf("read: %d %s, want Value 1.23456789012346E+24 unannotated", resp.StatusCode, body)
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -24,25 +26,35 @@ import (
 // partitions on servers by a hash, one partition refused.
 type model struct {
 	mu      sync.Mutex
-	admits  map[string]int // pk -> cost admitted
+	admits  map[string]int // pk -> cost admitted ("(account)" without one)
 	charged int
-	worked  map[int]int // server -> scanned
-	busy    string      // the partition answered 503
+	asked   map[string]int // pk -> requests admitted
+	worked  map[int]int    // server -> scanned
+	busy    string         // the partition answered 503
 }
 
-func newModel() *model { return &model{admits: map[string]int{}, worked: map[int]int{}} }
+func newModel() *model {
+	return &model{admits: map[string]int{}, asked: map[string]int{}, worked: map[int]int{}}
+}
 
-func (m *model) Admit(ctx context.Context, table, pk string, cost int) *azrules.Error {
+func (m *model) Admit(ctx context.Context, table, pk string, hasPK bool, cost int) *azrules.Error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if pk == m.busy && pk != "" {
+	if !hasPK {
+		pk = accountOnly
+	}
+	if pk == m.busy {
 		return azrules.New(http.StatusServiceUnavailable, "ServerBusy", "The server is busy.")
 	}
 	m.admits[pk] += cost
+	m.asked[pk]++
 	return nil
 }
 
-func (m *model) Charge(table, pk string, scanned int) {
+// accountOnly is model.admits' key of what counts for the account alone.
+const accountOnly = "(account)"
+
+func (m *model) Charge(table, pk string, hasPK bool, scanned int) {
 	m.mu.Lock()
 	m.charged += scanned
 	m.mu.Unlock()
@@ -95,8 +107,8 @@ func TestLoadModel(t *testing.T) {
 	for _, n := range m.worked {
 		total += n
 	}
-	if total != 45 || m.admits[""] < 1 {
-		t.Fatalf("worked %v, account admits %d", m.worked, m.admits[""])
+	if total != 45 || m.asked[accountOnly] < 1 || m.admits[accountOnly] != m.asked[accountOnly]-1 {
+		t.Fatalf("worked %v, account admits %d of cost %d (a query costs 0, the table's creation 1)", m.worked, m.asked[accountOnly], m.admits[accountOnly])
 	}
 }
 
@@ -210,5 +222,52 @@ func TestAzloadModel(t *testing.T) {
 	}
 	if m.Servers() < 2 {
 		t.Fatalf("%d servers", m.Servers())
+	}
+}
+
+// On azload's model a query page costs what it scanned, no more: it is
+// admitted at no cost and charged its entities.
+func TestLoadQueryCost(t *testing.T) {
+	m := azload.NewModel(azload.ModelOptions{EntityTime: -1})
+	s := start(t, tables.Config{Load: m})
+	c := s.table(t, "querycost")
+	fill(t, c, 2, 3) // partitions p0 and p1, 3 entities each
+	before := m.Stats().Entities
+	got, _ := keysOf(t, c, &aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'p1'")})
+	if n := m.Stats().Entities - before; len(got) != 3 || n != 3 {
+		t.Fatalf("a query of 3 entities: %d found, charged %d, want 3", len(got), n)
+	}
+}
+
+// A PartitionKey of "" is a partition like any other: its writes and the
+// queries naming it count against its target, not the account's alone.
+func TestLoadEmptyPartitionKey(t *testing.T) {
+	// One entity a second, 3 at once, slowed a thousandfold: the
+	// partition takes 3 entities and then refuses for a thousand seconds.
+	m := azload.NewModel(azload.ModelOptions{
+		Scale:      0.001,
+		EntityTime: -1,
+		Throttle:   azload.ThrottleOptions{PartitionEntitiesPerSecond: 1000, AccountEntitiesPerSecond: -1, Burst: 3 * time.Second},
+	})
+	s := start(t, tables.Config{Load: m})
+	s.table(t, "emptypk")
+	for i := range 3 {
+		if resp, body := s.raw(t, "POST", "emptypk", nil, []byte(fmt.Sprintf(`{"PartitionKey":"","RowKey":"r%d"}`, i))); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("insert %d in partition '': %d %s", i, resp.StatusCode, body)
+		}
+	}
+	resp, body := s.raw(t, "POST", "emptypk", nil, []byte(`{"PartitionKey":"","RowKey":"r3"}`))
+	if resp.StatusCode != http.StatusServiceUnavailable || errCode(body) != "ServerBusy" {
+		t.Fatalf("a 4th insert in partition '': %d %s, want 503 ServerBusy", resp.StatusCode, body)
+	}
+	resp, body = s.raw(t, "GET", "emptypk()?$filter="+url.QueryEscape("PartitionKey eq ''"), nil, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || errCode(body) != "ServerBusy" {
+		t.Fatalf("a query of partition '': %d %s, want 503 ServerBusy", resp.StatusCode, body)
+	}
+	if resp, body := s.raw(t, "POST", "emptypk", nil, []byte(`{"PartitionKey":"x","RowKey":"r"}`)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("an insert in partition 'x': %d %s", resp.StatusCode, body)
+	}
+	if resp, body := s.raw(t, "GET", "emptypk()", nil, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a table scan (the account's): %d %s", resp.StatusCode, body)
 	}
 }

@@ -215,11 +215,11 @@ func (s *Service) queryEntities(q *request, name string) {
 		return
 	}
 	p := s.planQuery(f, keyRange(grant), cont, top)
-	pk := ""
-	if p.b.HasPK {
-		pk = p.b.PK
-	}
-	if !s.admit(q, t.name, pk, 1) {
+	// A query is admitted at no cost and charged what its page scanned,
+	// in the partition it names (an empty PartitionKey included) or the
+	// account.
+	pk, hasPK := p.b.PK, p.b.HasPK
+	if !s.admit(q, t.name, pk, hasPK, 0) {
 		return
 	}
 	t.mu.RLock()
@@ -235,7 +235,7 @@ func (s *Service) queryEntities(q *request, name string) {
 		for _, w := range pg.work {
 			n += w.scanned
 		}
-		load.Charge(t.name, pk, n)
+		load.Charge(t.name, pk, hasPK, n)
 		for _, w := range pg.work {
 			if load.Work(q.r.Context(), w.server, w.scanned) != nil {
 				return // the client has gone

@@ -57,7 +57,7 @@ func (s *Service) createTable(q *request) {
 		s.fail(q, e)
 		return
 	}
-	if !s.admit(q, name, "", 1) {
+	if !s.admit(q, name, "", false, 1) {
 		return
 	}
 	k := s.tableKey(name)
@@ -112,7 +112,7 @@ func (s *Service) deleteTable(q *request, name string) {
 	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'd', Name: name}); !ok {
 		return
 	}
-	if !s.admit(q, name, "", 1) {
+	if !s.admit(q, name, "", false, 1) {
 		return
 	}
 	k := s.tableKey(name)
@@ -137,7 +137,7 @@ func (s *Service) queryTables(q *request, one string) {
 	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'l', Name: one}); !ok {
 		return
 	}
-	if !s.admit(q, "", "", 1) {
+	if !s.admit(q, "", "", false, 1) {
 		return
 	}
 	if one != "" {

@@ -57,15 +57,18 @@ import (
 // Load means no model: nothing is throttled and work takes no time.
 type Load interface {
 	// Admit is asked before a request does its work, with the partition
-	// it addresses (pk; "" for a query naming no single partition or a
-	// table operation, which count for the account only) and its cost
-	// in entities (a write 1, a transaction its operations; a query 1
-	// to be admitted, its scanned entities charged later by Charge). A
-	// non-nil answer (503 ServerBusy) is sent instead.
-	Admit(ctx context.Context, table, pk string, cost int) *azrules.Error
-	// Charge adds what a query page scanned to the partition's (or the
-	// account's, pk "") count after the page is read.
-	Charge(table, pk string, scanned int)
+	// it addresses (table and pk when hasPK; an empty PartitionKey is a
+	// partition like any other) or, without hasPK, none (a query naming
+	// no single partition, a table operation: the account only), and its
+	// cost in entities: a write 1, a transaction its operations, a query
+	// 0 (admitted while the partition and the account have an entity
+	// left; what its page scanned is charged by Charge). A non-nil answer
+	// (503 ServerBusy) is sent instead.
+	Admit(ctx context.Context, table, pk string, hasPK bool, cost int) *azrules.Error
+	// Charge adds what a query page scanned to the partition's count
+	// (table and pk when hasPK) or to the account's alone, after the
+	// page is read.
+	Charge(table, pk string, hasPK bool, scanned int)
 	// Server is the simulated partition server that serves a partition.
 	Server(table, pk string) int
 	// Work blocks for the service time of reading scanned entities on
@@ -330,6 +333,10 @@ func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 	op.Service = auth.Table
 	g, e := s.cfg.Auth.Authorize(q.r, op)
 	if e != nil {
+		if e.Status == http.StatusUnauthorized {
+			// A request without credentials: Azure's challenge.
+			q.w.Header().Set("WWW-Authenticate", auth.WWWAuthenticate)
+		}
 		s.fail(q, e)
 		return nil, false
 	}
@@ -339,13 +346,13 @@ func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 	return g, true
 }
 
-// admit asks the scale model to admit a request; false means the answer
-// was sent.
-func (s *Service) admit(q *request, table, pk string, cost int) bool {
+// admit asks the scale model to admit a request to partition (table, pk)
+// when hasPK, or to the account alone; false means the answer was sent.
+func (s *Service) admit(q *request, table, pk string, hasPK bool, cost int) bool {
 	if s.cfg.Load == nil {
 		return true
 	}
-	if e := s.cfg.Load.Admit(q.r.Context(), table, pk, cost); e != nil {
+	if e := s.cfg.Load.Admit(q.r.Context(), table, pk, hasPK, cost); e != nil {
 		s.fail(q, e)
 		return false
 	}
