@@ -206,14 +206,15 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 	if e != nil {
 		return e
 	}
+	// The answer is the message as put: once the lock is released a
+	// receiver may take it and change its receipt and visibility.
+	receipt, next := m.receipt, rfc1123(m.nextVisible)
+	answer := messageXML{ID: m.id, InsertionTime: rfc1123(m.inserted), ExpirationTime: rfc1123(m.expires),
+		PopReceipt: &receipt, TimeNextVisible: &next}
 	q.purge(now)
 	q.put(m)
 	q.mu.Unlock()
-	receipt, next := m.receipt, rfc1123(m.nextVisible)
-	s.writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{{
-		ID: m.id, InsertionTime: rfc1123(m.inserted), ExpirationTime: rfc1123(m.expires),
-		PopReceipt: &receipt, TimeNextVisible: &next,
-	}}})
+	s.writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{answer}})
 	return nil
 }
 

@@ -38,7 +38,7 @@ func TestLimits(t *testing.T) {
 		{"entity too large", `{"PartitionKey":"p","RowKey":"r"` + props(20, `"`+big+`"`) + `}`, 400, "EntityTooLarge"},
 		{"name not an identifier", `{"PartitionKey":"p","RowKey":"r","1abc":1}`, 400, "PropertyNameInvalid"},
 		{"name too long", `{"PartitionKey":"p","RowKey":"r","` + strings.Repeat("a", 256) + `":1}`, 400, "PropertyNameTooLong"},
-		{"key with a slash", `{"PartitionKey":"p/q","RowKey":"r"}`, 400, "OutOfRangeInput"},
+		{"key with a slash", `{"PartitionKey":"p/q","RowKey":"r"}`, 400, "InvalidInput"},
 		{"key too long", `{"PartitionKey":"` + strings.Repeat("k", 513) + `","RowKey":"r"}`, 400, "OutOfRangeInput"},
 		{"no RowKey", `{"PartitionKey":"p"}`, 400, "PropertiesNeedValue"},
 		{"DateTime out of range", `{"PartitionKey":"p","RowKey":"r","D@odata.type":"Edm.DateTime","D":"1600-01-01T00:00:00Z"}`, 400, "OutOfRangeInput"},
