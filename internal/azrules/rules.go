@@ -116,7 +116,7 @@ func CheckEntity(pk, rk string, e entity.Entity) *Error {
 		if entity.ValidatePropertyName(name) == nil {
 			continue
 		}
-		if utf16Len(name) > entity.MaxPropertyNameLength {
+		if len(name) > entity.MaxPropertyNameLength && utf16Len(name) > entity.MaxPropertyNameLength {
 			return badRequest(CodePropertyNameTooLong, MsgPropertyNameTooLong)
 		}
 		return badRequest(CodePropertyNameInvalid, MsgPropertyNameInvalid)
@@ -126,14 +126,22 @@ func CheckEntity(pk, rk string, e entity.Entity) *Error {
 	}
 	for _, name := range names {
 		v := e.Properties[name]
+		// A string has no more UTF-16 code units than UTF-8 bytes, so
+		// only a long one needs counting.
 		switch x := v.V.(type) {
 		case string:
-			if utf16Len(x) > entity.MaxStringUnits {
+			if len(x) > entity.MaxStringUnits && utf16Len(x) > entity.MaxStringUnits {
 				return badRequest(CodePropertyValueTooLarge, MsgPropertyValueTooLarge)
+			}
+			if v.Type == entity.EdmString {
+				continue // nothing left to check
 			}
 		case []byte:
 			if len(x) > entity.MaxBinarySize {
 				return badRequest(CodePropertyValueTooLarge, MsgPropertyValueTooLarge)
+			}
+			if v.Type == entity.EdmBinary {
+				continue
 			}
 		}
 		// What is left of the value's rules: its Go type, a DateTime's
