@@ -13,6 +13,8 @@ type emulatorFlags struct {
 	opts         emulator.Options
 	earlyEnd     float64
 	earlyEndSeed int64
+	throttle     bool
+	scale        float64
 }
 
 func (f *emulatorFlags) register(fs *flag.FlagSet) {
@@ -25,6 +27,9 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.opts.Cosmos, "cosmos", false, "answer as the Cosmos DB Table API does (its name and size rules, unsorted results)")
 	fs.Float64Var(&f.earlyEnd, "early-end", 0, "probability (0 to 1) that a query page ends early with a continuation, as Azure's may")
 	fs.Int64Var(&f.earlyEndSeed, "seed", 1, "seed of --early-end's choices")
+	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")
+	fs.BoolVar(&f.throttle, "throttle", false, "answer 503 ServerBusy over Azure's targets (2,000 entities/s a partition, 20,000 an account)")
+	fs.Float64Var(&f.scale, "scale", 0, "run the scale model (partition servers, page service times, Azure's targets) with every rate multiplied by this (1: Azure's; 0: no model)")
 }
 
 // cmdEmulator runs the emulator until ctx ends (SIGTERM, Ctrl-C).
@@ -35,6 +40,15 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 	}
 	if a.emu.earlyEnd > 0 {
 		o.EarlyEnd = &emulator.EarlyEnd{Seed: a.emu.earlyEndSeed, Probability: a.emu.earlyEnd}
+	}
+	if a.emu.scale < 0 {
+		return usagef("--scale %v: want a positive factor, or 0 for no model", a.emu.scale)
+	}
+	if a.emu.throttle {
+		o.Throttle = &emulator.ThrottleOptions{}
+	}
+	if a.emu.scale > 0 {
+		o.Scale = &emulator.ScaleOptions{Scale: a.emu.scale}
 	}
 	inst, err := emulator.Start(ctx, &o)
 	if err != nil {
