@@ -2,7 +2,6 @@ package blobs
 
 import (
 	"encoding/xml"
-	"net/http"
 	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -19,7 +18,7 @@ const secondarySuffix = "-secondary"
 // answers 403 (AzCopy logs "403 Write operations are not allowed",
 // Storage Explorer issue 4806); its error code is not at hand, and the
 // emulator's is the generic one of a request not authorized.
-var errSecondaryWrite = azrules.New(http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed.")
+var errSecondaryWrite = azrules.SecondaryWrite()
 
 // serviceProperties is Get Blob Service Properties' answer: a new
 // account's, analytics, soft delete and static websites off, no CORS

@@ -68,15 +68,15 @@ var (
 	errQueueNotFound    = azrules.New(http.StatusNotFound, "QueueNotFound", "The specified queue does not exist.")
 	errQueueExists      = azrules.New(http.StatusConflict, "QueueAlreadyExists", "The specified queue already exists.")
 	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
-	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
-	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-	errUnsupportedVerb  = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
-	errInvalidURI       = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
-	errInvalidName      = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
-	errNameOutOfRange   = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "The specified resource name length is not within the permissible limits.")
-	errInvalidMetadata  = azrules.New(http.StatusBadRequest, "InvalidMetadata", "The metadata specified is invalid. It has characters that are not permitted.")
+	errTooLarge         = azrules.RequestBodyTooLarge()
+	errInvalidXML       = azrules.InvalidXMLDocument()
+	errUnsupportedVerb  = azrules.UnsupportedHTTPVerb()
+	errInvalidURI       = azrules.InvalidURI()
+	errInvalidName      = azrules.InvalidResourceName()
+	errNameOutOfRange   = azrules.ResourceNameLength()
+	errInvalidMetadata  = azrules.InvalidMetadata()
 	errEmptyMetadataKey = azrules.New(http.StatusBadRequest, "EmptyMetadataKey", "The key for one of the metadata key-value pairs is empty.")
-	errMetadataTooLarge = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
+	errMetadataTooLarge = azrules.MetadataTooLarge()
 )
 
 // secondarySuffix ends the account segment of a request to the
@@ -90,7 +90,7 @@ const secondarySuffix = "-secondary"
 // answers 403 (AzCopy logs "403 Write operations are not allowed",
 // Storage Explorer issue 4806); its error code is not at hand, and the
 // emulator's is the generic one of a request not authorized.
-var errSecondaryWrite = azrules.New(http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed.")
+var errSecondaryWrite = azrules.SecondaryWrite()
 
 // now is the service's time.
 func (s *Service) now() time.Time {

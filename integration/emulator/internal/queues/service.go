@@ -295,7 +295,7 @@ func readBody(r *http.Request) ([]byte, *azrules.Error) {
 func (s *Service) writeXML(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := xml.Marshal(v)
 	if err != nil {
-		azrules.WriteXML(w, r, azrules.New(http.StatusInternalServerError, "InternalError", "The server encountered an internal error. Please retry the request."))
+		azrules.WriteXML(w, r, azrules.InternalError())
 		return
 	}
 	h := s.begin(w, r)
