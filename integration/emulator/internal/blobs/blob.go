@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
 )
@@ -214,16 +213,7 @@ func (s *Service) deleteBlob(q *request) *azrules.Error {
 	if e != nil {
 		return e
 	}
-	b := c.blobs[q.blob]
-	if b == nil {
-		e = cond.write(false, "", time.Time{})
-		c.mu.Unlock()
-		if e != nil {
-			return e
-		}
-		return errBlobNotFound
-	}
-	if e := cond.write(true, b.etag, b.modified); e != nil {
+	if _, e := cond.existing(c, q.blob); e != nil {
 		c.mu.Unlock()
 		return e
 	}
@@ -249,14 +239,8 @@ func (s *Service) update(q *request, change func(b *blob) *azrules.Error, extra 
 		return e
 	}
 	defer c.mu.Unlock()
-	b := c.blobs[q.blob]
-	if b == nil {
-		if e := cond.write(false, "", time.Time{}); e != nil {
-			return e
-		}
-		return errBlobNotFound
-	}
-	if e := cond.write(true, b.etag, b.modified); e != nil {
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
 		return e
 	}
 	// A blob is replaced, never changed in place: readers hold views.
