@@ -58,7 +58,10 @@ func InternalError() *Error {
 }
 
 // SecondaryWrite is 403 AuthorizationFailure to a write sent to an
-// account's read-only secondary endpoint.
+// account's read-only secondary endpoint. Azure answers 403 (AzCopy logs
+// "403 Write operations are not allowed", Storage Explorer issue 4806);
+// its error code is not at hand, and this is the generic one of a
+// request not authorized.
 func SecondaryWrite() *Error {
 	return New(http.StatusForbidden, CodeAuthorizationFailure, "Write operations are not allowed.")
 }

@@ -27,6 +27,8 @@ func TestCommonAnswers(t *testing.T) {
 		{azrules.MetadataTooLarge, http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted."},
 		{azrules.InternalError, http.StatusInternalServerError, "InternalError", "The server encountered an internal error. Please retry the request."},
 		{azrules.SecondaryWrite, http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed."},
+		{azrules.InvalidInput, http.StatusBadRequest, "InvalidInput", "One of the request inputs is not valid."},
+		{azrules.OutOfRangeInput, http.StatusBadRequest, "OutOfRangeInput", "One of the request inputs is out of range."},
 	}
 	for _, c := range cases {
 		e := c.answer()

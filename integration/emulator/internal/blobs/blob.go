@@ -75,7 +75,7 @@ func (s *Service) getBlob(q *request) *azrules.Error {
 	body := v.data[start : end+1]
 	rangeMD5 := strings.EqualFold(q.r.Header.Get("x-ms-range-get-content-md5"), "true")
 	if rangeMD5 && (!ranged || len(body) > maxRangeMD5) {
-		return errOutOfRangeInput
+		return azrules.OutOfRangeInput()
 	}
 	setCommon(h, q.r)
 	setBlobHeaders(h, v)
@@ -319,14 +319,14 @@ func blobProps(h http.Header, plain bool) (contentProps, *azrules.Error) {
 // readBody reads a request's body, at most limit bytes.
 func readBody(q *request, limit int64) ([]byte, *azrules.Error) {
 	if q.r.ContentLength > limit {
-		return nil, errBodyTooLarge
+		return nil, azrules.RequestBodyTooLarge()
 	}
 	data, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
 	if err != nil {
-		return nil, errBodyRead
+		return nil, azrules.InvalidInput()
 	}
 	if int64(len(data)) > limit {
-		return nil, errBodyTooLarge
+		return nil, azrules.RequestBodyTooLarge()
 	}
 	return data, nil
 }

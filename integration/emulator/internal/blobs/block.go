@@ -110,7 +110,7 @@ func blockID(q *request) (string, *azrules.Error) {
 		return "", azrules.InvalidQueryParameter("blockid", id, "")
 	}
 	if len(raw) > maxBlockIDBytes {
-		return "", errOutOfRangeInput
+		return "", azrules.OutOfRangeInput()
 	}
 	return string(raw), nil
 }
@@ -191,7 +191,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 			break
 		}
 		if err != nil {
-			return nil, errInvalidXML
+			return nil, azrules.InvalidXMLDocument()
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -199,7 +199,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 			switch depth {
 			case 1:
 				if t.Name.Local != "BlockList" {
-					return nil, errInvalidXML
+					return nil, azrules.InvalidXMLDocument()
 				}
 			case 2:
 				switch t.Name.Local {
@@ -229,7 +229,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 		}
 	}
 	if depth != 0 {
-		return nil, errInvalidXML
+		return nil, azrules.InvalidXMLDocument()
 	}
 	return out, nil
 }

@@ -14,12 +14,6 @@ import (
 // replication lag.
 const secondarySuffix = "-secondary"
 
-// errSecondaryWrite answers a write sent to the secondary endpoint. Azure
-// answers 403 (AzCopy logs "403 Write operations are not allowed",
-// Storage Explorer issue 4806); its error code is not at hand, and the
-// emulator's is the generic one of a request not authorized.
-var errSecondaryWrite = azrules.SecondaryWrite()
-
 // serviceProperties is Get Blob Service Properties' answer: a new
 // account's, analytics, soft delete and static websites off, no CORS
 // rules (what the service shows until they are set; the emulator does not

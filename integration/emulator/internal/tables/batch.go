@@ -147,7 +147,7 @@ func batchOpOf(req azrules.BatchRequest) (batchOp, bool) {
 			op.err = errNoIfMatch
 		}
 	default:
-		op.err = errMethod
+		op.err = azrules.UnsupportedHTTPVerb()
 	}
 	if op.err != nil && !res.HasKeys {
 		// An insert whose body could not be read: its keys are unknown,

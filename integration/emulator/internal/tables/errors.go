@@ -20,11 +20,7 @@ var (
 	errEntityExists  = azrules.New(http.StatusConflict, "EntityAlreadyExists", "The specified entity already exists.")
 	errCondition     = azrules.New(http.StatusPreconditionFailed, "UpdateConditionNotSatisfied", "The update condition specified in the request was not satisfied.")
 	errNeedsValue    = azrules.New(http.StatusBadRequest, "PropertiesNeedValue", "The values are not specified for all properties in the entity.")
-	errNameChars     = azrules.InvalidResourceName()
-	errNameLength    = azrules.ResourceNameLength()
-	errBodyTooLarge  = azrules.RequestBodyTooLarge()
 	errAtom          = azrules.New(http.StatusUnsupportedMediaType, "AtomFormatNotSupported", "Atom format is not supported.")
-	errMethod        = azrules.UnsupportedHTTPVerb()
 	errNoIfMatch     = azrules.New(http.StatusBadRequest, "MissingRequiredHeader", "An HTTP header that's mandatory for this request is not specified.")
 )
 
@@ -37,7 +33,7 @@ func (s *Service) checkEntity(e *entity.Entity) *azrules.Error {
 		return azrules.CheckEntity(e.PartitionKey, e.RowKey, *e)
 	}
 	if keys.ValidateCosmosKeys(e.PartitionKey, e.RowKey) != nil {
-		return azrules.New(http.StatusBadRequest, azrules.CodeOutOfRangeInput, azrules.MsgOutOfRangeInput)
+		return azrules.OutOfRangeInput()
 	}
 	ae := azrules.CheckEntity(e.PartitionKey, e.RowKey, *e)
 	if ae != nil && ae.Code == azrules.CodeEntityTooLarge && e.Size() <= maxCosmosBody {

@@ -28,9 +28,9 @@ func (s *Service) checkTableName(name string) *azrules.Error {
 	case err == nil:
 		return nil
 	case len(name) < 3 || len(name) > 63:
-		return errNameLength
+		return azrules.ResourceNameLength()
 	}
-	return errNameChars
+	return azrules.InvalidResourceName()
 }
 
 func (s *Service) createTable(q *request) {
@@ -279,7 +279,7 @@ func (s *Service) serveService(q *request, method string) {
 		q.w.WriteHeader(http.StatusOK)
 		q.w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><StorageServiceStats><GeoReplication><Status>live</Status><LastSyncTime></LastSyncTime></GeoReplication></StorageServiceStats>`))
 	default:
-		s.fail(q, errMethod)
+		s.fail(q, azrules.UnsupportedHTTPVerb())
 	}
 }
 
@@ -322,6 +322,6 @@ func (s *Service) serveACL(q *request, name, method string) {
 		q.headers()
 		q.w.WriteHeader(http.StatusNoContent)
 	default:
-		s.fail(q, errMethod)
+		s.fail(q, azrules.UnsupportedHTTPVerb())
 	}
 }

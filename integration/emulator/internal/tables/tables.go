@@ -195,7 +195,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case http.MethodPost:
 			s.createTable(q)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
 	case res.Name == "Tables":
 		switch method {
@@ -204,11 +204,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case http.MethodGet:
 			s.queryTables(q, res.Table)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
 	case res.Name == "$batch":
 		if method != http.MethodPost {
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 			return
 		}
 		s.batch(q)
@@ -225,7 +225,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case http.MethodDelete:
 			s.deleteEntity(q, res.Name, res.PartitionKey, res.RowKey)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
 	default:
 		switch method {
@@ -234,7 +234,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case http.MethodPost:
 			s.insertEntity(q, res.Name)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
 	}
 }
@@ -286,7 +286,7 @@ func (s *Service) readBody(q *request, limit int64) ([]byte, bool) {
 		return nil, false
 	}
 	if int64(len(b)) > limit {
-		s.fail(q, errBodyTooLarge)
+		s.fail(q, azrules.RequestBodyTooLarge())
 		return nil, false
 	}
 	return b, true
