@@ -32,19 +32,9 @@ const (
 
 // getBlob is Get Blob (GET) and Get Blob Properties (HEAD).
 func (s *Service) getBlob(q *request) *azrules.Error {
-	cond, e := parseConditions(q.r.Header)
+	v, e := s.readBlob(q)
 	if e != nil {
 		return e
-	}
-	v, exists, e := s.viewBlob(q)
-	if e != nil {
-		return e
-	}
-	if e := cond.read(exists, v.etag, v.modified); e != nil {
-		return e
-	}
-	if !exists {
-		return errBlobNotFound
 	}
 	h := q.w.Header()
 	size := int64(len(v.data))
@@ -100,19 +90,31 @@ func (s *Service) getBlob(q *request) *azrules.Error {
 	return nil
 }
 
-// viewBlob copies out the blob q names: its view and whether it exists,
-// or ContainerNotFound.
-func (s *Service) viewBlob(q *request) (view, bool, *azrules.Error) {
+// readBlob copies out the blob q names, as a read under q's conditions
+// sees it; otherwise the answer: a condition that cannot be read,
+// ContainerNotFound, a failed condition, or BlobNotFound.
+func (s *Service) readBlob(q *request) (view, *azrules.Error) {
+	cond, e := parseConditions(q.r.Header)
+	if e != nil {
+		return view{}, e
+	}
 	c, e := s.rlockContainer(q.container)
 	if e != nil {
-		return view{}, false, e
+		return view{}, e
 	}
-	defer c.mu.RUnlock()
+	var v view
 	b := c.blobs[q.blob]
-	if b == nil {
-		return view{}, false, nil
+	if b != nil {
+		v = b.view()
 	}
-	return b.view(), true, nil
+	c.mu.RUnlock()
+	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+		return view{}, e
+	}
+	if b == nil {
+		return view{}, errBlobNotFound
+	}
+	return v, nil
 }
 
 // parseRange reads x-ms-range, or Range when it is absent:
@@ -179,19 +181,9 @@ func setIf(h http.Header, k, v string) {
 
 // getBlobMetadata is Get Blob Metadata.
 func (s *Service) getBlobMetadata(q *request) *azrules.Error {
-	cond, e := parseConditions(q.r.Header)
+	v, e := s.readBlob(q)
 	if e != nil {
 		return e
-	}
-	v, exists, e := s.viewBlob(q)
-	if e != nil {
-		return e
-	}
-	if e := cond.read(exists, v.etag, v.modified); e != nil {
-		return e
-	}
-	if !exists {
-		return errBlobNotFound
 	}
 	h := q.w.Header()
 	setCommon(h, q.r)
