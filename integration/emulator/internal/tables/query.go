@@ -204,9 +204,8 @@ func (s *Service) queryEntities(q *request, name string) {
 		cont = s.key(pk, rk)
 	}
 	sel := parseSelect(v.Get("$select"))
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	p := s.planQuery(f, keyRange(grant), cont, top)

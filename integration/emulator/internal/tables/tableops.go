@@ -295,9 +295,8 @@ func (s *Service) serveACL(q *request, name, method string) {
 	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'r', Name: name}); !ok {
 		return
 	}
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	switch method {

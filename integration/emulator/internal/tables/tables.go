@@ -261,6 +261,16 @@ func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 	return g, true
 }
 
+// openTable is the table named name; nil means it does not exist and
+// the answer (404 TableNotFound) was sent.
+func (s *Service) openTable(q *request, name string) *table {
+	t := s.lookup(name)
+	if t == nil {
+		s.fail(q, errTableNotFound)
+	}
+	return t
+}
+
 // admit asks the scale model to admit a request to partition (table, pk)
 // when hasPK, or to the account alone; false means the answer was sent.
 func (s *Service) admit(q *request, table, pk string, hasPK bool, cost int) bool {
