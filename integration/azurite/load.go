@@ -152,13 +152,13 @@ func (p *tableProxy) admit(r *http.Request) (*http.Request, *azrules.Error) {
 // to charge when its page arrives (the cost at admission is then zero).
 func costOf(r *http.Request) (azload.Cost, *pendingQuery) {
 	var c azload.Cost
-	res, ok := parseResource(r.URL)
-	if !ok || res.name == "" || res.name == "Tables" {
+	res, ok := azrules.ParseTablePath(r.URL.EscapedPath())
+	if !ok || res.Name == "" || res.Name == "Tables" {
 		c.AddAccount(1)
 		return c, nil
 	}
 	switch {
-	case r.Method == http.MethodPost && res.name == "$batch":
+	case r.Method == http.MethodPost && res.Name == "$batch":
 		body, ok := readBody(r)
 		if !ok {
 			c.AddAccount(1)
@@ -172,13 +172,13 @@ func costOf(r *http.Request) (azload.Cost, *pendingQuery) {
 		for _, op := range ops {
 			c.Add(op.Table, op.PartitionKey, 1)
 		}
-	case res.hasKeys:
-		c.Add(res.name, res.pk, 1)
-	case r.Method == http.MethodGet && !strings.HasPrefix(res.name, "$"):
-		q := &pendingQuery{table: res.name}
+	case res.HasKeys:
+		c.Add(res.Name, res.PartitionKey, 1)
+	case r.Method == http.MethodGet && !strings.HasPrefix(res.Name, "$"):
+		q := &pendingQuery{table: res.Name}
 		q.pk, q.named = filterPartition(r.URL.Query().Get("$filter"))
 		if q.named {
-			c.Add(res.name, q.pk, 0)
+			c.Add(res.Name, q.pk, 0)
 		}
 		return c, q
 	case isEntityWrite(r.Method, res):
@@ -188,7 +188,7 @@ func costOf(r *http.Request) (azload.Cost, *pendingQuery) {
 			c.AddAccount(1) // a body Azurite will refuse, or too large to read
 			return c, nil
 		}
-		c.Add(res.name, ent.PartitionKey, 1)
+		c.Add(res.Name, ent.PartitionKey, 1)
 	default:
 		c.AddAccount(1)
 	}
@@ -260,7 +260,7 @@ func filterPartition(f string) (string, bool) {
 		if !strings.HasPrefix(f, prefix) {
 			return "", false
 		}
-		pk, rest, ok := keyLiteral(strings.TrimSpace(f[len(prefix):]), "")
+		pk, rest, ok := azrules.Unquote(strings.TrimSpace(f[len(prefix):]))
 		return pk, ok && strings.TrimSpace(rest) == ""
 	}
 	for _, part := range parts {

@@ -159,13 +159,13 @@ func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // $filter. A non-nil answer (a batch's inside a 202) is sent instead of
 // forwarding the request.
 func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError) {
-	res, ok := parseResource(r.URL)
-	if !ok {
-		return nil, nil
+	res, ok := azrules.ParseTablePath(r.URL.EscapedPath())
+	if !ok || res.Service || res.Table != "" {
+		return nil, nil // the service itself and Tables('t'): no rule applies
 	}
 	sas := azrules.KeyRangeOf(r.URL.Query())
 	switch {
-	case r.Method == http.MethodPost && res.name == "$batch":
+	case r.Method == http.MethodPost && res.Name == "$batch":
 		body, ok := readBody(r)
 		if !ok {
 			return nil, nil
@@ -176,8 +176,8 @@ func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError
 		}
 		return nil, azrules.CheckBatch(ops)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
-		if res.hasKeys {
-			if sas != nil && !sas.Contains(res.pk, res.rk) {
+		if res.HasKeys {
+			if sas != nil && !sas.Contains(res.PartitionKey, res.RowKey) {
 				return azrules.AuthorizationFailure(), nil
 			}
 			return nil, nil
@@ -185,13 +185,13 @@ func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError
 		if e := azrules.CheckQuery(r.URL.Query()); e != nil {
 			return e, nil
 		}
-		if sas != nil && res.name != "Tables" {
+		if sas != nil && res.Name != "Tables" {
 			if !narrowQuery(r.URL, sas) {
 				return azrules.AuthorizationFailure(), nil
 			}
 		}
-	case r.Method == http.MethodDelete && res.hasKeys:
-		if sas != nil && !sas.Contains(res.pk, res.rk) {
+	case r.Method == http.MethodDelete && res.HasKeys:
+		if sas != nil && !sas.Contains(res.PartitionKey, res.RowKey) {
 			return azrules.AuthorizationFailure(), nil
 		}
 	case isEntityWrite(r.Method, res):
@@ -203,8 +203,8 @@ func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError
 		if ent.UnmarshalJSON(body) != nil {
 			return nil, nil // not an entity we understand: Azurite answers
 		}
-		pk, rk := res.pk, res.rk
-		if !res.hasKeys {
+		pk, rk := res.PartitionKey, res.RowKey
+		if !res.HasKeys {
 			pk, rk = ent.PartitionKey, ent.RowKey
 		}
 		if sas != nil && !sas.Contains(pk, rk) {
@@ -217,12 +217,12 @@ func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError
 
 // isEntityWrite reports whether the request writes one entity: POST to a
 // table (insert), PUT, PATCH or MERGE on an entity.
-func isEntityWrite(method string, res resource) bool {
+func isEntityWrite(method string, res azrules.TablePath) bool {
 	switch method {
 	case http.MethodPost:
-		return !res.hasKeys && res.name != "" && res.name != "Tables" && !strings.HasPrefix(res.name, "$")
+		return !res.HasKeys && res.Name != "" && res.Name != "Tables" && !strings.HasPrefix(res.Name, "$")
 	case http.MethodPut, http.MethodPatch, "MERGE":
-		return res.hasKeys
+		return res.HasKeys
 	}
 	return false
 }
@@ -247,75 +247,6 @@ func readBody(r *http.Request) ([]byte, bool) {
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// resource is what a table-service URL path addresses, after the account:
-// a table or "Tables" or "$batch" (name), and an entity's keys.
-type resource struct {
-	name    string
-	hasKeys bool
-	pk, rk  string
-}
-
-// parseResource reads a path-style URL: /account/name or
-// /account/name(PartitionKey='..',RowKey='..'); "()" after a name is a
-// query of that table.
-func parseResource(u *url.URL) (resource, bool) {
-	p, err := url.PathUnescape(u.EscapedPath())
-	if err != nil {
-		return resource{}, false
-	}
-	p = strings.TrimPrefix(p, "/")
-	i := strings.IndexByte(p, '/')
-	if i < 0 {
-		return resource{}, false
-	}
-	seg := p[i+1:]
-	open := strings.IndexByte(seg, '(')
-	if open < 0 {
-		return resource{name: seg}, true
-	}
-	res := resource{name: seg[:open]}
-	inner := strings.TrimSuffix(seg[open+1:], ")")
-	if len(inner) == len(seg[open+1:]) {
-		return resource{}, false
-	}
-	if inner == "" {
-		return res, true
-	}
-	pk, rest, ok := keyLiteral(inner, "PartitionKey=")
-	if !ok || !strings.HasPrefix(rest, ",") {
-		return resource{}, false
-	}
-	rk, rest, ok := keyLiteral(rest[1:], "RowKey=")
-	if !ok || rest != "" {
-		return resource{}, false
-	}
-	res.hasKeys, res.pk, res.rk = true, pk, rk
-	return res, true
-}
-
-// keyLiteral reads name='value' (two quotes inside stand for one) at
-// the start of s and returns the value and what follows.
-func keyLiteral(s, name string) (val, rest string, ok bool) {
-	if !strings.HasPrefix(s, name+"'") {
-		return "", "", false
-	}
-	s = s[len(name)+1:]
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\'' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '\'' {
-			b.WriteByte('\'')
-			i++
-			continue
-		}
-		return b.String(), s[i+1:], true
-	}
-	return "", "", false
 }
 
 // narrowQuery ands the SAS range to the query's $filter, leaving every

@@ -83,7 +83,12 @@ func (l *Latency) Sample() time.Duration {
 // Wait holds the caller for the next delay. It returns ctx's error when
 // ctx ends first (or has already ended), else nil.
 func (l *Latency) Wait(ctx context.Context) error {
-	d := l.Sample()
+	return sleep(ctx, l.Sample())
+}
+
+// sleep blocks for d, or until ctx ends. It returns ctx's error when ctx
+// ends first, or has already ended and d is not positive; else nil.
+func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -168,18 +168,12 @@ func (m *Model) Work(ctx context.Context, server, scanned int) error {
 	now := m.now()
 	slot, start, end := m.reserve(server, max(scanned, 0), now)
 	d := end.Sub(now)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	err := sleep(ctx, d)
+	if err != nil && d > 0 {
+		// Cut short: the time not served is given back.
 		m.release(server, slot, start, end)
-		return ctx.Err()
 	}
+	return err
 }
 
 // reserve books the work on server's slot that frees first, from the

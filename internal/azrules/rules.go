@@ -61,6 +61,11 @@ func badRequest(code, msg string) *Error { return New(http.StatusBadRequest, cod
 // MaxTop, an unterminated string literal) among others.
 func InvalidInput() *Error { return badRequest(CodeInvalidInput, MsgInvalidInput) }
 
+// OutOfRangeInput is Azure's 400 OutOfRangeInput: a value outside what
+// the service takes (a key too long or with a forbidden character, a
+// DateTime outside its range, a Cosmos DB key) among others.
+func OutOfRangeInput() *Error { return badRequest(CodeOutOfRangeInput, MsgOutOfRangeInput) }
+
 // AuthorizationFailure is Azure's 403 to a request a SAS does not cover:
 // an entity outside the SAS's key range.
 func AuthorizationFailure() *Error {
@@ -147,7 +152,7 @@ func CheckEntity(pk, rk string, e entity.Entity) *Error {
 		// What is left of the value's rules: its Go type, a DateTime's
 		// range.
 		if _, err := v.AppendJSON(nil); err != nil {
-			return badRequest(CodeOutOfRangeInput, MsgOutOfRangeInput)
+			return OutOfRangeInput()
 		}
 	}
 	if e.Size() > entity.MaxEntitySize {
@@ -276,7 +281,7 @@ func checkKey(name, k string) *Error {
 		}
 	}
 	if units > keys.MaxKeyUnits {
-		return badRequest(CodeOutOfRangeInput, MsgOutOfRangeInput)
+		return OutOfRangeInput()
 	}
 	return badRequest(CodeInvalidInput, MsgInvalidKeyCharacters)
 }

@@ -3,7 +3,6 @@ package blobs
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
 )
@@ -64,14 +63,8 @@ func (s *Service) appendBlock(q *request) *azrules.Error {
 		return e
 	}
 	defer c.mu.Unlock()
-	b := c.blobs[q.blob]
-	if b == nil {
-		if e := cond.write(false, "", time.Time{}); e != nil {
-			return e
-		}
-		return errBlobNotFound
-	}
-	if e := cond.write(true, b.etag, b.modified); e != nil {
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
 		return e
 	}
 	switch size := int64(len(b.data)); {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
 )
@@ -33,19 +32,9 @@ const (
 
 // getBlob is Get Blob (GET) and Get Blob Properties (HEAD).
 func (s *Service) getBlob(q *request) *azrules.Error {
-	cond, e := parseConditions(q.r.Header)
+	v, e := s.readBlob(q)
 	if e != nil {
 		return e
-	}
-	v, exists, e := s.viewBlob(q)
-	if e != nil {
-		return e
-	}
-	if e := cond.read(exists, v.etag, v.modified); e != nil {
-		return e
-	}
-	if !exists {
-		return errBlobNotFound
 	}
 	h := q.w.Header()
 	size := int64(len(v.data))
@@ -76,7 +65,7 @@ func (s *Service) getBlob(q *request) *azrules.Error {
 	body := v.data[start : end+1]
 	rangeMD5 := strings.EqualFold(q.r.Header.Get("x-ms-range-get-content-md5"), "true")
 	if rangeMD5 && (!ranged || len(body) > maxRangeMD5) {
-		return errOutOfRangeInput
+		return azrules.OutOfRangeInput()
 	}
 	setCommon(h, q.r)
 	setBlobHeaders(h, v)
@@ -101,19 +90,31 @@ func (s *Service) getBlob(q *request) *azrules.Error {
 	return nil
 }
 
-// viewBlob copies out the blob q names: its view and whether it exists,
-// or ContainerNotFound.
-func (s *Service) viewBlob(q *request) (view, bool, *azrules.Error) {
+// readBlob copies out the blob q names, as a read under q's conditions
+// sees it; otherwise the answer: a condition that cannot be read,
+// ContainerNotFound, a failed condition, or BlobNotFound.
+func (s *Service) readBlob(q *request) (view, *azrules.Error) {
+	cond, e := parseConditions(q.r.Header)
+	if e != nil {
+		return view{}, e
+	}
 	c, e := s.rlockContainer(q.container)
 	if e != nil {
-		return view{}, false, e
+		return view{}, e
 	}
-	defer c.mu.RUnlock()
+	var v view
 	b := c.blobs[q.blob]
-	if b == nil {
-		return view{}, false, nil
+	if b != nil {
+		v = b.view()
 	}
-	return b.view(), true, nil
+	c.mu.RUnlock()
+	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+		return view{}, e
+	}
+	if b == nil {
+		return view{}, errBlobNotFound
+	}
+	return v, nil
 }
 
 // parseRange reads x-ms-range, or Range when it is absent:
@@ -180,19 +181,9 @@ func setIf(h http.Header, k, v string) {
 
 // getBlobMetadata is Get Blob Metadata.
 func (s *Service) getBlobMetadata(q *request) *azrules.Error {
-	cond, e := parseConditions(q.r.Header)
+	v, e := s.readBlob(q)
 	if e != nil {
 		return e
-	}
-	v, exists, e := s.viewBlob(q)
-	if e != nil {
-		return e
-	}
-	if e := cond.read(exists, v.etag, v.modified); e != nil {
-		return e
-	}
-	if !exists {
-		return errBlobNotFound
 	}
 	h := q.w.Header()
 	setCommon(h, q.r)
@@ -214,16 +205,7 @@ func (s *Service) deleteBlob(q *request) *azrules.Error {
 	if e != nil {
 		return e
 	}
-	b := c.blobs[q.blob]
-	if b == nil {
-		e = cond.write(false, "", time.Time{})
-		c.mu.Unlock()
-		if e != nil {
-			return e
-		}
-		return errBlobNotFound
-	}
-	if e := cond.write(true, b.etag, b.modified); e != nil {
+	if _, e := cond.existing(c, q.blob); e != nil {
 		c.mu.Unlock()
 		return e
 	}
@@ -249,14 +231,8 @@ func (s *Service) update(q *request, change func(b *blob) *azrules.Error, extra 
 		return e
 	}
 	defer c.mu.Unlock()
-	b := c.blobs[q.blob]
-	if b == nil {
-		if e := cond.write(false, "", time.Time{}); e != nil {
-			return e
-		}
-		return errBlobNotFound
-	}
-	if e := cond.write(true, b.etag, b.modified); e != nil {
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
 		return e
 	}
 	// A blob is replaced, never changed in place: readers hold views.
@@ -335,14 +311,14 @@ func blobProps(h http.Header, plain bool) (contentProps, *azrules.Error) {
 // readBody reads a request's body, at most limit bytes.
 func readBody(q *request, limit int64) ([]byte, *azrules.Error) {
 	if q.r.ContentLength > limit {
-		return nil, errBodyTooLarge
+		return nil, azrules.RequestBodyTooLarge()
 	}
 	data, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
 	if err != nil {
-		return nil, errBodyRead
+		return nil, azrules.InvalidInput()
 	}
 	if int64(len(data)) > limit {
-		return nil, errBodyTooLarge
+		return nil, azrules.RequestBodyTooLarge()
 	}
 	return data, nil
 }

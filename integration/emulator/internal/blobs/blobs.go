@@ -82,7 +82,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s.cfg.Account + secondarySuffix:
 		q.secondary = true
 	default:
-		writeError(w, r, errInvalidURI)
+		writeError(w, r, azrules.InvalidURI())
 		return
 	}
 	q.container, q.blob, _ = strings.Cut(rest, "/")
@@ -106,7 +106,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if q.blob == "" {
 			resource = 'c'
 		}
-		writeError(w, r, s.refuse(q, resource, errSecondaryWrite))
+		writeError(w, r, s.refuse(q, resource, azrules.SecondaryWrite()))
 		return
 	}
 	switch {
@@ -117,7 +117,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case q.blob == "":
 		// A container's root blob ($root) is not emulated: a path with
 		// one segment and no restype=container names no resource here.
-		e = s.refuse(q, 'c', errInvalidURI)
+		e = s.refuse(q, 'c', azrules.InvalidURI())
 	default:
 		e = s.serveBlob(q)
 	}
@@ -320,7 +320,7 @@ func (s *Service) refuse(q *request, resource byte, e *azrules.Error) *azrules.E
 func unsupported(q *request) *azrules.Error {
 	switch q.comp {
 	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
-		return errUnsupportedVerb
+		return azrules.UnsupportedHTTPVerb()
 	case "lease", "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename":

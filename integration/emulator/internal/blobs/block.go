@@ -33,15 +33,7 @@ func (s *Service) putBlob(q *request) *azrules.Error {
 	default:
 		return azrules.InvalidHeader("x-ms-blob-type", v)
 	}
-	cond, e := parseConditions(h)
-	if e != nil {
-		return e
-	}
-	md, e := parseMetadata(h)
-	if e != nil {
-		return e
-	}
-	props, e := blobProps(h, true)
+	cond, md, props, e := parseWrite(h, true)
 	if e != nil {
 		return e
 	}
@@ -110,7 +102,7 @@ func blockID(q *request) (string, *azrules.Error) {
 		return "", azrules.InvalidQueryParameter("blockid", id, "")
 	}
 	if len(raw) > maxBlockIDBytes {
-		return "", errOutOfRangeInput
+		return "", azrules.OutOfRangeInput()
 	}
 	return string(raw), nil
 }
@@ -191,7 +183,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 			break
 		}
 		if err != nil {
-			return nil, errInvalidXML
+			return nil, azrules.InvalidXMLDocument()
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -199,7 +191,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 			switch depth {
 			case 1:
 				if t.Name.Local != "BlockList" {
-					return nil, errInvalidXML
+					return nil, azrules.InvalidXMLDocument()
 				}
 			case 2:
 				switch t.Name.Local {
@@ -229,7 +221,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 		}
 	}
 	if depth != 0 {
-		return nil, errInvalidXML
+		return nil, azrules.InvalidXMLDocument()
 	}
 	return out, nil
 }
@@ -240,15 +232,7 @@ func parseBlockList(data []byte) ([]listEntry, *azrules.Error) {
 // uncommitted blocks are discarded. 201.
 func (s *Service) putBlockList(q *request) *azrules.Error {
 	h := q.r.Header
-	cond, e := parseConditions(h)
-	if e != nil {
-		return e
-	}
-	md, e := parseMetadata(h)
-	if e != nil {
-		return e
-	}
-	props, e := blobProps(h, false)
+	cond, md, props, e := parseWrite(h, false)
 	if e != nil {
 		return e
 	}
@@ -408,4 +392,24 @@ func (s *Service) getBlockList(q *request) *azrules.Error {
 	h.Set("Last-Modified", httpTime(v.modified))
 	h.Set("x-ms-blob-content-length", strconv.Itoa(len(v.data)))
 	return writeXMLBody(q, out)
+}
+
+// parseWrite reads the headers of a write of a whole block blob (Put
+// Blob, Put Block List) in this order, the first refused answering: the
+// conditions, the metadata, the content properties (blobProps; plain
+// for Put Blob).
+func parseWrite(h http.Header, plain bool) (conditions, metadata, contentProps, *azrules.Error) {
+	cond, e := parseConditions(h)
+	if e != nil {
+		return conditions{}, nil, contentProps{}, e
+	}
+	md, e := parseMetadata(h)
+	if e != nil {
+		return conditions{}, nil, contentProps{}, e
+	}
+	props, e := blobProps(h, plain)
+	if e != nil {
+		return conditions{}, nil, contentProps{}, e
+	}
+	return cond, md, props, nil
 }

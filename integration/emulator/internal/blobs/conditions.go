@@ -148,3 +148,20 @@ func (c conditions) write(exists bool, etag string, modified time.Time) *azrules
 // createOnly says whether the request asks to create only
 // (If-None-Match: *).
 func (c conditions) createOnly() bool { return c.hasNoneMatch && c.ifNoneMatch == "*" }
+
+// existing is the blob named name in c, whose lock the caller holds,
+// when it exists and cond's write conditions hold for it; otherwise the
+// answer: the failed condition, or 404 BlobNotFound.
+func (cond conditions) existing(c *container, name string) (*blob, *azrules.Error) {
+	b := c.blobs[name]
+	if b == nil {
+		if e := cond.write(false, "", time.Time{}); e != nil {
+			return nil, e
+		}
+		return nil, errBlobNotFound
+	}
+	if e := cond.write(true, b.etag, b.modified); e != nil {
+		return nil, e
+	}
+	return b, nil
+}

@@ -299,7 +299,7 @@ func serviceEndpoint(r *http.Request, account string) string {
 func writeXMLBody(q *request, v any) *azrules.Error {
 	b, err := xml.Marshal(v)
 	if err != nil {
-		return azrules.New(http.StatusInternalServerError, "InternalError", "The server encountered an internal error. Please retry the request.")
+		return azrules.InternalError()
 	}
 	b = append([]byte(xml.Header[:len(xml.Header)-1]), b...)
 	h := q.w.Header()

@@ -30,21 +30,10 @@ var (
 	errInvalidBlobType       = azrules.New(http.StatusConflict, "InvalidBlobType", "The blob type is invalid for this operation.")
 	errInvalidBlockList      = azrules.New(http.StatusBadRequest, "InvalidBlockList", "The specified block list is invalid.")
 	errInvalidBlobOrBlock    = azrules.New(http.StatusBadRequest, "InvalidBlobOrBlock", "The specified blob or block content is invalid.")
-	errOutOfRangeInput       = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "One of the request inputs is out of range.")
-	errInvalidXML            = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-	errInvalidMetadata       = azrules.New(http.StatusBadRequest, "InvalidMetadata", "The metadata specified is invalid. It has characters that are not permitted.")
-	errMetadataTooLarge      = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
 	errInvalidMD5            = azrules.New(http.StatusBadRequest, "InvalidMd5", "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded.")
 	errMD5Mismatch           = azrules.New(http.StatusBadRequest, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
 	errCRC64Mismatch         = azrules.New(http.StatusBadRequest, "Crc64Mismatch", "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server.")
-	errBodyTooLarge          = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
-	errInvalidURI            = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
-	errUnsupportedVerb       = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
-	// Azure's own message has the misspelling "specifed".
-	errInvalidName          = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
-	errNameLength           = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "The specified resource name length is not within the permissible limits.")
-	errBodyRead             = azrules.New(http.StatusBadRequest, "InvalidInput", "One of the request inputs is not valid.")
-	errUnsupportedCondition = azrules.New(http.StatusBadRequest, "UnsupportedHeader", "One of the HTTP headers specified in the request is not supported.")
+	errUnsupportedCondition  = azrules.New(http.StatusBadRequest, "UnsupportedHeader", "One of the HTTP headers specified in the request is not supported.")
 )
 
 // errNotImplemented answers a feature of the Blob service the emulator

@@ -2,7 +2,6 @@ package blobs
 
 import (
 	"encoding/xml"
-	"net/http"
 	"time"
 
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -14,12 +13,6 @@ import (
 // serves reads; the emulator's answers them from the same data, with no
 // replication lag.
 const secondarySuffix = "-secondary"
-
-// errSecondaryWrite answers a write sent to the secondary endpoint. Azure
-// answers 403 (AzCopy logs "403 Write operations are not allowed",
-// Storage Explorer issue 4806); its error code is not at hand, and the
-// emulator's is the generic one of a request not authorized.
-var errSecondaryWrite = azrules.New(http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed.")
 
 // serviceProperties is Get Blob Service Properties' answer: a new
 // account's, analytics, soft delete and static websites off, no CORS

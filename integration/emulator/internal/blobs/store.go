@@ -200,14 +200,14 @@ func parseMetadata(h http.Header) (metadata, *azrules.Error) {
 		}
 		name := k[len("x-ms-meta-"):]
 		if !isIdentifier(name) {
-			return nil, errInvalidMetadata
+			return nil, azrules.InvalidMetadata()
 		}
 		v := strings.Join(vs, ",")
 		size += len(name) + len(v)
 		md = append(md, metaPair{name, v})
 	}
 	if size > maxMetadataBytes {
-		return nil, errMetadataTooLarge
+		return nil, azrules.MetadataTooLarge()
 	}
 	slices.SortFunc(md, func(a, b metaPair) int { return strings.Compare(a.name, b.name) })
 	return md, nil
@@ -246,17 +246,17 @@ func validContainerName(name string) *azrules.Error {
 		return nil
 	}
 	if len(name) < 3 || len(name) > 63 {
-		return errNameLength
+		return azrules.ResourceNameLength()
 	}
 	for i := 0; i < len(name); i++ {
 		ch := name[i]
 		ok := ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-'
 		if !ok {
-			return errInvalidName
+			return azrules.InvalidResourceName()
 		}
 	}
 	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
-		return errInvalidName
+		return azrules.InvalidResourceName()
 	}
 	return nil
 }
@@ -273,7 +273,7 @@ func validBlobName(name string) *azrules.Error {
 		n += utf16.RuneLen(r)
 	}
 	if n > maxBlobName {
-		return errOutOfRangeInput
+		return azrules.OutOfRangeInput()
 	}
 	return nil
 }

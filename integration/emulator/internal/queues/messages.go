@@ -58,7 +58,7 @@ func (s *Service) serveMessages(w http.ResponseWriter, r *http.Request, q url.Va
 		s.noContent(w, r, http.StatusNoContent)
 		return nil
 	}
-	return errUnsupportedVerb
+	return azrules.UnsupportedHTTPVerb()
 }
 
 // serveMessage answers the operations on one message: Update Message and
@@ -76,7 +76,7 @@ func (s *Service) serveMessage(w http.ResponseWriter, r *http.Request, q url.Val
 		}
 		return s.deleteMessage(w, r, q, name, id)
 	}
-	return errUnsupportedVerb
+	return azrules.UnsupportedHTTPVerb()
 }
 
 // intParam reads the integer query parameter key: absent (ok false), or
@@ -117,13 +117,13 @@ func readMessage(r *http.Request) (*string, *azrules.Error) {
 	}
 	var m queueMessage
 	if err := xml.Unmarshal(body, &m); err != nil {
-		return nil, errInvalidXML
+		return nil, azrules.InvalidXMLDocument()
 	}
 	if m.Text == nil {
-		return nil, errInvalidXML
+		return nil, azrules.InvalidXMLDocument()
 	}
 	if len(*m.Text) > maxMessage {
-		return nil, errTooLarge
+		return nil, azrules.RequestBodyTooLarge()
 	}
 	return m.Text, nil
 }
@@ -188,7 +188,7 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 		return e
 	}
 	if text == nil {
-		return errInvalidXML
+		return azrules.InvalidXMLDocument()
 	}
 	now := s.now()
 	m := &message{

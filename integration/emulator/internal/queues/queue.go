@@ -29,7 +29,7 @@ func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Value
 			}
 			return s.deleteQueue(w, r, name)
 		}
-		return errUnsupportedVerb
+		return azrules.UnsupportedHTTPVerb()
 	case "metadata":
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
@@ -43,7 +43,7 @@ func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Value
 			}
 			return s.setMetadata(w, r, name)
 		}
-		return errUnsupportedVerb
+		return azrules.UnsupportedHTTPVerb()
 	case "acl":
 		// Only the account owner (Shared Key) may read or set a queue's
 		// access policies: no SAS permission grants it, so the operation
@@ -60,7 +60,7 @@ func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Value
 			}
 			return s.setACL(w, r, name)
 		}
-		return errUnsupportedVerb
+		return azrules.UnsupportedHTTPVerb()
 	}
 	return azrules.InvalidQueryParameter("comp", q.Get("comp"), "")
 }
@@ -84,13 +84,13 @@ func readMetadata(r *http.Request) (map[string]string, *azrules.Error) {
 			return nil, errEmptyMetadataKey
 		}
 		if !identifier(n) {
-			return nil, errInvalidMetadata
+			return nil, azrules.InvalidMetadata()
 		}
 		md[n] = strings.Join(v, ",")
 		size += len(n) + len(md[n])
 	}
 	if size > maxMetadata {
-		return nil, errMetadataTooLarge
+		return nil, azrules.MetadataTooLarge()
 	}
 	return md, nil
 }
@@ -242,19 +242,19 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 	var doc signedIdentifiers
 	if len(body) > 0 {
 		if err := xml.Unmarshal(body, &doc); err != nil {
-			return errInvalidXML
+			return azrules.InvalidXMLDocument()
 		}
 	}
 	if len(doc.List) > 5 {
-		return errInvalidXML
+		return azrules.InvalidXMLDocument()
 	}
 	for _, si := range doc.List {
 		if si.ID == "" || len(si.ID) > 64 {
-			return errInvalidXML
+			return azrules.InvalidXMLDocument()
 		}
 		for _, c := range si.Policy.Permission {
 			if !strings.ContainsRune("raup", c) {
-				return errInvalidXML
+				return azrules.InvalidXMLDocument()
 			}
 		}
 		for _, t := range []string{si.Policy.Start, si.Policy.Expiry} {
@@ -262,7 +262,7 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 				continue
 			}
 			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
-				return errInvalidXML
+				return azrules.InvalidXMLDocument()
 			}
 		}
 	}

@@ -68,15 +68,7 @@ var (
 	errQueueNotFound    = azrules.New(http.StatusNotFound, "QueueNotFound", "The specified queue does not exist.")
 	errQueueExists      = azrules.New(http.StatusConflict, "QueueAlreadyExists", "The specified queue already exists.")
 	errMessageNotFound  = azrules.New(http.StatusNotFound, "MessageNotFound", "The specified message does not exist.")
-	errTooLarge         = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
-	errInvalidXML       = azrules.New(http.StatusBadRequest, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-	errUnsupportedVerb  = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
-	errInvalidURI       = azrules.New(http.StatusBadRequest, "InvalidUri", "The requested URI does not represent any resource on the server.")
-	errInvalidName      = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
-	errNameOutOfRange   = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "The specified resource name length is not within the permissible limits.")
-	errInvalidMetadata  = azrules.New(http.StatusBadRequest, "InvalidMetadata", "The metadata specified is invalid. It has characters that are not permitted.")
 	errEmptyMetadataKey = azrules.New(http.StatusBadRequest, "EmptyMetadataKey", "The key for one of the metadata key-value pairs is empty.")
-	errMetadataTooLarge = azrules.New(http.StatusBadRequest, "MetadataTooLarge", "The size of the specified metadata exceeds the maximum size permitted.")
 )
 
 // secondarySuffix ends the account segment of a request to the
@@ -85,12 +77,6 @@ var (
 // serves reads; the emulator's answers them from the same data, with no
 // replication lag.
 const secondarySuffix = "-secondary"
-
-// errSecondaryWrite answers a write sent to the secondary endpoint. Azure
-// answers 403 (AzCopy logs "403 Write operations are not allowed",
-// Storage Explorer issue 4806); its error code is not at hand, and the
-// emulator's is the generic one of a request not authorized.
-var errSecondaryWrite = azrules.New(http.StatusForbidden, "AuthorizationFailure", "Write operations are not allowed.")
 
 // now is the service's time.
 func (s *Service) now() time.Time {
@@ -131,7 +117,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) *azrules.Error {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	secondary := parts[0] == s.cfg.Account+secondarySuffix
 	if parts[0] != s.cfg.Account && !secondary {
-		return errInvalidURI
+		return azrules.InvalidURI()
 	}
 	// A trailing slash addresses the same resource (".../queue/").
 	if n := len(parts); n > 1 && parts[n-1] == "" {
@@ -150,7 +136,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) *azrules.Error {
 		if e := s.authorize(r, resource, 0, name); e != nil {
 			return e
 		}
-		return errSecondaryWrite
+		return azrules.SecondaryWrite()
 	}
 	q := r.URL.Query()
 	switch len(parts) {
@@ -166,14 +152,14 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) *azrules.Error {
 			return e
 		}
 		if parts[2] != "messages" {
-			return errInvalidURI
+			return azrules.InvalidURI()
 		}
 		if len(parts) == 3 {
 			return s.serveMessages(w, r, q, parts[1])
 		}
 		return s.serveMessage(w, r, q, parts[1], parts[3])
 	}
-	return errInvalidURI
+	return azrules.InvalidURI()
 }
 
 // authorize asks Config.Auth whether r may do the operation.
@@ -190,18 +176,18 @@ func (s *Service) authorize(r *http.Request, resource, perm byte, name string) *
 // a letter or digit.
 func validName(name string) *azrules.Error {
 	if name == "" {
-		return errInvalidName
+		return azrules.InvalidResourceName()
 	}
 	if len(name) < 3 || len(name) > 63 {
-		return errNameOutOfRange
+		return azrules.ResourceNameLength()
 	}
 	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
-		return errInvalidName
+		return azrules.InvalidResourceName()
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return errInvalidName
+			return azrules.InvalidResourceName()
 		}
 	}
 	return nil

@@ -21,7 +21,7 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 	switch {
 	case comp == "list" && restype == "":
 		if r.Method != http.MethodGet {
-			return errUnsupportedVerb
+			return azrules.UnsupportedHTTPVerb()
 		}
 		if e := s.authorize(r, 's', 'l', ""); e != nil {
 			return e
@@ -44,10 +44,10 @@ func (s *Service) serveService(w http.ResponseWriter, r *http.Request, q url.Val
 			}
 			return s.setProperties(w, r)
 		}
-		return errUnsupportedVerb
+		return azrules.UnsupportedHTTPVerb()
 	case restype == "service" && comp == "stats":
 		if r.Method != http.MethodGet {
-			return errUnsupportedVerb
+			return azrules.UnsupportedHTTPVerb()
 		}
 		if e := s.authorize(r, 's', 'r', ""); e != nil {
 			return e
@@ -252,10 +252,10 @@ func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *azrules
 	}
 	var p serviceProperties
 	if err := xml.Unmarshal(body, &p); err != nil {
-		return errInvalidXML
+		return azrules.InvalidXMLDocument()
 	}
 	if p.Cors != nil && len(p.Cors.Rules) > 5 {
-		return errInvalidXML
+		return azrules.InvalidXMLDocument()
 	}
 	s.mu.Lock()
 	if p.Logging != nil {
@@ -283,10 +283,10 @@ const maxBody = 4 << 20
 func readBody(r *http.Request) ([]byte, *azrules.Error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return nil, errInvalidXML
+		return nil, azrules.InvalidXMLDocument()
 	}
 	if len(b) > maxBody {
-		return nil, errTooLarge
+		return nil, azrules.RequestBodyTooLarge()
 	}
 	return b, nil
 }
@@ -295,7 +295,7 @@ func readBody(r *http.Request) ([]byte, *azrules.Error) {
 func (s *Service) writeXML(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := xml.Marshal(v)
 	if err != nil {
-		azrules.WriteXML(w, r, azrules.New(http.StatusInternalServerError, "InternalError", "The server encountered an internal error. Please retry the request."))
+		azrules.WriteXML(w, r, azrules.InternalError())
 		return
 	}
 	h := s.begin(w, r)

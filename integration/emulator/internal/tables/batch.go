@@ -1,14 +1,8 @@
 package tables
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -101,109 +95,61 @@ func (s *Service) batch(q *request) {
 	s.batchReply(q, t.name, ops, rows, ts)
 }
 
-// parseBatch reads the change set of a multipart/mixed batch body.
+// parseBatch reads the change set of a multipart/mixed batch body
+// (azrules.ParseBatch). ok is false when the body cannot be read, holds
+// a part other than a change set, or an operation addresses no table's
+// entities; an operation the service refuses has err set.
 func (s *Service) parseBatch(contentType string, body []byte) ([]batchOp, bool) {
-	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mt != "multipart/mixed" || params["boundary"] == "" {
+	b, err := azrules.ParseBatch(contentType, body)
+	if err != nil || b.Others > 0 {
 		return nil, false
 	}
-	var ops []batchOp
-	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			return ops, true
-		}
-		if err != nil {
+	ops := make([]batchOp, 0, len(b.Changes))
+	for _, req := range b.Changes {
+		op, ok := batchOpOf(req)
+		if !ok {
 			return nil, false
 		}
-		pmt, pparams, err := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		if err != nil || pmt != "multipart/mixed" {
-			return nil, false
-		}
-		cr := multipart.NewReader(part, pparams["boundary"])
-		for {
-			cp, err := cr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, false
-			}
-			op, ok := s.parseBatchOp(cp)
-			if !ok {
-				return nil, false
-			}
-			ops = append(ops, op)
-		}
+		ops = append(ops, op)
 	}
+	return ops, true
 }
 
-// parseBatchOp reads one application/http part: a request line, headers
-// and the entity's JSON. ok is false when the part cannot be read at
-// all; an operation the service refuses has err set.
-func (s *Service) parseBatchOp(part io.Reader) (batchOp, bool) {
-	tp := textproto.NewReader(bufio.NewReader(part))
-	line, err := tp.ReadLine()
-	if err != nil {
+// batchOpOf is one operation of the change set as the service reads it:
+// the entity's JSON decoded by the service's rules.
+func batchOpOf(req azrules.BatchRequest) (batchOp, bool) {
+	res := req.Path
+	if res.Service || res.Name == "Tables" || res.Name == "$batch" {
 		return batchOp{}, false
 	}
-	f := strings.Fields(line)
-	if len(f) < 2 {
-		return batchOp{}, false
-	}
-	hdr, err := tp.ReadMIMEHeader()
-	if err != nil && err != io.EOF {
-		return batchOp{}, false
-	}
-	body, err := io.ReadAll(tp.R)
-	if err != nil {
-		return batchOp{}, false
-	}
-	u, err := url.Parse(f[1])
-	if err != nil {
-		return batchOp{}, false
-	}
-	p := strings.TrimPrefix(u.EscapedPath(), "/")
-	_, rest, _ := strings.Cut(p, "/")
-	if rest, err = url.PathUnescape(rest); err != nil {
-		return batchOp{}, false
-	}
-	res, ok := parsePath(rest)
-	if !ok || res.service || res.name == "Tables" || res.name == "$batch" {
-		return batchOp{}, false
-	}
-	op := batchOp{method: f[0], table: res.name, contentID: hdr.Get("Content-ID"), noContent: strings.Contains(hdr.Get("Prefer"), "return-no-content")}
-	if op.method == http.MethodPost && hdr.Get("X-HTTP-Method") != "" {
-		op.method = strings.ToUpper(hdr.Get("X-HTTP-Method"))
-	}
-	ifMatch := hdr.Get("If-Match")
+	op := batchOp{method: req.Method, table: res.Name, contentID: req.Header.Get("Content-ID"), noContent: strings.Contains(req.Header.Get("Prefer"), "return-no-content")}
+	ifMatch := req.Header.Get("If-Match")
 	switch op.method {
 	case http.MethodPost:
-		if res.hasKeys {
+		if res.HasKeys {
 			return batchOp{}, false
 		}
 		op.w.kind = opInsert
-		op.w.e, op.err = decodeEntity(body, "", "", false)
+		op.w.e, op.err = decodeEntity(req.Body, "", "", false)
 	case http.MethodPut, http.MethodPatch, "MERGE":
-		if !res.hasKeys {
+		if !res.HasKeys {
 			return batchOp{}, false
 		}
 		op.w = writeOp{merge: op.method != http.MethodPut, conditional: ifMatch != "", ifMatch: ifMatch}
-		op.w.e, op.err = decodeEntity(body, res.pk, res.rk, true)
+		op.w.e, op.err = decodeEntity(req.Body, res.PartitionKey, res.RowKey, true)
 	case http.MethodDelete:
-		if !res.hasKeys {
+		if !res.HasKeys {
 			return batchOp{}, false
 		}
 		op.w = writeOp{kind: opDelete, ifMatch: ifMatch}
-		op.w.e.PartitionKey, op.w.e.RowKey = res.pk, res.rk
+		op.w.e.PartitionKey, op.w.e.RowKey = res.PartitionKey, res.RowKey
 		if ifMatch == "" {
 			op.err = errNoIfMatch
 		}
 	default:
-		op.err = errMethod
+		op.err = azrules.UnsupportedHTTPVerb()
 	}
-	if op.err != nil && !res.hasKeys {
+	if op.err != nil && !res.HasKeys {
 		// An insert whose body could not be read: its keys are unknown,
 		// so the partition and duplicate checks cannot count it.
 		op.w.e.PartitionKey, op.w.e.RowKey = "", ""

@@ -74,9 +74,8 @@ func (s *Service) insertEntity(q *request, name string) {
 	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Permission: 'a', Name: name, PartitionKey: e.PartitionKey, RowKey: e.RowKey, HasKeys: ae == nil}); !ok {
 		return
 	}
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	if ae != nil {
@@ -136,9 +135,8 @@ func (s *Service) getEntity(q *request, name, pk, rk string) {
 	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Permission: 'r', Name: name, PartitionKey: pk, RowKey: rk, HasKeys: true}); !ok {
 		return
 	}
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	if !s.admit(q, t.name, pk, true, 1) {
@@ -180,9 +178,8 @@ func (s *Service) writeEntity(q *request, name, pk, rk string, merge bool) {
 			return
 		}
 	}
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	e, ae := s.parseEntity(body, pk, rk, true)
@@ -297,9 +294,8 @@ func (s *Service) deleteEntity(q *request, name, pk, rk string) {
 		s.fail(q, errNoIfMatch)
 		return
 	}
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	if !s.admit(q, t.name, pk, true, 1) {

@@ -20,11 +20,7 @@ var (
 	errEntityExists  = azrules.New(http.StatusConflict, "EntityAlreadyExists", "The specified entity already exists.")
 	errCondition     = azrules.New(http.StatusPreconditionFailed, "UpdateConditionNotSatisfied", "The update condition specified in the request was not satisfied.")
 	errNeedsValue    = azrules.New(http.StatusBadRequest, "PropertiesNeedValue", "The values are not specified for all properties in the entity.")
-	errNameChars     = azrules.New(http.StatusBadRequest, "InvalidResourceName", "The specifed resource name contains invalid characters.")
-	errNameLength    = azrules.New(http.StatusBadRequest, "OutOfRangeInput", "The specified resource name length is not within the permissible limits.")
-	errBodyTooLarge  = azrules.New(http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", "The request body is too large and exceeds the maximum permissible limit.")
 	errAtom          = azrules.New(http.StatusUnsupportedMediaType, "AtomFormatNotSupported", "Atom format is not supported.")
-	errMethod        = azrules.New(http.StatusMethodNotAllowed, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.")
 	errNoIfMatch     = azrules.New(http.StatusBadRequest, "MissingRequiredHeader", "An HTTP header that's mandatory for this request is not specified.")
 )
 
@@ -37,7 +33,7 @@ func (s *Service) checkEntity(e *entity.Entity) *azrules.Error {
 		return azrules.CheckEntity(e.PartitionKey, e.RowKey, *e)
 	}
 	if keys.ValidateCosmosKeys(e.PartitionKey, e.RowKey) != nil {
-		return azrules.New(http.StatusBadRequest, azrules.CodeOutOfRangeInput, azrules.MsgOutOfRangeInput)
+		return azrules.OutOfRangeInput()
 	}
 	ae := azrules.CheckEntity(e.PartitionKey, e.RowKey, *e)
 	if ae != nil && ae.Code == azrules.CodeEntityTooLarge && e.Size() <= maxCosmosBody {

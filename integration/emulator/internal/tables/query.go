@@ -188,14 +188,9 @@ func (s *Service) queryEntities(q *request, name string) {
 		return
 	}
 	v := q.r.URL.Query()
-	top, e := topOf(v, s.cfg.Cosmos)
+	top, f, e := pageOf(v, s.cfg.Cosmos)
 	if e != nil {
 		s.fail(q, e)
-		return
-	}
-	f, err := keys.ParseFilter(v.Get("$filter"))
-	if err != nil {
-		s.fail(q, errInvalidInput)
 		return
 	}
 	var cont *row
@@ -209,9 +204,8 @@ func (s *Service) queryEntities(q *request, name string) {
 		cont = s.key(pk, rk)
 	}
 	sel := parseSelect(v.Get("$select"))
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	p := s.planQuery(f, keyRange(grant), cont, top)

@@ -28,9 +28,9 @@ func (s *Service) checkTableName(name string) *azrules.Error {
 	case err == nil:
 		return nil
 	case len(name) < 3 || len(name) > 63:
-		return errNameLength
+		return azrules.ResourceNameLength()
 	}
-	return errNameChars
+	return azrules.InvalidResourceName()
 }
 
 func (s *Service) createTable(q *request) {
@@ -150,14 +150,9 @@ func (s *Service) queryTables(q *request, one string) {
 		return
 	}
 	v := q.r.URL.Query()
-	top, e := topOf(v, s.cfg.Cosmos)
+	top, f, e := pageOf(v, s.cfg.Cosmos)
 	if e != nil {
 		s.fail(q, e)
-		return
-	}
-	f, err := keys.ParseFilter(v.Get("$filter"))
-	if err != nil {
-		s.fail(q, errInvalidInput)
 		return
 	}
 	next := ""
@@ -218,18 +213,28 @@ func (s *Service) queryTables(q *request, one string) {
 	q.reply(http.StatusOK, b)
 }
 
-// topOf reads $top: 1 to 1,000 (no upper limit on Cosmos DB); absent is
-// azrules.MaxTop. Anything else is 400 InvalidInput.
-func topOf(v map[string][]string, cosmos bool) (int, *azrules.Error) {
-	t, ok := v["$top"]
-	if !ok || len(t) == 0 {
-		return azrules.MaxTop, nil
+// pageOf reads a query's $top and $filter (keys.ParseFilter), in that
+// order. $top is 1 to 1,000 (no upper limit on Cosmos DB), absent
+// azrules.MaxTop. Any other $top, or a filter ParseFilter refuses, is
+// 400 InvalidInput.
+func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *azrules.Error) {
+	top := azrules.MaxTop
+	if t, ok := v["$top"]; ok && len(t) > 0 {
+		n, err := strconv.Atoi(t[0])
+		if err != nil || n < 1 || (!cosmos && n > azrules.MaxTop) {
+			return 0, keys.Filter{}, errInvalidInput
+		}
+		top = min(n, azrules.MaxTop)
 	}
-	n, err := strconv.Atoi(t[0])
-	if err != nil || n < 1 || (!cosmos && n > azrules.MaxTop) {
-		return 0, errInvalidInput
+	var filter string
+	if f := v["$filter"]; len(f) > 0 {
+		filter = f[0]
 	}
-	return min(n, azrules.MaxTop), nil
+	f, err := keys.ParseFilter(filter)
+	if err != nil {
+		return 0, keys.Filter{}, errInvalidInput
+	}
+	return top, f, nil
 }
 
 // serveService answers the account-level requests: service properties
@@ -274,7 +279,7 @@ func (s *Service) serveService(q *request, method string) {
 		q.w.WriteHeader(http.StatusOK)
 		q.w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><StorageServiceStats><GeoReplication><Status>live</Status><LastSyncTime></LastSyncTime></GeoReplication></StorageServiceStats>`))
 	default:
-		s.fail(q, errMethod)
+		s.fail(q, azrules.UnsupportedHTTPVerb())
 	}
 }
 
@@ -290,9 +295,8 @@ func (s *Service) serveACL(q *request, name, method string) {
 	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'r', Name: name}); !ok {
 		return
 	}
-	t := s.lookup(name)
+	t := s.openTable(q, name)
 	if t == nil {
-		s.fail(q, errTableNotFound)
 		return
 	}
 	switch method {
@@ -317,6 +321,6 @@ func (s *Service) serveACL(q *request, name, method string) {
 		q.headers()
 		q.w.WriteHeader(http.StatusNoContent)
 	default:
-		s.fail(q, errMethod)
+		s.fail(q, azrules.UnsupportedHTTPVerb())
 	}
 }

@@ -45,7 +45,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -165,15 +164,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q.fmt = f
 
 	p := r.URL.EscapedPath()
-	p = strings.TrimPrefix(p, "/")
-	acct, rest, _ := strings.Cut(p, "/")
-	if acct != s.cfg.Account {
+	if acct, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/"); acct != s.cfg.Account {
 		s.fail(q, errNotFound)
-		return
-	}
-	rest, err := url.PathUnescape(rest)
-	if err != nil {
-		s.fail(q, errInvalidInput)
 		return
 	}
 	method := r.Method
@@ -182,12 +174,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			method = strings.ToUpper(m)
 		}
 	}
-	res, ok := parsePath(rest)
+	res, ok := azrules.ParseTablePath(p)
 	if !ok {
 		s.fail(q, errInvalidInput)
 		return
 	}
-	if res.service {
+	if res.Service {
 		s.serveService(q, method)
 		return
 	}
@@ -196,132 +188,55 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case res.name == "Tables" && !res.parens:
+	case res.Name == "Tables" && !res.Parens:
 		switch method {
 		case http.MethodGet:
 			s.queryTables(q, "")
 		case http.MethodPost:
 			s.createTable(q)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
-	case res.name == "Tables":
+	case res.Name == "Tables":
 		switch method {
 		case http.MethodDelete:
-			s.deleteTable(q, res.table)
+			s.deleteTable(q, res.Table)
 		case http.MethodGet:
-			s.queryTables(q, res.table)
+			s.queryTables(q, res.Table)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
-	case res.name == "$batch":
+	case res.Name == "$batch":
 		if method != http.MethodPost {
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 			return
 		}
 		s.batch(q)
 	case r.URL.Query().Has("comp"):
-		s.serveACL(q, res.name, method)
-	case res.hasKeys:
+		s.serveACL(q, res.Name, method)
+	case res.HasKeys:
 		switch method {
 		case http.MethodGet:
-			s.getEntity(q, res.name, res.pk, res.rk)
+			s.getEntity(q, res.Name, res.PartitionKey, res.RowKey)
 		case http.MethodPut:
-			s.writeEntity(q, res.name, res.pk, res.rk, false)
+			s.writeEntity(q, res.Name, res.PartitionKey, res.RowKey, false)
 		case http.MethodPatch, "MERGE":
-			s.writeEntity(q, res.name, res.pk, res.rk, true)
+			s.writeEntity(q, res.Name, res.PartitionKey, res.RowKey, true)
 		case http.MethodDelete:
-			s.deleteEntity(q, res.name, res.pk, res.rk)
+			s.deleteEntity(q, res.Name, res.PartitionKey, res.RowKey)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
 	default:
 		switch method {
 		case http.MethodGet:
-			s.queryEntities(q, res.name)
+			s.queryEntities(q, res.Name)
 		case http.MethodPost:
-			s.insertEntity(q, res.name)
+			s.insertEntity(q, res.Name)
 		default:
-			s.fail(q, errMethod)
+			s.fail(q, azrules.UnsupportedHTTPVerb())
 		}
 	}
-}
-
-// resource is what a path (after the account) addresses.
-type resource struct {
-	service bool   // the account itself: service properties and stats
-	name    string // "Tables", "$batch" or a table
-	parens  bool   // name(...) or name()
-	table   string // Tables('table')
-	hasKeys bool
-	pk, rk  string
-}
-
-// parsePath reads Tables, Tables('t'), $batch, t, t(), and
-// t(PartitionKey='p',RowKey='r'), quotes inside doubled.
-func parsePath(p string) (resource, bool) {
-	if p == "" {
-		return resource{service: true}, true
-	}
-	open := strings.IndexByte(p, '(')
-	if open < 0 {
-		return resource{name: p}, true
-	}
-	if !strings.HasSuffix(p, ")") {
-		return resource{}, false
-	}
-	res := resource{name: p[:open], parens: true}
-	inner := p[open+1 : len(p)-1]
-	if inner == "" {
-		return res, true
-	}
-	if res.name == "Tables" {
-		v, rest, ok := quoted(inner)
-		if !ok || rest != "" {
-			return resource{}, false
-		}
-		res.table = v
-		return res, true
-	}
-	pk, rest, ok := keyLiteral(inner, "PartitionKey=")
-	if !ok || !strings.HasPrefix(rest, ",") {
-		return resource{}, false
-	}
-	rk, rest, ok := keyLiteral(rest[1:], "RowKey=")
-	if !ok || rest != "" {
-		return resource{}, false
-	}
-	res.hasKeys, res.pk, res.rk = true, pk, rk
-	return res, true
-}
-
-func keyLiteral(s, name string) (val, rest string, ok bool) {
-	if !strings.HasPrefix(s, name) {
-		return "", "", false
-	}
-	return quoted(s[len(name):])
-}
-
-// quoted reads 'value' at the start of s, two quotes inside standing for
-// one, and returns the value and what follows.
-func quoted(s string) (val, rest string, ok bool) {
-	if !strings.HasPrefix(s, "'") {
-		return "", "", false
-	}
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		if s[i] != '\'' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '\'' {
-			b.WriteByte('\'')
-			i++
-			continue
-		}
-		return b.String(), s[i+1:], true
-	}
-	return "", "", false
 }
 
 // authorize checks q's credentials for op; false means the answer was
@@ -344,6 +259,16 @@ func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 		g = &auth.Grant{}
 	}
 	return g, true
+}
+
+// openTable is the table named name; nil means it does not exist and
+// the answer (404 TableNotFound) was sent.
+func (s *Service) openTable(q *request, name string) *table {
+	t := s.lookup(name)
+	if t == nil {
+		s.fail(q, errTableNotFound)
+	}
+	return t
 }
 
 // admit asks the scale model to admit a request to partition (table, pk)
@@ -371,7 +296,7 @@ func (s *Service) readBody(q *request, limit int64) ([]byte, bool) {
 		return nil, false
 	}
 	if int64(len(b)) > limit {
-		s.fail(q, errBodyTooLarge)
+		s.fail(q, azrules.RequestBodyTooLarge())
 		return nil, false
 	}
 	return b, true
