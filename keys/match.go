@@ -205,48 +205,36 @@ func (f Filter) Bounds() KeyBounds {
 // tighterLo returns the tighter of a lower bound and the one comparison k
 // gives (eq, gt, ge), or the bound unchanged.
 func tighterLo(lo string, has, open bool, k *node) (string, bool, bool) {
-	var v string
-	var o bool
-	switch k.op {
-	case opEq, opGe:
-		v = k.lit.s
-	case opGt:
-		v, o = k.lit.s, true
-	default:
-		return lo, has, open
-	}
-	if !has {
-		return v, true, o
-	}
-	switch c := Compare(v, lo); {
-	case c > 0:
-		return v, true, o
-	case c == 0:
-		return lo, true, open || o
-	}
-	return lo, has, open
+	return tighter(lo, has, open, k, opGe, opGt, 1)
 }
 
 // tighterHi is tighterLo for upper bounds (eq, lt, le).
 func tighterHi(hi string, has, open bool, k *node) (string, bool, bool) {
+	return tighter(hi, has, open, k, opLe, opLt, -1)
+}
+
+// tighter is tighterLo (closed ge, strict gt, sign 1) and tighterHi
+// (le, lt, -1): a value beyond the bound in sign's direction replaces it;
+// an equal one keeps it, open if either is.
+func tighter(bound string, has, open bool, k *node, closed, strict cmpOp, sign int) (string, bool, bool) {
 	var v string
 	var o bool
 	switch k.op {
-	case opEq, opLe:
+	case opEq, closed:
 		v = k.lit.s
-	case opLt:
+	case strict:
 		v, o = k.lit.s, true
 	default:
-		return hi, has, open
+		return bound, has, open
 	}
 	if !has {
 		return v, true, o
 	}
-	switch c := Compare(v, hi); {
-	case c < 0:
+	switch c := Compare(v, bound) * sign; {
+	case c > 0:
 		return v, true, o
 	case c == 0:
-		return hi, true, open || o
+		return bound, true, open || o
 	}
-	return hi, has, open
+	return bound, has, open
 }
