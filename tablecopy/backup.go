@@ -570,19 +570,36 @@ func parseHex64OrZero(s string) (uint64, error) {
 // listing (with the base's hash of each key it knew) and the keys
 // deleted since the base.
 func (b *backup) list(ctx context.Context, tbl *rows, st *tableStep) error {
-	baseT := b.base.table(st.Name)
+	lf, df, err := listKeys(ctx, tbl, b.o.Base, b.base.table(st.Name), b.to, b.o.Parallel, func(p patterns.ScanProgress) {
+		b.prog.report(Progress{Table: st.Name, Phase: "list keys", Entities: b.stored.Load(), Ranges: p.Ranges, RangesDone: p.RangesDone})
+	})
+	if err != nil {
+		return err
+	}
+	c := b.c
+	c.mu.Lock()
+	st.Listing, st.Deleted, st.Phase = &lf, &df, phaseScan
+	v := c.changed()
+	c.mu.Unlock()
+	return c.wait(ctx, v)
+}
+
+// listKeys lists the keys of tbl (a key-only parallel scan) and writes,
+// into to, TABLE/listing.jsonl.gz (each key with the hash baseT's key list
+// gives it, 0 for a key the base did not hold) and TABLE/deleted.jsonl.gz
+// (the keys of the base that the listing did not find).
+func listKeys(ctx context.Context, tbl *rows, base *Location, baseT *TableBackup, to *Location, parallel int, progress func(patterns.ScanProgress)) (listing, deleted KeyFile, err error) {
+	name := tbl.Name()
 	baseState := state{}
-	if err := readKeys(ctx, b.o.Base, baseT.Keys, func(k Key, h uint64) error {
+	if err := readKeys(ctx, base, baseT.Keys, func(k Key, h uint64) error {
 		baseState[mapKey(k.PartitionKey, k.RowKey)] = h
 		return nil
 	}); err != nil {
-		return fmt.Errorf("table %s: base key list: %w", st.Name, err)
+		return listing, deleted, fmt.Errorf("table %s: base key list: %w", name, err)
 	}
 	var mu sync.Mutex
 	listed := state{}
-	err := scan(ctx, tbl, scanSpec{keysOnly: true, parallel: b.o.Parallel, progress: func(p patterns.ScanProgress) {
-		b.prog.report(Progress{Table: st.Name, Phase: "list keys", Entities: b.stored.Load(), Ranges: p.Ranges, RangesDone: p.RangesDone})
-	}}, func(_ context.Context, items []entity.Entity) error {
+	err = scan(ctx, tbl, scanSpec{keysOnly: true, parallel: parallel, progress: progress}, func(_ context.Context, items []entity.Entity) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range items {
@@ -592,32 +609,26 @@ func (b *backup) list(ctx context.Context, tbl *rows, st *tableStep) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("table %s: key listing: %w", st.Name, err)
+		return listing, deleted, fmt.Errorf("table %s: key listing: %w", name, err)
 	}
-	var deleted []Key
+	var gone []Key
 	for k := range baseState {
 		if _, ok := listed[k]; !ok {
-			deleted = append(deleted, splitMapKey(k))
+			gone = append(gone, splitMapKey(k))
 		}
 	}
-	lf, err := putKeyList(ctx, b.to, st.Name+"/listing.jsonl.gz", listed)
-	if err != nil {
-		return fmt.Errorf("table %s: %w", st.Name, err)
+	if listing, err = putKeyList(ctx, to, name+"/listing.jsonl.gz", listed); err != nil {
+		return listing, deleted, fmt.Errorf("table %s: %w", name, err)
 	}
 	var dbuf bytes.Buffer
-	if err := writeDeleted(&dbuf, deleted); err != nil {
-		return err
+	if err := writeDeleted(&dbuf, gone); err != nil {
+		return listing, deleted, err
 	}
-	df := KeyFile{File: st.Name + "/deleted.jsonl.gz", Count: int64(len(deleted))}
-	if err := b.to.s.Put(ctx, df.File, dbuf.Bytes()); err != nil {
-		return fmt.Errorf("table %s: write %s: %w", st.Name, df.File, err)
+	deleted = KeyFile{File: name + "/deleted.jsonl.gz", Count: int64(len(gone))}
+	if err := to.s.Put(ctx, deleted.File, dbuf.Bytes()); err != nil {
+		return listing, deleted, fmt.Errorf("table %s: write %s: %w", name, deleted.File, err)
 	}
-	c := b.c
-	c.mu.Lock()
-	st.Listing, st.Deleted, st.Phase = &lf, &df, phaseScan
-	v := c.changed()
-	c.mu.Unlock()
-	return c.wait(ctx, v)
+	return listing, deleted, nil
 }
 
 // manifest is the finished backup's manifest.

@@ -46,6 +46,9 @@ type JobOptions struct {
 	// its range (it splits its range further as it runs); 0 means the
 	// scan's default.
 	Parallel int
+	// Filter (copy) copies only the entities matching it (as
+	// CopyOptions.Filter); the zero Filter copies the whole table.
+	Filter keys.Filter
 	// Insert (copy) inserts each entity, refusing one that exists in the
 	// target; otherwise entities are upserted.
 	Insert bool
@@ -59,6 +62,14 @@ type JobOptions struct {
 	// Since (backup) backs up only the entities whose Timestamp is later
 	// (a KindChanges backup).
 	Since time.Time
+	// Base (backup) makes the backup incremental, as BackupOptions.Base:
+	// the start lists each table's keys and diffs them with the base's key
+	// list, then the ranges back up the entities changed since the base's
+	// start (less SkewMargin).
+	Base *Location
+	// SkewMargin (backup, with Base) is how far before the base's start
+	// the ranges look; 0 means DefaultSkewMargin.
+	SkewMargin time.Duration
 	// SegmentBytes (backup) is the size at which a range's segment is
 	// closed; 0 means DefaultSegmentBytes.
 	SegmentBytes int64
@@ -92,15 +103,50 @@ type jobRecord struct {
 	// copy
 	Target          *endpointRef `json:"target,omitempty"`
 	ToTable         string       `json:"toTable,omitempty"`
+	Filter          string       `json:"filter,omitempty"` // OData text (keys.ParseFilter reads it)
 	Insert          bool         `json:"insert,omitempty"`
 	Concurrency     int          `json:"concurrency,omitempty"`
 	CheckpointTable string       `json:"checkpointTable,omitempty"`
 	// backup
 	Location     string       `json:"location,omitempty"`
-	Blob         *endpointRef `json:"blob,omitempty"` // the account of Location
+	Blob         *endpointRef `json:"blob,omitempty"` // the account of a blob:// Location; nil for a directory
 	Kind         string       `json:"kind,omitempty"`
 	Since        *time.Time   `json:"since,omitempty"`
 	SegmentBytes int64        `json:"segmentBytes,omitempty"`
+	// incremental backup: the base (as its manifest will name it) and
+	// each table's key listing and deleted keys, written by the start
+	Base  string    `json:"base,omitempty"`
+	Lists []jobList `json:"lists,omitempty"`
+}
+
+// jobList is what an incremental backup job's start listed of a table.
+type jobList struct {
+	Table   string    `json:"table"`
+	Since   time.Time `json:"since"`
+	Listing KeyFile   `json:"listing"`
+	Deleted KeyFile   `json:"deleted"`
+}
+
+// since is the time after which a backup job's ranges of table back up
+// changed entities (nil: every entity).
+func (rec *jobRecord) since(table string) *time.Time {
+	for _, l := range rec.Lists {
+		if l.Table == table {
+			t := l.Since
+			return &t
+		}
+	}
+	return rec.Since
+}
+
+// list is what the start of an incremental backup job listed of table.
+func (rec *jobRecord) list(table string) *jobList {
+	for i := range rec.Lists {
+		if rec.Lists[i].Table == table {
+			return &rec.Lists[i]
+		}
+	}
+	return nil
 }
 
 const (
@@ -181,6 +227,9 @@ func jobOpts(opts *JobOptions) JobOptions {
 	if o.SegmentBytes <= 0 {
 		o.SegmentBytes = DefaultSegmentBytes
 	}
+	if o.SkewMargin <= 0 {
+		o.SkewMargin = DefaultSkewMargin
+	}
 	return o
 }
 
@@ -208,6 +257,10 @@ func StartCopyJob(ctx context.Context, src, dst *rows, q *consistency.Queue, opt
 	if o.Ranges > 1000 {
 		return nil, fmt.Errorf("tablekit: copy job %s: %w: %d ranges; at most 1000", src.Name(), tablekit.ErrInvalidArgument, o.Ranges)
 	}
+	filter, err := o.Filter.Build()
+	if err != nil {
+		return nil, fmt.Errorf("tablekit: copy job %s: %w", src.Name(), err)
+	}
 	store, err := newTableJobStore(dst.Account(), o.CheckpointTable, "x")
 	if err != nil {
 		return nil, fmt.Errorf("tablekit: copy job: checkpoint table: %w", err)
@@ -222,33 +275,39 @@ func StartCopyJob(ctx context.Context, src, dst *rows, q *consistency.Queue, opt
 	rec := jobRecord{Format: jobFormat, Version: jobVersion, ID: newJobID(now), Op: JobCopy, Created: now, Queue: q.Name(),
 		Source: endpointRef{src.Account().Name(), endpointKey(src.Account().TableEndpoint())}, Tables: []string{src.Name()}, Parallel: o.Parallel,
 		Target: &endpointRef{dst.Account().Name(), endpointKey(dst.Account().TableEndpoint())}, ToTable: dst.Name(),
-		Insert: o.Insert, Concurrency: o.Concurrency, CheckpointTable: o.CheckpointTable}
+		Filter: filter, Insert: o.Insert, Concurrency: o.Concurrency, CheckpointTable: o.CheckpointTable}
 	store.id = rec.ID
 	ref := storeRef{endpointRef: *rec.Target, Table: o.CheckpointTable}
 	return startJob(ctx, src.Account(), rec, store, ref, q, o)
 }
 
-// StartBackupJob starts a distributed backup of tables (in acct) into to,
-// which must be in Blob storage (workers on other machines write into
-// it): it splits each table's scan into up to opts.Ranges key ranges,
-// records the job and one state per range in to (job/job.json,
+// StartBackupJob starts a distributed backup of tables (in acct) into to:
+// it splits each table's scan into up to opts.Ranges key ranges, records
+// the job and one state per range in to (job/job.json,
 // job/range-NNNNN.json), and sends one KindRange message per range to q.
 // Each range is backed up by a worker (RangeHandler) into its own
 // segments (TABLE/rNNNNN/seg-AAAA-NNNNNN.jsonl.gz, AAAA its attempt), with
 // its checkpoint in its state; the worker that finishes the last range
 // writes the key lists and manifest.json (FinishJob, which JobStatus
 // callers may run too: it is idempotent). The result is a backup like
-// Backup's, which Restore and VerifyBackup read. A full backup, or with
-// opts.Since a changes backup; incremental backups (a Base) are not
-// distributed. Workers must connect to acct and to to's account.
+// Backup's, one manifest range per job range, which Restore and
+// VerifyBackup read.
+//
+// A full backup; with opts.Since a changes backup; with opts.Base an
+// incremental one, whose key listing (a key-only parallel scan of each
+// table, diffed with the base's key list) this function takes before it
+// sends the messages, so that every key is listed before its range reads
+// the changes (the order Backup keeps).
+//
+// to is in Blob storage (blob://), which workers on other machines write
+// into, and workers must connect to its account; or a local directory,
+// which every worker must reach at the same path, on a filesystem whose
+// advisory locks (flock) hold across them, and which each worker must
+// allow (RangeHandlerOptions.Dirs). Workers must connect to acct.
 func StartBackupJob(ctx context.Context, acct *tablekit.Account, tables []string, to *Location, q *consistency.Queue, opts *JobOptions) (*Job, error) {
 	o := jobOpts(opts)
 	if acct == nil || to == nil || q == nil {
 		return nil, fmt.Errorf("tablekit: backup job: %w: nil account, location or queue", tablekit.ErrInvalidArgument)
-	}
-	bs, ok := to.s.(*blobStore)
-	if !ok {
-		return nil, fmt.Errorf("tablekit: backup job to %s: %w: a distributed backup goes to blob://CONTAINER/PREFIX, which workers on other machines can write", to, tablekit.ErrInvalidArgument)
 	}
 	if len(tables) == 0 {
 		return nil, fmt.Errorf("tablekit: backup job: %w: no tables", tablekit.ErrInvalidArgument)
@@ -273,16 +332,61 @@ func StartBackupJob(ctx context.Context, acct *tablekit.Account, tables []string
 			return nil, fmt.Errorf("tablekit: backup job to %s: %w", to, err)
 		}
 	}
+	if o.Base != nil && !o.Since.IsZero() {
+		return nil, fmt.Errorf("tablekit: backup job to %s: %w: give Since or Base, not both", to, tablekit.ErrInvalidArgument)
+	}
 	now := time.Now().UTC()
 	rec := jobRecord{Format: jobFormat, Version: jobVersion, ID: newJobID(now), Op: JobBackup, Created: now, Queue: q.Name(),
 		Source: endpointRef{acct.Name(), endpointKey(acct.TableEndpoint())}, Tables: tables, Parallel: o.Parallel,
-		Location: to.String(), Blob: &endpointRef{accountOfBlob(bs), endpointKey(bs.c.URL())}, Kind: KindFull, SegmentBytes: o.SegmentBytes}
-	if !o.Since.IsZero() {
+		Location: to.String(), Kind: KindFull, SegmentBytes: o.SegmentBytes}
+	var store jobStore
+	var ref storeRef
+	switch s := to.s.(type) {
+	case *blobStore:
+		rec.Blob = &endpointRef{accountOfBlob(s), endpointKey(s.c.URL())}
+		store, ref = blobJobStore{b: s}, storeRef{endpointRef: *rec.Blob, Location: rec.Location}
+	case dirStore:
+		store, ref = dirJobStore{d: s}, storeRef{Location: rec.Location}
+	default:
+		return nil, fmt.Errorf("tablekit: backup job to %s: %w: a distributed backup goes to blob://CONTAINER/PREFIX or a directory", to, tablekit.ErrInvalidArgument)
+	}
+	switch {
+	case !o.Since.IsZero():
 		since := o.Since.UTC()
 		rec.Kind, rec.Since = KindChanges, &since
+	case o.Base != nil:
+		base, err := ReadManifest(ctx, o.Base)
+		if err != nil {
+			return nil, fmt.Errorf("tablekit: backup job: base: %w", err)
+		}
+		if base.Kind == KindChanges {
+			return nil, fmt.Errorf("tablekit: backup job: %w: the base %s is a --since backup, with no key list to diff", tablekit.ErrInvalidArgument, o.Base)
+		}
+		for _, t := range tables {
+			if base.table(t) == nil {
+				return nil, fmt.Errorf("tablekit: backup job: %w: the base %s holds no table %s", tablekit.ErrInvalidArgument, o.Base, t)
+			}
+		}
+		// The job record is not written yet: a start interrupted here
+		// leaves listings that the next start overwrites.
+		if _, _, err := store.load(ctx, jobName); err == nil {
+			return nil, fmt.Errorf("tablekit: backup job to %s: %w: %s holds a job already", to, ErrBackupExists, store.ref())
+		}
+		rec.Kind, rec.Base = KindIncremental, o.Base.reference(to)
+		for _, t := range tables {
+			tbl, err := patterns.NewTable[entity.Entity](acct, t, nil)
+			if err != nil {
+				return nil, fmt.Errorf("tablekit: backup job: %w", err)
+			}
+			bt := base.table(t)
+			lf, df, err := listKeys(ctx, tbl, o.Base, bt, to, o.Parallel, nil)
+			if err != nil {
+				return nil, fmt.Errorf("tablekit: backup job to %s: %w", to, err)
+			}
+			rec.Lists = append(rec.Lists, jobList{Table: t, Since: bt.Start.Add(-o.SkewMargin).UTC(), Listing: lf, Deleted: df})
+		}
 	}
-	ref := storeRef{endpointRef: *rec.Blob, Location: rec.Location}
-	return startJob(ctx, acct, rec, blobJobStore{b: bs}, ref, q, o)
+	return startJob(ctx, acct, rec, store, ref, q, o)
 }
 
 // accountOfBlob is the account name of a blob client's endpoint: the
@@ -312,9 +416,9 @@ func startJob(ctx context.Context, acct *tablekit.Account, rec jobRecord, store 
 		if err != nil {
 			return fail(err)
 		}
-		var filter keys.Filter
-		if rec.Since != nil {
-			filter = keys.Prop("Timestamp").Gt(*rec.Since)
+		filter, err := rec.filter(t)
+		if err != nil {
+			return fail(err)
 		}
 		tokens, err := splitScan(ctx, tbl, filter, o.Ranges)
 		if err != nil {
@@ -360,6 +464,25 @@ func enqueueRange(ctx context.Context, q *consistency.Queue, rec jobRecord, ref 
 		return fmt.Errorf("range %d: enqueue on %s: %w", i, q.Name(), err)
 	}
 	return nil
+}
+
+// filter is the filter a job's ranges of table scan with: a copy's own,
+// or a backup's Timestamp bound.
+func (rec *jobRecord) filter(table string) (keys.Filter, error) {
+	if rec.Op == JobCopy {
+		if rec.Filter == "" {
+			return keys.Filter{}, nil
+		}
+		f, err := keys.ParseFilter(rec.Filter)
+		if err != nil {
+			return f, fmt.Errorf("the job's filter: %w", err)
+		}
+		return f, nil
+	}
+	if since := rec.since(table); since != nil {
+		return keys.Prop("Timestamp").Gt(*since), nil
+	}
+	return keys.Filter{}, nil
 }
 
 // splitScan is SplitScan with the projection tablecopy's scans use, so
@@ -555,9 +678,10 @@ func RequeueJob(ctx context.Context, ref string, acct *tablekit.Account, q *cons
 		return 0, err
 	}
 	sref := storeRef{Table: rec.CheckpointTable, Location: rec.Location}
-	if rec.Op == JobCopy {
+	switch {
+	case rec.Op == JobCopy:
 		sref.endpointRef = *rec.Target
-	} else {
+	case rec.Blob != nil:
 		sref.endpointRef = *rec.Blob
 	}
 	n := 0

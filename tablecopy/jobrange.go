@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -28,6 +30,11 @@ type RangeHandlerOptions struct {
 	// Blob storage. A job naming an account the worker does not connect
 	// to fails, naming the account's endpoint.
 	Accounts []*tablekit.Account
+	// Dirs are the directories under which a backup job's local DEST may
+	// be: a filesystem every worker mounts at the same path. A job naming
+	// a directory elsewhere fails; without Dirs, every local DEST does (a
+	// queue message cannot make a worker write where it was not told to).
+	Dirs []string
 }
 
 // RangeHandler returns the handler of KindRange steps: it copies, or
@@ -54,15 +61,17 @@ type RangeHandlerOptions struct {
 // state for JobStatus.
 func RangeHandler(opts *RangeHandlerOptions) consistency.Handler {
 	var accts []*tablekit.Account
+	var dirs []string
 	if opts != nil {
 		accts = slices.Clone(opts.Accounts)
+		dirs = slices.Clone(opts.Dirs)
 	}
 	return func(ctx context.Context, c *consistency.Call) error {
 		var args rangeArgs
 		if err := c.Decode(&args); err != nil {
 			return err
 		}
-		r := &rangeRun{accts: append([]*tablekit.Account{c.Account}, accts...), args: args, log: c.Logger}
+		r := &rangeRun{accts: append([]*tablekit.Account{c.Account}, accts...), dirs: dirs, args: args, log: c.Logger}
 		err := r.run(ctx)
 		switch {
 		case err == nil:
@@ -81,6 +90,7 @@ func RangeHandler(opts *RangeHandlerOptions) consistency.Handler {
 // rangeRun is one delivery of a range message.
 type rangeRun struct {
 	accts []*tablekit.Account
+	dirs  []string
 	args  rangeArgs
 	log   *slog.Logger
 	store jobStore
@@ -111,6 +121,18 @@ func (r *rangeRun) account(ref endpointRef, blob bool) (*tablekit.Account, error
 	return nil, consistency.Permanent(r.errorf("%w: the worker connects to no account %s with %s endpoint %s (give it with the --dest- flags of tablekit-worker)", tablekit.ErrNoEndpoint, ref.Account, what, ref.Endpoint))
 }
 
+// dir is the local Location of a backup job, if the worker allows it.
+func (r *rangeRun) dir(loc string) (*Location, error) {
+	if !filepath.IsAbs(loc) {
+		return nil, consistency.Permanent(r.errorf("%w: the job's directory %q is not absolute", consistency.ErrInvalidArgs, loc))
+	}
+	l := Dir(loc)
+	if !jobDirAllowed(l.String(), r.dirs) {
+		return nil, consistency.Permanent(r.errorf("%w: the job writes to the directory %s, which the worker does not allow (give it, or a directory above it, with tablekit-worker's --job-dir)", tablekit.ErrInvalidArgument, loc))
+	}
+	return l, nil
+}
+
 func (r *rangeRun) run(ctx context.Context) error {
 	a := r.args
 	if !validJobID(a.Job) || a.Range < 0 {
@@ -124,12 +146,18 @@ func (r *rangeRun) run(ctx context.Context) error {
 			return aerr
 		}
 		r.store, err = newTableJobStore(acct, a.Store.Table, a.Job)
-	case a.Store.Location != "":
+	case strings.HasPrefix(a.Store.Location, BlobScheme):
 		acct, aerr := r.account(a.Store.endpointRef, true)
 		if aerr != nil {
 			return aerr
 		}
 		r.store, err = openJobStore(a.Store.Location, acct)
+	case a.Store.Location != "":
+		to, derr := r.dir(a.Store.Location)
+		if derr != nil {
+			return derr
+		}
+		r.store = dirJobStore{d: to.s.(dirStore)}
 	default:
 		err = consistency.Permanent(r.errorf("%w: the message names no job store", consistency.ErrInvalidArgs))
 	}
@@ -302,7 +330,11 @@ func (r *rangeRun) copy(ctx context.Context) error {
 		st.Copy, st.Done = &s, s.Done
 		return r.save(ctx, st)
 	}
-	_, err = copyFrom(ctx, src, dst, CopyOptions{Parallel: rec.Parallel, Insert: rec.Insert, Concurrency: max(rec.Concurrency, 1)}, ck)
+	filter, err := rec.filter(rec.Tables[0])
+	if err != nil {
+		return consistency.Permanent(err)
+	}
+	_, err = copyFrom(ctx, src, dst, CopyOptions{Filter: filter, Parallel: rec.Parallel, Insert: rec.Insert, Concurrency: max(rec.Concurrency, 1)}, ck)
 	if we := (*WriteError)(nil); errors.As(err, &we) {
 		// The target refused entities (BulkWrite retried throttling
 		// itself): another delivery would be refused the same way.
@@ -314,22 +346,23 @@ func (r *rangeRun) copy(ctx context.Context) error {
 // backup backs the range up into its own segments, from its checkpoint.
 func (r *rangeRun) backup(ctx context.Context) error {
 	rec := r.rec
-	if rec.Blob == nil {
-		return consistency.Permanent(fmt.Errorf("%w: a backup job names its Blob storage", consistency.ErrInvalidArgs))
-	}
 	sacct, err := r.account(rec.Source, false)
 	if err != nil {
 		return err
 	}
-	bacct, err := r.account(*rec.Blob, true)
-	if err != nil {
+	var to *Location
+	if rec.Blob != nil {
+		bacct, err := r.account(*rec.Blob, true)
+		if err != nil {
+			return err
+		}
+		if to, err = ParseLocation(rec.Location, bacct); err != nil {
+			return consistency.Permanent(err)
+		}
+	} else if to, err = r.dir(rec.Location); err != nil {
 		return err
 	}
-	to, err := ParseLocation(rec.Location, bacct)
-	if err != nil {
-		return consistency.Permanent(err)
-	}
-	step := tableStep{Name: r.state.Table, Phase: phaseScan, Token: r.state.Token, Since: rec.Since}
+	step := tableStep{Name: r.state.Table, Phase: phaseScan, Token: r.state.Token, Since: rec.since(r.state.Table)}
 	if r.state.Step != nil {
 		step = *r.state.Step
 	}
@@ -395,18 +428,27 @@ func FinishJob(ctx context.Context, ref string, acct *tablekit.Account) (*Manife
 // ranges are done (see FinishJob).
 func finishBackup(ctx context.Context, store jobStore, rec *jobRecord, accts []*tablekit.Account) (*Manifest, error) {
 	var to *Location
+	if ds, ok := store.(dirJobStore); ok {
+		to = &Location{s: ds.d}
+	}
 	for _, a := range accts {
+		if to != nil || rec.Blob == nil {
+			break
+		}
 		if a.BlobEndpoint() != "" && endpointKey(a.BlobEndpoint()) == rec.Blob.Endpoint {
 			l, err := ParseLocation(rec.Location, a)
 			if err != nil {
 				return nil, err
 			}
 			to = l
-			break
 		}
 	}
 	if to == nil {
-		return nil, fmt.Errorf("%w: no account with blob endpoint %s", tablekit.ErrNoEndpoint, rec.Blob.Endpoint)
+		what := "directory " + rec.Location
+		if rec.Blob != nil {
+			what = "blob endpoint " + rec.Blob.Endpoint
+		}
+		return nil, fmt.Errorf("%w: no account or store for the job's %s", tablekit.ErrNoEndpoint, what)
 	}
 	if m, err := ReadManifest(ctx, to); err == nil {
 		return m, nil
@@ -422,10 +464,10 @@ func finishBackup(ctx context.Context, store jobStore, rec *jobRecord, accts []*
 			return nil, nil
 		}
 	}
-	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tablekit: Version(), Kind: rec.Kind,
+	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tablekit: Version(), Kind: rec.Kind, Base: rec.Base,
 		Source: rec.Source.Account + " " + rec.Source.Endpoint}
 	for _, name := range rec.Tables {
-		t := TableBackup{Name: name, Since: rec.Since}
+		t := TableBackup{Name: name, Since: rec.since(name)}
 		final := state{}
 		var sum Sum
 		for _, st := range states {
@@ -461,6 +503,24 @@ func finishBackup(ctx context.Context, store jobStore, rec *jobRecord, accts []*
 			}
 		}
 		t.Entities, t.Checksum = sum.Count, hex64(sum.Hash)
+		if l := rec.list(name); l != nil {
+			// Incremental: what the table holds once restored is the
+			// listing (each key with the base's hash), with the hashes of
+			// the entities the ranges stored.
+			listed := state{}
+			if err := readKeys(ctx, to, l.Listing, func(k Key, h uint64) error {
+				listed[mapKey(k.PartitionKey, k.RowKey)] = h
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("table %s: %w", name, err)
+			}
+			for k, h := range final {
+				listed[k] = h
+			}
+			final = listed
+			df := l.Deleted
+			t.Deleted = &df
+		}
 		kf, err := putKeyList(ctx, to, name+"/keys.jsonl.gz", final)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", name, err)

@@ -2,10 +2,14 @@ package tablecopy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -155,8 +159,8 @@ func deref[T any](p *T) T {
 }
 
 // openJobStore reads a job reference: table://CHECKPOINTTABLE/JOBID (a
-// copy, in acct's tables) or blob://CONTAINER/PREFIX (a backup, in acct's
-// Blob storage).
+// copy, in acct's tables), blob://CONTAINER/PREFIX (a backup, in acct's
+// Blob storage) or a directory (a backup to a shared filesystem).
 func openJobStore(ref string, acct *tablekit.Account) (jobStore, error) {
 	if rest, ok := strings.CutPrefix(ref, TableJobScheme); ok {
 		table, id, _ := strings.Cut(rest, "/")
@@ -172,7 +176,10 @@ func openJobStore(ref string, acct *tablekit.Account) (jobStore, error) {
 		}
 		return blobJobStore{b: l.s.(*blobStore)}, nil
 	}
-	return nil, fmt.Errorf("tablekit: job %q: %w: want table://CHECKPOINTTABLE/JOBID or blob://CONTAINER/PREFIX", ref, tablekit.ErrInvalidArgument)
+	if ref == "" || strings.Contains(ref, "://") {
+		return nil, fmt.Errorf("tablekit: job %q: %w: want table://CHECKPOINTTABLE/JOBID, blob://CONTAINER/PREFIX or a backup's directory", ref, tablekit.ErrInvalidArgument)
+	}
+	return dirJobStore{d: Dir(ref).s.(dirStore)}, nil
 }
 
 // validJobID: letters, digits, '-' and '.', 1 to 64 of them (a job id is
@@ -194,4 +201,73 @@ func validJobID(id string) bool {
 // query string (where a SAS would be) or a trailing slash.
 func endpointKey(u string) string {
 	return strings.TrimSuffix(endpointOnly(u), "/")
+}
+
+// dirJobStore keeps a backup job in its local Location (a directory every
+// worker mounts at the same path): job/job.json and job/range-NNNNN.json.
+// An object's version is the SHA-256 of its content; a conditional write
+// holds an advisory lock on job/NAME.lock (flock, released by the kernel
+// when its holder dies, SIGKILL included) while it compares the version
+// and replaces the object whole (a temporary file renamed over it).
+type dirJobStore struct{ d dirStore }
+
+func (s dirJobStore) ref() string { return s.d.dir }
+
+func (s dirJobStore) path(name string) string { return s.d.path("job/" + name + ".json") }
+
+func (s dirJobStore) load(_ context.Context, name string) ([]byte, string, error) {
+	data, err := os.ReadFile(s.path(name))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("job/%s.json in %s: %w", name, s.ref(), fs.ErrNotExist)
+		}
+		return nil, "", err
+	}
+	return data, contentTag(data), nil
+}
+
+func (s dirJobStore) save(ctx context.Context, name string, data []byte, etag string) (string, error) {
+	p := s.path(name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(ctx, s.d.path("job/"+name+".lock"))
+	if err != nil {
+		return "", fmt.Errorf("job/%s.json in %s: %w", name, s.ref(), err)
+	}
+	defer unlock()
+	cur, err := os.ReadFile(p)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return "", err
+	case err == nil && (etag == "" || contentTag(cur) != etag), err != nil && etag != "":
+		return "", fmt.Errorf("job/%s.json in %s: %w", name, s.ref(), errStale)
+	}
+	if err := s.d.Put(ctx, "job/"+name+".json", data); err != nil {
+		return "", err
+	}
+	return contentTag(data), nil
+}
+
+// contentTag is a local job object's version: the SHA-256 of its content.
+// Every write of a range's state carries a new owner or time, so no two
+// versions share a tag.
+func contentTag(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:16])
+}
+
+// jobDirAllowed reports whether dir is one of roots or under one.
+func jobDirAllowed(dir string, roots []string) bool {
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			continue
+		}
+		rel, err := filepath.Rel(abs, dir)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
 }
