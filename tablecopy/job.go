@@ -498,6 +498,8 @@ type JobStatus struct {
 	Tables        []string // the tables read
 	// ToTable is a copy's target table; Location a backup's.
 	ToTable, Location string
+	// Filter is a copy's filter (OData text), empty for the whole table.
+	Filter string
 	Ranges            []RangeStatus
 	// RangesDone and RangesFailed count the ranges finished, and those
 	// that failed (their message poisoned, or their state holding the
@@ -553,7 +555,7 @@ func ReadJob(ctx context.Context, ref string, acct *tablekit.Account, opts *JobS
 	if err != nil {
 		return nil, err
 	}
-	s := &JobStatus{ID: rec.ID, Op: rec.Op, Queue: rec.Queue, Created: rec.Created, Tables: rec.Tables, ToTable: rec.ToTable, Location: rec.Location}
+	s := &JobStatus{ID: rec.ID, Op: rec.Op, Queue: rec.Queue, Created: rec.Created, Tables: rec.Tables, ToTable: rec.ToTable, Location: rec.Location, Filter: rec.Filter}
 	poisoned := map[int]string{}
 	if opts != nil && opts.QueueAccount != nil {
 		q, err := consistency.NewQueue(opts.QueueAccount, rec.Queue, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -104,6 +105,9 @@ type VerifyOptions struct {
 	Account *tablekit.Account
 	// ToTable compares the backup's one table with this table.
 	ToTable string
+	// Filter (Compare) compares only the entities matching it on both
+	// sides: those a copy with this filter copied.
+	Filter keys.Filter
 	// Parallel is how many key ranges of a table are read at once.
 	Parallel int
 	// RangeKeys is how many keys a compared range holds; 0 means
@@ -189,7 +193,7 @@ func VerifyBackup(ctx context.Context, from *Location, opts *VerifyOptions) ([]T
 				return nil, fmt.Errorf("tablekit: verify: %w", err)
 			}
 			chk.Against = o.Account.Name() + "/" + target
-			got, err := tableState(ctx, tbl, o.Parallel, func(p Progress) { prog.report(p) })
+			got, err := tableState(ctx, tbl, keys.Filter{}, o.Parallel, func(p Progress) { prog.report(p) })
 			if err != nil {
 				return nil, fmt.Errorf("tablekit: verify: read %s: %w", target, err)
 			}
@@ -285,10 +289,10 @@ func checkTableBackup(ctx context.Context, l *Location, m *Manifest, t *TableBac
 
 // tableState reads every entity of tbl (a parallel scan) and returns each
 // key's EntityHash.
-func tableState(ctx context.Context, tbl *rows, parallel int, progress func(Progress)) (state, error) {
+func tableState(ctx context.Context, tbl *rows, filter keys.Filter, parallel int, progress func(Progress)) (state, error) {
 	s := state{}
 	var mu sync.Mutex
-	err := scan(ctx, tbl, scanSpec{parallel: parallel, progress: func(p patterns.ScanProgress) {
+	err := scan(ctx, tbl, scanSpec{filter: filter, parallel: parallel, progress: func(p patterns.ScanProgress) {
 		if progress != nil {
 			progress(Progress{Table: tbl.Name(), Phase: "verify", Entities: p.Rows, Ranges: p.Ranges, RangesDone: p.RangesDone})
 		}
@@ -313,7 +317,8 @@ func tableState(ctx context.Context, tbl *rows, parallel int, progress func(Prog
 
 // Compare reads tables a (the expected side, a copy's source) and b
 // (a copy's target) and compares their entities (keys and properties;
-// not Timestamp or ETag), range by range.
+// not Timestamp or ETag), range by range: all of them, or those matching
+// opts.Filter on both sides.
 func Compare(ctx context.Context, a, b *patterns.Table[entity.Entity], opts *VerifyOptions) (TableCheck, error) {
 	o := VerifyOptions{}
 	if opts != nil {
@@ -328,8 +333,8 @@ func Compare(ctx context.Context, a, b *patterns.Table[entity.Entity], opts *Ver
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); sa, ea = tableState(ctx, a, o.Parallel, prog.report) }()
-	go func() { defer wg.Done(); sb, eb = tableState(ctx, b, o.Parallel, prog.report) }()
+	go func() { defer wg.Done(); sa, ea = tableState(ctx, a, o.Filter, o.Parallel, prog.report) }()
+	go func() { defer wg.Done(); sb, eb = tableState(ctx, b, o.Filter, o.Parallel, prog.report) }()
 	wg.Wait()
 	if err := errors.Join(ea, eb); err != nil {
 		return chk, fmt.Errorf("tablekit: compare %s with %s: %w", a.Name(), b.Name(), err)

@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
 )
@@ -248,7 +249,11 @@ func (a *app) verifyJob(ctx context.Context, s *tablecopy.JobStatus, dacct *tabl
 		if err != nil {
 			return nil, err
 		}
-		chk, err := tablecopy.Compare(ctx, src, dst, &tablecopy.VerifyOptions{Parallel: a.whole.parallel})
+		filter, err := keys.ParseFilter(s.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: its filter: %w", s.ID, err)
+		}
+		chk, err := tablecopy.Compare(ctx, src, dst, &tablecopy.VerifyOptions{Filter: filter, Parallel: a.whole.parallel})
 		return []tablecopy.TableCheck{chk}, err
 	}
 	l, err := tablecopy.ParseLocation(s.Location, dacct)

@@ -32,6 +32,7 @@ type wholeFlags struct {
 	since, base  string
 	toTable      string
 	segmentSize  string
+	filter       string
 	checkpoint   string
 	backupOnly   bool
 	restart      bool
@@ -76,15 +77,20 @@ copies again). --verify then reads both tables and compares their entities
 range by range. Shows progress on a terminal; exits 0 only when every entity was
 written (and verified with --verify).
 
+--filter FILTER (OData $filter text, as query and export take it) copies only
+the entities it matches; the copy still reads every key range of SRC, and
+--verify then compares them with DST's entities that FILTER matches.
+
 --distributed --queue Q starts the copy as a job instead: SRC is split into
 --ranges key ranges, the job is recorded in --checkpoint-table, one message
 per range goes to Q, and tablekit-worker replicas reading Q copy the ranges,
 each with its own checkpoint. It prints the job's reference; tablekit job
 watch follows it (--wait or --verify here do so at once).`,
-			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert\n  tablekit copy Orders OrdersCopy --distributed --queue copies --ranges 32",
+			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert\n  tablekit copy Orders OrdersCopy --filter \"Status eq 'open'\" --distributed --queue copies --ranges 32",
 			flags: func(fs *flag.FlagSet) {
 				parallel(fs, "key ranges read and written at once")
 				fs.BoolVar(&w.insert, "insert", false, "insert: refuse entities that exist in DST (default: upsert, replacing)")
+				fs.StringVar(&w.filter, "filter", "", "copy only the entities matching this OData $filter text")
 				fs.BoolVar(&w.verify, "verify", false, "compare SRC and DST afterwards; a difference exits 1")
 				fs.IntVar(&w.transactions, "concurrency", 8, "transactions in flight per key range")
 				fs.StringVar(&w.checkpoint, "checkpoint-table", tablecopy.DefaultCheckpointTable, "table in DST's account holding the checkpoints of copies")
@@ -115,12 +121,15 @@ A checkpoint in DEST holds each table's position and each segment's length
 after every page: run the same command again after an interruption and it
 continues. --verify reads the backup back and compares it with the tables.
 
---distributed --queue Q starts the backup as a job instead (DEST must be
-blob://): each TABLE is split into --ranges key ranges, the job is recorded
-in DEST/job/, one message per range goes to Q, tablekit-worker replicas back
-the ranges up into their own segments, and the last range to finish writes
-the key lists and manifest.json. Full and --since backups; not --base.`,
-			example: "tablekit backup Orders Customers --to /backups/2024-06-01\n  tablekit backup Orders --to blob://backups/orders/day2 --base blob://backups/orders/day1 --verify\n  tablekit backup Orders --to blob://backups/orders/day3 --distributed --queue copies",
+--distributed --queue Q starts the backup as a job instead: each TABLE is
+split into --ranges key ranges, the job is recorded in DEST/job/, one
+message per range goes to Q, tablekit-worker replicas back the ranges up
+into their own segments, and the last range to finish writes the key lists
+and manifest.json. Full, --since and --base backups (with --base, this
+command lists the keys first). DEST is blob://, or a directory that every
+worker mounts at the same path and allows with --job-dir (docs/COPY.md says
+what the filesystem must do).`,
+			example: "tablekit backup Orders Customers --to /backups/2024-06-01\n  tablekit backup Orders --to blob://backups/orders/day2 --base blob://backups/orders/day1 --verify\n  tablekit backup Orders --to /shared/backups/day3 --base /shared/backups/day2 --distributed --queue copies",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.to, "to", "", "where to write the backup: a directory, or blob://CONTAINER/PREFIX (required)")
 				parallel(fs, "key ranges read at once")
@@ -347,6 +356,10 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	filter, err := parseFilter(a.whole.filter)
+	if err != nil {
+		return err
+	}
 	if a.whole.distributed {
 		if a.whole.restart {
 			return usagef("--restart does not apply to --distributed: a job starts afresh")
@@ -355,14 +368,14 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		job, err := tablecopy.StartCopyJob(ctx, src, dst, q, &tablecopy.JobOptions{Ranges: a.whole.ranges, Parallel: a.whole.parallel, Insert: a.whole.insert,
+		job, err := tablecopy.StartCopyJob(ctx, src, dst, q, &tablecopy.JobOptions{Ranges: a.whole.ranges, Parallel: a.whole.parallel, Filter: filter, Insert: a.whole.insert,
 			Concurrency: a.whole.transactions, CheckpointTable: a.whole.checkpoint})
 		return a.started(ctx, job, err)
 	}
 	a.counter.Reset()
 	start := time.Now()
 	bar := a.startProgress("copying", start)
-	res, err := tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Parallel: a.whole.parallel, Insert: a.whole.insert,
+	res, err := tablecopy.Copy(ctx, src, dst, &tablecopy.CopyOptions{Filter: filter, Parallel: a.whole.parallel, Insert: a.whole.insert,
 		Concurrency: a.whole.transactions, CheckpointTable: a.whole.checkpoint, Restart: a.whole.restart, Progress: bar.update})
 	bar.stop()
 	if errors.Is(err, tablekit.ErrInvalidArgument) && !errors.Is(err, tablekit.ErrInvalidEntity) {
@@ -379,7 +392,7 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	if err == nil && a.whole.verify {
 		var chk tablecopy.TableCheck
 		bar = a.startProgress("verifying", time.Now())
-		chk, err = tablecopy.Compare(ctx, src, dst, &tablecopy.VerifyOptions{Parallel: a.whole.parallel, Progress: bar.update})
+		chk, err = tablecopy.Compare(ctx, src, dst, &tablecopy.VerifyOptions{Filter: filter, Parallel: a.whole.parallel, Progress: bar.update})
 		bar.stop()
 		s.Verified = []tablecopy.TableCheck{chk}
 	}
@@ -435,14 +448,11 @@ func (a *app) cmdBackup(ctx context.Context, args []string) error {
 		}
 	}
 	if w.distributed {
-		if o.Base != nil {
-			return usagef("--base does not apply to --distributed: distributed backups are full or --since")
-		}
 		q, err := a.jobQueue()
 		if err != nil {
 			return err
 		}
-		job, err := tablecopy.StartBackupJob(ctx, a.acct, args, to, q, &tablecopy.JobOptions{Ranges: w.ranges, Parallel: w.parallel, Since: o.Since, SegmentBytes: seg})
+		job, err := tablecopy.StartBackupJob(ctx, a.acct, args, to, q, &tablecopy.JobOptions{Ranges: w.ranges, Parallel: w.parallel, Since: o.Since, Base: o.Base, SegmentBytes: seg})
 		return a.started(ctx, job, err)
 	}
 	a.counter.Reset()

@@ -44,7 +44,8 @@ arguments), and tablecopy-range: one key range of a distributed copy or
 backup that "tablekit copy --distributed" or "tablekit backup --distributed"
 started (docs/COPY.md). A range names its accounts by endpoint, never with a
 secret: the worker reads and writes them with its own account and the one of
-the --dest- flags (a copy's target account, a backup's Blob storage account).
+the --dest- flags (a copy's target account, a backup's Blob storage account);
+a backup into a directory only under a --job-dir.
 
 Usage:
   tablekit-worker run            --queue NAME [flags]   apply transactions until SIGTERM/SIGINT
@@ -96,6 +97,7 @@ type config struct {
 	container, logLevel, logFormat string
 
 	queues                  stringList
+	jobDirs                 stringList
 	concurrency, batch      int
 	visibility, poll, drain time.Duration
 	maxDequeue              int64
@@ -149,6 +151,7 @@ func commands(c *config) []*command {
 	run.BoolVar(&c.untilEmpty, "until-empty", env("TABLEKIT_UNTIL_EMPTY", "false") == "true", "drain and exit 0 once the queues are empty, counting invisible messages (for KEDA ScaledJobs and scripts) (env TABLEKIT_UNTIL_EMPTY)")
 	run.DurationVar(&c.depthInterval, "depth-interval", envDuration("TABLEKIT_DEPTH_INTERVAL", 30*time.Second), "how often the queue depth gauges of /metrics are refreshed (2 requests per queue); 0 disables (env TABLEKIT_DEPTH_INTERVAL)")
 	run.BoolVar(&c.create, "create", env("TABLEKIT_CREATE", "true") == "true", "create the queues, poison queues and container at start if missing (env TABLEKIT_CREATE)")
+	run.Var(&c.jobDirs, "job-dir", "a directory under which distributed backup jobs may write (a filesystem every worker mounts at the same path); repeat or separate with commas; none: local backup jobs fail (env TABLEKIT_JOB_DIRS)")
 	c.dest.RegisterPrefixed(run, "dest-", "a second account that distributed copy and backup jobs name (a copy's target, a backup's blob:// location; env TABLEKIT_DEST_CONNECTION_STRING)")
 
 	list := newFS("poison list")
@@ -354,7 +357,12 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 		}
 		others = append(others, dacct)
 	}
-	w.Handle(tablecopy.KindRange, tablecopy.RangeHandler(&tablecopy.RangeHandlerOptions{Accounts: others}))
+	if len(c.jobDirs) == 0 {
+		if v := env("TABLEKIT_JOB_DIRS", ""); v != "" {
+			_ = c.jobDirs.Set(v)
+		}
+	}
+	w.Handle(tablecopy.KindRange, tablecopy.RangeHandler(&tablecopy.RangeHandlerOptions{Accounts: others, Dirs: c.jobDirs}))
 	// /livez answers from here on, during the start too.
 	if c.metricsAddr != "" {
 		ln, err := net.Listen("tcp", c.metricsAddr)
