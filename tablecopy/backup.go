@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,11 @@ import (
 // next page starts another.
 const DefaultSegmentBytes = 64 << 20
 
+// DefaultBackupRanges is how many key ranges a backup cuts each table
+// into when its options do not say: each range has its own segments, and
+// verification compares a table with the backup range by range.
+const DefaultBackupRanges = 16
+
 // DefaultSkewMargin is subtracted from a base backup's start to choose
 // the entities an incremental backup takes: Timestamp is the service's
 // clock and the start the client's.
@@ -37,6 +43,11 @@ type BackupOptions struct {
 	// Parallel is how many key ranges are read at once; 0 means the
 	// scan's default.
 	Parallel int
+	// Ranges is how many key ranges each table is cut into, at keys
+	// that patterns.Table.SplitScan finds (fewer on a small table): each
+	// range's entities go to its own segments, and the manifest names the
+	// ranges (TableBackup.Ranges). 0 means DefaultBackupRanges.
+	Ranges int
 	// Base makes the backup incremental: it holds the entities whose
 	// Timestamp is later than the base's start (less SkewMargin) and the
 	// keys deleted since the base, found by diffing a key-only listing
@@ -103,6 +114,12 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 	}
 	if o.SkewMargin <= 0 {
 		o.SkewMargin = DefaultSkewMargin
+	}
+	if o.Ranges <= 0 {
+		o.Ranges = DefaultBackupRanges
+	}
+	if o.Ranges > 1000 {
+		return res, fmt.Errorf("tablekit: backup: %w: %d ranges; at most 1000", tablekit.ErrInvalidArgument, o.Ranges)
 	}
 	if len(tables) == 0 {
 		return res, fmt.Errorf("tablekit: backup: %w: no tables", tablekit.ErrInvalidArgument)
@@ -230,6 +247,99 @@ type tableStep struct {
 	Listing  *KeyFile   `json:"listing,omitempty"` // incremental: keys listed, with the base's hashes
 	Deleted  *KeyFile   `json:"deleted,omitempty"`
 	Keys     *KeyFile   `json:"keys,omitempty"`
+	// Ranged is set once the table's key ranges are cut: Bounds are
+	// where ranges 1, 2, ... start (range 0 starts at the table's first
+	// key), and RangeOf names the range of each segment. A checkpoint of
+	// a build before ranges has neither: its segments are not ranged.
+	Ranged  bool           `json:"ranged,omitempty"`
+	Bounds  []Key          `json:"bounds,omitempty"`
+	RangeOf map[string]int `json:"rangeOf,omitempty"`
+}
+
+// rangeIndex is the range of st (Bounds) holding k.
+func (st *tableStep) rangeIndex(k Key) int {
+	return sort.Search(len(st.Bounds), func(i int) bool { return k.Compare(st.Bounds[i]) < 0 })
+}
+
+// ranges is the table's key ranges, as the manifest lists them, with
+// their segments (those holding entities).
+func (st *tableStep) ranges() []KeyRange {
+	if !st.Ranged {
+		return nil
+	}
+	rs := make([]KeyRange, len(st.Bounds)+1)
+	for i := range rs {
+		if i > 0 {
+			rs[i].From = st.Bounds[i-1]
+		}
+		if i < len(st.Bounds) {
+			to := st.Bounds[i]
+			rs[i].To = &to
+		}
+		rs[i].Segments = []string{}
+	}
+	sums := make([]Sum, len(rs))
+	for _, seg := range st.Segments {
+		i, ok := st.RangeOf[seg.File]
+		if !ok || seg.Entities == 0 || i < 0 || i >= len(rs) {
+			continue
+		}
+		rs[i].Segments = append(rs[i].Segments, seg.File)
+		sums[i].Merge(Sum{seg.Entities, mustHex(seg.Checksum)})
+	}
+	for i := range rs {
+		rs[i].Entities, rs[i].Checksum = sums[i].Count, hex64(sums[i].Hash)
+	}
+	return rs
+}
+
+// cutRanges cuts the scan of tbl (with filter) into up to n key ranges
+// and returns where ranges 1, 2, ... start: SplitScan's ranges, each
+// starting at its first key, which a one-key page of it finds (one
+// request per range, read parallel at once; a range that turns out empty
+// is left out, its keys going to the range before).
+func cutRanges(ctx context.Context, tbl *rows, filter keys.Filter, n, parallel int) ([]Key, error) {
+	if n <= 1 {
+		return nil, nil
+	}
+	so := patterns.ScanOptions{QueryOptions: patterns.QueryOptions{Select: []string{"PartitionKey", "RowKey"}, Top: 1, AllowUnknownProperties: true}, Parallel: 1}
+	tokens, err := tbl.SplitScan(ctx, filter, n, &so)
+	if err != nil {
+		return nil, fmt.Errorf("split: %w", err)
+	}
+	firsts := make([]*Key, len(tokens))
+	errs := make([]error, len(tokens))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	errFound := errors.New("found")
+	for i := 1; i < len(tokens); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			o := so
+			o.Resume = tokens[i]
+			_, err := tbl.Scan(ctx, filter, func(_ context.Context, items []entity.Entity) error {
+				firsts[i] = &Key{items[0].PartitionKey, items[0].RowKey}
+				return errFound
+			}, &o)
+			if err != nil && !errors.Is(err, errFound) {
+				errs[i] = fmt.Errorf("first key of range %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var bounds []Key
+	for _, k := range firsts {
+		if k != nil && (len(bounds) == 0 || bounds[len(bounds)-1].Compare(*k) < 0) {
+			bounds = append(bounds, *k)
+		}
+	}
+	return bounds, nil
 }
 
 // backup is one run of Backup.
@@ -386,15 +496,34 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 		}
 	}
 	var (
-		stored = state{} // this run's entities, guarded by c.mu
-		free   []string  // segments no fn is appending to, not full
+		stored = state{}            // this run's entities, guarded by c.mu
+		free   = map[int][]string{} // per range, segments no fn is appending to, not full
 		segN   = 0
 	)
 	var filter keys.Filter
 	if st.Since != nil {
 		filter = keys.Prop("Timestamp").Gt(*st.Since)
 	}
-	fn := func(ctx context.Context, items []entity.Entity) error {
+	c.mu.Lock()
+	cut := !st.Ranged && b.rangeDir == "" && st.Token == "" && len(st.Segments) == 0
+	c.mu.Unlock()
+	if cut {
+		// A new scan: cut the table into key ranges, each with its own
+		// segments (a range of a distributed job is one range already).
+		bounds, err := cutRanges(ctx, tbl, filter, b.o.Ranges, b.o.Parallel)
+		if err != nil {
+			return fmt.Errorf("table %s: %w", st.Name, err)
+		}
+		c.mu.Lock()
+		st.Ranged, st.Bounds, st.RangeOf = true, bounds, map[string]int{}
+		v := c.changed()
+		c.mu.Unlock()
+		if err := c.wait(ctx, v); err != nil {
+			return err
+		}
+	}
+	// put stores items, all of range ri (-1: not ranged), in a segment.
+	put := func(ctx context.Context, ri int, items []entity.Entity) error {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 		var sum Sum
@@ -451,16 +580,22 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 			return err
 		}
 		var name string
-		if n := len(free); n > 0 {
-			name, free = free[n-1], free[:n-1]
+		if n := len(free[ri]); n > 0 {
+			name, free[ri] = free[ri][n-1], free[ri][:n-1]
 		} else {
 			segN++
 			dir := st.Name
-			if b.rangeDir != "" {
+			switch {
+			case b.rangeDir != "":
 				dir = b.rangeDir
+			case ri >= 0:
+				dir = fmt.Sprintf("%s/r%05d", st.Name, ri)
 			}
 			name = fmt.Sprintf("%s/seg-%04d-%06d.jsonl.gz", dir, b.ck.Run, segN)
 			st.Segments = append(st.Segments, Segment{File: name})
+			if ri >= 0 {
+				st.RangeOf[name] = ri
+			}
 		}
 		off := segmentNamed(st, name).Bytes
 		c.mu.Unlock()
@@ -489,10 +624,35 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 			stored[x.k] = x.h
 		}
 		if seg.Bytes < b.o.SegmentBytes {
-			free = append(free, name)
+			free[ri] = append(free[ri], name)
 		}
 		c.changed()
 		b.stored.Add(sum.Count)
+		return nil
+	}
+	c.mu.Lock()
+	ranged := st.Ranged
+	c.mu.Unlock()
+	fn := func(ctx context.Context, items []entity.Entity) error {
+		if !ranged {
+			return put(ctx, -1, items)
+		}
+		// A page may hold keys of two ranges (the scan's ranges are not
+		// the backup's): each part goes to its range's segments.
+		var order []int
+		parts := map[int][]entity.Entity{}
+		for _, e := range items {
+			ri := st.rangeIndex(Key{e.PartitionKey, e.RowKey})
+			if _, ok := parts[ri]; !ok {
+				order = append(order, ri)
+			}
+			parts[ri] = append(parts[ri], e)
+		}
+		for _, ri := range order {
+			if err := put(ctx, ri, parts[ri]); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	progress := func(p patterns.ScanProgress) {
@@ -647,6 +807,7 @@ func (b *backup) manifest() *Manifest {
 			t.Segments = append(t.Segments, seg)
 		}
 		t.Entities, t.Checksum = sum.Count, hex64(sum.Hash)
+		t.Ranges = st.ranges()
 		if st.Keys != nil {
 			t.Keys = *st.Keys
 		}

@@ -500,7 +500,7 @@ type JobStatus struct {
 	ToTable, Location string
 	// Filter is a copy's filter (OData text), empty for the whole table.
 	Filter string
-	Ranges            []RangeStatus
+	Ranges []RangeStatus
 	// RangesDone and RangesFailed count the ranges finished, and those
 	// that failed (their message poisoned, or their state holding the
 	// error that stopped them).

@@ -483,10 +483,23 @@ func finishBackup(ctx context.Context, store jobStore, rec *jobRecord, accts []*
 			}
 			t.Skipped += s.Skipped
 			t.Runs = max(t.Runs, s.Runs)
+			// The job's ranges are in key order: each is a manifest
+			// range, from its first key (the table's first, for the
+			// first) to the next one's.
+			var kr *KeyRange
+			var krSum Sum
 			for _, seg := range s.Segments {
 				if seg.Entities == 0 {
 					continue
 				}
+				if kr == nil {
+					kr = &KeyRange{From: seg.First, Segments: []string{}}
+				}
+				if seg.First.Compare(kr.From) < 0 {
+					kr.From = seg.First
+				}
+				kr.Segments = append(kr.Segments, seg.File)
+				krSum.Merge(Sum{seg.Entities, mustHex(seg.Checksum)})
 				if err := readSegment(ctx, to, seg, func(e entity.Entity, h uint64) error {
 					k := mapKey(e.PartitionKey, e.RowKey)
 					if _, dup := final[k]; dup {
@@ -500,6 +513,16 @@ func finishBackup(ctx context.Context, store jobStore, rec *jobRecord, accts []*
 				h, _ := parseHex64OrZero(seg.Checksum)
 				sum.Merge(Sum{seg.Entities, h})
 				t.Segments = append(t.Segments, seg)
+			}
+			if kr != nil {
+				kr.Entities, kr.Checksum = krSum.Count, hex64(krSum.Hash)
+				if n := len(t.Ranges); n == 0 {
+					kr.From = Key{}
+				} else {
+					from := kr.From
+					t.Ranges[n-1].To = &from
+				}
+				t.Ranges = append(t.Ranges, *kr)
 			}
 		}
 		t.Entities, t.Checksum = sum.Count, hex64(sum.Hash)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"time"
 )
 
@@ -65,6 +66,12 @@ type TableBackup struct {
 	Entities int64     `json:"entities"`
 	Checksum string    `json:"checksum"`
 	Segments []Segment `json:"segments"`
+	// Ranges cut the table's keys into the key ranges the backup read,
+	// in key order, each with its own segments: every segment is in one
+	// range, and holds only keys of it. VerifyBackup compares a table
+	// with the backup range by range, as cut here. A backup written
+	// before ranges existed has none (VerifyBackup then cuts its own).
+	Ranges []KeyRange `json:"ranges,omitempty"`
 	// Keys lists every key the table holds after this backup is restored
 	// (after its base chain, for an incremental one), with each entity's
 	// hash: what Verify compares a table with, and the next incremental
@@ -93,6 +100,32 @@ type Segment struct {
 	// whichever key ranges were read at once.
 	First Key `json:"first"`
 	Last  Key `json:"last"`
+}
+
+// KeyRange is one key range of a table's backup: the keys from From
+// (inclusive; the zero Key is the table's first) up to To (exclusive;
+// nil: to the table's end). The ranges of a table follow one another:
+// each one's To is the next one's From.
+type KeyRange struct {
+	From Key  `json:"from"`
+	To   *Key `json:"to,omitempty"`
+	// Entities and Checksum are the Sum of its segments' entities.
+	Entities int64  `json:"entities"`
+	Checksum string `json:"checksum"`
+	// Segments are the files (Segment.File) holding its entities.
+	Segments []string `json:"segments"`
+}
+
+// contains reports whether k is in the range.
+func (r *KeyRange) contains(k Key) bool {
+	return r.From.Compare(k) <= 0 && (r.To == nil || k.Compare(*r.To) < 0)
+}
+
+// rangeOf returns the index of the range of rs (which follow one
+// another) holding k.
+func rangeOf(rs []KeyRange, k Key) int {
+	i := sort.Search(len(rs), func(i int) bool { return k.Compare(rs[i].From) < 0 })
+	return max(i-1, 0)
 }
 
 // KeyFile is a gzip file of JSON lines ["PK","RK","HASH"] in key order
@@ -137,6 +170,14 @@ func ReadManifest(ctx context.Context, l *Location) (*Manifest, error) {
 		for _, s := range t.Segments {
 			if !safeName(s.File) {
 				return nil, fmt.Errorf("tablekit: %s/%s: table %s: segment file %q is outside the backup", l, manifestName, t.Name, s.File)
+			}
+		}
+		for i, r := range t.Ranges {
+			if i > 0 && (t.Ranges[i-1].To == nil || t.Ranges[i-1].To.Compare(r.From) != 0) {
+				return nil, fmt.Errorf("tablekit: %s/%s: table %s: range %d does not start where range %d ends", l, manifestName, t.Name, i, i-1)
+			}
+			if i == len(t.Ranges)-1 && r.To != nil {
+				return nil, fmt.Errorf("tablekit: %s/%s: table %s: the last range ends at %v, not at the table's end", l, manifestName, t.Name, *r.To)
 			}
 		}
 		if !safeName(t.Keys.File) || t.Deleted != nil && !safeName(t.Deleted.File) {

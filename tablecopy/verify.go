@@ -32,6 +32,9 @@ type Mismatch struct {
 	// From and To are the first and last key of the range compared.
 	From Key `json:"from"`
 	To   Key `json:"to"`
+	// Segments, when the backup's manifest cut the table into ranges
+	// (TableBackup.Ranges), are the segments of the range that differs.
+	Segments []string `json:"segments,omitempty"`
 	// Want is the expected side (the source, or the backup), Got the
 	// other.
 	Want Sum `json:"want"`
@@ -110,8 +113,9 @@ type VerifyOptions struct {
 	Filter keys.Filter
 	// Parallel is how many key ranges of a table are read at once.
 	Parallel int
-	// RangeKeys is how many keys a compared range holds; 0 means
-	// DefaultRangeKeys.
+	// RangeKeys is how many keys a compared range holds, where no
+	// manifest cuts the table into ranges (Compare, and backups written
+	// before ranges existed); 0 means DefaultRangeKeys.
 	RangeKeys int
 	// Progress, when set, is called after each page, one call at a time.
 	Progress func(Progress)
@@ -121,8 +125,10 @@ type VerifyOptions struct {
 // base chain is read back and its count and checksum compared with the
 // manifest, and its key list with the segments and the deleted keys.
 // With opts.Account, each table is then scanned and compared with the
-// content the backup restores, range by range. It returns one TableCheck
-// per table; an error only when it could not check.
+// content the backup restores, range by range: the key ranges of the
+// backup's manifest (TableBackup.Ranges), or, for a backup written before
+// ranges existed, ranges of opts.RangeKeys keys. It returns one
+// TableCheck per table; an error only when it could not check.
 //
 // On a table written since the backup, differences are expected: those
 // writes. Compare a quiescent table, or a restored copy.
@@ -199,7 +205,11 @@ func VerifyBackup(ctx context.Context, from *Location, opts *VerifyOptions) ([]T
 			}
 			chk.Got = got.sum()
 			var mm []Mismatch
-			chk.Ranges, mm = diffStates(n, want, got, o.RangeKeys)
+			if rs := last.table(n).Ranges; len(rs) > 0 {
+				chk.Ranges, mm = diffRanges(n, want, got, rs)
+			} else {
+				chk.Ranges, mm = diffStates(n, want, got, o.RangeKeys)
+			}
 			chk.Mismatches = append(chk.Mismatches, mm...)
 		}
 		checks = append(checks, chk)
@@ -212,12 +222,26 @@ func VerifyBackup(ctx context.Context, from *Location, opts *VerifyOptions) ([]T
 // prev (the state its base restores) less the deleted keys, with the
 // segments' entities. It returns the key list as read.
 func checkTableBackup(ctx context.Context, l *Location, m *Manifest, t *TableBackup, prev state, read func(int64)) (state, []Mismatch, error) {
-	var mm []Mismatch
+	mm := checkRanges(t)
+	rangeOfSeg := map[string]int{}
+	for i, r := range t.Ranges {
+		for _, f := range r.Segments {
+			rangeOfSeg[f] = i
+		}
+	}
 	segs := state{}
 	for _, seg := range t.Segments {
+		ri, ranged := rangeOfSeg[seg.File]
+		outside := 0
+		var first Key
 		err := readSegmentPages(ctx, l, seg, 0, func(_ int, page []entity.Entity, hs []uint64) error {
 			for i, e := range page {
 				segs[mapKey(e.PartitionKey, e.RowKey)] = hs[i]
+				if k := (Key{e.PartitionKey, e.RowKey}); ranged && !t.Ranges[ri].contains(k) {
+					if outside++; outside == 1 {
+						first = k
+					}
+				}
 			}
 			read(int64(len(page)))
 			return nil
@@ -230,6 +254,10 @@ func checkTableBackup(ctx context.Context, l *Location, m *Manifest, t *TableBac
 			return nil, nil, ctx.Err()
 		case err != nil:
 			mm = append(mm, Mismatch{Table: t.Name, Segment: seg.File, From: seg.First, To: seg.Last, Want: Sum{seg.Entities, mustHex(seg.Checksum)}, Reason: err.Error()})
+		}
+		if outside > 0 {
+			mm = append(mm, Mismatch{Table: t.Name, Segment: seg.File, From: seg.First, To: seg.Last,
+				Reason: fmt.Sprintf("%d entities outside its range %d (from %v), the first %v", outside, ri, t.Ranges[ri].From, first)})
 		}
 	}
 	if m.Kind == KindChanges {
@@ -285,6 +313,68 @@ func checkTableBackup(ctx context.Context, l *Location, m *Manifest, t *TableBac
 		}
 	}
 	return listed, mm, nil
+}
+
+// checkRanges checks a table's manifest ranges against its segments:
+// every segment in exactly one range, and each range's count and
+// checksum the sum of its segments'.
+func checkRanges(t *TableBackup) []Mismatch {
+	if len(t.Ranges) == 0 {
+		return nil
+	}
+	var mm []Mismatch
+	bySeg := map[string]Segment{}
+	for _, seg := range t.Segments {
+		bySeg[seg.File] = seg
+	}
+	in := map[string]int{}
+	for i, r := range t.Ranges {
+		var sum Sum
+		for _, f := range r.Segments {
+			seg, ok := bySeg[f]
+			if !ok {
+				mm = append(mm, Mismatch{Table: t.Name, Segment: f, From: r.From, Reason: fmt.Sprintf("range %d names a segment the table does not list", i)})
+				continue
+			}
+			in[f]++
+			sum.Merge(Sum{seg.Entities, mustHex(seg.Checksum)})
+		}
+		if want := (Sum{r.Entities, mustHex(r.Checksum)}); sum != want {
+			mm = append(mm, Mismatch{Table: t.Name, From: r.From, Segments: r.Segments, Want: want, Got: sum,
+				Reason: fmt.Sprintf("range %d's count and checksum are %v, its segments' %v", i, want, sum)})
+		}
+	}
+	for _, seg := range t.Segments {
+		if in[seg.File] != 1 {
+			mm = append(mm, Mismatch{Table: t.Name, Segment: seg.File, From: seg.First, To: seg.Last, Reason: fmt.Sprintf("in %d of the manifest's ranges, not one", in[seg.File])})
+		}
+	}
+	return mm
+}
+
+// diffRanges compares want and got range by range, as the manifest's
+// ranges cut the keys, and returns the number of ranges and a Mismatch,
+// naming the range's segments, for each range that differs.
+func diffRanges(table string, want, got state, rs []KeyRange) (int, []Mismatch) {
+	parts := make([][2]state, len(rs))
+	for i := range parts {
+		parts[i] = [2]state{{}, {}}
+	}
+	for k, h := range want {
+		parts[rangeOf(rs, splitMapKey(k))][0][k] = h
+	}
+	for k, h := range got {
+		parts[rangeOf(rs, splitMapKey(k))][1][k] = h
+	}
+	var out []Mismatch
+	for i, p := range parts {
+		if _, d := diffStates(table, p[0], p[1], 1<<62); len(d) > 0 {
+			m := d[0]
+			m.Segments = rs[i].Segments
+			out = append(out, m)
+		}
+	}
+	return len(rs), out
 }
 
 // tableState reads every entity of tbl (a parallel scan) and returns each

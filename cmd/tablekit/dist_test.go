@@ -277,6 +277,13 @@ func TestDistributedIncrementalBackupToADirectoryAndAFilteredCopy(t *testing.T) 
 	if s := jsonSummary(t, r); s["state"] != "complete" || s["ok"] != true {
 		t.Fatalf("job watch --verify of the full backup: %s\n%s", r.stdout, r.stderr)
 	}
+	fm, err := tablecopy.ReadManifest(ctx, tablecopy.Dir(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := fm.Tables[0].Ranges; len(rs) < 2 || len(rs) > 4 || rs[0].From != (tablecopy.Key{}) || rs[len(rs)-1].To != nil {
+		t.Fatalf("the full backup's ranges: %+v; want one per job range (2 to 4), from the table's start to its end", rs)
+	}
 	r = mustRun(t, "", "job", "watch", cref, "--verify")
 	if !strings.Contains(r.stdout, "verified "+src.Name()) {
 		t.Fatalf("job watch --verify of the filtered copy:\n%s%s", r.stdout, r.stderr)

@@ -56,7 +56,7 @@ func (a *app) wholeCommands() []*command {
 	distributed := func(fs *flag.FlagSet) {
 		fs.BoolVar(&w.distributed, "distributed", false, "run as a job on tablekit-worker replicas: split into --ranges key ranges, one message each on --queue, and return (see tablekit job)")
 		fs.StringVar(&w.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "with --distributed: the queue, in the connected account, that the workers read (env TABLEKIT_QUEUES)")
-		fs.IntVar(&w.ranges, "ranges", tablecopy.DefaultJobRanges, "with --distributed: key ranges (messages) per table")
+		fs.IntVar(&w.ranges, "ranges", tablecopy.DefaultJobRanges, "key ranges per table: with --distributed, one message each; a backup's each have their own segments, and verify compares by them")
 		fs.BoolVar(&w.wait, "wait", false, "with --distributed: watch the job until it ends, as tablekit job watch does (--verify implies it)")
 	}
 	return []*command{
@@ -104,11 +104,11 @@ watch follows it (--wait or --verify here do so at once).`,
 		{
 			name: "backup", args: "TABLE...", summary: "back tables up to a directory or blob prefix (full or incremental)", minArgs: 1, maxArgs: 1000, needConn: true,
 			about: `Backs up each TABLE to --to DEST, a local directory or blob://CONTAINER/PREFIX
-(in the account of the --dest- flags, or the connected one): gzip JSON lines
-segments (the format of export, one file per few ranges, closed at
---segment-size), a key list per table, and last manifest.json with each
-segment's key span, entity count and checksum, and the backup's window
-(start and end). A table being written is backed up fuzzily: see
+(in the account of the --dest- flags, or the connected one): each table cut
+into --ranges key ranges, each range's entities in its own gzip JSON lines
+segments (the format of export, closed at --segment-size), a key list per
+table, and last manifest.json with the ranges, each segment's key span,
+entity count and checksum, and the backup's window (start and end). A table being written is backed up fuzzily: see
 docs/COPY.md for what is guaranteed.
 
 --base MANIFEST (an earlier backup's location or manifest.json) makes an
@@ -257,7 +257,7 @@ func (a *app) checkParallel() error {
 	if a.whole.transactions < 0 {
 		return usagef("--concurrency %d: want 1 or more", a.whole.transactions)
 	}
-	if a.whole.distributed && (a.whole.ranges < 1 || a.whole.ranges > 1000) {
+	if (a.whole.distributed || a.whole.to != "") && (a.whole.ranges < 1 || a.whole.ranges > 1000) {
 		return usagef("--ranges %d: want 1 to 1000", a.whole.ranges)
 	}
 	return nil
@@ -430,7 +430,7 @@ func (a *app) cmdBackup(ctx context.Context, args []string) error {
 	if w.since != "" && w.base != "" {
 		return usagef("give --since or --base, not both")
 	}
-	o := &tablecopy.BackupOptions{Parallel: w.parallel, SegmentBytes: seg}
+	o := &tablecopy.BackupOptions{Parallel: w.parallel, Ranges: w.ranges, SegmentBytes: seg}
 	if w.since != "" {
 		t, err := time.Parse(time.RFC3339Nano, w.since)
 		if err != nil {
