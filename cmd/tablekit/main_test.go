@@ -60,10 +60,16 @@ type result struct {
 // run runs tablekit as a process on the test account, with stdin.
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return runOn(t, testenv.ConnectionString(t), stdin, args...)
+}
+
+// runOn runs tablekit as a process on the account of conn, with stdin.
+func runOn(t *testing.T, conn, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
