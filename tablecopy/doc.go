@@ -10,18 +10,22 @@
 //     (Azure Table storage or Cosmos DB as the source), every property and
 //     EDM type exactly, tablekit's own Tk* properties included.
 //   - Backup writes tables to a Location (Dir, or Blob in Blob storage;
-//     ParseLocation reads either): gzip JSON lines segments, a key list
-//     per table, and a Manifest. With BackupOptions.Base it is
-//     incremental: the entities changed since the base, and the keys
-//     deleted since.
+//     ParseLocation reads either): each table cut into key ranges, each
+//     range's entities in its own gzip JSON lines segments, a key list
+//     per table, and a Manifest naming the ranges (KeyRange). With
+//     BackupOptions.Base it is incremental: the entities changed since
+//     the base, and the keys deleted since.
 //   - Restore writes a backup (and its chain of bases) back into tables.
 //   - VerifyBackup checks a backup's files against its manifest and
-//     compares it with tables; Compare compares two tables. Each
-//     difference is a Mismatch naming its key range (or file).
+//     compares it with tables, by the manifest's key ranges; Compare
+//     compares two tables. Each difference is a Mismatch naming its key
+//     range (and its segments) or file.
 //   - StartCopyJob and StartBackupJob run a copy or a backup on many
 //     machines: one queue message per key range, taken by workers that
 //     register RangeHandler (tablekit-worker does); ReadJob, FinishJob and
 //     RequeueJob follow and finish them (docs/COPY.md, "Distributed").
+//     Copies may be filtered; backups are full, changes or incremental,
+//     into Blob storage or a directory every worker shares.
 //
 // All of them follow patterns' contract: ctx first, options last, nil meaning
 // the defaults; errors name the table, segment or key range.
