@@ -506,6 +506,11 @@ func (b *backup) table(ctx context.Context, st *tableStep) error {
 	}
 	c.mu.Lock()
 	cut := !st.Ranged && b.rangeDir == "" && st.Token == "" && len(st.Segments) == 0
+	if st.Ranged && st.RangeOf == nil {
+		// Cut, then interrupted before its first segment: the
+		// checkpoint left the empty map out.
+		st.RangeOf = map[string]int{}
+	}
 	c.mu.Unlock()
 	if cut {
 		// A new scan: cut the table into key ranges, each with its own
