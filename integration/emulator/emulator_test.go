@@ -193,4 +193,19 @@ func TestEarlyEndOnTheScaleModel(t *testing.T) {
 	if s := em.Stats(); s.Pages == 0 {
 		t.Errorf("Stats %+v: the model served no pages", s)
 	}
+	if e := em.EarlyEnds(); e.Pages == 0 || e.Empty == 0 || e.Empty > e.Pages {
+		t.Errorf("EarlyEnds %+v: want pages ended early, some of them empty", e)
+	}
+	// Without EarlyEnd no page ends early, and none is counted.
+	plain := emulator.StartTB(t, nil)
+	ptbl := openTable(t, plain.ConnectionString, nil)
+	if _, err := ptbl.BulkWrite(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := patterns.Collect(ptbl.Query(ctx, keys.Filter{}, &patterns.QueryOptions{AllowTableScan: true, Top: 50})); err != nil || len(got) != len(rows) {
+		t.Fatalf("plain Query: %d rows, %v; want %d", len(got), err, len(rows))
+	}
+	if e := plain.EarlyEnds(); e != (emulator.EarlyEndStats{}) {
+		t.Errorf("EarlyEnds without EarlyEnd = %+v, want zero", e)
+	}
 }

@@ -33,9 +33,10 @@ type segment struct{ server, scanned int }
 // page is one query page: the matches, the resume point (nil after the
 // last page) and the work done, by server.
 type page struct {
-	rows []*row
-	next *row
-	work []segment
+	rows  []*row
+	next  *row
+	work  []segment
+	early bool // ended by EarlyEnd, before $top and the range's end
 }
 
 // planQuery picks where to start: the pinned partition (at its lowest
@@ -150,15 +151,19 @@ func (s *Service) run(t *table, p *plan) page {
 		if s.beyond(p, r) {
 			return false
 		}
-		if len(pg.rows) == p.top || scanned == cutoff {
+		if len(pg.rows) == p.top {
 			pg.next = r
+			return false
+		}
+		if scanned == cutoff {
+			pg.next, pg.early = r, true
 			return false
 		}
 		if load != nil && (first || r.pk != lastPK) {
 			srv := load.Server(t.name, r.pk)
 			if !first && srv != server {
 				if s.rng != nil && scanned > 0 {
-					pg.next = r
+					pg.next, pg.early = r, true
 					return false
 				}
 			}
@@ -224,6 +229,12 @@ func (s *Service) queryEntities(q *request, name string) {
 	}
 	pg := s.run(t, &p)
 	t.mu.RUnlock()
+	if pg.early {
+		s.earlyPages.Add(1)
+		if len(pg.rows) == 0 {
+			s.emptyPages.Add(1)
+		}
+	}
 	if load := s.cfg.Load; load != nil {
 		n := 0
 		for _, w := range pg.work {

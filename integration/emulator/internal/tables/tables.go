@@ -47,6 +47,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -115,6 +116,14 @@ type Service struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand // EarlyEnd's draws; nil without EarlyEnd
+
+	earlyPages, emptyPages atomic.Int64 // pages EarlyEnd ended, and of them the empty ones
+}
+
+// EarlyEnds returns how many query pages EarlyEnd has ended early since
+// New, and how many of those were empty.
+func (s *Service) EarlyEnds() (pages, empty int64) {
+	return s.earlyPages.Load(), s.emptyPages.Load()
 }
 
 // New returns an empty Table service.
