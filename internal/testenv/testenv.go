@@ -10,6 +10,12 @@
 //     TABLEKIT_TEST_STRICT=0 too, plain Azurite;
 //   - with TABLEKIT_TEST_CONNECTION_STRING set, that account.
 //
+// With TABLEKIT_TEST_EARLY_END set to a probability, the emulators it
+// starts end query pages early as Azure may (emulator.Options.EarlyEnd,
+// seeded by TABLEKIT_TEST_EARLY_END_SEED, 1 by default): the tests then
+// prove that nothing stops at a short or empty page. Tests that count a
+// query's requests see more of them; they check EarlyEnd.
+//
 // Tests never skip when Azurite is missing: they fail with the command
 // that installs it.
 package testenv
@@ -20,6 +26,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +54,14 @@ const (
 	TargetAzurite  = "azurite"
 )
 
+// EnvEarlyEnd set to a probability (0 to 1) makes the emulators testenv
+// starts end query pages early (emulator.Options.EarlyEnd); EnvEarlyEndSeed
+// seeds their choices (an integer, 1 when unset).
+const (
+	EnvEarlyEnd     = "TABLEKIT_TEST_EARLY_END"
+	EnvEarlyEndSeed = "TABLEKIT_TEST_EARLY_END_SEED"
+)
+
 // EnvStrict set to "0" runs the tests on plain Azurite, without the strict
 // proxy (integration/azurite Options.Strict) that enforces Azure's rules.
 const EnvStrict = "TABLEKIT_TEST_STRICT"
@@ -56,6 +71,7 @@ var (
 	connStr  string
 	startErr error
 	stopper  interface{ Stop() error }
+	shared   *emulator.Instance // the shared emulator, if one was started
 )
 
 // Main runs the tests and then stops the shared Azurite, if one was
@@ -103,12 +119,17 @@ func start() {
 		}
 		switch Target() {
 		case TargetEmulator:
-			inst, err := emulator.Start(context.Background(), nil)
+			ee, err := earlyEnd()
 			if err != nil {
 				startErr = err
 				return
 			}
-			stopper, connStr = inst, inst.ConnectionString
+			inst, err := emulator.Start(context.Background(), &emulator.Options{EarlyEnd: ee})
+			if err != nil {
+				startErr = err
+				return
+			}
+			stopper, connStr, shared = inst, inst.ConnectionString, inst
 		case TargetAzurite:
 			// Strict: Azurite behind the proxy that refuses what Azure
 			// refuses, so a test that passes here does not fail on Azure.
@@ -122,6 +143,47 @@ func start() {
 			startErr = fmt.Errorf("%s=%q: want %q or %q", EnvTarget, os.Getenv(EnvTarget), TargetEmulator, TargetAzurite)
 		}
 	})
+}
+
+// earlyEnd reads EnvEarlyEnd and EnvEarlyEndSeed: nil when EnvEarlyEnd is
+// unset or 0.
+func earlyEnd() (*emulator.EarlyEnd, error) {
+	v := strings.TrimSpace(os.Getenv(EnvEarlyEnd))
+	if v == "" {
+		return nil, nil
+	}
+	p, err := strconv.ParseFloat(v, 64)
+	if err != nil || p < 0 || p > 1 {
+		return nil, fmt.Errorf("%s=%q: want a probability from 0 to 1", EnvEarlyEnd, v)
+	}
+	if p == 0 {
+		return nil, nil
+	}
+	seed := int64(1)
+	if sv := strings.TrimSpace(os.Getenv(EnvEarlyEndSeed)); sv != "" {
+		if seed, err = strconv.ParseInt(sv, 10, 64); err != nil {
+			return nil, fmt.Errorf("%s=%q: want an integer", EnvEarlyEndSeed, sv)
+		}
+	}
+	return &emulator.EarlyEnd{Seed: seed, Probability: p}, nil
+}
+
+// EarlyEnd reports whether the tests' emulators end query pages early
+// (TABLEKIT_TEST_EARLY_END): then a query takes more requests than its
+// pages of $top, and tests that count them count on an emulator of their
+// own (PlainEmulator).
+func EarlyEnd() bool {
+	ee, _ := earlyEnd()
+	return ee != nil && IsEmulator()
+}
+
+// EarlyEnds returns what the shared emulator's EarlyEnd has done so far;
+// zero when there is no shared emulator or no EarlyEnd.
+func EarlyEnds() emulator.EarlyEndStats {
+	if shared == nil {
+		return emulator.EarlyEndStats{}
+	}
+	return shared.EarlyEnds()
 }
 
 // Target is what the tests run on: "account" when
@@ -272,7 +334,11 @@ func OtherAccount(t testing.TB) string {
 	t.Helper()
 	switch Target() {
 	case TargetEmulator:
-		return emulator.StartTB(t, nil).ConnectionString
+		ee, err := earlyEnd()
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		return emulator.StartTB(t, &emulator.Options{EarlyEnd: ee}).ConnectionString
 	case TargetAzurite:
 		return azurite.StartTB(t, nil).ConnectionString
 	}
