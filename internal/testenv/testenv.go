@@ -13,8 +13,10 @@
 // With TABLEKIT_TEST_EARLY_END set to a probability, the emulators it
 // starts end query pages early as Azure may (emulator.Options.EarlyEnd,
 // seeded by TABLEKIT_TEST_EARLY_END_SEED, 1 by default): the tests then
-// prove that nothing stops at a short or empty page. Tests that count a
-// query's requests see more of them; they check EarlyEnd.
+// prove that nothing stops at a short or empty page. Early ends add
+// requests and change where pages end, so CountingAccount (whose tests
+// assert request counts) and MainConnectionString (Examples, whose output
+// shows pages) then use a second emulator, one that ends no page early.
 //
 // Tests never skip when Azurite is missing: they fail with the command
 // that installs it.
@@ -72,6 +74,11 @@ var (
 	startErr error
 	stopper  interface{ Stop() error }
 	shared   *emulator.Instance // the shared emulator, if one was started
+
+	// With early ends: the emulator that ends none, for exact counts.
+	plainOnce sync.Once
+	plain     *emulator.Instance
+	plainErr  error
 )
 
 // Main runs the tests and then stops the shared Azurite, if one was
@@ -84,6 +91,9 @@ func Main(m *testing.M) {
 	code := m.Run()
 	if stopper != nil {
 		stopper.Stop()
+	}
+	if plain != nil {
+		plain.Stop()
 	}
 	os.Exit(code)
 }
@@ -102,13 +112,35 @@ func ConnectionString(t testing.TB) string {
 // MainConnectionString is ConnectionString for TestMain and Example
 // functions, which have no testing.TB: when the service cannot start it
 // prints why and exits the test binary with status 1.
+//
+// With TABLEKIT_TEST_EARLY_END, it is an emulator that ends no page
+// early: an Example's output shows its pages.
 func MainConnectionString() string {
-	start()
-	if startErr != nil {
-		fmt.Fprintf(os.Stderr, "testenv: cannot start %s: %v\n", Target(), startErr)
+	cs, err := exactConnectionString()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: cannot start %s: %v\n", Target(), err)
 		os.Exit(1)
 	}
-	return connStr
+	return cs
+}
+
+// exactConnectionString is the connection string of a service whose query
+// pages end only at $top or at their range's end: the shared one, or with
+// TABLEKIT_TEST_EARLY_END an emulator that ends none early, started on
+// first use.
+func exactConnectionString() (string, error) {
+	start()
+	if startErr != nil {
+		return "", startErr
+	}
+	if !EarlyEnd() {
+		return connStr, nil
+	}
+	plainOnce.Do(func() { plain, plainErr = emulator.Start(context.Background(), nil) })
+	if plainErr != nil {
+		return "", plainErr
+	}
+	return plain.ConnectionString, nil
 }
 
 func start() {
@@ -169,9 +201,7 @@ func earlyEnd() (*emulator.EarlyEnd, error) {
 }
 
 // EarlyEnd reports whether the tests' emulators end query pages early
-// (TABLEKIT_TEST_EARLY_END): then a query takes more requests than its
-// pages of $top, and tests that count them count on an emulator of their
-// own (PlainEmulator).
+// (TABLEKIT_TEST_EARLY_END).
 func EarlyEnd() bool {
 	ee, _ := earlyEnd()
 	return ee != nil && IsEmulator()
@@ -230,12 +260,22 @@ func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account 
 }
 
 // CountingAccount returns an Account whose every HTTP attempt is counted.
+// With TABLEKIT_TEST_EARLY_END it is an account on an emulator that ends
+// no page early (tests assert how many requests an operation takes; the
+// early-end tests assert exactness on an emulator of their own).
 func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter) {
 	t.Helper()
+	cs, err := exactConnectionString()
+	if err != nil {
+		t.Fatalf("testenv: cannot start %s: %v", Target(), err)
+	}
 	c := &tablekit.RequestCounter{}
-	acct := AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+	acct, err := tablekit.Connect(cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		PerRetryPolicies: []policy.Policy{c},
 	}})
+	if err != nil {
+		t.Fatalf("testenv: connect: %v", err)
+	}
 	return acct, c
 }
 

@@ -3,7 +3,12 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -66,5 +71,55 @@ func TestCountingAccountCountsEveryRequest(t *testing.T) {
 	}
 	if n := counter.Count(); n != 2 {
 		t.Fatalf("counted %d requests for an insert and a get, want 2:\n%s", n, counter.Requests())
+	}
+}
+
+// With TABLEKIT_TEST_EARLY_END, the emulators testenv starts end pages
+// early (OtherAccount's here), while CountingAccount's ends none: a
+// query's requests stay countable.
+func TestEarlyEndEnv(t *testing.T) {
+	t.Setenv(testenv.EnvEarlyEnd, "0.5")
+	t.Setenv(testenv.EnvEarlyEndSeed, "3")
+	if testenv.EarlyEnd() != testenv.IsEmulator() {
+		t.Fatalf("EarlyEnd() = %v on %s", testenv.EarlyEnd(), testenv.Target())
+	}
+	if !testenv.IsEmulator() {
+		t.Fatalf("this test needs the emulator, not %s", testenv.Target())
+	}
+	pages := func(acct *tablekit.Account, c *tablekit.RequestCounter) int64 {
+		t.Helper()
+		ctx := context.Background()
+		tbl := testenv.Table(t, acct)
+		for i := range 40 {
+			if _, err := tbl.AddEntity(ctx, []byte(fmt.Sprintf(`{"PartitionKey":"p","RowKey":"r%02d"}`, i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Reset()
+		top := int32(10)
+		pager := tbl.NewListEntitiesPager(&aztables.ListEntitiesOptions{Top: &top})
+		n := 0
+		for pager.More() {
+			p, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(p.Entities)
+		}
+		if n != 40 {
+			t.Fatalf("the pages held %d entities, want 40", n)
+		}
+		return c.Count()
+	}
+	c := &tablekit.RequestCounter{}
+	other, err := tablekit.Connect(testenv.OtherAccount(t), &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pages(other, c); n <= 4 {
+		t.Errorf("40 entities in pages of 10 took %d requests on OtherAccount: no page ended early", n)
+	}
+	if n := pages(testenv.CountingAccount(t)); n != 4 {
+		t.Errorf("40 entities in pages of 10 took %d requests on CountingAccount, want 4", n)
 	}
 }
