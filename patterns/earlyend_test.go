@@ -75,12 +75,28 @@ func keyList(rows []Employee, keep func(Employee) bool) []string {
 	return out
 }
 
+// Every layout through the REST path; the skewed one through the
+// aztables client (TableOptions.SDKPath) too.
 func TestScanCountDeleteWhereExactWhenPagesEndEarly(t *testing.T) {
 	ctx := context.Background()
-	for i, l := range testenv.Layouts {
-		t.Run(l.Name, func(t *testing.T) {
+	type run struct {
+		l   testenv.Layout
+		sdk bool
+	}
+	var runs []run
+	for _, l := range testenv.Layouts {
+		runs = append(runs, run{l: l})
+	}
+	runs = append(runs, run{l: testenv.Layouts[len(testenv.Layouts)-1], sdk: true})
+	for i, r := range runs {
+		l := r.l
+		name := l.Name
+		if r.sdk {
+			name += "/SDKPath"
+		}
+		t.Run(name, func(t *testing.T) {
 			em, acct := earlyEnding(t, int64(i+1))
-			tbl, err := patterns.NewTable[Employee](acct, "earlyend", nil)
+			tbl, err := patterns.NewTable[Employee](acct, "earlyend", &patterns.TableOptions{SDKPath: r.sdk})
 			must(t, err)
 			must(t, tbl.CreateIfNotExists(ctx, nil))
 			rows := layoutRows(l)
