@@ -77,6 +77,13 @@ const (
 // EarlyEnd makes query pages end early as Azure's may (see tables.EarlyEnd).
 type EarlyEnd = tables.EarlyEnd
 
+// NoEarlyEndHeader, set (to any value) on a query, exempts it from
+// Options.EarlyEnd: its page ends only at $top or at the end of its range.
+// A test that asserts how many requests an operation takes sets it on its
+// client (internal/testenv's CountingAccount does); the rest of the suite
+// still sees pages end early. Azure ignores the header.
+const NoEarlyEndHeader = tables.NoEarlyEndHeader
+
 // Options configures Start. A nil *Options means the defaults.
 type Options struct {
 	// AccountName and AccountKey (base64) are the account the emulator

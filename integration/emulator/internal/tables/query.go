@@ -122,13 +122,13 @@ func outside(p *plan, r *row) bool {
 }
 
 // run reads one page of p from t (t read-locked by the caller). With
-// EarlyEnd the page may end early: at a random point drawn per page
+// early (EarlyEnd, and the request not exempt) the page may end early: at a random point drawn per page
 // (a quarter of them before any entity), or where the scan crosses to another
 // partition server; either way with a continuation at the next entity.
-func (s *Service) run(t *table, p *plan) page {
+func (s *Service) run(t *table, p *plan, early bool) page {
 	var pg page
 	cutoff := -1
-	if s.rng != nil {
+	if early {
 		prob := s.cfg.EarlyEnd.Probability
 		if prob == 0 {
 			prob = 0.5
@@ -162,7 +162,7 @@ func (s *Service) run(t *table, p *plan) page {
 		if load != nil && (first || r.pk != lastPK) {
 			srv := load.Server(t.name, r.pk)
 			if !first && srv != server {
-				if s.rng != nil && scanned > 0 {
+				if early && scanned > 0 {
 					pg.next, pg.early = r, true
 					return false
 				}
@@ -227,7 +227,7 @@ func (s *Service) queryEntities(q *request, name string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	pg := s.run(t, &p)
+	pg := s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "")
 	t.mu.RUnlock()
 	if pg.early {
 		s.earlyPages.Add(1)

@@ -88,6 +88,11 @@ type EarlyEnd struct {
 	Probability float64
 }
 
+// NoEarlyEndHeader, set on a query, exempts it from EarlyEnd: its page
+// ends only at $top or at its range's end. Tests that count a query's
+// requests set it; tests of exactness do not.
+const NoEarlyEndHeader = "X-Tablekit-No-Early-End"
+
 // Config is what the service serves and how.
 type Config struct {
 	// Account is the account name, the first segment of every path.
