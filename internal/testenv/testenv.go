@@ -14,9 +14,10 @@
 // starts end query pages early as Azure may (emulator.Options.EarlyEnd,
 // seeded by TABLEKIT_TEST_EARLY_END_SEED, 1 by default): the tests then
 // prove that nothing stops at a short or empty page. Early ends add
-// requests and change where pages end, so CountingAccount (whose tests
-// assert request counts) and MainConnectionString (Examples, whose output
-// shows pages) then use a second emulator, one that ends no page early.
+// requests and change where pages end, so CountingAccount's queries (its
+// tests assert request counts) are exempt (emulator.NoEarlyEndHeader), and
+// MainConnectionString (Examples, whose output shows pages) is a second
+// emulator, one that ends no page early.
 //
 // Tests never skip when Azurite is missing: they fail with the command
 // that installs it.
@@ -27,6 +28,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -127,7 +129,7 @@ func MainConnectionString() string {
 // exactConnectionString is the connection string of a service whose query
 // pages end only at $top or at their range's end: the shared one, or with
 // TABLEKIT_TEST_EARLY_END an emulator that ends none early, started on
-// first use.
+// first use (for Examples, which keep to their own tables).
 func exactConnectionString() (string, error) {
 	start()
 	if startErr != nil {
@@ -260,23 +262,35 @@ func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account 
 }
 
 // CountingAccount returns an Account whose every HTTP attempt is counted.
-// With TABLEKIT_TEST_EARLY_END it is an account on an emulator that ends
-// no page early (tests assert how many requests an operation takes; the
-// early-end tests assert exactness on an emulator of their own).
+// Its queries carry emulator.NoEarlyEndHeader: with TABLEKIT_TEST_EARLY_END
+// the emulator ends none of its pages early, so the tests that assert how
+// many requests an operation takes still can, on the same emulator as the
+// rest of the test (the early-end tests assert exactness instead).
 func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter) {
 	t.Helper()
-	cs, err := exactConnectionString()
-	if err != nil {
-		t.Fatalf("testenv: cannot start %s: %v", Target(), err)
-	}
+	return CountingAccountOn(t, ConnectionString(t))
+}
+
+// CountingAccountOn is CountingAccount on the account of connStr (such as
+// OtherAccount's).
+func CountingAccountOn(t testing.TB, connStr string) (*tablekit.Account, *tablekit.RequestCounter) {
+	t.Helper()
 	c := &tablekit.RequestCounter{}
-	acct, err := tablekit.Connect(cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		PerRetryPolicies: []policy.Policy{c},
+	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{c, exactPages{}},
 	}})
 	if err != nil {
 		t.Fatalf("testenv: connect: %v", err)
 	}
 	return acct, c
+}
+
+// exactPages sets emulator.NoEarlyEndHeader on every request.
+type exactPages struct{}
+
+func (exactPages) Do(req *policy.Request) (*http.Response, error) {
+	req.Raw().Header.Set(emulator.NoEarlyEndHeader, "1")
+	return req.Next()
 }
 
 // TableName returns a unique table name for this test (letters and
