@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,14 +252,12 @@ func Account(t testing.TB) *tablekit.Account {
 }
 
 // AccountWith is Account with extra client options (such as per-retry
-// policies for fault injection).
+// policies for fault injection). When they count requests (a
+// *tablekit.RequestCounter among the policies), the account's queries are
+// exempt from early ends, as CountingAccount's are.
 func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account {
 	t.Helper()
-	acct, err := tablekit.Connect(ConnectionString(t), opts)
-	if err != nil {
-		t.Fatalf("testenv: connect: %v", err)
-	}
-	return acct
+	return accountOn(t, ConnectionString(t), opts)
 }
 
 // CountingAccount returns an Account whose every HTTP attempt is counted.
@@ -276,13 +275,35 @@ func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter)
 func CountingAccountOn(t testing.TB, connStr string) (*tablekit.Account, *tablekit.RequestCounter) {
 	t.Helper()
 	c := &tablekit.RequestCounter{}
-	acct, err := tablekit.Connect(connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		PerRetryPolicies: []policy.Policy{c, exactPages{}},
-	}})
+	return accountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{c},
+	}}), c
+}
+
+// accountOn connects to connStr with opts, adding exactPages when opts
+// count requests (opts itself unchanged).
+func accountOn(t testing.TB, connStr string, opts *tablekit.AccountOptions) *tablekit.Account {
+	t.Helper()
+	if opts != nil && counts(opts) {
+		o := *opts
+		o.ClientOptions.PerRetryPolicies = append(slices.Clone(o.ClientOptions.PerRetryPolicies), exactPages{})
+		opts = &o
+	}
+	acct, err := tablekit.Connect(connStr, opts)
 	if err != nil {
 		t.Fatalf("testenv: connect: %v", err)
 	}
-	return acct, c
+	return acct
+}
+
+// counts reports whether opts' policies include a request counter.
+func counts(opts *tablekit.AccountOptions) bool {
+	for _, p := range slices.Concat(opts.ClientOptions.PerCallPolicies, opts.ClientOptions.PerRetryPolicies) {
+		if _, ok := p.(*tablekit.RequestCounter); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // exactPages sets emulator.NoEarlyEndHeader on every request.
