@@ -76,9 +76,8 @@ var (
 	connStr  string
 	startErr error
 	stopper  interface{ Stop() error }
-	shared   *emulator.Instance // the shared emulator, if one was started
 
-	// With early ends: the emulator that ends none, for exact counts.
+	// With early ends: the emulator that ends none, for Examples.
 	plainOnce sync.Once
 	plain     *emulator.Instance
 	plainErr  error
@@ -164,7 +163,7 @@ func start() {
 				startErr = err
 				return
 			}
-			stopper, connStr, shared = inst, inst.ConnectionString, inst
+			stopper, connStr = inst, inst.ConnectionString
 		case TargetAzurite:
 			// Strict: Azurite behind the proxy that refuses what Azure
 			// refuses, so a test that passes here does not fail on Azure.
@@ -208,15 +207,6 @@ func earlyEnd() (*emulator.EarlyEnd, error) {
 func EarlyEnd() bool {
 	ee, _ := earlyEnd()
 	return ee != nil && IsEmulator()
-}
-
-// EarlyEnds returns what the shared emulator's EarlyEnd has done so far;
-// zero when there is no shared emulator or no EarlyEnd.
-func EarlyEnds() emulator.EarlyEndStats {
-	if shared == nil {
-		return emulator.EarlyEndStats{}
-	}
-	return shared.EarlyEnds()
 }
 
 // Target is what the tests run on: "account" when
