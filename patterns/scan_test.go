@@ -2,10 +2,8 @@ package patterns_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -17,74 +15,16 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
-func guid() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-// scanLayouts are the key layouts a parallel scan must read exactly: each
-// returns the keys to store.
-var scanLayouts = []struct {
-	name string
-	keys func() [][2]string
-}{
-	{"one partition holds half", func() [][2]string {
-		var ks [][2]string
-		for i := range 1500 {
-			ks = append(ks, [2]string{"hot", fmt.Sprintf("%06d", i)})
-		}
-		for i := range 1500 {
-			ks = append(ks, [2]string{fmt.Sprintf("p%04d", i%150), fmt.Sprintf("%06d", i)})
-		}
-		return ks
-	}},
-	{"thousands of tiny partitions", func() [][2]string {
-		var ks [][2]string
-		for range 2000 {
-			ks = append(ks, [2]string{fmt.Sprintf("%08x", mrand.Uint32()), "only"})
-		}
-		return ks
-	}},
-	{"GUID keys", func() [][2]string {
-		var ks [][2]string
-		for range 40 {
-			pk := guid()
-			for range 40 {
-				ks = append(ks, [2]string{pk, guid()})
-			}
-		}
-		return ks
-	}},
-	{"a long shared prefix", func() [][2]string {
-		var ks [][2]string
-		for i := range 2000 {
-			ks = append(ks, [2]string{fmt.Sprintf("tenant-0000000000000000000000000042-shard-%03d", i/500), fmt.Sprintf("user-0000000000000000-%08d", i)})
-		}
-		return ks
-	}},
-	{"non-ASCII keys", func() [][2]string {
-		chars := []string{"a", "é", "中", "\uE000", "\uFFFD", "😀", "𝄞", "Ω", "ß", "\u0800"}
-		var ks [][2]string
-		for i := range 1600 {
-			pk := chars[i%len(chars)] + chars[(i/10)%len(chars)]
-			rk := chars[(i/100)%len(chars)] + fmt.Sprintf("%04d", i) + chars[i%7]
-			ks = append(ks, [2]string{pk, rk})
-		}
-		return ks
-	}},
-}
-
 // TestScanReadsEveryRowOnce: on every layout, a parallel scan hands fn
 // the same rows a sequential query returns, each once, and splits the
 // table into several ranges while it runs.
 func TestScanReadsEveryRowOnce(t *testing.T) {
 	ctx := context.Background()
-	for _, l := range scanLayouts {
-		t.Run(l.name, func(t *testing.T) {
+	for _, l := range testenv.Layouts {
+		t.Run(l.Name, func(t *testing.T) {
 			tbl, _ := newTable[Employee](t)
 			var rows []Employee
-			for _, k := range l.keys() {
+			for _, k := range l.Keys() {
 				rows = append(rows, Employee{PartitionKey: k[0], RowKey: k[1], FirstName: "F"})
 			}
 			if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {
@@ -259,11 +199,11 @@ func TestScanResumesFromItsToken(t *testing.T) {
 func TestSplitScanTokensCoverTheTableOnce(t *testing.T) {
 	ctx := context.Background()
 	for _, l := range []int{0, 2} {
-		layout := scanLayouts[l]
-		t.Run(layout.name, func(t *testing.T) {
+		layout := testenv.Layouts[l]
+		t.Run(layout.Name, func(t *testing.T) {
 			tbl, _ := newTable[Employee](t)
 			var rows []Employee
-			for _, k := range layout.keys() {
+			for _, k := range layout.Keys() {
 				rows = append(rows, Employee{PartitionKey: k[0], RowKey: k[1], FirstName: "F"})
 			}
 			if _, err := tbl.BulkWrite(ctx, rows, nil); err != nil {

@@ -202,14 +202,14 @@ func TestCopyBackupRestoreVerify(t *testing.T) {
 	}
 }
 
-// killed runs tablekit with args up to rounds times, each killed
-// (SIGKILL) after a random delay in [lo, hi), then once more to the end;
-// it returns the run that ended and how many runs were killed.
-func killed(t *testing.T, env []string, rounds int, lo, hi time.Duration, args ...string) (result, int) {
+// killed runs the tablekit binary bin with args up to rounds times, each
+// killed (SIGKILL) after a random delay in [lo, hi), then once more to the
+// end; it returns the run that ended and how many runs were killed.
+func killed(t *testing.T, bin string, env []string, rounds int, lo, hi time.Duration, args ...string) (result, int) {
 	t.Helper()
 	kills := 0
 	for range rounds {
-		cmd := exec.Command(binary(t), args...)
+		cmd := exec.Command(bin, args...)
 		cmd.Env = append(append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t)), env...)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -230,7 +230,7 @@ func killed(t *testing.T, env []string, rounds int, lo, hi time.Duration, args .
 			return result{stdout: out.String(), stderr: errOut.String()}, kills
 		}
 	}
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t)), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -253,13 +253,13 @@ func TestKilledCopyBackupRestoreResume(t *testing.T) {
 	dst := rowsNamed(t, acct, src.Name()+"c")
 	ck := src.Name() + "ck"
 	rowsNamed(t, acct, ck)
-	r, kills := killed(t, nil, 2, 200*time.Millisecond, 1000*time.Millisecond, "copy", src.Name(), dst.Name(), "--insert", "--parallel", "4", "--checkpoint-table", ck, "--json")
+	r, kills := killed(t, binary(t), nil, 2, 200*time.Millisecond, 1000*time.Millisecond, "copy", src.Name(), dst.Name(), "--insert", "--parallel", "4", "--checkpoint-table", ck, "--json")
 	t.Logf("copy: %d kills; last run: %s", kills, strings.TrimSpace(r.stdout))
 	sameAs(t, dst, es)
 	mustRun(t, "", "copy", src.Name(), dst.Name(), "--verify", "--checkpoint-table", ck)
 
 	dir := filepath.Join(t.TempDir(), "b")
-	r, kills = killed(t, nil, 2, 150*time.Millisecond, 600*time.Millisecond, "backup", src.Name(), "--to", dir, "--segment-size", "16KiB", "--parallel", "4", "--json")
+	r, kills = killed(t, binary(t), nil, 2, 150*time.Millisecond, 600*time.Millisecond, "backup", src.Name(), "--to", dir, "--segment-size", "16KiB", "--parallel", "4", "--json")
 	t.Logf("backup: %d kills; last run: %.300s", kills, strings.TrimSpace(r.stdout))
 	m, err := tablecopy.ReadManifest(ctx, tablecopy.Dir(dir))
 	if err != nil {
@@ -271,7 +271,7 @@ func TestKilledCopyBackupRestoreResume(t *testing.T) {
 	mustRun(t, "", "verify", "--from", dir, src.Name())
 
 	restored := rowsNamed(t, acct, src.Name()+"r")
-	r, kills = killed(t, nil, 2, 200*time.Millisecond, 900*time.Millisecond, "restore", "--from", dir, "--to-table", restored.Name(), "--insert", "--parallel", "3", "--json")
+	r, kills = killed(t, binary(t), nil, 2, 200*time.Millisecond, 900*time.Millisecond, "restore", "--from", dir, "--to-table", restored.Name(), "--insert", "--parallel", "3", "--json")
 	t.Logf("restore: %d kills; last run: %s", kills, strings.TrimSpace(r.stdout))
 	sameAs(t, restored, es)
 	mustRun(t, "", "verify", "--from", dir, src.Name(), "--to-table", restored.Name())

@@ -77,6 +77,13 @@ const (
 // EarlyEnd makes query pages end early as Azure's may (see tables.EarlyEnd).
 type EarlyEnd = tables.EarlyEnd
 
+// NoEarlyEndHeader, set (to any value) on a query, exempts it from
+// Options.EarlyEnd: its page ends only at $top or at the end of its range.
+// A test that asserts how many requests an operation takes sets it on its
+// client (internal/testenv's CountingAccount does); the rest of the suite
+// still sees pages end early. Azure ignores the header.
+const NoEarlyEndHeader = tables.NoEarlyEndHeader
+
 // Options configures Start. A nil *Options means the defaults.
 type Options struct {
 	// AccountName and AccountKey (base64) are the account the emulator
@@ -152,6 +159,7 @@ type Instance struct {
 
 	servers  []*http.Server
 	model    *azload.Model // nil without Throttle or Scale
+	tables   *tables.Service
 	stopOnce sync.Once
 }
 
@@ -163,6 +171,23 @@ func (i *Instance) Stats() Stats {
 		return Stats{}
 	}
 	return i.model.Stats()
+}
+
+// EarlyEndStats counts the query pages Options.EarlyEnd ended early.
+type EarlyEndStats struct {
+	// Pages is how many pages ended before $top entities and before the
+	// end of their range, with a continuation.
+	Pages int64
+	// Empty is how many of those held no entity.
+	Empty int64
+}
+
+// EarlyEnds returns what Options.EarlyEnd has done since Start: a test
+// that means to prove code exact under early ends checks that some
+// happened. It is zero without EarlyEnd.
+func (i *Instance) EarlyEnds() EarlyEndStats {
+	pages, empty := i.tables.EarlyEnds()
+	return EarlyEndStats{Pages: pages, Empty: empty}
 }
 
 // delayed holds each request for l's next delay before h serves it; a
@@ -224,7 +249,8 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if o.LatencyDistribution != nil {
 		lat = *o.LatencyDistribution
 	}
-	var tableHandler http.Handler = tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: load})
+	inst.tables = tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: load})
+	var tableHandler http.Handler = inst.tables
 	if l := azload.NewLatency(lat); !l.Zero() {
 		tableHandler = delayed(l, tableHandler)
 	}

@@ -193,4 +193,36 @@ func TestEarlyEndOnTheScaleModel(t *testing.T) {
 	if s := em.Stats(); s.Pages == 0 {
 		t.Errorf("Stats %+v: the model served no pages", s)
 	}
+	if e := em.EarlyEnds(); e.Pages == 0 || e.Empty == 0 || e.Empty > e.Pages {
+		t.Errorf("EarlyEnds %+v: want pages ended early, some of them empty", e)
+	}
+	// A query with NoEarlyEndHeader is exempt: its pages end at $top.
+	exempt := &tablekit.RequestCounter{}
+	etbl := openTable(t, em.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{exempt, policyFunc(func(req *policy.Request) (*http.Response, error) {
+		req.Raw().Header.Set(emulator.NoEarlyEndHeader, "1")
+		return req.Next()
+	})}}})
+	before := em.EarlyEnds()
+	exempt.Reset() // openTable's create
+	if got, err := patterns.Collect(etbl.Query(ctx, keys.Filter{}, &patterns.QueryOptions{AllowTableScan: true, Top: 50})); err != nil || len(got) != len(rows) {
+		t.Fatalf("exempt Query: %d rows, %v; want %d", len(got), err, len(rows))
+	}
+	if n := exempt.Count(); n != int64(len(rows)/50) {
+		t.Errorf("the exempt query took %d pages of 50 for %d rows, want %d:\n%s", n, len(rows), len(rows)/50, exempt.Requests())
+	}
+	if e := em.EarlyEnds(); e != before {
+		t.Errorf("EarlyEnds went from %+v to %+v on exempt queries", before, e)
+	}
+	// Without EarlyEnd no page ends early, and none is counted.
+	plain := emulator.StartTB(t, nil)
+	ptbl := openTable(t, plain.ConnectionString, nil)
+	if _, err := ptbl.BulkWrite(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := patterns.Collect(ptbl.Query(ctx, keys.Filter{}, &patterns.QueryOptions{AllowTableScan: true, Top: 50})); err != nil || len(got) != len(rows) {
+		t.Fatalf("plain Query: %d rows, %v; want %d", len(got), err, len(rows))
+	}
+	if e := plain.EarlyEnds(); e != (emulator.EarlyEndStats{}) {
+		t.Errorf("EarlyEnds without EarlyEnd = %+v, want zero", e)
+	}
 }

@@ -10,6 +10,15 @@
 //     TABLEKIT_TEST_STRICT=0 too, plain Azurite;
 //   - with TABLEKIT_TEST_CONNECTION_STRING set, that account.
 //
+// With TABLEKIT_TEST_EARLY_END set to a probability, the emulators it
+// starts end query pages early as Azure may (emulator.Options.EarlyEnd,
+// seeded by TABLEKIT_TEST_EARLY_END_SEED, 1 by default): the tests then
+// prove that nothing stops at a short or empty page. Early ends add
+// requests and change where pages end, so CountingAccount's queries (its
+// tests assert request counts) are exempt (emulator.NoEarlyEndHeader), and
+// MainConnectionString (Examples, whose output shows pages) is a second
+// emulator, one that ends no page early.
+//
 // Tests never skip when Azurite is missing: they fail with the command
 // that installs it.
 package testenv
@@ -19,7 +28,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +59,14 @@ const (
 	TargetAzurite  = "azurite"
 )
 
+// EnvEarlyEnd set to a probability (0 to 1) makes the emulators testenv
+// starts end query pages early (emulator.Options.EarlyEnd); EnvEarlyEndSeed
+// seeds their choices (an integer, 1 when unset).
+const (
+	EnvEarlyEnd     = "TABLEKIT_TEST_EARLY_END"
+	EnvEarlyEndSeed = "TABLEKIT_TEST_EARLY_END_SEED"
+)
+
 // EnvStrict set to "0" runs the tests on plain Azurite, without the strict
 // proxy (integration/azurite Options.Strict) that enforces Azure's rules.
 const EnvStrict = "TABLEKIT_TEST_STRICT"
@@ -56,6 +76,11 @@ var (
 	connStr  string
 	startErr error
 	stopper  interface{ Stop() error }
+
+	// With early ends: the emulator that ends none, for Examples.
+	plainOnce sync.Once
+	plain     *emulator.Instance
+	plainErr  error
 )
 
 // Main runs the tests and then stops the shared Azurite, if one was
@@ -68,6 +93,9 @@ func Main(m *testing.M) {
 	code := m.Run()
 	if stopper != nil {
 		stopper.Stop()
+	}
+	if plain != nil {
+		plain.Stop()
 	}
 	os.Exit(code)
 }
@@ -86,13 +114,35 @@ func ConnectionString(t testing.TB) string {
 // MainConnectionString is ConnectionString for TestMain and Example
 // functions, which have no testing.TB: when the service cannot start it
 // prints why and exits the test binary with status 1.
+//
+// With TABLEKIT_TEST_EARLY_END, it is an emulator that ends no page
+// early: an Example's output shows its pages.
 func MainConnectionString() string {
-	start()
-	if startErr != nil {
-		fmt.Fprintf(os.Stderr, "testenv: cannot start %s: %v\n", Target(), startErr)
+	cs, err := exactConnectionString()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: cannot start %s: %v\n", Target(), err)
 		os.Exit(1)
 	}
-	return connStr
+	return cs
+}
+
+// exactConnectionString is the connection string of a service whose query
+// pages end only at $top or at their range's end: the shared one, or with
+// TABLEKIT_TEST_EARLY_END an emulator that ends none early, started on
+// first use (for Examples, which keep to their own tables).
+func exactConnectionString() (string, error) {
+	start()
+	if startErr != nil {
+		return "", startErr
+	}
+	if !EarlyEnd() {
+		return connStr, nil
+	}
+	plainOnce.Do(func() { plain, plainErr = emulator.Start(context.Background(), nil) })
+	if plainErr != nil {
+		return "", plainErr
+	}
+	return plain.ConnectionString, nil
 }
 
 func start() {
@@ -103,7 +153,12 @@ func start() {
 		}
 		switch Target() {
 		case TargetEmulator:
-			inst, err := emulator.Start(context.Background(), nil)
+			ee, err := earlyEnd()
+			if err != nil {
+				startErr = err
+				return
+			}
+			inst, err := emulator.Start(context.Background(), &emulator.Options{EarlyEnd: ee})
 			if err != nil {
 				startErr = err
 				return
@@ -122,6 +177,36 @@ func start() {
 			startErr = fmt.Errorf("%s=%q: want %q or %q", EnvTarget, os.Getenv(EnvTarget), TargetEmulator, TargetAzurite)
 		}
 	})
+}
+
+// earlyEnd reads EnvEarlyEnd and EnvEarlyEndSeed: nil when EnvEarlyEnd is
+// unset or 0.
+func earlyEnd() (*emulator.EarlyEnd, error) {
+	v := strings.TrimSpace(os.Getenv(EnvEarlyEnd))
+	if v == "" {
+		return nil, nil
+	}
+	p, err := strconv.ParseFloat(v, 64)
+	if err != nil || p < 0 || p > 1 {
+		return nil, fmt.Errorf("%s=%q: want a probability from 0 to 1", EnvEarlyEnd, v)
+	}
+	if p == 0 {
+		return nil, nil
+	}
+	seed := int64(1)
+	if sv := strings.TrimSpace(os.Getenv(EnvEarlyEndSeed)); sv != "" {
+		if seed, err = strconv.ParseInt(sv, 10, 64); err != nil {
+			return nil, fmt.Errorf("%s=%q: want an integer", EnvEarlyEndSeed, sv)
+		}
+	}
+	return &emulator.EarlyEnd{Seed: seed, Probability: p}, nil
+}
+
+// EarlyEnd reports whether the tests' emulators end query pages early
+// (TABLEKIT_TEST_EARLY_END).
+func EarlyEnd() bool {
+	ee, _ := earlyEnd()
+	return ee != nil && IsEmulator()
 }
 
 // Target is what the tests run on: "account" when
@@ -157,24 +242,66 @@ func Account(t testing.TB) *tablekit.Account {
 }
 
 // AccountWith is Account with extra client options (such as per-retry
-// policies for fault injection).
+// policies for fault injection). When they count requests (a
+// *tablekit.RequestCounter among the policies), the account's queries are
+// exempt from early ends, as CountingAccount's are.
 func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account {
 	t.Helper()
-	acct, err := tablekit.Connect(ConnectionString(t), opts)
+	return accountOn(t, ConnectionString(t), opts)
+}
+
+// CountingAccount returns an Account whose every HTTP attempt is counted.
+// Its queries carry emulator.NoEarlyEndHeader: with TABLEKIT_TEST_EARLY_END
+// the emulator ends none of its pages early, so the tests that assert how
+// many requests an operation takes still can, on the same emulator as the
+// rest of the test (the early-end tests assert exactness instead).
+func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter) {
+	t.Helper()
+	return CountingAccountOn(t, ConnectionString(t))
+}
+
+// CountingAccountOn is CountingAccount on the account of connStr (such as
+// OtherAccount's).
+func CountingAccountOn(t testing.TB, connStr string) (*tablekit.Account, *tablekit.RequestCounter) {
+	t.Helper()
+	c := &tablekit.RequestCounter{}
+	return accountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{c},
+	}}), c
+}
+
+// accountOn connects to connStr with opts, adding exactPages when opts
+// count requests (opts itself unchanged).
+func accountOn(t testing.TB, connStr string, opts *tablekit.AccountOptions) *tablekit.Account {
+	t.Helper()
+	if opts != nil && counts(opts) {
+		o := *opts
+		o.ClientOptions.PerRetryPolicies = append(slices.Clone(o.ClientOptions.PerRetryPolicies), exactPages{})
+		opts = &o
+	}
+	acct, err := tablekit.Connect(connStr, opts)
 	if err != nil {
 		t.Fatalf("testenv: connect: %v", err)
 	}
 	return acct
 }
 
-// CountingAccount returns an Account whose every HTTP attempt is counted.
-func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter) {
-	t.Helper()
-	c := &tablekit.RequestCounter{}
-	acct := AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		PerRetryPolicies: []policy.Policy{c},
-	}})
-	return acct, c
+// counts reports whether opts' policies include a request counter.
+func counts(opts *tablekit.AccountOptions) bool {
+	for _, p := range slices.Concat(opts.ClientOptions.PerCallPolicies, opts.ClientOptions.PerRetryPolicies) {
+		if _, ok := p.(*tablekit.RequestCounter); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// exactPages sets emulator.NoEarlyEndHeader on every request.
+type exactPages struct{}
+
+func (exactPages) Do(req *policy.Request) (*http.Response, error) {
+	req.Raw().Header.Set(emulator.NoEarlyEndHeader, "1")
+	return req.Next()
 }
 
 // TableName returns a unique table name for this test (letters and
@@ -272,7 +399,11 @@ func OtherAccount(t testing.TB) string {
 	t.Helper()
 	switch Target() {
 	case TargetEmulator:
-		return emulator.StartTB(t, nil).ConnectionString
+		ee, err := earlyEnd()
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		return emulator.StartTB(t, &emulator.Options{EarlyEnd: ee}).ConnectionString
 	case TargetAzurite:
 		return azurite.StartTB(t, nil).ConnectionString
 	}

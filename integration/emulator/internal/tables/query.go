@@ -33,9 +33,10 @@ type segment struct{ server, scanned int }
 // page is one query page: the matches, the resume point (nil after the
 // last page) and the work done, by server.
 type page struct {
-	rows []*row
-	next *row
-	work []segment
+	rows  []*row
+	next  *row
+	work  []segment
+	early bool // ended by EarlyEnd, before $top and the range's end
 }
 
 // planQuery picks where to start: the pinned partition (at its lowest
@@ -121,13 +122,13 @@ func outside(p *plan, r *row) bool {
 }
 
 // run reads one page of p from t (t read-locked by the caller). With
-// EarlyEnd the page may end early: at a random point drawn per page
+// early (EarlyEnd, and the request not exempt) the page may end early: at a random point drawn per page
 // (a quarter of them before any entity), or where the scan crosses to another
 // partition server; either way with a continuation at the next entity.
-func (s *Service) run(t *table, p *plan) page {
+func (s *Service) run(t *table, p *plan, early bool) page {
 	var pg page
 	cutoff := -1
-	if s.rng != nil {
+	if early {
 		prob := s.cfg.EarlyEnd.Probability
 		if prob == 0 {
 			prob = 0.5
@@ -150,15 +151,19 @@ func (s *Service) run(t *table, p *plan) page {
 		if s.beyond(p, r) {
 			return false
 		}
-		if len(pg.rows) == p.top || scanned == cutoff {
+		if len(pg.rows) == p.top {
 			pg.next = r
+			return false
+		}
+		if scanned == cutoff {
+			pg.next, pg.early = r, true
 			return false
 		}
 		if load != nil && (first || r.pk != lastPK) {
 			srv := load.Server(t.name, r.pk)
 			if !first && srv != server {
-				if s.rng != nil && scanned > 0 {
-					pg.next = r
+				if early && scanned > 0 {
+					pg.next, pg.early = r, true
 					return false
 				}
 			}
@@ -222,8 +227,14 @@ func (s *Service) queryEntities(q *request, name string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	pg := s.run(t, &p)
+	pg := s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "")
 	t.mu.RUnlock()
+	if pg.early {
+		s.earlyPages.Add(1)
+		if len(pg.rows) == 0 {
+			s.emptyPages.Add(1)
+		}
+	}
 	if load := s.cfg.Load; load != nil {
 		n := 0
 		for _, w := range pg.work {

@@ -47,6 +47,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tablekit/tablekit/integration/emulator/internal/auth"
 	"github.com/tablekit/tablekit/internal/azrules"
@@ -87,6 +88,11 @@ type EarlyEnd struct {
 	Probability float64
 }
 
+// NoEarlyEndHeader, set on a query, exempts it from EarlyEnd: its page
+// ends only at $top or at its range's end. Tests that count a query's
+// requests set it; tests of exactness do not.
+const NoEarlyEndHeader = "X-Tablekit-No-Early-End"
+
 // Config is what the service serves and how.
 type Config struct {
 	// Account is the account name, the first segment of every path.
@@ -115,6 +121,14 @@ type Service struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand // EarlyEnd's draws; nil without EarlyEnd
+
+	earlyPages, emptyPages atomic.Int64 // pages EarlyEnd ended, and of them the empty ones
+}
+
+// EarlyEnds returns how many query pages EarlyEnd has ended early since
+// New, and how many of those were empty.
+func (s *Service) EarlyEnds() (pages, empty int64) {
+	return s.earlyPages.Load(), s.emptyPages.Load()
 }
 
 // New returns an empty Table service.
