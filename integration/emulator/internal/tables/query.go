@@ -124,7 +124,9 @@ func outside(p *plan, r *row) bool {
 // EarlyEnd the page may end early: at a random point drawn per page
 // (a quarter of them before any entity), or where the scan crosses to another
 // partition server; either way with a continuation at the next entity.
-func (s *Service) run(t *table, p *plan) page {
+// load (nil: none) is the scale model the page's work is booked on, by
+// partition server.
+func (s *Service) run(t *table, p *plan, load Load) page {
 	var pg page
 	cutoff := -1
 	if s.rng != nil {
@@ -144,7 +146,6 @@ func (s *Service) run(t *table, p *plan) page {
 		}
 		s.rngMu.Unlock()
 	}
-	load := s.cfg.Load
 	scanned, server, lastPK, first := 0, 0, "", true
 	t.rows.AscendGreaterOrEqual(p.start, func(r *row) bool {
 		if s.beyond(p, r) {
@@ -222,9 +223,9 @@ func (s *Service) queryEntities(q *request, name string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	pg := s.run(t, &p)
+	pg := s.run(t, &p, q.load)
 	t.mu.RUnlock()
-	if load := s.cfg.Load; load != nil {
+	if load := q.load; load != nil {
 		n := 0
 		for _, w := range pg.work {
 			n += w.scanned
