@@ -262,6 +262,7 @@ type scan struct {
 	bounds   map[string]string
 	err      error
 	res      ScanResult
+	pause    time.Duration // the first pause after a throttling answer (page)
 	progress sync.Mutex
 }
 
@@ -1239,15 +1240,33 @@ const (
 
 // page reads one page of q for range r (nil: a probe). A throttling
 // answer does not end the scan: the page is asked again after a pause
-// (the service's, or scanThrottlePause doubling) until ctx ends, and r is
-// marked so that no split puts another reader beside it.
+// (the service's, or one doubling from the scan's first pause) until ctx
+// ends, and r is marked so that no split puts another reader beside it.
+// The scan's first pause is learned: the pause after which a request
+// refused more than once got through, shrinking by a tenth each time one
+// pause is enough, never below scanThrottlePause; a request then waits
+// about as long as its target needs, refused once rather than three
+// times.
 func (s *scan) page(ctx context.Context, r *scanRange, q wire.Query, pos *wire.Continuation) ([][]byte, *wire.Continuation, error) {
-	pause := scanThrottlePause
+	s.mu.Lock()
+	pause := max(s.pause, scanThrottlePause)
+	s.mu.Unlock()
+	refused := 0
 	for {
 		rows, next, after, throttled, err := s.w.PageThrottled(ctx, q, pos)
 		if !throttled {
+			if refused > 0 {
+				s.mu.Lock()
+				if refused == 1 {
+					s.pause = max(scanThrottlePause, s.pause*9/10)
+				} else {
+					s.pause = pause / 2 // the last pause, the one that worked
+				}
+				s.mu.Unlock()
+			}
 			return rows, next, err
 		}
+		refused++
 		s.mu.Lock()
 		s.res.Throttled++
 		if r != nil {
