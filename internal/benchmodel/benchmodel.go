@@ -51,7 +51,15 @@ type Model struct {
 // for tb's lifetime. Its DirectTableURL loads data without the model.
 func Start(tb testing.TB, latency time.Duration) *Model {
 	tb.Helper()
-	o := emulator.ScaleOptions{Scale: Scale()}
+	return StartAt(tb, latency, Scale())
+}
+
+// StartAt is Start at scale, for a benchmark whose work this machine
+// cannot serve at Scale() (writes spread over many partitions at the
+// account's target).
+func StartAt(tb testing.TB, latency time.Duration, scale float64) *Model {
+	tb.Helper()
+	o := emulator.ScaleOptions{Scale: scale}
 	inst := emulator.StartTB(tb, &emulator.Options{Scale: &o, Latency: latency})
 	return &Model{Instance: inst, Options: o, Latency: latency, place: azload.NewModel(o)}
 }
