@@ -36,28 +36,6 @@ type BulkOptions struct {
 	// reaches this size. Default (and maximum) 4,000,000 bytes: a safety
 	// margin under the 4 MiB limit.
 	MaxBatchBytes int
-	// Pace, when set, is shared by the BulkWrite calls of one job (a copy
-	// writes each page it reads with a call of its own): what one call
-	// learned of the service's throttling (paced rates, pauses) paces the
-	// next instead of each starting over at full speed, and the calls
-	// together keep at most the Pace's concurrency in flight (Concurrency
-	// then only sizes each call's workers). Nil: each call its own.
-	Pace *BulkPace
-}
-
-// BulkPace is the throttling state a job's BulkWrite calls share (see
-// BulkOptions.Pace). It is safe for concurrent use by those calls.
-type BulkPace struct {
-	lim *throttle.Limiter
-}
-
-// NewBulkPace returns a BulkPace for BulkWrite calls on t with at most
-// concurrency transactions in flight among them (0 means 8).
-func (t *Table[T]) NewBulkPace(concurrency int) *BulkPace {
-	if concurrency <= 0 {
-		concurrency = 8
-	}
-	return &BulkPace{lim: t.w.NewLimiter(concurrency)}
 }
 
 // BulkFailure is one entity BulkWrite could not write.
@@ -203,9 +181,6 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 	}
 
 	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
-	if o.Pace != nil {
-		b.lim = o.Pace.lim
-	}
 	finish := b.start(o.Concurrency)
 
 	// Groups being filled, by partition. The loop reads only keys (and
@@ -286,7 +261,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 	}
 	finish()
 
-	res := BulkResult{Written: b.written, Requests: int(b.counts.Sent.Load()), Throttled: int(b.counts.Throttled.Load()), Failed: b.failed}
+	res := BulkResult{Written: b.written, Requests: b.lim.Sent(), Throttled: b.lim.Throttled(), Failed: b.failed}
 	slices.SortFunc(res.Failed, func(x, y BulkFailure) int { return x.Index - y.Index })
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -364,8 +339,7 @@ func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 type bulk[T any] struct {
 	ctx      context.Context
 	codec    *entity.Codec
-	lim      *throttle.Limiter // the job's, or shared with other calls (BulkOptions.Pace)
-	counts   *wire.BatchCounts // this job's sends and throttling answers
+	lim      *throttle.Limiter // the sends and throttling answers are counted here
 	submit   func(ctx context.Context, ops []Op, slot *throttle.Slot) ([]OpResult, error)
 	maxBytes int // of one transaction on the wire
 
@@ -390,16 +364,15 @@ const maxQueuedBytes = 16 << 20
 // flight, each of at most maxBytes on the wire, sent through the job's
 // limiter.
 func newBulk[T any](ctx context.Context, t *Table[T], ceiling, maxBytes int) *bulk[T] {
-	counts := &wire.BatchCounts{}
 	b := &bulk[T]{
-		ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), counts: counts, maxBytes: maxBytes,
+		ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), maxBytes: maxBytes,
 		// Enough waiting groups for a free worker to find one whose
 		// partition may send when several partitions are paced.
 		maxQueued: 4 * ceiling,
 		more:      make(chan struct{}), room: make(chan struct{}),
 	}
 	b.submit = func(ctx context.Context, ops []Op, slot *throttle.Slot) ([]OpResult, error) {
-		return t.w.BatchLimited(wire.WithBatchCounts(ctx, counts), ops, b.lim, slot)
+		return t.w.BatchLimited(ctx, ops, b.lim, slot)
 	}
 	return b
 }

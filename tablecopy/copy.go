@@ -135,11 +135,7 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 	if ck != nil {
 		res.Resumed, res.Window = ck.resumed, len(ck.window)
 	}
-	parallel := o.Parallel
-	if parallel <= 0 {
-		parallel = patterns.DefaultScanParallel
-	}
-	w := newWriter(dst, o.Insert, parallel, o.Concurrency)
+	w := &writer{dst: dst, insert: o.Insert, concurrency: o.Concurrency}
 	prog := &progressFunc{fn: o.Progress}
 	var st copyState
 	var c *committer

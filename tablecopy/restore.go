@@ -348,7 +348,7 @@ func (r *restore) step(ctx context.Context, st *restoreStep) error {
 		}
 		upsertKeys = func(k string) bool { return prev[k] }
 	}
-	w := newWriter(dst, r.o.Insert, r.o.Parallel, r.o.Concurrency)
+	w := &writer{dst: dst, insert: r.o.Insert, concurrency: r.o.Concurrency}
 	defer func() {
 		r.written.Add(w.written.Load())
 		r.skipped.Add(w.skipped.Load())

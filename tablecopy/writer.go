@@ -19,25 +19,10 @@ type writer struct {
 	dst         *rows
 	insert      bool // refuse existing entities
 	concurrency int  // BulkOptions.Concurrency
-	// pace is shared by every page's BulkWrite (see newWriter).
-	pace *patterns.BulkPace
 
 	written, skipped atomic.Int64
 	requests         atomic.Int64
 	throttled        atomic.Int64
-}
-
-// newWriter returns a writer to dst for a job writing up to parallel
-// pages at once, each with up to concurrency transactions in flight. The
-// pages' BulkWrite calls share one BulkPace: a page's call starts where
-// the previous ones left the service's throttling (paced rates, pauses)
-// instead of sending its first transactions at full speed into a
-// partition already at its target (issue 35: on the scale model a copy
-// had 24% of its requests throttled, one call per page each learning
-// alone), and all of them together keep at most parallel × concurrency
-// transactions in flight, as before.
-func newWriter(dst *rows, insert bool, parallel, concurrency int) *writer {
-	return &writer{dst: dst, insert: insert, concurrency: concurrency, pace: dst.NewBulkPace(max(parallel, 1) * concurrency)}
 }
 
 // span is the smallest and largest key of a page.
@@ -109,7 +94,7 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 		for i := range part.items {
 			part.items[i].ETag = ""
 		}
-		res, err := w.dst.BulkWrite(ctx, part.items, &patterns.BulkOptions{Insert: part.insert, Concurrency: w.concurrency, Pace: w.pace})
+		res, err := w.dst.BulkWrite(ctx, part.items, &patterns.BulkOptions{Insert: part.insert, Concurrency: w.concurrency})
 		w.written.Add(int64(res.Written))
 		w.requests.Add(int64(res.Requests))
 		w.throttled.Add(int64(res.Throttled))

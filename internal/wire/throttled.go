@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -175,23 +174,6 @@ func (t *Table) NewLimiter(ceiling int) *throttle.Limiter {
 	return throttle.New(throttle.Options{Ceiling: ceiling, BaseDelay: base, MaxDelay: t.retry.MaxRetryDelay})
 }
 
-// BatchCounts counts what BatchLimited sent under a context carrying it
-// (WithBatchCounts): one call of a job whose limiter other calls share
-// counts its own sends there, which the limiter's totals cannot tell
-// apart.
-type BatchCounts struct {
-	// Sent is the transactions sent, resends included; Throttled the
-	// throttling answers they got.
-	Sent, Throttled atomic.Int64
-}
-
-type batchCountsKey struct{}
-
-// WithBatchCounts returns ctx carrying c for BatchLimited to count in.
-func WithBatchCounts(ctx context.Context, c *BatchCounts) context.Context {
-	return context.WithValue(ctx, batchCountsKey{}, c)
-}
-
 // BatchLimited is Batch for a job that adapts to throttling: the
 // transaction waits for a slot of lim, goes without azcore's retries of
 // throttling answers, and reports each answer to lim, which slows the job
@@ -227,7 +209,6 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 	// One counter for every send of the transaction: a resend after an
 	// attempt that reached the service counts as azcore's retry would.
 	wctx, tries := attempts.With(policy.WithRetryOptions(ctx, t.bulk))
-	counts, _ := ctx.Value(batchCountsKey{}).(*BatchCounts)
 	held := slot
 	for {
 		slot := held
@@ -242,9 +223,6 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 		sctx, end := t.span(wctx, "Client.SubmitTransaction")
 		results, err := t.tr.batch(sctx, ops, label)
 		end(err)
-		if counts != nil {
-			counts.Sent.Add(1)
-		}
 		if err == nil {
 			slot.OK()
 			if tries.Load() == 1 {
@@ -253,9 +231,6 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 			return results, nil
 		}
 		sig := throttlingOf(err)
-		if counts != nil && sig.kind != notThrottled {
-			counts.Throttled.Add(1)
-		}
 		switch {
 		case sig.kind == notThrottled:
 			if tablekit.IsTransient(err) {
