@@ -344,3 +344,34 @@ func TestBulkWriteEntityMarshaler(t *testing.T) {
 		t.Errorf("Get(p1, 0249) = %+v, %v; want N = 249", got, err)
 	}
 }
+
+// Key-ordered input past the 10,000 entities BulkWriteSeq holds: 12,000
+// entities in partitions of 10, then 2,000 in one partition, as an export
+// of a skewed table gives them. The small partitions go as they are left
+// behind, and the big one in full transactions: 1,200 + 20 requests. Sent
+// the fullest group first, the big partition went a few entities at a
+// time once 10,000 small ones waited.
+func TestBulkWriteSeqKeyOrderedPastTheCap(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable[Employee](t)
+	const small, big = 12000, 2000
+	seq := func(yield func(Employee) bool) {
+		for i := range small {
+			if !yield(Employee{PartitionKey: fmt.Sprintf("a%05d", i/10), RowKey: fmt.Sprintf("%02d", i%10)}) {
+				return
+			}
+		}
+		for i := range big {
+			if !yield(Employee{PartitionKey: "hot", RowKey: fmt.Sprintf("%06d", i)}) {
+				return
+			}
+		}
+	}
+	res, err := tbl.BulkWriteSeq(ctx, seq, nil)
+	if err != nil || res.Written != small+big {
+		t.Fatalf("BulkWriteSeq = %+v, %v", res, err)
+	}
+	if want := small/10 + big/100; res.Requests != want {
+		t.Errorf("%d requests, want %d", res.Requests, want)
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf16"
 
 	"github.com/tablekit/tablekit"
@@ -68,6 +70,11 @@ type ScanResult struct {
 	// Requests counts the query pages and the probes that found split
 	// points.
 	Requests int
+	// Throttled counts the requests the service refused for being over
+	// a target (503 ServerBusy, 429, 500 OperationTimedOut): each was
+	// asked again after a pause, and the range it was for is not split
+	// further. Requests does not count them.
+	Throttled int
 }
 
 // Scan reads every entity matching f (the zero keys.Filter: the whole
@@ -220,6 +227,7 @@ type scanRange struct {
 	handled   bool // done, and its last page handled
 	splitting bool
 	dead      bool // a split found nothing to split
+	throttled bool // a page of it was refused at a target: not split
 	filter    string
 	pending   *pendingPage // the first page, read by the split that made r
 }
@@ -254,6 +262,7 @@ type scan struct {
 	bounds   map[string]string
 	err      error
 	res      ScanResult
+	pause    time.Duration // the first pause after a throttling answer (page)
 	progress sync.Mutex
 }
 
@@ -395,7 +404,7 @@ func (s *scan) read(ctx context.Context, r *scanRange) error {
 		fetched := r.pending == nil
 		if fetched {
 			var err error
-			if rows, next, err = s.w.Page(ctx, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, pos); err != nil {
+			if rows, next, err = s.page(ctx, r, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, pos); err != nil {
 				return err
 			}
 		} else {
@@ -543,7 +552,9 @@ func (s *scan) splitCandidate() *scanRange {
 	}
 	var best *scanRange
 	for _, r := range s.ranges {
-		if !r.running || r.splitting || r.dead || r.done {
+		if !r.running || r.splitting || r.dead || r.done || r.throttled {
+			// A range refused at a target (its partition's, or the
+			// account's) gains nothing from a second reader beside it.
 			continue
 		}
 		// A range is searched once it read a page: the page says where
@@ -855,7 +866,7 @@ func (s *scan) openRange(ctx context.Context, r *scanRange) (bool, error) {
 	if r.filter, err = keys.And(s.base, bf).Build(); err != nil {
 		return false, err
 	}
-	rows, next, err := s.w.Page(ctx, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, nil)
+	rows, next, err := s.page(ctx, r, wire.Query{Filter: r.filter, Select: s.q.selects, Top: s.q.top}, nil)
 	s.mu.Lock()
 	s.res.Requests++
 	s.mu.Unlock()
@@ -1216,6 +1227,67 @@ func commonPrefix(a, b string, open bool) int {
 	return n
 }
 
+// Pauses after a throttling answer to a scan's request, when the service
+// names none: from scanThrottlePause, doubling while the same request is
+// refused, up to maxScanThrottlePause, each ±20%. A target's bucket
+// refills in about 100 ms (a page of 1,000 costs half a second of a
+// partition's 2,000 a second), where azcore's retries wait 0.8 s, then
+// 1.6 s and 3.2 s, and then fail the scan.
+const (
+	scanThrottlePause    = 100 * time.Millisecond
+	maxScanThrottlePause = 5 * time.Second
+)
+
+// page reads one page of q for range r (nil: a probe). A throttling
+// answer does not end the scan: the page is asked again after a pause
+// (the service's, or one doubling from the scan's first pause) until ctx
+// ends, and r is marked so that no split puts another reader beside it.
+// The scan's first pause is learned: the pause after which a request
+// refused more than once got through, shrinking by a tenth each time one
+// pause is enough, never below scanThrottlePause; a request then waits
+// about as long as its target needs, refused once rather than three
+// times.
+func (s *scan) page(ctx context.Context, r *scanRange, q wire.Query, pos *wire.Continuation) ([][]byte, *wire.Continuation, error) {
+	s.mu.Lock()
+	pause := max(s.pause, scanThrottlePause)
+	s.mu.Unlock()
+	refused := 0
+	for {
+		rows, next, after, throttled, err := s.w.PageThrottled(ctx, q, pos)
+		if !throttled {
+			if refused > 0 {
+				s.mu.Lock()
+				if refused == 1 {
+					s.pause = max(scanThrottlePause, s.pause*9/10)
+				} else {
+					s.pause = pause / 2 // the last pause, the one that worked
+				}
+				s.mu.Unlock()
+			}
+			return rows, next, err
+		}
+		refused++
+		s.mu.Lock()
+		s.res.Throttled++
+		if r != nil {
+			r.throttled = true
+		}
+		s.mu.Unlock()
+		d := after
+		if d <= 0 {
+			d = time.Duration(float64(pause) * (0.8 + 0.4*rand.Float64()))
+			pause = min(2*pause, maxScanThrottlePause)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
 // probe returns the first key the filter selects: one request.
 func (s *scan) probe(ctx context.Context, f keys.Filter) (position, bool, error) {
 	text, err := f.Build()
@@ -1226,7 +1298,7 @@ func (s *scan) probe(ctx context.Context, f keys.Filter) (position, bool, error)
 	// partition server's boundary, or five seconds spent): follow it.
 	var pos *wire.Continuation
 	for range maxProbePages {
-		rows, next, err := s.w.Page(ctx, wire.Query{Filter: text, Select: "PartitionKey,RowKey", Top: 1}, pos)
+		rows, next, err := s.page(ctx, nil, wire.Query{Filter: text, Select: "PartitionKey,RowKey", Top: 1}, pos)
 		s.mu.Lock()
 		s.res.Requests++
 		s.mu.Unlock()

@@ -154,6 +154,11 @@ type Instance struct {
 	// BlobURL, QueueURL and TableURL are the service endpoints, such as
 	// http://127.0.0.1:41234/devstoreaccount1.
 	BlobURL, QueueURL, TableURL string
+	// DirectTableURL serves the same tables as TableURL without Latency,
+	// Throttle and Scale (on a port of its own when any is set; else it
+	// is TableURL), as the Azurite harness's DirectTableURL does: a
+	// benchmark loads its data through it and measures through TableURL.
+	DirectTableURL string
 	// AccountName and AccountKey are the account it serves.
 	AccountName, AccountKey string
 
@@ -251,7 +256,8 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	}
 	inst.tables = tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: load})
 	var tableHandler http.Handler = inst.tables
-	if l := azload.NewLatency(lat); !l.Zero() {
+	l := azload.NewLatency(lat)
+	if !l.Zero() {
 		tableHandler = delayed(l, tableHandler)
 	}
 	services := []struct {
@@ -262,6 +268,13 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		{o.BlobPort, blobs.New(blobs.Config{Account: o.AccountName, Auth: authn}), &inst.BlobURL},
 		{o.QueuePort, queues.New(queues.Config{Account: o.AccountName, Auth: authn}), &inst.QueueURL},
 		{o.TablePort, tableHandler, &inst.TableURL},
+	}
+	if load != nil || !l.Zero() {
+		services = append(services, struct {
+			port    int
+			handler http.Handler
+			url     *string
+		}{0, inst.tables.Unmodelled(), &inst.DirectTableURL})
 	}
 	for _, s := range services {
 		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(s.port)))
@@ -277,6 +290,9 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.servers = append(inst.servers, srv)
 		go srv.Serve(ln)
 		*s.url = "http://" + ln.Addr().String() + "/" + o.AccountName
+	}
+	if inst.DirectTableURL == "" {
+		inst.DirectTableURL = inst.TableURL
 	}
 	inst.ConnectionString = "DefaultEndpointsProtocol=http;AccountName=" + o.AccountName +
 		";AccountKey=" + o.AccountKey +

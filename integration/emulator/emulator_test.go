@@ -226,3 +226,59 @@ func TestEarlyEndOnTheScaleModel(t *testing.T) {
 		t.Errorf("EarlyEnds without EarlyEnd = %+v, want zero", e)
 	}
 }
+
+// DirectTableURL serves the same tables without the model: 200 entities
+// written through it at once pass a partition target of 10 a second,
+// wait no latency, and the model counts nothing; the same table read
+// through TableURL is throttled and charged. Without a model it is
+// TableURL.
+func TestDirectTableURLBypassesTheModel(t *testing.T) {
+	if plain := emulator.StartTB(t, nil); plain.DirectTableURL != plain.TableURL {
+		t.Fatalf("without a model DirectTableURL is %q, want TableURL %q", plain.DirectTableURL, plain.TableURL)
+	}
+	em := emulator.StartTB(t, &emulator.Options{
+		Latency: 200 * time.Millisecond,
+		Scale:   &emulator.ScaleOptions{Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: 10, AccountEntitiesPerSecond: 10}},
+	})
+	if em.DirectTableURL == em.TableURL {
+		t.Fatal("DirectTableURL is TableURL with a model")
+	}
+	acct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := patterns.NewTable[row](acct, "rows", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := direct.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]row, 200)
+	for i := range rows {
+		rows[i] = row{PartitionKey: "p", RowKey: fmt.Sprintf("%03d", i), N: i}
+	}
+	start := time.Now()
+	res, err := direct.BulkWrite(ctx, rows, nil)
+	if err != nil || res.Written != 200 || res.Throttled != 0 {
+		t.Fatalf("BulkWrite through DirectTableURL: %+v, %v", res, err)
+	}
+	if d := time.Since(start); d >= 200*time.Millisecond {
+		t.Errorf("two transactions through DirectTableURL took %v, as if delayed by the latency", d)
+	}
+	if st := em.Stats(); st != (emulator.Stats{}) {
+		t.Errorf("the model counted the direct writes: %+v", st)
+	}
+	tbl := openTable(t, em.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	n, err := tbl.Count(ctx, keys.PK().Eq("p"), nil)
+	if n != 200 || err != nil {
+		t.Fatalf("Count through TableURL: %d, %v; want 200", n, err)
+	}
+	if st := em.Stats(); st.Scanned != 200 || st.Entities < 200 {
+		t.Errorf("the model counted %+v for a count of 200 entities, want 200 scanned and charged", st)
+	}
+	if _, err := tbl.Get(ctx, "p", "000", nil); !tablekit.IsTransient(err) {
+		t.Errorf("a point read through TableURL over the target: %v, want 503 ServerBusy", err)
+	}
+}

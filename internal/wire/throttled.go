@@ -257,3 +257,20 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 		// It did not land: send it again.
 	}
 }
+
+// PageThrottled reads one page as Page does, except that a throttling
+// answer (503 ServerBusy, 429, 500 OperationTimedOut) is not retried by
+// azcore: it comes back at once, with the pause the service asked for
+// (0: none) and throttled true, so the caller (a parallel scan's range)
+// pauses as long as the target needs rather than azcore's 0.8 s doubling,
+// and knows it read at a target. Reading applies nothing, so a throttled
+// page is simply asked for again.
+func (t *Table) PageThrottled(ctx context.Context, q Query, pos *Continuation) (rows [][]byte, next *Continuation, retryAfter time.Duration, throttled bool, err error) {
+	rows, next, err = t.Page(policy.WithRetryOptions(ctx, t.bulk), q, pos)
+	if err != nil {
+		if s := throttlingOf(err); s.kind != notThrottled {
+			return nil, nil, s.retryAfter, true, err
+		}
+	}
+	return rows, next, 0, false, err
+}

@@ -125,7 +125,10 @@ func outside(p *plan, r *row) bool {
 // early (EarlyEnd, and the request not exempt) the page may end early: at a random point drawn per page
 // (a quarter of them before any entity), or where the scan crosses to another
 // partition server; either way with a continuation at the next entity.
-func (s *Service) run(t *table, p *plan, early bool) page {
+// early says whether the page may end early (EarlyEnd, and the query not
+// exempt); load (nil: none) is the scale model the page's work is booked
+// on, by partition server.
+func (s *Service) run(t *table, p *plan, early bool, load Load) page {
 	var pg page
 	cutoff := -1
 	if early {
@@ -145,7 +148,6 @@ func (s *Service) run(t *table, p *plan, early bool) page {
 		}
 		s.rngMu.Unlock()
 	}
-	load := s.cfg.Load
 	scanned, server, lastPK, first := 0, 0, "", true
 	t.rows.AscendGreaterOrEqual(p.start, func(r *row) bool {
 		if s.beyond(p, r) {
@@ -227,7 +229,7 @@ func (s *Service) queryEntities(q *request, name string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	pg := s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "")
+	pg := s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "", q.load)
 	t.mu.RUnlock()
 	if pg.early {
 		s.earlyPages.Add(1)
@@ -235,7 +237,7 @@ func (s *Service) queryEntities(q *request, name string) {
 			s.emptyPages.Add(1)
 		}
 	}
-	if load := s.cfg.Load; load != nil {
+	if load := q.load; load != nil {
 		n := 0
 		for _, w := range pg.work {
 			n += w.scanned

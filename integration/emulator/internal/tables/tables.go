@@ -164,11 +164,26 @@ type request struct {
 	// base is the account's URL as the client addressed it, for the
 	// odata.metadata and odata.id links.
 	base string
+	// load is the scale model this request sees: the service's, or nil
+	// on the Unmodelled handler.
+	load Load
+}
+
+// Unmodelled returns a handler that serves the same tables as s without
+// its Load: nothing throttled, no simulated service time. A benchmark
+// loads its data through it and measures through s.
+func (s *Service) Unmodelled() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, nil) })
 }
 
 // ServeHTTP answers one request to the Table service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := &request{w: w, r: r, id: azrules.RequestID()}
+	s.serve(w, r, s.cfg.Load)
+}
+
+// serve answers one request with load as the scale model (nil: none).
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
+	q := &request{w: w, r: r, id: azrules.RequestID(), load: load}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -288,10 +303,10 @@ func (s *Service) openTable(q *request, name string) *table {
 // admit asks the scale model to admit a request to partition (table, pk)
 // when hasPK, or to the account alone; false means the answer was sent.
 func (s *Service) admit(q *request, table, pk string, hasPK bool, cost int) bool {
-	if s.cfg.Load == nil {
+	if q.load == nil {
 		return true
 	}
-	if e := s.cfg.Load.Admit(q.r.Context(), table, pk, hasPK, cost); e != nil {
+	if e := q.load.Admit(q.r.Context(), table, pk, hasPK, cost); e != nil {
 		s.fail(q, e)
 		return false
 	}
