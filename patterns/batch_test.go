@@ -114,6 +114,7 @@ func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
 }
 
 func TestBulkWrite20000Over50Partitions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	const parts, per = 50, 400
@@ -318,6 +319,7 @@ func (w wholeRow) MarshalEntity() (entity.Entity, error) {
 // An EntityMarshaler is encoded as it is read from the input: a bulk
 // write of them groups, sends and reports as for any other type.
 func TestBulkWriteEntityMarshaler(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[wholeRow](t)
 	var items []wholeRow

@@ -13,6 +13,7 @@ import (
 )
 
 func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	container := testenv.ContainerName(t)
@@ -123,6 +124,7 @@ func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {
 }
 
 func TestBlobLogFlushesBySizeAndTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	container := testenv.ContainerName(t)

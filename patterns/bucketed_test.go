@@ -25,6 +25,7 @@ type AccessEvent struct {
 // power of two only the hash's low bits count, which keys that share their
 // bytes' low bits (time keys with sequence numbers) barely vary.
 func TestBucketedSpreadsInsertsAndMergesInKeyOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	b, err := patterns.NewBucketed[AccessEvent](acct, testenv.TableName(t), 7, nil)

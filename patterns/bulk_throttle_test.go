@@ -87,6 +87,7 @@ func appliedTimeouts(fp *faults.Policy) int {
 // answer, and the transactions sent exactly the transactions needed plus
 // one per throttling answer not settled as applied by reading back.
 func TestBulkWriteThrottledLandsEveryEntityOnce(t *testing.T) {
+	t.Parallel()
 	type size struct{ parts, per int }
 	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, sz size) {
 		for _, insert := range []bool{true, false} {
@@ -214,6 +215,8 @@ func (b *batchTimes) Do(req *policy.Request) (*http.Response, error) {
 // The pause after a throttling answer is the one its headers ask for:
 // Cosmos DB's x-ms-retry-after-ms and Retry-After in seconds; without
 // either it is the backoff from the account's retry delay (1 ms here).
+// It runs alone, not in parallel: it bounds the time between two
+// attempts.
 func TestBulkWriteThrottleHonoursRetryAfter(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -247,6 +250,8 @@ func TestBulkWriteThrottleHonoursRetryAfter(t *testing.T) {
 // When the service says the account is over its limit, BulkWrite halves
 // the transactions it keeps in flight (at least once: to 4 of 8 or fewer)
 // and raises them again while the service keeps up.
+// It runs alone, not in parallel: the window it watches follows the
+// service's answer times.
 func TestBulkWriteThrottleLowersAndRestoresConcurrency(t *testing.T) {
 	times := &batchTimes{}
 	var seen atomic.Int32
@@ -291,6 +296,7 @@ func TestBulkWriteThrottleLowersAndRestoresConcurrency(t *testing.T) {
 // DeleteWhere shares BulkWrite's sender: under throttling it deletes every
 // matching entity, counts the throttling answers, and reports no failure.
 func TestDeleteWhereThrottled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, fp, _ := throttledTable[Employee](t, fastFaultRetry, faultSeed(t, 7), throttleRules(0.5), nil, nil)
 	fp.SetEnabled(false)

@@ -31,6 +31,7 @@ type compoundReviewKey struct {
 }
 
 func TestCompoundKeysGuideEmployeeReviews(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[CompoundRow](t)
 	ck, err := patterns.NewCompoundKeys[compoundReviewKey, CompoundRow](tbl.Account(), tbl.Name(), "empid_{ID:6}_{Year}", nil)

@@ -297,6 +297,7 @@ func cfRaceDenormalization(t *testing.T, e *cfRaceEnv) *patterns.Denormalization
 // stored exactly the content the second one wanted to write. Both
 // transports.
 func TestConformanceLostRefusal(t *testing.T) {
+	t.Parallel()
 	for _, m := range []cfMode{{name: "rest"}, {name: "sdk", sdk: true}} {
 		for _, c := range cfRaceCases {
 			t.Run(m.name+"/"+c.name, func(t *testing.T) {

@@ -128,6 +128,7 @@ const cfConcurrency = 24
 // t.Parallel, which -parallel (GOMAXPROCS by default) would bound: most of
 // a fault mode's time is spent in azcore's retry delays, not on a CPU.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, cfConcurrency)
 	modes := slices.Clone(cfModes)

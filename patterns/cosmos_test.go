@@ -56,6 +56,7 @@ func cosmosETag(ts string) string {
 }
 
 func TestCosmosInsertGetQueryDecodeRecordedAnswers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, r := cosmosTable[cosmosBasic](t, "add_get_query.json")
 	must(t, tbl.CreateIfNotExists(ctx, nil))
@@ -92,6 +93,7 @@ func TestCosmosInsertGetQueryDecodeRecordedAnswers(t *testing.T) {
 // Keys with quotes are escaped in the request path as Cosmos DB recorded
 // them, and a 204 upsert's ETag is kept.
 func TestCosmosUpsertAndGetKeysWithQuotes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, _ := cosmosTable[cosmosBasic](t, "upsert_get.json")
 	v := cosmosBasic{PartitionKey: "parti'tion", RowKey: "one'", Bool: true, Integer: 1, String: "some string 1"}
@@ -111,6 +113,7 @@ func TestCosmosUpsertAndGetKeysWithQuotes(t *testing.T) {
 // and "NA" as NextRowKey: it must come back unchanged, through Query's
 // paging and through a Page token.
 func TestCosmosContinuationRoundTrips(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	scan := &patterns.QueryOptions{Top: 1, AllowTableScan: true}
 	t.Run("Query", func(t *testing.T) {
@@ -185,6 +188,7 @@ func TestCosmosContinuationRoundTrips(t *testing.T) {
 // Cosmos DB's error answers map to tablekit's sentinels: a 404 on a merge,
 // and inside a transaction's 202 a 409 naming the failing operation.
 func TestCosmosErrorsMap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, _ := cosmosTable[cosmosBasic](t, "merge_missing.json", "batch_error.json")
 	err := tbl.Merge(ctx, &cosmosBasic{PartitionKey: "partition", RowKey: "1", Integer: 1}, &patterns.WriteOptions{Unconditional: true})
@@ -203,6 +207,7 @@ func TestCosmosErrorsMap(t *testing.T) {
 }
 
 func TestCosmosTransactionSetsRecordedETags(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, r := cosmosTable[cosmosBasic](t, "batch_add.json")
 	vs := make([]cosmosBasic, 10)
@@ -227,6 +232,7 @@ func TestCosmosTransactionSetsRecordedETags(t *testing.T) {
 // What Cosmos DB refuses and Azure Table storage accepts is refused before
 // any request: the profile comes from the endpoint alone.
 func TestCosmosProfileRefusesBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	type payload struct {
 		PartitionKey string
@@ -276,6 +282,7 @@ func TestCosmosProfileRefusesBeforeAnyRequest(t *testing.T) {
 // before any request, with ErrUnsortedResults (not ErrInvalidArgument: the
 // same call works on Azure Table storage).
 func TestCosmosSortDependentPatternsRefuse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := cosmostest.New(t)
 	acct := r.Account(t)
@@ -324,6 +331,7 @@ type cosmosReviewKey struct {
 // the related rows, which Cosmos DB served out of order, and sorts them;
 // a Limit keeps the first rows by key, not the first served.
 func TestCosmosCompoundRelatedSortsUnsortedAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, limit := range []int{0, 3} {
 		tbl, r := cosmosTable[cosmosRow](t, "unsorted.json")
@@ -360,6 +368,7 @@ func TestCosmosCompoundRelatedSortsUnsortedAnswer(t *testing.T) {
 // served, in the service's order: Table.Query, and PeriodTables.Query,
 // whose own order (oldest period first) is the order of its tables.
 func TestCosmosSetQueriesReturnEveryRow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	want := make([]string, 10)
 	for i := range want {
@@ -396,6 +405,7 @@ func TestCosmosSetQueriesReturnEveryRow(t *testing.T) {
 // existing table named as the recording named it opens, and its entities
 // are read and written under that exact name.
 func TestCosmosMixedCaseTableName(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const name = "tableName4275288239"
 	r := cosmostest.New(t, "add_get_query.json").ForTable(name)

@@ -18,6 +18,7 @@ import (
 // call succeeds over what exists. Each case's use fails before the call
 // and works after it.
 func TestCreateIfNotExistsCreatesEverything(t *testing.T) {
+	t.Parallel()
 	type repo struct {
 		create func(context.Context, *patterns.CreateOptions) error
 		use    func(context.Context) error

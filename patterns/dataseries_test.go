@@ -18,6 +18,7 @@ import (
 // The guide's data series: how many IM messages each employee sent in
 // each of the last 24 hours, one property per hour of one entity.
 func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	ds, err := patterns.NewDataSeries[int32](acct, testenv.TableName(t), 24, &patterns.DataSeriesOptions{Prefix: "H"})
@@ -84,6 +85,7 @@ func TestDataSeriesGuideHourlyMessageCounts(t *testing.T) {
 }
 
 func TestDataSeriesConcurrentAddsLoseNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	ds, err := patterns.NewDataSeries[int64](acct, testenv.TableName(t), 24, &patterns.DataSeriesOptions{Table: &patterns.TableOptions{MaxAttempts: 500}})

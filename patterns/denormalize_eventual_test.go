@@ -31,6 +31,7 @@ type edDepartment struct {
 }
 
 func TestEventualDenormalizationAcrossTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	qname := testenv.QueueName(t)

@@ -118,6 +118,7 @@ func dqCheck(t *testing.T, x *patterns.Denormalization[dqDepartment, dqEmployee]
 // broad one it finds everyone, and the department each employee names
 // must keep the others' copies apart.
 func TestDenormalizationQueryEveryEmployee(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		where func(*dqDepartment) keys.Filter
@@ -179,6 +180,7 @@ func TestDenormalizationQueryEveryEmployee(t *testing.T) {
 // transaction's ETag conditions must leave every employee with its own
 // department's manager.
 func TestDenormalizationQueryUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, _ := newDenormQuery(t, dqEveryEmployee)
 	for i := range 4 {
@@ -210,6 +212,7 @@ func TestDenormalizationQueryUnderConcurrency(t *testing.T) {
 // update fails before any write with a typed error; with 99 it writes all
 // of them in one transaction.
 func TestDenormalizationQueryTooManyTargets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newDenormQuery(t, dqEveryEmployee)
 	staff := make([]dqEmployee, 100)
@@ -253,6 +256,7 @@ func TestDenormalizationQueryTooManyTargets(t *testing.T) {
 // property the employee does not have; each refused with
 // tablekit.ErrInvalidArgument before any write.
 func TestDenormalizationQueryRefusals(t *testing.T) {
+	t.Parallel()
 	acct, c := testenv.CountingAccount(t)
 	list := func(*dqDepartment) []string { return nil }
 	for _, tc := range []struct {

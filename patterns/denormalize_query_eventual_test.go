@@ -148,6 +148,7 @@ func (f *eqFixture) converge(t *testing.T, what string) {
 // was enqueued gets the copy, and one moved away before the worker ran
 // does not; a redelivered message writes nothing.
 func TestEventualDenormalizationQueryEveryEmployee(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newEqFixture(t)
 	for i, dept := range []string{"Sales", "Sales", "Sales", "Marketing", "Marketing"} {
@@ -207,6 +208,7 @@ func TestEventualDenormalizationQueryEveryEmployee(t *testing.T) {
 // link, a query and a valid target table, and refuses a table scan
 // without opt-in before it enqueues or writes anything.
 func TestEventualDenormalizationQueryRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	q, err := consistency.NewQueue(acct, "eqrefused", nil)

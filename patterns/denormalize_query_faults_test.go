@@ -75,6 +75,7 @@ var cfqModes = []string{"rest", "sdk-faults-fastretry", "rest-faults-defaultretr
 // TestDenormalizationQueryConformance runs both scenarios in the modes of
 // cfqModes, concurrently as TestConformance does.
 func TestDenormalizationQueryConformance(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	modes := slices.DeleteFunc(slices.Clone(cfModes), func(m cfMode) bool { return !slices.Contains(cfqModes, m.name) })
 	if len(modes) != len(cfqModes) {

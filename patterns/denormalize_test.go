@@ -61,6 +61,7 @@ func newDenormalization(t *testing.T) (*patterns.Denormalization[ixEmployee, den
 }
 
 func TestDenormalizedManagerDetails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, requests := newDenormalization(t)
 
@@ -94,6 +95,7 @@ func TestDenormalizedManagerDetails(t *testing.T) {
 }
 
 func TestDenormalizedCopyStaysConsistentUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, _ := newDenormalization(t)
 	var wg sync.WaitGroup
@@ -154,6 +156,7 @@ func (m *denormManager) departments() []string {
 // Unlink, each manager's list also names exactly the departments it
 // manages.
 func TestDenormalizationThroughReassignments(t *testing.T) {
+	t.Parallel()
 	managers := []string{"mgr_mary", "mgr_bob", "mgr_sue"}
 	depts := []string{"dept_Sales", "dept_Support", "dept_HR"}
 	for _, linked := range []bool{false, true} {

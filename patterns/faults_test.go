@@ -73,6 +73,7 @@ func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed 
 // and bulk entities (the 100 concurrent increments stay: a retry delayed
 // 0.8 s while others write is what tests the write-id log).
 func TestWritesUnderFaultsEndExact(t *testing.T) {
+	t.Parallel()
 	inRetryModes(t, writesUnderFaultsEndExact,
 		writesUnderFaultsSize{singles: 150, writers: 4, increments: 25, txs: 10, bulk: 2000, minFaults: 50},
 		writesUnderFaultsSize{singles: 30, writers: 4, increments: 25, txs: 3, bulk: 400, minFaults: 20})
@@ -292,6 +293,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 // failing would exhaust the retries of one write in 16; that variant
 // injects 20% (one in 600) over 8 rounds instead of 50% over 20.
 func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
+	t.Parallel()
 	inRetryModes(t, ambiguityCheckDoesNotHideRealConflicts, ambiguitySize{rate: 0.5, rounds: 20}, ambiguitySize{rate: 0.2, rounds: 8})
 }
 
@@ -378,6 +380,7 @@ func faultyAccount(t *testing.T, mode faults.RetryMode, rate float64, seed uint6
 // no orphans. With azcore's default retry options the variant writes 24
 // intra-partition and 10 inter-partition entities instead of 40 and 20.
 func TestIndexMaintenanceUnderFaults(t *testing.T) {
+	t.Parallel()
 	inRetryModes(t, indexMaintenanceUnderFaults, [2]int{40, 20}, [2]int{24, 10})
 }
 

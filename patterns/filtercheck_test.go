@@ -17,6 +17,7 @@ import (
 // request, by every query verb. AllowUnknownProperties sends it anyway,
 // for heterogeneous tables; dynamic types are never checked.
 func TestFilterOnAPropertyTDoesNotHave(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	must(t, tbl.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000123", Age: 34}, nil))

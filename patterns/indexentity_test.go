@@ -108,6 +108,7 @@ func rawIndexEntity(t *testing.T, tbl *patterns.Table[ixEmployee], pk, rk, prop 
 }
 
 func TestListIndexOption2GuideFlows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
 	ixInsertAll(t, x.Insert,
@@ -179,6 +180,7 @@ func ixRacingJoneses[M any](t *testing.T, n int, part func(i int) string, insert
 }
 
 func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
+	t.Parallel()
 	x, _ := newListIndexedTable(t)
 	const n = 8
 	m := ixRacingJoneses(t, n, func(int) string { return "Sales" }, x.Insert,
@@ -189,6 +191,7 @@ func TestListIndexOption2RacingWritersBothLand(t *testing.T) {
 }
 
 func TestListIndexOption2LastNameChangesUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, _ := newListIndexedTable(t)
 	const n = 6
@@ -227,6 +230,7 @@ func TestListIndexOption2LastNameChangesUnderConcurrency(t *testing.T) {
 }
 
 func TestListIndexOption2RefusesAListPastTheEntityLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
 	// Plant a Jones list just under the 32K UTF-16 limit.
@@ -254,6 +258,7 @@ func newBlobIndexedTable(t *testing.T) (*patterns.BlobIndexedTable[ixEmployee], 
 }
 
 func TestListIndexOption1BlobFlows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newBlobIndexedTable(t)
 	ixInsertAll(t, x.Insert, ixEmp("Sales", "000152", "Dan", "Jones", "", 28))
@@ -306,6 +311,7 @@ func TestListIndexOption1BlobFlows(t *testing.T) {
 }
 
 func TestListIndexOption1RacingWritersBothLand(t *testing.T) {
+	t.Parallel()
 	x, _ := newBlobIndexedTable(t)
 	const n = 8
 	m := ixRacingJoneses(t, n, func(i int) string { return fmt.Sprintf("D%d", i%3) }, x.Insert,
@@ -335,6 +341,7 @@ func newEventualListIndexedTable(t *testing.T) (*patterns.EventualListIndexedTab
 }
 
 func TestListIndexOption3KeptByTheWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, f := newEventualListIndexedTable(t)
 	c := f.counter
@@ -394,6 +401,7 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 }
 
 func TestListIndexOption3RefusesAListPastTheEntityLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, f := newEventualListIndexedTable(t)
 	it, err := f.worker.Table(f.idTable)

@@ -97,6 +97,7 @@ func (f *interFixture) queueEmpty(t *testing.T) bool {
 }
 
 func TestEventualIndexGuideQueries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newInterFixture(t)
 	c := f.counter
@@ -172,6 +173,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 }
 
 func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newInterFixture(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "a@contoso.com", 34)
@@ -209,6 +211,7 @@ func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.
 }
 
 func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newInterFixture(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
@@ -233,6 +236,7 @@ func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
 }
 
 func TestEventualIndexRebuildVerifyRepair(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newInterFixture(t)
 	const n = 5000

@@ -16,6 +16,7 @@ import (
 // tablekit.ErrBadRequest (the service's 400), and costs no request, so a
 // caller can tell a bad argument from a rejected request.
 func TestLocalRefusalsAreInvalidArguments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	name := testenv.TableName(t)

@@ -51,6 +51,7 @@ func largeBlobExists(t *testing.T, ctx context.Context, acct *tablekit.Account, 
 }
 
 func TestLargeEntityPhotoRoundTripAndCleanupThroughWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	plain := testenv.Account(t)
@@ -173,6 +174,7 @@ func newLargeErr[T any](acct *tablekit.Account, container string) error {
 }
 
 func TestLargeEntityLimitsAndTags(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	container := testenv.ContainerName(t)

@@ -32,6 +32,7 @@ func dotNetInvertedTicks(t time.Time) string {
 }
 
 func TestLogTailGuideExpenseClaims(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	lt, err := patterns.NewLogTail[ExpenseClaim](acct, testenv.TableName(t), nil)
@@ -126,6 +127,7 @@ func TestLogTailGuideExpenseClaims(t *testing.T) {
 // so Range cuts its bounds the same way and the span stays [from, to) for
 // times with digits below 100 ns, as time.Now() has on Linux.
 func TestLogTailRangeCutsBoundsToTicks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	lt, err := patterns.NewLogTail[ExpenseClaim](acct, testenv.TableName(t), nil)

@@ -64,6 +64,7 @@ type mfCase struct {
 // the repositories side by side (each on its own tables and faults), as it
 // mostly waits.
 func TestRebuildVerifyRepairUnderFaults(t *testing.T) {
+	t.Parallel()
 	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, rows func(mfCase) int) {
 		var wg sync.WaitGroup
 		for i, c := range mfRepos {
@@ -572,6 +573,7 @@ func mfEventualListIndexedTable(t *testing.T, acct *tablekit.Account, table stri
 // used to fail with tablekit.ErrOutcomeUnknown. Each case loses the answer
 // of one chosen request; Parallelism 1 fixes the order of the requests.
 func TestMaintenanceSettlesALostAnswer(t *testing.T) {
+	t.Parallel()
 	batch := func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/$batch")
 	}

@@ -27,6 +27,7 @@ func mtStaff(t *testing.T, tbl *patterns.Table[ixEmployee]) {
 }
 
 func TestIndexedTableVerifyRepair(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newIndexedTable(t)
 	mtStaff(t, x.Table())
@@ -86,6 +87,7 @@ func TestIndexedTableVerifyRepair(t *testing.T) {
 // An index added to existing data: Rebuild writes the new index's copies,
 // reporting progress per primary; a second Rebuild writes nothing.
 func TestIndexedTableRebuildAddsAnIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	before, c := ixFixture(t, func(acct *tablekit.Account, table string) (*patterns.IndexedTable[ixEmployee], error) {
 		return patterns.NewIndexedTable(acct, table, []patterns.Index[ixEmployee]{ixEmailIndex()}, &patterns.IndexedTableOptions{Primary: "empid"})
@@ -131,6 +133,7 @@ func TestIndexedTableRebuildAddsAnIndex(t *testing.T) {
 // transaction wrote the copies. A repair that wrote the scanned values
 // would leave a copy of the old email behind.
 func TestIndexedTableRepairRacingAWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newIndexedTable(t)
 	mtStaff(t, x.Table())

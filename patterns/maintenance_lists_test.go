@@ -45,6 +45,7 @@ func mtDamage(t *testing.T, tbl *patterns.Table[ixEmployee]) []string {
 }
 
 func TestListIndexOption2VerifyRepair(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
 	mtUnlisted(t, x, c, 1)
@@ -69,6 +70,7 @@ func TestListIndexOption2VerifyRepair(t *testing.T) {
 // reads each entity it lists, in the transaction's read-modify-write, so
 // it lists it under its value as of now, not as scanned.
 func TestListIndexOption2RepairRacingAWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newListIndexedTable(t)
 	mtStaff(t, x.Table())
@@ -84,6 +86,7 @@ func TestListIndexOption2RepairRacingAWriter(t *testing.T) {
 }
 
 func TestListIndexOption1VerifyRepair(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newBlobIndexedTable(t)
 	// The scan and the listing of the index's blobs (none yet).
@@ -110,6 +113,7 @@ func TestListIndexOption1VerifyRepair(t *testing.T) {
 // what it does converges with what the worker does for writes made
 // through the repository meanwhile.
 func TestListIndexOption3VerifyRepairWithTheWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, f := newEventualListIndexedTable(t)
 	c := f.counter

@@ -22,6 +22,7 @@ type Department struct {
 }
 
 func TestMixedPartitionResolvesEachRowToItsType(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := entity.NewRegistry(nil)
 	if err := reg.Register(entity.Kind{Name: "Department", Version: 1}, Department{}); err != nil {

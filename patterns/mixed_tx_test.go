@@ -26,6 +26,7 @@ type mixedDept struct {
 // one request, conditional on the department's ETag; a stale count
 // applies nothing.
 func TestMixedTransactionKeepsTheCountWithTheEmployees(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := entity.NewRegistry(nil)
 	must(t, reg.Register(entity.Kind{Name: "Department", Version: 1}, mixedDept{}))

@@ -21,6 +21,7 @@ type SignIn struct {
 }
 
 func TestPeriodTablesDropBeforeDeletesWholeTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
 	prefix := testenv.TableName(t)[:20]

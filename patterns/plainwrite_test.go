@@ -62,6 +62,7 @@ func (w *writeBodies) take() []string {
 // log, on any entity of a bulk load or transaction. What is stored is
 // exactly the caller's entity, as other readers of the table see it.
 func TestPlainWritesSendOnlyTheCallersProperties(t *testing.T) {
+	t.Parallel()
 	for _, sdk := range []bool{false, true} {
 		name := map[bool]string{false: "rest", true: "sdk"}[sdk]
 		t.Run(name, func(t *testing.T) {

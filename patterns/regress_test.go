@@ -134,6 +134,7 @@ func checkEchoScenario(t *testing.T, fp *faults.Policy, log *attemptLog, conflic
 // blob): it returns nil, or at worst ErrOutcomeUnknown, and Get returns the
 // photo.
 func TestLargeEntitiesInsertSurvivesLostResponse(t *testing.T) {
+	t.Parallel()
 	for _, mode := range faults.RetryModes(regressFastRetry) {
 		t.Run(mode.Name, func(t *testing.T) {
 			for _, sdk := range []bool{false, true} {
@@ -182,6 +183,7 @@ func TestLargeEntitiesInsertSurvivesLostResponse(t *testing.T) {
 // Defect 1, MixedTable: its Insert must not report ErrAlreadyExists for its
 // own write either.
 func TestMixedTableInsertSurvivesLostResponse(t *testing.T) {
+	t.Parallel()
 	for _, mode := range faults.RetryModes(regressFastRetry) {
 		t.Run(mode.Name, func(t *testing.T) {
 			for _, sdk := range []bool{false, true} {
@@ -253,6 +255,7 @@ type writerA struct{}
 // applied once, since it landed); it must never apply its change twice.
 // A adds 1000, B adds 1 per update, so the stored value counts both.
 func TestUpdateLostResponseWhileOthersWrite(t *testing.T) {
+	t.Parallel()
 	for _, mode := range faults.RetryModes(regressFastRetry) {
 		t.Run(mode.Name, func(t *testing.T) {
 			for _, sdk := range []bool{false, true} {
@@ -349,6 +352,7 @@ func updateLostResponseWhileOthersWrite(t *testing.T, mode faults.RetryMode, sdk
 // stored == successes when none was unknown. Other errors (azcore gave up
 // on a read, say) must not have written anything.
 func TestUpdateCountersUnderFaultsWithDefaultRetry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := faultSeed(t, 14)
 	fp, err := faults.New(seed, faults.Transient(0.10)...)

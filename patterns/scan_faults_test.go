@@ -16,6 +16,7 @@ import (
 // once, and a parallel Count and DeleteWhere count and delete every row:
 // the whole-table operations are exact whatever fails on the way.
 func TestParallelScanUnderFaults(t *testing.T) {
+	t.Parallel()
 	inRetryModes(t, parallelScanUnderFaults, 3000, 1200)
 }
 

@@ -11,6 +11,7 @@ import (
 // users have (padded numbers, hex, names), and must not claim to know
 // when it cannot.
 func TestPagesLeft(t *testing.T) {
+	t.Parallel()
 	num := func(i int) string { return fmt.Sprintf("user-0000000000000000-%08d", i) }
 	hex := func(i uint32) string { return fmt.Sprintf("%08x", i) }
 	cases := []struct {

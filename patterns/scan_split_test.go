@@ -15,6 +15,7 @@ import (
 // each range it makes, and the worker that takes the range starts from
 // that page instead of asking for it again. Every row is handed out once.
 func TestSplitReadsFirstPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, counter := testenv.CountingAccount(t)
 	tbl, err := NewTable[dispatchRow](acct, testenv.TableName(t), nil)

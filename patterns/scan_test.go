@@ -197,6 +197,7 @@ func TestScanResumesFromItsToken(t *testing.T) {
 // each scanned on its own (as separate machines would), read every row
 // exactly once between them, on a skewed layout and on GUIDs.
 func TestSplitScanTokensCoverTheTableOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, l := range []int{0, 2} {
 		layout := testenv.Layouts[l]
@@ -247,6 +248,7 @@ func TestSplitScanTokensCoverTheTableOnce(t *testing.T) {
 // (the benchmark's skewed layout), in a few rounds. The counts are
 // deterministic for these keys.
 func TestSplitScanProbes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	hex := make([][2]string, 0, 2000)
 	for i := range 2000 {

@@ -14,6 +14,7 @@ import (
 // entities have no copy for it yet, and updating or deleting them must
 // still work (the missing copy is already in the state a deletion wants).
 func TestIndexedTableIndexAddedLater(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	name := testenv.TableName(t)

@@ -43,6 +43,7 @@ func (r *wideRow) UnmarshalEntity(e entity.Entity) error {
 // rejects (Azurite stores it). The copy goes through the entity layer, so
 // the write is refused before any request and nothing is stored.
 func TestIndexedTableRefusesACopyOverAzuresLimits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, counter := testenv.CountingAccount(t)
 	x, err := patterns.NewIndexedTable(acct, testenv.TableName(t),

@@ -68,6 +68,7 @@ func ixIDs(t *testing.T, seq func(yield func(ixEmployee, error) bool)) []string 
 }
 
 func TestIndexedTableGuideQueries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newIndexedTable(t)
 
@@ -151,6 +152,7 @@ func TestIndexedTableGuideQueries(t *testing.T) {
 }
 
 func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, c := newIndexedTable(t)
 	jones := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
@@ -231,6 +233,7 @@ func TestIndexedTableUpdateDeleteAndUniqueness(t *testing.T) {
 }
 
 func TestIndexedTableConcurrentUpdatesKeepCopiesInStep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	x, _ := newIndexedTable(t)
 	e := ixEmp("Sales", "000223", "John", "Jones", "jonesj@contoso.com", 34)
@@ -268,6 +271,7 @@ func TestIndexedTableConcurrentUpdatesKeepCopiesInStep(t *testing.T) {
 }
 
 func TestIndexedTableRefusesBadDefinitions(t *testing.T) {
+	t.Parallel()
 	acct := testenv.Account(t)
 	key := func(e *ixEmployee) string { return e.Email }
 	many := make([]patterns.Index[ixEmployee], 50)

@@ -37,7 +37,9 @@ func tableOpts(o *patterns.TableOptions) *patterns.TableOptions {
 }
 
 // TestSDKPath runs the Table[T] suite through the aztables client: both
-// paths must behave the same.
+// paths must behave the same. It and the tests it runs stay serial (no
+// t.Parallel): sdkPath is the package's, and a parallel subtest would run
+// after TestSDKPath had set it back.
 func TestSDKPath(t *testing.T) {
 	sdkPath = true
 	defer func() { sdkPath = false }()

@@ -24,6 +24,7 @@ func fill(t *testing.T, tbl *patterns.Table[Employee], pk string, n int) {
 }
 
 func TestCountRequestBudget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, counter := newTable[Employee](t)
 	fill(t, tbl, "big", 1200)
@@ -58,6 +59,7 @@ func TestCountRequestBudget(t *testing.T) {
 }
 
 func TestWhereRefusesBadInputBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, counter := newTable[Employee](t)
 	if _, err := tbl.Count(ctx, keys.Filter{}, nil); !errors.Is(err, tablekit.ErrTableScan) {
@@ -75,6 +77,7 @@ func TestWhereRefusesBadInputBeforeAnyRequest(t *testing.T) {
 }
 
 func TestDeleteWhereRequestBudget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, counter := newTable[Employee](t)
 	fill(t, tbl, "big", 1200)

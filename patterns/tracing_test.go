@@ -119,6 +119,7 @@ type tracedPhoto struct {
 }
 
 func TestEveryOperationEmitsSDKSpans(t *testing.T) {
+	t.Parallel()
 	for _, sdk := range []bool{false, true} {
 		t.Run(transportName(sdk), func(t *testing.T) {
 			ctx := context.Background()

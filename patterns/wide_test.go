@@ -44,6 +44,7 @@ func newWideEntities(t *testing.T) (w *patterns.WideEntities, c *tablekit.Reques
 }
 
 func TestWideEntityGuide365DailyCounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, c := newWideEntities(t)
 	c.Reset()
@@ -87,6 +88,7 @@ func TestWideEntityGuide365DailyCounts(t *testing.T) {
 }
 
 func TestWideEntityThousandPropertiesShrinkCleanly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, c := newWideEntities(t)
 	// A neighbour whose RowKey shares the prefix must not be touched.
