@@ -116,6 +116,7 @@ func (p *workerProc) output() string {
 // that differs in the target, fails: job status and watch exit 1 naming
 // the range.
 func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t)

@@ -34,6 +34,7 @@ func (s *syncBuffer) String() string {
 // "tablekit emulator" prints a connection string that works, serves until
 // its context ends (SIGTERM), and then exits 0 with its ports closed.
 func TestEmulatorCommandServesUntilStopped(t *testing.T) {
+	t.Parallel()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var stdout, stderr syncBuffer

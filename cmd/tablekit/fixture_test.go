@@ -74,6 +74,7 @@ func writeFixture(t *testing.T, dir string) {
 // A backup chain written by an earlier build restores, and verifies, with
 // this one.
 func TestRestoreBackupOfAnEarlierBuild(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("TABLEKIT_WRITE_BACKUP_FIXTURE"); dir != "" {
 		// Not a test run: the fixture writer's mode (see writeFixture).
 		writeFixture(t, dir)

@@ -189,6 +189,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestExportImportGivesIdenticalEntities(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := newRows(t)
 	var es []entity.Entity
@@ -248,6 +249,7 @@ func TestExportImportGivesIdenticalEntities(t *testing.T) {
 }
 
 func TestImportReportsBadLinesAndKeepsTheRest(t *testing.T) {
+	t.Parallel()
 	tbl := newRows(t)
 	input := strings.Join([]string{
 		`{"PartitionKey":"p","RowKey":"1","N":1}`,
@@ -301,6 +303,7 @@ func TestImportReportsBadLinesAndKeepsTheRest(t *testing.T) {
 }
 
 func TestQueryCountDeleteAndTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl := newRows(t)
 	var es []entity.Entity
@@ -371,6 +374,7 @@ func TestQueryCountDeleteAndTables(t *testing.T) {
 // The poison commands are the worker's: a transaction that fails
 // permanently shows in "poison list" and "poison requeue" moves it back.
 func TestPoisonListAndRequeue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	qname := testenv.QueueName(t)

@@ -95,6 +95,7 @@ func jsonSummary(t *testing.T, r result) map[string]any {
 }
 
 func TestCopyBackupRestoreVerify(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t)
@@ -245,6 +246,7 @@ func killed(t *testing.T, bin string, env []string, rounds int, lo, hi time.Dura
 // (backup's key list and entity count match; copy and restore with
 // --insert would fail on an entity they wrote twice), and verify passes.
 func TestKilledCopyBackupRestoreResume(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t)
@@ -280,6 +282,7 @@ func TestKilledCopyBackupRestoreResume(t *testing.T) {
 // A copy to a table in another account (a second emulator or Azurite),
 // named by the --dest-connection-string flag.
 func TestCopyAcrossAccounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := newRows(t)
 	es := fillRows(t, src, 300, 3)
