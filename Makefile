@@ -38,8 +38,10 @@ vet:
 # Every test on the emulator (the default target of internal/testenv), the
 # harness's own tests and the differential tests on Azurite as they always
 # are; then the conformance suite and every Example on Azurite as well.
+# -parallel 8: most of a fault test's time is azcore's retry delays, not
+# CPU, so 8 parallel tests at once (not GOMAXPROCS, 2 here) overlap them.
 test: $(AZURITE) $(JSINTEROP) vet
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -parallel 8 -timeout 15m ./...
 	TABLEKIT_TEST_TARGET=azurite $(GO) test -race -count=1 -timeout 15m -run '^(TestConformance.*|Example.*)$$' ./patterns/ ./consistency/ ./examples/...
 
 demo: $(if $(filter azurite,$(TARGET)),$(AZURITE))
