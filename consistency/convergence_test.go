@@ -29,6 +29,7 @@ import (
 // variant enqueues 60 transactions, not 200, and gives the worker a 5 s
 // visibility timeout, since one request may then take seconds.
 func TestRandomizedConvergence(t *testing.T) {
+	t.Parallel()
 	fast := policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond}
 	for _, mode := range faults.RetryModes(fast) {
 		t.Run(mode.Name, func(t *testing.T) {

@@ -192,6 +192,7 @@ func TestOversizeTransactionThroughBlob(t *testing.T) {
 // TestGracefulShutdown: stopping a worker mid-stream loses nothing and
 // applies nothing twice; released messages are visible again at once.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		drain time.Duration
