@@ -52,9 +52,15 @@ vet:
 RACE_SKIP  := ^(TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebuildVerifyRepairUnderFaults|TestWritesUnderFaultsEndExact|TestAmbiguityCheckDoesNotHideRealConflicts|TestIndexMaintenanceUnderFaults|TestUpdateOutcomeKnownUnderFaults|TestDenormalizationQueryConformance)$$
 TEST_FLAGS := -count=1 -parallel 8 -timeout 15m
 TEST_RUNS  := test-race test-race-patterns test-patterns test-cmd test-azurite
+# The storage tests' emulator runs in a process of its own, built without
+# -race (internal/testenv, TABLEKIT_TEST_EMULATOR): in the test binary,
+# under -race, it doubled the CPU they took. The emulator's own packages
+# test it under -race in process.
+EMULATOR_BIN := $(CURDIR)/bin/tablekit
 
 test: $(AZURITE) $(JSINTEROP) vet
-	@$(MAKE) --no-print-directory -j $(words $(TEST_RUNS)) --output-sync=target $(TEST_RUNS)
+	$(GO) build -o $(EMULATOR_BIN) ./cmd/tablekit
+	@TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN) $(MAKE) --no-print-directory -j $(words $(TEST_RUNS)) --output-sync=target $(TEST_RUNS)
 
 test-race:
 	$(GO) test -race $(TEST_FLAGS) -p 4 $$($(GO) list ./... | grep -v -e '/patterns$$' -e '/cmd/tablekit$$')

@@ -64,9 +64,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/childproc"
 )
 
 // Version is the Azurite release tablekit pins and tests against.
@@ -149,9 +150,7 @@ type Instance struct {
 	// proxy. It equals TableURL when no proxy runs.
 	DirectTableURL string
 
-	cmd      *exec.Cmd
-	done     chan struct{} // closed when the process has exited
-	waitErr  error
+	proc     *childproc.Process
 	stopOnce sync.Once
 	location string
 	proxy    *tableProxy
@@ -274,35 +273,18 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	if out == nil {
 		out = &logBuf
 	}
-	inst := &Instance{done: make(chan struct{}), location: location}
-	startErr := make(chan error, 1)
-	// The process is started from a goroutine locked to its OS thread that
-	// lives as long as the process: on Linux the child gets SIGKILL when
-	// that thread ends (Pdeathsig), so a crashed test binary leaves no
-	// Azurite behind, and the thread cannot end early.
-	go func() {
-		runtime.LockOSThread()
-		cmd := exec.Command(cmdPath, args...)
-		cmd.Stdout = out
-		cmd.Stderr = out
-		cmd.Dir = location
-		setParentDeathSignal(cmd)
-		if err := cmd.Start(); err != nil {
-			startErr <- err
-			runtime.UnlockOSThread()
-			return
-		}
-		inst.cmd = cmd
-		startErr <- nil
-		inst.waitErr = cmd.Wait()
-		close(inst.done)
-		// Keep the thread locked: the goroutine exits and the thread with it,
-		// which is fine now that the child is gone.
-	}()
-	if err := <-startErr; err != nil {
+	inst := &Instance{location: location}
+	cmd := exec.Command(cmdPath, args...)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.Dir = location
+	// A crashed test binary leaves no Azurite behind (childproc).
+	proc, err := childproc.Start(cmd)
+	if err != nil {
 		os.RemoveAll(location)
 		return nil, fmt.Errorf("azurite: starting %s: %w", cmdPath, err)
 	}
+	inst.proc = proc
 
 	base := "http://127.0.0.1:"
 	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
@@ -336,9 +318,9 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 				break
 			}
 			select {
-			case <-inst.done:
+			case <-inst.proc.Done():
 				inst.cleanup()
-				return nil, fmt.Errorf("azurite exited during startup (%v): %s", inst.waitErr, bytes.TrimSpace(logBuf.Bytes()))
+				return nil, fmt.Errorf("azurite exited during startup (%v): %s", inst.proc.Err(), bytes.TrimSpace(logBuf.Bytes()))
 			case <-ctx.Done():
 				inst.Stop()
 				return nil, fmt.Errorf("azurite: startup: %w", ctx.Err())
@@ -360,14 +342,8 @@ func (i *Instance) Stop() error {
 		if i.proxy != nil {
 			i.proxy.close()
 		}
-		if i.cmd != nil && i.cmd.Process != nil {
-			_ = i.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-i.done:
-			case <-time.After(5 * time.Second):
-				_ = i.cmd.Process.Kill()
-				<-i.done
-			}
+		if i.proc != nil {
+			i.proc.Stop(5 * time.Second)
 		}
 		i.cleanup()
 	})

@@ -2,8 +2,10 @@
 // resource names and cleanup. One service serves a whole test binary,
 // started on first use and stopped when the binary exits:
 //
-//   - by default, tablekit's emulator (integration/emulator), in the test
-//     process, which answers as Azure does;
+//   - by default, tablekit's emulator (integration/emulator), which
+//     answers as Azure does: in the test process, or in a process of its
+//     own when TABLEKIT_TEST_EMULATOR names a tablekit command
+//     (EnvEmulatorBinary; make test sets it);
 //   - with TABLEKIT_TEST_TARGET=azurite, Azurite through the
 //     integration/azurite harness in strict mode (Azure's rules that
 //     Azurite lets through are enforced by its proxy); with
@@ -79,7 +81,8 @@ var (
 
 	// With early ends: the emulator that ends none, for Examples.
 	plainOnce sync.Once
-	plain     *emulator.Instance
+	plain     interface{ Stop() error }
+	plainConn string
 	plainErr  error
 )
 
@@ -138,11 +141,11 @@ func exactConnectionString() (string, error) {
 	if !EarlyEnd() {
 		return connStr, nil
 	}
-	plainOnce.Do(func() { plain, plainErr = emulator.Start(context.Background(), nil) })
+	plainOnce.Do(func() { plain, plainConn, plainErr = startEmulator(context.Background(), nil) })
 	if plainErr != nil {
 		return "", plainErr
 	}
-	return plain.ConnectionString, nil
+	return plainConn, nil
 }
 
 func start() {
@@ -158,12 +161,7 @@ func start() {
 				startErr = err
 				return
 			}
-			inst, err := emulator.Start(context.Background(), &emulator.Options{EarlyEnd: ee})
-			if err != nil {
-				startErr = err
-				return
-			}
-			stopper, connStr = inst, inst.ConnectionString
+			stopper, connStr, startErr = startEmulator(context.Background(), ee)
 		case TargetAzurite:
 			// Strict: Azurite behind the proxy that refuses what Azure
 			// refuses, so a test that passes here does not fail on Azure.
@@ -403,7 +401,7 @@ func OtherAccount(t testing.TB) string {
 		if err != nil {
 			t.Fatalf("testenv: %v", err)
 		}
-		return emulator.StartTB(t, &emulator.Options{EarlyEnd: ee}).ConnectionString
+		return startEmulatorTB(t, ee)
 	case TargetAzurite:
 		return azurite.StartTB(t, nil).ConnectionString
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package azurite
+package childproc
 
 import "os/exec"
 

@@ -1,0 +1,65 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+)
+
+// With TABLEKIT_TEST_EMULATOR naming a tablekit command, the emulator runs
+// as that command in a process of its own, which Stop ends; a wrong path
+// is an error naming it, never a fall back to the emulator in process.
+func TestEmulatorInAProcessOfItsOwn(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "tablekit")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/tablekit/tablekit/cmd/tablekit").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Setenv(EnvEmulatorBinary, bin)
+	s, cs, err := startEmulator(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := s.(*emulatorProcess)
+	if !ok {
+		s.Stop()
+		t.Fatalf("started a %T, want the emulator process", s)
+	}
+	acct, err := tablekit.Connect(cs, nil)
+	if err != nil {
+		p.Stop()
+		t.Fatal(err)
+	}
+	if _, err := acct.Tables().CreateTable(context.Background(), "Proc", nil); err != nil {
+		t.Errorf("create a table on the emulator process: %v", err)
+	}
+	p.Stop()
+	select {
+	case <-p.proc.Done():
+	default:
+		t.Fatal("the process runs on after Stop")
+	}
+	u, err := url.Parse(acct.TableEndpoint())
+	if err != nil || u.Host == "" {
+		t.Fatalf("table endpoint %q: %v", acct.TableEndpoint(), err)
+	}
+	if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after Stop", u.Host)
+	}
+
+	missing := filepath.Join(t.TempDir(), "missing")
+	t.Setenv(EnvEmulatorBinary, missing)
+	if s, _, err := startEmulator(context.Background(), nil); err == nil {
+		s.Stop()
+		t.Fatal("started an emulator with a missing binary")
+	} else if !strings.Contains(err.Error(), missing) {
+		t.Errorf("err = %v, want the path %s named", err, missing)
+	}
+}
