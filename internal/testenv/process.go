@@ -20,7 +20,8 @@ import (
 // detector (make test builds one). When it is set, the emulators testenv
 // starts run in a process of their own (`tablekit emulator`) instead of in
 // the test binary: under -race an emulator in the test binary is
-// race-instrumented too, and it doubled the CPU the storage tests took.
+// race-instrumented too, which costs the storage tests CPU they would
+// rather spend on tablekit.
 // The emulator's own packages test it under -race in process.
 const EnvEmulatorBinary = "TABLEKIT_TEST_EMULATOR"
 
