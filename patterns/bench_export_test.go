@@ -273,5 +273,5 @@ func BenchmarkExportModel(b *testing.B) {
 			sides = append(sides, benchutil.S("parallel-"+strconv.Itoa(p), side(p)))
 		}
 	}
-	benchutil.RunSides(b, sides...)
+	benchutil.RunLongSides(b, sides...)
 }

@@ -410,7 +410,7 @@ func wholeTable(b *testing.B, be wholeBackend, n int) {
 		_ = dst.Drop(ctx, nil)
 	}
 	newPhase := func(bound benchmodel.Bound) *phase { return &phase{be: be, bound: bound, entities: n} }
-	benchutil.RunSides(b,
+	benchutil.RunLongSides(b,
 		benchutil.S("import", func(b *testing.B) {
 			p := newPhase(writeB)
 			for b.Loop() {

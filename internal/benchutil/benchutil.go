@@ -25,6 +25,27 @@ func Rounds() int {
 	return 1
 }
 
+// EnvLongRounds caps the rounds of the benchmarks whose one round takes
+// minutes (the whole-table ones on the scale model, 1,000,000 entities):
+// LongRounds. make bench's six rounds of those alone would outlast its
+// timeout.
+const EnvLongRounds = "TABLEKIT_BENCH_LONG_ROUNDS"
+
+// LongRounds is Rounds, at most TABLEKIT_BENCH_LONG_ROUNDS (default 1).
+func LongRounds() int {
+	limit := 1
+	if n, err := strconv.Atoi(os.Getenv(EnvLongRounds)); err == nil && n > 0 {
+		limit = n
+	}
+	return min(Rounds(), limit)
+}
+
+// RunLongSides is RunSides for a benchmark whose round takes minutes: it
+// runs LongRounds rounds.
+func RunLongSides(b *testing.B, sides ...Side) {
+	runSides(b, LongRounds(), sides)
+}
+
 // Side is one side of a comparison: Name becomes the sub-benchmark
 // impl=Name.
 type Side struct {
@@ -39,7 +60,11 @@ func S(name string, fn func(b *testing.B)) Side { return Side{Name: name, Fn: fn
 // (go test names the repeats impl=NAME#01, #02, ...), rotating which side
 // goes first.
 func RunSides(b *testing.B, sides ...Side) {
-	for r := range Rounds() {
+	runSides(b, Rounds(), sides)
+}
+
+func runSides(b *testing.B, rounds int, sides []Side) {
+	for r := range rounds {
 		for i := range sides {
 			s := sides[(r+i)%len(sides)]
 			b.Run("impl="+s.Name, s.Fn)
