@@ -3,7 +3,6 @@ package patterns_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/internal/benchmodel"
 	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -47,32 +47,6 @@ const exportLatency = 50 * time.Millisecond
 // Azurite over the table).
 const exportParallel = 8
 
-// skewedKeys returns n keys in the layouts a parallel scan must split
-// (those of scan_test.go at scale), in this key order:
-//   - a quarter in tiny partitions of 10 rows, PartitionKeys spread over
-//     8 hex digits;
-//   - half in one partition, "hot", whose RowKeys share a 21-character
-//     prefix;
-//   - a quarter in 10 partitions whose PartitionKeys share a 42-character
-//     prefix, 5,000 rows each at 200,000.
-func skewedKeys(n int) [][2]string {
-	ks := make([][2]string, 0, n)
-	tiny, hot := n/4, n/2
-	for i := range tiny {
-		// Partition i/10, its number scattered by a multiplicative hash.
-		pk := fmt.Sprintf("%08x", uint32(i/10)*2654435761)
-		ks = append(ks, [2]string{pk, fmt.Sprintf("%02d", i%10)})
-	}
-	for i := range hot {
-		ks = append(ks, [2]string{"hot", fmt.Sprintf("user-0000000000000000-%08d", i)})
-	}
-	shared := n - tiny - hot
-	for i := range shared {
-		ks = append(ks, [2]string{fmt.Sprintf("tenant-0000000000000000000000000042-shard-%03d", i*10/shared), fmt.Sprintf("%08d", i)})
-	}
-	return ks
-}
-
 // directAccount is an account on inst's Azurite that bypasses the load
 // proxy.
 func directAccount(b testing.TB, inst *azurite.Instance) *tablekit.Account {
@@ -85,7 +59,7 @@ func directAccount(b testing.TB, inst *azurite.Instance) *tablekit.Account {
 }
 
 // BenchmarkExportSkewed exports a table of 200,000 entities in a skewed
-// key layout (skewedKeys) as `tablekit export` does: a Scan of
+// key layout (testenv.SkewedKeys) as `tablekit export` does: a Scan of
 // entity.Entity with every property, each page written as JSON lines
 // under a lock. Every request through the proxy takes 50 ms more. Sides:
 //   - tablekit: Scan with Parallel exportParallel;
@@ -105,7 +79,7 @@ func BenchmarkExportSkewed(b *testing.B) {
 	latency := time.Duration(benchutil.EnvInt(EnvExportLatency, int(exportLatency/time.Millisecond))) * time.Millisecond
 	inst := azurite.StartTB(b, &azurite.Options{Latency: latency})
 	name := "export" + strconv.FormatInt(benchSeq.Add(1), 10)
-	loadKeys(ctx, b, directAccount(b, inst), name, skewedKeys(n))
+	loadKeys(ctx, b, directAccount(b, inst), name, testenv.SkewedKeys(n))
 
 	acct, err := tablekit.Connect(inst.ConnectionString, nil)
 	if err != nil {

@@ -270,7 +270,7 @@ func TestSplitScanProbes(t *testing.T) {
 		// find nothing (every point lies above it) until the gallop over
 		// their 44-character PartitionKeys bounds them. Every round
 		// probes at least minSpread points.
-		{"skewed", skewedKeys(4000), 28},
+		{"skewed", testenv.SkewedKeys(4000), 28},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			acct, counter := testenv.CountingAccount(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/emulator"
 	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // EnvEntities sets the size of the whole-table benchmarks' table on the
@@ -20,9 +21,8 @@ const EnvEntities = "TABLEKIT_BENCH_MODEL_ENTITIES"
 func Entities(def int) int { return benchutil.EnvInt(EnvEntities, def) }
 
 // SkewedKeys returns n keys (PartitionKey, RowKey) in the skewed layout
-// of the whole-table benchmarks, in key order: patterns' skewedKeys
-// (scan_test.go, bench_export_test.go) with non-ASCII keys in its last
-// quarter:
+// of the whole-table benchmarks, in key order: testenv.SkewedKeys with
+// non-ASCII keys in its last quarter:
 //   - a quarter in tiny partitions of 10 rows, PartitionKeys spread over
 //     8 hex digits (25,000 partitions at 1,000,000);
 //   - half in one partition, "hot", whose RowKeys share a 21-character
@@ -33,22 +33,14 @@ func Entities(def int) int { return benchutil.EnvInt(EnvEntities, def) }
 //     the service orders before U+E000 to U+FFFF) or full-width Latin;
 //     their RowKeys end in such characters too.
 func SkewedKeys(n int) [][2]string {
-	ks := make([][2]string, 0, n)
+	ks := testenv.SkewedKeys(n)
 	tiny, hot := n/4, n/2
-	for i := range tiny {
-		// Partition i/10, its number scattered by a multiplicative hash.
-		pk := fmt.Sprintf("%08x", uint32(i/10)*2654435761)
-		ks = append(ks, [2]string{pk, fmt.Sprintf("%02d", i%10)})
-	}
-	for i := range hot {
-		ks = append(ks, [2]string{"hot", fmt.Sprintf("user-0000000000000000-%08d", i)})
-	}
 	shared := n - tiny - hot
 	tails := []string{"東京", "𝄞", "ｚ", "é"}
 	for i := range shared {
 		j := i * 10 / shared
 		pk := fmt.Sprintf("tenant-0000000000000000000000000042-schärd-%03d-%s", j, tails[j%len(tails)])
-		ks = append(ks, [2]string{pk, fmt.Sprintf("%08d-%s", i, tails[(i+1)%len(tails)])})
+		ks[tiny+hot+i] = [2]string{pk, fmt.Sprintf("%08d-%s", i, tails[(i+1)%len(tails)])}
 	}
 	return ks
 }
