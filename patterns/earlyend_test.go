@@ -78,6 +78,7 @@ func keyList(rows []Employee, keep func(Employee) bool) []string {
 // Every layout through the REST path; the skewed one through the
 // aztables client (TableOptions.SDKPath) too.
 func TestScanCountDeleteWhereExactWhenPagesEndEarly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	type run struct {
 		l   testenv.Layout
@@ -260,6 +261,7 @@ func scanResumed(t *testing.T, tbl *patterns.Table[Employee], want []string) {
 // them, for the intra-partition index, the list index entities and the
 // blob lists.
 func TestIndexMaintenanceExactWhenPagesEndEarly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repos := []struct {
 		name string

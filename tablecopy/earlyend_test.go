@@ -22,6 +22,7 @@ import (
 // from its checkpoint, the target holds every entity of the source once,
 // with every property, and the counts and checksums agree.
 func TestCopyBackupRestoreExactWhenPagesEndEarly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for i, l := range testenv.Layouts {
 		t.Run(l.Name, func(t *testing.T) {
