@@ -150,21 +150,7 @@ func TestScanCountDeleteWhereExactWhenPagesEndEarly(t *testing.T) {
 			opts := patterns.ScanOptions{QueryOptions: patterns.QueryOptions{Top: 200}, Parallel: 2}
 			tokens, err := tbl.SplitScan(ctx, keys.Filter{}, 8, &opts)
 			must(t, err)
-			var got []string
-			concurrently(t, len(tokens), func(i int) error {
-				o := opts
-				o.Resume = tokens[i]
-				_, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
-					mu.Lock()
-					defer mu.Unlock()
-					for _, e := range items {
-						got = append(got, e.PartitionKey+"\x00"+e.RowKey)
-					}
-					return nil
-				}, &o)
-				return err
-			})
-			slices.Sort(got)
+			got := scanTokens(t, tbl, tokens, opts)
 			if !slices.Equal(got, want) {
 				t.Fatalf("SplitScan's %d tokens read %d rows (%d distinct), want the %d written", len(tokens), len(got), len(slices.Compact(slices.Clone(got))), len(want))
 			}

@@ -218,22 +218,7 @@ func TestSplitScanTokensCoverTheTableOnce(t *testing.T) {
 			if len(tokens) < 4 {
 				t.Errorf("SplitScan gave %d tokens, want about 8", len(tokens))
 			}
-			var mu sync.Mutex
-			var got []string
-			concurrently(t, len(tokens), func(i int) error {
-				o := opts
-				o.Resume = tokens[i]
-				_, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
-					mu.Lock()
-					defer mu.Unlock()
-					for _, e := range items {
-						got = append(got, e.PartitionKey+"\x00"+e.RowKey)
-					}
-					return nil
-				}, &o)
-				return err
-			})
-			slices.Sort(got)
+			got := scanTokens(t, tbl, tokens, opts)
 			if want := keysOf(t, tbl); !slices.Equal(got, want) {
 				t.Fatalf("the %d tokens' scans read %d rows (%d distinct), want the %d of the table", len(tokens), len(got), len(slices.Compact(slices.Clone(got))), len(want))
 			}
@@ -298,4 +283,28 @@ func TestSplitScanProbes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanTokens scans each of SplitScan's tokens on its own, all at once,
+// with opts, and returns the keys read (PartitionKey, NUL, RowKey),
+// sorted.
+func scanTokens(t *testing.T, tbl *patterns.Table[Employee], tokens []string, opts patterns.ScanOptions) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	concurrently(t, len(tokens), func(i int) error {
+		o := opts
+		o.Resume = tokens[i]
+		_, err := tbl.Scan(context.Background(), keys.Filter{}, func(_ context.Context, items []Employee) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range items {
+				got = append(got, e.PartitionKey+"\x00"+e.RowKey)
+			}
+			return nil
+		}, &o)
+		return err
+	})
+	slices.Sort(got)
+	return got
 }
