@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -58,31 +56,5 @@ func TestStartNamesAMissingCommand(t *testing.T) {
 	_, err := childproc.Start(exec.Command("/nonexistent/tablekit-emulator"))
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/tablekit-emulator") {
 		t.Fatalf("err = %v, want one naming the command", err)
-	}
-}
-
-// A child does not outlive its parent: on Linux it gets SIGKILL when the
-// parent dies without stopping it.
-func TestChildDiesWithItsParent(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skipf("the parent-death signal is Linux's; on %s a dead parent's child lives on", runtime.GOOS)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), envHelper+"=1")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helper: %v", err)
-	}
-	pid, err := strconv.Atoi(string(out))
-	if err != nil {
-		t.Fatalf("helper printed %q, want the child's pid", out)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("child %d still runs 5 s after its parent died", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
