@@ -162,6 +162,30 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 // pointer (into the caller's slice, or to the iterator's values) until a
 // worker encodes them.
 func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *BulkOptions) (BulkResult, error) {
+	o, opType, err := t.bulkSetup(opts)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
+	finish := b.start(o.Concurrency)
+	c := newBulkCall[T]()
+	t.feed(b, c, items, opType, o.MaxBatchBytes)
+	finish()
+
+	res := c.result()
+	res.Requests, res.Throttled = b.lim.Sent(), b.lim.Throttled()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if len(res.Failed) > 0 {
+		return res, &BulkError{Failed: res.Failed}
+	}
+	return res, nil
+}
+
+// bulkSetup checks opts for a bulk write to t and returns them with their
+// defaults set, and the operation each entity gets.
+func (t *Table[T]) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -170,19 +194,23 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 		o.MaxBatchBytes = defaultMaxBatchBytes
 	}
 	if !o.Mode.Valid() {
-		return BulkResult{}, fmt.Errorf("tablekit: bulk write to %s: %w: mode %v is neither UpsertReplace nor UpsertMerge", t.name, tablekit.ErrInvalidArgument, o.Mode)
+		return o, 0, fmt.Errorf("tablekit: bulk write to %s: %w: mode %v is neither UpsertReplace nor UpsertMerge", t.name, tablekit.ErrInvalidArgument, o.Mode)
 	}
 	if !o.Insert && o.Mode == UpsertMerge && t.codec.Encrypted() {
-		return BulkResult{}, ErrEncryptedMerge
+		return o, 0, ErrEncryptedMerge
 	}
 	opType := upsertOp(o.Mode)
 	if o.Insert {
 		opType = OpInsert
 	}
+	return o, opType, nil
+}
 
-	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
-	finish := b.start(o.Concurrency)
-
+// feed groups the entities of one call by partition and dispatches the
+// groups to b's workers as their transactions fill; it returns once every
+// group is dispatched (not sent).
+func (t *Table[T]) feed(b *bulk[T], c *bulkCall[T], items iter.Seq[*T], opType OpType, maxBatchBytes int) {
+	defer c.seal()
 	// Groups being filled, by partition. The loop reads only keys (and
 	// sizes the data, see entity.Codec.DataSize): the workers encode, so a
 	// group's entities are encoded while earlier transactions are in
@@ -197,12 +225,13 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 		delete(pending, pk)
 		waiting -= len(g.items)
 		waitingBytes -= g.bytes
+		c.add()
 		b.dispatch(g)
 	}
 	index := -1
 	for v := range items {
 		index++
-		if ctx.Err() != nil {
+		if b.ctx.Err() != nil {
 			break
 		}
 		var body []byte
@@ -212,7 +241,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 			// An EntityMarshaler: its size is known only once encoded.
 			var err error
 			if body, pk, rk, err = t.marshal(v); err != nil {
-				b.fail(index, pk, rk, err)
+				b.fail(c, index, pk, rk, err)
 				continue
 			}
 			size = len(body)
@@ -220,13 +249,14 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 		size += wire.OpWireSize(Op{PartitionKey: pk, RowKey: rk})
 		g := pending[pk]
 		if g != nil {
-			if _, dup := g.rks.Lookup(g.ops, rk); dup || len(g.items) == MaxTransactionOps || g.bytes+size > o.MaxBatchBytes {
+			if _, dup := g.rks.Lookup(g.ops, rk); dup || len(g.items) == MaxTransactionOps || g.bytes+size > maxBatchBytes {
 				flush(pk)
 				g = nil
 			}
 		}
 		if g == nil {
 			g = newGroup[T]()
+			g.call = c
 			pending[pk] = g
 		}
 		// A bulk load settles a lost answer by content (Op.Unique): no
@@ -259,17 +289,165 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 	for pk := range pending {
 		flush(pk)
 	}
-	finish()
+}
 
-	res := BulkResult{Written: b.written, Requests: b.lim.Sent(), Throttled: b.lim.Throttled(), Failed: b.failed}
+// bulkCall is what one call of a bulk job (a BulkWrite, a BulkWriter's
+// Write) gave: its groups in flight, the entities written and failed.
+type bulkCall[T any] struct {
+	mu      sync.Mutex
+	pending int  // groups dispatched and not done
+	sealed  bool // every group is dispatched
+	done    chan struct{}
+	written int
+	failed  []BulkFailure
+}
+
+func newBulkCall[T any]() *bulkCall[T] { return &bulkCall[T]{done: make(chan struct{})} }
+
+// add counts a group dispatched.
+func (c *bulkCall[T]) add() {
+	c.mu.Lock()
+	c.pending++
+	c.mu.Unlock()
+}
+
+// groupDone counts a group done (its entities written or failed).
+func (c *bulkCall[T]) groupDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending--; c.pending == 0 && c.sealed {
+		close(c.done)
+	}
+}
+
+// seal says no more groups come.
+func (c *bulkCall[T]) seal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sealed = true
+	if c.pending == 0 {
+		close(c.done)
+	}
+}
+
+func (c *bulkCall[T]) wrote(n int) {
+	c.mu.Lock()
+	c.written += n
+	c.mu.Unlock()
+}
+
+func (c *bulkCall[T]) fail(index int, pk, rk string, err error) {
+	c.mu.Lock()
+	c.failed = append(c.failed, BulkFailure{Index: index, PartitionKey: pk, RowKey: rk, Err: err})
+	c.mu.Unlock()
+}
+
+// result is the call's outcome, its failures in input order; call it once
+// done is closed.
+func (c *bulkCall[T]) result() BulkResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := BulkResult{Written: c.written, Failed: c.failed}
 	slices.SortFunc(res.Failed, func(x, y BulkFailure) int { return x.Index - y.Index })
-	if err := ctx.Err(); err != nil {
+	return res
+}
+
+// BulkWriter is a bulk write that stays open: each Write is written as a
+// BulkWrite of its own would be (grouped by partition into transactions
+// of at most 100 entities), and every Write, from any number of
+// goroutines, shares the writer's workers and its pace. What the service's
+// throttling taught one Write (a partition's rate, the account's, a
+// pause) paces the others, and the writer keeps at most Concurrency
+// transactions in flight in all: a job that writes what it reads page by
+// page (a copy, a restore) runs at the pace one BulkWriteSeq over the
+// whole input would, instead of starting each page at full speed into the
+// service's refusals.
+//
+// Transactions never span two Writes: a partition's entities in two
+// Writes take at least two transactions.
+type BulkWriter[T any] struct {
+	t        *Table[T]
+	b        *bulk[T]
+	opType   OpType
+	maxBytes int
+	finish   func()
+
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
+}
+
+// NewBulkWriter returns a BulkWriter on t: opts as for BulkWrite, with
+// Concurrency the most transactions in flight across every Write. ctx
+// governs every Write: once it ends, what is not yet sent fails with its
+// error. Close the writer when done.
+func (t *Table[T]) NewBulkWriter(ctx context.Context, opts *BulkOptions) (*BulkWriter[T], error) {
+	o, opType, err := t.bulkSetup(opts)
+	if err != nil {
+		return nil, err
+	}
+	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
+	return &BulkWriter[T]{t: t, b: b, opType: opType, maxBytes: o.MaxBatchBytes, finish: b.start(o.Concurrency)}, nil
+}
+
+// Write writes items as BulkWrite does, through the writer's workers and
+// pace, and returns once every one of them is written or failed; it is
+// safe to call from many goroutines at once. BulkResult.Failed indexes
+// items; BulkResult.Requests and Throttled are 0 (the writer's
+// transactions are shared: Close and Stats count them). It returns a
+// *BulkError when some entities failed, the writer's context's error once
+// it ended, and an error wrapping tablekit.ErrInvalidArgument after Close.
+// items must not change until Write returns.
+func (w *BulkWriter[T]) Write(items []T) (BulkResult, error) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return BulkResult{}, fmt.Errorf("tablekit: bulk write to %s: %w: the BulkWriter is closed", w.t.name, tablekit.ErrInvalidArgument)
+	}
+	w.calls.Add(1)
+	w.mu.Unlock()
+	defer w.calls.Done()
+	c := newBulkCall[T]()
+	w.t.feed(w.b, c, func(yield func(*T) bool) {
+		for i := range items {
+			if !yield(&items[i]) {
+				return
+			}
+		}
+	}, w.opType, w.maxBytes)
+	<-c.done
+	res := c.result()
+	if err := w.b.ctx.Err(); err != nil {
 		return res, err
 	}
 	if len(res.Failed) > 0 {
 		return res, &BulkError{Failed: res.Failed}
 	}
 	return res, nil
+}
+
+// Stats returns what the writer did so far: the entities its Writes
+// wrote, and the transactions it sent and the throttling answers they got
+// (as BulkResult counts them). Failed is left empty: each Write returns
+// its own.
+func (w *BulkWriter[T]) Stats() BulkResult {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	return BulkResult{Written: w.b.written, Requests: w.b.lim.Sent(), Throttled: w.b.lim.Throttled()}
+}
+
+// Close waits for the Writes in progress, stops the workers and returns
+// Stats. Writes after Close fail; Close may be called more than once.
+func (w *BulkWriter[T]) Close() BulkResult {
+	w.mu.Lock()
+	first := !w.closed
+	w.closed = true
+	w.mu.Unlock()
+	if first {
+		w.calls.Wait()
+		w.finish()
+	}
+	return w.Stats()
 }
 
 // group is one partition's operations on their way to transactions. When
@@ -282,6 +460,7 @@ type group[T any] struct {
 	rks   wire.RowKeySet // the RowKeys of ops
 	bytes int            // estimated: entity.Codec.DataSize plus wire.OpWireSize
 	bufs  *groupBufs     // where ops and index came from
+	call  *bulkCall[T]   // the call it is from, if any: told when it is done
 }
 
 // groupBufs are the operation and index slices of a group, room for a
@@ -392,6 +571,9 @@ func (b *bulk[T]) start(n int) (finish func()) {
 					return
 				}
 				b.run(g, slot)
+				if g.call != nil {
+					g.call.groupDone()
+				}
 				g.release()
 			}
 		}()
@@ -497,7 +679,13 @@ func (b *bulk[T]) take(i int) *group[T] {
 	return g
 }
 
-func (b *bulk[T]) fail(index int, pk, rk string, err error) {
+// fail records an entity not written: in its call's failures when c is
+// set, else in the job's.
+func (b *bulk[T]) fail(c *bulkCall[T], index int, pk, rk string, err error) {
+	if c != nil {
+		c.fail(index, pk, rk, err)
+		return
+	}
 	b.mu.Lock()
 	b.failed = append(b.failed, BulkFailure{Index: index, PartitionKey: pk, RowKey: rk, Err: err})
 	b.mu.Unlock()
@@ -541,7 +729,7 @@ func (b *bulk[T]) run(g *group[T], slot *throttle.Slot) {
 		if arena, err = b.codec.AppendMarshal(arena, g.items[i]); err != nil {
 			arena = arena[:n]
 			ends[i] = notEncoded
-			b.fail(g.index[i], g.ops[i].PartitionKey, g.ops[i].RowKey, err)
+			b.fail(g.call, g.index[i], g.ops[i].PartitionKey, g.ops[i].RowKey, err)
 			continue
 		}
 		ends[i] = len(arena)
@@ -558,21 +746,21 @@ func (b *bulk[T]) run(g *group[T], slot *throttle.Slot) {
 			start = end
 		}
 		if len(ops) > 0 && size+wire.OpWireSize(op) > b.maxBytes {
-			b.send(ops, index, slot)
+			b.send(g.call, ops, index, slot)
 			ops, index, size, slot = nil, nil, 0, nil
 		}
 		ops = append(ops, op)
 		index = append(index, g.index[i])
 		size += wire.OpWireSize(op)
 	}
-	b.send(ops, index, slot)
+	b.send(g.call, ops, index, slot)
 }
 
 // send submits ops as one transaction, dropping the entity a failed
 // transaction names and resending the rest, until it succeeds or nothing
 // is left. The first send goes in slot when not nil; slot is released if
 // nothing is sent.
-func (b *bulk[T]) send(ops []Op, index []int, slot *throttle.Slot) {
+func (b *bulk[T]) send(c *bulkCall[T], ops []Op, index []int, slot *throttle.Slot) {
 	defer func() {
 		if slot != nil {
 			slot.Release()
@@ -581,7 +769,7 @@ func (b *bulk[T]) send(ops []Op, index []int, slot *throttle.Slot) {
 	for len(ops) > 0 {
 		if err := b.ctx.Err(); err != nil {
 			for i, op := range ops {
-				b.fail(index[i], op.PartitionKey, op.RowKey, err)
+				b.fail(c, index[i], op.PartitionKey, op.RowKey, err)
 			}
 			return
 		}
@@ -591,10 +779,13 @@ func (b *bulk[T]) send(ops []Op, index []int, slot *throttle.Slot) {
 			b.mu.Lock()
 			b.written += len(ops)
 			b.mu.Unlock()
+			if c != nil {
+				c.wrote(len(ops))
+			}
 			return
 		}
 		if i, ok := transactionIndex(err); ok && i < len(ops) {
-			b.fail(index[i], ops[i].PartitionKey, ops[i].RowKey, err)
+			b.fail(c, index[i], ops[i].PartitionKey, ops[i].RowKey, err)
 			ops = slices.Delete(slices.Clone(ops), i, i+1)
 			index = slices.Delete(slices.Clone(index), i, i+1)
 			continue
@@ -606,7 +797,7 @@ func (b *bulk[T]) send(ops []Op, index []int, slot *throttle.Slot) {
 			err = b.ctx.Err()
 		}
 		for i, op := range ops {
-			b.fail(index[i], op.PartitionKey, op.RowKey, fmt.Errorf("transaction of %s entities failed: %w", strconv.Itoa(len(ops)), err))
+			b.fail(c, index[i], op.PartitionKey, op.RowKey, fmt.Errorf("transaction of %s entities failed: %w", strconv.Itoa(len(ops)), err))
 		}
 		return
 	}

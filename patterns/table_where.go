@@ -222,7 +222,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 	// A scan that stopped leaves partial transactions: not sent.
 	for _, g := range open {
 		for i, op := range g.ops {
-			b.fail(g.index[i], op.PartitionKey, op.RowKey, fmt.Errorf("not deleted: the query stopped: %w", qerr))
+			b.fail(g.call, g.index[i], op.PartitionKey, op.RowKey, fmt.Errorf("not deleted: the query stopped: %w", qerr))
 		}
 	}
 	finish()

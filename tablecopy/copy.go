@@ -135,7 +135,12 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 	if ck != nil {
 		res.Resumed, res.Window = ck.resumed, len(ck.window)
 	}
-	w := &writer{dst: dst, insert: o.Insert, concurrency: o.Concurrency}
+	parallel := o.Parallel
+	if parallel <= 0 {
+		parallel = patterns.DefaultScanParallel
+	}
+	// Concurrency is per key range; the job's writer shares it.
+	w := newWriter(ctx, dst, o.Insert, o.Concurrency*parallel)
 	prog := &progressFunc{fn: o.Progress}
 	var st copyState
 	var c *committer
@@ -203,6 +208,7 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 	if !st.done {
 		err = scan(ctx, src, scanSpec{filter: o.Filter, parallel: o.Parallel, resume: st.token, progress: progress}, fn)
 	}
+	w.close()
 	res.Written, res.Skipped, res.Requests, res.Throttled = w.written.Load(), w.skipped.Load(), w.requests.Load(), w.throttled.Load()
 	if c != nil {
 		if err == nil {

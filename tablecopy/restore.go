@@ -348,8 +348,12 @@ func (r *restore) step(ctx context.Context, st *restoreStep) error {
 		}
 		upsertKeys = func(k string) bool { return prev[k] }
 	}
-	w := &writer{dst: dst, insert: r.o.Insert, concurrency: r.o.Concurrency}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Concurrency is per segment; the job's writer shares it.
+	w := newWriter(ctx, dst, r.o.Insert, r.o.Concurrency*r.o.Parallel)
 	defer func() {
+		w.close()
 		r.written.Add(w.written.Load())
 		r.skipped.Add(w.skipped.Load())
 		r.throttled.Add(w.throttled.Load())
@@ -358,8 +362,6 @@ func (r *restore) step(ctx context.Context, st *restoreStep) error {
 	work := make(chan Segment)
 	errc := make(chan error, r.o.Parallel)
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	for range r.o.Parallel {
 		wg.Add(1)
 		go func() {

@@ -14,15 +14,69 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
-// writer writes pages of entities to a target table through BulkWrite.
+// writer writes pages of entities to a target table: every page of a job
+// (from any number of key ranges or segments at once) through one
+// patterns.BulkWriter per kind of write, so the job keeps one pace. A
+// BulkWrite per page started every page at full concurrency, as if the
+// service had never refused the last one: a copy of a table half in one
+// partition had 30% of its transactions refused (issue 35).
 type writer struct {
+	ctx         context.Context // the job's: it governs every write
 	dst         *rows
 	insert      bool // refuse existing entities
-	concurrency int  // BulkOptions.Concurrency
+	concurrency int  // BulkOptions.Concurrency of the job, in all
+
+	mu      sync.Mutex
+	writers [2]*patterns.BulkWriter[entity.Entity] // upserts, inserts; made when first used
+	closed  bool
 
 	written, skipped atomic.Int64
 	requests         atomic.Int64
 	throttled        atomic.Int64
+}
+
+// newWriter returns a writer to dst for the job ctx governs, with at most
+// concurrency transactions in flight in all; close it when done.
+func newWriter(ctx context.Context, dst *rows, insert bool, concurrency int) *writer {
+	return &writer{ctx: ctx, dst: dst, insert: insert, concurrency: concurrency}
+}
+
+// bulk returns the job's BulkWriter for inserts or upserts.
+func (w *writer) bulk(insert bool) (*patterns.BulkWriter[entity.Entity], error) {
+	i := 0
+	if insert {
+		i = 1
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errors.New("the job's writer is closed")
+	}
+	if w.writers[i] == nil {
+		bw, err := w.dst.NewBulkWriter(w.ctx, &patterns.BulkOptions{Insert: insert, Concurrency: w.concurrency})
+		if err != nil {
+			return nil, err
+		}
+		w.writers[i] = bw
+	}
+	return w.writers[i], nil
+}
+
+// close waits for the writes in progress and counts the job's
+// transactions and throttling answers.
+func (w *writer) close() {
+	w.mu.Lock()
+	ws := w.writers
+	w.closed = true
+	w.writers = [2]*patterns.BulkWriter[entity.Entity]{}
+	w.mu.Unlock()
+	for _, bw := range ws {
+		if bw != nil {
+			st := bw.Close()
+			w.requests.Add(int64(st.Requests))
+			w.throttled.Add(int64(st.Throttled))
+		}
+	}
 }
 
 // span is the smallest and largest key of a page.
@@ -66,6 +120,9 @@ const maxCarefulRows = 5000
 // read first and those identical to the source are skipped, so nothing is
 // written twice and an insert does not trip over its own earlier write.
 func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool, upsertKeys func(k string) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if len(items) == 0 {
 		return nil
 	}
@@ -94,10 +151,15 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 		for i := range part.items {
 			part.items[i].ETag = ""
 		}
-		res, err := w.dst.BulkWrite(ctx, part.items, &patterns.BulkOptions{Insert: part.insert, Concurrency: w.concurrency})
+		bw, err := w.bulk(part.insert)
+		if err != nil {
+			return fmt.Errorf("write to %s: %w", w.dst.Name(), err)
+		}
+		res, err := bw.Write(part.items)
 		w.written.Add(int64(res.Written))
-		w.requests.Add(int64(res.Requests))
-		w.throttled.Add(int64(res.Throttled))
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		var be *patterns.BulkError
 		if err != nil && !errors.As(err, &be) {
 			return fmt.Errorf("write to %s: %w", w.dst.Name(), err)
