@@ -282,3 +282,51 @@ func TestDirectTableURLBypassesTheModel(t *testing.T) {
 		t.Errorf("a point read through TableURL over the target: %v, want 503 ServerBusy", err)
 	}
 }
+
+// A query whose lower bound is PartitionKey gt X starts past partition X,
+// as Azure's index seeks: it scans none of X. It scanned all of it before,
+// which cost a parallel scan's probe past a partition of 30,000 entities
+// 15 s of its server on the scale model (issue 35).
+func TestPartitionKeyGtSeeksPastThePartition(t *testing.T) {
+	em := emulator.StartTB(t, &emulator.Options{Scale: &emulator.ScaleOptions{Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: -1, AccountEntitiesPerSecond: -1}}})
+	acct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := patterns.NewTable[row](acct, "rows", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := direct.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]row, 0, 1003)
+	for i := range 1000 {
+		rows = append(rows, row{PartitionKey: "hot", RowKey: fmt.Sprintf("%04d", i), N: i})
+	}
+	// "hot\x01" would sort right after hot's own keys; Azure refuses
+	// control characters in keys, so the next partitions are these.
+	rows = append(rows, row{PartitionKey: "hot0", RowKey: "a"}, row{PartitionKey: "hotter", RowKey: "a"}, row{PartitionKey: "j", RowKey: "a"})
+	if _, err := direct.BulkWrite(ctx, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl := openTable(t, em.ConnectionString, nil)
+	for _, c := range []struct {
+		f       keys.Filter
+		want    int
+		scanned int64
+	}{
+		{keys.PK().Gt("hot"), 3, 3},
+		{keys.And(keys.PK().Gt("hot"), keys.PK().Lt("j")), 2, 2},
+	} {
+		before := em.Stats().Scanned
+		n, err := tbl.Count(ctx, c.f, &patterns.WhereOptions{AllowTableScan: true})
+		if err != nil || n != c.want {
+			t.Fatalf("Count(%v): %d, %v; want %d", c.f, n, err, c.want)
+		}
+		if got := em.Stats().Scanned - before; got != c.scanned {
+			t.Errorf("Count(%v) scanned %d entities, want %d", c.f, got, c.scanned)
+		}
+	}
+}
