@@ -57,7 +57,7 @@ func (w *writeBodies) take() []string {
 
 // TestPlainWritesSendOnlyTheCallersProperties: a plain write (Insert,
 // Replace and Merge conditional on an ETag, Upsert, Delete, BulkWrite,
-// BulkWriteSeq, Transaction, SubmitOps, and MixedTable's) sends the
+// BulkWriteSeq, BulkWriter.Write, Transaction, SubmitOps, and MixedTable's) sends the
 // caller's properties and nothing more, on both transports: no write-id
 // log, on any entity of a bulk load or transaction. What is stored is
 // exactly the caller's entity, as other readers of the table see it.
@@ -138,6 +138,15 @@ func TestPlainWritesSendOnlyTheCallersProperties(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("BulkWriteSeq", 2)
+			bw, err := tbl.NewBulkWriter(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bw.Write(bulk[120:150]); err != nil {
+				t.Fatal(err)
+			}
+			bw.Close()
+			check("BulkWriter.Write", 3)
 
 			x := ixEmp("Sales", "000103", "Cy", "Lee", "cy@contoso.com", 22)
 			v.Age++
