@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -130,6 +131,19 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 
 // copyFrom is Copy from the checkpoint ck (nil: none), with o's defaults
 // set: a whole copy, or one range of a distributed copy job.
+//
+// A page is written while the scan reads on: fn hands it to a goroutine
+// of its own and returns, with at most one page being written per key
+// range read at once. A range that read a page and then wrote it before
+// reading the next left its partition's server idle while it wrote, and
+// its target partition idle while it read: on a table half in one
+// partition, the copy took the time of both (issue 35).
+//
+// So the scan's token may pass pages not yet written. The checkpoint
+// holds a token only once every page it covers is written, and the span
+// of each page until a checkpointed token covers it: a resumed run reads
+// again, carefully, every page after the checkpointed token, and those
+// already written are skipped as identical.
 func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckpoint) (CopyResult, error) {
 	var res CopyResult
 	if ck != nil {
@@ -145,19 +159,40 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 	var st copyState
 	var c *committer
 	if ck != nil {
-		st = copyState{token: ck.token, window: ck.window, inflight: map[uint64]span{}, done: ck.done}
+		st = copyState{token: ck.token, window: ck.window, inflight: map[uint64]span{}, wrote: map[uint64]bool{}, done: ck.done}
 		st.written, st.skipped = ck.written, ck.skipped
 		st.counts = func() (int64, int64) { return w.written.Load(), w.skipped.Load() }
 		c = newCommitter(ctx, st.snapshotFunc(), ck.persist)
 	}
-	var nextID uint64
-	fn := func(ctx context.Context, items []entity.Entity) error {
+	var (
+		nextID   uint64
+		slots    = make(chan struct{}, parallel) // pages being written
+		writes   sync.WaitGroup
+		errMu    sync.Mutex
+		writeErr error // the first page that failed: the copy stops
+	)
+	failed := func() error {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return writeErr
+	}
+	// fn gets the scan's context, which ends with the scan; the page's
+	// write runs on ctx, the copy's, and the copy waits for it.
+	fn := func(sctx context.Context, items []entity.Entity) error {
+		if err := failed(); err != nil {
+			return err
+		}
 		if len(items) == 0 {
 			return nil
 		}
+		select {
+		case slots <- struct{}{}:
+		case <-sctx.Done():
+			return sctx.Err()
+		}
 		sp := spanOf(items)
 		careful := false
-		var id uint64
+		var id, v uint64
 		if c != nil {
 			c.mu.Lock()
 			nextID++
@@ -166,40 +201,60 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 			for _, ws := range st.window {
 				careful = careful || ws.overlaps(sp)
 			}
-			v := c.changed()
+			v = c.changed()
+			// The page counts as returned: the scan's next token may
+			// cover it (see progress).
+			st.returnedRows += int64(len(items))
+			st.returned = append(st.returned, id)
 			c.mu.Unlock()
+		}
+		writes.Add(1)
+		go func() {
+			defer func() { <-slots; writes.Done() }()
 			// The span is durable before the first write of the page: an
 			// interrupted run's pages in flight are known on resume.
-			if err := c.wait(ctx, v); err != nil {
-				return err
+			err := error(nil)
+			if c != nil {
+				err = c.wait(ctx, v)
 			}
-		}
-		if err := w.write(ctx, items, careful, nil); err != nil {
-			return err
-		}
-		if c != nil {
-			c.mu.Lock()
-			st.returnedRows += int64(len(items))
-			st.returnedIDs = append(st.returnedIDs, id)
-			c.mu.Unlock()
-		}
+			if err == nil {
+				err = w.write(ctx, items, careful, nil)
+			}
+			if err != nil {
+				errMu.Lock()
+				if writeErr == nil {
+					writeErr = err
+				}
+				errMu.Unlock()
+				return
+			}
+			if c != nil {
+				c.mu.Lock()
+				st.wrote[id] = true
+				if st.advance() {
+					c.changed()
+				}
+				c.mu.Unlock()
+			}
+		}()
 		return nil
 	}
 	progress := func(p patterns.ScanProgress) {
 		if c != nil {
 			c.mu.Lock()
-			st.token = p.Token
 			// The token covers the pages the engine recorded, each after its
 			// fn returned. When it counts as many rows as the pages whose fn
-			// returned (each page has rows), it covers all of them, and
-			// their spans leave the checkpoint.
+			// returned (each page has rows), it covers exactly those: it is
+			// checkpointed once they are all written.
 			if p.Rows == st.returnedRows {
-				for _, id := range st.returnedIDs {
-					delete(st.inflight, id)
+				if n := len(st.tokens); n > 0 && st.tokens[n-1].pages == len(st.returned) {
+					st.tokens = st.tokens[:n-1] // the same pages: the later token
 				}
-				st.returnedIDs = st.returnedIDs[:0]
+				st.tokens = append(st.tokens, pendingToken{token: p.Token, pages: len(st.returned)})
+				if st.advance() {
+					c.changed()
+				}
 			}
-			c.changed()
 			c.mu.Unlock()
 		}
 		prog.report(Progress{Table: src.Name(), Phase: "copy", Entities: w.written.Load(), Skipped: w.skipped.Load(), Ranges: p.Ranges, RangesDone: p.RangesDone})
@@ -207,6 +262,10 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 	var err error
 	if !st.done {
 		err = scan(ctx, src, scanSpec{filter: o.Filter, parallel: o.Parallel, resume: st.token, progress: progress}, fn)
+	}
+	writes.Wait()
+	if werr := failed(); werr != nil && (err == nil || errors.Is(err, werr)) {
+		err = werr
 	}
 	w.close()
 	res.Written, res.Skipped, res.Requests, res.Throttled = w.written.Load(), w.skipped.Load(), w.requests.Load(), w.throttled.Load()
@@ -229,15 +288,57 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 
 // copyState is a copy's progress, as its checkpoint holds it.
 type copyState struct {
-	token        string
-	done         bool
-	window       []span          // in flight in the interrupted run: read back before writing
-	inflight     map[uint64]span // pages being written, or written but not yet covered by token
-	returnedRows int64           // rows of the pages whose fn returned, this run
-	returnedIDs  []uint64
+	token    string // checkpointed: every page it covers is written
+	done     bool
+	window   []span          // in flight in the interrupted run: read back before writing
+	inflight map[uint64]span // pages not covered by token: being written, or written since
+	// This run's pages in the order their fn returned (returned), the
+	// rows in them, those written, how many of returned (from the first)
+	// are written, and the scan's tokens waiting for their pages.
+	returnedRows int64
+	returned     []uint64
+	wrote        map[uint64]bool
+	prefix       int
+	tokens       []pendingToken
 	written      int64 // by earlier runs, as their checkpoint says
 	skipped      int64
 	counts       func() (written, skipped int64) // this run's
+}
+
+// pendingToken is a scan token covering the first pages of
+// copyState.returned.
+type pendingToken struct {
+	token string
+	pages int
+}
+
+// advance takes the latest scan token whose pages are all written as the
+// checkpoint's token, and drops the spans it covers; it reports whether
+// the state changed. Called with the committer's lock held.
+func (st *copyState) advance() bool {
+	for st.prefix < len(st.returned) && st.wrote[st.returned[st.prefix]] {
+		st.prefix++
+	}
+	n := 0
+	for n < len(st.tokens) && st.tokens[n].pages <= st.prefix {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	t := st.tokens[n-1]
+	st.tokens = st.tokens[n:]
+	st.token = t.token
+	for _, id := range st.returned[:t.pages] {
+		delete(st.inflight, id)
+		delete(st.wrote, id)
+	}
+	st.returned = st.returned[t.pages:]
+	st.prefix -= t.pages
+	for i := range st.tokens {
+		st.tokens[i].pages -= t.pages
+	}
+	return true
 }
 
 type copySnapshot struct {
