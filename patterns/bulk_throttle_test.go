@@ -90,10 +90,16 @@ func TestBulkWriteThrottledLandsEveryEntityOnce(t *testing.T) {
 	t.Parallel()
 	type size struct{ parts, per int }
 	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, sz size) {
-		for _, insert := range []bool{true, false} {
+		for _, how := range []struct {
+			insert, writer bool
+		}{{true, false}, {false, false}, {true, true}} {
+			insert := how.insert
 			name := "upsert"
 			if insert {
 				name = "insert"
+			}
+			if how.writer {
+				name += "/BulkWriter"
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
@@ -104,7 +110,13 @@ func TestBulkWriteThrottledLandsEveryEntityOnce(t *testing.T) {
 						items = append(items, Employee{PartitionKey: fmt.Sprintf("p%d", p), RowKey: fmt.Sprintf("%05d", i), Age: p*sz.per + i})
 					}
 				}
-				res, err := tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Insert: insert})
+				var res patterns.BulkResult
+				var err error
+				if how.writer {
+					res, err = writeInPages(ctx, tbl, items, sz.parts*100, &patterns.BulkOptions{Insert: insert})
+				} else {
+					res, err = tbl.BulkWrite(ctx, items, &patterns.BulkOptions{Insert: insert})
+				}
 				if err != nil || res.Written != len(items) || len(res.Failed) != 0 {
 					t.Fatalf("BulkWrite under throttling = %+v, %v; want all %d written", res.Written, err, len(items))
 				}
@@ -321,4 +333,33 @@ func TestDeleteWhereThrottled(t *testing.T) {
 	if err != nil || n != 0 {
 		t.Errorf("Count after DeleteWhere = %d, %v; want 0", n, err)
 	}
+}
+
+// writeInPages writes items through one BulkWriter, as concurrent Writes
+// of page entities each (a copy's pages), and returns the writer's
+// totals.
+func writeInPages[T any](ctx context.Context, tbl *patterns.Table[T], items []T, page int, opts *patterns.BulkOptions) (patterns.BulkResult, error) {
+	w, err := tbl.NewBulkWriter(ctx, opts)
+	if err != nil {
+		return patterns.BulkResult{}, err
+	}
+	errs := make(chan error, len(items)/page+1)
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(items); lo += page {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := w.Write(items[lo:min(lo+page, len(items))])
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	res := w.Close()
+	for err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
