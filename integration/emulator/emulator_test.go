@@ -243,18 +243,8 @@ func TestDirectTableURLBypassesTheModel(t *testing.T) {
 	if em.DirectTableURL == em.TableURL {
 		t.Fatal("DirectTableURL is TableURL with a model")
 	}
-	acct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := patterns.NewTable[row](acct, "rows", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directRows(t, em)
 	ctx := context.Background()
-	if err := direct.CreateIfNotExists(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 	rows := make([]row, 200)
 	for i := range rows {
 		rows[i] = row{PartitionKey: "p", RowKey: fmt.Sprintf("%03d", i), N: i}
@@ -289,18 +279,8 @@ func TestDirectTableURLBypassesTheModel(t *testing.T) {
 // 15 s of its server on the scale model (issue 35).
 func TestPartitionKeyGtSeeksPastThePartition(t *testing.T) {
 	em := emulator.StartTB(t, &emulator.Options{Scale: &emulator.ScaleOptions{Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: -1, AccountEntitiesPerSecond: -1}}})
-	acct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := patterns.NewTable[row](acct, "rows", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directRows(t, em)
 	ctx := context.Background()
-	if err := direct.CreateIfNotExists(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 	rows := make([]row, 0, 1003)
 	for i := range 1000 {
 		rows = append(rows, row{PartitionKey: "hot", RowKey: fmt.Sprintf("%04d", i), N: i})
@@ -329,4 +309,22 @@ func TestPartitionKeyGtSeeksPastThePartition(t *testing.T) {
 			t.Errorf("Count(%v) scanned %d entities, want %d", c.f, got, c.scanned)
 		}
 	}
+}
+
+// directRows creates the table "rows" through em's DirectTableURL (no
+// latency, throttle or model) and returns it.
+func directRows(t *testing.T, em *emulator.Instance) *patterns.Table[row] {
+	t.Helper()
+	acct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := patterns.NewTable[row](acct, "rows", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.CreateIfNotExists(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return direct
 }
