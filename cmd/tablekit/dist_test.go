@@ -337,8 +337,10 @@ func TestDistributedIncrementalBackupToADirectoryAndAFilteredCopy(t *testing.T) 
 }
 
 // On the emulator's scale model (Azure's targets and partition servers,
-// at a fifth of Azure's rates so that a range takes about a second), a
-// distributed copy (--insert) of 4,000 entities over 40 partitions is
+// at a fifth of Azure's rates), a distributed copy (--insert) of 4,000
+// entities over 40 partitions, in 8 ranges of about 500 (each about half
+// a second: with 16, a range could end before the kill, now that a copy
+// reads on while it writes), is
 // taken by four tablekit-worker processes, one of them SIGKILLed in the
 // middle of its range: the job completes, the target holds every entity
 // exactly once (with --insert, an entity written twice fails its range,
@@ -358,7 +360,7 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	es := fillRows(t, src, 4000, 40)
 	dst := rowsNamed(t, acct, "ModelTarget")
 	queue := "model-copy"
-	r := runOn(t, em.ConnectionString, "", "copy", src.Name(), dst.Name(), "--distributed", "--queue", queue, "--ranges", "16", "--parallel", "1", "--insert", "--json")
+	r := runOn(t, em.ConnectionString, "", "copy", src.Name(), dst.Name(), "--distributed", "--queue", queue, "--ranges", "8", "--parallel", "1", "--insert", "--json")
 	if r.code != 0 {
 		t.Fatalf("copy --distributed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -374,7 +376,7 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("worker 0 started no range:\n%s", workers[0].output())
 	}
-	time.Sleep(100*time.Millisecond + rand.N(300*time.Millisecond))
+	time.Sleep(100*time.Millisecond + rand.N(200*time.Millisecond))
 	_ = workers[0].cmd.Process.Kill()
 	drain(t, workers[1:]...)
 	t.Logf("4 workers, one killed, copied %d entities in %v on the model; %+v", len(es), time.Since(start).Round(time.Millisecond), em.Stats())
