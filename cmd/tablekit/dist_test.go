@@ -153,13 +153,7 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 
 	start := time.Now()
 	workers := []*workerProc{startWorker(t, queue), startWorker(t, queue), startWorker(t, queue)}
-	select {
-	case <-workers[0].started:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("worker 0 started no range:\n%s", workers[0].output())
-	}
-	time.Sleep(50*time.Millisecond + rand.N(250*time.Millisecond))
-	_ = workers[0].cmd.Process.Kill()
+	killInRange(t, workers[0], 50*time.Millisecond, 250*time.Millisecond)
 	for i, w := range workers[1:] {
 		select {
 		case err := <-w.done:
@@ -371,13 +365,7 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	for range 4 {
 		workers = append(workers, startWorkerOn(t, em.ConnectionString, queue, "--concurrency", "1"))
 	}
-	select {
-	case <-workers[0].started:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("worker 0 started no range:\n%s", workers[0].output())
-	}
-	time.Sleep(100*time.Millisecond + rand.N(200*time.Millisecond))
-	_ = workers[0].cmd.Process.Kill()
+	killInRange(t, workers[0], 100*time.Millisecond, 200*time.Millisecond)
 	drain(t, workers[1:]...)
 	t.Logf("4 workers, one killed, copied %d entities in %v on the model; %+v", len(es), time.Since(start).Round(time.Millisecond), em.Stats())
 
@@ -402,4 +390,18 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	if retaken == 0 {
 		t.Errorf("no range was taken again after the kill:\n%s", workers[0].output())
 	}
+}
+
+// killInRange SIGKILLs w once it has started a range, after at least
+// after and up to spread more (at random): in the middle of the range,
+// when a range takes longer than after+spread.
+func killInRange(t *testing.T, w *workerProc, after, spread time.Duration) {
+	t.Helper()
+	select {
+	case <-w.started:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the worker started no range:\n%s", w.output())
+	}
+	time.Sleep(after + rand.N(spread))
+	_ = w.cmd.Process.Kill()
 }
