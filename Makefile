@@ -3,12 +3,12 @@
 # a fresh Azurite. `make test` installs the pinned Azurite first: the
 # conformance suite, the harness's tests, the examples and the differential
 # tests run on Azurite too. It installs the pinned Azure SDK for JavaScript
-# as well, for the JS SDK interop test (integration/emulator/jsinterop_test.go).
+# as well, for the JS SDK interop test (emulator/jsinterop_test.go).
 
 GO            ?= go
 AZURITE_DIR   := integration/azurite/_npm
 AZURITE       := $(AZURITE_DIR)/node_modules/.bin/azurite
-JSINTEROP_DIR := integration/emulator/_jsinterop
+JSINTEROP_DIR := emulator/_jsinterop
 # npm ci writes node_modules/.package-lock.json last, with a fresh time.
 JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 BENCH_COUNT   ?= 6
@@ -35,7 +35,7 @@ jsinterop-install: $(JSINTEROP)
 vet:
 	$(GO) vet ./...
 
-# Every test once, on the emulator (the default target of internal/testenv;
+# Every test once, on the emulator (the default target of tools/testenv;
 # the harness's own tests and the differential tests start Azurite), then
 # the conformance suite and every Example on Azurite as well. The race
 # detector runs on every package, except on the long storage tests of
@@ -55,7 +55,7 @@ RACE_SKIP  := ^(TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebui
 TEST_FLAGS := -count=1 -parallel 8 -timeout 15m
 TEST_RUNS  := test-race test-race-patterns test-patterns test-cmd test-azurite
 # The storage tests' emulator runs in a process of its own, built without
-# -race (internal/testenv, TABLEKIT_TEST_EMULATOR): in a test binary built
+# -race (tools/testenv, TABLEKIT_TEST_EMULATOR): in a test binary built
 # with -race it is instrumented too (patterns' three longest tests: 179 s
 # of CPU in process, 147 s with the emulator's own process counted). The
 # emulator's own packages test it under -race, in process.
@@ -84,7 +84,7 @@ test-azurite:
 	TABLEKIT_TEST_TARGET=azurite $(GO) test -race -count=1 -parallel 1 -timeout 15m -run '^(TestConformance.*|Example.*)$$' ./patterns/ ./consistency/ ./examples/...
 
 demo: $(if $(filter azurite,$(TARGET)),$(AZURITE))
-	$(GO) run ./internal/demo -target $(TARGET)
+	$(GO) run ./tools/demo -target $(TARGET)
 
 # Every benchmark of the project, BENCH_COUNT rounds each (the storage ones on
 # an Azurite the benchmark binary starts itself): the sides of a comparison
@@ -93,13 +93,13 @@ demo: $(if $(filter azurite,$(TARGET)),$(AZURITE))
 # Raw output is kept in bench.out.
 # The client benchmarks run on Azurite (TABLEKIT_TEST_TARGET=azurite): in
 # its own process, so the benchmark process's CPU is the client's alone;
-# the emulator's benchmarks (integration/emulator) start both services
+# the emulator's benchmarks (emulator) start both services
 # themselves. The whole-table benchmarks on the scale model (1,000,000
 # entities, minutes a round) run one round (TABLEKIT_BENCH_LONG_ROUNDS).
 bench: $(AZURITE)
 	TABLEKIT_TEST_TARGET=azurite TABLEKIT_TEST_STRICT=0 TABLEKIT_BENCH_ROUNDS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 180m ./... | tee bench.out
 	@echo
-	@$(GO) run ./internal/benchreport < bench.out
+	@$(GO) run ./tools/benchreport < bench.out
 
 # One Azurite in the foreground on the default ports, for manual use.
 azurite: $(AZURITE)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // employee is an entity with every EDM type, as the Table service's JSON.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // A sync-copies step that runs before its writer's write has landed waits

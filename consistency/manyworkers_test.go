@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // TestManyWorkersOnOneQueue runs four workers, each with several

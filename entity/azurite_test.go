@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -158,7 +158,7 @@ func TestAzuriteStoredTypes(t *testing.T) {
 	}
 	// The service writes a Double without @odata.type even in full
 	// metadata (Azure: 3.0 and 5.0 unannotated, azure-sdk-for-python's
-	// recorded test_get_entity_full_metadata, which integration/emulator's
+	// recorded test_get_entity_full_metadata, which emulator's
 	// TestReplay replays; Azurite and the emulator alike), and aztables
 	// hands the body on re-marshalled (3.0 becomes 3). So a property bag
 	// (which has no destination type) reads it as the service would type

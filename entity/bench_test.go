@@ -10,7 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/tools/benchutil"
 )
 
 // benchRow has 10 custom properties of the common types.

@@ -20,7 +20,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -96,7 +96,7 @@ func newDirectory(t *testing.T, acct *tablekit.Account) *directory {
 func startWorker(t *testing.T, queue string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "tablekit-worker")
-	build := exec.Command("go", "build", "-o", bin, "github.com/tablekit/tablekit/consistency/cmd/tablekit-worker")
+	build := exec.Command("go", "build", "-o", bin, "github.com/tablekit/tablekit/cmd/tablekit-worker")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build tablekit-worker: %v\n%s", err, out)
 	}

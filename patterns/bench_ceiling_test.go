@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/tools/benchutil"
 	"github.com/tablekit/tablekit/internal/tablehttp"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The ceiling: a minimal client that sends pre-encoded requests, signed

@@ -10,7 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/tools/benchutil"
 )
 
 // BenchmarkGetInterleaved measures what BenchmarkGet measures with the

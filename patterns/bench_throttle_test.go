@@ -11,8 +11,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/internal/benchmodel"
-	"github.com/tablekit/tablekit/internal/benchutil"
+	"github.com/tablekit/tablekit/tools/benchmodel"
+	"github.com/tablekit/tablekit/tools/benchutil"
 	"github.com/tablekit/tablekit/patterns"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/internal/throttle"
 )
 

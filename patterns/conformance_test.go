@@ -6,7 +6,7 @@ package patterns_test
 //
 // Modes: each transport (tablekit's REST calls, and the aztables SDK path
 // chosen with TableOptions.SDKPath), without faults, and under a fault
-// policy (internal/faults: 10% of the attempts fail, half of them after the
+// policy (tools/faults: 10% of the attempts fail, half of them after the
 // service applied the request, the response lost) with azcore's default
 // retry options (first retry after about 0.8 s) and with fast ones (1 ms).
 //
@@ -47,8 +47,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/internal/faults"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/faults"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
 

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/cosmostest"
+	"github.com/tablekit/tablekit/tools/cosmostest"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
 
 // These tests run tablekit's repositories against the Azure Cosmos DB Table
-// API's own recorded answers (internal/cosmostest): the profile is chosen
+// API's own recorded answers (tools/cosmostest): the profile is chosen
 // from the endpoint, its rules refuse before any request, Cosmos DB's
 // answers decode, and the patterns that need sorted results refuse or sort.
 

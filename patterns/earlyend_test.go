@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/integration/emulator"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )

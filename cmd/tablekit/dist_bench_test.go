@@ -13,10 +13,10 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/integration/emulator"
-	"github.com/tablekit/tablekit/internal/azload"
-	"github.com/tablekit/tablekit/internal/benchutil"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/emulator/load"
+	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
 )
@@ -35,7 +35,7 @@ func plainWorker(b *testing.B) string {
 		if plainDir, plainErr = os.MkdirTemp("", "tablekit-bench"); plainErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", plainDir+"/", "../../consistency/cmd/tablekit-worker").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", plainDir+"/", "../../cmd/tablekit-worker").CombinedOutput()
 		if err != nil {
 			plainErr = fmt.Errorf("go build tablekit-worker: %v\n%s", err, out)
 		}
@@ -78,7 +78,7 @@ func BenchmarkDistributedCopyWorkers(b *testing.B) {
 	// Azure's targets: 2,000 for the account, two pages of 1,000), not
 	// 100 ms of the scaled-down targets, which a single page would
 	// overdraw several times at this scale.
-	burst := time.Duration(float64(azload.DefaultBurst) / scale)
+	burst := time.Duration(float64(load.DefaultBurst) / scale)
 	em, err := emulator.Start(ctx, &emulator.Options{Scale: &emulator.ScaleOptions{Scale: scale, Throttle: emulator.ThrottleOptions{Burst: burst}}})
 	if err != nil {
 		b.Fatal(err)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/integration/emulator"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/tablecopy"
 )
 
@@ -38,7 +38,7 @@ func workerBinary(t *testing.T) string {
 			return
 		}
 		workerPath = filepath.Join(dir, "tablekit-worker")
-		workerOut, workerErr = exec.Command("go", "build", "-race", "-o", workerPath, "../../consistency/cmd/tablekit-worker").CombinedOutput()
+		workerOut, workerErr = exec.Command("go", "build", "-race", "-o", workerPath, "../../cmd/tablekit-worker").CombinedOutput()
 	})
 	if workerErr != nil {
 		t.Fatalf("go build tablekit-worker: %v\n%s", workerErr, workerOut)

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/tablekit/tablekit/integration/emulator"
+	"github.com/tablekit/tablekit/emulator"
 )
 
 // emulatorFlags are the flags of "tablekit emulator": emulator.Options.

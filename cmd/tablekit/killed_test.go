@@ -12,8 +12,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/integration/emulator"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
 )

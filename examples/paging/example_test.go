@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // testConnStr is set by TestMain for the Example, which cannot take a *testing.T.

@@ -10,33 +10,33 @@ import (
 	"sync/atomic"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/azload"
-	"github.com/tablekit/tablekit/internal/azrules"
+	"github.com/tablekit/tablekit/emulator/load"
+	"github.com/tablekit/tablekit/emulator/answer"
 )
 
 // Azure-like load: the proxy in front of the table endpoint adds latency
 // to every request and throttles at Azure Table storage's scalability
 // targets, so tests and benchmarks see what a busy account sees. The
 // model is in ThrottleOptions' doc comment. The mechanism (the latency,
-// the token buckets, their answers and counts) is internal/azload's,
+// the token buckets, their answers and counts) is emulator/load's,
 // shared with tablekit's emulator; this file says what a proxied request
 // costs.
 
 // Azure Table storage's published scalability targets, for 1 KiB entities.
 const (
-	AzurePartitionEntitiesPerSecond = azload.AzurePartitionEntitiesPerSecond
-	AzureAccountEntitiesPerSecond   = azload.AzureAccountEntitiesPerSecond
+	AzurePartitionEntitiesPerSecond = load.AzurePartitionEntitiesPerSecond
+	AzureAccountEntitiesPerSecond   = load.AzureAccountEntitiesPerSecond
 )
 
 // DefaultThrottleBurst is how much of a second's target a bucket holds
 // when ThrottleOptions.Burst is zero.
-const DefaultThrottleBurst = azload.DefaultBurst
+const DefaultThrottleBurst = load.DefaultBurst
 
 // ThrottleOptions sets the scalability targets the proxy throttles at.
 // The zero value, &ThrottleOptions{}, is Azure's: 2,000 entities per
 // second per partition (a table and a PartitionKey) and 20,000 per
 // account. It is the throttle tablekit's emulator uses too; its doc
-// comment (in internal/azload) gives the model:
+// comment (in emulator/load) gives the model:
 //
 // Each target is a token bucket that fills at the target and holds Burst's
 // worth of it. A request is admitted when every bucket it touches holds
@@ -65,7 +65,7 @@ const DefaultThrottleBurst = azload.DefaultBurst
 // carry Azure's JSON error body and headers and no Retry-After, like
 // Azure; azcore's retry policy retries 503 with its own backoff. A
 // throttled request, and one Strict refuses, costs nothing.
-type ThrottleOptions = azload.ThrottleOptions
+type ThrottleOptions = load.ThrottleOptions
 
 // ProxyStats counts what the proxy in front of the table endpoint has
 // done since Start. Every count is zero when no proxy runs.
@@ -137,7 +137,7 @@ type pendingQuery struct {
 
 // admit applies the throttle to r. It returns the request to forward (a
 // query carries its pendingQuery in its context), or Azure's answer.
-func (p *tableProxy) admit(r *http.Request) (*http.Request, *azrules.Error) {
+func (p *tableProxy) admit(r *http.Request) (*http.Request, *answer.Error) {
 	c, q := costOf(r)
 	if e := p.throttle.AdmitCost(c); e != nil {
 		return r, e
@@ -150,9 +150,9 @@ func (p *tableProxy) admit(r *http.Request) (*http.Request, *azrules.Error) {
 
 // costOf is what r costs at admission, and for a query of entities what
 // to charge when its page arrives (the cost at admission is then zero).
-func costOf(r *http.Request) (azload.Cost, *pendingQuery) {
-	var c azload.Cost
-	res, ok := azrules.ParseTablePath(r.URL.EscapedPath())
+func costOf(r *http.Request) (load.Cost, *pendingQuery) {
+	var c load.Cost
+	res, ok := answer.ParseTablePath(r.URL.EscapedPath())
 	if !ok || res.Name == "" || res.Name == "Tables" {
 		c.AddAccount(1)
 		return c, nil
@@ -206,7 +206,7 @@ func (p *tableProxy) settleQuery(resp *http.Response) error {
 	if !ok {
 		return nil
 	}
-	var c azload.Cost
+	var c load.Cost
 	if resp.StatusCode == http.StatusOK {
 		if buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCountedPage+1)); err != nil || len(buf) > maxCountedPage {
 			resp.Body = readCloser{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}
@@ -260,7 +260,7 @@ func filterPartition(f string) (string, bool) {
 		if !strings.HasPrefix(f, prefix) {
 			return "", false
 		}
-		pk, rest, ok := azrules.Unquote(strings.TrimSpace(f[len(prefix):]))
+		pk, rest, ok := answer.Unquote(strings.TrimSpace(f[len(prefix):]))
 		return pk, ok && strings.TrimSpace(rest) == ""
 	}
 	for _, part := range parts {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/azload"
+	"github.com/tablekit/tablekit/emulator/load"
 )
 
 func TestFilterPartition(t *testing.T) {
@@ -50,14 +50,14 @@ func TestCostOf(t *testing.T) {
 		name  string
 		req   *http.Request
 		total int
-		part  map[azload.Partition]int
+		part  map[load.Partition]int
 		query bool
 	}{
-		{"insert", mk("POST", "Orders", "application/json", `{"PartitionKey":"p","RowKey":"r"}`), 1, map[azload.Partition]int{{Table: "orders", PK: "p"}: 1}, false},
-		{"point read", mk("GET", "Orders(PartitionKey='p',RowKey='r')", "", ""), 1, map[azload.Partition]int{{Table: "orders", PK: "p"}: 1}, false},
-		{"delete", mk("DELETE", "Orders(PartitionKey='q',RowKey='r')", "", ""), 1, map[azload.Partition]int{{Table: "orders", PK: "q"}: 1}, false},
-		{"batch", mk("POST", "$batch", "multipart/mixed; boundary=b", batch), 3, map[azload.Partition]int{{Table: "orders", PK: "p"}: 3}, false},
-		{"partition query", mk("GET", "Orders()?$filter=PartitionKey%20eq%20'p'", "", ""), 0, map[azload.Partition]int{{Table: "orders", PK: "p"}: 0}, true},
+		{"insert", mk("POST", "Orders", "application/json", `{"PartitionKey":"p","RowKey":"r"}`), 1, map[load.Partition]int{{Table: "orders", PK: "p"}: 1}, false},
+		{"point read", mk("GET", "Orders(PartitionKey='p',RowKey='r')", "", ""), 1, map[load.Partition]int{{Table: "orders", PK: "p"}: 1}, false},
+		{"delete", mk("DELETE", "Orders(PartitionKey='q',RowKey='r')", "", ""), 1, map[load.Partition]int{{Table: "orders", PK: "q"}: 1}, false},
+		{"batch", mk("POST", "$batch", "multipart/mixed; boundary=b", batch), 3, map[load.Partition]int{{Table: "orders", PK: "p"}: 3}, false},
+		{"partition query", mk("GET", "Orders()?$filter=PartitionKey%20eq%20'p'", "", ""), 0, map[load.Partition]int{{Table: "orders", PK: "p"}: 0}, true},
 		{"table scan", mk("GET", "Orders()", "", ""), 0, nil, true},
 		{"create table", mk("POST", "Tables", "application/json", `{"TableName":"Orders"}`), 1, nil, false},
 		{"delete table", mk("DELETE", "Tables('Orders')", "", ""), 1, nil, false},

@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/azload"
-	"github.com/tablekit/tablekit/internal/azrules"
+	"github.com/tablekit/tablekit/emulator/load"
+	"github.com/tablekit/tablekit/emulator/answer"
 )
 
 // Strict mode: a loopback reverse proxy in front of Azurite's table
 // endpoint that refuses what Azure Table storage refuses and Azurite lets
 // through (DESIGN.md fact 3), with Azure's status, error code and message.
-// The rules and Azure's answers are internal/azrules', which tablekit's
+// The rules and Azure's answers are emulator/answer', which tablekit's
 // emulator answers by too; their limits are entity's and keys', the ones
-// the client checks (azrules.CheckEntity, CheckQuery, CheckBatch say
+// the client checks (answer.CheckEntity, CheckQuery, CheckBatch say
 // which):
 //
 //	batch spanning partitions         202, inner 400 CommandsInBatchActOnDifferentPartitions
@@ -63,8 +63,8 @@ type tableProxy struct {
 	tr  *http.Transport
 
 	strict   bool
-	latency  *azload.Latency
-	throttle *azload.Throttle // nil: no throttling
+	latency  *load.Latency
+	throttle *load.Throttle // nil: no throttling
 	stats    proxyCounters
 }
 
@@ -95,9 +95,9 @@ func startProxy(upstream string, cfg proxyConfig) (*tableProxy, string, error) {
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     2 * time.Second,
-	}, strict: cfg.strict, latency: azload.NewLatency(azload.LatencyOptions{Fixed: cfg.latency, Jitter: cfg.jitter})}
+	}, strict: cfg.strict, latency: load.NewLatency(load.LatencyOptions{Fixed: cfg.latency, Jitter: cfg.jitter})}
 	if cfg.throttle != nil {
-		p.throttle = azload.NewThrottle(*cfg.throttle)
+		p.throttle = load.NewThrottle(*cfg.throttle)
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -136,17 +136,17 @@ func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e, be := p.check(r); e != nil || be != nil {
 			p.stats.refused.Add(1)
 			if be != nil {
-				azrules.WriteBatchError(w, r, be)
+				answer.WriteBatchError(w, r, be)
 			} else {
-				azrules.WriteTable(w, r, e)
+				answer.WriteTable(w, r, e)
 			}
 			return
 		}
 	}
 	if p.throttle != nil {
-		var e *azrules.Error
+		var e *answer.Error
 		if r, e = p.admit(r); e != nil {
-			azrules.WriteTable(w, r, e)
+			answer.WriteTable(w, r, e)
 			return
 		}
 	}
@@ -158,12 +158,12 @@ func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (after reading them) and, under a key-range SAS, narrow a query's
 // $filter. A non-nil answer (a batch's inside a 202) is sent instead of
 // forwarding the request.
-func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError) {
-	res, ok := azrules.ParseTablePath(r.URL.EscapedPath())
+func (p *tableProxy) check(r *http.Request) (*answer.Error, *answer.BatchError) {
+	res, ok := answer.ParseTablePath(r.URL.EscapedPath())
 	if !ok || res.Service || res.Table != "" {
 		return nil, nil // the service itself and Tables('t'): no rule applies
 	}
-	sas := azrules.KeyRangeOf(r.URL.Query())
+	sas := answer.KeyRangeOf(r.URL.Query())
 	switch {
 	case r.Method == http.MethodPost && res.Name == "$batch":
 		body, ok := readBody(r)
@@ -174,25 +174,25 @@ func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError
 		if !ok {
 			return nil, nil // a body it cannot read is left to Azurite
 		}
-		return nil, azrules.CheckBatch(ops)
+		return nil, answer.CheckBatch(ops)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		if res.HasKeys {
 			if sas != nil && !sas.Contains(res.PartitionKey, res.RowKey) {
-				return azrules.AuthorizationFailure(), nil
+				return answer.AuthorizationFailure(), nil
 			}
 			return nil, nil
 		}
-		if e := azrules.CheckQuery(r.URL.Query()); e != nil {
+		if e := answer.CheckQuery(r.URL.Query()); e != nil {
 			return e, nil
 		}
 		if sas != nil && res.Name != "Tables" {
 			if !narrowQuery(r.URL, sas) {
-				return azrules.AuthorizationFailure(), nil
+				return answer.AuthorizationFailure(), nil
 			}
 		}
 	case r.Method == http.MethodDelete && res.HasKeys:
 		if sas != nil && !sas.Contains(res.PartitionKey, res.RowKey) {
-			return azrules.AuthorizationFailure(), nil
+			return answer.AuthorizationFailure(), nil
 		}
 	case isEntityWrite(r.Method, res):
 		body, ok := readBody(r)
@@ -208,16 +208,16 @@ func (p *tableProxy) check(r *http.Request) (*azrules.Error, *azrules.BatchError
 			pk, rk = ent.PartitionKey, ent.RowKey
 		}
 		if sas != nil && !sas.Contains(pk, rk) {
-			return azrules.AuthorizationFailure(), nil
+			return answer.AuthorizationFailure(), nil
 		}
-		return azrules.CheckEntity(pk, rk, ent), nil
+		return answer.CheckEntity(pk, rk, ent), nil
 	}
 	return nil, nil
 }
 
 // isEntityWrite reports whether the request writes one entity: POST to a
 // table (insert), PUT, PATCH or MERGE on an entity.
-func isEntityWrite(method string, res azrules.TablePath) bool {
+func isEntityWrite(method string, res answer.TablePath) bool {
 	switch method {
 	case http.MethodPost:
 		return !res.HasKeys && res.Name != "" && res.Name != "Tables" && !strings.HasPrefix(res.Name, "$")
@@ -252,7 +252,7 @@ type readCloser struct {
 // narrowQuery ands the SAS range to the query's $filter, leaving every
 // other query parameter byte for byte as it was. It returns false when
 // the query's $filter cannot be read.
-func narrowQuery(u *url.URL, kr *azrules.KeyRange) bool {
+func narrowQuery(u *url.URL, kr *answer.KeyRange) bool {
 	rng, err := kr.Filter().Build()
 	if err != nil {
 		return false

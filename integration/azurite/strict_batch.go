@@ -5,16 +5,16 @@ import (
 	"net/http"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/internal/azrules"
+	"github.com/tablekit/tablekit/emulator/answer"
 )
 
 // parseBatch reads the operations of the change set of a multipart/mixed
-// batch body (azrules.ParseBatch), each entity decoded by entity's
+// batch body (answer.ParseBatch), each entity decoded by entity's
 // rules; parts other than a change set (a query in a batch) are not
 // changes and are left out. ok is false when the body cannot be read as
 // one.
-func parseBatch(contentType string, body []byte) (ops []azrules.BatchOp, ok bool) {
-	b, err := azrules.ParseBatch(contentType, body)
+func parseBatch(contentType string, body []byte) (ops []answer.BatchOp, ok bool) {
+	b, err := answer.ParseBatch(contentType, body)
 	if err != nil {
 		return nil, false
 	}
@@ -32,18 +32,18 @@ func parseBatch(contentType string, body []byte) (ops []azrules.BatchOp, ok bool
 // (from the URL, or an insert's entity) and its entity. ok is false for
 // the service's or Tables('t')'s path, a delete or an empty body
 // without keys, and an entity that is not JSON entity can read.
-func batchOpOf(req azrules.BatchRequest) (azrules.BatchOp, bool) {
+func batchOpOf(req answer.BatchRequest) (answer.BatchOp, bool) {
 	res := req.Path
 	if res.Service || res.Table != "" {
-		return azrules.BatchOp{}, false
+		return answer.BatchOp{}, false
 	}
-	op := azrules.BatchOp{Table: res.Name, PartitionKey: res.PartitionKey, RowKey: res.RowKey}
+	op := answer.BatchOp{Table: res.Name, PartitionKey: res.PartitionKey, RowKey: res.RowKey}
 	if req.Method == http.MethodDelete || len(bytes.TrimSpace(req.Body)) == 0 {
 		return op, res.HasKeys
 	}
 	ent := new(entity.Entity)
 	if err := ent.UnmarshalJSON(req.Body); err != nil {
-		return azrules.BatchOp{}, false
+		return answer.BatchOp{}, false
 	}
 	op.Entity = ent
 	if !res.HasKeys {

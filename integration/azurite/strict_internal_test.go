@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/azrules"
+	"github.com/tablekit/tablekit/emulator/answer"
 )
 
 // TestStrictProxyForwardsUntouched: a request the rules accept reaches the
@@ -80,11 +80,11 @@ func TestStrictProxyForwardsUntouched(t *testing.T) {
 }
 
 func TestStrictHelpers(t *testing.T) {
-	// The paths, the rules and a batch's body are read by internal/azrules
+	// The paths, the rules and a batch's body are read by emulator/answer
 	// (tested there) and entity; here, the range a SAS names reaches the
 	// query's $filter.
 	u := &url.URL{RawQuery: "$filter=RowKey%20ge%20'1'&$top=5"}
-	if !narrowQuery(u, &azrules.KeyRange{StartPK: "a'b", HasStart: true}) {
+	if !narrowQuery(u, &answer.KeyRange{StartPK: "a'b", HasStart: true}) {
 		t.Fatal("narrowQuery refused a plain filter")
 	}
 	if got := u.Query().Get("$filter"); got != "(RowKey ge '1') and (PartitionKey ge 'a''b')" || u.Query().Get("$top") != "5" {

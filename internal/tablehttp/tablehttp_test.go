@@ -14,7 +14,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/tablehttp"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The string to sign of Shared Key Lite for the Table service, as the REST

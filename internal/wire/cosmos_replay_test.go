@@ -3,7 +3,7 @@ package wire_test
 import (
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/cosmostest"
+	"github.com/tablekit/tablekit/tools/cosmostest"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 

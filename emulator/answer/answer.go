@@ -1,0 +1,216 @@
+// Package answer is Azure Storage's side of the rules tablekit lives by:
+// the answers the services give (status, error code, message, the body
+// and headers they come in) and the checks that decide them. The Azurite
+// harness's strict proxy and tablekit's emulator both answer through it,
+// and its checks call the same definitions as the client's (entity, keys),
+// so a rule is written once.
+package answer
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Error is one answer of the service that is not a success: the HTTP
+// status, the error code (the body's code, and for the Blob and Queue
+// services x-ms-error-code) and the
+// message's first line (the service appends RequestId and Time).
+// Details are the further elements the Blob and Queue services put in
+// the XML body after Message (QueryParameterName, HeaderName, Reason,
+// ...); the Table service's JSON has no place for them.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Details []Detail
+}
+
+// Detail is one element of an XML error body after Message: Name is the
+// element's name, Value its text.
+type Detail struct {
+	Name, Value string
+}
+
+// WithDetails returns a copy of e carrying details after e's own: the
+// answers are shared values, so they are never changed in place.
+func (e *Error) WithDetails(details ...Detail) *Error {
+	c := *e
+	c.Details = append(append([]Detail(nil), e.Details...), details...)
+	return &c
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// New returns an Error.
+func New(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
+}
+
+// TimeLayout is the services' time text in bodies: UTC, 7 fractional
+// digits.
+const TimeLayout = "2006-01-02T15:04:05.0000000Z"
+
+// RequestID returns a new request id in the form the services use (a
+// GUID).
+func RequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// SetHeaders sets the headers every answer of a storage service carries:
+// Date, x-ms-request-id (id), and x-ms-version and x-ms-client-request-id
+// echoed from the request.
+func SetHeaders(h http.Header, r *http.Request, id string) {
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	h.Set("x-ms-request-id", id)
+	if v := r.Header.Get("x-ms-version"); v != "" {
+		h.Set("x-ms-version", v)
+	}
+	if v := r.Header.Get("x-ms-client-request-id"); v != "" {
+		h.Set("x-ms-client-request-id", v)
+	}
+}
+
+// SetTableHeaders sets SetHeaders' headers and Cache-Control, which every
+// answer of the Table service adds. Its answers carry no
+// DataServiceVersion (only a transaction's operations do): Azure's
+// recorded answers, successes and errors, have none.
+func SetTableHeaders(h http.Header, r *http.Request, id string) {
+	h.Set("Cache-Control", "no-cache")
+	SetHeaders(h, r, id)
+}
+
+// MessageText is the message as the service writes it in a body: the
+// first line, then RequestId and Time.
+func MessageText(message, id string) string {
+	return message + "\nRequestId:" + id + "\nTime:" + time.Now().UTC().Format(TimeLayout)
+}
+
+// ODataBody is the Table service's JSON error body.
+func ODataBody(code, message, id string) []byte {
+	var e struct {
+		OData struct {
+			Code    string `json:"code"`
+			Message struct {
+				Lang  string `json:"lang"`
+				Value string `json:"value"`
+			} `json:"message"`
+		} `json:"odata.error"`
+	}
+	e.OData.Code = code
+	e.OData.Message.Lang = "en-US"
+	e.OData.Message.Value = MessageText(message, id)
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// WriteTable answers r with e as the Table service does: JSON
+// (odata.error) with the Table service's headers. Azure's Table service
+// puts the code in the body only, with no x-ms-error-code header (real
+// sessions recorded in 2021 and 2024, internal/replay's testdata); azcore
+// reads it from the body. e's Details are left out: the Table service's
+// JSON error has no place for them.
+func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
+	id := RequestID()
+	h := w.Header()
+	SetTableHeaders(h, r, id)
+	h.Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	if r.Method != http.MethodHead {
+		w.Write(ODataBody(e.Code, e.Message, id))
+	}
+}
+
+// XMLBody is the Blob and Queue services' XML error body: Code, Message,
+// then one element per detail, in order. The message's line breaks are
+// written as they are, as Azure writes them (encoding/xml would write
+// &#xA;, which some SDKs' parsers do not decode).
+func XMLBody(code, message, id string, details ...Detail) []byte {
+	b := []byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
+	b = appendXMLText(b, code)
+	b = append(b, "</Code><Message>"...)
+	b = appendXMLText(b, MessageText(message, id))
+	b = append(b, "</Message>"...)
+	for _, d := range details {
+		b = append(b, '<')
+		b = append(b, d.Name...)
+		b = append(b, '>')
+		b = appendXMLText(b, d.Value)
+		b = append(b, "</"...)
+		b = append(b, d.Name...)
+		b = append(b, '>')
+	}
+	return append(b, "</Error>"...)
+}
+
+// appendXMLText appends s escaped as XML character data: &, < and > as
+// entities, everything else (line breaks included) as it is.
+func appendXMLText(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '&':
+			b = append(b, "&amp;"...)
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// WriteXML answers r with e as the Blob and Queue services do: an XML
+// body with e's details (none for HEAD) and x-ms-error-code.
+func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
+	id := RequestID()
+	h := w.Header()
+	SetHeaders(h, r, id)
+	h.Set("x-ms-error-code", e.Code)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(e.Status)
+		return
+	}
+	h.Set("Content-Type", "application/xml")
+	w.WriteHeader(e.Status)
+	w.Write(XMLBody(e.Code, e.Message, id, e.Details...))
+}
+
+// WriteBatchError answers a transaction the service refuses as Azure
+// does: 202 Accepted, and a multipart body holding one change-set
+// response with the failing operation's status line, its headers in
+// Azure's order (Preference-Applied when e has one) and an OData error
+// whose message starts with "N:", N the operation's 0-based index.
+func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
+	id := RequestID()
+	batch, changeset := "batchresponse_"+RequestID(), "changesetresponse_"+RequestID()
+	var b bytes.Buffer
+	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
+	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Err.Status) + " " + http.StatusText(e.Err.Status) + "\r\n")
+	b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n")
+	if e.Preference != "" {
+		b.WriteString("Preference-Applied: " + e.Preference + "\r\n")
+	}
+	b.WriteString("DataServiceVersion: 3.0;\r\n")
+	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
+	b.Write(ODataBody(e.Err.Code, e.Message(), id))
+	b.WriteString("\r\n--" + changeset + "--\r\n--" + batch + "--\r\n")
+	h := w.Header()
+	SetTableHeaders(h, r, id)
+	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(b.Bytes())
+}

@@ -1,0 +1,287 @@
+package answer
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Limits of the Table service that no package below answer defines.
+// (internal/wire.MaxTransactionOps and patterns.MaxPageSize are the
+// client's names for the same numbers.)
+const (
+	// MaxTop is the largest $top a query may ask for.
+	MaxTop = 1000
+	// MaxBatchOperations is the most operations one entity group
+	// transaction may hold.
+	MaxBatchOperations = 100
+)
+
+// The Table service's error codes that answer answers with.
+const (
+	CodeInvalidInput          = "InvalidInput"
+	CodeOutOfRangeInput       = "OutOfRangeInput"
+	CodeTooManyProperties     = "TooManyProperties"
+	CodeEntityTooLarge        = "EntityTooLarge"
+	CodePropertyNameTooLong   = "PropertyNameTooLong"
+	CodePropertyNameInvalid   = "PropertyNameInvalid"
+	CodePropertyValueTooLarge = "PropertyValueTooLarge"
+	CodeDifferentPartitions   = "CommandsInBatchActOnDifferentPartitions"
+	CodeInvalidDuplicateRow   = "InvalidDuplicateRow"
+	CodeAuthorizationFailure  = "AuthorizationFailure"
+	CodeServerBusy            = "ServerBusy"
+)
+
+// Azure's messages, the first line of each answer (the service appends
+// RequestId and Time).
+const (
+	MsgInvalidInput          = "One of the request inputs is not valid."
+	MsgOutOfRangeInput       = "One of the request inputs is out of range."
+	MsgTooManyProperties     = "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties."
+	MsgEntityTooLarge        = "The entity is larger than the maximum allowed size (1MB)."
+	MsgPropertyNameTooLong   = "The property name exceeds the maximum allowed length (255)."
+	MsgPropertyNameInvalid   = "The property name is invalid."
+	MsgPropertyValueTooLarge = "The property value exceeds the maximum allowed size (64KB). If the property value is a string, it is UTF-16 encoded and the maximum number of characters should be 32K or less."
+	MsgDifferentPartitions   = "All commands in a batch must operate on same entity group."
+	MsgInvalidDuplicateRow   = "The batch request contains multiple changes with same row key. An entity can appear only once in a batch request."
+	MsgTooManyOperations     = "The batch request operation exceeds the maximum 100 changes per change set."
+	MsgAuthorizationFailure  = "This request is not authorized to perform this operation."
+	MsgServerBusy            = "The server is busy."
+	MsgAccountOverLimit      = "Operations per second is over the account limit."
+)
+
+func badRequest(code, msg string) *Error { return New(http.StatusBadRequest, code, msg) }
+
+// InvalidInput is Azure's 400 InvalidInput: a malformed query ($top over
+// MaxTop, an unterminated string literal) among others.
+func InvalidInput() *Error { return badRequest(CodeInvalidInput, MsgInvalidInput) }
+
+// OutOfRangeInput is Azure's 400 OutOfRangeInput: a value outside what
+// the service takes (a key too long or with a forbidden character, a
+// DateTime outside its range, a Cosmos DB key) among others.
+func OutOfRangeInput() *Error { return badRequest(CodeOutOfRangeInput, MsgOutOfRangeInput) }
+
+// AuthorizationFailure is Azure's 403 to a request a SAS does not cover:
+// an entity outside the SAS's key range.
+func AuthorizationFailure() *Error {
+	return New(http.StatusForbidden, CodeAuthorizationFailure, MsgAuthorizationFailure)
+}
+
+// ServerBusy is Azure's 503 to a request over a partition's scalability
+// target.
+func ServerBusy() *Error {
+	return New(http.StatusServiceUnavailable, CodeServerBusy, MsgServerBusy)
+}
+
+// AccountOverLimit is Azure's 503 to a request over the account's
+// scalability target: error code ServerBusy, with the message the REST
+// API's common error codes give for an account over its request rate.
+func AccountOverLimit() *Error {
+	return New(http.StatusServiceUnavailable, CodeServerBusy, MsgAccountOverLimit)
+}
+
+// CheckEntity applies the rules of an entity to be written, with
+// PartitionKey pk and RowKey rk (the URL's keys for an update, the body's
+// for an insert), and returns Azure's answer to the first rule broken, in
+// the order the service checks them, or nil:
+//
+//	a key over keys.MaxKeyUnits                       400 OutOfRangeInput
+//	a key with a character keys.ValidateKey refuses   400 InvalidInput
+//	a property name longer than entity.MaxPropertyNameLength
+//	                                                  400 PropertyNameTooLong
+//	a name entity.ValidatePropertyName refuses        400 PropertyNameInvalid
+//	more than entity.MaxProperties custom properties  400 TooManyProperties
+//	a String over entity.MaxStringUnits or a Binary over entity.MaxBinarySize
+//	                                                  400 PropertyValueTooLarge
+//	a DateTime outside the service's range            400 OutOfRangeInput
+//	over entity.MaxEntitySize by entity.Entity.Size   400 EntityTooLarge
+//
+// The limits and the rules are entity's and keys', the ones the client
+// checks before it sends. Names are checked in sorted order, so the
+// answer does not depend on a map's order. e.PartitionKey and e.RowKey
+// are not looked at.
+func CheckEntity(pk, rk string, e entity.Entity) *Error {
+	if e := checkKey("PartitionKey", pk); e != nil {
+		return e
+	}
+	if e := checkKey("RowKey", rk); e != nil {
+		return e
+	}
+	names := make([]string, 0, len(e.Properties))
+	for name := range e.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if entity.ValidatePropertyName(name) == nil {
+			continue
+		}
+		if len(name) > entity.MaxPropertyNameLength && utf16Len(name) > entity.MaxPropertyNameLength {
+			return badRequest(CodePropertyNameTooLong, MsgPropertyNameTooLong)
+		}
+		return badRequest(CodePropertyNameInvalid, MsgPropertyNameInvalid)
+	}
+	if len(e.Properties) > entity.MaxProperties {
+		return badRequest(CodeTooManyProperties, MsgTooManyProperties)
+	}
+	for _, name := range names {
+		v := e.Properties[name]
+		// A string has no more UTF-16 code units than UTF-8 bytes, so
+		// only a long one needs counting.
+		switch x := v.V.(type) {
+		case string:
+			if len(x) > entity.MaxStringUnits && utf16Len(x) > entity.MaxStringUnits {
+				return badRequest(CodePropertyValueTooLarge, MsgPropertyValueTooLarge)
+			}
+			if v.Type == entity.EdmString {
+				continue // nothing left to check
+			}
+		case []byte:
+			if len(x) > entity.MaxBinarySize {
+				return badRequest(CodePropertyValueTooLarge, MsgPropertyValueTooLarge)
+			}
+			if v.Type == entity.EdmBinary {
+				continue
+			}
+		}
+		// What is left of the value's rules: its Go type, a DateTime's
+		// range.
+		if _, err := v.AppendJSON(nil); err != nil {
+			return OutOfRangeInput()
+		}
+	}
+	if e.Size() > entity.MaxEntitySize {
+		return badRequest(CodeEntityTooLarge, MsgEntityTooLarge)
+	}
+	return nil
+}
+
+// CheckQuery applies the rules of a query's parameters that Azure
+// answers 400 InvalidInput: $top above MaxTop, and a $filter that ends
+// inside a string literal. Azure accepts a wider grammar than
+// keys.ParseFilter reads, so other filters are left to the evaluator.
+func CheckQuery(q url.Values) *Error {
+	if top := q.Get("$top"); top != "" {
+		if n, err := strconv.Atoi(top); err == nil && n > MaxTop {
+			return InvalidInput()
+		}
+	}
+	if f := q.Get("$filter"); f != "" && unterminatedLiteral(f) {
+		return InvalidInput()
+	}
+	return nil
+}
+
+// unterminatedLiteral reports whether an OData filter ends inside a string
+// literal (two quotes inside a literal stand for one).
+func unterminatedLiteral(f string) bool {
+	in := false
+	for i := 0; i < len(f); i++ {
+		if f[i] != '\'' {
+			continue
+		}
+		if in && i+1 < len(f) && f[i+1] == '\'' {
+			i++
+			continue
+		}
+		in = !in
+	}
+	return in
+}
+
+// BatchOp is one operation of an entity group transaction, as the rules
+// see it.
+type BatchOp struct {
+	// Table is the table the operation's URL names.
+	Table string
+	// PartitionKey and RowKey are the entity's keys: the URL's, or the
+	// body's for an insert.
+	PartitionKey, RowKey string
+	// Entity is the body; nil for a delete (or an operation without one).
+	Entity *entity.Entity
+}
+
+// BatchError is Azure's answer to a transaction it refuses: the answer
+// (Err) of the operation at Index (0-based), which the service sends
+// inside a 202 Accepted batch response (WriteBatchError).
+type BatchError struct {
+	Index int
+	Err   *Error
+	// Preference is the failing operation's Preference-Applied
+	// (return-no-content or return-content, for an insert), "" for none.
+	Preference string
+}
+
+func (e *BatchError) Error() string {
+	return "operation " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
+}
+
+// Message is the message as the service writes it inside the batch
+// response: the operation's index, a colon, the message.
+func (e *BatchError) Message() string { return strconv.Itoa(e.Index) + ":" + e.Err.Message }
+
+// CheckBatch applies the rules of "Performing entity group transactions"
+// to ops, in Azure's order: at most MaxBatchOperations operations (the
+// answer names the last allowed index, 99); then, operation by operation,
+// the first operation's PartitionKey, one operation per entity, and
+// CheckEntity. It returns nil when ops pass (an empty ops included).
+func CheckBatch(ops []BatchOp) *BatchError {
+	if len(ops) > MaxBatchOperations {
+		return &BatchError{Index: MaxBatchOperations - 1, Err: badRequest(CodeInvalidInput, MsgTooManyOperations)}
+	}
+	seen := make(map[string]bool, len(ops))
+	for i, op := range ops {
+		if op.PartitionKey != ops[0].PartitionKey {
+			return &BatchError{Index: i, Err: badRequest(CodeDifferentPartitions, MsgDifferentPartitions)}
+		}
+		if seen[op.RowKey] {
+			return &BatchError{Index: i, Err: badRequest(CodeInvalidDuplicateRow, MsgInvalidDuplicateRow)}
+		}
+		seen[op.RowKey] = true
+		if op.Entity != nil {
+			if err := CheckEntity(op.PartitionKey, op.RowKey, *op.Entity); err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// MsgInvalidKeyCharacters is Azure's message for a key holding a
+// character keys may not hold.
+const MsgInvalidKeyCharacters = "The key value contains invalid characters ('/', '\\', '#', '?' and control characters are not allowed)."
+
+// checkKey is Azure's answer to a PartitionKey or RowKey keys.ValidateKey
+// refuses: too long is out of range; a forbidden character is invalid
+// input (Azure answered InvalidInput to a '/' in a RowKey:
+// azure-storage-net issue 386, 2017; the message is the one Azure's
+// Tables team quotes in azure-sdk-for-python issue 29106, 2023).
+func checkKey(name, k string) *Error {
+	if keys.ValidateKey(name, k) == nil {
+		return nil
+	}
+	units := 0
+	for _, r := range k {
+		units++
+		if r >= 0x10000 {
+			units++
+		}
+	}
+	if units > keys.MaxKeyUnits {
+		return OutOfRangeInput()
+	}
+	return badRequest(CodeInvalidInput, MsgInvalidKeyCharacters)
+}

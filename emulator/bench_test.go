@@ -1,0 +1,336 @@
+package emulator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// The benchService benchmarks put tablekit's emulator (impl=tablekit) beside
+// Azurite (impl=azurite), each started by the benchmark, with the same
+// client, the same concurrency and the same work: the raw aztables client
+// for point reads and writes and for the page, tablekit's BulkWrite for
+// the load. Sizes shrink with the environment variables below for a quick
+// run; make bench uses the defaults.
+const (
+	envPageEntities    = "TABLEKIT_BENCH_PAGE_ENTITIES" // entities in the table a page is read from; default 1,000,000
+	envAzuritePage     = "TABLEKIT_BENCH_AZURITE_PAGE"  // the same on Azurite's side; default as envPageEntities
+	envLoadEntities    = "TABLEKIT_BENCH_LOAD_ENTITIES" // entities BulkWrite loads on the emulator; default 1,000,000
+	envAzuriteLoad     = "TABLEKIT_BENCH_AZURITE_LOAD"  // the same on Azurite; default 100,000
+	pointConcurrency   = 16
+	benchPartitionSize = 1000
+)
+
+// benchRow is a ~1 KiB entity: the size Azure's targets are given for.
+type benchRow struct {
+	PartitionKey, RowKey string
+	Name, Email, Notes   string
+	N                    int64
+	Score                float64
+	When                 time.Time
+}
+
+var filler = strings.Repeat("x", 900)
+
+func newRow(i int) *benchRow {
+	return &benchRow{
+		PartitionKey: fmt.Sprintf("p%05d", i/benchPartitionSize),
+		RowKey:       fmt.Sprintf("r%07d", i),
+		Name:         "name " + strconv.Itoa(i), Email: "user" + strconv.Itoa(i) + "@example.com",
+		Notes: filler[:900-len(strconv.Itoa(i))] + strconv.Itoa(i),
+		N:     int64(i), Score: float64(i) / 3, When: time.Unix(int64(i), 0).UTC(),
+	}
+}
+
+// benchService is one side: a connection string and how to stop it.
+type benchService struct {
+	name    string
+	connStr string
+	stop    func()
+}
+
+func startSides(b *testing.B) []benchService {
+	b.Helper()
+	em, err := emulator.Start(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	az, err := azurite.Start(context.Background(), nil)
+	if err != nil {
+		em.Stop()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { em.Stop(); az.Stop() })
+	return []benchService{
+		{name: "tablekit", connStr: em.ConnectionString},
+		{name: "azurite", connStr: az.ConnectionString},
+	}
+}
+
+func rawTable(b *testing.B, connStr, name string) *aztables.Client {
+	b.Helper()
+	svc, err := aztables.NewServiceClientFromConnectionString(connStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := svc.NewClient(name)
+	if _, err := c.CreateTable(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// load writes n rows through tablekit's BulkWrite and returns the rate.
+func load(b *testing.B, connStr, table string, n int) float64 {
+	b.Helper()
+	acct, err := tablekit.Connect(connStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := patterns.NewTable[benchRow](acct, table, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
+	rows := func(yield func(benchRow) bool) {
+		for i := range n {
+			if !yield(*newRow(i)) {
+				return
+			}
+		}
+	}
+	start := time.Now()
+	res, err := tbl.BulkWriteSeq(ctx, rows, nil)
+	if err != nil {
+		b.Fatalf("BulkWrite of %d rows: %v (%+v)", n, err, res)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// The point benchmarks measure the services, not a client: each request
+// is pre-encoded and pre-signed (a table SAS in the URL, so nothing is
+// signed per request), sent by net/http, and its answer's body discarded
+// undecoded; 16 requests are in flight at once on both sides. The client
+// shares the emulator's process and cores, and not Azurite's.
+
+// sasClient is a table's SAS URL and an HTTP client for raw requests.
+type sasClient struct {
+	base, query string
+	hc          *http.Client
+}
+
+func newSASClient(b *testing.B, connStr, table string) sasClient {
+	b.Helper()
+	acct, err := tablekit.Connect(connStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sas, err := acct.TableSAS(table, tablekit.TableSASPermissions{Read: true, Add: true, Update: true}, time.Time{}, time.Now().Add(24*time.Hour), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	return sasClient{base: sas.Endpoint + "/" + table, query: sas.Query(), hc: &http.Client{Transport: tr}}
+}
+
+// entityURL is the URL of entity (pk, rk), which must need no escaping.
+func (c sasClient) entityURL(pk, rk string) string {
+	return c.base + "(PartitionKey='" + pk + "',RowKey='" + rk + "')?" + c.query
+}
+
+// send sends one request as the SDKs do (JSON, no metadata).
+func (c sasClient) send(method, u string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequest(method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json;odata=nometadata")
+	req.Header.Set("x-ms-version", "2019-02-02")
+	req.Header.Set("DataServiceVersion", "3.0")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.hc.Do(req)
+}
+
+// do sends one request and discards its answer's body; a status other
+// than want is an error.
+func (c sasClient) do(method, u string, body []byte, want int) error {
+	resp, err := c.send(method, u, body)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: status %d, want %d", method, u, resp.StatusCode, want)
+	}
+	return nil
+}
+
+// BenchmarkServicePointRead: point reads of one 1 KiB entity, 16 at once.
+func BenchmarkServicePointRead(b *testing.B) {
+	sides := startSides(b)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		c := rawTable(b, s.connStr, "pointread")
+		if _, err := c.UpsertEntity(context.Background(), mustJSON(b, newRow(1)), nil); err != nil {
+			b.Fatal(err)
+		}
+		sc := newSASClient(b, s.connStr, "pointread")
+		u := sc.entityURL("p00000", "r0000001")
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			parallel(b, func() error { return sc.do(http.MethodGet, u, nil, http.StatusOK) })
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// BenchmarkServicePointWrite: upserts (insert-or-replace) of 1 KiB
+// entities over 16 partitions, 16 at once.
+func BenchmarkServicePointWrite(b *testing.B) {
+	sides := startSides(b)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		rawTable(b, s.connStr, "pointwrite")
+		sc := newSASClient(b, s.connStr, "pointwrite")
+		type write struct {
+			url  string
+			body []byte
+		}
+		writes := make([]write, 4096)
+		for i := range writes {
+			r := newRow(i)
+			r.PartitionKey = "p" + strconv.Itoa(i%16)
+			writes[i] = write{sc.entityURL(r.PartitionKey, r.RowKey), mustJSON(b, r)}
+		}
+		var next atomic.Int64
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			parallel(b, func() error {
+				w := writes[int(next.Add(1))%len(writes)]
+				return sc.do(http.MethodPut, w.url, w.body, http.StatusNoContent)
+			})
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// parallel runs op b.N times over pointConcurrency goroutines and reports
+// requests per second.
+func parallel(b *testing.B, op func() error) {
+	b.SetParallelism((pointConcurrency + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// BenchmarkServicePage1M: one 1,000-entity page from the middle of a
+// 1,000,000-entity table (a partition query), pre-signed and undecoded
+// as in the point benchmarks. The table is loaded first through
+// BulkWrite, which also gives the load rate and, on the emulator, its
+// memory per entity.
+func BenchmarkServicePage1M(b *testing.B) {
+	sides := startSides(b)
+	n := benchutil.EnvInt(envPageEntities, 1_000_000)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		size := n
+		if s.name == "azurite" {
+			size = benchutil.EnvInt(envAzuritePage, n)
+		}
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rate := load(b, s.connStr, "page", size)
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.Logf("%s: loaded %d entities at %.0f entities/s", s.name, size, rate)
+		if s.name == "tablekit" {
+			b.Logf("emulator: %.0f bytes of Go heap per entity", float64(after.HeapAlloc-before.HeapAlloc)/float64(size))
+		}
+		sc := newSASClient(b, s.connStr, "page")
+		pk := fmt.Sprintf("p%05d", size/benchPartitionSize/2)
+		u := sc.base + "()?" + sc.query + "&$top=1000&$filter=" + url.QueryEscape("PartitionKey eq '"+pk+"'")
+		// One page first, decoded, to check it holds 1,000 entities.
+		if n := pageLen(b, sc, u); n != 1000 {
+			b.Fatalf("%s: a page of %d entities, want 1000", s.name, n)
+		}
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := sc.do(http.MethodGet, u, nil, http.StatusOK); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// pageLen reads the page at u and returns how many entities it holds.
+func pageLen(b *testing.B, sc sasClient, u string) int {
+	b.Helper()
+	resp, err := sc.send(http.MethodGet, u, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Value []json.RawMessage `json:"value"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		b.Fatalf("page at %s: status %d: %v", u, resp.StatusCode, err)
+	}
+	return len(page.Value)
+}
+
+// BenchmarkServiceBulkLoad: entities per second that tablekit's BulkWrite
+// (default options) loads into an empty table.
+func BenchmarkServiceBulkLoad(b *testing.B) {
+	sides := startSides(b)
+	var rs []benchutil.Side
+	for _, s := range sides {
+		n := benchutil.EnvInt(envLoadEntities, 1_000_000)
+		if s.name == "azurite" {
+			n = benchutil.EnvInt(envAzuriteLoad, 100_000)
+		}
+		round := 0
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			for b.Loop() {
+				round++
+				rate := load(b, s.connStr, "load"+strconv.Itoa(round), n)
+				b.ReportMetric(rate, "entities/s")
+			}
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}

@@ -1,0 +1,351 @@
+// Package emulator is tablekit's own Azure Storage emulator: the Table,
+// Queue and Blob services in Go, answering as Azure answers, in the calling
+// process (like net/http/httptest) or standalone (`tablekit emulator`).
+//
+// Start one per test binary from TestMain, or one per test with StartTB;
+// starting takes well under a millisecond, and an instance is safe under
+// parallel tests:
+//
+//	func TestOrders(t *testing.T) {
+//		em := emulator.StartTB(t, nil)
+//		acct, err := tablekit.Connect(em.ConnectionString, nil)
+//		// ...
+//	}
+//
+// Any SDK points at it with the connection string, which has explicit
+// endpoints (path-style, http://127.0.0.1:PORT/devstoreaccount1) and the
+// well-known development account and key, or the ones Options chooses.
+//
+// # Azure's rules, not Azurite's
+//
+// The emulator applies Azure Table storage's rules always: the limits
+// DESIGN.md lists (transactions of one partition and at most 100
+// operations, 252 properties, 1 MiB entities, property names, $top at most
+// 1,000, malformed filters refused), keys ordered by UTF-16 code units,
+// Shared Key, Shared Key Lite and SAS checked as Azure checks them. The
+// rules are the same definitions tablekit's client checks and the Azurite
+// harness's strict proxy use (emulator/answer). With Options.Cosmos it
+// applies the Cosmos DB Table API's profile instead.
+//
+// # Azure's scale
+//
+// Options.Latency, Options.Throttle and Options.Scale make it answer as a
+// busy account does: latency per request, 503 ServerBusy over a partition's
+// or the account's target, and query pages whose service time grows with
+// the entities they read, on simulated partition servers. Options.EarlyEnd
+// ends query pages early, as Azure may, so code that stops at a short or
+// empty page fails in a test as it would on Azure. docs/EMULATOR.md says
+// what the model is and what it is not.
+package emulator
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/blobs"
+	"github.com/tablekit/tablekit/emulator/internal/queues"
+	"github.com/tablekit/tablekit/emulator/internal/tables"
+	"github.com/tablekit/tablekit/emulator/load"
+)
+
+// The well-known development account, the one Azurite and Azure's own
+// emulators use. They are public and work only against emulators.
+const (
+	DevAccountName = "devstoreaccount1"
+	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// The ports Azurite and the Azure Storage Emulator listen on by default,
+// which Storage Explorer and UseDevelopmentStorage=true assume.
+const (
+	DefaultBlobPort  = 10000
+	DefaultQueuePort = 10001
+	DefaultTablePort = 10002
+)
+
+// EarlyEnd makes query pages end early as Azure's may (see tables.EarlyEnd).
+type EarlyEnd = tables.EarlyEnd
+
+// NoEarlyEndHeader, set (to any value) on a query, exempts it from
+// Options.EarlyEnd: its page ends only at $top or at the end of its range.
+// A test that asserts how many requests an operation takes sets it on its
+// client (tools/testenv's CountingAccount does); the rest of the suite
+// still sees pages end early. Azure ignores the header.
+const NoEarlyEndHeader = tables.NoEarlyEndHeader
+
+// Options configures Start. A nil *Options means the defaults.
+type Options struct {
+	// AccountName and AccountKey (base64) are the account the emulator
+	// serves. Empty means DevAccountName and DevAccountKey.
+	AccountName, AccountKey string
+	// Host is the address the services listen on. Empty means 127.0.0.1.
+	Host string
+	// BlobPort, QueuePort and TablePort are the services' ports. Zero
+	// means a free port chosen by the system (DefaultTablePort and the
+	// others are what Storage Explorer expects).
+	BlobPort, QueuePort, TablePort int
+	// Cosmos applies the Cosmos DB Table API's profile to the Table
+	// service: its name and size rules, case-sensitive table names and
+	// results that are not sorted.
+	Cosmos bool
+	// EarlyEnd, when set, ends query pages early (seeded), possibly
+	// empty, with a continuation, as Azure may.
+	EarlyEnd *EarlyEnd
+	// Latency is added to every request to the Table service, before the
+	// service works on it, as in the Azurite harness (azurite.Options):
+	// as if the service were across a network. A client that gives up
+	// meanwhile is not answered and its request does nothing. Zero means
+	// none.
+	Latency time.Duration
+	// LatencyJitter adds a random delay, uniform in [0, LatencyJitter),
+	// to Latency for each request. Zero means none.
+	LatencyJitter time.Duration
+	// LatencyDistribution, when set, replaces Latency and LatencyJitter
+	// with a seeded distribution: fixed, uniform and log-normal parts
+	// (median and 99th percentile).
+	LatencyDistribution *LatencyOptions
+	// Throttle answers 503 ServerBusy, as Azure does, once a partition or
+	// the account is over its scalability target; it means exactly what
+	// azurite.Options.Throttle means (the same code), except that a query
+	// page costs the entities it scanned, which the emulator knows.
+	// &ThrottleOptions{} is Azure's targets; nil means none, unless Scale
+	// is set.
+	Throttle *ThrottleOptions
+	// Scale runs the Table service on the scale model: partitions spread
+	// over simulated partition servers, each serving pages one at a time
+	// for a service time that grows with the entities they scan, and
+	// Azure's targets (Scale.Throttle, or Throttle when set). &ScaleOptions{}
+	// is Azure's published targets at full scale; ScaleOptions.Scale
+	// scales them down for a small machine. nil means no model: work
+	// takes no simulated time.
+	Scale *ScaleOptions
+}
+
+// ThrottleOptions sets the scalability targets: 2,000 entities a second
+// per partition and 20,000 per account by default (see Options.Throttle).
+type ThrottleOptions = load.ThrottleOptions
+
+// ScaleOptions sets the scale model (see Options.Scale and
+// docs/EMULATOR.md).
+type ScaleOptions = load.ModelOptions
+
+// LatencyOptions sets a latency distribution (see
+// Options.LatencyDistribution).
+type LatencyOptions = load.LatencyOptions
+
+// Stats counts what the Table service's load model has done since Start.
+type Stats = load.ModelStats
+
+// Instance is a running emulator.
+type Instance struct {
+	// ConnectionString has explicit endpoints and the account's key.
+	ConnectionString string
+	// BlobURL, QueueURL and TableURL are the service endpoints, such as
+	// http://127.0.0.1:41234/devstoreaccount1.
+	BlobURL, QueueURL, TableURL string
+	// DirectTableURL serves the same tables as TableURL without Latency,
+	// Throttle and Scale (on a port of its own when any is set; else it
+	// is TableURL), as the Azurite harness's DirectTableURL does: a
+	// benchmark loads its data through it and measures through TableURL.
+	DirectTableURL string
+	// AccountName and AccountKey are the account it serves.
+	AccountName, AccountKey string
+
+	servers  []*http.Server
+	model    *load.Model // nil without Throttle or Scale
+	tables   *tables.Service
+	stopOnce sync.Once
+}
+
+// Stats returns what the Table service's load model (Options.Throttle or
+// Options.Scale) has counted: requests throttled, entities charged, pages
+// served and the time they queued. It is zero without either option.
+func (i *Instance) Stats() Stats {
+	if i.model == nil {
+		return Stats{}
+	}
+	return i.model.Stats()
+}
+
+// EarlyEndStats counts the query pages Options.EarlyEnd ended early.
+type EarlyEndStats struct {
+	// Pages is how many pages ended before $top entities and before the
+	// end of their range, with a continuation.
+	Pages int64
+	// Empty is how many of those held no entity.
+	Empty int64
+}
+
+// EarlyEnds returns what Options.EarlyEnd has done since Start: a test
+// that means to prove code exact under early ends checks that some
+// happened. It is zero without EarlyEnd.
+func (i *Instance) EarlyEnds() EarlyEndStats {
+	pages, empty := i.tables.EarlyEnds()
+	return EarlyEndStats{Pages: pages, Empty: empty}
+}
+
+// delayed holds each request for l's next delay before h serves it; a
+// request whose client gives up meanwhile is dropped unanswered.
+func delayed(l *load.Latency, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.Wait(r.Context()) != nil {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Start starts the Table, Queue and Blob services in this process and
+// returns once they accept connections. ctx bounds the startup only; the
+// services run until Stop.
+func Start(ctx context.Context, opts *Options) (*Instance, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
+	if o.AccountName == "" {
+		o.AccountName = DevAccountName
+	}
+	if o.AccountKey == "" {
+		o.AccountKey = DevAccountKey
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if !validAccountName(o.AccountName) {
+		return nil, fmt.Errorf("emulator: account name %q: Azure's account names are 3 to 24 lowercase letters and digits", o.AccountName)
+	}
+	key, err := base64.StdEncoding.DecodeString(o.AccountKey)
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("emulator: the account key is not base64")
+	}
+	authn := auth.New(auth.Account{Name: o.AccountName, Keys: [][]byte{key}})
+
+	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey}
+	var tableLoad tables.Load
+	switch {
+	case o.Scale != nil:
+		mo := *o.Scale
+		if o.Throttle != nil {
+			mo.Throttle = *o.Throttle
+		}
+		inst.model = load.NewModel(mo)
+		tableLoad = inst.model
+	case o.Throttle != nil:
+		// Targets alone: the model's throttle, its work taking no time.
+		inst.model = load.NewModel(load.ModelOptions{Throttle: *o.Throttle, EntityTime: -1})
+		tableLoad = inst.model
+	}
+	lat := load.LatencyOptions{Fixed: o.Latency, Jitter: o.LatencyJitter}
+	if o.LatencyDistribution != nil {
+		lat = *o.LatencyDistribution
+	}
+	inst.tables = tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad})
+	var tableHandler http.Handler = inst.tables
+	l := load.NewLatency(lat)
+	if !l.Zero() {
+		tableHandler = delayed(l, tableHandler)
+	}
+	services := []struct {
+		port    int
+		handler http.Handler
+		url     *string
+	}{
+		{o.BlobPort, blobs.New(blobs.Config{Account: o.AccountName, Auth: authn}), &inst.BlobURL},
+		{o.QueuePort, queues.New(queues.Config{Account: o.AccountName, Auth: authn}), &inst.QueueURL},
+		{o.TablePort, tableHandler, &inst.TableURL},
+	}
+	if tableLoad != nil || !l.Zero() {
+		services = append(services, struct {
+			port    int
+			handler http.Handler
+			url     *string
+		}{0, inst.tables.Unmodelled(), &inst.DirectTableURL})
+	}
+	for _, s := range services {
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(s.port)))
+		if err != nil {
+			inst.Stop()
+			return nil, fmt.Errorf("emulator: %w", err)
+		}
+		srv := &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog:          log.New(io.Discard, "", 0),
+		}
+		inst.servers = append(inst.servers, srv)
+		go srv.Serve(ln)
+		*s.url = "http://" + ln.Addr().String() + "/" + o.AccountName
+	}
+	if inst.DirectTableURL == "" {
+		inst.DirectTableURL = inst.TableURL
+	}
+	inst.ConnectionString = "DefaultEndpointsProtocol=http;AccountName=" + o.AccountName +
+		";AccountKey=" + o.AccountKey +
+		";BlobEndpoint=" + inst.BlobURL +
+		";QueueEndpoint=" + inst.QueueURL +
+		";TableEndpoint=" + inst.TableURL + ";"
+	return inst, nil
+}
+
+// validAccountName reports whether name is a storage account name: 3 to
+// 24 lowercase letters and digits.
+func validAccountName(name string) bool {
+	if len(name) < 3 || len(name) > 24 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop closes the services' listeners and connections, waiting up to 2 s
+// for requests in flight. It is safe to call more than once.
+func (i *Instance) Stop() error {
+	i.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, s := range i.servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if s.Shutdown(ctx) != nil {
+					s.Close()
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	return nil
+}
+
+// StartTB starts an emulator for one test (or benchmark) and stops it in
+// tb.Cleanup. It fails the test when the emulator cannot start.
+func StartTB(tb testing.TB, opts *Options) *Instance {
+	tb.Helper()
+	inst, err := Start(context.Background(), opts)
+	if err != nil {
+		tb.Fatalf("emulator: %v", err)
+	}
+	tb.Cleanup(func() { inst.Stop() })
+	return inst
+}

@@ -1,0 +1,378 @@
+package blobs
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"hash/crc64"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tablekit/tablekit/emulator/answer"
+)
+
+// crc64Table is Azure Storage's CRC-64 (polynomial 0x9A6C9329AC4BC9B5),
+// the one x-ms-content-crc64 carries, little-endian.
+var crc64Table = crc64.MakeTable(0x9A6C9329AC4BC9B5)
+
+// Size limits of request bodies.
+const (
+	maxPutBlob        = 5000 << 20 // Put Blob, versions 2019-12-12 and later
+	maxPutBlock       = 4000 << 20 // Put Block, versions 2019-12-12 and later
+	maxAppendBlock    = 100 << 20  // Append Block, versions 2022-11-02 and later
+	maxAppendBlockOld = 4 << 20    // Append Block, earlier versions
+	maxBlockList      = 50000
+	maxUncommitted    = 100000
+	maxRangeMD5       = 4 << 20 // x-ms-range-get-content-md5 covers at most 4 MiB
+	maxBlockIDBytes   = 64
+)
+
+// getBlob is Get Blob (GET) and Get Blob Properties (HEAD).
+func (s *Service) getBlob(q *request) *answer.Error {
+	v, e := s.readBlob(q)
+	if e != nil {
+		return e
+	}
+	h := q.w.Header()
+	size := int64(len(v.data))
+	if q.r.Method == http.MethodHead {
+		setCommon(h, q.r)
+		setBlobHeaders(h, v)
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
+		if v.props.contentMD5 != nil {
+			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
+		}
+		if v.kind == blockBlob {
+			h.Set("x-ms-access-tier", "Hot")
+			h.Set("x-ms-access-tier-inferred", "true")
+		}
+		q.w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	start, end, ranged := parseRange(q.r.Header)
+	if ranged {
+		if start >= size {
+			h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+			return errInvalidRange
+		}
+		end = min(end, size-1)
+	} else {
+		start, end = 0, size-1
+	}
+	body := v.data[start : end+1]
+	rangeMD5 := strings.EqualFold(q.r.Header.Get("x-ms-range-get-content-md5"), "true")
+	if rangeMD5 && (!ranged || len(body) > maxRangeMD5) {
+		return answer.OutOfRangeInput()
+	}
+	setCommon(h, q.r)
+	setBlobHeaders(h, v)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	status := http.StatusOK
+	switch {
+	case ranged:
+		status = http.StatusPartialContent
+		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end, 10)+"/"+strconv.FormatInt(size, 10))
+		if rangeMD5 {
+			sum := md5.Sum(body)
+			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+		}
+		if v.props.contentMD5 != nil {
+			h.Set("x-ms-blob-content-md5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
+		}
+	case v.props.contentMD5 != nil:
+		h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
+	}
+	q.w.WriteHeader(status)
+	q.w.Write(body)
+	return nil
+}
+
+// readBlob copies out the blob q names, as a read under q's conditions
+// sees it; otherwise the answer: a condition that cannot be read,
+// ContainerNotFound, a failed condition, or BlobNotFound.
+func (s *Service) readBlob(q *request) (view, *answer.Error) {
+	cond, e := parseConditions(q.r.Header)
+	if e != nil {
+		return view{}, e
+	}
+	c, e := s.rlockContainer(q.container)
+	if e != nil {
+		return view{}, e
+	}
+	var v view
+	b := c.blobs[q.blob]
+	if b != nil {
+		v = b.view()
+	}
+	c.mu.RUnlock()
+	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+		return view{}, e
+	}
+	if b == nil {
+		return view{}, errBlobNotFound
+	}
+	return v, nil
+}
+
+// parseRange reads x-ms-range, or Range when it is absent:
+// bytes=START-END or bytes=START-. A value it cannot read, or one whose
+// end is before its start, is ignored (the whole blob is the answer),
+// as HTTP says of a Range header.
+func parseRange(h http.Header) (start, end int64, ok bool) {
+	v := h.Get("x-ms-range")
+	if v == "" {
+		v = h.Get("Range")
+	}
+	spec, found := strings.CutPrefix(strings.TrimSpace(v), "bytes=")
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(spec, "-")
+	if !found {
+		return 0, 0, false
+	}
+	start, err := strconv.ParseInt(a, 10, 64)
+	if err != nil || start < 0 {
+		return 0, 0, false
+	}
+	if b == "" {
+		return start, 1<<63 - 1, true
+	}
+	end, err = strconv.ParseInt(b, 10, 64)
+	if err != nil || end < start {
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// setBlobHeaders sets the headers Get Blob and Get Blob Properties
+// share.
+func setBlobHeaders(h http.Header, v view) {
+	h.Set("Last-Modified", httpTime(v.modified))
+	h.Set("x-ms-creation-time", httpTime(v.created))
+	h.Set("ETag", v.etag)
+	h.Set("Content-Type", v.props.contentType)
+	setIf(h, "Content-Encoding", v.props.contentEncoding)
+	setIf(h, "Content-Language", v.props.contentLanguage)
+	setIf(h, "Content-Disposition", v.props.contentDisposition)
+	setIf(h, "Cache-Control", v.props.cacheControl)
+	h.Set("x-ms-blob-type", v.kind.String())
+	if v.kind == appendBlob {
+		h.Set("x-ms-blob-committed-block-count", strconv.Itoa(v.committed))
+		if v.sealed {
+			h.Set("x-ms-blob-sealed", "true")
+		}
+	}
+	h.Set("x-ms-lease-status", "unlocked")
+	h.Set("x-ms-lease-state", "available")
+	h.Set("x-ms-server-encrypted", "true")
+	h.Set("Accept-Ranges", "bytes")
+	setMetadataHeaders(h, v.meta)
+}
+
+func setIf(h http.Header, k, v string) {
+	if v != "" {
+		h.Set(k, v)
+	}
+}
+
+// getBlobMetadata is Get Blob Metadata.
+func (s *Service) getBlobMetadata(q *request) *answer.Error {
+	v, e := s.readBlob(q)
+	if e != nil {
+		return e
+	}
+	h := q.w.Header()
+	setCommon(h, q.r)
+	h.Set("ETag", v.etag)
+	h.Set("Last-Modified", httpTime(v.modified))
+	setMetadataHeaders(h, v.meta)
+	q.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// deleteBlob is Delete Blob: 202, and the blob's uncommitted blocks go
+// with it.
+func (s *Service) deleteBlob(q *request) *answer.Error {
+	cond, e := parseConditions(q.r.Header)
+	if e != nil {
+		return e
+	}
+	c, e := s.lockContainer(q.container)
+	if e != nil {
+		return e
+	}
+	if _, e := cond.existing(c, q.blob); e != nil {
+		c.mu.Unlock()
+		return e
+	}
+	c.remove(q.blob)
+	c.mu.Unlock()
+	h := q.w.Header()
+	setCommon(h, q.r)
+	h.Set("x-ms-delete-type-permanent", "true")
+	q.w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// update runs change on the existing blob q names, under the write
+// conditions, with the write's time and ETag; change may refuse. It
+// answers 200 with ETag and Last-Modified, plus what extra sets.
+func (s *Service) update(q *request, change func(b *blob) *answer.Error, extra func(h http.Header, b *blob)) *answer.Error {
+	cond, e := parseConditions(q.r.Header)
+	if e != nil {
+		return e
+	}
+	c, e := s.lockContainer(q.container)
+	if e != nil {
+		return e
+	}
+	defer c.mu.Unlock()
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
+		return e
+	}
+	// A blob is replaced, never changed in place: readers hold views.
+	nb := *b
+	if e := change(&nb); e != nil {
+		return e
+	}
+	nb.modified, nb.etag = s.clock.next()
+	c.blobs[q.blob] = &nb
+	h := q.w.Header()
+	setCommon(h, q.r)
+	h.Set("ETag", nb.etag)
+	h.Set("Last-Modified", httpTime(nb.modified))
+	if extra != nil {
+		extra(h, &nb)
+	}
+	q.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// setBlobMetadata is Set Blob Metadata: it replaces the metadata.
+func (s *Service) setBlobMetadata(q *request) *answer.Error {
+	md, e := parseMetadata(q.r.Header)
+	if e != nil {
+		return e
+	}
+	return s.update(q, func(b *blob) *answer.Error {
+		b.meta = md
+		return nil
+	}, func(h http.Header, _ *blob) { h.Set("x-ms-request-server-encrypted", "true") })
+}
+
+// setBlobProperties is Set Blob Properties: the content headers are
+// replaced, an absent one cleared.
+func (s *Service) setBlobProperties(q *request) *answer.Error {
+	props, e := blobProps(q.r.Header, false)
+	if e != nil {
+		return e
+	}
+	return s.update(q, func(b *blob) *answer.Error {
+		b.props = props
+		return nil
+	}, nil)
+}
+
+// blobProps reads the x-ms-blob-content-* headers (and, for Put Blob,
+// the plain content headers where those are absent). An empty content
+// type is application/octet-stream.
+func blobProps(h http.Header, plain bool) (contentProps, *answer.Error) {
+	get := func(k string) string {
+		if v := h.Get("x-ms-blob-" + k); v != "" || !plain {
+			return v
+		}
+		return h.Get(k)
+	}
+	p := contentProps{
+		contentType:        get("content-type"),
+		contentEncoding:    get("content-encoding"),
+		contentLanguage:    get("content-language"),
+		cacheControl:       get("cache-control"),
+		contentDisposition: h.Get("x-ms-blob-content-disposition"),
+	}
+	if p.contentType == "" {
+		p.contentType = "application/octet-stream"
+	}
+	if v := h.Get("x-ms-blob-content-md5"); v != "" {
+		sum, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(sum) != md5.Size {
+			return p, errInvalidMD5
+		}
+		p.contentMD5 = sum
+	}
+	return p, nil
+}
+
+// readBody reads a request's body, at most limit bytes.
+func readBody(q *request, limit int64) ([]byte, *answer.Error) {
+	if q.r.ContentLength > limit {
+		return nil, answer.RequestBodyTooLarge()
+	}
+	data, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
+	if err != nil {
+		return nil, answer.InvalidInput()
+	}
+	if int64(len(data)) > limit {
+		return nil, answer.RequestBodyTooLarge()
+	}
+	return data, nil
+}
+
+// checksums checks a body against the request's Content-MD5 and
+// x-ms-content-crc64 and returns what the answer carries: the MD5 when
+// one was sent, the CRC-64 otherwise.
+type checksums struct {
+	md5, crc64 []byte
+	sentMD5    bool
+	sentCRC    bool
+}
+
+func checkBody(h http.Header, data []byte) (checksums, *answer.Error) {
+	var c checksums
+	if v := h.Get("Content-MD5"); v != "" {
+		want, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(want) != md5.Size {
+			return c, errInvalidMD5
+		}
+		sum := md5.Sum(data)
+		if !bytes.Equal(want, sum[:]) {
+			return c, errMD5Mismatch
+		}
+		c.md5, c.sentMD5 = sum[:], true
+	}
+	crc := make([]byte, 8)
+	binary.LittleEndian.PutUint64(crc, crc64.Checksum(data, crc64Table))
+	c.crc64 = crc
+	if v := h.Get("x-ms-content-crc64"); v != "" {
+		want, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(want) != 8 {
+			return c, answer.InvalidHeader("x-ms-content-crc64", v)
+		}
+		if !bytes.Equal(want, crc) {
+			return c, errCRC64Mismatch
+		}
+		c.sentCRC = true
+	}
+	return c, nil
+}
+
+// set writes the checksum headers of a Put Block or Append Block answer:
+// Content-MD5 when the request sent one, x-ms-content-crc64 otherwise.
+func (c checksums) set(h http.Header) {
+	if c.sentMD5 {
+		h.Set("Content-MD5", base64.StdEncoding.EncodeToString(c.md5))
+		return
+	}
+	h.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(c.crc64))
+}
+
+// apiVersionAtLeast says whether the request's x-ms-version is at least
+// v (dates compare as text).
+func apiVersionAtLeast(r *http.Request, v string) bool {
+	return r.Header.Get("x-ms-version") >= v
+}

@@ -1,0 +1,368 @@
+// Package blobs is the emulator's Blob service, answering as Azure's
+// Blob service answers: containers (create, delete, properties,
+// metadata, access policy, list), block blobs (put blob, put block, put
+// block list, get block list), append blobs (create, append block with
+// its conditions, seal), and for every blob get (with ranges),
+// properties, metadata, delete and list (prefix, delimiter,
+// continuation), under Azure's conditional headers, with Azure's status
+// codes, error codes and messages (and the elements naming a refused
+// header or query parameter) in XML bodies; the service's properties and,
+// on the secondary endpoint, its statistics.
+//
+// Requests arrive path-style: /ACCOUNT, /ACCOUNT/CONTAINER and
+// /ACCOUNT/CONTAINER/BLOB, or /ACCOUNT-secondary/... for the read-only
+// secondary endpoint. Every request is authorized (Config.Auth) before
+// the service does any work for it.
+//
+// State lives in memory. A service-wide lock guards the set of
+// containers; each container has its own lock for its blobs, so work on
+// different containers never waits, and readers of one container wait
+// only for its writers while they copy out what they answer with. Blob
+// contents are never changed in place (an append writes past every
+// reader's end), so bodies are written without holding a lock.
+package blobs
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/answer"
+)
+
+// Config is what the service serves and how.
+type Config struct {
+	// Account is the account name, the first segment of every path.
+	Account string
+	// Auth checks every request. Nil allows every request.
+	Auth *auth.Authenticator
+}
+
+// Service is the Blob service of one emulator instance. It is safe for
+// concurrent use.
+type Service struct {
+	cfg Config
+
+	mu         sync.RWMutex
+	containers map[string]*container
+	names      []string // container names, sorted
+
+	clock clock
+}
+
+// New returns an empty Blob service.
+func New(cfg Config) *Service {
+	return &Service{cfg: cfg, containers: map[string]*container{}}
+}
+
+// request is one request as the service parsed it.
+type request struct {
+	w         http.ResponseWriter
+	r         *http.Request
+	container string     // empty for a service-level request
+	blob      string     // empty for a service- or container-level request
+	query     url.Values // the URL's query, parsed once
+	secondary bool       // sent to the account's secondary endpoint
+	restype   string
+	comp      string
+}
+
+// ServeHTTP answers one request to the Blob service.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	query := r.URL.Query()
+	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	account, rest, _ := strings.Cut(path, "/")
+	switch account {
+	case s.cfg.Account:
+	case s.cfg.Account + secondarySuffix:
+		q.secondary = true
+	default:
+		writeError(w, r, answer.InvalidURI())
+		return
+	}
+	q.container, q.blob, _ = strings.Cut(rest, "/")
+	// Names are checked on every request, as Azure does, before anything
+	// else.
+	var e *answer.Error
+	if q.container != "" {
+		e = validContainerName(q.container)
+	}
+	if e == nil && q.blob != "" {
+		e = validBlobName(q.blob)
+	}
+	if e != nil {
+		writeError(w, r, e)
+		return
+	}
+	if q.secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		resource := byte('o')
+		if q.container == "" {
+			resource = 's'
+		} else if q.blob == "" {
+			resource = 'c'
+		}
+		writeError(w, r, s.refuse(q, resource, answer.SecondaryWrite()))
+		return
+	}
+	switch {
+	case q.container == "":
+		e = s.serveAccount(q)
+	case q.blob == "" && q.restype == "container":
+		e = s.serveContainer(q)
+	case q.blob == "":
+		// A container's root blob ($root) is not emulated: a path with
+		// one segment and no restype=container names no resource here.
+		e = s.refuse(q, 'c', answer.InvalidURI())
+	default:
+		e = s.serveBlob(q)
+	}
+	if e != nil {
+		writeError(w, r, e)
+	}
+}
+
+// authorize checks q for an operation needing one of perms (the first
+// refusal is the answer when every one is refused).
+func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Error {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	var first *answer.Error
+	for _, p := range perms {
+		_, e := s.cfg.Auth.Authorize(q.r, auth.Operation{
+			Service: auth.Blob, ResourceType: resource, Permission: p,
+			Name: q.container, Blob: q.blob,
+		})
+		if e == nil {
+			return nil
+		}
+		if first == nil {
+			first = e
+		}
+	}
+	return first
+}
+
+// serveAccount answers the service-level operations.
+func (s *Service) serveAccount(q *request) *answer.Error {
+	m := q.r.Method
+	switch {
+	case m == http.MethodGet && q.comp == "list" && q.restype == "":
+		if e := s.authorize(q, 's', 'l'); e != nil {
+			return e
+		}
+		return s.listContainers(q)
+	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "account" && q.comp == "properties":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		h := q.w.Header()
+		setCommon(h, q.r)
+		h.Set("x-ms-sku-name", "Standard_RAGRS")
+		h.Set("x-ms-account-kind", "StorageV2")
+		h.Set("x-ms-is-hns-enabled", "false")
+		q.w.WriteHeader(http.StatusOK)
+		return nil
+	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "service" && q.comp == "properties":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		return s.serviceProperties(q)
+	case m == http.MethodGet && q.restype == "service" && q.comp == "stats":
+		if e := s.authorize(q, 's', 'r'); e != nil {
+			return e
+		}
+		return s.serviceStats(q)
+	}
+	return s.refuse(q, 's', unsupported(q))
+}
+
+// serveContainer answers the operations on a container
+// (restype=container).
+func (s *Service) serveContainer(q *request) *answer.Error {
+	m := q.r.Method
+	read := m == http.MethodGet || m == http.MethodHead
+	switch {
+	case m == http.MethodPut && q.comp == "":
+		if e := s.authorize(q, 'c', 'c', 'w'); e != nil {
+			return e
+		}
+		return s.createContainer(q)
+	case m == http.MethodDelete && q.comp == "":
+		if e := s.authorize(q, 'c', 'd'); e != nil {
+			return e
+		}
+		return s.deleteContainer(q)
+	case read && (q.comp == "" || q.comp == "metadata"):
+		if e := s.authorize(q, 'c', 'r'); e != nil {
+			return e
+		}
+		return s.containerProperties(q)
+	case m == http.MethodPut && q.comp == "metadata":
+		if e := s.authorize(q, 'c', 'w'); e != nil {
+			return e
+		}
+		return s.setContainerMetadata(q)
+	case m == http.MethodGet && q.comp == "list":
+		if e := s.authorize(q, 'c', 'l'); e != nil {
+			return e
+		}
+		return s.listBlobs(q)
+	case read && q.comp == "acl":
+		// Azure lets only the account owner read a container's ACL; the
+		// Authenticator has no Shared-Key-only operation, so any valid
+		// SAS passes too (Permission 0), as for the Queue service's ACLs.
+		if e := s.authorize(q, 'c', 0); e != nil {
+			return e
+		}
+		return s.containerACL(q)
+	}
+	return s.refuse(q, 'c', unsupported(q))
+}
+
+// serveBlob answers the operations on a blob.
+func (s *Service) serveBlob(q *request) *answer.Error {
+	m := q.r.Method
+	if q.query.Has("snapshot") || q.query.Has("versionid") {
+		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
+	}
+	switch {
+	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
+		if e := s.authorize(q, 'o', 'r'); e != nil {
+			return e
+		}
+		return s.getBlob(q)
+	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "metadata":
+		if e := s.authorize(q, 'o', 'r'); e != nil {
+			return e
+		}
+		return s.getBlobMetadata(q)
+	case m == http.MethodGet && q.comp == "blocklist":
+		if e := s.authorize(q, 'o', 'r'); e != nil {
+			return e
+		}
+		return s.getBlockList(q)
+	case m == http.MethodDelete && q.comp == "":
+		if e := s.authorize(q, 'o', 'd'); e != nil {
+			return e
+		}
+		return s.deleteBlob(q)
+	case m == http.MethodPut && q.comp == "":
+		// Create (c) writes a new blob; write (w) creates or overwrites.
+		perms := []byte{'w'}
+		if !s.blobExists(q.container, q.blob) {
+			perms = append(perms, 'c')
+		}
+		if e := s.authorize(q, 'o', perms...); e != nil {
+			return e
+		}
+		return s.putBlob(q)
+	case m == http.MethodPut && (q.comp == "block" || q.comp == "blocklist"):
+		perms := []byte{'w'}
+		if !s.blobExists(q.container, q.blob) {
+			perms = append(perms, 'c')
+		}
+		if e := s.authorize(q, 'o', perms...); e != nil {
+			return e
+		}
+		if q.comp == "block" {
+			return s.putBlock(q)
+		}
+		return s.putBlockList(q)
+	case m == http.MethodPut && q.comp == "appendblock":
+		if e := s.authorize(q, 'o', 'a', 'w'); e != nil {
+			return e
+		}
+		return s.appendBlock(q)
+	case m == http.MethodPut && q.comp == "seal":
+		if e := s.authorize(q, 'o', 'w'); e != nil {
+			return e
+		}
+		return s.seal(q)
+	case m == http.MethodPut && q.comp == "metadata":
+		if e := s.authorize(q, 'o', 'w'); e != nil {
+			return e
+		}
+		return s.setBlobMetadata(q)
+	case m == http.MethodPut && q.comp == "properties":
+		if e := s.authorize(q, 'o', 'w'); e != nil {
+			return e
+		}
+		return s.setBlobProperties(q)
+	}
+	return s.refuse(q, 'o', unsupported(q))
+}
+
+// refuse answers a request the service does not serve with e, once the
+// request is authorized (as a read for GET and HEAD, a write otherwise):
+// like Azure, the service tells nothing to a request it cannot
+// authenticate.
+func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Error {
+	perm := byte('w')
+	if q.r.Method == http.MethodGet || q.r.Method == http.MethodHead {
+		perm = 'r'
+	}
+	if ae := s.authorize(q, resource, perm); ae != nil {
+		return ae
+	}
+	return e
+}
+
+// unsupported answers an operation the service does not serve: a verb
+// the resource has no operation for is Azure's 405, a feature of the
+// Blob service the emulator leaves out (leases, tags, copies, page blobs,
+// ...) is 501, and a comp the service does not know is Azure's 400.
+func unsupported(q *request) *answer.Error {
+	switch q.comp {
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
+		return answer.UnsupportedHTTPVerb()
+	case "lease", "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
+		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
+		"stats", "properties", "incrementalcopy", "rename":
+		return errNotImplemented(q.r.Method + " comp=" + q.comp)
+	}
+	return answer.InvalidQueryParameter("comp", q.comp, "")
+}
+
+// setCommon sets the headers every answer carries.
+func setCommon(h http.Header, r *http.Request) {
+	answer.SetHeaders(h, r, answer.RequestID())
+	h.Set("Server", "Windows-Azure-Blob/1.0 Microsoft-HTTPAPI/2.0")
+}
+
+// clock hands out modification times and ETags: each ETag is the time's
+// .NET ticks (100 ns since 0001-01-01) in hex, as Azure's "0x8D..."
+// ETags are, made unique and increasing even when two writes share a
+// tick.
+type clock struct {
+	mu   sync.Mutex
+	last int64
+}
+
+// ticksTo1970 is the number of 100 ns ticks from 0001-01-01 to
+// 1970-01-01.
+const ticksTo1970 = 621355968000000000
+
+// next returns the time of a write and its ETag.
+func (c *clock) next() (time.Time, string) {
+	now := time.Now().UTC()
+	t := now.UnixNano()/100 + ticksTo1970
+	c.mu.Lock()
+	if t <= c.last {
+		t = c.last + 1
+	}
+	c.last = t
+	c.mu.Unlock()
+	return now, formatETag(t)
+}
+
+// formatETag writes ticks as Azure writes an ETag: quoted, 0x and upper
+// case hex.
+func formatETag(t int64) string {
+	return `"0x` + strings.ToUpper(strconv.FormatInt(t, 16)) + `"`
+}

@@ -1,0 +1,126 @@
+package blobs_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/blobs"
+)
+
+// shared is the Azurite the tests that compare with it share, started
+// on first use and stopped in TestMain.
+var shared struct {
+	once sync.Once
+	inst *azurite.Instance
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.inst != nil {
+		shared.inst.Stop()
+	}
+	os.Exit(code)
+}
+
+// startAzurite returns the shared Azurite, failing (never skipping) the
+// test when it cannot start.
+func startAzurite(t *testing.T) *azurite.Instance {
+	t.Helper()
+	shared.once.Do(func() { shared.inst, shared.err = azurite.Start(context.Background(), nil) })
+	if shared.err != nil {
+		t.Fatalf("azurite: %v", shared.err)
+	}
+	return shared.inst
+}
+
+// startEmulator serves a new Blob service on a loopback port and returns
+// its endpoint (http://127.0.0.1:PORT/devstoreaccount1).
+func startEmulator(t testing.TB) string {
+	_, endpoint := startService(t)
+	return endpoint
+}
+
+// startService is startEmulator, also returning the service, for tests
+// that send some of their requests straight to its ServeHTTP.
+func startService(t testing.TB) (*blobs.Service, string) {
+	t.Helper()
+	key, err := base64.StdEncoding.DecodeString(azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := blobs.New(blobs.Config{
+		Account: azurite.AccountName,
+		Auth:    auth.New(auth.Account{Name: azurite.AccountName, Keys: [][]byte{key}}),
+	})
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	return svc, srv.URL + "/" + azurite.AccountName
+}
+
+// newClient returns the real azblob client, signing with the development
+// key, for the endpoint; it does not retry, so every answer is the
+// service's first.
+func newClient(t testing.TB, endpoint string) *azblob.Client {
+	t.Helper()
+	cred, err := azblob.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := azblob.NewClientWithSharedKeyCredential(endpoint, cred, &azblob.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// emulatorClient starts an emulator and returns a client of it.
+func emulatorClient(t testing.TB) *azblob.Client {
+	return newClient(t, startEmulator(t))
+}
+
+// failure is the status and error code of a failed call.
+func failure(err error) (int, string) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode, re.ErrorCode
+	}
+	return 0, err.Error()
+}
+
+// wantFailure fails the test unless err is the service's answer status
+// with code.
+func wantFailure(t *testing.T, what string, err error, status int, code string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: succeeded, want %d %s", what, status, code)
+	}
+	gotStatus, gotCode := failure(err)
+	if gotStatus != status || gotCode != code {
+		t.Fatalf("%s: got %d %q, want %d %s (%v)", what, gotStatus, gotCode, status, code, err)
+	}
+}
+
+// must fails the test on err.
+func must[T any](t *testing.T, what string) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return v
+	}
+}

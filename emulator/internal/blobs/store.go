@@ -1,0 +1,279 @@
+package blobs
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf16"
+
+	"github.com/tablekit/tablekit/emulator/answer"
+)
+
+// container is one container and its blobs.
+type container struct {
+	name string
+
+	mu       sync.RWMutex
+	deleted  bool // set when the container is deleted under a request holding it
+	meta     metadata
+	etag     string
+	modified time.Time
+	access   string // x-ms-blob-public-access: "", "blob" or "container"
+	blobs    map[string]*blob
+	names    []string // names of blobs (committed ones), sorted
+	staged   map[string]*staging
+}
+
+// blobKind is a blob's type.
+type blobKind uint8
+
+const (
+	blockBlob blobKind = iota + 1
+	appendBlob
+)
+
+// String is the type as x-ms-blob-type and BlobType write it.
+func (k blobKind) String() string {
+	if k == appendBlob {
+		return "AppendBlob"
+	}
+	return "BlockBlob"
+}
+
+// blob is one committed blob.
+type blob struct {
+	kind blobKind
+	// data is the content. It is never changed in place: a write
+	// replaces it, an append writes beyond the end every earlier reader
+	// holds.
+	data []byte
+	// blocks are a block blob's committed blocks, in order.
+	blocks []block
+	// appended counts an append blob's committed blocks.
+	appended int
+	sealed   bool
+	meta     metadata
+	props    contentProps
+	etag     string
+	modified time.Time
+	created  time.Time
+}
+
+// block is a committed block: its id (decoded) and its bytes in the
+// blob's data.
+type block struct {
+	id       string
+	off, len int
+}
+
+// staging holds a blob's uncommitted blocks.
+type staging struct {
+	order  []string          // ids, oldest first
+	blocks map[string][]byte // by decoded id
+	// etag and modified are the uncommitted blob's, from its first
+	// block: Get Block List answers with them.
+	etag     string
+	modified time.Time
+}
+
+// contentProps are the blob's content headers as stored.
+type contentProps struct {
+	contentType, contentEncoding, contentLanguage, contentDisposition, cacheControl string
+	contentMD5                                                                      []byte
+}
+
+// metaPair is one metadata name and value.
+type metaPair struct{ name, value string }
+
+// metadata is a container's or blob's metadata, sorted by name.
+type metadata []metaPair
+
+// view is what a reader copies out of a blob under the lock.
+type view struct {
+	kind      blobKind
+	data      []byte
+	committed int
+	sealed    bool
+	meta      metadata
+	props     contentProps
+	etag      string
+	modified  time.Time
+	created   time.Time
+}
+
+func (b *blob) view() view {
+	n := len(b.blocks)
+	if b.kind == appendBlob {
+		n = b.appended
+	}
+	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta,
+		props: b.props, etag: b.etag, modified: b.modified, created: b.created}
+}
+
+// container returns the container named name, or nil.
+func (s *Service) container(name string) *container {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.containers[name]
+}
+
+// blobExists says whether a committed blob exists, for the choice of
+// SAS permission; it answers false for a container that is missing.
+func (s *Service) blobExists(cname, bname string) bool {
+	c := s.container(cname)
+	if c == nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.blobs[bname]
+	return ok && !c.deleted
+}
+
+// lockContainer returns the named container locked for writing (unlock
+// with c.mu.Unlock), or ContainerNotFound.
+func (s *Service) lockContainer(name string) (*container, *answer.Error) {
+	c := s.container(name)
+	if c == nil {
+		return nil, errContainerNotFound
+	}
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return nil, errContainerNotFound
+	}
+	return c, nil
+}
+
+// rlockContainer is lockContainer for reading (unlock with
+// c.mu.RUnlock).
+func (s *Service) rlockContainer(name string) (*container, *answer.Error) {
+	c := s.container(name)
+	if c == nil {
+		return nil, errContainerNotFound
+	}
+	c.mu.RLock()
+	if c.deleted {
+		c.mu.RUnlock()
+		return nil, errContainerNotFound
+	}
+	return c, nil
+}
+
+// put stores b as the committed blob name; it drops the blob's
+// uncommitted blocks, as a commit does.
+func (c *container) put(name string, b *blob) {
+	if _, ok := c.blobs[name]; !ok {
+		i, _ := slices.BinarySearch(c.names, name)
+		c.names = slices.Insert(c.names, i, name)
+	}
+	c.blobs[name] = b
+	delete(c.staged, name)
+}
+
+// remove deletes the blob name and its uncommitted blocks.
+func (c *container) remove(name string) {
+	if _, ok := c.blobs[name]; ok {
+		i, _ := slices.BinarySearch(c.names, name)
+		c.names = slices.Delete(c.names, i, i+1)
+	}
+	delete(c.blobs, name)
+	delete(c.staged, name)
+}
+
+// Limits of metadata: 8 KiB for all names and values together.
+const maxMetadataBytes = 8 << 10
+
+// parseMetadata reads the x-ms-meta-* headers. Names must be C#
+// identifiers. Go's HTTP server has already put each header name in its
+// canonical form (X-Ms-Meta-Name), so a name's letter case is that
+// form's: Azure keeps the case sent, and compares names ignoring case.
+func parseMetadata(h http.Header) (metadata, *answer.Error) {
+	var md metadata
+	size := 0
+	for k, vs := range h {
+		if len(k) <= len("x-ms-meta-") || !strings.EqualFold(k[:len("x-ms-meta-")], "x-ms-meta-") {
+			continue
+		}
+		name := k[len("x-ms-meta-"):]
+		if !isIdentifier(name) {
+			return nil, answer.InvalidMetadata()
+		}
+		v := strings.Join(vs, ",")
+		size += len(name) + len(v)
+		md = append(md, metaPair{name, v})
+	}
+	if size > maxMetadataBytes {
+		return nil, answer.MetadataTooLarge()
+	}
+	slices.SortFunc(md, func(a, b metaPair) int { return strings.Compare(a.name, b.name) })
+	return md, nil
+}
+
+// isIdentifier says whether s is a C# identifier, as metadata names must
+// be.
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || unicode.IsLetter(r):
+		case i > 0 && (unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc, unicode.Cf)):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// setMetadataHeaders writes md as x-ms-meta-* headers.
+func setMetadataHeaders(h http.Header, md metadata) {
+	for _, p := range md {
+		h["x-ms-meta-"+p.name] = []string{p.value}
+	}
+}
+
+// validContainerName checks a container name as Azure does: 3 to 63
+// lower-case letters, digits and hyphens, starting and ending with a
+// letter or digit, no two hyphens together. System containers ($logs,
+// ...) are left to the operation.
+func validContainerName(name string) *answer.Error {
+	if strings.HasPrefix(name, "$") {
+		return nil
+	}
+	if len(name) < 3 || len(name) > 63 {
+		return answer.ResourceNameLength()
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		ok := ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-'
+		if !ok {
+			return answer.InvalidResourceName()
+		}
+	}
+	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
+		return answer.InvalidResourceName()
+	}
+	return nil
+}
+
+// maxBlobName is the longest blob name, in UTF-16 code units (the
+// service's "characters": 512 characters outside the BMP fill it).
+const maxBlobName = 1024
+
+// validBlobName checks a blob name's length: over it, Azure answers 400
+// OutOfRangeInput to every operation.
+func validBlobName(name string) *answer.Error {
+	n := 0
+	for _, r := range name {
+		n += utf16.RuneLen(r)
+	}
+	if n > maxBlobName {
+		return answer.OutOfRangeInput()
+	}
+	return nil
+}

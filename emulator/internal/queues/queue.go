@@ -1,0 +1,277 @@
+package queues
+
+import (
+	"encoding/xml"
+	"maps"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tablekit/tablekit/emulator/answer"
+)
+
+// serveQueue answers the operations on a queue itself: Create Queue,
+// Delete Queue, Get and Set Queue Metadata, Get and Set Queue ACL.
+func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Values, name string) *answer.Error {
+	switch q.Get("comp") {
+	case "":
+		switch r.Method {
+		case http.MethodPut:
+			if e := s.authorize(r, 'c', 'c', name); e != nil {
+				return e
+			}
+			return s.createQueue(w, r, name)
+		case http.MethodDelete:
+			if e := s.authorize(r, 'c', 'd', name); e != nil {
+				return e
+			}
+			return s.deleteQueue(w, r, name)
+		}
+		return answer.UnsupportedHTTPVerb()
+	case "metadata":
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			if e := s.authorize(r, 'c', 'r', name); e != nil {
+				return e
+			}
+			return s.getMetadata(w, r, name)
+		case http.MethodPut:
+			if e := s.authorize(r, 'c', 'w', name); e != nil {
+				return e
+			}
+			return s.setMetadata(w, r, name)
+		}
+		return answer.UnsupportedHTTPVerb()
+	case "acl":
+		// Only the account owner (Shared Key) may read or set a queue's
+		// access policies: no SAS permission grants it, so the operation
+		// asks for none (Permission 0).
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			if e := s.authorize(r, 'c', 0, name); e != nil {
+				return e
+			}
+			return s.getACL(w, r, name)
+		case http.MethodPut:
+			if e := s.authorize(r, 'c', 0, name); e != nil {
+				return e
+			}
+			return s.setACL(w, r, name)
+		}
+		return answer.UnsupportedHTTPVerb()
+	}
+	return answer.InvalidQueryParameter("comp", q.Get("comp"), "")
+}
+
+// maxMetadata is the most metadata (names and values) a queue holds.
+const maxMetadata = 8 << 10
+
+// readMetadata returns r's x-ms-meta-* headers, names lowercased (the
+// HTTP server does not keep a header name's case; Azure compares metadata
+// names case-insensitively).
+func readMetadata(r *http.Request) (map[string]string, *answer.Error) {
+	md := map[string]string{}
+	size := 0
+	for k, v := range r.Header {
+		lk := strings.ToLower(k)
+		if !strings.HasPrefix(lk, "x-ms-meta-") {
+			continue
+		}
+		n := lk[len("x-ms-meta-"):]
+		if n == "" {
+			return nil, errEmptyMetadataKey
+		}
+		if !identifier(n) {
+			return nil, answer.InvalidMetadata()
+		}
+		md[n] = strings.Join(v, ",")
+		size += len(n) + len(md[n])
+	}
+	if size > maxMetadata {
+		return nil, answer.MetadataTooLarge()
+	}
+	return md, nil
+}
+
+// identifier reports whether n is a C# identifier (ASCII), as metadata
+// names must be.
+func identifier(n string) bool {
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// createQueue answers Create Queue: 201 for a new queue, 204 when the
+// queue exists with the same metadata, 409 QueueAlreadyExists when its
+// metadata differ.
+func (s *Service) createQueue(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
+	md, e := readMetadata(r)
+	if e != nil {
+		return e
+	}
+	s.mu.Lock()
+	if q := s.queues[name]; q != nil {
+		s.mu.Unlock()
+		q.mu.Lock()
+		same := maps.Equal(q.metadata, md)
+		q.mu.Unlock()
+		if !same {
+			return errQueueExists
+		}
+		s.noContent(w, r, http.StatusNoContent)
+		return nil
+	}
+	s.queues[name] = newQueue(name, md)
+	s.mu.Unlock()
+	s.noContent(w, r, http.StatusCreated)
+	return nil
+}
+
+// deleteQueue answers Delete Queue: the queue and its messages go at once.
+func (s *Service) deleteQueue(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
+	s.mu.Lock()
+	q := s.queues[name]
+	delete(s.queues, name)
+	s.mu.Unlock()
+	if q == nil {
+		return errQueueNotFound
+	}
+	q.mu.Lock()
+	q.gone = true
+	q.clear()
+	q.mu.Unlock()
+	s.noContent(w, r, http.StatusNoContent)
+	return nil
+}
+
+// locked looks up the queue named name and locks it; the caller unlocks.
+func (s *Service) locked(name string) (*queue, *answer.Error) {
+	q, e := s.lookup(name)
+	if e != nil {
+		return nil, e
+	}
+	q.mu.Lock()
+	if q.gone {
+		q.mu.Unlock()
+		return nil, errQueueNotFound
+	}
+	return q, nil
+}
+
+// getMetadata answers Get Queue Metadata: the metadata and the
+// approximate number of messages (expired ones no longer count).
+func (s *Service) getMetadata(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
+	q, e := s.locked(name)
+	if e != nil {
+		return e
+	}
+	q.purge(s.now())
+	md := copyMap(q.metadata)
+	n := len(q.byID)
+	q.mu.Unlock()
+	h := s.begin(w, r)
+	for k, v := range md {
+		h["x-ms-meta-"+k] = []string{v}
+	}
+	h.Set("x-ms-approximate-messages-count", strconv.Itoa(n))
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// setMetadata answers Set Queue Metadata: the request's metadata replace
+// the queue's.
+func (s *Service) setMetadata(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
+	md, e := readMetadata(r)
+	if e != nil {
+		return e
+	}
+	q, e := s.locked(name)
+	if e != nil {
+		return e
+	}
+	q.metadata = md
+	q.mu.Unlock()
+	s.noContent(w, r, http.StatusNoContent)
+	return nil
+}
+
+// signedIdentifiers is a queue's access policies document.
+type signedIdentifiers struct {
+	XMLName xml.Name           `xml:"SignedIdentifiers"`
+	List    []signedIdentifier `xml:"SignedIdentifier"`
+}
+
+type signedIdentifier struct {
+	ID     string       `xml:"Id"`
+	Policy accessPolicy `xml:"AccessPolicy"`
+}
+
+type accessPolicy struct {
+	Start      string `xml:"Start,omitempty"`
+	Expiry     string `xml:"Expiry,omitempty"`
+	Permission string `xml:"Permission,omitempty"`
+}
+
+// getACL answers Get Queue ACL.
+func (s *Service) getACL(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
+	q, e := s.locked(name)
+	if e != nil {
+		return e
+	}
+	doc := signedIdentifiers{List: append([]signedIdentifier(nil), q.acl...)}
+	q.mu.Unlock()
+	s.writeXML(w, r, http.StatusOK, &doc)
+	return nil
+}
+
+// setACL answers Set Queue ACL: at most 5 policies, ids of at most 64
+// characters, permissions among r, a, u, p, times in ISO 8601.
+func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
+	body, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	var doc signedIdentifiers
+	if len(body) > 0 {
+		if err := xml.Unmarshal(body, &doc); err != nil {
+			return answer.InvalidXMLDocument()
+		}
+	}
+	if len(doc.List) > 5 {
+		return answer.InvalidXMLDocument()
+	}
+	for _, si := range doc.List {
+		if si.ID == "" || len(si.ID) > 64 {
+			return answer.InvalidXMLDocument()
+		}
+		for _, c := range si.Policy.Permission {
+			if !strings.ContainsRune("raup", c) {
+				return answer.InvalidXMLDocument()
+			}
+		}
+		for _, t := range []string{si.Policy.Start, si.Policy.Expiry} {
+			if t == "" {
+				continue
+			}
+			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
+				return answer.InvalidXMLDocument()
+			}
+		}
+	}
+	q, e := s.locked(name)
+	if e != nil {
+		return e
+	}
+	q.acl = doc.List
+	q.mu.Unlock()
+	s.noContent(w, r, http.StatusNoContent)
+	return nil
+}

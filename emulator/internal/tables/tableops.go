@@ -1,0 +1,326 @@
+package tables
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/keys"
+)
+
+var errNameEmpty = answer.New(http.StatusBadRequest, "TableNameEmpty", "The specified table name is empty.")
+
+// checkTableName applies the profile's table name rules with Azure's
+// answers: a length out of 3..63 is OutOfRangeInput, any other break
+// InvalidResourceName.
+func (s *Service) checkTableName(name string) *answer.Error {
+	var err error
+	if s.cfg.Cosmos {
+		err = keys.ValidateCosmosTableName(name)
+	} else {
+		err = keys.ValidateTableName(name)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case len(name) < 3 || len(name) > 63:
+		return answer.ResourceNameLength()
+	}
+	return answer.InvalidResourceName()
+}
+
+func (s *Service) createTable(q *request) {
+	body, ok := s.readBody(q, s.maxBody())
+	if !ok {
+		return
+	}
+	var in struct {
+		TableName *string `json:"TableName"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		s.fail(q, errInvalidInput)
+		return
+	}
+	if in.TableName == nil || *in.TableName == "" {
+		s.fail(q, errNameEmpty)
+		return
+	}
+	name := *in.TableName
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'c', Name: name}); !ok {
+		return
+	}
+	if e := s.checkTableName(name); e != nil {
+		s.fail(q, e)
+		return
+	}
+	if !s.admit(q, name, "", false, 1) {
+		return
+	}
+	k := s.tableKey(name)
+	s.mu.Lock()
+	if s.tables[k] != nil {
+		s.mu.Unlock()
+		s.fail(q, errTableExists)
+		return
+	}
+	s.tables[k] = newTable(name, s.cfg.Cosmos)
+	s.mu.Unlock()
+
+	h := q.headers()
+	h.Set("Location", q.base+"/Tables('"+name+"')")
+	if preferNoContent(q.r) {
+		h.Set("Preference-Applied", "return-no-content")
+		q.reply(http.StatusNoContent, nil)
+		return
+	}
+	h.Set("Preference-Applied", "return-content")
+	q.reply(http.StatusCreated, s.appendTable(nil, q, name, q.base+"/$metadata#Tables/@Element"))
+}
+
+// preferNoContent reports whether the client sent Prefer: return-no-content.
+func preferNoContent(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Prefer"), "return-no-content")
+}
+
+// appendTable appends one table as the service writes it.
+func (s *Service) appendTable(b []byte, q *request, name, metadata string) []byte {
+	b = append(b, '{')
+	if metadata != "" && q.fmt != noMetadata {
+		b = append(b, `"odata.metadata":`...)
+		b = appendQuoted(b, metadata)
+		b = append(b, ',')
+	}
+	if q.fmt == fullMetadata {
+		b = append(b, `"odata.type":`...)
+		b = appendQuoted(b, s.cfg.Account+".Tables")
+		b = append(b, `,"odata.id":`...)
+		b = appendQuoted(b, q.base+"/Tables('"+name+"')")
+		b = append(b, `,"odata.editLink":`...)
+		b = appendQuoted(b, "Tables('"+name+"')")
+		b = append(b, ',')
+	}
+	b = append(b, `"TableName":`...)
+	b = appendQuoted(b, name)
+	return append(b, '}')
+}
+
+func (s *Service) deleteTable(q *request, name string) {
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'd', Name: name}); !ok {
+		return
+	}
+	if !s.admit(q, name, "", false, 1) {
+		return
+	}
+	k := s.tableKey(name)
+	s.mu.Lock()
+	t := s.tables[k]
+	delete(s.tables, k)
+	s.mu.Unlock()
+	if t == nil {
+		s.fail(q, errNotFound)
+		return
+	}
+	t.mu.Lock()
+	t.gone = true
+	t.mu.Unlock()
+	q.reply(http.StatusNoContent, nil)
+}
+
+// queryTables answers Query Tables: every table (one, for Tables('t')),
+// filtered by $filter on TableName, in name order, $top a page, with
+// NextTableName continuation.
+func (s *Service) queryTables(q *request, one string) {
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'l', Name: one}); !ok {
+		return
+	}
+	if !s.admit(q, "", "", false, 1) {
+		return
+	}
+	if one != "" {
+		t := s.lookup(one)
+		if t == nil {
+			s.fail(q, errNotFound)
+			return
+		}
+		q.reply(http.StatusOK, s.appendTable(nil, q, t.name, q.base+"/$metadata#Tables/@Element"))
+		return
+	}
+	v := q.r.URL.Query()
+	top, f, e := pageOf(v, s.cfg.Cosmos)
+	if e != nil {
+		s.fail(q, e)
+		return
+	}
+	next := ""
+	if c := v.Get("NextTableName"); c != "" {
+		var ok bool
+		if next, ok = decodeToken(c); !ok {
+			s.fail(q, errInvalidInput)
+			return
+		}
+	}
+	s.mu.RLock()
+	names := make([]string, 0, len(s.tables))
+	for k := range s.tables {
+		if k >= next {
+			names = append(names, k)
+		}
+	}
+	tabs := make(map[string]string, len(names))
+	for _, k := range names {
+		tabs[k] = s.tables[k].name
+	}
+	s.mu.RUnlock()
+	slices.Sort(names)
+
+	b := []byte(`{`)
+	if q.fmt != noMetadata {
+		b = append(b, `"odata.metadata":`...)
+		b = appendQuoted(b, q.base+"/$metadata#Tables")
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	n := 0
+	cont := ""
+	for _, k := range names {
+		name := tabs[k]
+		if !f.Match(func(p string) (keys.Value, bool) {
+			if p == "TableName" {
+				return keys.StringValue(name), true
+			}
+			return keys.Value{}, false
+		}) {
+			continue
+		}
+		if n == top {
+			cont = k
+			break
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendTable(b, q, name, "")
+		n++
+	}
+	b = append(b, "]}"...)
+	if cont != "" {
+		q.headers().Set("x-ms-continuation-NextTableName", encodeToken(cont))
+	}
+	q.reply(http.StatusOK, b)
+}
+
+// pageOf reads a query's $top and $filter (keys.ParseFilter), in that
+// order. $top is 1 to 1,000 (no upper limit on Cosmos DB), absent
+// answer.MaxTop. Any other $top, or a filter ParseFilter refuses, is
+// 400 InvalidInput.
+func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error) {
+	top := answer.MaxTop
+	if t, ok := v["$top"]; ok && len(t) > 0 {
+		n, err := strconv.Atoi(t[0])
+		if err != nil || n < 1 || (!cosmos && n > answer.MaxTop) {
+			return 0, keys.Filter{}, errInvalidInput
+		}
+		top = min(n, answer.MaxTop)
+	}
+	var filter string
+	if f := v["$filter"]; len(f) > 0 {
+		filter = f[0]
+	}
+	f, err := keys.ParseFilter(filter)
+	if err != nil {
+		return 0, keys.Filter{}, errInvalidInput
+	}
+	return top, f, nil
+}
+
+// serveService answers the account-level requests: service properties
+// (GET and PUT ?restype=service&comp=properties) and statistics.
+func (s *Service) serveService(q *request, method string) {
+	v := q.r.URL.Query()
+	comp := v.Get("comp")
+	if v.Get("restype") != "service" || (comp != "properties" && comp != "stats") {
+		s.fail(q, errInvalidInput)
+		return
+	}
+	perm := byte('r')
+	if method == http.MethodPut {
+		perm = 'w'
+	}
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 's', Permission: perm}); !ok {
+		return
+	}
+	h := q.headers()
+	switch {
+	case method == http.MethodPut && comp == "properties":
+		body, ok := s.readBody(q, 1<<20)
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		s.props = body
+		s.mu.Unlock()
+		q.w.WriteHeader(http.StatusAccepted)
+	case method == http.MethodGet && comp == "properties":
+		s.mu.RLock()
+		body := s.props
+		s.mu.RUnlock()
+		if body == nil {
+			body = []byte(defaultProperties)
+		}
+		h.Set("Content-Type", "application/xml")
+		q.w.WriteHeader(http.StatusOK)
+		q.w.Write(body)
+	case method == http.MethodGet && comp == "stats":
+		h.Set("Content-Type", "application/xml")
+		q.w.WriteHeader(http.StatusOK)
+		q.w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><StorageServiceStats><GeoReplication><Status>live</Status><LastSyncTime></LastSyncTime></GeoReplication></StorageServiceStats>`))
+	default:
+		s.fail(q, answer.UnsupportedHTTPVerb())
+	}
+}
+
+const defaultProperties = `<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics><MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></MinuteMetrics><Cors /></StorageServiceProperties>`
+
+// serveACL answers Get and Set Table ACL (?comp=acl): the stored access
+// policies, kept as the XML the client set.
+func (s *Service) serveACL(q *request, name, method string) {
+	if q.r.URL.Query().Get("comp") != "acl" {
+		s.fail(q, errInvalidInput)
+		return
+	}
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'r', Name: name}); !ok {
+		return
+	}
+	t := s.openTable(q, name)
+	if t == nil {
+		return
+	}
+	switch method {
+	case http.MethodGet:
+		t.mu.RLock()
+		body := t.acl
+		t.mu.RUnlock()
+		if body == nil {
+			body = []byte(`<?xml version="1.0" encoding="utf-8"?><SignedIdentifiers />`)
+		}
+		q.headers().Set("Content-Type", "application/xml")
+		q.w.WriteHeader(http.StatusOK)
+		q.w.Write(body)
+	case http.MethodPut:
+		body, ok := s.readBody(q, 1<<20)
+		if !ok {
+			return
+		}
+		t.mu.Lock()
+		t.acl = body
+		t.mu.Unlock()
+		q.headers()
+		q.w.WriteHeader(http.StatusNoContent)
+	default:
+		s.fail(q, answer.UnsupportedHTTPVerb())
+	}
+}

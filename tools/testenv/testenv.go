@@ -1,0 +1,410 @@
+// Package testenv gives tablekit's storage tests an account, unique
+// resource names and cleanup. One service serves a whole test binary,
+// started on first use and stopped when the binary exits:
+//
+//   - by default, tablekit's emulator (emulator), which
+//     answers as Azure does: in the test process, or in a process of its
+//     own when TABLEKIT_TEST_EMULATOR names a tablekit command
+//     (EnvEmulatorBinary; make test sets it);
+//   - with TABLEKIT_TEST_TARGET=azurite, Azurite through the
+//     integration/azurite harness in strict mode (Azure's rules that
+//     Azurite lets through are enforced by its proxy); with
+//     TABLEKIT_TEST_STRICT=0 too, plain Azurite;
+//   - with TABLEKIT_TEST_CONNECTION_STRING set, that account.
+//
+// With TABLEKIT_TEST_EARLY_END set to a probability, the emulators it
+// starts end query pages early as Azure may (emulator.Options.EarlyEnd,
+// seeded by TABLEKIT_TEST_EARLY_END_SEED, 1 by default): the tests then
+// prove that nothing stops at a short or empty page. Early ends add
+// requests and change where pages end, so CountingAccount's queries (its
+// tests assert request counts) are exempt (emulator.NoEarlyEndHeader), and
+// MainConnectionString (Examples, whose output shows pages) is a second
+// emulator, one that ends no page early.
+//
+// Tests never skip when Azurite is missing: they fail with the command
+// that installs it.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/emulator"
+)
+
+// EnvConnectionString selects a real account for the tests.
+const EnvConnectionString = "TABLEKIT_TEST_CONNECTION_STRING"
+
+// EnvTarget selects the service the tests start when no account is set:
+// "emulator" (the default) or "azurite".
+const EnvTarget = "TABLEKIT_TEST_TARGET"
+
+// The targets EnvTarget names.
+const (
+	TargetEmulator = "emulator"
+	TargetAzurite  = "azurite"
+)
+
+// EnvEarlyEnd set to a probability (0 to 1) makes the emulators testenv
+// starts end query pages early (emulator.Options.EarlyEnd); EnvEarlyEndSeed
+// seeds their choices (an integer, 1 when unset).
+const (
+	EnvEarlyEnd     = "TABLEKIT_TEST_EARLY_END"
+	EnvEarlyEndSeed = "TABLEKIT_TEST_EARLY_END_SEED"
+)
+
+// EnvStrict set to "0" runs the tests on plain Azurite, without the strict
+// proxy (integration/azurite Options.Strict) that enforces Azure's rules.
+const EnvStrict = "TABLEKIT_TEST_STRICT"
+
+var (
+	once     sync.Once
+	connStr  string
+	startErr error
+	stopper  interface{ Stop() error }
+
+	// With early ends: the emulator that ends none, for Examples.
+	plainOnce sync.Once
+	plain     interface{ Stop() error }
+	plainConn string
+	plainErr  error
+)
+
+// Main runs the tests and then stops the shared Azurite, if one was
+// started. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//
+// Without it, Azurite is killed when the test binary exits (on Linux).
+func Main(m *testing.M) {
+	code := m.Run()
+	if stopper != nil {
+		stopper.Stop()
+	}
+	if plain != nil {
+		plain.Stop()
+	}
+	os.Exit(code)
+}
+
+// ConnectionString returns the connection string of the test account,
+// starting the emulator or Azurite on first use.
+func ConnectionString(t testing.TB) string {
+	t.Helper()
+	start()
+	if startErr != nil {
+		t.Fatalf("testenv: cannot start %s: %v", Target(), startErr)
+	}
+	return connStr
+}
+
+// MainConnectionString is ConnectionString for TestMain and Example
+// functions, which have no testing.TB: when the service cannot start it
+// prints why and exits the test binary with status 1.
+//
+// With TABLEKIT_TEST_EARLY_END, it is an emulator that ends no page
+// early: an Example's output shows its pages.
+func MainConnectionString() string {
+	cs, err := exactConnectionString()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: cannot start %s: %v\n", Target(), err)
+		os.Exit(1)
+	}
+	return cs
+}
+
+// exactConnectionString is the connection string of a service whose query
+// pages end only at $top or at their range's end: the shared one, or with
+// TABLEKIT_TEST_EARLY_END an emulator that ends none early, started on
+// first use (for Examples, which keep to their own tables).
+func exactConnectionString() (string, error) {
+	start()
+	if startErr != nil {
+		return "", startErr
+	}
+	if !EarlyEnd() {
+		return connStr, nil
+	}
+	plainOnce.Do(func() { plain, plainConn, plainErr = startEmulator(context.Background(), nil) })
+	if plainErr != nil {
+		return "", plainErr
+	}
+	return plainConn, nil
+}
+
+func start() {
+	once.Do(func() {
+		if cs := strings.TrimSpace(os.Getenv(EnvConnectionString)); cs != "" {
+			connStr = cs
+			return
+		}
+		switch Target() {
+		case TargetEmulator:
+			ee, err := earlyEnd()
+			if err != nil {
+				startErr = err
+				return
+			}
+			stopper, connStr, startErr = startEmulator(context.Background(), ee)
+		case TargetAzurite:
+			// Strict: Azurite behind the proxy that refuses what Azure
+			// refuses, so a test that passes here does not fail on Azure.
+			inst, err := azurite.Start(context.Background(), &azurite.Options{Strict: !Lenient()})
+			if err != nil {
+				startErr = err
+				return
+			}
+			stopper, connStr = inst, inst.ConnectionString
+		default:
+			startErr = fmt.Errorf("%s=%q: want %q or %q", EnvTarget, os.Getenv(EnvTarget), TargetEmulator, TargetAzurite)
+		}
+	})
+}
+
+// earlyEnd reads EnvEarlyEnd and EnvEarlyEndSeed: nil when EnvEarlyEnd is
+// unset or 0.
+func earlyEnd() (*emulator.EarlyEnd, error) {
+	v := strings.TrimSpace(os.Getenv(EnvEarlyEnd))
+	if v == "" {
+		return nil, nil
+	}
+	p, err := strconv.ParseFloat(v, 64)
+	if err != nil || p < 0 || p > 1 {
+		return nil, fmt.Errorf("%s=%q: want a probability from 0 to 1", EnvEarlyEnd, v)
+	}
+	if p == 0 {
+		return nil, nil
+	}
+	seed := int64(1)
+	if sv := strings.TrimSpace(os.Getenv(EnvEarlyEndSeed)); sv != "" {
+		if seed, err = strconv.ParseInt(sv, 10, 64); err != nil {
+			return nil, fmt.Errorf("%s=%q: want an integer", EnvEarlyEndSeed, sv)
+		}
+	}
+	return &emulator.EarlyEnd{Seed: seed, Probability: p}, nil
+}
+
+// EarlyEnd reports whether the tests' emulators end query pages early
+// (TABLEKIT_TEST_EARLY_END).
+func EarlyEnd() bool {
+	ee, _ := earlyEnd()
+	return ee != nil && IsEmulator()
+}
+
+// Target is what the tests run on: "account" when
+// TABLEKIT_TEST_CONNECTION_STRING is set, else TABLEKIT_TEST_TARGET
+// ("emulator" when unset).
+func Target() string {
+	if strings.TrimSpace(os.Getenv(EnvConnectionString)) != "" {
+		return "account"
+	}
+	if t := strings.TrimSpace(os.Getenv(EnvTarget)); t != "" {
+		return t
+	}
+	return TargetEmulator
+}
+
+// IsAzurite reports whether tests run on Azurite (TABLEKIT_TEST_TARGET=azurite),
+// whose answers depart from Azure's in known ways.
+func IsAzurite() bool { return Target() == TargetAzurite }
+
+// IsEmulator reports whether tests run on tablekit's emulator, the
+// default.
+func IsEmulator() bool { return Target() == TargetEmulator }
+
+// Lenient reports whether tests run on plain Azurite, which lets through
+// what Azure refuses (TABLEKIT_TEST_STRICT=0). By default tests run on
+// Azurite in strict mode, which answers those requests as Azure does.
+func Lenient() bool { return IsAzurite() && os.Getenv(EnvStrict) == "0" }
+
+// Account returns an Account on the test storage account.
+func Account(t testing.TB) *tablekit.Account {
+	t.Helper()
+	return AccountWith(t, nil)
+}
+
+// AccountWith is Account with extra client options (such as per-retry
+// policies for fault injection). When they count requests (a
+// *tablekit.RequestCounter among the policies), the account's queries are
+// exempt from early ends, as CountingAccount's are.
+func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account {
+	t.Helper()
+	return accountOn(t, ConnectionString(t), opts)
+}
+
+// CountingAccount returns an Account whose every HTTP attempt is counted.
+// Its queries carry emulator.NoEarlyEndHeader: with TABLEKIT_TEST_EARLY_END
+// the emulator ends none of its pages early, so the tests that assert how
+// many requests an operation takes still can, on the same emulator as the
+// rest of the test (the early-end tests assert exactness instead).
+func CountingAccount(t testing.TB) (*tablekit.Account, *tablekit.RequestCounter) {
+	t.Helper()
+	return CountingAccountOn(t, ConnectionString(t))
+}
+
+// CountingAccountOn is CountingAccount on the account of connStr (such as
+// OtherAccount's).
+func CountingAccountOn(t testing.TB, connStr string) (*tablekit.Account, *tablekit.RequestCounter) {
+	t.Helper()
+	c := &tablekit.RequestCounter{}
+	return accountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{c},
+	}}), c
+}
+
+// accountOn connects to connStr with opts, adding exactPages when opts
+// count requests (opts itself unchanged).
+func accountOn(t testing.TB, connStr string, opts *tablekit.AccountOptions) *tablekit.Account {
+	t.Helper()
+	if opts != nil && counts(opts) {
+		o := *opts
+		o.ClientOptions.PerRetryPolicies = append(slices.Clone(o.ClientOptions.PerRetryPolicies), exactPages{})
+		opts = &o
+	}
+	acct, err := tablekit.Connect(connStr, opts)
+	if err != nil {
+		t.Fatalf("testenv: connect: %v", err)
+	}
+	return acct
+}
+
+// counts reports whether opts' policies include a request counter.
+func counts(opts *tablekit.AccountOptions) bool {
+	for _, p := range slices.Concat(opts.ClientOptions.PerCallPolicies, opts.ClientOptions.PerRetryPolicies) {
+		if _, ok := p.(*tablekit.RequestCounter); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// exactPages sets emulator.NoEarlyEndHeader on every request.
+type exactPages struct{}
+
+func (exactPages) Do(req *policy.Request) (*http.Response, error) {
+	req.Raw().Header.Set(emulator.NoEarlyEndHeader, "1")
+	return req.Next()
+}
+
+// TableName returns a unique table name for this test (letters and
+// digits). If a table of that name exists when the test ends, it is
+// deleted.
+func TableName(t testing.TB) string {
+	t.Helper()
+	name := "t" + alnum(t.Name(), 40) + suffix()
+	t.Cleanup(func() { deleteTable(t, name) })
+	return name
+}
+
+// Table creates a table with a unique name and deletes it when the test
+// ends.
+func Table(t testing.TB, acct *tablekit.Account) *aztables.Client {
+	t.Helper()
+	name := TableName(t)
+	c := acct.Tables().NewClient(name)
+	if _, err := c.CreateTable(context.Background(), nil); err != nil {
+		t.Fatalf("testenv: create table %s: %v", name, err)
+	}
+	return c
+}
+
+// QueueName returns a unique queue name for this test (lowercase letters,
+// digits and hyphens). If the queue exists when the test ends, it is
+// deleted.
+func QueueName(t testing.TB) string {
+	t.Helper()
+	name := "q-" + strings.ToLower(alnum(t.Name(), 40)) + "-" + suffix()
+	t.Cleanup(func() {
+		acct, err := tablekit.Connect(connStr, nil)
+		if err == nil && acct.Queues() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = acct.Queues().DeleteQueue(ctx, name, nil)
+		}
+	})
+	return name
+}
+
+// ContainerName returns a unique blob container name for this test. If the
+// container exists when the test ends, it is deleted.
+func ContainerName(t testing.TB) string {
+	t.Helper()
+	name := "c-" + strings.ToLower(alnum(t.Name(), 40)) + "-" + suffix()
+	t.Cleanup(func() {
+		acct, err := tablekit.Connect(connStr, nil)
+		if err == nil && acct.Blobs() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = acct.Blobs().DeleteContainer(ctx, name, nil)
+		}
+	})
+	return name
+}
+
+func deleteTable(t testing.TB, name string) {
+	if connStr == "" {
+		return
+	}
+	acct, err := tablekit.Connect(connStr, nil)
+	if err != nil || acct.Tables() == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = acct.Tables().DeleteTable(ctx, name, nil)
+}
+
+// alnum keeps the ASCII letters and digits of s, at most n of them.
+func alnum(s string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < n; i++ {
+		c := s[i]
+		if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// OtherAccount starts a second service of the tests' target (an emulator
+// or an Azurite, another account to copy to) for this test only and
+// returns its connection string; it is stopped when the test ends. On a
+// real account (TABLEKIT_TEST_CONNECTION_STRING) there is no second one:
+// the test fails, naming what it needs.
+func OtherAccount(t testing.TB) string {
+	t.Helper()
+	switch Target() {
+	case TargetEmulator:
+		ee, err := earlyEnd()
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		return startEmulatorTB(t, ee)
+	case TargetAzurite:
+		return azurite.StartTB(t, nil).ConnectionString
+	}
+	t.Fatalf("testenv: this test needs a second account, which %s cannot start on a real account", EnvConnectionString)
+	return ""
+}

@@ -1,0 +1,135 @@
+package testenv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/keys"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestNamesAreUniqueAndValid(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 50; i++ {
+		tn, qn, cn := testenv.TableName(t), testenv.QueueName(t), testenv.ContainerName(t)
+		if err := keys.ValidateTableName(tn); err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.ValidateQueueName(qn); err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.ValidateContainerName(cn); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{tn, qn, cn} {
+			if seen[n] {
+				t.Fatalf("name %q handed out twice", n)
+			}
+			seen[n] = true
+		}
+	}
+}
+
+func TestTableIsDeletedAtCleanup(t *testing.T) {
+	acct := testenv.Account(t)
+	var name string
+	t.Run("inner", func(t *testing.T) {
+		name = testenv.TableName(t)
+		c := acct.Tables().NewClient(name)
+		if _, err := c.CreateTable(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AddEntity(context.Background(), []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	_, err := acct.Tables().NewClient(name).GetEntity(context.Background(), "p", "r", nil)
+	if !errors.Is(tablekit.MapError(err, "", ""), tablekit.ErrNotFound) {
+		t.Fatalf("table %s still readable after its test ended: %v", name, err)
+	}
+}
+
+func TestCountingAccountCountsEveryRequest(t *testing.T) {
+	acct, counter := testenv.CountingAccount(t)
+	c := testenv.Table(t, acct)
+	counter.Reset()
+	ctx := context.Background()
+	if _, err := c.AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetEntity(ctx, "p", "r", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.Count(); n != 2 {
+		t.Fatalf("counted %d requests for an insert and a get, want 2:\n%s", n, counter.Requests())
+	}
+}
+
+// With TABLEKIT_TEST_EARLY_END, the emulators testenv starts end pages
+// early (OtherAccount's here), except for CountingAccount's queries: a
+// query's requests stay countable.
+func TestEarlyEndEnv(t *testing.T) {
+	t.Setenv(testenv.EnvEarlyEnd, "0.5")
+	t.Setenv(testenv.EnvEarlyEndSeed, "3")
+	if testenv.EarlyEnd() != testenv.IsEmulator() {
+		t.Fatalf("EarlyEnd() = %v on %s", testenv.EarlyEnd(), testenv.Target())
+	}
+	if !testenv.IsEmulator() {
+		t.Fatalf("this test needs the emulator, not %s", testenv.Target())
+	}
+	other := testenv.OtherAccount(t)
+	acct, err := tablekit.Connect(other, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	name := testenv.TableName(t)
+	tbl := acct.Tables().NewClient(name)
+	if _, err := tbl.CreateTable(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := tbl.AddEntity(ctx, []byte(fmt.Sprintf(`{"PartitionKey":"p","RowKey":"r%02d"}`, i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pages reads the table in pages of 10 and returns the requests taken.
+	pages := func(acct *tablekit.Account, c *tablekit.RequestCounter) int64 {
+		t.Helper()
+		c.Reset()
+		top := int32(10)
+		pager := acct.Tables().NewClient(name).NewListEntitiesPager(&aztables.ListEntitiesOptions{Top: &top})
+		n := 0
+		for pager.More() {
+			p, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(p.Entities)
+		}
+		if n != 40 {
+			t.Fatalf("the pages held %d entities, want 40", n)
+		}
+		return c.Count()
+	}
+	c := &tablekit.RequestCounter{}
+	plain, err := tablekit.Connect(other, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pages(plain, c); n <= 4 {
+		t.Errorf("40 entities in pages of 10 took %d requests on OtherAccount: no page ended early", n)
+	}
+	if n := pages(testenv.CountingAccountOn(t, other)); n != 4 {
+		t.Errorf("40 entities in pages of 10 took %d requests through CountingAccountOn, want 4", n)
+	}
+}
