@@ -14,8 +14,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // Every EDM type survives a trip through the steps that copy entities:

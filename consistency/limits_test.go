@@ -16,8 +16,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // wideEntity is the JSON of an entity with n custom properties.

@@ -18,10 +18,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/benchutil"
 )
 
 // The benchService benchmarks put tablekit's emulator (impl=tablekit) beside

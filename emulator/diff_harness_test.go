@@ -44,8 +44,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 

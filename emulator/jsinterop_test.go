@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // The JS SDK interop test: any language's SDK must be able to point at the

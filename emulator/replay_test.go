@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/emulator/internal/replay"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // recordings are the sessions the Azure SDKs recorded against real Azure

@@ -20,9 +20,9 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // Employee is the guide's employee: department as PartitionKey, id as

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/benchutil"
 	"github.com/tablekit/tablekit/internal/tablehttp"
+	"github.com/tablekit/tablekit/tools/benchutil"
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 

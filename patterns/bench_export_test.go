@@ -12,11 +12,11 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/benchmodel"
 	"github.com/tablekit/tablekit/tools/benchutil"
 	"github.com/tablekit/tablekit/tools/testenv"
-	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns"
 )
 
 // Whole-table benchmarks (issue 26, docs/BENCHMARKS.md "Whole tables").

@@ -19,10 +19,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/benchutil"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The raw side of each benchmark is what a competent Go developer writes

@@ -11,9 +11,9 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/benchmodel"
 	"github.com/tablekit/tablekit/tools/benchutil"
-	"github.com/tablekit/tablekit/patterns"
 )
 
 // EnvImportEntities sets how many entities each op of

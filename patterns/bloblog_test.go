@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 func TestBlobLogGuideStorageAnalyticsLayout(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // AccessEvent is the guide's prepend/append example: employees' network

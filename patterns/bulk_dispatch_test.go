@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/internal/throttle"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 type dispatchRow struct {

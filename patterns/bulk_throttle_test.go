@@ -15,10 +15,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/faults"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/faults"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // isBatch matches entity group transactions (a POST to /$batch).

@@ -9,9 +9,9 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // Writes from many goroutines at once land every entity once, each Write

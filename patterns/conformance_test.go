@@ -47,9 +47,9 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/faults"
 	"github.com/tablekit/tablekit/tools/testenv"
-	"github.com/tablekit/tablekit/patterns"
 )
 
 // cfMode is one way of running a repository's contract.

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/cosmostest"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/cosmostest"
 )
 
 // These tests run tablekit's repositories against the Azure Cosmos DB Table

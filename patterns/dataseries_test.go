@@ -10,9 +10,9 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The guide's data series: how many IM messages each employee sent in

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The guide's denormalization example with the manager and the department

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The guide's one-to-many example ("Handle one-to-many relationships"),

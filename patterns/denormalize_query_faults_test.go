@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The query-derived denormalizations in the conformance suite's modes

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // denormDepartment is the guide's department entity with the manager's

@@ -17,10 +17,10 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/tools/faults"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/faults"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // fastFaultRetry is the fast retry mode of the fault suites: azcore

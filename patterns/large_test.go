@@ -13,8 +13,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // LargeEmployee is the guide's large entity example: an employee whose

@@ -20,10 +20,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/faults"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/faults"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // mfRepos are the index repositories whose Rebuild, Verify and Repair

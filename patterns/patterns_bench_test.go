@@ -13,10 +13,10 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/benchutil"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // Each pattern's main operation, with the request count it costs, against

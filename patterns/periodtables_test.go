@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // SignIn is the guide's high volume delete example: sign-in attempts,

@@ -23,9 +23,9 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/faults"
 	"github.com/tablekit/tablekit/tools/testenv"
-	"github.com/tablekit/tablekit/patterns"
 )
 
 // errOutcomeUnknown is the error a write returns when nothing can tell

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/faults"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/faults"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The read-modify-writes of the index repositories run on wire's one

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // TestSplitReadsFirstPages: a Scan's split search reads the first page of

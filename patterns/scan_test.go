@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // TestScanReadsEveryRowOnce: on every layout, a parallel scan hands fn

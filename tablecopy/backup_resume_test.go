@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // A backup interrupted after it cut its key ranges and before its first

@@ -16,15 +16,15 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/tools/benchmodel"
-	"github.com/tablekit/tablekit/tools/benchutil"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/benchmodel"
+	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // EnvCopyEntities sets the size of the copy and backup benchmarks' table

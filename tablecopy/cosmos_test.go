@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/cosmostest"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/cosmostest"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The Cosmos DB profile, through answers Cosmos DB really gave (no

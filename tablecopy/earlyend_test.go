@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // Azure may end a query page early (at a partition server's boundary,

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // A distributed copy (with Insert) and a distributed backup, each range's

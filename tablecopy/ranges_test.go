@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // A backup cuts each table into key ranges, each with its own segments,

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/cmd/internal/cliconn"
+	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/tablecopy"
 )
 

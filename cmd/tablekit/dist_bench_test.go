@@ -12,13 +12,13 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/emulator/load"
-	"github.com/tablekit/tablekit/tools/benchutil"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 var (

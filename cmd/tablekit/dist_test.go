@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 var (

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // fixtureDir holds a backup chain (a full backup and an incremental one

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // EnvKillEntities sets the size of the table TestKilledResumeWhenPagesEndEarly

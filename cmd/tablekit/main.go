@@ -24,8 +24,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/cmd/internal/cliconn"
+	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/patterns"
 )
 

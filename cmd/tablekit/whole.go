@@ -16,8 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/cmd/internal/cliconn"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
 )

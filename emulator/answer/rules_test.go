@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/entity"
 )
 
 func ent(props map[string]entity.Value) entity.Entity {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/emulator/load"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/load"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // Azure-like load: the proxy in front of the table endpoint adds latency

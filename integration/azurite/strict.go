@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/emulator/load"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/load"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // Strict mode: a loopback reverse proxy in front of Azurite's table

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"net/http"
 
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // parseBatch reads the operations of the change set of a multipart/mixed

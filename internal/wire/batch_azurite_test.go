@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 func openBoth(t *testing.T) map[string]*wire.Table {

@@ -3,8 +3,8 @@ package wire_test
 import (
 	"testing"
 
-	"github.com/tablekit/tablekit/tools/cosmostest"
 	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/tools/cosmostest"
 )
 
 // A table of a Cosmos DB Table API endpoint gets the Cosmos DB profile and

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 type scanRow struct {

@@ -10,9 +10,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/tools/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // A table opened with the Cosmos DB profile refuses, before any request,

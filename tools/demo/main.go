@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 func main() {

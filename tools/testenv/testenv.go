@@ -44,8 +44,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // EnvConnectionString selects a real account for the tests.

@@ -14,8 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 type hotCase struct {

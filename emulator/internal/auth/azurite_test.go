@@ -17,8 +17,8 @@ import (
 	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // TestAgainstAzurite sends the same signed requests to the Authenticator

@@ -14,8 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // tableClients are aztables' clients (Shared Key Lite) of the test

@@ -30,8 +30,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
 
 // Config is what the service serves and how.

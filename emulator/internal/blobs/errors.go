@@ -3,8 +3,8 @@ package blobs
 import (
 	"net/http"
 
-	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
 
 // Azure's answers, as the Blob service words them.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // errorElements sends method to url (a POST with a message) and returns the answer's

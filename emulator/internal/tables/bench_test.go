@@ -14,9 +14,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/emulator/internal/tables"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/emulator/internal/tables"
 )
 
 // sas is an account SAS query string with every permission, for the

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // parseEntity reads an entity to write and applies Azure's rules to it

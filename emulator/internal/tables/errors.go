@@ -3,8 +3,8 @@ package tables
 import (
 	"net/http"
 
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/entity"
 )
 
 // format is the JSON the client asked for: odata=nometadata,

@@ -17,9 +17,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/tables"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // server is one emulator Table service on a loopback port.

@@ -15,9 +15,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/tables"
 	"github.com/tablekit/tablekit/emulator/load"
-	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )

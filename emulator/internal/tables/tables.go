@@ -49,8 +49,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
 
 // Load is the scale model's view of the work the service does. A nil
