@@ -17,7 +17,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/tablehttp"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // EnvConnectionString is the conventional environment variable holding a
@@ -361,11 +363,13 @@ func checkEndpoints(ep Endpoints) error {
 }
 
 func wrapClientErr(service string, err error) error {
-	return &connError{msg: "cannot create the " + service + " client: " + redact(err.Error())}
+	return &connError{msg: "cannot create the " + service + " client: " + Redact(err.Error())}
 }
 
-// redact is Redact, under the name the package's own callers use.
-func redact(s string) string { return Redact(s) }
+var (
+	validateTableName = keys.ValidateTableName
+	validateQueueName = keys.ValidateQueueName
+)
 
 // Redact returns s with credentials replaced by REDACTED: the value of
 // every SAS signature (sig=..., also URL-escaped as sig%3D... inside
@@ -379,101 +383,4 @@ func redact(s string) string { return Redact(s) }
 // response (so an *azcore.ResponseError's RawResponse.Request.URL holds no
 // signature). Use it on text of your own that may hold a SAS URL or a
 // connection string before it reaches a log.
-func Redact(s string) string {
-	var b strings.Builder
-	for {
-		i, m := nextSecret(s)
-		if i < 0 {
-			if b.Len() == 0 {
-				return s
-			}
-			b.WriteString(s)
-			return b.String()
-		}
-		start := i + len(m.name)
-		end := start + m.valueLen(s[start:])
-		b.WriteString(s[:start])
-		if end > start {
-			b.WriteString("REDACTED")
-		}
-		s = s[end:]
-	}
-}
-
-// redactError returns err, or when its text holds a credential, an error
-// printing that text redacted and unwrapping to err.
-func redactError(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if r := Redact(msg); r != msg {
-		return &redactedError{msg: r, err: err}
-	}
-	return err
-}
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// secretMarker is a name whose value is a credential.
-type secretMarker struct {
-	name string // lower case, with its '=' (or "%3d")
-	// inQuery: the value ends at '&' (or "%26" when escaped); otherwise
-	// it runs to the end of the connection-string setting.
-	inQuery, escaped bool
-}
-
-var secretMarkers = []secretMarker{
-	{name: "sig=", inQuery: true},
-	{name: "sig%3d", inQuery: true, escaped: true},
-	{name: "accountkey="},
-	{name: "sharedaccesssignature="},
-}
-
-// nextSecret finds the first marker in s, ignoring ASCII case.
-func nextSecret(s string) (int, secretMarker) {
-	for i := 0; i < len(s); i++ {
-		for _, m := range secretMarkers {
-			if len(s)-i >= len(m.name) && asciiEqualFold(s[i:i+len(m.name)], m.name) {
-				return i, m
-			}
-		}
-	}
-	return -1, secretMarker{}
-}
-
-// valueLen is the length of the value at the start of v. A value ends at
-// white space, a quote, a backslash (an escape in JSON or Go syntax), an
-// angle bracket, ';' or ',', and a query value also at '&' and '#'.
-func (m secretMarker) valueLen(v string) int {
-	for j := 0; j < len(v); j++ {
-		switch c := v[j]; {
-		case c <= ' ' || c == 0x7f, c == '"', c == '\'', c == '\\', c == '<', c == '>', c == ';', c == ',':
-			return j
-		case m.inQuery && (c == '&' || c == '#'):
-			return j
-		case m.escaped && c == '%' && len(v)-j >= 3 && asciiEqualFold(v[j:j+3], "%26"):
-			return j
-		}
-	}
-	return len(v)
-}
-
-func asciiEqualFold(a, lower string) bool {
-	for i := 0; i < len(a); i++ {
-		c := a[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
-}
+func Redact(s string) string { return redact.Redact(s) }

@@ -144,7 +144,7 @@ func (s *TableSAS) ConnectionString() string {
 // Format prints the SAS with its signature replaced by REDACTED, for every
 // verb: a *TableSAS that reaches a log line does not hand out access.
 func (s TableSAS) Format(f fmt.State, verb rune) {
-	_, _ = f.Write([]byte("TableSAS{" + s.Table + " " + s.Endpoint + "?" + redact(s.query) + "}"))
+	_, _ = f.Write([]byte("TableSAS{" + s.Table + " " + s.Endpoint + "?" + Redact(s.query) + "}"))
 }
 
 // TableSAS signs a service SAS for one table with the account key, locally

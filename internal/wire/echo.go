@@ -18,8 +18,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -39,11 +39,11 @@ func openOutcome(typ OpType, err error, tries int32) bool {
 func isEcho(typ OpType, err error) bool {
 	switch typ {
 	case OpInsert:
-		return errors.Is(err, tablekit.ErrAlreadyExists)
+		return errors.Is(err, errs.ErrAlreadyExists)
 	case OpReplace, OpMerge:
-		return errors.Is(err, tablekit.ErrPreconditionFailed)
+		return errors.Is(err, errs.ErrPreconditionFailed)
 	case OpDelete:
-		return errors.Is(err, tablekit.ErrNotFound) || errors.Is(err, tablekit.ErrPreconditionFailed)
+		return errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrPreconditionFailed)
 	}
 	return false
 }
@@ -52,15 +52,15 @@ func isEcho(typ OpType, err error) bool {
 // may or may not have been applied: a transient service answer after
 // azcore's retries, a transport failure, or the context ending mid-request.
 func IsTransientOrLost(err error) bool {
-	var te *tablekit.TransactionError
+	var te *errs.TransactionError
 	if errors.As(err, &te) {
 		return te.StatusCode == 408 || te.StatusCode == 429 || te.StatusCode >= 500
 	}
-	return tablekit.IsTransient(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return errs.IsTransient(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func outcomeUnknown(op, resource string, err error) error {
-	return tablekit.NewOutcomeUnknown(op, resource, err)
+	return errs.NewOutcomeUnknown(op, resource, err)
 }
 
 // showsEffect reports whether stored (the entity's JSON, nil when absent)

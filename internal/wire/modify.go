@@ -34,9 +34,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/errs"
 )
 
 // UpdateLogProperty is the property in which Modify records the ids of the
@@ -167,7 +167,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			return Modified{}, err
 		}
 		if o.IfMatch != "" && o.IfMatch != "*" && stored != nil && etag != o.IfMatch {
-			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity changed since the caller read it (stored ETag %s, expected %s)", o.Verb, label, tablekit.ErrPreconditionFailed, etag, o.IfMatch)
+			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity changed since the caller read it (stored ETag %s, expected %s)", o.Verb, label, errs.ErrPreconditionFailed, etag, o.IfMatch)
 		}
 		ops, err := fn(stored, etag)
 		if errors.Is(err, ErrNoChange) {
@@ -185,7 +185,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 		switch {
 		case stored == nil && op.Type != OpInsert:
-			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity does not exist, so only an insert can follow", o.Verb, label, tablekit.ErrNotFound)
+			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity does not exist, so only an insert can follow", o.Verb, label, errs.ErrNotFound)
 		case stored != nil && op.Type != OpReplace && op.Type != OpMerge && op.Type != OpDelete:
 			return Modified{}, fmt.Errorf("tablekit: %s %s: a change of an existing entity is a replace, merge or delete, not %v", o.Verb, label, op.Type)
 		}
@@ -302,7 +302,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 // failedType is the type of the operation err names (a transaction's
 // failing operation), else of the first.
 func failedType(ops []Op, err error) OpType {
-	var te *tablekit.TransactionError
+	var te *errs.TransactionError
 	if errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) {
 		return ops[te.Index].Type
 	}
@@ -314,9 +314,9 @@ func failedType(ops []Op, err error) OpType {
 func isConflict(typ OpType, err error) bool {
 	switch typ {
 	case OpInsert:
-		return errors.Is(err, tablekit.ErrAlreadyExists)
+		return errors.Is(err, errs.ErrAlreadyExists)
 	default:
-		return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound)
+		return errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound)
 	}
 }
 
@@ -404,7 +404,7 @@ func WithProp(body []byte, name, value string) ([]byte, error) {
 		out := make([]byte, 0, len(body)+len(name)+len(value)+8)
 		i := bytes.LastIndexByte(body, '}')
 		if i < 0 {
-			return nil, fmt.Errorf("%w: the entity is not a JSON object", tablekit.ErrInvalidEntity)
+			return nil, fmt.Errorf("%w: the entity is not a JSON object", errs.ErrInvalidEntity)
 		}
 		out = append(out, bytes.TrimRight(body[:i], " \t\r\n")...)
 		if len(bytes.TrimSpace(out)) > 1 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -120,34 +120,34 @@ func ValidateKeys(pk, rk string) error {
 // name the operation's index.
 func ValidateTransaction(ops []Op) error {
 	if len(ops) == 0 {
-		return fmt.Errorf("%w: no operations", tablekit.ErrInvalidTransaction)
+		return fmt.Errorf("%w: no operations", errs.ErrInvalidTransaction)
 	}
 	if len(ops) > MaxTransactionOps {
-		return fmt.Errorf("%w: %d operations; at most %d are allowed", tablekit.ErrInvalidTransaction, len(ops), MaxTransactionOps)
+		return fmt.Errorf("%w: %d operations; at most %d are allowed", errs.ErrInvalidTransaction, len(ops), MaxTransactionOps)
 	}
 	var seen RowKeySet
 	size := 0
 	for i, op := range ops {
 		if op.Type < OpInsert || op.Type > OpDelete {
-			return fmt.Errorf("%w: operation %d: unknown type %v", tablekit.ErrInvalidTransaction, i, op.Type)
+			return fmt.Errorf("%w: operation %d: unknown type %v", errs.ErrInvalidTransaction, i, op.Type)
 		}
 		if err := ValidateKeys(op.PartitionKey, op.RowKey); err != nil {
 			return fmt.Errorf("operation %d: %w", i, err)
 		}
 		if op.PartitionKey != ops[0].PartitionKey {
-			return fmt.Errorf("%w: operation %d has PartitionKey %q but operation 0 has %q; a transaction covers one partition", tablekit.ErrInvalidTransaction, i, op.PartitionKey, ops[0].PartitionKey)
+			return fmt.Errorf("%w: operation %d has PartitionKey %q but operation 0 has %q; a transaction covers one partition", errs.ErrInvalidTransaction, i, op.PartitionKey, ops[0].PartitionKey)
 		}
 		if j, dup := seen.Lookup(ops, op.RowKey); dup {
-			return fmt.Errorf("%w: operations %d and %d both touch RowKey %q; one operation per entity", tablekit.ErrInvalidTransaction, j, i, op.RowKey)
+			return fmt.Errorf("%w: operations %d and %d both touch RowKey %q; one operation per entity", errs.ErrInvalidTransaction, j, i, op.RowKey)
 		}
 		seen.Add(ops, i)
 		if op.Type != OpDelete && len(op.Entity) == 0 {
-			return fmt.Errorf("%w: operation %d (%v) has no entity body", tablekit.ErrInvalidTransaction, i, op.Type)
+			return fmt.Errorf("%w: operation %d (%v) has no entity body", errs.ErrInvalidTransaction, i, op.Type)
 		}
 		size += OpWireSize(op)
 	}
 	if size > MaxTransactionBytes {
-		return fmt.Errorf("%w: the request body would be about %d bytes; at most %d (4 MiB) are allowed", tablekit.ErrInvalidTransaction, size, MaxTransactionBytes)
+		return fmt.Errorf("%w: the request body would be about %d bytes; at most %d (4 MiB) are allowed", errs.ErrInvalidTransaction, size, MaxTransactionBytes)
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func validateOp(op Op) error {
 		return err
 	}
 	if op.Type != OpDelete && len(op.Entity) == 0 {
-		return fmt.Errorf("tablekit: %v of (%q, %q): %w: no entity body", op.Type, op.PartitionKey, op.RowKey, tablekit.ErrInvalidEntity)
+		return fmt.Errorf("tablekit: %v of (%q, %q): %w: no entity body", op.Type, op.PartitionKey, op.RowKey, errs.ErrInvalidEntity)
 	}
 	return nil
 }

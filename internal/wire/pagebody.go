@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/bufpool"
+	"github.com/tablekit/tablekit/internal/errs"
 )
 
 // Query pages are read into a buffer sized by the response's
@@ -79,7 +79,7 @@ func (f *restPath) pageBody(ctx context.Context, q Query, pos *Continuation, buf
 			return nil, nil, ctx.Err()
 		}
 		if attempt == pageReadAttempts {
-			return nil, nil, tablekit.MapError(err, "query (reading the page)", label)
+			return nil, nil, errs.MapError(err, "query (reading the page)", label)
 		}
 	}
 }

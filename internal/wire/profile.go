@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -43,7 +43,7 @@ const CosmosMaxTransactionBytes = 2 << 20
 // ErrUnsortedResults is returned (wrapped) by RequireSortedResults when
 // the service does not return query results in PartitionKey, RowKey order:
 // tablekit.ErrUnsortedResults.
-var ErrUnsortedResults = tablekit.ErrUnsortedResults
+var ErrUnsortedResults = errs.ErrUnsortedResults
 
 // ProfileFor returns the profile of an endpoint: CosmosProfile when cosmos
 // (tablehttp.Client.IsCosmos), StorageProfile otherwise.
@@ -119,7 +119,7 @@ func (p *Profile) validateProperties(op Op) error {
 			name = name[:i] // "ID@odata.type" annotates ID
 		}
 		if slices.Contains(CosmosReservedProperties, name) {
-			return fmt.Errorf("%w: property %q is reserved by %s (reserved: %s)", tablekit.ErrInvalidEntity, name, p.name, strings.Join(CosmosReservedProperties, ", "))
+			return fmt.Errorf("%w: property %q is reserved by %s (reserved: %s)", errs.ErrInvalidEntity, name, p.name, strings.Join(CosmosReservedProperties, ", "))
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
@@ -148,7 +148,7 @@ func (p *Profile) ValidateTransaction(ops []Op) error {
 		size += OpWireSize(op)
 	}
 	if size > CosmosMaxTransactionBytes {
-		return fmt.Errorf("%w: the request body would be about %d bytes; %s accepts at most %d (2 MB)", tablekit.ErrInvalidTransaction, size, p.name, CosmosMaxTransactionBytes)
+		return fmt.Errorf("%w: the request body would be about %d bytes; %s accepts at most %d (2 MB)", errs.ErrInvalidTransaction, size, p.name, CosmosMaxTransactionBytes)
 	}
 	return nil
 }

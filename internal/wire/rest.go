@@ -22,9 +22,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
@@ -118,9 +118,9 @@ func (f *restPath) send(req *policy.Request, op, resource string, ok ...int) (*h
 // with a status it did not want.
 func failed(resp *http.Response, err error, op, resource string) error {
 	if err != nil {
-		return tablekit.MapError(err, op, resource)
+		return errs.MapError(err, op, resource)
 	}
-	return tablekit.MapError(runtime.NewResponseError(resp), op, resource)
+	return errs.MapError(runtime.NewResponseError(resp), op, resource)
 }
 
 func (f *restPath) write(ctx context.Context, op Op, verb, label string) (string, error) {
@@ -249,7 +249,7 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 	defer pages.Put(buf)
 	payload, err := readBody(resp, buf)
 	if err != nil {
-		return nil, tablekit.MapError(err, "transaction on (reading the answer)", label)
+		return nil, errs.MapError(err, "transaction on (reading the answer)", label)
 	}
 	results := make([]Result, len(ops))
 	failed, ok := batchOutcome(payload, len(ops), results)
@@ -258,8 +258,8 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 		// the operation, as for the SDK path. A body the reader could not
 		// follow is a failure only if MapError finds one in it.
 		resp.Body = io.NopCloser(bytes.NewReader(bytes.Clone(payload)))
-		mapped := tablekit.MapError(runtime.NewResponseError(resp), "transaction on", label)
-		var te *tablekit.TransactionError
+		mapped := errs.MapError(runtime.NewResponseError(resp), "transaction on", label)
+		var te *errs.TransactionError
 		if failed || errors.As(mapped, &te) {
 			return nil, mapped
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
-	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/errs"
 )
 
 // sdkPath sends every operation through the aztables client: the
@@ -23,7 +23,7 @@ type sdkPath struct {
 func (s *sdkPath) get(ctx context.Context, pk, rk string, _ bool) ([]byte, string, error) {
 	resp, err := s.client.GetEntity(ctx, pk, rk, &aztables.GetEntityOptions{Format: to.Ptr(aztables.MetadataFormatFull)})
 	if err != nil {
-		return nil, "", tablekit.MapError(err, "get", entityLabel(s.table, pk, rk))
+		return nil, "", errs.MapError(err, "get", entityLabel(s.table, pk, rk))
 	}
 	return resp.Value, string(resp.ETag), nil
 }
@@ -60,7 +60,7 @@ func (s *sdkPath) write(ctx context.Context, op Op, verb, label string) (string,
 		_, err = s.client.DeleteEntity(ctx, op.PartitionKey, op.RowKey, &aztables.DeleteEntityOptions{IfMatch: &ifMatch})
 	}
 	if err != nil {
-		return "", tablekit.MapError(err, verb, label)
+		return "", errs.MapError(err, verb, label)
 	}
 	return string(newETag), nil
 }
@@ -79,7 +79,7 @@ func (s *sdkPath) page(ctx context.Context, q Query, pos *Continuation) ([][]byt
 	}
 	resp, err := s.client.NewListEntitiesPager(o).NextPage(ctx)
 	if err != nil {
-		return nil, nil, tablekit.MapError(err, "query", q.label(s.table))
+		return nil, nil, errs.MapError(err, "query", q.label(s.table))
 	}
 	var next *Continuation
 	if resp.NextPartitionKey != nil && *resp.NextPartitionKey != "" {
@@ -119,7 +119,7 @@ func (s *sdkPath) batch(ctx context.Context, ops []Op, label string) ([]Result, 
 	var raw *http.Response
 	_, err := s.client.SubmitTransaction(policy.WithCaptureResponse(ctx, &raw), actions, nil)
 	if err != nil {
-		return nil, tablekit.MapError(err, "transaction on", label)
+		return nil, errs.MapError(err, "transaction on", label)
 	}
 	results := make([]Result, len(ops))
 	if raw != nil {

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
@@ -62,9 +63,21 @@ type Options struct {
 	NoUpdateLog bool
 }
 
-// Open returns the table name of acct. It makes no request.
-func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
-	if acct == nil {
+// Account is what a Table uses of its *tablekit.Account. The core does not
+// import the root package (the root package imports the core's raw
+// transport to build it for each account), so it takes the account
+// through these methods, and reaches the account's raw transport through
+// tablehttp.Of, which the root package sets.
+type Account interface {
+	Table(name string) (*aztables.Client, error)
+	TableEndpoint() string
+	ClientOptions() azcore.ClientOptions
+}
+
+// Open returns the table name of acct (a *tablekit.Account). It makes no
+// request.
+func Open(acct Account, name string, opts *Options) (*Table, error) {
+	if acct == nil || isNilPointer(acct) {
 		return nil, errors.New("tablekit: account is nil")
 	}
 	client, err := acct.Table(name)
@@ -94,6 +107,13 @@ func Open(acct *tablekit.Account, name string, opts *Options) (*Table, error) {
 		t.tr = &sdkPath{client: client, table: name}
 	}
 	return t, nil
+}
+
+// isNilPointer reports whether acct holds a nil pointer (a nil
+// *tablekit.Account): its methods would dereference it.
+func isNilPointer(acct Account) bool {
+	v := reflect.ValueOf(acct)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Name is the table's name.
@@ -130,8 +150,8 @@ func (t *Table) span(ctx context.Context, name string) (context.Context, func(er
 // Create creates the table; an existing table is not an error.
 func (t *Table) Create(ctx context.Context) error {
 	_, err := t.client.CreateTable(ctx, nil)
-	err = tablekit.MapError(err, "create table", t.name)
-	if errors.Is(err, tablekit.ErrAlreadyExists) {
+	err = errs.MapError(err, "create table", t.name)
+	if errors.Is(err, errs.ErrAlreadyExists) {
 		return nil
 	}
 	return err
@@ -140,8 +160,8 @@ func (t *Table) Create(ctx context.Context) error {
 // Drop deletes the table; a missing table is not an error.
 func (t *Table) Drop(ctx context.Context) error {
 	_, err := t.client.Delete(ctx, nil)
-	err = tablekit.MapError(err, "delete table", t.name)
-	if errors.Is(err, tablekit.ErrNotFound) {
+	err = errs.MapError(err, "delete table", t.name)
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -176,7 +196,7 @@ func (t *Table) Stored(ctx context.Context, pk, rk string) ([]byte, string, erro
 
 func (t *Table) stored(ctx context.Context, pk, rk string, typed bool) ([]byte, string, error) {
 	body, etag, err := t.get(ctx, pk, rk, typed)
-	if errors.Is(err, tablekit.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, "", nil
 	}
 	return body, etag, err
@@ -399,7 +419,7 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 // answer when it is one, else by reading back (see batchApplied).
 func (t *Table) settleBatch(ctx context.Context, ops []Op, marked int, id string, tries *attempts.Counter, label string, err error) ([]Result, error) {
 	open := IsTransientOrLost(err)
-	var te *tablekit.TransactionError
+	var te *errs.TransactionError
 	if !open && tries.Load() > 1 && errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) {
 		open = openOutcome(ops[te.Index].Type, err, tries.Load())
 	}

@@ -29,8 +29,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/internal/throttle"
 )
 
@@ -98,8 +98,8 @@ type throttleSignal struct {
 func throttlingOf(err error) throttleSignal {
 	var status int
 	var code, msg string
-	var te *tablekit.TransactionError
-	var se *tablekit.ServiceError
+	var te *errs.TransactionError
+	var se *errs.ServiceError
 	inner := false
 	switch {
 	case errors.As(err, &te):
@@ -233,7 +233,7 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 		sig := throttlingOf(err)
 		switch {
 		case sig.kind == notThrottled:
-			if tablekit.IsTransient(err) {
+			if errs.IsTransient(err) {
 				slot.Release()
 			} else {
 				slot.OK() // the service answered, in time

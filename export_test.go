@@ -1,5 +1,0 @@
-package tablekit
-
-// ParseTransactionError is parseTransactionError, for the package's
-// external tests.
-var ParseTransactionError = parseTransactionError
