@@ -142,26 +142,14 @@ func withKeys(e entity.Entity, pk, rk string, names []string) entity.Entity {
 }
 
 // stringProp returns the text of a property the service carries as a JSON
-// string: a String, and also an Int64, DateTime, Guid or Binary (and a
-// Double NaN or ±Infinity) as their wire text. ok is false when the
-// property is missing or carried as a number or a boolean.
+// string (entity.Value.Text); ok is false when the property is missing or
+// carried as a number or a boolean.
 func stringProp(e entity.Entity, name string) (string, bool) {
 	v, ok := e.Properties[name]
 	if !ok {
 		return "", false
 	}
-	if s, ok := v.V.(string); ok && v.Type == entity.EdmString {
-		return s, true
-	}
-	b, err := v.AppendJSON(nil)
-	if err != nil || len(b) == 0 || b[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(b, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return v.Text()
 }
 
 // upsertEntity writes e (typ: wire.OpUpsertReplace or OpUpsertMerge) through the core

@@ -2,6 +2,7 @@ package entity
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"sync"
 	"time"
@@ -113,4 +114,23 @@ func (v Value) AppendJSON(dst []byte) ([]byte, error) {
 		return dst, &Error{Rule: err.Error(), Err: ErrInvalidEntity}
 	}
 	return b, nil
+}
+
+// Text returns the text of v when the Table service's JSON carries it as a
+// string: a String, and also an Int64, DateTime, Guid or Binary (and a
+// Double NaN or ±Infinity) as their wire text, as AppendJSON writes them.
+// ok is false for a value carried as a number or a boolean, and for one
+// AppendJSON refuses (other than a String, returned as it is).
+func (v Value) Text() (s string, ok bool) {
+	if s, ok := v.V.(string); ok && v.Type == EdmString {
+		return s, true
+	}
+	b, err := v.AppendJSON(nil)
+	if err != nil || len(b) == 0 || b[0] != '"' {
+		return "", false
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return "", false
+	}
+	return s, true
 }

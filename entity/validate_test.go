@@ -220,6 +220,30 @@ func TestValueAppendJSON(t *testing.T) {
 	}
 }
 
+func TestValueText(t *testing.T) {
+	g, _ := entity.ParseGUID("c3a6f5d2-3b1e-4f7a-9d2c-0a1b2c3d4e5f")
+	for _, c := range []struct {
+		v    entity.Value
+		want string
+		ok   bool
+	}{
+		{entity.String(`a"b\u00e9`), `a"b\u00e9`, true},
+		{entity.Int64(9007199254740993), "9007199254740993", true},
+		{entity.DateTime(time.Date(2012, 3, 4, 5, 6, 7, 123456789, time.UTC)), "2012-03-04T05:06:07.1234567Z", true},
+		{entity.Guid(g), "c3a6f5d2-3b1e-4f7a-9d2c-0a1b2c3d4e5f", true},
+		{entity.Binary([]byte{0, 1, 2, 3, 4}), "AAECAwQ=", true},
+		{entity.Double(math.Inf(1)), "Infinity", true},
+		{entity.Double(3), "", false},
+		{entity.Int32(7), "", false},
+		{entity.Bool(true), "", false},
+		{entity.Value{Type: entity.EdmInt64, V: "12"}, "", false},
+	} {
+		if got, ok := c.v.Text(); got != c.want || ok != c.ok {
+			t.Errorf("%#v.Text() = %q, %v; want %q, %v", c.v, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 // FuzzParseEntity: ParseEntity never panics, and what it accepts marshals
 // and parses back to an equal entity.
 func FuzzParseEntity(f *testing.F) {

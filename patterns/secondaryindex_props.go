@@ -1,7 +1,6 @@
 package patterns
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf16"
@@ -74,25 +73,15 @@ func parseProps(body []byte) (rawProps, error) {
 
 func (p rawProps) setString(name, v string) { p[name] = entity.String(v) }
 
-// str returns the text of a property carried as a JSON string: a String,
-// and also an Int64, DateTime, Guid or Binary as their wire text.
+// str returns the text of a property carried as a JSON string
+// (entity.Value.Text): a String, and also an Int64, DateTime, Guid or
+// Binary as their wire text.
 func (p rawProps) str(name string) (string, bool) {
 	v, ok := p[name]
 	if !ok {
 		return "", false
 	}
-	if s, ok := v.V.(string); ok && v.Type == entity.EdmString {
-		return s, true
-	}
-	b, err := v.AppendJSON(nil)
-	if err != nil || len(b) == 0 || b[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(b, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return v.Text()
 }
 
 // project returns a copy of p under other keys, keeping only the named
