@@ -23,9 +23,9 @@ type queue struct {
 	metadata map[string]string // names lowercased
 	acl      []signedIdentifier
 	byID     map[string]*message
-	visible  visHeap // every message, by the time it becomes visible
-	expiring expHeap // every message that can expire, by expiry
-	seq      uint64  // insertion order, to break ties
+	visible  msgHeap[byVisible] // every message, by the time it becomes visible
+	expiring msgHeap[byExpiry]  // every message that can expire, by expiry
+	seq      uint64             // insertion order, to break ties
 }
 
 func newQueue(name string, metadata map[string]string) *queue {
@@ -98,60 +98,56 @@ func (q *queue) take(now time.Time, n int) []*message {
 // fix restores the visibility order after m's nextVisible changed.
 func (q *queue) fix(m *message) { heap.Fix(&q.visible, m.vi) }
 
-// visHeap orders messages by the time they become visible, then by
-// insertion.
-type visHeap []*message
+// msgHeap is a heap of messages in the order O gives: by O's time, then
+// by insertion. Each message keeps its index in the heap in the field O
+// names, so that heap.Fix and heap.Remove find it.
+type msgHeap[O order] []*message
 
-func (h visHeap) Len() int { return len(h) }
-func (h visHeap) Less(i, j int) bool {
-	if !h[i].nextVisible.Equal(h[j].nextVisible) {
-		return h[i].nextVisible.Before(h[j].nextVisible)
+// order chooses the time a msgHeap orders messages by and the message's
+// field that holds its index in that heap.
+type order interface {
+	at(m *message) time.Time
+	index(m *message) *int
+}
+
+// byVisible orders messages by the time they become visible.
+type byVisible struct{}
+
+func (byVisible) at(m *message) time.Time { return m.nextVisible }
+func (byVisible) index(m *message) *int   { return &m.vi }
+
+// byExpiry orders messages by expiry.
+type byExpiry struct{}
+
+func (byExpiry) at(m *message) time.Time { return m.expires }
+func (byExpiry) index(m *message) *int   { return &m.ei }
+
+func (h msgHeap[O]) Len() int { return len(h) }
+func (h msgHeap[O]) Less(i, j int) bool {
+	var o O
+	if a, b := o.at(h[i]), o.at(h[j]); !a.Equal(b) {
+		return a.Before(b)
 	}
 	return h[i].seq < h[j].seq
 }
-func (h visHeap) Swap(i, j int) {
+func (h msgHeap[O]) Swap(i, j int) {
+	var o O
 	h[i], h[j] = h[j], h[i]
-	h[i].vi, h[j].vi = i, j
+	*o.index(h[i]), *o.index(h[j]) = i, j
 }
-func (h *visHeap) Push(x any) {
+func (h *msgHeap[O]) Push(x any) {
+	var o O
 	m := x.(*message)
-	m.vi = len(*h)
+	*o.index(m) = len(*h)
 	*h = append(*h, m)
 }
-func (h *visHeap) Pop() any {
+func (h *msgHeap[O]) Pop() any {
+	var o O
 	old := *h
 	m := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	m.vi = -1
-	return m
-}
-
-// expHeap orders messages by expiry.
-type expHeap []*message
-
-func (h expHeap) Len() int { return len(h) }
-func (h expHeap) Less(i, j int) bool {
-	if !h[i].expires.Equal(h[j].expires) {
-		return h[i].expires.Before(h[j].expires)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h expHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].ei, h[j].ei = i, j
-}
-func (h *expHeap) Push(x any) {
-	m := x.(*message)
-	m.ei = len(*h)
-	*h = append(*h, m)
-}
-func (h *expHeap) Pop() any {
-	old := *h
-	m := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	m.ei = -1
+	*o.index(m) = -1
 	return m
 }
 
