@@ -13,56 +13,37 @@ import (
 )
 
 // serveQueue answers the operations on a queue itself: Create Queue,
-// Delete Queue, Get and Set Queue Metadata, Get and Set Queue ACL.
+// Delete Queue, Get and Set Queue Metadata, Get and Set Queue ACL. Each
+// is authorized with the SAS permission it needs before it runs.
 func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Values, name string) *answer.Error {
-	switch q.Get("comp") {
-	case "":
-		switch r.Method {
-		case http.MethodPut:
-			if e := s.authorize(r, 'c', 'c', name); e != nil {
-				return e
-			}
-			return s.createQueue(w, r, name)
-		case http.MethodDelete:
-			if e := s.authorize(r, 'c', 'd', name); e != nil {
-				return e
-			}
-			return s.deleteQueue(w, r, name)
-		}
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	var perm byte
+	var op func(http.ResponseWriter, *http.Request, string) *answer.Error
+	switch comp := q.Get("comp"); {
+	case comp == "" && r.Method == http.MethodPut:
+		perm, op = 'c', s.createQueue
+	case comp == "" && r.Method == http.MethodDelete:
+		perm, op = 'd', s.deleteQueue
+	case comp == "metadata" && read:
+		perm, op = 'r', s.getMetadata
+	case comp == "metadata" && r.Method == http.MethodPut:
+		perm, op = 'w', s.setMetadata
+	// Only the account owner (Shared Key) may read or set a queue's
+	// access policies: no SAS permission grants it, so the operation
+	// asks for none (permission 0).
+	case comp == "acl" && read:
+		op = s.getACL
+	case comp == "acl" && r.Method == http.MethodPut:
+		op = s.setACL
+	case comp == "", comp == "metadata", comp == "acl":
 		return answer.UnsupportedHTTPVerb()
-	case "metadata":
-		switch r.Method {
-		case http.MethodGet, http.MethodHead:
-			if e := s.authorize(r, 'c', 'r', name); e != nil {
-				return e
-			}
-			return s.getMetadata(w, r, name)
-		case http.MethodPut:
-			if e := s.authorize(r, 'c', 'w', name); e != nil {
-				return e
-			}
-			return s.setMetadata(w, r, name)
-		}
-		return answer.UnsupportedHTTPVerb()
-	case "acl":
-		// Only the account owner (Shared Key) may read or set a queue's
-		// access policies: no SAS permission grants it, so the operation
-		// asks for none (Permission 0).
-		switch r.Method {
-		case http.MethodGet, http.MethodHead:
-			if e := s.authorize(r, 'c', 0, name); e != nil {
-				return e
-			}
-			return s.getACL(w, r, name)
-		case http.MethodPut:
-			if e := s.authorize(r, 'c', 0, name); e != nil {
-				return e
-			}
-			return s.setACL(w, r, name)
-		}
-		return answer.UnsupportedHTTPVerb()
+	default:
+		return answer.InvalidQueryParameter("comp", comp, "")
 	}
-	return answer.InvalidQueryParameter("comp", q.Get("comp"), "")
+	if e := s.authorize(r, 'c', perm, name); e != nil {
+		return e
+	}
+	return op(w, r, name)
 }
 
 // maxMetadata is the most metadata (names and values) a queue holds.
