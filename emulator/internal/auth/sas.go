@@ -63,7 +63,7 @@ var serviceName = [...]string{Blob: "blob", Queue: "queue", Table: "table"}
 // sas checks a shared access signature on r for op.
 func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Error) {
 	if op.Service < Blob || op.Service > Table {
-		return nil, authorizationFailure()
+		return nil, answer.AuthorizationFailure()
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -162,7 +162,7 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 	}
 	if op.Service == Table && (op.ResourceType != 'o' || !strings.EqualFold(q.Get("tn"), op.Name)) {
 		// A table SAS reaches the entities of its own table only.
-		return nil, authorizationFailure()
+		return nil, answer.AuthorizationFailure()
 	}
 	if op.Permission != 0 && strings.IndexByte(sp, op.Permission) < 0 {
 		return nil, permissionMismatch()
@@ -172,7 +172,7 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 		return grantSAS, nil
 	}
 	if op.HasKeys && !kr.Contains(op.PartitionKey, op.RowKey) {
-		return nil, authorizationFailure()
+		return nil, answer.AuthorizationFailure()
 	}
 	return &Grant{SAS: true, KeyRange: kr}, nil
 }
