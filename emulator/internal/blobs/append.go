@@ -84,10 +84,7 @@ func (s *Service) appendBlock(q *request) *answer.Error {
 	b.data = append(b.data, data...)
 	b.appended++
 	b.modified, b.etag = s.clock.next()
-	rh := q.w.Header()
-	setCommon(rh, q.r)
-	rh.Set("ETag", b.etag)
-	rh.Set("Last-Modified", httpTime(b.modified))
+	rh := setVersion(q, b.etag, b.modified)
 	rh.Set("x-ms-blob-append-offset", strconv.Itoa(offset))
 	rh.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.appended))
 	sums.set(rh)

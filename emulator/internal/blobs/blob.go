@@ -185,10 +185,7 @@ func (s *Service) getBlobMetadata(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	h := q.w.Header()
-	setCommon(h, q.r)
-	h.Set("ETag", v.etag)
-	h.Set("Last-Modified", httpTime(v.modified))
+	h := setVersion(q, v.etag, v.modified)
 	setMetadataHeaders(h, v.meta)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -242,10 +239,7 @@ func (s *Service) update(q *request, change func(b *blob) *answer.Error, extra f
 	}
 	nb.modified, nb.etag = s.clock.next()
 	c.blobs[q.blob] = &nb
-	h := q.w.Header()
-	setCommon(h, q.r)
-	h.Set("ETag", nb.etag)
-	h.Set("Last-Modified", httpTime(nb.modified))
+	h := setVersion(q, nb.etag, nb.modified)
 	if extra != nil {
 		extra(h, &nb)
 	}

@@ -126,6 +126,14 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authorized runs op once q is authorized for it (authorize).
+func (s *Service) authorized(q *request, op func(*request) *answer.Error, resource byte, perms ...byte) *answer.Error {
+	if e := s.authorize(q, resource, perms...); e != nil {
+		return e
+	}
+	return op(q)
+}
+
 // authorize checks q for an operation needing one of perms (the first
 // refusal is the answer when every one is refused).
 func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Error {
@@ -153,31 +161,13 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 	m := q.r.Method
 	switch {
 	case m == http.MethodGet && q.comp == "list" && q.restype == "":
-		if e := s.authorize(q, 's', 'l'); e != nil {
-			return e
-		}
-		return s.listContainers(q)
+		return s.authorized(q, s.listContainers, 's', 'l')
 	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "account" && q.comp == "properties":
-		if e := s.authorize(q, 's', 'r'); e != nil {
-			return e
-		}
-		h := q.w.Header()
-		setCommon(h, q.r)
-		h.Set("x-ms-sku-name", "Standard_RAGRS")
-		h.Set("x-ms-account-kind", "StorageV2")
-		h.Set("x-ms-is-hns-enabled", "false")
-		q.w.WriteHeader(http.StatusOK)
-		return nil
+		return s.authorized(q, s.accountProperties, 's', 'r')
 	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "service" && q.comp == "properties":
-		if e := s.authorize(q, 's', 'r'); e != nil {
-			return e
-		}
-		return s.serviceProperties(q)
+		return s.authorized(q, s.serviceProperties, 's', 'r')
 	case m == http.MethodGet && q.restype == "service" && q.comp == "stats":
-		if e := s.authorize(q, 's', 'r'); e != nil {
-			return e
-		}
-		return s.serviceStats(q)
+		return s.authorized(q, s.serviceStats, 's', 'r')
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -189,38 +179,20 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 	read := m == http.MethodGet || m == http.MethodHead
 	switch {
 	case m == http.MethodPut && q.comp == "":
-		if e := s.authorize(q, 'c', 'c', 'w'); e != nil {
-			return e
-		}
-		return s.createContainer(q)
+		return s.authorized(q, s.createContainer, 'c', 'c', 'w')
 	case m == http.MethodDelete && q.comp == "":
-		if e := s.authorize(q, 'c', 'd'); e != nil {
-			return e
-		}
-		return s.deleteContainer(q)
+		return s.authorized(q, s.deleteContainer, 'c', 'd')
 	case read && (q.comp == "" || q.comp == "metadata"):
-		if e := s.authorize(q, 'c', 'r'); e != nil {
-			return e
-		}
-		return s.containerProperties(q)
+		return s.authorized(q, s.containerProperties, 'c', 'r')
 	case m == http.MethodPut && q.comp == "metadata":
-		if e := s.authorize(q, 'c', 'w'); e != nil {
-			return e
-		}
-		return s.setContainerMetadata(q)
+		return s.authorized(q, s.setContainerMetadata, 'c', 'w')
 	case m == http.MethodGet && q.comp == "list":
-		if e := s.authorize(q, 'c', 'l'); e != nil {
-			return e
-		}
-		return s.listBlobs(q)
+		return s.authorized(q, s.listBlobs, 'c', 'l')
 	case read && q.comp == "acl":
 		// Azure lets only the account owner read a container's ACL; the
 		// Authenticator has no Shared-Key-only operation, so any valid
 		// SAS passes too (Permission 0), as for the Queue service's ACLs.
-		if e := s.authorize(q, 'c', 0); e != nil {
-			return e
-		}
-		return s.containerACL(q)
+		return s.authorized(q, s.containerACL, 'c', 0)
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -233,67 +205,35 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 	}
 	switch {
 	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
-		if e := s.authorize(q, 'o', 'r'); e != nil {
-			return e
-		}
-		return s.getBlob(q)
+		return s.authorized(q, s.getBlob, 'o', 'r')
 	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "metadata":
-		if e := s.authorize(q, 'o', 'r'); e != nil {
-			return e
-		}
-		return s.getBlobMetadata(q)
+		return s.authorized(q, s.getBlobMetadata, 'o', 'r')
 	case m == http.MethodGet && q.comp == "blocklist":
-		if e := s.authorize(q, 'o', 'r'); e != nil {
-			return e
-		}
-		return s.getBlockList(q)
+		return s.authorized(q, s.getBlockList, 'o', 'r')
 	case m == http.MethodDelete && q.comp == "":
-		if e := s.authorize(q, 'o', 'd'); e != nil {
-			return e
-		}
-		return s.deleteBlob(q)
-	case m == http.MethodPut && q.comp == "":
+		return s.authorized(q, s.deleteBlob, 'o', 'd')
+	case m == http.MethodPut && (q.comp == "" || q.comp == "block" || q.comp == "blocklist"):
 		// Create (c) writes a new blob; write (w) creates or overwrites.
 		perms := []byte{'w'}
 		if !s.blobExists(q.container, q.blob) {
 			perms = append(perms, 'c')
 		}
-		if e := s.authorize(q, 'o', perms...); e != nil {
-			return e
+		op := s.putBlob
+		switch q.comp {
+		case "block":
+			op = s.putBlock
+		case "blocklist":
+			op = s.putBlockList
 		}
-		return s.putBlob(q)
-	case m == http.MethodPut && (q.comp == "block" || q.comp == "blocklist"):
-		perms := []byte{'w'}
-		if !s.blobExists(q.container, q.blob) {
-			perms = append(perms, 'c')
-		}
-		if e := s.authorize(q, 'o', perms...); e != nil {
-			return e
-		}
-		if q.comp == "block" {
-			return s.putBlock(q)
-		}
-		return s.putBlockList(q)
+		return s.authorized(q, op, 'o', perms...)
 	case m == http.MethodPut && q.comp == "appendblock":
-		if e := s.authorize(q, 'o', 'a', 'w'); e != nil {
-			return e
-		}
-		return s.appendBlock(q)
+		return s.authorized(q, s.appendBlock, 'o', 'a', 'w')
 	case m == http.MethodPut && q.comp == "seal":
-		if e := s.authorize(q, 'o', 'w'); e != nil {
-			return e
-		}
-		return s.seal(q)
+		return s.authorized(q, s.seal, 'o', 'w')
 	case m == http.MethodPut && q.comp == "metadata":
-		if e := s.authorize(q, 'o', 'w'); e != nil {
-			return e
-		}
-		return s.setBlobMetadata(q)
+		return s.authorized(q, s.setBlobMetadata, 'o', 'w')
 	case m == http.MethodPut && q.comp == "properties":
-		if e := s.authorize(q, 'o', 'w'); e != nil {
-			return e
-		}
-		return s.setBlobProperties(q)
+		return s.authorized(q, s.setBlobProperties, 'o', 'w')
 	}
 	return s.refuse(q, 'o', unsupported(q))
 }
@@ -333,6 +273,17 @@ func unsupported(q *request) *answer.Error {
 func setCommon(h http.Header, r *http.Request) {
 	answer.SetHeaders(h, r, answer.RequestID())
 	h.Set("Server", "Windows-Azure-Blob/1.0 Microsoft-HTTPAPI/2.0")
+}
+
+// setVersion sets the headers every answer carries and the ETag and
+// Last-Modified of the container or blob version it answers about, and
+// returns the answer's headers for the rest.
+func setVersion(q *request, etag string, modified time.Time) http.Header {
+	h := q.w.Header()
+	setCommon(h, q.r)
+	h.Set("ETag", etag)
+	h.Set("Last-Modified", httpTime(modified))
+	return h
 }
 
 // clock hands out modification times and ETags: each ETag is the time's

@@ -72,10 +72,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	}
 	now, etag := s.clock.next()
 	c.put(q.blob, &blob{kind: kind, data: data, meta: md, props: props, etag: etag, modified: now, created: now})
-	rh := q.w.Header()
-	setCommon(rh, q.r)
-	rh.Set("ETag", etag)
-	rh.Set("Last-Modified", httpTime(now))
+	rh := setVersion(q, etag, now)
 	if kind == blockBlob {
 		// Azure answers a block blob's Put Blob with both sums, whichever
 		// the request sent (a recorded session, azblob's
@@ -314,10 +311,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	}
 	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, props: props,
 		etag: etag, modified: now, created: created})
-	rh := q.w.Header()
-	setCommon(rh, q.r)
-	rh.Set("ETag", etag)
-	rh.Set("Last-Modified", httpTime(now))
+	rh := setVersion(q, etag, now)
 	sums.set(rh)
 	rh.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)

@@ -35,10 +35,7 @@ func (s *Service) createContainer(q *request) *answer.Error {
 	i, _ := slices.BinarySearch(s.names, q.container)
 	s.names = slices.Insert(s.names, i, q.container)
 	s.mu.Unlock()
-	h := q.w.Header()
-	setCommon(h, q.r)
-	h.Set("ETag", etag)
-	h.Set("Last-Modified", httpTime(now))
+	setVersion(q, etag, now)
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
 }
@@ -85,10 +82,7 @@ func (s *Service) containerProperties(q *request) *answer.Error {
 	}
 	md, etag, modified, access := c.meta, c.etag, c.modified, c.access
 	c.mu.RUnlock()
-	h := q.w.Header()
-	setCommon(h, q.r)
-	h.Set("ETag", etag)
-	h.Set("Last-Modified", httpTime(modified))
+	h := setVersion(q, etag, modified)
 	setMetadataHeaders(h, md)
 	if q.comp == "" {
 		h.Set("x-ms-lease-status", "unlocked")
@@ -131,10 +125,7 @@ func (s *Service) setContainerMetadata(q *request) *answer.Error {
 	now, etag := s.clock.next()
 	c.meta, c.etag, c.modified = md, etag, now
 	c.mu.Unlock()
-	h := q.w.Header()
-	setCommon(h, q.r)
-	h.Set("ETag", etag)
-	h.Set("Last-Modified", httpTime(now))
+	setVersion(q, etag, now)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }

@@ -2,6 +2,7 @@ package blobs
 
 import (
 	"encoding/xml"
+	"net/http"
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -90,4 +91,16 @@ func (s *Service) containerACL(q *request) *answer.Error {
 	return writeXMLBody(q, &struct {
 		XMLName xml.Name `xml:"SignedIdentifiers"`
 	}{})
+}
+
+// accountProperties is Get Account Information: the account's SKU and
+// kind.
+func (s *Service) accountProperties(q *request) *answer.Error {
+	h := q.w.Header()
+	setCommon(h, q.r)
+	h.Set("x-ms-sku-name", "Standard_RAGRS")
+	h.Set("x-ms-account-kind", "StorageV2")
+	h.Set("x-ms-is-hns-enabled", "false")
+	q.w.WriteHeader(http.StatusOK)
+	return nil
 }
