@@ -92,7 +92,8 @@ func readManifest(t *testing.T, file string) manifest {
 // values), every HTTP path is served, probe ports are --metrics-addr's
 // port, each scaler reads the queue the worker reads, the termination
 // grace period exceeds --drain, KEDA's connectionFromEnv names a variable
-// the manifest sets, and docs/DEPLOY.md shows each file as it is.
+// the manifest sets, the environment holds only secrets, and
+// docs/DEPLOY.md shows each file as it is.
 func TestDeployManifests(t *testing.T) {
 	files, err := filepath.Glob("../../docs/deploy/*.yaml")
 	if err != nil || len(files) < 4 {
@@ -196,6 +197,9 @@ func TestDeployManifests(t *testing.T) {
 		for _, e := range m.envs {
 			if !strings.Contains(help.String(), e) {
 				t.Errorf("%s: sets %s, which tablekit-worker does not read", m.name, e)
+			}
+			if e != "AZURE_STORAGE_CONNECTION_STRING" && e != envDestConnectionString {
+				t.Errorf("%s: sets %s; settings are flags in args:, only secrets come from the environment", m.name, e)
 			}
 		}
 		if e := m.keys["connectionFromEnv"]; e != "" && !strings.Contains(strings.Join(append(m.envs, workload.envs...), " "), e) {

@@ -60,8 +60,9 @@ Connecting: set AZURE_STORAGE_CONNECTION_STRING (or --connection-string), or
 give the account's endpoints (--account, or --table-endpoint, --queue-endpoint,
 --blob-endpoint) to authenticate with Microsoft Entra ID through azidentity's
 DefaultAzureCredential (environment, workload identity, managed identity,
-Azure CLI). Every flag can also be set by the environment variable named in
-its description; a flag given on the command line wins.
+Azure CLI). Settings are flags; only secrets come from the environment:
+AZURE_STORAGE_CONNECTION_STRING, and TABLEKIT_DEST_CONNECTION_STRING for
+the account of the --dest- flags.
 
 SIGTERM or SIGINT, at any moment from the start, makes "run" drain: it stops
 receiving, releases received messages that have not started, lets in-flight
@@ -115,22 +116,21 @@ type config struct {
 // stringList is a repeatable, comma-separated flag.
 type stringList = cliconn.StringList
 
-// The environment helpers are cliconn's, shared with the tablekit command.
-var (
-	env         = cliconn.Env
-	envDuration = cliconn.EnvDuration
-	envInt      = cliconn.EnvInt
-)
+// envDestConnectionString names the variable holding the connection
+// string of the --dest- account when no --dest- flag is given: a secret,
+// which a container passes in its environment rather than on its command
+// line. Every setting that is not a secret is a flag.
+const envDestConnectionString = "TABLEKIT_DEST_CONNECTION_STRING"
 
 // commands builds the subcommands; their flag sets are the source of the
 // usage text.
 func commands(c *config) []*command {
 	conn := func(fs *flag.FlagSet) {
 		c.conn.Register(fs)
-		fs.StringVar(&c.container, "container", env("TABLEKIT_BLOB_CONTAINER", consistency.DefaultBlobContainer), "blob container for transactions over 64 KiB and large poison records (env TABLEKIT_BLOB_CONTAINER)")
-		fs.StringVar(&c.logLevel, "log-level", env("TABLEKIT_LOG_LEVEL", "info"), "log level: debug, info, warn or error; debug logs every applied step (env TABLEKIT_LOG_LEVEL)")
-		fs.StringVar(&c.logFormat, "log-format", env("TABLEKIT_LOG_FORMAT", "json"), "log format: json or text, written to stderr (env TABLEKIT_LOG_FORMAT)")
-		fs.Var(&c.queues, "queue", "transaction queue name; repeat or separate with commas to read several (env TABLEKIT_QUEUES)")
+		fs.StringVar(&c.container, "container", consistency.DefaultBlobContainer, "blob container for transactions over 64 KiB and large poison records")
+		fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error; debug logs every applied step")
+		fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or text, written to stderr")
+		fs.Var(&c.queues, "queue", "transaction queue name; repeat or separate with commas to read several")
 	}
 	newFS := func(name string) *flag.FlagSet {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -140,18 +140,18 @@ func commands(c *config) []*command {
 	}
 
 	run := newFS("run")
-	run.IntVar(&c.concurrency, "concurrency", envInt("TABLEKIT_CONCURRENCY", 16), "transactions processed at once, over all queues (env TABLEKIT_CONCURRENCY)")
-	run.IntVar(&c.batch, "batch", envInt("TABLEKIT_BATCH", 0), "most messages per receive, 1 to 32, and how many received messages each queue keeps waiting for a free slot; 0 means --concurrency, at most 32 (env TABLEKIT_BATCH)")
-	run.DurationVar(&c.visibility, "visibility", envDuration("TABLEKIT_VISIBILITY", 30*time.Second), "visibility timeout of a received message, extended every third of it while its steps run; whole seconds (env TABLEKIT_VISIBILITY)")
-	run.Int64Var(&c.maxDequeue, "max-dequeue", int64(envInt("TABLEKIT_MAX_DEQUEUE", 5)), "deliveries before a failing message moves to the poison queue (env TABLEKIT_MAX_DEQUEUE)")
-	run.StringVar(&c.backoff, "backoff", env("TABLEKIT_BACKOFF", "2s,4s,10s,30s"), "retry delays after the 1st, 2nd, ... failure; the last repeats; ±20% jitter (env TABLEKIT_BACKOFF)")
-	run.DurationVar(&c.poll, "poll", envDuration("TABLEKIT_POLL", 2*time.Second), "longest wait between receives when the queues are empty (env TABLEKIT_POLL)")
-	run.DurationVar(&c.drain, "drain", envDuration("TABLEKIT_DRAIN", 30*time.Second), "how long in-flight transactions may finish after SIGTERM (env TABLEKIT_DRAIN)")
-	run.StringVar(&c.metricsAddr, "metrics-addr", env("TABLEKIT_METRICS_ADDR", ":9090"), "address serving /metrics, /livez, /readyz and /healthz; empty disables (env TABLEKIT_METRICS_ADDR)")
-	run.BoolVar(&c.untilEmpty, "until-empty", env("TABLEKIT_UNTIL_EMPTY", "false") == "true", "drain and exit 0 once the queues are empty, counting invisible messages (for KEDA ScaledJobs and scripts) (env TABLEKIT_UNTIL_EMPTY)")
-	run.DurationVar(&c.depthInterval, "depth-interval", envDuration("TABLEKIT_DEPTH_INTERVAL", 30*time.Second), "how often the queue depth gauges of /metrics are refreshed (2 requests per queue); 0 disables (env TABLEKIT_DEPTH_INTERVAL)")
-	run.BoolVar(&c.create, "create", env("TABLEKIT_CREATE", "true") == "true", "create the queues, poison queues and container at start if missing (env TABLEKIT_CREATE)")
-	run.Var(&c.jobDirs, "job-dir", "a directory under which distributed backup jobs may write (a filesystem every worker mounts at the same path); repeat or separate with commas; none: local backup jobs fail (env TABLEKIT_JOB_DIRS)")
+	run.IntVar(&c.concurrency, "concurrency", 16, "transactions processed at once, over all queues")
+	run.IntVar(&c.batch, "batch", 0, "most messages per receive, 1 to 32, and how many received messages each queue keeps waiting for a free slot; 0 means --concurrency, at most 32")
+	run.DurationVar(&c.visibility, "visibility", 30*time.Second, "visibility timeout of a received message, extended every third of it while its steps run; whole seconds")
+	run.Int64Var(&c.maxDequeue, "max-dequeue", 5, "deliveries before a failing message moves to the poison queue")
+	run.StringVar(&c.backoff, "backoff", "2s,4s,10s,30s", "retry delays after the 1st, 2nd, ... failure; the last repeats; ±20% jitter")
+	run.DurationVar(&c.poll, "poll", 2*time.Second, "longest wait between receives when the queues are empty")
+	run.DurationVar(&c.drain, "drain", 30*time.Second, "how long in-flight transactions may finish after SIGTERM")
+	run.StringVar(&c.metricsAddr, "metrics-addr", ":9090", "address serving /metrics, /livez, /readyz and /healthz; empty disables")
+	run.BoolVar(&c.untilEmpty, "until-empty", false, "drain and exit 0 once the queues are empty, counting invisible messages (for KEDA ScaledJobs and scripts)")
+	run.DurationVar(&c.depthInterval, "depth-interval", 30*time.Second, "how often the queue depth gauges of /metrics are refreshed (2 requests per queue); 0 disables")
+	run.BoolVar(&c.create, "create", true, "create the queues, poison queues and container at start if missing")
+	run.Var(&c.jobDirs, "job-dir", "a directory under which distributed backup jobs may write (a filesystem every worker mounts at the same path); repeat or separate with commas; none: local backup jobs fail")
 	c.dest.RegisterPrefixed(run, "dest-", "a second account that distributed copy and backup jobs name (a copy's target, a backup's blob:// location; env TABLEKIT_DEST_CONNECTION_STRING)")
 
 	list := newFS("poison list")
@@ -253,7 +253,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	if len(c.queues) == 0 {
-		_ = c.queues.Set(env("TABLEKIT_QUEUES", ""))
+		_ = c.queues.Set("")
 	}
 	if len(c.queues) == 0 {
 		fmt.Fprintf(stderr, "tablekit-worker %s: --queue is required\n", cmd.name)
@@ -345,7 +345,7 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 	var others []*tablekit.Account
 	if !c.dest.Given() {
 		// In a container the secret comes from the environment, not argv.
-		c.dest.ConnectionString = env("TABLEKIT_DEST_CONNECTION_STRING", "")
+		c.dest.ConnectionString = ""
 	}
 	if c.dest.Given() {
 		dacct, err := c.dest.Connect(nil)
@@ -358,7 +358,7 @@ func (c *config) cmdRun(ctx context.Context, args []string) error {
 		others = append(others, dacct)
 	}
 	if len(c.jobDirs) == 0 {
-		if v := env("TABLEKIT_JOB_DIRS", ""); v != "" {
+		if v := ""; v != "" {
 			_ = c.jobDirs.Set(v)
 		}
 	}

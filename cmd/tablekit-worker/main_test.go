@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,12 +199,19 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	if sub := runCLI(t, "run", "--help"); sub != out {
 		t.Error("run --help differs from --help")
 	}
+	// Settings are flags; the only TABLEKIT_ variable is a secret's.
+	if names := regexp.MustCompile(`TABLEKIT_[A-Z_]+`).FindAllString(out, -1); len(slices.Compact(slices.Sorted(slices.Values(names)))) != 1 || names[0] != envDestConnectionString {
+		t.Errorf("--help names the variables %v, want only %s", names, envDestConnectionString)
+	}
 	for _, bad := range [][]string{{"frobnicate"}, {"run"}, {"run", "--queue", "q1", "--no-such-flag"}, {"enqueue", "--queue", "q1"}} {
 		cmd := exec.Command(binary(t), bad...)
-		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true", "TABLEKIT_QUEUES=")
-		err := cmd.Run()
+		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true")
+		msg, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 			t.Errorf("%v: exit %v, want usage error 2", bad, err)
+		}
+		if len(bad) == 1 && bad[0] == "run" && !strings.Contains(string(msg), "--queue is required") {
+			t.Errorf("run without --queue: %q, want --queue is required", msg)
 		}
 	}
 }

@@ -102,8 +102,8 @@ func (a *app) commands() []*command {
 		fs.IntVar(&a.parallel, "parallel", 0, fmt.Sprintf("key ranges read at once; 0: %d for a table scan, 1 otherwise (1 keeps key order)", patterns.DefaultScanParallel))
 	}
 	queue := func(fs *flag.FlagSet) {
-		fs.StringVar(&a.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "transaction queue name (env TABLEKIT_QUEUES)")
-		fs.StringVar(&a.container, "container", cliconn.Env("TABLEKIT_BLOB_CONTAINER", consistency.DefaultBlobContainer), "blob container of large transactions and poison records (env TABLEKIT_BLOB_CONTAINER)")
+		fs.StringVar(&a.queue, "queue", "", "transaction queue name")
+		fs.StringVar(&a.container, "container", consistency.DefaultBlobContainer, "blob container of large transactions and poison records")
 	}
 	cmds := []*command{
 		{

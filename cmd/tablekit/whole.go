@@ -16,7 +16,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
@@ -55,7 +54,7 @@ func (a *app) wholeCommands() []*command {
 	}
 	distributed := func(fs *flag.FlagSet) {
 		fs.BoolVar(&w.distributed, "distributed", false, "run as a job on tablekit-worker replicas: split into --ranges key ranges, one message each on --queue, and return (see tablekit job)")
-		fs.StringVar(&w.queue, "queue", cliconn.Env("TABLEKIT_QUEUES", ""), "with --distributed: the queue, in the connected account, that the workers read (env TABLEKIT_QUEUES)")
+		fs.StringVar(&w.queue, "queue", "", "with --distributed: the queue, in the connected account, that the workers read")
 		fs.IntVar(&w.ranges, "ranges", tablecopy.DefaultJobRanges, "key ranges per table: with --distributed, one message each; a backup's each have their own segments, and verify compares by them")
 		fs.BoolVar(&w.wait, "wait", false, "with --distributed: watch the job until it ends, as tablekit job watch does (--verify implies it)")
 	}

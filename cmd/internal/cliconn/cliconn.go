@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
@@ -111,25 +110,6 @@ func (e UsageError) Error() string { return e.Msg }
 func Env(name, def string) string {
 	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 		return v
-	}
-	return def
-}
-
-// EnvDuration is Env parsed as a time.Duration; def when unset or invalid.
-func EnvDuration(name string, def time.Duration) time.Duration {
-	if v := Env(name, ""); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
-}
-
-// EnvInt is Env parsed as an int; def when unset or invalid.
-func EnvInt(name string, def int) int {
-	var n int
-	if _, err := fmt.Sscan(Env(name, ""), &n); err == nil {
-		return n
 	}
 	return def
 }
