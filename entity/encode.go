@@ -180,15 +180,9 @@ func (en *encoder) appendField(dst []byte, f *field, fv reflect.Value) ([]byte, 
 	start := len(dst)
 	switch f.kind {
 	case kString:
-		dst = append(dst, ',')
-		dst = append(dst, f.key...)
-		var units int
-		var ok bool
-		dst, units, ok = appendString(dst, fv.String())
-		if err = checkString(units, ok); err != nil {
-			return dst[:start], en.fail(f, err.Error(), nil)
+		if dst, vsize, err = en.appendStringField(dst, f, fv.String()); err != nil {
+			return dst, err
 		}
-		vsize = 4 + 2*units
 	case kBool:
 		dst = append(dst, ',')
 		dst = append(dst, f.key...)
@@ -285,15 +279,9 @@ func (en *encoder) appendField(dst []byte, f *field, fv reflect.Value) ([]byte, 
 		if err != nil {
 			return dst, en.fail(f, "MarshalText failed", err)
 		}
-		dst = append(dst, ',')
-		dst = append(dst, f.key...)
-		var units int
-		var ok bool
-		dst, units, ok = appendString(dst, string(text))
-		if err = checkString(units, ok); err != nil {
-			return dst[:start], en.fail(f, err.Error(), nil)
+		if dst, vsize, err = en.appendStringField(dst, f, string(text)); err != nil {
+			return dst, err
 		}
-		vsize = 4 + 2*units
 	case kJSON:
 		switch fv.Kind() {
 		case reflect.Slice, reflect.Map, reflect.Interface:
@@ -305,15 +293,9 @@ func (en *encoder) appendField(dst []byte, f *field, fv reflect.Value) ([]byte, 
 		if err != nil {
 			return dst, en.fail(f, "encoding/json failed", err)
 		}
-		dst = append(dst, ',')
-		dst = append(dst, f.key...)
-		var units int
-		var ok bool
-		dst, units, ok = appendString(dst, string(text))
-		if err = checkString(units, ok); err != nil {
-			return dst[:start], en.fail(f, err.Error(), nil)
+		if dst, vsize, err = en.appendStringField(dst, f, string(text)); err != nil {
+			return dst, err
 		}
-		vsize = 4 + 2*units
 	case kHook:
 		var m PropertyMarshaler
 		if f.addr {
@@ -337,6 +319,20 @@ func (en *encoder) appendField(dst []byte, f *field, fv reflect.Value) ([]byte, 
 	en.count++
 	en.size += f.nameSize + vsize
 	return dst, nil
+}
+
+// appendStringField appends `,` and f's property holding s as an
+// Edm.String (which needs no annotation), and returns the value's size as
+// the entity's size counts it; on a refusal dst is as it was.
+func (en *encoder) appendStringField(dst []byte, f *field, s string) ([]byte, int, error) {
+	start := len(dst)
+	dst = append(dst, ',')
+	dst = append(dst, f.key...)
+	dst, units, ok := appendString(dst, s)
+	if err := checkString(units, ok); err != nil {
+		return dst[:start], 0, en.fail(f, err.Error(), nil)
+	}
+	return dst, 4 + 2*units, nil
 }
 
 func checkString(units int, ok bool) error {
