@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -590,24 +591,14 @@ func sortedRefs(m map[EntityRef]bool) []EntityRef {
 	}
 	slices.SortFunc(out, func(a, b EntityRef) int {
 		if a.Table != b.Table {
-			return cmpStr(a.Table, b.Table)
+			return strings.Compare(a.Table, b.Table)
 		}
 		if a.PartitionKey != b.PartitionKey {
-			return cmpStr(a.PartitionKey, b.PartitionKey)
+			return strings.Compare(a.PartitionKey, b.PartitionKey)
 		}
-		return cmpStr(a.RowKey, b.RowKey)
+		return strings.Compare(a.RowKey, b.RowKey)
 	})
 	return out
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ---- index-list ----

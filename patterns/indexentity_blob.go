@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -121,19 +122,9 @@ func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]Member,
 
 func cmpMember(a, b Member) int {
 	if a.PartitionKey != b.PartitionKey {
-		return cmpString(a.PartitionKey, b.PartitionKey)
+		return strings.Compare(a.PartitionKey, b.PartitionKey)
 	}
-	return cmpString(a.RowKey, b.RowKey)
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a.RowKey, b.RowKey)
 }
 
 // change adds (add true) or removes m from value's blob with an ETag-
