@@ -73,16 +73,23 @@ func (e *ServiceError) Error() string {
 		b.WriteString(what)
 		b.WriteString(": ")
 	}
-	b.WriteString(strconv.Itoa(e.StatusCode))
-	if e.Code != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Code)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
+	writeAnswer(&b, e.StatusCode, e.Code, e.Message)
 	return b.String()
+}
+
+// writeAnswer writes the service's answer as the errors show it:
+// "409 EntityAlreadyExists: The specified entity already exists.", without
+// the code or the message when the service gave none.
+func writeAnswer(b *strings.Builder, status int, code, message string) {
+	b.WriteString(strconv.Itoa(status))
+	if code != "" {
+		b.WriteString(" ")
+		b.WriteString(code)
+	}
+	if message != "" {
+		b.WriteString(": ")
+		b.WriteString(message)
+	}
 }
 
 // Unwrap returns the sentinel and the SDK error.
@@ -118,15 +125,7 @@ func (e *TransactionError) Error() string {
 	b.WriteString("tablekit: transaction failed at operation ")
 	b.WriteString(strconv.Itoa(e.Index))
 	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(e.StatusCode))
-	if e.Code != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Code)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
+	writeAnswer(&b, e.StatusCode, e.Code, e.Message)
 	b.WriteString(" (no operation was applied)")
 	return b.String()
 }
