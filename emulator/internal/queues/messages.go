@@ -79,23 +79,23 @@ func (s *Service) serveMessage(w http.ResponseWriter, r *http.Request, q url.Val
 	return answer.UnsupportedHTTPVerb()
 }
 
-// intParam reads the integer query parameter key: absent (ok false), or
-// its value, or InvalidQueryParameterValue when it is not an integer and
-// OutOfRangeQueryParameterValue when it is outside [lo, hi], each naming
-// the parameter, its value (and the range) as Azure does.
-func intParam(q url.Values, key string, lo, hi int64) (v int64, ok bool, e *answer.Error) {
+// intParam reads the integer query parameter key: def when it is absent,
+// else its value, or InvalidQueryParameterValue when it is not an integer
+// and OutOfRangeQueryParameterValue when it is outside [lo, hi], each
+// naming the parameter, its value (and the range) as Azure does.
+func intParam(q url.Values, key string, lo, hi, def int64) (int64, *answer.Error) {
 	vs, ok := q[key]
 	if !ok {
-		return 0, false, nil
+		return def, nil
 	}
 	v, err := strconv.ParseInt(vs[0], 10, 64)
 	if err != nil {
-		return 0, true, answer.InvalidQueryParameter(key, vs[0], "")
+		return 0, answer.InvalidQueryParameter(key, vs[0], "")
 	}
 	if v < lo || v > hi {
-		return 0, true, answer.OutOfRangeQueryParameter(key, vs[0], lo, hi)
+		return 0, answer.OutOfRangeQueryParameter(key, vs[0], lo, hi)
 	}
-	return v, true, nil
+	return v, nil
 }
 
 // queueMessage is the body of Put Message and Update Message.
@@ -165,7 +165,7 @@ const (
 // 0), messagettl any positive number of seconds or -1 for never (default
 // 7 days), the visibility timeout shorter than the time to live.
 func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Values, name string) *answer.Error {
-	vt, _, e := intParam(qv, "visibilitytimeout", 0, maxTimeout)
+	vt, e := intParam(qv, "visibilitytimeout", 0, maxTimeout, 0)
 	if e != nil {
 		return e
 	}
@@ -222,19 +222,13 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 // 1) visible messages, each hidden for visibilitytimeout seconds (1 to 7
 // days, default 30) under one new pop receipt, its dequeue count raised.
 func (s *Service) getMessages(w http.ResponseWriter, r *http.Request, qv url.Values, name string) *answer.Error {
-	n, ok, e := intParam(qv, "numofmessages", 1, maxBatch)
+	n, e := intParam(qv, "numofmessages", 1, maxBatch, 1)
 	if e != nil {
 		return e
 	}
-	if !ok {
-		n = 1
-	}
-	vt, ok, e := intParam(qv, "visibilitytimeout", 1, maxTimeout)
+	vt, e := intParam(qv, "visibilitytimeout", 1, maxTimeout, defaultGetTimeout)
 	if e != nil {
 		return e
-	}
-	if !ok {
-		vt = defaultGetTimeout
 	}
 	q, e := s.locked(name)
 	if e != nil {
@@ -269,12 +263,9 @@ func (s *Service) describe(m *message, withReceipt bool) messageXML {
 // peekMessages answers Peek Messages: up to numofmessages (1 to 32,
 // default 1) visible messages, left as they are.
 func (s *Service) peekMessages(w http.ResponseWriter, r *http.Request, qv url.Values, name string) *answer.Error {
-	n, ok, e := intParam(qv, "numofmessages", 1, maxBatch)
+	n, e := intParam(qv, "numofmessages", 1, maxBatch, 1)
 	if e != nil {
 		return e
-	}
-	if !ok {
-		n = 1
 	}
 	q, e := s.locked(name)
 	if e != nil {
@@ -326,12 +317,12 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 	if e != nil {
 		return e
 	}
-	vt, ok, e := intParam(qv, "visibilitytimeout", 0, maxTimeout)
+	if !qv.Has("visibilitytimeout") {
+		return answer.MissingQueryParameter("visibilitytimeout")
+	}
+	vt, e := intParam(qv, "visibilitytimeout", 0, maxTimeout, 0)
 	if e != nil {
 		return e
-	}
-	if !ok {
-		return answer.MissingQueryParameter("visibilitytimeout")
 	}
 	text, e := readMessage(r)
 	if e != nil {
