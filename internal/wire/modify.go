@@ -480,15 +480,7 @@ func retryPause(ctx context.Context, o policy.RetryOptions, n int) error {
 	if d <= 0 || d > top {
 		d = top
 	}
-	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return sleep(ctx, time.Duration(float64(d)*(0.8+0.4*rand.Float64())))
 }
 
 // ConflictPause waits a random time, growing with the attempt and capped
@@ -499,7 +491,12 @@ func ConflictPause(ctx context.Context, attempt int) error {
 	if limit > 50*time.Millisecond {
 		limit = 50 * time.Millisecond
 	}
-	timer := time.NewTimer(time.Duration(rand.Int64N(int64(limit))))
+	return sleep(ctx, time.Duration(rand.Int64N(int64(limit))))
+}
+
+// sleep waits d, or returns ctx's error when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
