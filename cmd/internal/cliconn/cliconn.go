@@ -53,15 +53,14 @@ func (o *Options) Given() bool {
 }
 
 // Register adds --connection-string, --account, --table-endpoint,
-// --queue-endpoint and --blob-endpoint to fs. Only the secret has an
-// environment variable: without --connection-string, Connect reads
-// $AZURE_STORAGE_CONNECTION_STRING; the account and endpoints are flags.
+// --queue-endpoint and --blob-endpoint to fs, with defaults from their
+// environment variables (a flag given on the command line wins).
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ConnectionString, "connection-string", "", "storage connection string (env AZURE_STORAGE_CONNECTION_STRING); UseDevelopmentStorage=true means Azurite's default ports")
-	fs.StringVar(&o.Account, "account", "", "storage account name: public-cloud endpoints with Entra ID")
-	fs.StringVar(&o.TableEndpoint, "table-endpoint", "", "table service URL, with Entra ID")
-	fs.StringVar(&o.QueueEndpoint, "queue-endpoint", "", "queue service URL, with Entra ID")
-	fs.StringVar(&o.BlobEndpoint, "blob-endpoint", "", "blob service URL, with Entra ID")
+	fs.StringVar(&o.Account, "account", Env("AZURE_STORAGE_ACCOUNT", ""), "storage account name: public-cloud endpoints with Entra ID (env AZURE_STORAGE_ACCOUNT)")
+	fs.StringVar(&o.TableEndpoint, "table-endpoint", Env("AZURE_STORAGE_TABLE_ENDPOINT", ""), "table service URL, with Entra ID (env AZURE_STORAGE_TABLE_ENDPOINT)")
+	fs.StringVar(&o.QueueEndpoint, "queue-endpoint", Env("AZURE_STORAGE_QUEUE_ENDPOINT", ""), "queue service URL, with Entra ID (env AZURE_STORAGE_QUEUE_ENDPOINT)")
+	fs.StringVar(&o.BlobEndpoint, "blob-endpoint", Env("AZURE_STORAGE_BLOB_ENDPOINT", ""), "blob service URL, with Entra ID (env AZURE_STORAGE_BLOB_ENDPOINT)")
 }
 
 // Connect connects with the connection string (the flag, else

@@ -48,21 +48,17 @@ func TestConnectionStringFlagWinsOverTheEnvironment(t *testing.T) {
 	}
 }
 
-func TestAccountAndEndpointsComeOnlyFromFlags(t *testing.T) {
+func TestEndpointFlagsDefaultFromTheEnvironment(t *testing.T) {
 	clearEnv(t)
-	t.Setenv("AZURE_STORAGE_ACCOUNT", "envaccount")
 	t.Setenv("AZURE_STORAGE_TABLE_ENDPOINT", "https://env.table.core.windows.net")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	var o Options
 	o.Register(fs)
-	if _, err := o.Connect(nil); !errors.As(err, new(UsageError)) {
-		t.Fatalf("Connect with an account and an endpoint in the environment only: %v, want a UsageError", err)
-	}
 	if err := fs.Parse([]string{"--account", "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.TableEndpoint != "" || o.Account != "acme" {
-		t.Fatalf("flags: %+v, want --account acme and no endpoint", o)
+	if o.TableEndpoint != "https://env.table.core.windows.net" || o.Account != "acme" {
+		t.Fatalf("flags: %+v", o)
 	}
 }
 
