@@ -81,6 +81,12 @@ func CheckKey(k string) error {
 	if len(k) <= MaxKeyUnits && plainKey(k) {
 		return nil
 	}
+	return checkKey(k)
+}
+
+// checkKey is CheckKey's general path: any key, and the error that names
+// the first rule broken.
+func checkKey(k string) error {
 	if !utf8.ValidString(k) {
 		return formErr("not valid UTF-8")
 	}
