@@ -16,8 +16,8 @@ import (
 var errNameEmpty = answer.New(http.StatusBadRequest, "TableNameEmpty", "The specified table name is empty.")
 
 // checkTableName applies the profile's table name rules with Azure's
-// answers: a length out of 3..63 is OutOfRangeInput, any other break
-// InvalidResourceName.
+// answers: a length out of azrules.MinTableNameLength..MaxTableNameLength
+// is OutOfRangeInput, any other break InvalidResourceName.
 func (s *Service) checkTableName(name string) *answer.Error {
 	var err error
 	if s.cfg.Cosmos {
@@ -28,7 +28,7 @@ func (s *Service) checkTableName(name string) *answer.Error {
 	switch {
 	case err == nil:
 		return nil
-	case len(name) < 3 || len(name) > 63:
+	case len(name) < azrules.MinTableNameLength || len(name) > azrules.MaxTableNameLength:
 		return answer.ResourceNameLength()
 	}
 	return answer.InvalidResourceName()
