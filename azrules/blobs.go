@@ -19,8 +19,8 @@ func CheckContainerName(name string) error { return checkDNSName(name) }
 // SDK thread answers it (azure-storage-cpp issue 291, 2019: against the
 // real service a name holds at most 512 emoji, each two UTF-16 units and
 // four UTF-8 bytes, so the count is of UTF-16 code units, not of
-// characters or bytes; over it Azure answers 400 OutOfRangeInput).
-// Azurite does not check the length.
+// characters or bytes; over it Azure answers 400 OutOfRangeInput, "One
+// of the request inputs is out of range.").
 const (
 	// MaxBlobNameUnits is the longest blob name, in UTF-16 code units.
 	MaxBlobNameUnits = 1024

@@ -12,8 +12,7 @@ import (
 //
 // Evidence (docs): "Understanding the Table service data model", section
 // "Table names": alphanumeric, not beginning with a number, 3 to 63
-// characters, case-insensitive, "tables" reserved. Azurite enforces the
-// same.
+// characters, case-insensitive, "tables" reserved.
 const (
 	// MinTableNameLength is the shortest table name.
 	MinTableNameLength = 3
@@ -273,8 +272,9 @@ func CheckEntitySize(n int) error {
 // Evidence (docs): "Performing entity group transactions": at most 100
 // operations, a payload of at most 4 MiB, one partition, one operation
 // per entity. Recording: the Azure SDK for Go's recorded TestBatchError
-// shows the 202 with the inner 400. Azurite enforces the count and the
-// size (413) but not the single partition.
+// shows a refused transaction's 202 naming the failing operation's
+// index. Azurite enforces the count and the size (413) but not the single
+// partition.
 const (
 	// MaxBatchOperations is the most operations one transaction holds.
 	MaxBatchOperations = 100

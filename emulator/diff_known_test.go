@@ -184,7 +184,7 @@ var knownDifferences = []knownDiff{
 		name:     "DateTime compared to the millisecond",
 		azurite:  "a DateTime filter compares JavaScript Dates: 1601-01-01T00:00:00.0000001Z eq datetime'1601-01-01T00:00:00.0000000Z' is true",
 		azure:    "DateTime compared to its 100 ns tick",
-		evidence: "DESIGN.md fact 4 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
+		evidence: "docs/RULES.md, other facts 1 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || em.facts["status"] != "200" {
 				return false

@@ -19,12 +19,12 @@
 // # Azure's rules, not Azurite's
 //
 // The emulator applies Azure Table storage's rules always: the limits
-// DESIGN.md lists (transactions of one partition and at most 100
+// docs/RULES.md lists (transactions of one partition and at most 100
 // operations, 252 properties, 1 MiB entities, property names, $top at most
 // 1,000, malformed filters refused), keys ordered by UTF-16 code units,
 // Shared Key, Shared Key Lite and SAS checked as Azure checks them. The
 // rules are the same definitions tablekit's client checks and the Azurite
-// harness's strict proxy use (emulator/answer). With Options.Cosmos it
+// harness's strict proxy use (azrules, answered by emulator/answer). With Options.Cosmos it
 // applies the Cosmos DB Table API's profile instead.
 //
 // # Azure's scale
