@@ -246,15 +246,6 @@ var knownDifferences = []knownDiff{
 		},
 	},
 	{
-		name:     "$top not an integer",
-		azurite:  "$top=1.5 read as 1",
-		azure:    "400 InvalidInput",
-		evidence: "OData v3 URI conventions: $top's value is a non-negative integer",
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return r.query.Get("$top") == "1.5" && az.facts["status"] == "200" && em.facts["status"] == "400"
-		},
-	},
-	{
 		name:     "$select=*",
 		azurite:  "$select=* reads * as a property name: entities with no properties",
 		azure:    "every property",
@@ -391,15 +382,6 @@ var expectedFailures = []knownDiff{
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			return d.key == "header Content-Type" && em.facts["error code"] != "" &&
 				(strings.Contains(d.az, "odata=fullmetadata") || strings.Contains(d.az, "odata=nometadata")) && strings.Contains(d.em, "odata=minimalmetadata")
-		},
-	},
-	{
-		name:     "unverified: $top=0",
-		azurite:  "200 with no entity and a continuation",
-		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
-		evidence: `REST "Query Operators Supported for the Table Service" bounds Take at 1,000, not below`,
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return r.query.Get("$top") == "0" && az.facts["status"] == "200" && em.facts["status"] == "400"
 		},
 	},
 	{
