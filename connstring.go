@@ -3,8 +3,10 @@ package tablekit
 import (
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -19,11 +21,12 @@ type connError struct{ msg string }
 func (e *connError) Error() string { return "tablekit: invalid connection string: " + e.msg }
 func (e *connError) Unwrap() error { return ErrInvalidConnectionString }
 
-// Azurite's well-known development account (public, documented by
-// Microsoft; it only works against a local emulator).
+// The well-known development account (public, documented by Microsoft;
+// it only works against a local emulator): azrules.DevAccountName and
+// DevAccountKey.
 const (
-	devAccountName = "devstoreaccount1"
-	devAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	devAccountName = azrules.DevAccountName
+	devAccountKey  = azrules.DevAccountKey
 )
 
 // settings is a parsed connection string: where each service lives and how
@@ -92,9 +95,9 @@ func parseConnectionString(cs string) (settings, error) {
 		return settings{
 			accountName: devAccountName,
 			accountKey:  devAccountKey,
-			blobURL:     base + ":10000/" + devAccountName,
-			queueURL:    base + ":10001/" + devAccountName,
-			tableURL:    base + ":10002/" + devAccountName,
+			blobURL:     base + ":" + strconv.Itoa(azrules.DefaultBlobPort) + "/" + devAccountName,
+			queueURL:    base + ":" + strconv.Itoa(azrules.DefaultQueuePort) + "/" + devAccountName,
+			tableURL:    base + ":" + strconv.Itoa(azrules.DefaultTablePort) + "/" + devAccountName,
 		}, nil
 	}
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -16,8 +17,9 @@ import (
 const Version = 1
 
 // MaxMessageBytes is the largest queue message the service accepts (64
-// KiB). Transactions whose envelope is larger travel through a blob.
-const MaxMessageBytes = 64 * 1024
+// KiB, azrules.MaxMessageBytes). Transactions whose envelope is larger
+// travel through a blob.
+const MaxMessageBytes = azrules.MaxMessageBytes
 
 // maxIDLen bounds a transaction id (it becomes part of a blob name).
 const maxIDLen = 128

@@ -184,7 +184,7 @@ var knownDifferences = []knownDiff{
 		name:     "DateTime compared to the millisecond",
 		azurite:  "a DateTime filter compares JavaScript Dates: 1601-01-01T00:00:00.0000001Z eq datetime'1601-01-01T00:00:00.0000000Z' is true",
 		azure:    "DateTime compared to its 100 ns tick",
-		evidence: "DESIGN.md fact 4 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
+		evidence: "docs/RULES.md, other facts 1 (DateTime values round-trip at 100 ns); Azurite's DateTimeNode.compare uses new Date()",
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			if r.filter == nil || !isPageFact(d.key) || az.facts["status"] != "200" || em.facts["status"] != "200" {
 				return false
@@ -243,15 +243,6 @@ var knownDifferences = []knownDiff{
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			return strings.HasPrefix(r.label, "malformed literal ") && (az.facts["status"] == "200" || az.facts["status"] == "500") &&
 				em.facts["status"] == "400"
-		},
-	},
-	{
-		name:     "$top not an integer",
-		azurite:  "$top=1.5 read as 1",
-		azure:    "400 InvalidInput",
-		evidence: "OData v3 URI conventions: $top's value is a non-negative integer",
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return r.query.Get("$top") == "1.5" && az.facts["status"] == "200" && em.facts["status"] == "400"
 		},
 	},
 	{
@@ -391,15 +382,6 @@ var expectedFailures = []knownDiff{
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			return d.key == "header Content-Type" && em.facts["error code"] != "" &&
 				(strings.Contains(d.az, "odata=fullmetadata") || strings.Contains(d.az, "odata=nometadata")) && strings.Contains(d.em, "odata=minimalmetadata")
-		},
-	},
-	{
-		name:     "unverified: $top=0",
-		azurite:  "200 with no entity and a continuation",
-		azure:    "emulator: 400 InvalidInput. No recording shows Azure's answer",
-		evidence: `REST "Query Operators Supported for the Table Service" bounds Take at 1,000, not below`,
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return r.query.Get("$top") == "0" && az.facts["status"] == "200" && em.facts["status"] == "400"
 		},
 	},
 	{

@@ -19,12 +19,12 @@
 // # Azure's rules, not Azurite's
 //
 // The emulator applies Azure Table storage's rules always: the limits
-// DESIGN.md lists (transactions of one partition and at most 100
+// docs/RULES.md lists (transactions of one partition and at most 100
 // operations, 252 properties, 1 MiB entities, property names, $top at most
 // 1,000, malformed filters refused), keys ordered by UTF-16 code units,
 // Shared Key, Shared Key Lite and SAS checked as Azure checks them. The
 // rules are the same definitions tablekit's client checks and the Azurite
-// harness's strict proxy use (emulator/answer). With Options.Cosmos it
+// harness's strict proxy use (azrules, answered by emulator/answer). With Options.Cosmos it
 // applies the Cosmos DB Table API's profile instead.
 //
 // # Azure's scale
@@ -52,6 +52,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
 	"github.com/tablekit/tablekit/emulator/internal/queues"
@@ -60,18 +61,20 @@ import (
 )
 
 // The well-known development account, the one Azurite and Azure's own
-// emulators use. They are public and work only against emulators.
+// emulators use (azrules.DevAccountName, azrules.DevAccountKey). They are
+// public and work only against emulators.
 const (
-	DevAccountName = "devstoreaccount1"
-	DevAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	DevAccountName = azrules.DevAccountName
+	DevAccountKey  = azrules.DevAccountKey
 )
 
 // The ports Azurite and the Azure Storage Emulator listen on by default,
-// which Storage Explorer and UseDevelopmentStorage=true assume.
+// which Storage Explorer and UseDevelopmentStorage=true assume
+// (azrules' defaults).
 const (
-	DefaultBlobPort  = 10000
-	DefaultQueuePort = 10001
-	DefaultTablePort = 10002
+	DefaultBlobPort  = azrules.DefaultBlobPort
+	DefaultQueuePort = azrules.DefaultQueuePort
+	DefaultTablePort = azrules.DefaultTablePort
 )
 
 // EarlyEnd makes query pages end early as Azure's may (see tables.EarlyEnd).

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -142,7 +143,7 @@ func (en *encoder) appendExtra(dst []byte, x *extraProp) ([]byte, error) {
 	dst = append(dst, ':')
 	dst, units, _ := appendString(dst, x.value)
 	en.count++
-	en.size += 8 + 2*utf16Len(x.name) + 4 + 2*units
+	en.size += 8 + 2*azrules.UTF16Len(x.name) + 4 + 2*units
 	return dst, nil
 }
 
@@ -443,7 +444,7 @@ func (c *Codec) appendEntity(dst []byte, e *Entity, typ reflect.Type, extra *ext
 			return dst[:start], &Error{Type: typ, Field: name, Rule: err.Error(), Err: ErrInvalidEntity}
 		}
 		en.count++
-		en.size += 8 + 2*utf16Len(name) + size
+		en.size += 8 + 2*azrules.UTF16Len(name) + size
 	}
 	if extra != nil {
 		if dst, err = en.appendExtra(dst, extra); err != nil {

@@ -1,26 +1,27 @@
 package entity
 
-import "unicode/utf8"
+import "github.com/tablekit/tablekit/azrules"
 
 // Limits of the Table service, checked by Marshal before any request.
-// Azurite does not enforce all of them (DESIGN.md fact 3); Azure does.
+// Azurite does not enforce all of them (docs/RULES.md); Azure does. They
+// are defined, with their evidence, in azrules.
 const (
 	// MaxProperties is the number of custom properties an entity may
 	// have, besides PartitionKey, RowKey and Timestamp.
-	MaxProperties = 252
+	MaxProperties = azrules.MaxProperties
 	// MaxEntitySize is the largest entity, in bytes of the size formula
 	// below.
-	MaxEntitySize = 1 << 20
+	MaxEntitySize = azrules.MaxEntitySize
 	// MaxStringUnits is the longest String value, in UTF-16 code units
 	// (64 KiB). A character outside the Basic Multilingual Plane counts
 	// twice.
-	MaxStringUnits = 32 * 1024
+	MaxStringUnits = azrules.MaxStringUnits
 	// MaxBinarySize is the longest Binary value, in bytes.
-	MaxBinarySize = 64 * 1024
+	MaxBinarySize = azrules.MaxBinaryBytes
 	// MaxPropertyNameLength is the longest property name, in UTF-16 code
 	// units (as the service counts them: a character outside the Basic
 	// Multilingual Plane is two).
-	MaxPropertyNameLength = 255
+	MaxPropertyNameLength = azrules.MaxPropertyNameLength
 )
 
 // Size formula. An entity's size is computed as the Table service documents
@@ -48,25 +49,4 @@ func edmSize(t EDMType) int {
 		return 16
 	}
 	return 4
-}
-
-// utf16Len counts the UTF-16 code units of s (invalid bytes count as one).
-func utf16Len(s string) int {
-	n := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			n++
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }

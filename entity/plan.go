@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/azrules"
 )
 
 // kind is how a field is encoded and decoded, chosen once per field.
@@ -442,7 +442,7 @@ func buildField(t reflect.Type, c *candidate, lenient bool) (*field, error) {
 	if f.encrypt {
 		f.ann = annotation(f.name, EdmBinary)
 	}
-	f.nameSize = 8 + 2*utf16Len(f.name)
+	f.nameSize = 8 + 2*azrules.UTF16Len(f.name)
 	return f, nil
 }
 
@@ -523,36 +523,14 @@ func classify(t reflect.Type, f *field, asJSON bool) error {
 }
 
 // checkPropertyName applies the Table service's rules to a custom property
-// name: a C# identifier of at most 255 characters (UTF-16 code units, as
-// the service counts them) that is not one of the
-// system property names.
+// name (azrules.CheckPropertyName: a C# identifier of at most 255 UTF-16
+// code units) and refuses the system property names.
 func checkPropertyName(name string) error {
-	if name == "" {
-		return errRule("a property name must not be empty")
+	if err := azrules.CheckPropertyName(name); err != nil {
+		return err
 	}
-	if !utf8.ValidString(name) {
-		return errRule("a property name must be valid UTF-8")
-	}
-	// The service counts UTF-16 code units: a character outside the Basic
-	// Multilingual Plane is two.
-	if n := utf16Len(name); n > MaxPropertyNameLength {
-		return errRule("property names are at most 255 characters (UTF-16 code units), this one has " + strconv.Itoa(n))
-	}
-	switch name {
-	case "PartitionKey", "RowKey", "Timestamp":
+	if azrules.IsSystemProperty(name) {
 		return errRule(name + " is a system property name")
-	}
-	for i, r := range name {
-		if i == 0 {
-			if r != '_' && !unicode.IsLetter(r) && !unicode.Is(unicode.Nl, r) {
-				return errRule("a property name must start with a letter or '_' (C# identifier rules)")
-			}
-			continue
-		}
-		if r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Nl, unicode.Mn, unicode.Mc, unicode.Pc, unicode.Cf) {
-			continue
-		}
-		return errRule("character " + strconv.QuoteRune(r) + " is not allowed in a property name (C# identifier rules)")
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package entity
 
+import "github.com/tablekit/tablekit/azrules"
+
 // Size returns e's size as the Table service counts it against
 // MaxEntitySize, by the formula of "Understanding the Table service data
 // model" (see limits.go): 4 + 2*len(PartitionKey) + 2*len(RowKey), plus
@@ -14,9 +16,9 @@ package entity
 // later. A value whose V does not have its Type's Go type counts as an
 // empty one of its type.
 func (e Entity) Size() int {
-	n := 4 + 2*utf16Len(e.PartitionKey) + 2*utf16Len(e.RowKey)
+	n := 4 + 2*azrules.UTF16Len(e.PartitionKey) + 2*azrules.UTF16Len(e.RowKey)
 	for name, v := range e.Properties {
-		n += 8 + 2*utf16Len(name) + valueSize(v)
+		n += 8 + 2*azrules.UTF16Len(name) + valueSize(v)
 	}
 	return n
 }
@@ -26,7 +28,7 @@ func valueSize(v Value) int {
 	switch x := v.V.(type) {
 	case string:
 		if v.Type == EdmString {
-			return 4 + 2*utf16Len(x)
+			return 4 + 2*azrules.UTF16Len(x)
 		}
 	case []byte:
 		if v.Type == EdmBinary {

@@ -1,12 +1,16 @@
 package keys
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/tablekit/tablekit/azrules"
+)
 
 // CosmosMaxRowKeyBytes is the longest RowKey the Azure Cosmos DB Table API
 // accepts: 255 bytes (of UTF-8), where Azure Table storage accepts 1 KiB
-// ("Frequently asked questions about Azure Cosmos DB for Table": "Row keys
-// can only be up to 255 bytes"). See docs/COSMOS.md.
-const CosmosMaxRowKeyBytes = 255
+// (azrules.CosmosMaxRowKeyBytes, where its evidence is). See
+// docs/COSMOS.md.
+const CosmosMaxRowKeyBytes = azrules.CosmosMaxRowKeyBytes
 
 // ValidateCosmosKeys checks a PartitionKey and RowKey for the Azure Cosmos
 // DB Table API: Azure Table storage's rules (ValidateKey), and a RowKey of

@@ -1,11 +1,12 @@
 package keys
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/azrules"
 )
 
 // ErrInvalidFilter is the sentinel every filter error wraps: a bad
@@ -14,12 +15,13 @@ import (
 var ErrInvalidFilter = NewArgumentSentinel("invalid filter")
 
 // MaxComparisons is the Table service's limit on discrete comparisons in
-// one $filter string. Build and ParseFilter refuse filters with more.
-const MaxComparisons = 15
+// one $filter string (azrules.MaxFilterComparisons). Build and ParseFilter
+// refuse filters with more.
+const MaxComparisons = azrules.MaxFilterComparisons
 
 // MaxPropertyNameLength is the longest property name the service accepts,
-// in UTF-16 code units.
-const MaxPropertyNameLength = 255
+// in UTF-16 code units (azrules.MaxPropertyNameLength).
+const MaxPropertyNameLength = azrules.MaxPropertyNameLength
 
 // FilterError describes why a filter is invalid. It wraps ErrInvalidFilter.
 type FilterError struct {
@@ -206,29 +208,18 @@ func newCmp(name string, op cmpOp, lit literal) Filter {
 
 var odataKeywords = []string{"and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "null"}
 
-// validatePropertyName applies the service's rule (a C# identifier, at
-// most 255 characters) plus one of ours: no OData keyword, which some
-// parsers (Azurite's among them) would read as an operator.
+// validatePropertyName applies the service's rule (azrules.CheckPropertyName:
+// a C# identifier, at most 255 UTF-16 code units) plus one of ours: no
+// OData keyword, which some parsers (Azurite's among them) would read as
+// an operator.
 func validatePropertyName(name string) error {
-	if name == "" {
-		return filterErr("", "empty property name")
-	}
-	if !utf8.ValidString(name) {
-		return filterErr(fmt.Sprintf("%q", name), "property name is not valid UTF-8")
-	}
-	// The service counts UTF-16 code units: a character outside the Basic
-	// Multilingual Plane is two.
-	n := 0
-	for _, r := range name {
-		n += utf16.RuneLen(r)
-	}
-	if n > MaxPropertyNameLength {
-		return filterErr(name, fmt.Sprintf("property name has %d characters (UTF-16 code units), more than %d", n, MaxPropertyNameLength))
-	}
-	for i, r := range name {
-		if !identRune(r, i == 0) {
-			return filterErr(name, fmt.Sprintf("property name is not a C# identifier: %q at byte %d", r, i))
+	if err := azrules.CheckPropertyName(name); err != nil {
+		switch {
+		case name == "":
+		case errors.Is(err, azrules.ErrForm):
+			name = fmt.Sprintf("%q", name) // not UTF-8: quoted, to stay printable
 		}
+		return filterErr(name, err.Error())
 	}
 	for _, kw := range odataKeywords {
 		if strings.EqualFold(name, kw) {
@@ -236,20 +227,6 @@ func validatePropertyName(name string) error {
 		}
 	}
 	return nil
-}
-
-// identRune reports whether r may appear in a C# identifier (first: a
-// letter or '_'; then also decimal digits, connectors, combining marks
-// and formatting characters).
-func identRune(r rune, first bool) bool {
-	if r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) {
-		return true
-	}
-	if first {
-		return false
-	}
-	return unicode.Is(unicode.Nd, r) || unicode.Is(unicode.Pc, r) || unicode.Is(unicode.Mn, r) ||
-		unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Cf, r)
 }
 
 // And is the conjunction of fs. Zero Filters are ignored (And() and And of
@@ -313,8 +290,8 @@ func (f Filter) Err() error {
 	if f.err != nil {
 		return f.err
 	}
-	if c := f.n.comparisons(); c > MaxComparisons {
-		return filterErr("", fmt.Sprintf("%d comparisons, more than the service's limit of %d", c, MaxComparisons))
+	if err := azrules.CheckFilterComparisons(f.n.comparisons()); err != nil {
+		return filterErr("", err.Error())
 	}
 	return nil
 }

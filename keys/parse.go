@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tablekit/tablekit/azrules"
 )
 
 // maxParseDepth bounds nesting (parentheses and not) so hostile input
@@ -50,8 +52,8 @@ func ParseFilter(s string) (Filter, error) {
 		return Filter{}, p.errf("unexpected %q after the expression", p.rest())
 	}
 	f := Filter{n: n}
-	if c := n.comparisons(); c > MaxComparisons {
-		return Filter{}, filterErr("", fmt.Sprintf("%d comparisons, more than the service's limit of %d", c, MaxComparisons))
+	if err := azrules.CheckFilterComparisons(n.comparisons()); err != nil {
+		return Filter{}, filterErr("", err.Error())
 	}
 	return f, nil
 }

@@ -1371,9 +1371,9 @@ func cfPeriodTables(e *cfEnv) {
 	for i := range 5 {
 		bulk = append(bulk, cfSignIn{PartitionKey: "bulk", RowKey: keys.TimeKey(day(1).Add(time.Duration(i) * time.Minute))})
 	}
-	// DESIGN.md: a batch costs 1 request per 100 operations; the period's
+	// docs/RULES.md: a batch costs 1 request per 100 operations; the period's
 	// table exists (written above), so none is needed to create it.
-	if e.do(1, "PeriodTables.BulkWrite of 5 rows into an existing period (DESIGN.md: 1 request per 100 operations)", func() error {
+	if e.do(1, "PeriodTables.BulkWrite of 5 rows into an existing period (1 request per 100 operations)", func() error {
 		res, err := p.BulkWrite(ctx, day(1), bulk, nil)
 		if err == nil && res.Written != len(bulk) {
 			err = fmt.Errorf("%d of %d written", res.Written, len(bulk))

@@ -21,7 +21,7 @@ package patterns_test
 // landed but said it failed shows up as an extra increment, or as a
 // conflict when the caller tries again. Any other error fails. In
 // the modes without faults each operation's request count is checked
-// against the repository's documented budget (DESIGN.md), and in every mode
+// against the repository's documented budget (its doc comment), and in every mode
 // the repository's entity requests must all go through the transport it
 // was asked for. Eventually consistent repositories run a worker in this
 // process until their queue is drained, then their index copies, lists

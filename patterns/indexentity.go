@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -129,7 +130,7 @@ func encodeList(index, value string, m memberList) (string, error) {
 		m = memberList{}
 	}
 	b, _ := json.Marshal(m) // strings always encode
-	if n := utf16Len(string(b)); n > MaxListUnits {
+	if n := azrules.UTF16Len(string(b)); n > MaxListUnits {
 		return "", &ListTooLargeError{Index: index, Value: value, Members: len(m), Units: n}
 	}
 	return string(b), nil

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/wire"
@@ -311,12 +312,13 @@ func (l *LargeEntities[T]) upload(ctx context.Context, v *T) (body []byte, pk, r
 
 // blobName is "<table>/<pk>/<rk>/<property>.<random>": keys cannot hold
 // '/', so the parts stay apart; every write gets a new name. Keys too long
-// for a blob name (1,024 characters) are replaced by their hash.
+// for a blob name (azrules.MaxBlobNameUnits, 1,024 UTF-16 code units) are
+// replaced by their hash.
 func (l *LargeEntities[T]) blobName(pk, rk, prop string) string {
 	var rnd [16]byte
 	_, _ = rand.Read(rnd[:]) // never fails (crypto/rand)
 	name := l.name + "/" + pk + "/" + rk + "/" + prop + "." + hex.EncodeToString(rnd[:])
-	if len(name) > 1024 {
+	if azrules.CheckBlobNameLength(name) != nil {
 		h := sha256.Sum256([]byte(pk + "\x00" + rk))
 		name = l.name + "/" + hex.EncodeToString(h[:]) + "/" + prop + "." + hex.EncodeToString(rnd[:])
 	}

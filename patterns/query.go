@@ -16,11 +16,13 @@ import (
 	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/keys"
 )
 
-// MaxPageSize is the most entities the service returns in one page ($top).
-const MaxPageSize = 1000
+// MaxPageSize is the most entities the service returns in one page ($top):
+// azrules.MaxTop, where its evidence is.
+const MaxPageSize = azrules.MaxTop
 
 // QueryOptions shapes a query. A nil *QueryOptions means the defaults: the
 // struct's own properties, pages of up to 1,000, no total limit, and table

@@ -3,9 +3,9 @@ package patterns
 import (
 	"fmt"
 	"time"
-	"unicode/utf16"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
 )
 
@@ -36,9 +36,10 @@ const (
 	PropIntent = "TkIntent"
 )
 
-// MaxListUnits is the most UTF-16 code units a String property may hold,
-// and so the largest JSON member list an index entity can store.
-const MaxListUnits = 32 * 1024
+// MaxListUnits is the most UTF-16 code units a String property may hold
+// (azrules.MaxStringUnits), and so the largest JSON member list an index
+// entity can store.
+const MaxListUnits = azrules.MaxStringUnits
 
 // rawProps is an entity as the index patterns handle it between reading a
 // row and writing a copy: its properties, with their exact EDM types, and
@@ -149,16 +150,6 @@ func asPrimary(row []byte) ([]byte, error) {
 	}
 	delete(p, propETag)
 	return p.bytes()
-}
-
-// utf16Len is the length of s in UTF-16 code units, the unit of the
-// service's string limit.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
 }
 
 // checkHiddenProps refuses a struct that has a property tablekit adds.

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -303,7 +302,7 @@ func (w *WideEntities) split(e *WideEntity) ([]entity.Entity, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	base := 4 + 2*wideUTF16Len(e.PartitionKey) + 2*wideUTF16Len(WideChunkRowKey(e.RowKey, 0)) + wideTimestampBytes
+	base := 4 + 2*azrules.UTF16Len(e.PartitionKey) + 2*azrules.UTF16Len(WideChunkRowKey(e.RowKey, 0)) + wideTimestampBytes
 	newChunk := func(i int) entity.Entity {
 		return entity.Entity{PartitionKey: e.PartitionKey, RowKey: WideChunkRowKey(e.RowKey, i), Properties: map[string]entity.Value{}}
 	}
@@ -312,7 +311,7 @@ func (w *WideEntities) split(e *WideEntity) ([]entity.Entity, error) {
 	props, size := 1, base+8+2*len(WideChunksProperty)+4
 	for _, name := range names {
 		v := e.Properties[name]
-		ps := 8 + 2*wideUTF16Len(name) + wideValueSize(v)
+		ps := 8 + 2*azrules.UTF16Len(name) + wideValueSize(v)
 		if props+1 > entity.MaxProperties || size+ps > wideChunkBytes {
 			if len(chunks) == MaxWideChunks {
 				return nil, fmt.Errorf("tablekit: wide entity %s: %w: %d properties need more than %d physical entities", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, len(names), MaxWideChunks)
@@ -336,7 +335,7 @@ const wideTimestampBytes = 8 + 2*len("Timestamp") + 8
 func wideValueSize(v entity.Value) int {
 	switch x := v.V.(type) {
 	case string:
-		return 4 + 2*wideUTF16Len(x)
+		return 4 + 2*azrules.UTF16Len(x)
 	case []byte:
 		return 4 + len(x)
 	case bool:
@@ -347,18 +346,6 @@ func wideValueSize(v entity.Value) int {
 		return 16
 	}
 	return 8 // Int64, Double, DateTime
-}
-
-func wideUTF16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r == utf8.RuneError {
-			n++
-			continue
-		}
-		n += utf16.RuneLen(r)
-	}
-	return n
 }
 
 func (w *WideEntities) describe(pk, rk string) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azrules"
 )
 
 // BlobScheme starts a Location in Blob storage: blob://CONTAINER/PREFIX.
@@ -78,17 +79,12 @@ func ParseLocation(s string, acct *tablekit.Account) (*Location, error) {
 	return Dir(s), nil
 }
 
-// checkContainer applies Blob storage's container name rules: 3 to 63
-// lowercase letters, digits and single hyphens, starting and ending with a
-// letter or digit.
+// checkContainer applies Blob storage's container name rules
+// (azrules.CheckContainerName): 3 to 63 lowercase letters, digits and
+// single hyphens, starting and ending with a letter or digit.
 func checkContainer(c string) error {
-	ok := len(c) >= 3 && len(c) <= 63 && c[0] != '-' && c[len(c)-1] != '-' && !strings.Contains(c, "--")
-	for i := 0; ok && i < len(c); i++ {
-		ch := c[i]
-		ok = ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-'
-	}
-	if !ok {
-		return fmt.Errorf("%w: container name %q: want 3 to 63 lowercase letters, digits and single hyphens", tablekit.ErrInvalidName, c)
+	if err := azrules.CheckContainerName(c); err != nil {
+		return fmt.Errorf("%w: container name %q: %v (want 3 to 63 lowercase letters, digits and single hyphens)", tablekit.ErrInvalidName, c, err)
 	}
 	return nil
 }

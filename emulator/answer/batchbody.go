@@ -121,3 +121,68 @@ func parseBatchRequest(part io.Reader) (BatchRequest, error) {
 	}
 	return r, nil
 }
+
+// ChangeKind is what one operation of a change set does, as the service
+// reads its method.
+type ChangeKind int
+
+// The kinds of change.
+const (
+	// ChangeUnsupported is a method the service does not take in a
+	// change set (GET, ...): it answers 400 UnsupportedHttpVerb at the
+	// operation's index.
+	ChangeUnsupported ChangeKind = iota
+	// ChangeInsert is a POST to the table: an insert, its keys in its
+	// body.
+	ChangeInsert
+	// ChangeUpdate is a PUT (replace), PATCH or MERGE (merge) on an
+	// entity, an upsert without If-Match.
+	ChangeUpdate
+	// ChangeDelete is a DELETE on an entity.
+	ChangeDelete
+)
+
+// Change is one operation of a change set as the Table service reads it
+// before its body: what it does, on which table, and the keys its URL
+// names. The one reading of a batch's operations, for the emulator and
+// for the strict proxy in front of Azurite.
+type Change struct {
+	BatchRequest
+	// Kind is what the operation does.
+	Kind ChangeKind
+	// Table is the table the operation's URL names.
+	Table string
+	// PartitionKey and RowKey are the URL's keys; empty for an insert,
+	// whose keys are its body's.
+	PartitionKey, RowKey string
+}
+
+// ChangeOf reads one operation of a change set as the service does. ok
+// is false when the service refuses the whole batch for it (400
+// InvalidInput): a URL that names no table's entities (the service,
+// Tables, Tables('t'), $batch), an insert (POST) whose URL names keys, an
+// update or delete whose URL names none. A method the service does not
+// take is ChangeUnsupported, with ok true: it fails at its own index.
+func ChangeOf(req BatchRequest) (c Change, ok bool) {
+	res := req.Path
+	if res.Service || res.Name == "Tables" || res.Name == "$batch" {
+		return Change{}, false
+	}
+	c = Change{BatchRequest: req, Table: res.Name}
+	if res.HasKeys {
+		c.PartitionKey, c.RowKey = res.PartitionKey, res.RowKey
+	}
+	switch req.Method {
+	case http.MethodPost:
+		c.Kind = ChangeInsert
+		return c, !res.HasKeys
+	case http.MethodPut, http.MethodPatch, "MERGE":
+		c.Kind = ChangeUpdate
+		return c, res.HasKeys
+	case http.MethodDelete:
+		c.Kind = ChangeDelete
+		return c, res.HasKeys
+	}
+	c.Kind = ChangeUnsupported
+	return c, true
+}

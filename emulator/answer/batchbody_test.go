@@ -96,3 +96,44 @@ func TestParseBatch(t *testing.T) {
 		}
 	}
 }
+
+// ChangeOf reads each operation as the service does: an insert without
+// keys in its URL, an update or delete with them, any URL that names no
+// table's entities refused, an unknown method left to fail at its index.
+func TestChangeOf(t *testing.T) {
+	const base = "http://127.0.0.1:10002/devstoreaccount1/"
+	for _, c := range []struct {
+		name, req string
+		ok        bool
+		kind      answer.ChangeKind
+		table     string
+		pk, rk    string
+	}{
+		{"insert", "POST " + base + "orders HTTP/1.1\r\n\r\n{}", true, answer.ChangeInsert, "orders", "", ""},
+		{"insert with keys", "POST " + base + "orders(PartitionKey='p',RowKey='r') HTTP/1.1\r\n\r\n{}", false, 0, "", "", ""},
+		{"replace", "PUT " + base + "orders(PartitionKey='p',RowKey='r') HTTP/1.1\r\n\r\n{}", true, answer.ChangeUpdate, "orders", "p", "r"},
+		{"merge by X-HTTP-Method", "POST " + base + "orders(PartitionKey='p',RowKey='r') HTTP/1.1\r\nX-HTTP-Method: MERGE\r\n\r\n{}", true, answer.ChangeUpdate, "orders", "p", "r"},
+		{"patch", "PATCH " + base + "orders(PartitionKey='p',RowKey='it''s') HTTP/1.1\r\n\r\n{}", true, answer.ChangeUpdate, "orders", "p", "it's"},
+		{"update without keys", "PUT " + base + "orders HTTP/1.1\r\n\r\n{}", false, 0, "", "", ""},
+		{"delete", "DELETE " + base + "orders(PartitionKey='p',RowKey='r') HTTP/1.1\r\n\r\n", true, answer.ChangeDelete, "orders", "p", "r"},
+		{"delete without keys", "DELETE " + base + "orders HTTP/1.1\r\n\r\n", false, 0, "", "", ""},
+		{"get", "GET " + base + "orders(PartitionKey='p',RowKey='r') HTTP/1.1\r\n\r\n", true, answer.ChangeUnsupported, "orders", "p", "r"},
+		{"Tables", "POST " + base + "Tables HTTP/1.1\r\n\r\n{}", false, 0, "", "", ""},
+		{"Tables('t')", "DELETE " + base + "Tables('orders') HTTP/1.1\r\n\r\n", false, 0, "", "", ""},
+		{"$batch", "POST " + base + "$batch HTTP/1.1\r\n\r\n", false, 0, "", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := answer.ParseBatch(batchType, []byte(batchBody(changeset(c.req))))
+			if err != nil || len(b.Changes) != 1 {
+				t.Fatalf("ParseBatch: %v, %d changes", err, len(b.Changes))
+			}
+			got, ok := answer.ChangeOf(b.Changes[0])
+			if ok != c.ok {
+				t.Fatalf("ok %v, want %v", ok, c.ok)
+			}
+			if ok && (got.Kind != c.kind || got.Table != c.table || got.PartitionKey != c.pk || got.RowKey != c.rk) {
+				t.Fatalf("got kind %v table %q keys (%q, %q); want %v %q (%q, %q)", got.Kind, got.Table, got.PartitionKey, got.RowKey, c.kind, c.table, c.pk, c.rk)
+			}
+		})
+	}
+}

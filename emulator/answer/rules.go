@@ -5,21 +5,20 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"unicode/utf16"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
-	"github.com/tablekit/tablekit/keys"
 )
 
-// Limits of the Table service that no package below answer defines.
-// (internal/wire.MaxTransactionOps and patterns.MaxPageSize are the
-// client's names for the same numbers.)
+// Limits of the Table service the answers below name, defined with their
+// evidence in azrules (internal/wire.MaxTransactionOps and
+// patterns.MaxPageSize are the client's names for the same numbers).
 const (
 	// MaxTop is the largest $top a query may ask for.
-	MaxTop = 1000
+	MaxTop = azrules.MaxTop
 	// MaxBatchOperations is the most operations one entity group
 	// transaction may hold.
-	MaxBatchOperations = 100
+	MaxBatchOperations = azrules.MaxBatchOperations
 )
 
 // The Table service's error codes that answer answers with.
@@ -90,26 +89,26 @@ func AccountOverLimit() *Error {
 // for an insert), and returns Azure's answer to the first rule broken, in
 // the order the service checks them, or nil:
 //
-//	a key over keys.MaxKeyUnits                       400 OutOfRangeInput
-//	a key with a character keys.ValidateKey refuses   400 InvalidInput
-//	a property name longer than entity.MaxPropertyNameLength
+//	a key over azrules.MaxKeyUnits                    400 OutOfRangeInput
+//	a key with a character azrules.CheckKey refuses   400 InvalidInput
+//	a property name longer than azrules.MaxPropertyNameLength
 //	                                                  400 PropertyNameTooLong
 //	a name entity.ValidatePropertyName refuses        400 PropertyNameInvalid
-//	more than entity.MaxProperties custom properties  400 TooManyProperties
-//	a String over entity.MaxStringUnits or a Binary over entity.MaxBinarySize
+//	more than azrules.MaxProperties custom properties 400 TooManyProperties
+//	a String over azrules.MaxStringUnits or a Binary over azrules.MaxBinaryBytes
 //	                                                  400 PropertyValueTooLarge
 //	a DateTime outside the service's range            400 OutOfRangeInput
-//	over entity.MaxEntitySize by entity.Entity.Size   400 EntityTooLarge
+//	over azrules.MaxEntitySize by entity.Entity.Size  400 EntityTooLarge
 //
-// The limits and the rules are entity's and keys', the ones the client
-// checks before it sends. Names are checked in sorted order, so the
+// The limits and the rules are azrules', the ones the client checks
+// before it sends. Names are checked in sorted order, so the
 // answer does not depend on a map's order. e.PartitionKey and e.RowKey
 // are not looked at.
 func CheckEntity(pk, rk string, e entity.Entity) *Error {
-	if e := checkKey("PartitionKey", pk); e != nil {
+	if e := checkKey(pk); e != nil {
 		return e
 	}
-	if e := checkKey("RowKey", rk); e != nil {
+	if e := checkKey(rk); e != nil {
 		return e
 	}
 	names := make([]string, 0, len(e.Properties))
@@ -121,28 +120,26 @@ func CheckEntity(pk, rk string, e entity.Entity) *Error {
 		if entity.ValidatePropertyName(name) == nil {
 			continue
 		}
-		if len(name) > entity.MaxPropertyNameLength && utf16Len(name) > entity.MaxPropertyNameLength {
+		if len(name) > azrules.MaxPropertyNameLength && azrules.UTF16Len(name) > azrules.MaxPropertyNameLength {
 			return badRequest(CodePropertyNameTooLong, MsgPropertyNameTooLong)
 		}
 		return badRequest(CodePropertyNameInvalid, MsgPropertyNameInvalid)
 	}
-	if len(e.Properties) > entity.MaxProperties {
+	if azrules.CheckPropertyCount(len(e.Properties)) != nil {
 		return badRequest(CodeTooManyProperties, MsgTooManyProperties)
 	}
 	for _, name := range names {
 		v := e.Properties[name]
-		// A string has no more UTF-16 code units than UTF-8 bytes, so
-		// only a long one needs counting.
 		switch x := v.V.(type) {
 		case string:
-			if len(x) > entity.MaxStringUnits && utf16Len(x) > entity.MaxStringUnits {
+			if azrules.CheckString(x) != nil {
 				return badRequest(CodePropertyValueTooLarge, MsgPropertyValueTooLarge)
 			}
 			if v.Type == entity.EdmString {
 				continue // nothing left to check
 			}
 		case []byte:
-			if len(x) > entity.MaxBinarySize {
+			if azrules.CheckBinary(len(x)) != nil {
 				return badRequest(CodePropertyValueTooLarge, MsgPropertyValueTooLarge)
 			}
 			if v.Type == entity.EdmBinary {
@@ -155,21 +152,20 @@ func CheckEntity(pk, rk string, e entity.Entity) *Error {
 			return OutOfRangeInput()
 		}
 	}
-	if e.Size() > entity.MaxEntitySize {
+	if azrules.CheckEntitySize(e.Size()) != nil {
 		return badRequest(CodeEntityTooLarge, MsgEntityTooLarge)
 	}
 	return nil
 }
 
 // CheckQuery applies the rules of a query's parameters that Azure
-// answers 400 InvalidInput: $top above MaxTop, and a $filter that ends
-// inside a string literal. Azure accepts a wider grammar than
-// keys.ParseFilter reads, so other filters are left to the evaluator.
+// answers 400 InvalidInput: a $top that azrules.CheckTop refuses (not an
+// integer from 1 to MaxTop), and a $filter that ends inside a string
+// literal. Azure accepts a wider grammar than keys.ParseFilter reads, so
+// other filters are left to the evaluator.
 func CheckQuery(q url.Values) *Error {
-	if top := q.Get("$top"); top != "" {
-		if n, err := strconv.Atoi(top); err == nil && n > MaxTop {
-			return InvalidInput()
-		}
+	if top, ok := q["$top"]; ok && len(top) > 0 && azrules.CheckTop(top[0]) != nil {
+		return InvalidInput()
 	}
 	if f := q.Get("$filter"); f != "" && unterminatedLiteral(f) {
 		return InvalidInput()
@@ -252,35 +248,20 @@ func CheckBatch(ops []BatchOp) *BatchError {
 	return nil
 }
 
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
-
 // MsgInvalidKeyCharacters is Azure's message for a key holding a
 // character keys may not hold.
 const MsgInvalidKeyCharacters = "The key value contains invalid characters ('/', '\\', '#', '?' and control characters are not allowed)."
 
-// checkKey is Azure's answer to a PartitionKey or RowKey keys.ValidateKey
-// refuses: too long is out of range; a forbidden character is invalid
-// input (Azure answered InvalidInput to a '/' in a RowKey:
-// azure-storage-net issue 386, 2017; the message is the one Azure's
-// Tables team quotes in azure-sdk-for-python issue 29106, 2023).
-func checkKey(name, k string) *Error {
-	if keys.ValidateKey(name, k) == nil {
+// checkKey is Azure's answer to a PartitionKey or RowKey azrules.CheckKey
+// refuses: too long is out of range, whatever else is wrong; a forbidden
+// character is invalid input (Azure answered InvalidInput to a '/' in a
+// RowKey: azure-storage-net issue 386, 2017; the message is the one
+// Azure's Tables team quotes in azure-sdk-for-python issue 29106, 2023).
+func checkKey(k string) *Error {
+	if azrules.CheckKey(k) == nil {
 		return nil
 	}
-	units := 0
-	for _, r := range k {
-		units++
-		if r >= 0x10000 {
-			units++
-		}
-	}
-	if units > keys.MaxKeyUnits {
+	if azrules.UTF16Len(k) > azrules.MaxKeyUnits {
 		return OutOfRangeInput()
 	}
 	return badRequest(CodeInvalidInput, MsgInvalidKeyCharacters)

@@ -78,13 +78,17 @@ func TestCheckEntity(t *testing.T) {
 
 func TestCheckQuery(t *testing.T) {
 	for q, refused := range map[string]bool{
-		"$top=1000":                                  false,
-		"$top=1001":                                  true,
-		"$filter=PartitionKey eq 'a'":                false,
-		"$filter=PartitionKey eq 'a":                 true,
-		"$filter=RowKey eq 'it''s'":                  false,
-		"$filter=RowKey eq 'it''s":                   true,
-		"$filter=RowKey eq ''":                       false,
+		"$top=1000":                   false,
+		"$top=1001":                   true,
+		"$top=1":                      false,
+		"$top=0":                      true,
+		"$top=-1":                     true,
+		"$top=abc":                    true,
+		"$filter=PartitionKey eq 'a'": false,
+		"$filter=PartitionKey eq 'a":  true,
+		"$filter=RowKey eq 'it''s'":   false,
+		"$filter=RowKey eq 'it''s":    true,
+		"$filter=RowKey eq ''":        false,
 		"$filter=A eq 'x' and B eq 'y''' or C eq 'z": true,
 		"": false,
 	} {

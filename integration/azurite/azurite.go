@@ -67,6 +67,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/internal/childproc"
 )
 
@@ -74,10 +75,11 @@ import (
 const Version = "3.37.0"
 
 // AccountName and AccountKey are Azurite's well-known development
-// credentials. They are public and work only against the emulator.
+// credentials (azrules.DevAccountName, azrules.DevAccountKey). They are
+// public and work only against the emulator.
 const (
-	AccountName = "devstoreaccount1"
-	AccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	AccountName = azrules.DevAccountName
+	AccountKey  = azrules.DevAccountKey
 )
 
 // ErrNotInstalled is returned by Start and Find when no azurite command can

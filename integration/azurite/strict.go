@@ -19,11 +19,10 @@ import (
 
 // Strict mode: a loopback reverse proxy in front of Azurite's table
 // endpoint that refuses what Azure Table storage refuses and Azurite lets
-// through (DESIGN.md fact 3), with Azure's status, error code and message.
-// The rules and Azure's answers are emulator/answer', which tablekit's
-// emulator answers by too; their limits are entity's and keys', the ones
-// the client checks (answer.CheckEntity, CheckQuery, CheckBatch say
-// which):
+// through (docs/RULES.md), with Azure's status, error code and message.
+// Azure's answers are emulator/answer', which tablekit's emulator answers
+// by too; the rules and limits are azrules', the ones the client checks
+// (answer.CheckEntity, CheckQuery, CheckBatch say which):
 //
 //	batch spanning partitions         202, inner 400 CommandsInBatchActOnDifferentPartitions
 //	two operations on one entity      202, inner 400 InvalidDuplicateRow
@@ -36,7 +35,7 @@ import (
 //	an entity over 1 MiB              400 EntityTooLarge
 //	property name longer than 255     400 PropertyNameTooLong
 //	property name not an identifier   400 PropertyNameInvalid
-//	$top above 1000                   400 InvalidInput
+//	$top not an integer in 1..1000    400 InvalidInput
 //	unterminated string in $filter    400 InvalidInput
 //	SAS key range, entity outside it  403 AuthorizationFailure
 //	SAS key range, query              only entities inside the range

@@ -2,7 +2,6 @@ package azurite
 
 import (
 	"bytes"
-	"net/http"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/entity"
@@ -29,24 +28,25 @@ func parseBatch(contentType string, body []byte) (ops []answer.BatchOp, ok bool)
 }
 
 // batchOpOf is the rules' view of one operation: its table, its keys
-// (from the URL, or an insert's entity) and its entity. ok is false for
-// the service's or Tables('t')'s path, a delete or an empty body
-// without keys, and an entity that is not JSON entity can read.
+// (from the URL, or an insert's entity) and its entity, read as the
+// service reads it (answer.ChangeOf). ok is false for an operation the
+// service refuses the whole batch for, a delete or an empty body without
+// keys, and an entity that is not JSON entity can read.
 func batchOpOf(req answer.BatchRequest) (answer.BatchOp, bool) {
-	res := req.Path
-	if res.Service || res.Table != "" {
+	c, ok := answer.ChangeOf(req)
+	if !ok {
 		return answer.BatchOp{}, false
 	}
-	op := answer.BatchOp{Table: res.Name, PartitionKey: res.PartitionKey, RowKey: res.RowKey}
-	if req.Method == http.MethodDelete || len(bytes.TrimSpace(req.Body)) == 0 {
-		return op, res.HasKeys
+	op := answer.BatchOp{Table: c.Table, PartitionKey: c.PartitionKey, RowKey: c.RowKey}
+	if c.Kind == answer.ChangeDelete || len(bytes.TrimSpace(c.Body)) == 0 {
+		return op, c.Path.HasKeys
 	}
 	ent := new(entity.Entity)
-	if err := ent.UnmarshalJSON(req.Body); err != nil {
+	if err := ent.UnmarshalJSON(c.Body); err != nil {
 		return answer.BatchOp{}, false
 	}
 	op.Entity = ent
-	if !res.HasKeys {
+	if !c.Path.HasKeys {
 		op.PartitionKey, op.RowKey = ent.PartitionKey, ent.RowKey
 	}
 	return op, true

@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/keys"
 )
 
-// Limits of an entity group transaction. The SDK checks none of them and
-// Azurite accepts some batches Azure rejects, so they are checked before
-// sending.
+// Limits of an entity group transaction (azrules, where their evidence
+// is). The SDK checks none of them and Azurite accepts some batches Azure
+// rejects, so they are checked before sending.
 const (
 	// MaxTransactionOps is the most operations one transaction may hold.
-	MaxTransactionOps = 100
+	MaxTransactionOps = azrules.MaxBatchOperations
 	// MaxTransactionBytes is the largest request body of a transaction.
-	MaxTransactionBytes = 4 << 20
+	MaxTransactionBytes = azrules.MaxBatchBytes
 )
 
 // OpType is the kind of one entity write.
@@ -122,8 +123,8 @@ func ValidateTransaction(ops []Op) error {
 	if len(ops) == 0 {
 		return fmt.Errorf("%w: no operations", errs.ErrInvalidTransaction)
 	}
-	if len(ops) > MaxTransactionOps {
-		return fmt.Errorf("%w: %d operations; at most %d are allowed", errs.ErrInvalidTransaction, len(ops), MaxTransactionOps)
+	if err := azrules.CheckBatchOperations(len(ops)); err != nil {
+		return fmt.Errorf("%w: %v", errs.ErrInvalidTransaction, err)
 	}
 	var seen RowKeySet
 	size := 0

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -37,8 +38,8 @@ var (
 
 // CosmosMaxTransactionBytes is the largest transaction (batch) body the
 // Azure Cosmos DB Table API accepts: 2 MB, where Azure Table storage
-// accepts 4 MiB.
-const CosmosMaxTransactionBytes = 2 << 20
+// accepts 4 MiB (azrules.CosmosMaxBatchBytes, where its evidence is).
+const CosmosMaxTransactionBytes = azrules.CosmosMaxBatchBytes
 
 // ErrUnsortedResults is returned (wrapped) by RequireSortedResults when
 // the service does not return query results in PartitionKey, RowKey order:

@@ -359,7 +359,7 @@ func TestServiceSASTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// GetTableSASURL drops the '/' before the table on a path-style
-	// endpoint (DESIGN.md fact 11): keep its query, not its path.
+	// endpoint (docs/SAS.md): keep its query, not its path.
 	query := u.RawQuery
 	ent := func(name string, perm byte) auth.Operation {
 		return auth.Operation{Service: auth.Table, ResourceType: 'o', Permission: perm, Name: name, PartitionKey: "p1", RowKey: "r1", HasKeys: true}

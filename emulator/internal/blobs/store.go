@@ -1,14 +1,14 @@
 package blobs
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf16"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 )
 
@@ -184,13 +184,12 @@ func (c *container) remove(name string) {
 	delete(c.staged, name)
 }
 
-// Limits of metadata: 8 KiB for all names and values together.
-const maxMetadataBytes = 8 << 10
-
 // parseMetadata reads the x-ms-meta-* headers. Names must be C#
-// identifiers. Go's HTTP server has already put each header name in its
-// canonical form (X-Ms-Meta-Name), so a name's letter case is that
-// form's: Azure keeps the case sent, and compares names ignoring case.
+// identifiers (azrules.CheckMetadataName), all names and values together
+// at most azrules.MaxMetadataBytes. Go's HTTP server has already put each
+// header name in its canonical form (X-Ms-Meta-Name), so a name's letter
+// case is that form's: Azure keeps the case sent, and compares names
+// ignoring case.
 func parseMetadata(h http.Header) (metadata, *answer.Error) {
 	var md metadata
 	size := 0
@@ -199,35 +198,18 @@ func parseMetadata(h http.Header) (metadata, *answer.Error) {
 			continue
 		}
 		name := k[len("x-ms-meta-"):]
-		if !isIdentifier(name) {
+		if azrules.CheckMetadataName(name) != nil {
 			return nil, answer.InvalidMetadata()
 		}
 		v := strings.Join(vs, ",")
 		size += len(name) + len(v)
 		md = append(md, metaPair{name, v})
 	}
-	if size > maxMetadataBytes {
+	if azrules.CheckMetadataSize(size) != nil {
 		return nil, answer.MetadataTooLarge()
 	}
 	slices.SortFunc(md, func(a, b metaPair) int { return strings.Compare(a.name, b.name) })
 	return md, nil
-}
-
-// isIdentifier says whether s is a C# identifier, as metadata names must
-// be.
-func isIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_' || unicode.IsLetter(r):
-		case i > 0 && (unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc, unicode.Cf)):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // setMetadataHeaders writes md as x-ms-meta-* headers.
@@ -237,42 +219,29 @@ func setMetadataHeaders(h http.Header, md metadata) {
 	}
 }
 
-// validContainerName checks a container name as Azure does: 3 to 63
-// lower-case letters, digits and hyphens, starting and ending with a
-// letter or digit, no two hyphens together. System containers ($logs,
+// validContainerName is Azure's answer to a container name
+// azrules.CheckContainerName refuses: a length outside 3 to 63 is out of
+// range, a character an invalid resource name. System containers ($logs,
 // ...) are left to the operation.
 func validContainerName(name string) *answer.Error {
 	if strings.HasPrefix(name, "$") {
 		return nil
 	}
-	if len(name) < 3 || len(name) > 63 {
+	err := azrules.CheckContainerName(name)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, azrules.ErrLength):
 		return answer.ResourceNameLength()
 	}
-	for i := 0; i < len(name); i++ {
-		ch := name[i]
-		ok := ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-'
-		if !ok {
-			return answer.InvalidResourceName()
-		}
-	}
-	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
-		return answer.InvalidResourceName()
-	}
-	return nil
+	return answer.InvalidResourceName()
 }
 
-// maxBlobName is the longest blob name, in UTF-16 code units (the
-// service's "characters": 512 characters outside the BMP fill it).
-const maxBlobName = 1024
-
-// validBlobName checks a blob name's length: over it, Azure answers 400
-// OutOfRangeInput to every operation.
+// validBlobName checks a blob name's length (azrules.CheckBlobNameLength,
+// in UTF-16 code units): over it, Azure answers 400 OutOfRangeInput to
+// every operation.
 func validBlobName(name string) *answer.Error {
-	n := 0
-	for _, r := range name {
-		n += utf16.RuneLen(r)
-	}
-	if n > maxBlobName {
+	if name != "" && azrules.CheckBlobNameLength(name) != nil {
 		return answer.OutOfRangeInput()
 	}
 	return nil

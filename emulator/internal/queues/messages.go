@@ -7,19 +7,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 )
 
-// Azure's limits on messages.
+// Azure's limits on messages (the published ones are azrules').
 const (
 	// maxMessage is the largest message text, in bytes of UTF-8.
-	maxMessage = 64 << 10
+	maxMessage = azrules.MaxMessageBytes
 	// maxTimeout is the longest visibility timeout, 7 days in seconds.
 	maxTimeout = 7 * 24 * 3600
 	// defaultTTL is a message's time to live when messagettl is not given.
 	defaultTTL = 7 * 24 * 3600
 	// maxBatch is the most messages one Get or Peek Messages returns.
-	maxBatch = 32
+	maxBatch = azrules.MaxMessagesPerGet
 	// defaultGetTimeout is Get Messages' visibility timeout when none is
 	// given.
 	defaultGetTimeout = 30

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 )
 
@@ -46,9 +47,6 @@ func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Value
 	return op(w, r, name)
 }
 
-// maxMetadata is the most metadata (names and values) a queue holds.
-const maxMetadata = 8 << 10
-
 // readMetadata returns r's x-ms-meta-* headers, names lowercased (the
 // HTTP server does not keep a header name's case; Azure compares metadata
 // names case-insensitively).
@@ -64,28 +62,16 @@ func readMetadata(r *http.Request) (map[string]string, *answer.Error) {
 		if n == "" {
 			return nil, errEmptyMetadataKey
 		}
-		if !identifier(n) {
+		if azrules.CheckMetadataName(n) != nil {
 			return nil, answer.InvalidMetadata()
 		}
 		md[n] = strings.Join(v, ",")
 		size += len(n) + len(md[n])
 	}
-	if size > maxMetadata {
+	if azrules.CheckMetadataSize(size) != nil {
 		return nil, answer.MetadataTooLarge()
 	}
 	return md, nil
-}
-
-// identifier reports whether n is a C# identifier (ASCII), as metadata
-// names must be.
-func identifier(n string) bool {
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // createQueue answers Create Queue: 201 for a new queue, 204 when the

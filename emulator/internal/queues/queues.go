@@ -21,12 +21,14 @@
 package queues
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
@@ -171,26 +173,18 @@ func (s *Service) authorize(r *http.Request, resource, perm byte, name string) *
 	return e
 }
 
-// validName checks a queue name as Azure does: 3 to 63 characters,
-// lowercase letters, digits and single hyphens, beginning and ending with
-// a letter or digit.
+// validName is Azure's answer to a queue name azrules.CheckQueueName
+// refuses: a length outside 3 to 63 is out of range, anything else (the
+// empty name included) an invalid resource name.
 func validName(name string) *answer.Error {
-	if name == "" {
-		return answer.InvalidResourceName()
-	}
-	if len(name) < 3 || len(name) > 63 {
+	err := azrules.CheckQueueName(name)
+	switch {
+	case err == nil:
+		return nil
+	case name != "" && errors.Is(err, azrules.ErrLength):
 		return answer.ResourceNameLength()
 	}
-	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
-		return answer.InvalidResourceName()
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return answer.InvalidResourceName()
-		}
-	}
-	return nil
+	return answer.InvalidResourceName()
 }
 
 // lookup returns the queue named name, or QueueNotFound.

@@ -115,41 +115,32 @@ func (s *Service) parseBatch(contentType string, body []byte) ([]batchOp, bool) 
 	return ops, true
 }
 
-// batchOpOf is one operation of the change set as the service reads it:
-// the entity's JSON decoded by the service's rules.
+// batchOpOf is one operation of the change set as the service reads it
+// (answer.ChangeOf): the entity's JSON decoded by the service's rules.
 func batchOpOf(req answer.BatchRequest) (batchOp, bool) {
-	res := req.Path
-	if res.Service || res.Name == "Tables" || res.Name == "$batch" {
+	c, ok := answer.ChangeOf(req)
+	if !ok {
 		return batchOp{}, false
 	}
-	op := batchOp{method: req.Method, table: res.Name, contentID: req.Header.Get("Content-ID"), noContent: strings.Contains(req.Header.Get("Prefer"), "return-no-content")}
-	ifMatch := req.Header.Get("If-Match")
-	switch op.method {
-	case http.MethodPost:
-		if res.HasKeys {
-			return batchOp{}, false
-		}
+	op := batchOp{method: c.Method, table: c.Table, contentID: c.Header.Get("Content-ID"), noContent: strings.Contains(c.Header.Get("Prefer"), "return-no-content")}
+	ifMatch := c.Header.Get("If-Match")
+	switch c.Kind {
+	case answer.ChangeInsert:
 		op.w.kind = opInsert
-		op.w.e, op.err = decodeEntity(req.Body, "", "", false)
-	case http.MethodPut, http.MethodPatch, "MERGE":
-		if !res.HasKeys {
-			return batchOp{}, false
-		}
+		op.w.e, op.err = decodeEntity(c.Body, "", "", false)
+	case answer.ChangeUpdate:
 		op.w = writeOp{merge: op.method != http.MethodPut, conditional: ifMatch != "", ifMatch: ifMatch}
-		op.w.e, op.err = decodeEntity(req.Body, res.PartitionKey, res.RowKey, true)
-	case http.MethodDelete:
-		if !res.HasKeys {
-			return batchOp{}, false
-		}
+		op.w.e, op.err = decodeEntity(c.Body, c.PartitionKey, c.RowKey, true)
+	case answer.ChangeDelete:
 		op.w = writeOp{kind: opDelete, ifMatch: ifMatch}
-		op.w.e.PartitionKey, op.w.e.RowKey = res.PartitionKey, res.RowKey
+		op.w.e.PartitionKey, op.w.e.RowKey = c.PartitionKey, c.RowKey
 		if ifMatch == "" {
 			op.err = errNoIfMatch
 		}
 	default:
 		op.err = answer.UnsupportedHTTPVerb()
 	}
-	if op.err != nil && !res.HasKeys {
+	if op.err != nil && !c.Path.HasKeys {
 		// An insert whose body could not be read: its keys are unknown,
 		// so the partition and duplicate checks cannot count it.
 		op.w.e.PartitionKey, op.w.e.RowKey = "", ""

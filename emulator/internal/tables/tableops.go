@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/keys"
@@ -15,8 +16,8 @@ import (
 var errNameEmpty = answer.New(http.StatusBadRequest, "TableNameEmpty", "The specified table name is empty.")
 
 // checkTableName applies the profile's table name rules with Azure's
-// answers: a length out of 3..63 is OutOfRangeInput, any other break
-// InvalidResourceName.
+// answers: a length out of azrules.MinTableNameLength..MaxTableNameLength
+// is OutOfRangeInput, any other break InvalidResourceName.
 func (s *Service) checkTableName(name string) *answer.Error {
 	var err error
 	if s.cfg.Cosmos {
@@ -27,7 +28,7 @@ func (s *Service) checkTableName(name string) *answer.Error {
 	switch {
 	case err == nil:
 		return nil
-	case len(name) < 3 || len(name) > 63:
+	case len(name) < azrules.MinTableNameLength || len(name) > azrules.MaxTableNameLength:
 		return answer.ResourceNameLength()
 	}
 	return answer.InvalidResourceName()
@@ -214,17 +215,20 @@ func (s *Service) queryTables(q *request, one string) {
 }
 
 // pageOf reads a query's $top and $filter (keys.ParseFilter), in that
-// order. $top is 1 to 1,000 (no upper limit on Cosmos DB), absent
-// answer.MaxTop. Any other $top, or a filter ParseFilter refuses, is
-// 400 InvalidInput.
+// order. $top is what azrules.CheckTop accepts, 1 to 1,000 (on Cosmos DB
+// also more, answered as 1,000), absent azrules.MaxTop. Any other $top,
+// or a filter ParseFilter refuses, is 400 InvalidInput.
 func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error) {
-	top := answer.MaxTop
+	top := azrules.MaxTop
 	if t, ok := v["$top"]; ok && len(t) > 0 {
 		n, err := strconv.Atoi(t[0])
-		if err != nil || n < 1 || (!cosmos && n > answer.MaxTop) {
+		switch {
+		case err == nil && cosmos && n > azrules.MaxTop:
+			n = azrules.MaxTop
+		case azrules.CheckTop(t[0]) != nil:
 			return 0, keys.Filter{}, errInvalidInput
 		}
-		top = min(n, answer.MaxTop)
+		top = n
 	}
 	var filter string
 	if f := v["$filter"]; len(f) > 0 {

@@ -49,6 +49,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
@@ -141,11 +142,12 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// Limits of request bodies: a single entity's request and a transaction
-// (Azure Table storage 4 MiB; the Cosmos DB Table API 2 MB).
+// Limits of request bodies, a single entity's request's and a
+// transaction's: azrules.MaxBatchBytes on Azure Table storage,
+// azrules.CosmosMaxBatchBytes on the Cosmos DB Table API.
 const (
-	maxBody       = 4 << 20
-	maxCosmosBody = 2 << 20
+	maxBody       = azrules.MaxBatchBytes
+	maxCosmosBody = azrules.CosmosMaxBatchBytes
 )
 
 func (s *Service) maxBody() int64 {
