@@ -13,27 +13,34 @@ type Layout struct {
 	Keys func() [][2]string
 }
 
-// Layouts are the skewed key layouts of the work on whole tables, each of
-// a few thousand keys: half in one partition, thousands of tiny
-// partitions, GUIDs, long shared prefixes, non-ASCII keys (ordered by
-// UTF-16 code units, not bytes), and the benchmarks' mix of the first
-// three (patterns' skewedKeys).
+// Layouts are the skewed key layouts of the work on whole tables: half in
+// one partition, hundreds of tiny partitions, GUIDs, long shared prefixes,
+// non-ASCII keys (ordered by UTF-16 code units, not bytes), and the
+// benchmarks' mix of the first three (SkewedKeys).
+//
+// Each is as small as its shape allows, 600 to 1,200 keys: what the tests
+// prove on them (every key read once while a parallel scan splits its
+// ranges, pages ending early and empty, a copy resumed from its
+// checkpoint) takes tens of pages of 100, not thousands of keys, and the
+// tests check that it happened (the scan split into two ranges or more,
+// pages did end early, some empty), so a layout too small to show it
+// fails rather than passes.
 var Layouts = []Layout{
 	{"one partition holds half", func() [][2]string {
 		var ks [][2]string
-		for i := range 1500 {
+		for i := range 500 {
 			ks = append(ks, [2]string{"hot", fmt.Sprintf("%06d", i)})
 		}
-		for i := range 1500 {
-			ks = append(ks, [2]string{fmt.Sprintf("p%04d", i%150), fmt.Sprintf("%06d", i)})
+		for i := range 500 {
+			ks = append(ks, [2]string{fmt.Sprintf("p%04d", i%50), fmt.Sprintf("%06d", i)})
 		}
 		return ks
 	}},
-	{"thousands of tiny partitions", func() [][2]string {
+	{"hundreds of tiny partitions", func() [][2]string {
 		r := rand.New(rand.NewPCG(1, 2))
 		seen := map[uint32]bool{}
 		var ks [][2]string
-		for len(ks) < 2000 {
+		for len(ks) < 600 {
 			if v := r.Uint32(); !seen[v] {
 				seen[v] = true
 				ks = append(ks, [2]string{fmt.Sprintf("%08x", v), "only"})
@@ -47,9 +54,9 @@ var Layouts = []Layout{
 			return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xffff, r.Uint32()&0xffff, r.Uint64()&(1<<48-1))
 		}
 		var ks [][2]string
-		for range 40 {
+		for range 25 {
 			pk := guid()
-			for range 40 {
+			for range 25 {
 				ks = append(ks, [2]string{pk, guid()})
 			}
 		}
@@ -57,22 +64,24 @@ var Layouts = []Layout{
 	}},
 	{"a long shared prefix", func() [][2]string {
 		var ks [][2]string
-		for i := range 2000 {
-			ks = append(ks, [2]string{fmt.Sprintf("tenant-0000000000000000000000000042-shard-%03d", i/500), fmt.Sprintf("user-0000000000000000-%08d", i)})
+		for i := range 600 {
+			ks = append(ks, [2]string{fmt.Sprintf("tenant-0000000000000000000000000042-shard-%03d", i/150), fmt.Sprintf("user-0000000000000000-%08d", i)})
 		}
 		return ks
 	}},
 	{"non-ASCII keys", func() [][2]string {
 		chars := []string{"a", "é", "中", "\uE000", "\uFFFD", "😀", "𝄞", "Ω", "ß", "\u0800"}
 		var ks [][2]string
-		for i := range 1600 {
+		// 1,000 keys: every pair of characters in PartitionKeys, every
+		// character first in RowKeys.
+		for i := range 1000 {
 			pk := chars[i%len(chars)] + chars[(i/10)%len(chars)]
 			rk := chars[(i/100)%len(chars)] + fmt.Sprintf("%04d", i) + chars[i%7]
 			ks = append(ks, [2]string{pk, rk})
 		}
 		return ks
 	}},
-	{"skewed", func() [][2]string { return SkewedKeys(4000) }},
+	{"skewed", func() [][2]string { return SkewedKeys(1200) }},
 }
 
 // SkewedKeys returns n keys in the benchmarks' skewed layout, in this key
