@@ -66,9 +66,13 @@ func run(t *testing.T, stdin string, args ...string) result {
 // runOn runs tablekit as a process on the account of conn, with stdin.
 func runOn(t *testing.T, conn, stdin string, args ...string) result {
 	t.Helper()
+	// Built before the command's two minutes start: the first build
+	// compiles every dependency with -race, minutes on a loaded machine
+	// with a cold cache, and was killed with the command.
+	bin := binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
