@@ -115,12 +115,14 @@ func TestScanCountDeleteWhereExactWhenPagesEndEarly(t *testing.T) {
 			}
 
 			// The parallel scan, with work on each page so that it
-			// splits while it runs: each key once, the Ages' sum.
+			// splits while it runs (the first page held until a split
+			// range's page arrives, 10 s at most): each key once, the
+			// Ages' sum.
 			var mu sync.Mutex
 			sum := 0
 			res, err := scanKeys(ctx, tbl, want, func(first bool) time.Duration {
 				if first {
-					return 100 * time.Millisecond
+					return 10 * time.Second
 				}
 				return 2 * time.Millisecond
 			})

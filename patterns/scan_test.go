@@ -33,11 +33,12 @@ func TestScanReadsEveryRowOnce(t *testing.T) {
 			want := keysOf(t, tbl)
 
 			// Work on each page, as a copy writes it: the scan has time to
-			// split while the first ranges run (the first page longer,
-			// for a machine under load).
+			// split while the first ranges run (the first page held until
+			// a split range's page arrives, for up to 10 s on a machine
+			// under load).
 			res, err := scanKeys(ctx, tbl, want, func(first bool) time.Duration {
 				if first {
-					return 500 * time.Millisecond
+					return 10 * time.Second
 				}
 				return 10 * time.Millisecond
 			})
@@ -70,16 +71,34 @@ func TestScanReadsEveryRowOnce(t *testing.T) {
 
 // scanKeys runs a parallel scan of tbl (Parallel 8, pages of 100), fn
 // pausing for pause(first page) on each page, and checks that it read
-// each key of want (sorted) exactly once.
+// each key of want (sorted) exactly once. The first page's pause ends
+// early when a second page arrives: the first range is held in fn, so
+// that page is a split range's, and the scan has split while it ran (the
+// condition the pause is for, reached in milliseconds when the machine is
+// quiet).
 func scanKeys(ctx context.Context, tbl *patterns.Table[Employee], want []string, pause func(first bool) time.Duration) (patterns.ScanResult, error) {
 	var mu sync.Mutex
 	var got []string
+	pages := 0
+	second := make(chan struct{})
 	res, err := tbl.Scan(ctx, keys.Filter{}, func(_ context.Context, items []Employee) error {
 		if pause != nil {
 			mu.Lock()
-			d := pause(len(got) == 0)
+			pages++
+			first := pages == 1
+			if pages == 2 {
+				close(second)
+			}
+			d := pause(first)
 			mu.Unlock()
-			time.Sleep(d)
+			if first {
+				select {
+				case <-second:
+				case <-time.After(d):
+				}
+			} else {
+				time.Sleep(d)
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
