@@ -22,6 +22,7 @@ import (
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The benchService benchmarks put tablekit's emulator (impl=tablekit) beside
@@ -69,6 +70,7 @@ type benchService struct {
 
 func startSides(b *testing.B) []benchService {
 	b.Helper()
+	testenv.Tier(b, testenv.TierAzurite)
 	em, err := emulator.Start(context.Background(), nil)
 	if err != nil {
 		b.Fatal(err)

@@ -47,6 +47,7 @@ import (
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/internal/tablehttp"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // diffSeed is the generator's seed: fixed, or TABLEKIT_DIFF_SEED.
@@ -95,6 +96,7 @@ type rig struct {
 // diffRig starts Azurite (strict) and the emulator once for the whole
 // test; cases run on tables of their own.
 func diffRig(t *testing.T) *rig {
+	testenv.Tier(t, testenv.TierAzurite)
 	az := azurite.StartTB(t, &azurite.Options{Strict: true})
 	em := emulator.StartTB(t, nil)
 	self := os.Getenv("TABLEKIT_DIFF_SELF") == "1"

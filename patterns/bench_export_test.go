@@ -77,6 +77,7 @@ func BenchmarkExportSkewed(b *testing.B) {
 	ctx := context.Background()
 	n := benchutil.EnvInt(EnvExportEntities, 200_000)
 	latency := time.Duration(benchutil.EnvInt(EnvExportLatency, int(exportLatency/time.Millisecond))) * time.Millisecond
+	testenv.Tier(b, testenv.TierAzurite)
 	inst := azurite.StartTB(b, &azurite.Options{Latency: latency})
 	name := "export" + strconv.FormatInt(benchSeq.Add(1), 10)
 	loadKeys(ctx, b, directAccount(b, inst), name, testenv.SkewedKeys(n))

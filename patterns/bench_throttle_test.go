@@ -14,6 +14,7 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/benchmodel"
 	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // EnvImportEntities sets how many entities each op of
@@ -57,6 +58,7 @@ const (
 func BenchmarkBulkThrottled(b *testing.B) {
 	ctx := context.Background()
 	n := benchutil.EnvInt(EnvImportEntities, 40_000)
+	testenv.Tier(b, testenv.TierAzurite)
 	inst := azurite.StartTB(b, &azurite.Options{Throttle: &azurite.ThrottleOptions{
 		AccountEntitiesPerSecond:   throttleAccountTarget,
 		PartitionEntitiesPerSecond: throttlePartitionTarget,

@@ -278,6 +278,7 @@ func BenchmarkWholeTable(b *testing.B) {
 		wholeTable(b, wholeBackend{acct: acct, direct: m.Direct(b), counter: counter, model: m}, benchmodel.Entities(1_000_000))
 	})
 	b.Run("backend=azurite", func(b *testing.B) {
+		testenv.Tier(b, testenv.TierAzurite)
 		inst := azurite.StartTB(b, nil)
 		counter := &tablekit.RequestCounter{}
 		acct, err := tablekit.Connect(inst.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{counter}}})
