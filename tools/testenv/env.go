@@ -70,6 +70,12 @@ const (
 
 var tiers = []string{TierAzurite, TierJS}
 
+// tierNeeds says what each tier needs besides Go.
+var tierNeeds = map[string]string{
+	TierAzurite: "Node.js and Azurite",
+	TierJS:      "Node.js, Azurite and the JS SDK",
+}
+
 // Tier runs the rest of the test only when EnvTiers asks for tier: when it
 // is not asked for, the test is skipped, naming the switch; when it is,
 // and what the tier needs is missing, the test fails with the command that
@@ -86,7 +92,7 @@ func Tier(t testing.TB, tier string) {
 		t.Fatalf("testenv: %v", err)
 	}
 	if !on {
-		t.Skipf("the %s tier: set %s=%s (or all) to run it; make test does", tier, EnvTiers, tier)
+		t.Skipf("the %s tier (it needs %s): set %s=%s (or all) to run it; make test does", tier, tierNeeds[tier], EnvTiers, tier)
 	}
 	if err := needs(tier); err != nil {
 		t.Fatalf("testenv: the %s tier was asked for (%s), but %v", tier, EnvTiers, err)
@@ -121,7 +127,7 @@ func needs(tier string) error {
 		return fmt.Errorf("Node.js is not on PATH (%v): install Node.js 20 or later, then run `%s`", err, install)
 	}
 	if _, err := azurite.Find(); err != nil {
-		return fmt.Errorf("%v (`make azurite-install`)", err)
+		return err // it names the install command
 	}
 	return nil
 }
