@@ -35,8 +35,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startAzurite returns the shared Azurite, failing (never skipping) the
-// test when it cannot start.
+// startAzurite returns the shared Azurite: the azurite tier's tests use
+// it (testenv.Tier), and fail when it cannot start.
 func startAzurite(t *testing.T) *azurite.Instance {
 	t.Helper()
 	testenv.Tier(t, testenv.TierAzurite)
