@@ -390,7 +390,7 @@ func TestSecretsNotInLogs(t *testing.T) {
 }
 
 // testenvKey is the test account's key (Azurite's public development key,
-// or the key of TABLEKIT_TEST_CONNECTION_STRING).
+// or the key of the account TABLEKIT_TEST_TARGET names).
 func testenvKey(t *testing.T) string {
 	t.Helper()
 	for _, part := range strings.Split(testenv.ConnectionString(t), ";") {

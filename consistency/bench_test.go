@@ -28,7 +28,7 @@ import (
 // latency (p50, p99), so the figures describe a worker keeping up, not a
 // backlog.
 func BenchmarkTransactions(b *testing.B) {
-	for range benchutil.Rounds() {
+	for range benchutil.Rounds(b) {
 		for _, conc := range []int{1, 4, 16} {
 			b.Run("concurrency="+strconv.Itoa(conc), func(b *testing.B) {
 				runTransactions(b, conc, workerConsumer)

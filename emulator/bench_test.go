@@ -22,19 +22,17 @@ import (
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The benchService benchmarks put tablekit's emulator (impl=tablekit) beside
 // Azurite (impl=azurite), each started by the benchmark, with the same
 // client, the same concurrency and the same work: the raw aztables client
 // for point reads and writes and for the page, tablekit's BulkWrite for
-// the load. Sizes shrink with the environment variables below for a quick
-// run; make bench uses the defaults.
+// the load. Sizes shrink with TABLEKIT_BENCH for a quick run (page-entities,
+// azurite-page-entities, load-entities, azurite-load-entities: see
+// benchutil); make bench uses the defaults.
 const (
-	envPageEntities    = "TABLEKIT_BENCH_PAGE_ENTITIES" // entities in the table a page is read from; default 1,000,000
-	envAzuritePage     = "TABLEKIT_BENCH_AZURITE_PAGE"  // the same on Azurite's side; default as envPageEntities
-	envLoadEntities    = "TABLEKIT_BENCH_LOAD_ENTITIES" // entities BulkWrite loads on the emulator; default 1,000,000
-	envAzuriteLoad     = "TABLEKIT_BENCH_AZURITE_LOAD"  // the same on Azurite; default 100,000
 	pointConcurrency   = 16
 	benchPartitionSize = 1000
 )
@@ -69,6 +67,7 @@ type benchService struct {
 
 func startSides(b *testing.B) []benchService {
 	b.Helper()
+	testenv.Tier(b, testenv.TierAzurite)
 	em, err := emulator.Start(context.Background(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -260,12 +259,12 @@ func parallel(b *testing.B, op func() error) {
 // memory per entity.
 func BenchmarkServicePage1M(b *testing.B) {
 	sides := startSides(b)
-	n := benchutil.EnvInt(envPageEntities, 1_000_000)
+	n := benchutil.Int(b, benchutil.KeyPageEntities, 1_000_000)
 	var rs []benchutil.Side
 	for _, s := range sides {
 		size := n
 		if s.name == "azurite" {
-			size = benchutil.EnvInt(envAzuritePage, n)
+			size = benchutil.Int(b, benchutil.KeyAzuritePageEntities, n)
 		}
 		var before runtime.MemStats
 		runtime.GC()
@@ -319,9 +318,9 @@ func BenchmarkServiceBulkLoad(b *testing.B) {
 	sides := startSides(b)
 	var rs []benchutil.Side
 	for _, s := range sides {
-		n := benchutil.EnvInt(envLoadEntities, 1_000_000)
+		n := benchutil.Int(b, benchutil.KeyLoadEntities, 1_000_000)
 		if s.name == "azurite" {
-			n = benchutil.EnvInt(envAzuriteLoad, 100_000)
+			n = benchutil.Int(b, benchutil.KeyAzuriteLoadEntities, 100_000)
 		}
 		round := 0
 		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {

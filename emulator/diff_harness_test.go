@@ -14,10 +14,11 @@ package emulator_test
 // of expected failures names (an emulator bug, reported, to be fixed);
 // anything else fails the test.
 //
-// TABLEKIT_DIFF_SEED changes the generator's seed (the default is fixed,
-// so a failure reproduces); TABLEKIT_DIFF_VERBOSE=1 logs every exchange;
-// TABLEKIT_DIFF_SELF=1 puts a second Azurite in the emulator's place, the
-// harness's own check (no difference may appear, and none is explained).
+// They need Azurite: the azurite tier (TABLEKIT_TEST_TIERS=azurite).
+// TABLEKIT_TEST_SEED changes the generator's seed (the default is fixed,
+// so a failure reproduces); -diff.verbose logs every exchange; -diff.self
+// puts a second Azurite in the emulator's place, the harness's own check
+// (no difference may appear, and none is explained).
 
 import (
 	"bufio"
@@ -25,13 +26,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -47,20 +48,13 @@ import (
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/internal/tablehttp"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-// diffSeed is the generator's seed: fixed, or TABLEKIT_DIFF_SEED.
-func diffSeed(t *testing.T) uint64 {
-	s := os.Getenv("TABLEKIT_DIFF_SEED")
-	if s == "" {
-		return 34
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		t.Fatalf("TABLEKIT_DIFF_SEED=%q: not an unsigned integer", s)
-	}
-	return n
-}
+var (
+	diffVerbose = flag.Bool("diff.verbose", false, "the differential tests log every exchange")
+	diffSelf    = flag.Bool("diff.self", false, "the differential tests put a second Azurite in the emulator's place")
+)
 
 // service is one of the two services under comparison.
 type service struct {
@@ -86,7 +80,7 @@ type rig struct {
 	az, em  *service
 	seed    uint64
 	verbose bool
-	self    bool // TABLEKIT_DIFF_SELF: Azurite against Azurite
+	self    bool // -diff.self: Azurite against Azurite
 
 	mu        sync.Mutex
 	explained map[string]int // known difference or expected failure name -> facts explained
@@ -95,9 +89,10 @@ type rig struct {
 // diffRig starts Azurite (strict) and the emulator once for the whole
 // test; cases run on tables of their own.
 func diffRig(t *testing.T) *rig {
+	testenv.Tier(t, testenv.TierAzurite)
 	az := azurite.StartTB(t, &azurite.Options{Strict: true})
 	em := emulator.StartTB(t, nil)
-	self := os.Getenv("TABLEKIT_DIFF_SELF") == "1"
+	self := *diffSelf
 	if self {
 		// The harness's own check: a second Azurite in the emulator's
 		// place must answer every case as the first does.
@@ -108,8 +103,8 @@ func diffRig(t *testing.T) *rig {
 		self:      self,
 		az:        newService(t, "azurite", az.TableURL, azurite.AccountName, azurite.AccountKey),
 		em:        newService(t, "emulator", em.TableURL, em.AccountName, em.AccountKey),
-		seed:      diffSeed(t),
-		verbose:   os.Getenv("TABLEKIT_DIFF_VERBOSE") == "1",
+		seed:      testenv.Seed(t, 34),
+		verbose:   *diffVerbose,
 		explained: map[string]int{},
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // The JS SDK interop test: any language's SDK must be able to point at the
@@ -183,6 +184,7 @@ func jsTableError(status int, code, message string) string {
 const jsAbsentOr = "~absentOr:"
 
 func TestJSInterop(t *testing.T) {
+	testenv.Tier(t, testenv.TierJS)
 	dir := jsInteropReady(t)
 
 	passed := map[string]map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/emulator/internal/replay"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // recordings are the sessions the Azure SDKs recorded against real Azure
@@ -144,6 +145,7 @@ func knownAzurite(d string) int {
 // one of azuriteDiffers, and every one of those must still be seen, so the
 // list stays the evidence of how Azurite departs from Azure.
 func TestReplayAzurite(t *testing.T) {
+	testenv.Tier(t, testenv.TierAzurite)
 	recs := recordings(t)
 	az := azurite.StartTB(t, &azurite.Options{Strict: true})
 	seen := make([]int, len(azuriteDiffers))

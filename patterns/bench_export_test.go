@@ -24,19 +24,6 @@ import (
 // integration/azurite, loads its data through DirectTableURL (no latency,
 // no throttling) and measures through the proxy.
 
-// EnvExportEntities sets the size of BenchmarkExportSkewed's table
-// (default 200,000): a quick run sets a smaller one. EnvExportSweep set
-// to 1 adds the sides parallel-8, -16, -32 and -64 (those other than
-// exportParallel), which make a round three times longer.
-// EnvExportLatency sets the latency the proxy adds, in milliseconds
-// (default 50): at 250 the latency, not the emulator, is what a
-// sequential scan waits on.
-const (
-	EnvExportEntities = "TABLEKIT_BENCH_EXPORT_ENTITIES"
-	EnvExportSweep    = "TABLEKIT_BENCH_EXPORT_SWEEP"
-	EnvExportLatency  = "TABLEKIT_BENCH_EXPORT_LATENCY_MS"
-)
-
 // exportLatency is what the proxy adds to every request of the export
 // benchmark: a page of a scan across a region, or a busy partition server.
 const exportLatency = 50 * time.Millisecond
@@ -63,7 +50,7 @@ func directAccount(b testing.TB, inst *azurite.Instance) *tablekit.Account {
 // entity.Entity with every property, each page written as JSON lines
 // under a lock. Every request through the proxy takes 50 ms more. Sides:
 //   - tablekit: Scan with Parallel exportParallel;
-//   - parallel-16, -32, -64 (with EnvExportSweep=1): the other Parallel
+//   - parallel-16, -32, -64 (with export-sweep=1 in TABLEKIT_BENCH): the other Parallel
 //     values tried;
 //   - sequential: Parallel 1 (one range, page after page), with the
 //     latency;
@@ -75,8 +62,9 @@ func directAccount(b testing.TB, inst *azurite.Instance) *tablekit.Account {
 // sequential-nolatency's throughput.
 func BenchmarkExportSkewed(b *testing.B) {
 	ctx := context.Background()
-	n := benchutil.EnvInt(EnvExportEntities, 200_000)
-	latency := time.Duration(benchutil.EnvInt(EnvExportLatency, int(exportLatency/time.Millisecond))) * time.Millisecond
+	n := benchutil.Int(b, benchutil.KeyExportEntities, 200_000)
+	latency := time.Duration(benchutil.Int(b, benchutil.KeyExportLatencyMS, int(exportLatency/time.Millisecond))) * time.Millisecond
+	testenv.Tier(b, testenv.TierAzurite)
 	inst := azurite.StartTB(b, &azurite.Options{Latency: latency})
 	name := "export" + strconv.FormatInt(benchSeq.Add(1), 10)
 	loadKeys(ctx, b, directAccount(b, inst), name, testenv.SkewedKeys(n))
@@ -125,7 +113,7 @@ func BenchmarkExportSkewed(b *testing.B) {
 		benchutil.S("sequential-nolatency", side(fast, 1)),
 	}
 	for _, p := range []int{8, 16, 32, 64} {
-		if p != exportParallel && benchutil.EnvInt(EnvExportSweep, 0) == 1 {
+		if p != exportParallel && benchutil.Bool(b, benchutil.KeyExportSweep) {
 			sides = append(sides, benchutil.S("parallel-"+strconv.Itoa(p), side(slow, p)))
 		}
 	}
@@ -206,8 +194,8 @@ func loadKeys(ctx context.Context, b *testing.B, acct *tablekit.Account, name st
 // the model's fastest.
 func BenchmarkExportModel(b *testing.B) {
 	ctx := context.Background()
-	n := benchmodel.Entities(1_000_000)
-	latency := time.Duration(benchutil.EnvInt(EnvExportLatency, int(exportLatency/time.Millisecond))) * time.Millisecond
+	n := benchmodel.Entities(b, 1_000_000)
+	latency := time.Duration(benchutil.Int(b, benchutil.KeyExportLatencyMS, int(exportLatency/time.Millisecond))) * time.Millisecond
 	m := benchmodel.Start(b, latency)
 	name := "export" + strconv.FormatInt(benchSeq.Add(1), 10)
 	ks := benchmodel.SkewedKeys(n)
@@ -242,7 +230,7 @@ func BenchmarkExportModel(b *testing.B) {
 		}
 	}
 	sides := []benchutil.Side{benchutil.S("tablekit", side(0)), benchutil.S("sequential", side(1))}
-	if benchutil.EnvInt(EnvExportSweep, 0) == 1 {
+	if benchutil.Bool(b, benchutil.KeyExportSweep) {
 		for _, p := range []int{2, 4, 16} {
 			sides = append(sides, benchutil.S("parallel-"+strconv.Itoa(p), side(p)))
 		}

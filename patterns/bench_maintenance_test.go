@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/integration/azurite"
 	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // BenchmarkListIndexRebuild rebuilds a list index (the index entities
@@ -21,6 +22,7 @@ import (
 // through Azurite's own endpoint (no latency) while the timer is stopped.
 func BenchmarkListIndexRebuild(b *testing.B) {
 	ctx := context.Background()
+	testenv.Tier(b, testenv.TierAzurite)
 	inst := azurite.StartTB(b, &azurite.Options{Latency: 10 * time.Millisecond})
 	acct, err := tablekit.Connect(inst.ConnectionString, nil)
 	if err != nil {

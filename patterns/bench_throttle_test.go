@@ -14,11 +14,8 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tools/benchmodel"
 	"github.com/tablekit/tablekit/tools/benchutil"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
-
-// EnvImportEntities sets how many entities each op of
-// BenchmarkBulkThrottled writes (default 40,000): a quick run sets fewer.
-const EnvImportEntities = "TABLEKIT_BENCH_IMPORT_ENTITIES"
 
 // The scaled-down targets of the throttling benchmark: a tenth of
 // Azure's account target, and hot partitions whose targets add up to less
@@ -56,7 +53,8 @@ const (
 // azurite.Instance.Stats; goal at most 5%).
 func BenchmarkBulkThrottled(b *testing.B) {
 	ctx := context.Background()
-	n := benchutil.EnvInt(EnvImportEntities, 40_000)
+	n := benchutil.Int(b, benchutil.KeyImportEntities, 40_000)
+	testenv.Tier(b, testenv.TierAzurite)
 	inst := azurite.StartTB(b, &azurite.Options{Throttle: &azurite.ThrottleOptions{
 		AccountEntitiesPerSecond:   throttleAccountTarget,
 		PartitionEntitiesPerSecond: throttlePartitionTarget,
@@ -188,10 +186,6 @@ func fixedBulk(ctx context.Context, b *testing.B, tbl *patterns.Table[benchEmplo
 	}
 }
 
-// EnvModelImportEntities sets how many entities each op of
-// BenchmarkBulkModel writes (default 100,000).
-const EnvModelImportEntities = "TABLEKIT_BENCH_MODEL_IMPORT_ENTITIES"
-
 // modelHotPartitions is the partition-bound shape's hot partitions on the
 // model: 5 at a partition's target add up to half the account's.
 const modelHotPartitions = 5
@@ -218,8 +212,8 @@ const modelImportScale = 0.25
 // least 90% of the limit, at most 5% throttled.
 func BenchmarkBulkModel(b *testing.B) {
 	ctx := context.Background()
-	n := benchutil.EnvInt(EnvModelImportEntities, 100_000)
-	m := benchmodel.StartAt(b, 0, benchmodel.Scale()*modelImportScale)
+	n := benchutil.Int(b, benchutil.KeyModelImportEntities, 100_000)
+	m := benchmodel.StartAt(b, 0, benchmodel.Scale(b)*modelImportScale)
 	acct, counter := m.Counting(b)
 	shapes := []struct {
 		name string

@@ -3,6 +3,7 @@ package patterns_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -332,28 +333,19 @@ func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode,
 }
 
 // faultSeed is the seed of a fault test: def, so that CI replays the same
-// faults, or TABLEKIT_FAULT_SEED (a number, or "random" to explore).
-// Concurrency still varies the order of requests from run to run.
+// faults, or TABLEKIT_TEST_SEED (a number, or "random" to explore; see
+// testenv.Seed). Concurrency still varies the order of requests from run
+// to run.
 func faultSeed(t *testing.T, def uint64) uint64 {
-	seed := def
-	switch v := os.Getenv("TABLEKIT_FAULT_SEED"); v {
-	case "":
-	case "random":
-		seed = uint64(time.Now().UnixNano())
-	default:
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("TABLEKIT_FAULT_SEED=%q is not a number or \"random\"", v)
-		}
-		seed = n
-	}
-	t.Logf("fault seed %d (set TABLEKIT_FAULT_SEED to replay)", seed)
-	return seed
+	t.Helper()
+	return testenv.Seed(t, def)
 }
 
-// testLogger discards worker logs unless TABLEKIT_TEST_LOG is set.
+var workerLog = flag.Bool("worker-log", false, "log what the workers of the fault and conformance tests do, to stderr")
+
+// testLogger discards worker logs unless -worker-log is set.
 func testLogger() *slog.Logger {
-	if os.Getenv("TABLEKIT_TEST_LOG") != "" {
+	if *workerLog {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)

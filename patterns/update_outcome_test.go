@@ -3,9 +3,8 @@ package patterns_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,18 +22,16 @@ import (
 // is settled by reading back at once, not by azcore re-sending the write
 // 0.8 s later, when more than the log's 16 later writes may have pushed the
 // write's anchor out of it. Goal: at most 0.5% of Updates unknown.
-// TABLEKIT_UPDATE_RACE_SECONDS sets the run's length (default 8; the issue's
-// measurement ran 20).
+// -update-race sets the run's length (default 8s; the measurement
+// ran 20s: go test ./patterns -run TestUpdateOutcomeKnownUnderFaults
+// -update-race 20s).
 // It runs alone, not in parallel: it counts the Updates done in a fixed
 // time, which other tests' load would lower.
+var updateRace = flag.Duration("update-race", 8*time.Second, "how long TestUpdateOutcomeKnownUnderFaults runs its Updates")
+
 func TestUpdateOutcomeKnownUnderFaults(t *testing.T) {
-	secs := 8
-	if v := os.Getenv("TABLEKIT_UPDATE_RACE_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("TABLEKIT_UPDATE_RACE_SECONDS=%q is not a positive number", v)
-		}
-		secs = n
+	if *updateRace <= 0 {
+		t.Fatalf("-update-race %v: want a positive duration", *updateRace)
 	}
 	mode := faultRetryModes()[0]
 	if !mode.Default() {
@@ -52,7 +49,7 @@ func TestUpdateOutcomeKnownUnderFaults(t *testing.T) {
 	fp.SetEnabled(true)
 	var done, unknown, failed [counters]atomic.Int64
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	deadline := time.Now().Add(*updateRace)
 	errs := make(chan error, writers)
 	for w := range writers {
 		wg.Add(1)

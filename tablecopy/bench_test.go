@@ -27,10 +27,9 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-// EnvCopyEntities sets the size of the copy and backup benchmarks' table
-// (default 20,000 entities of every EDM type, about 1 KB each, in 20
-// partitions).
-const EnvCopyEntities = "TABLEKIT_BENCH_COPY_ENTITIES"
+// The copy and backup benchmarks' table: 20,000 entities (copy-entities
+// in TABLEKIT_BENCH) of every EDM type, about 1 KB each, in 20 partitions.
+const copyEntities = 20_000
 
 // BenchmarkCopy copies one table into a new one, then verifies the copy
 // as `tablekit copy --verify` does (tablecopy.Compare, outside the
@@ -46,7 +45,7 @@ const EnvCopyEntities = "TABLEKIT_BENCH_COPY_ENTITIES"
 func BenchmarkCopy(b *testing.B) {
 	ctx := context.Background()
 	acct := testenv.Account(b)
-	n := benchutil.EnvInt(EnvCopyEntities, 20_000)
+	n := benchutil.Int(b, benchutil.KeyCopyEntities, copyEntities)
 	src := benchRows(b, n)
 	var targets []*rows
 	b.Cleanup(func() {
@@ -171,9 +170,9 @@ func BenchmarkCopy(b *testing.B) {
 func BenchmarkBackupRestore(b *testing.B) {
 	ctx := context.Background()
 	acct := testenv.Account(b)
-	n := benchutil.EnvInt(EnvCopyEntities, 20_000)
+	n := benchutil.Int(b, benchutil.KeyCopyEntities, copyEntities)
 	src := benchRows(b, n)
-	for range benchutil.Rounds() {
+	for range benchutil.Rounds(b) {
 		b.Run("impl=tablekit", func(b *testing.B) {
 			var backingUp, restoring time.Duration
 			cpu := benchutil.StartCPU()
@@ -242,11 +241,11 @@ func benchRows(b *testing.B, n int) *rows {
 	return src
 }
 
-// EnvWholeAzuriteEntities sets the size of BenchmarkWholeTable's table on
-// Azurite (default 60,000, the size the issue's first measurements used:
-// Azurite filters a whole table per query page, so 1,000,000 would take
-// hours there).
-const EnvWholeAzuriteEntities = "TABLEKIT_BENCH_WHOLE_AZURITE_ENTITIES"
+// BenchmarkWholeTable's table on Azurite: 60,000 entities
+// (whole-azurite-entities in TABLEKIT_BENCH), the size the issue's first
+// measurements used: Azurite filters a whole table per query page, so
+// 1,000,000 would take hours there.
+const wholeAzuriteEntities = 60_000
 
 // BenchmarkWholeTable writes one table's entities into a new table four
 // ways, side by side: importing them (BulkWrite, what `tablekit import`
@@ -257,14 +256,14 @@ const EnvWholeAzuriteEntities = "TABLEKIT_BENCH_WHOLE_AZURITE_ENTITIES"
 // one partition, a quarter in partitions of 10 rows, a quarter in 10
 // partitions with long shared prefixes), entities of six properties.
 //
-//   - backend=model: 1,000,000 entities (benchmodel.EnvEntities) on
+//   - backend=model: 1,000,000 entities (model-entities in TABLEKIT_BENCH) on
 //     tablekit's emulator on its scale model (benchmodel.Scale), loaded
 //     through DirectTableURL. limit-% is the model's fastest for the job
 //     (benchmodel.Bound: the account's target over what is read and
 //     written, each partition's target, each server's service time; the
 //     hot partition binds in this layout), time against time; throttled-%
 //     the requests answered 503, of all the job sent.
-//   - backend=azurite: 60,000 entities (EnvWholeAzuriteEntities) on an
+//   - backend=azurite: 60,000 entities (wholeAzuriteEntities) on an
 //     Azurite of its own, nothing throttled.
 //
 // Every copy and restore is checked against the source (tablecopy.Compare
@@ -275,9 +274,10 @@ func BenchmarkWholeTable(b *testing.B) {
 	b.Run("backend=model", func(b *testing.B) {
 		m := benchmodel.Start(b, 0)
 		acct, counter := m.Counting(b)
-		wholeTable(b, wholeBackend{acct: acct, direct: m.Direct(b), counter: counter, model: m}, benchmodel.Entities(1_000_000))
+		wholeTable(b, wholeBackend{acct: acct, direct: m.Direct(b), counter: counter, model: m}, benchmodel.Entities(b, 1_000_000))
 	})
 	b.Run("backend=azurite", func(b *testing.B) {
+		testenv.Tier(b, testenv.TierAzurite)
 		inst := azurite.StartTB(b, nil)
 		counter := &tablekit.RequestCounter{}
 		acct, err := tablekit.Connect(inst.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{counter}}})
@@ -288,7 +288,7 @@ func BenchmarkWholeTable(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		wholeTable(b, wholeBackend{acct: acct, direct: direct, counter: counter}, benchutil.EnvInt(EnvWholeAzuriteEntities, 60_000))
+		wholeTable(b, wholeBackend{acct: acct, direct: direct, counter: counter}, benchutil.Int(b, benchutil.KeyWholeAzuriteEnt, wholeAzuriteEntities))
 	})
 }
 

@@ -47,16 +47,16 @@ func plainWorker(b *testing.B) string {
 }
 
 // BenchmarkDistributedCopyWorkers copies a table within one account on
-// the emulator's scale model at scale S (TABLEKIT_BENCH_SCALE, default
-// 0.1: a partition's target 200 entities/s, the account's 2,000, an
+// the emulator's scale model at scale S (dist-scale in TABLEKIT_BENCH,
+// default 0.1: a partition's target 200 entities/s, the account's 2,000, an
 // entity's service time 5 ms on its partition server; what "tablekit
 // emulator --scale S" runs, here in the benchmark's process, listening
 // on loopback ports that every process shares, so that its counts can be
 // read) with a
 // distributed copy job of 32 ranges, taken by 1, 2, 4 and 8
 // tablekit-worker processes (two ranges at a time each, two key ranges
-// read at once inside each). TABLEKIT_BENCH_ENTITIES entities (default
-// 6,000) over 60 partitions. It reports entities/s, from the first
+// read at once inside each). dist-entities in TABLEKIT_BENCH entities
+// (default 6,000) over 60 partitions. It reports entities/s, from the first
 // range's start to the last one's end as the ranges' states record them,
 // limit-%: that rate against the account's bound for a copy within it,
 // half its target (each entity is read once and written once);
@@ -65,13 +65,8 @@ func plainWorker(b *testing.B) string {
 // and the requests answered 503 ServerBusy. Every copy is compared with
 // its source afterwards.
 func BenchmarkDistributedCopyWorkers(b *testing.B) {
-	scale := 0.1
-	if v := os.Getenv("TABLEKIT_BENCH_SCALE"); v != "" {
-		if _, err := fmt.Sscan(v, &scale); err != nil || scale <= 0 {
-			b.Fatalf("TABLEKIT_BENCH_SCALE=%q: want a positive number", v)
-		}
-	}
-	n := benchutil.EnvInt("TABLEKIT_BENCH_ENTITIES", 6000)
+	scale := benchutil.Float(b, benchutil.KeyDistScale, 0.1)
+	n := benchutil.Int(b, benchutil.KeyDistEntities, 6000)
 	wk := plainWorker(b)
 	ctx := context.Background()
 	// The targets' buckets hold what Azure's do in entities (100 ms of

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +19,8 @@ import (
 // on it) written by an earlier build of tablekit. Never regenerate it to
 // make a test pass: a restore of it failing means backups users hold
 // today would no longer restore. To add a fixture of a new format, add a
-// directory next to it (TABLEKIT_WRITE_BACKUP_FIXTURE=DIR writes one).
+// directory next to it (go test -run TestRestoreBackupOfAnEarlierBuild -write-backup-fixture DIR
+// writes one).
 const fixtureDir = "testdata/backup-v1"
 
 // fixtureWant is what the fixture's chain restores: 30 entities of every
@@ -71,11 +73,13 @@ func writeFixture(t *testing.T, dir string) {
 	}
 }
 
+var writeBackupFixture = flag.String("write-backup-fixture", "", "write a backup chain to this directory instead of testing the fixture")
+
 // A backup chain written by an earlier build restores, and verifies, with
 // this one.
 func TestRestoreBackupOfAnEarlierBuild(t *testing.T) {
 	t.Parallel()
-	if dir := os.Getenv("TABLEKIT_WRITE_BACKUP_FIXTURE"); dir != "" {
+	if dir := *writeBackupFixture; dir != "" {
 		// Not a test run: the fixture writer's mode (see writeFixture).
 		writeFixture(t, dir)
 		t.Logf("wrote a fixture to %s; commit it under testdata as a new directory", dir)

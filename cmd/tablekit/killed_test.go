@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"os"
+	"flag"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +17,8 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-// EnvKillEntities sets the size of the table TestKilledResumeWhenPagesEndEarly
-// copies, backs up and restores (default 5,000; the figure is
-// 1,000,000).
-const EnvKillEntities = "TABLEKIT_TEST_KILL_ENTITIES"
+var killEntities = flag.Int("kill-entities", 5000,
+	"the size of the table TestKilledResumeWhenPagesEndEarly copies, backs up and restores (the issue's figure is 1000000)")
 
 // Killed (SIGKILL) at random points while its pages end early (the
 // emulator, in this process, ends half of them early, a quarter of those
@@ -35,12 +32,9 @@ const EnvKillEntities = "TABLEKIT_TEST_KILL_ENTITIES"
 // quarter in tiny partitions, a quarter under long shared prefixes.
 func TestKilledResumeWhenPagesEndEarly(t *testing.T) {
 	ctx := context.Background()
-	n := 5000
-	if v := strings.TrimSpace(os.Getenv(EnvKillEntities)); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 100 {
-			t.Fatalf("%s=%q: want a number of entities, at least 100", EnvKillEntities, v)
-		}
+	n := *killEntities
+	if n < 100 {
+		t.Fatalf("-kill-entities %d: want a number of entities, at least 100", n)
 	}
 	em := emulator.StartTB(t, &emulator.Options{
 		EarlyEnd: &emulator.EarlyEnd{Seed: 35, Probability: 0.5},

@@ -8,9 +8,9 @@
 // the message only when both have succeeded. Both steps are idempotent, so
 // a message delivered twice converges to the same state.
 //
-// The worker is the stock tablekit-worker binary in production. When
-// TABLEKIT_DEMO_WORKER=1 (set by `make demo`, which runs tablekit-worker
-// with --queue archive) the program relies on that process; otherwise it
+// The worker is the stock tablekit-worker binary in production. With
+// -external-worker (`make demo` sets it, and runs tablekit-worker with
+// --queue archive) the program relies on that process; otherwise it
 // runs a consistency.Worker in-process on a separate Account, so its
 // requests are not counted with the program's own.
 //
@@ -22,10 +22,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -48,7 +48,9 @@ type Employee struct {
 
 func main() {
 	connStr := tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString)
-	inProcess := os.Getenv("TABLEKIT_DEMO_WORKER") != "1"
+	external := flag.Bool("external-worker", false, "a tablekit-worker process applies the transactions: run no worker in this one")
+	flag.Parse()
+	inProcess := !*external
 	if err := run(context.Background(), connStr, "archive", inProcess); err != nil {
 		log.Fatal(err)
 	}

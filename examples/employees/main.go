@@ -22,9 +22,9 @@
 //     (patterns.EventualIndexedTable): a write enqueues its intent, then
 //     writes the employee; the worker makes the copies match it.
 //
-// The worker is the stock tablekit-worker binary in production. When
-// TABLEKIT_DEMO_WORKER=1 (set by `make demo`, which runs tablekit-worker
-// with --queue employees) the program relies on that process; otherwise
+// The worker is the stock tablekit-worker binary in production. With
+// -external-worker (`make demo` sets it, and runs tablekit-worker with
+// --queue employees) the program relies on that process; otherwise
 // it runs a consistency.Worker in-process on a separate Account, so its
 // requests are not counted with the program's own.
 //
@@ -39,10 +39,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -82,7 +82,9 @@ type Employee struct {
 
 func main() {
 	connStr := tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString)
-	inProcess := os.Getenv("TABLEKIT_DEMO_WORKER") != "1"
+	external := flag.Bool("external-worker", false, "a tablekit-worker process applies the transactions: run no worker in this one")
+	flag.Parse()
+	inProcess := !*external
 	if err := run(context.Background(), connStr, "employees", inProcess); err != nil {
 		log.Fatal(err)
 	}

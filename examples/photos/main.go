@@ -7,8 +7,8 @@
 // entity, so an entity never points at a missing or half-written blob.
 // The blob a replaced or deleted photo leaves behind is removed through
 // the guide's eventually consistent transactions: a blob-cleanup step on a
-// queue, applied by a worker. When TABLEKIT_DEMO_WORKER=1 (set by `make
-// demo`, which runs tablekit-worker with --queue photos) the program
+// queue, applied by a worker. With -external-worker (`make demo`
+// sets it, and runs tablekit-worker with --queue photos) the program
 // relies on that process; otherwise it runs a consistency.Worker
 // in-process on a separate Account, so its requests are not counted with
 // the program's own.
@@ -22,11 +22,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -52,7 +52,9 @@ type Employee struct {
 
 func main() {
 	connStr := tablekit.ConnectionStringFromEnv(tablekit.DevelopmentConnectionString)
-	inProcess := os.Getenv("TABLEKIT_DEMO_WORKER") != "1"
+	external := flag.Bool("external-worker", false, "a tablekit-worker process applies the transactions: run no worker in this one")
+	flag.Parse()
+	inProcess := !*external
 	if err := run(context.Background(), connStr, "photos", inProcess); err != nil {
 		log.Fatal(err)
 	}

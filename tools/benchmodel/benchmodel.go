@@ -6,19 +6,14 @@ package benchmodel
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/emulator/load"
+	"github.com/tablekit/tablekit/tools/benchutil"
 )
-
-// EnvScale sets the model's Scale (ModelOptions.Scale) for the
-// benchmarks, a positive number; default DefaultScale.
-const EnvScale = "TABLEKIT_BENCH_MODEL_SCALE"
 
 // DefaultScale is the model's scale in the benchmarks: Azure's published
 // targets unscaled (2,000 entities a second a partition, 20,000 an
@@ -28,12 +23,11 @@ const EnvScale = "TABLEKIT_BENCH_MODEL_SCALE"
 // partition, not the account, bounds every whole-table job.
 const DefaultScale = 1.0
 
-// Scale is EnvScale's value, or DefaultScale.
-func Scale() float64 {
-	if s, err := strconv.ParseFloat(os.Getenv(EnvScale), 64); err == nil && s > 0 {
-		return s
-	}
-	return DefaultScale
+// Scale is the model's Scale (ModelOptions.Scale) in the benchmarks:
+// DefaultScale, or model-scale in TABLEKIT_BENCH.
+func Scale(tb testing.TB) float64 {
+	tb.Helper()
+	return benchutil.Float(tb, benchutil.KeyModelScale, DefaultScale)
 }
 
 // Model is an emulator on the scale model, and the model's parameters.
@@ -46,16 +40,16 @@ type Model struct {
 	place *load.Model // the model's placement, for Bound
 }
 
-// Start starts an emulator on the scale model at Scale() with Azure's
+// Start starts an emulator on the scale model at Scale with Azure's
 // defaults otherwise, latency added to every request through TableURL,
 // for tb's lifetime. Its DirectTableURL loads data without the model.
 func Start(tb testing.TB, latency time.Duration) *Model {
 	tb.Helper()
-	return StartAt(tb, latency, Scale())
+	return StartAt(tb, latency, Scale(tb))
 }
 
 // StartAt is Start at scale, for a benchmark whose work this machine
-// cannot serve at Scale() (writes spread over many partitions at the
+// cannot serve at Scale (writes spread over many partitions at the
 // account's target).
 func StartAt(tb testing.TB, latency time.Duration, scale float64) *Model {
 	tb.Helper()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/tools/benchmodel"
+	"github.com/tablekit/tablekit/tools/benchutil"
 )
 
 // Bound names the target or server that binds, at Azure's targets
@@ -15,7 +16,7 @@ import (
 // read from one partition its server's (500 µs an entity) or its target,
 // which give the same time.
 func TestBound(t *testing.T) {
-	t.Setenv(benchmodel.EnvScale, "1")
+	t.Setenv(benchutil.Env, benchutil.KeyModelScale+"=1")
 	m := benchmodel.Start(t, 0)
 	spread := map[string]int{}
 	for i := range 400 {
@@ -37,7 +38,7 @@ func TestBound(t *testing.T) {
 			t.Errorf("%s: Bound = %+v, want %v by %q over %d entities", c.name, b, c.want, c.by, c.n)
 		}
 	}
-	t.Setenv(benchmodel.EnvScale, "0.5")
+	t.Setenv(benchutil.Env, benchutil.KeyModelScale+"=0.5")
 	if b := benchmodel.Start(t, 0).Bound(benchmodel.Job{Write: map[string]map[string]int{"t": {"hot": 1000}}}); b.Time != time.Second {
 		t.Errorf("at scale 0.5 a partition's 1,000 entities: %v, want 1s", b.Time)
 	}

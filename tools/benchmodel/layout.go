@@ -13,12 +13,13 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-// EnvEntities sets the size of the whole-table benchmarks' table on the
-// model (default 1,000,000): a quick run sets a smaller one.
-const EnvEntities = "TABLEKIT_BENCH_MODEL_ENTITIES"
-
-// Entities is EnvEntities' value, or def.
-func Entities(def int) int { return benchutil.EnvInt(EnvEntities, def) }
+// Entities is the size of the whole-table benchmarks' table on the model:
+// def (1,000,000 in each), or model-entities in TABLEKIT_BENCH for a quick
+// run.
+func Entities(tb testing.TB, def int) int {
+	tb.Helper()
+	return benchutil.Int(tb, benchutil.KeyModelEntities, def)
+}
 
 // SkewedKeys returns n keys (PartitionKey, RowKey) in the skewed layout
 // of the whole-table benchmarks, in key order: testenv.SkewedKeys with

@@ -7,7 +7,7 @@
 // BenchmarkScan10k/impl=raw. Other benchmarks (BenchmarkTransactions/
 // concurrency=4) are listed in a table of their own.
 //
-// Sides measured in rounds (TABLEKIT_BENCH_ROUNDS: go test names the
+// Sides measured in rounds (TABLEKIT_BENCH=rounds=N: go test names the
 // repeats impl=tablekit#01, ...) are paired round by round: a ratio is the
 // median of the per-round ratios, each taken from sides measured minutes
 // apart at most. A side named "ceiling" (pre-encoded requests, nothing
@@ -15,7 +15,7 @@
 // of the ceiling's, and client CPU per entity (the cpu-µs/... metric) as a
 // ratio to the ceiling's.
 //
-// Usage: TABLEKIT_BENCH_ROUNDS=6 go test -run '^$' -bench . -count 1 ./... | go run ./tools/benchreport
+// Usage: TABLEKIT_BENCH=rounds=6 go test -run '^$' -bench . -count 1 ./... | go run ./tools/benchreport
 package main
 
 import (

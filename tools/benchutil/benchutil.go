@@ -1,49 +1,38 @@
-// Package benchutil holds what tablekit's benchmarks share: rounds that
-// alternate the sides of a comparison, and the client's CPU time.
+// Package benchutil holds what tablekit's benchmarks share: their settings
+// (TABLEKIT_BENCH, read here and nowhere else), rounds that alternate the
+// sides of a comparison, and the client's CPU time.
 package benchutil
 
 import (
-	"os"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// EnvRounds sets how many rounds of sides a comparison runs.
-const EnvRounds = "TABLEKIT_BENCH_ROUNDS"
-
-// Rounds is how many rounds of sides a comparison runs (TABLEKIT_BENCH_ROUNDS,
-// default 1). make bench runs -count 1 with several rounds, so the sides
-// alternate (tablekit, reference, ceiling, tablekit, ...) instead of go
-// test running each side's repetitions in a row while the shared machine
-// drifts; benchreport pairs the rounds.
-func Rounds() int {
-	if n, err := strconv.Atoi(os.Getenv(EnvRounds)); err == nil && n > 0 {
-		return n
-	}
-	return 1
+// Rounds is how many rounds of sides a comparison runs (setting
+// "rounds", default 1). make bench runs -count 1 with several rounds, so
+// the sides alternate (tablekit, reference, ceiling, tablekit, ...)
+// instead of go test running each side's repetitions in a row while the
+// shared machine drifts; benchreport pairs the rounds.
+func Rounds(tb testing.TB) int {
+	tb.Helper()
+	return Int(tb, KeyRounds, 1)
 }
 
-// EnvLongRounds caps the rounds of the benchmarks whose one round takes
-// minutes (the whole-table ones on the scale model, 1,000,000 entities):
-// LongRounds. make bench's six rounds of those alone would outlast its
-// timeout.
-const EnvLongRounds = "TABLEKIT_BENCH_LONG_ROUNDS"
-
-// LongRounds is Rounds, at most TABLEKIT_BENCH_LONG_ROUNDS (default 1).
-func LongRounds() int {
-	limit := 1
-	if n, err := strconv.Atoi(os.Getenv(EnvLongRounds)); err == nil && n > 0 {
-		limit = n
-	}
-	return min(Rounds(), limit)
+// LongRounds is Rounds, at most "long-rounds" (default 1): the rounds of
+// the benchmarks whose one round takes minutes (the whole-table ones on
+// the scale model, 1,000,000 entities). make bench's six rounds of those
+// alone would outlast its timeout.
+func LongRounds(tb testing.TB) int {
+	tb.Helper()
+	return min(Rounds(tb), Int(tb, KeyLongRounds, 1))
 }
 
 // RunLongSides is RunSides for a benchmark whose round takes minutes: it
 // runs LongRounds rounds.
 func RunLongSides(b *testing.B, sides ...Side) {
-	runSides(b, LongRounds(), sides)
+	b.Helper()
+	runSides(b, LongRounds(b), sides)
 }
 
 // Side is one side of a comparison: Name becomes the sub-benchmark
@@ -60,7 +49,8 @@ func S(name string, fn func(b *testing.B)) Side { return Side{Name: name, Fn: fn
 // (go test names the repeats impl=NAME#01, #02, ...), rotating which side
 // goes first.
 func RunSides(b *testing.B, sides ...Side) {
-	runSides(b, Rounds(), sides)
+	b.Helper()
+	runSides(b, Rounds(b), sides)
 }
 
 func runSides(b *testing.B, rounds int, sides []Side) {
@@ -93,14 +83,4 @@ func StartCPU() CPUMeter { return CPUMeter{start: ProcessCPU()} }
 func (m CPUMeter) Report(b *testing.B, perOp int, unit string) {
 	d := ProcessCPU() - m.start
 	b.ReportMetric(float64(d.Nanoseconds())/1e3/float64(b.N*perOp), "cpu-µs/"+unit)
-}
-
-// EnvInt is the positive integer in the environment variable name, or def
-// when it is unset or not one: the sizes a benchmark lets a quick run
-// shrink.
-func EnvInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
 }

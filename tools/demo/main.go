@@ -12,8 +12,8 @@
 //
 // The examples that need a worker (archive, employees, photos) run their
 // own consistency.Worker in-process when started alone (and in their
-// Example tests); the demo sets TABLEKIT_DEMO_WORKER=1 so that they rely
-// on the tablekit-worker process instead, as a deployment would.
+// Example tests); the demo runs them with -external-worker so that they
+// rely on the tablekit-worker process instead, as a deployment would.
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -88,8 +89,12 @@ func run() int {
 		dir := filepath.Dir(ex)
 		fmt.Printf("\n=== %s\n", filepath.Base(dir))
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "run", "./"+dir)
-		cmd.Env = append(os.Environ(), tablekit.EnvConnectionString+"="+connStr, demoWorkerEnv+"=1")
+		args := []string{"run", "./" + dir}
+		if slices.Contains(workerQueues, filepath.Base(dir)) {
+			args = append(args, externalWorker)
+		}
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Env = append(os.Environ(), tablekit.EnvConnectionString+"="+connStr)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Printf("--- FAIL %s (%v): %v\n", filepath.Base(dir), time.Since(start).Round(time.Millisecond), err)
@@ -117,9 +122,9 @@ func run() int {
 	return 0
 }
 
-// demoWorkerEnv tells an example that a tablekit-worker process reads its
+// externalWorker tells an example that a tablekit-worker process reads its
 // queue, so it need not run a worker of its own.
-const demoWorkerEnv = "TABLEKIT_DEMO_WORKER"
+const externalWorker = "-external-worker"
 
 // workerQueues are the transaction queues of the examples that need a
 // worker (each example's main names its queue after itself).

@@ -1,28 +1,31 @@
 // Package testenv gives tablekit's storage tests an account, unique
-// resource names and cleanup. One service serves a whole test binary,
-// started on first use and stopped when the binary exits:
+// resource names and cleanup, and reads the variables that steer them.
+// One service serves a whole test binary, started on first use and
+// stopped when the binary exits; TABLEKIT_TEST_TARGET (EnvTarget) says
+// which:
 //
-//   - by default, tablekit's emulator (emulator), which
-//     answers as Azure does: in the test process, or in a process of its
-//     own when TABLEKIT_TEST_EMULATOR names a tablekit command
-//     (EnvEmulatorBinary; make test sets it);
-//   - with TABLEKIT_TEST_TARGET=azurite, Azurite through the
-//     integration/azurite harness in strict mode (Azure's rules that
-//     Azurite lets through are enforced by its proxy); with
-//     TABLEKIT_TEST_STRICT=0 too, plain Azurite;
-//   - with TABLEKIT_TEST_CONNECTION_STRING set, that account.
+//   - unset or "emulator", tablekit's emulator, which answers as Azure
+//     does: in the test process, or in a process of its own when
+//     TABLEKIT_TEST_EMULATOR names a tablekit command (EnvEmulatorBinary;
+//     make test sets it);
+//   - "emulator-early-end", the emulator ending query pages early as Azure
+//     may (emulator.Options.EarlyEnd, seeded by TABLEKIT_TEST_SEED): the
+//     tests then prove that nothing stops at a short or empty page. Early
+//     ends add requests and change where pages end, so CountingAccount's
+//     queries (its tests assert request counts) are exempt
+//     (emulator.NoEarlyEndHeader), and MainConnectionString (Examples,
+//     whose output shows pages) is a second emulator, one that ends no
+//     page early;
+//   - "azurite", Azurite through the integration/azurite harness in strict
+//     mode (Azure's rules that Azurite lets through are enforced by its
+//     proxy); "azurite-lenient", plain Azurite;
+//   - an account's connection string: that account.
 //
-// With TABLEKIT_TEST_EARLY_END set to a probability, the emulators it
-// starts end query pages early as Azure may (emulator.Options.EarlyEnd,
-// seeded by TABLEKIT_TEST_EARLY_END_SEED, 1 by default): the tests then
-// prove that nothing stops at a short or empty page. Early ends add
-// requests and change where pages end, so CountingAccount's queries (its
-// tests assert request counts) are exempt (emulator.NoEarlyEndHeader), and
-// MainConnectionString (Examples, whose output shows pages) is a second
-// emulator, one that ends no page early.
-//
-// Tests never skip when Azurite is missing: they fail with the command
-// that installs it.
+// Tests that need more than Go (Node.js, Azurite, the JS SDK) belong to a
+// tier and say so in their first line (Tier): they run only when
+// TABLEKIT_TEST_TIERS (EnvTiers) asks for their tier, and then fail, with
+// the command that installs it, when what they need is missing; they never
+// skip silently. The same holds for the azurite targets.
 package testenv
 
 import (
@@ -33,7 +36,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,31 +49,6 @@ import (
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/integration/azurite"
 )
-
-// EnvConnectionString selects a real account for the tests.
-const EnvConnectionString = "TABLEKIT_TEST_CONNECTION_STRING"
-
-// EnvTarget selects the service the tests start when no account is set:
-// "emulator" (the default) or "azurite".
-const EnvTarget = "TABLEKIT_TEST_TARGET"
-
-// The targets EnvTarget names.
-const (
-	TargetEmulator = "emulator"
-	TargetAzurite  = "azurite"
-)
-
-// EnvEarlyEnd set to a probability (0 to 1) makes the emulators testenv
-// starts end query pages early (emulator.Options.EarlyEnd); EnvEarlyEndSeed
-// seeds their choices (an integer, 1 when unset).
-const (
-	EnvEarlyEnd     = "TABLEKIT_TEST_EARLY_END"
-	EnvEarlyEndSeed = "TABLEKIT_TEST_EARLY_END_SEED"
-)
-
-// EnvStrict set to "0" runs the tests on plain Azurite, without the strict
-// proxy (integration/azurite Options.Strict) that enforces Azure's rules.
-const EnvStrict = "TABLEKIT_TEST_STRICT"
 
 var (
 	once     sync.Once
@@ -118,7 +95,7 @@ func ConnectionString(t testing.TB) string {
 // functions, which have no testing.TB: when the service cannot start it
 // prints why and exits the test binary with status 1.
 //
-// With TABLEKIT_TEST_EARLY_END, it is an emulator that ends no page
+// On TargetEarlyEnd, it is an emulator that ends no page
 // early: an Example's output shows its pages.
 func MainConnectionString() string {
 	cs, err := exactConnectionString()
@@ -130,8 +107,8 @@ func MainConnectionString() string {
 }
 
 // exactConnectionString is the connection string of a service whose query
-// pages end only at $top or at their range's end: the shared one, or with
-// TABLEKIT_TEST_EARLY_END an emulator that ends none early, started on
+// pages end only at $top or at their range's end: the shared one, or on
+// TargetEarlyEnd an emulator that ends none early, started on
 // first use (for Examples, which keep to their own tables).
 func exactConnectionString() (string, error) {
 	start()
@@ -150,11 +127,14 @@ func exactConnectionString() (string, error) {
 
 func start() {
 	once.Do(func() {
-		if cs := strings.TrimSpace(os.Getenv(EnvConnectionString)); cs != "" {
-			connStr = cs
+		tg, err := readTarget()
+		if err != nil {
+			startErr = err
 			return
 		}
-		switch Target() {
+		switch tg.kind {
+		case targetAccount:
+			connStr = tg.connStr
 		case TargetEmulator:
 			ee, err := earlyEnd()
 			if err != nil {
@@ -163,75 +143,22 @@ func start() {
 			}
 			stopper, connStr, startErr = startEmulator(context.Background(), ee)
 		case TargetAzurite:
-			// Strict: Azurite behind the proxy that refuses what Azure
-			// refuses, so a test that passes here does not fail on Azure.
-			inst, err := azurite.Start(context.Background(), &azurite.Options{Strict: !Lenient()})
+			if err := needs(TierAzurite); err != nil {
+				startErr = fmt.Errorf("%s=%s: %w", EnvTarget, os.Getenv(EnvTarget), err)
+				return
+			}
+			// Strict unless asked otherwise: Azurite behind the proxy that
+			// refuses what Azure refuses, so a test that passes here does
+			// not fail on Azure.
+			inst, err := azurite.Start(context.Background(), &azurite.Options{Strict: !tg.lenient})
 			if err != nil {
 				startErr = err
 				return
 			}
 			stopper, connStr = inst, inst.ConnectionString
-		default:
-			startErr = fmt.Errorf("%s=%q: want %q or %q", EnvTarget, os.Getenv(EnvTarget), TargetEmulator, TargetAzurite)
 		}
 	})
 }
-
-// earlyEnd reads EnvEarlyEnd and EnvEarlyEndSeed: nil when EnvEarlyEnd is
-// unset or 0.
-func earlyEnd() (*emulator.EarlyEnd, error) {
-	v := strings.TrimSpace(os.Getenv(EnvEarlyEnd))
-	if v == "" {
-		return nil, nil
-	}
-	p, err := strconv.ParseFloat(v, 64)
-	if err != nil || p < 0 || p > 1 {
-		return nil, fmt.Errorf("%s=%q: want a probability from 0 to 1", EnvEarlyEnd, v)
-	}
-	if p == 0 {
-		return nil, nil
-	}
-	seed := int64(1)
-	if sv := strings.TrimSpace(os.Getenv(EnvEarlyEndSeed)); sv != "" {
-		if seed, err = strconv.ParseInt(sv, 10, 64); err != nil {
-			return nil, fmt.Errorf("%s=%q: want an integer", EnvEarlyEndSeed, sv)
-		}
-	}
-	return &emulator.EarlyEnd{Seed: seed, Probability: p}, nil
-}
-
-// EarlyEnd reports whether the tests' emulators end query pages early
-// (TABLEKIT_TEST_EARLY_END).
-func EarlyEnd() bool {
-	ee, _ := earlyEnd()
-	return ee != nil && IsEmulator()
-}
-
-// Target is what the tests run on: "account" when
-// TABLEKIT_TEST_CONNECTION_STRING is set, else TABLEKIT_TEST_TARGET
-// ("emulator" when unset).
-func Target() string {
-	if strings.TrimSpace(os.Getenv(EnvConnectionString)) != "" {
-		return "account"
-	}
-	if t := strings.TrimSpace(os.Getenv(EnvTarget)); t != "" {
-		return t
-	}
-	return TargetEmulator
-}
-
-// IsAzurite reports whether tests run on Azurite (TABLEKIT_TEST_TARGET=azurite),
-// whose answers depart from Azure's in known ways.
-func IsAzurite() bool { return Target() == TargetAzurite }
-
-// IsEmulator reports whether tests run on tablekit's emulator, the
-// default.
-func IsEmulator() bool { return Target() == TargetEmulator }
-
-// Lenient reports whether tests run on plain Azurite, which lets through
-// what Azure refuses (TABLEKIT_TEST_STRICT=0). By default tests run on
-// Azurite in strict mode, which answers those requests as Azure does.
-func Lenient() bool { return IsAzurite() && os.Getenv(EnvStrict) == "0" }
 
 // Account returns an Account on the test storage account.
 func Account(t testing.TB) *tablekit.Account {
@@ -249,7 +176,7 @@ func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account 
 }
 
 // CountingAccount returns an Account whose every HTTP attempt is counted.
-// Its queries carry emulator.NoEarlyEndHeader: with TABLEKIT_TEST_EARLY_END
+// Its queries carry emulator.NoEarlyEndHeader: on TargetEarlyEnd
 // the emulator ends none of its pages early, so the tests that assert how
 // many requests an operation takes still can, on the same emulator as the
 // rest of the test (the early-end tests assert exactness instead).
@@ -391,7 +318,7 @@ func suffix() string {
 // OtherAccount starts a second service of the tests' target (an emulator
 // or an Azurite, another account to copy to) for this test only and
 // returns its connection string; it is stopped when the test ends. On a
-// real account (TABLEKIT_TEST_CONNECTION_STRING) there is no second one:
+// real account (a connection string in EnvTarget) there is no second one:
 // the test fails, naming what it needs.
 func OtherAccount(t testing.TB) string {
 	t.Helper()
@@ -405,6 +332,6 @@ func OtherAccount(t testing.TB) string {
 	case TargetAzurite:
 		return azurite.StartTB(t, nil).ConnectionString
 	}
-	t.Fatalf("testenv: this test needs a second account, which %s cannot start on a real account", EnvConnectionString)
+	t.Fatalf("testenv: this test needs a second account, which testenv cannot start when %s is a connection string", EnvTarget)
 	return ""
 }

@@ -74,17 +74,14 @@ func TestCountingAccountCountsEveryRequest(t *testing.T) {
 	}
 }
 
-// With TABLEKIT_TEST_EARLY_END, the emulators testenv starts end pages
+// On TargetEarlyEnd, the emulators testenv starts end pages
 // early (OtherAccount's here), except for CountingAccount's queries: a
 // query's requests stay countable.
 func TestEarlyEndEnv(t *testing.T) {
-	t.Setenv(testenv.EnvEarlyEnd, "0.5")
-	t.Setenv(testenv.EnvEarlyEndSeed, "3")
-	if testenv.EarlyEnd() != testenv.IsEmulator() {
-		t.Fatalf("EarlyEnd() = %v on %s", testenv.EarlyEnd(), testenv.Target())
-	}
-	if !testenv.IsEmulator() {
-		t.Fatalf("this test needs the emulator, not %s", testenv.Target())
+	t.Setenv(testenv.EnvTarget, testenv.TargetEarlyEnd)
+	t.Setenv(testenv.EnvSeed, "3")
+	if !testenv.EarlyEnd() || !testenv.IsEmulator() {
+		t.Fatalf("%s=%s: EarlyEnd() = %v on %s, want true on the emulator", testenv.EnvTarget, testenv.TargetEarlyEnd, testenv.EarlyEnd(), testenv.Target())
 	}
 	other := testenv.OtherAccount(t)
 	acct, err := tablekit.Connect(other, nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // TestAgainstAzurite sends the same signed requests to the Authenticator
@@ -27,6 +28,7 @@ import (
 // emulator) answer AuthenticationFailed or a specific Authorization*
 // code, so only the decision is compared, and the codes are logged.
 func TestAgainstAzurite(t *testing.T) {
+	testenv.Tier(t, testenv.TierAzurite)
 	inst := azurite.StartTB(t, nil)
 	origin := func(u string) string {
 		p, err := url.Parse(u)

@@ -16,6 +16,7 @@ import (
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // shared is the Azurite the tests that compare with it share, started
@@ -34,10 +35,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startAzurite returns the shared Azurite, failing (never skipping) the
-// test when it cannot start.
+// startAzurite returns the shared Azurite: the azurite tier's tests use
+// it (testenv.Tier), and fail when it cannot start.
 func startAzurite(t *testing.T) *azurite.Instance {
 	t.Helper()
+	testenv.Tier(t, testenv.TierAzurite)
 	shared.once.Do(func() { shared.inst, shared.err = azurite.Start(context.Background(), nil) })
 	if shared.err != nil {
 		t.Fatalf("azurite: %v", shared.err)

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/testenv"
 )
 
 // answer is what one request got: status, error code and the first line
@@ -573,6 +574,7 @@ func sequence() []step {
 // messages' fields by form. Where Azurite departs from Azure (step.azure,
 // step.why), the emulator must answer as Azure.
 func TestDifferential(t *testing.T) {
+	testenv.Tier(t, testenv.TierAzurite)
 	az := azurite.StartTB(t, nil)
 	targets := []*target{newTarget(t, "azurite", az.QueueURL), newTarget(t, "emulator", server(t, nil))}
 	steps := sequence()
