@@ -31,29 +31,12 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-	buildOut  []byte
-)
 
-// binary builds tablekit-worker (with the race detector) once per test
-// binary.
+// binary builds tablekit-worker once per test binary (with the race
+// detector under go test -race).
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "tablekit-worker-test")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-race", "-o", filepath.Join(binDir, "tablekit-worker"), ".")
-		buildOut, buildErr = cmd.CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
-	}
-	return filepath.Join(binDir, "tablekit-worker")
+	return testenv.Command(t, ".")
 }
 
 // proc is a running tablekit-worker whose JSON log lines are collected.

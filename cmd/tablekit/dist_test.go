@@ -20,30 +20,12 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-var (
-	workerOnce sync.Once
-	workerPath string
-	workerErr  error
-	workerOut  []byte
-)
 
-// workerBinary builds tablekit-worker (with the race detector) once per
-// test binary.
+// workerBinary builds tablekit-worker once per test binary (with the race
+// detector under go test -race).
 func workerBinary(t *testing.T) string {
 	t.Helper()
-	workerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tablekit-worker-test")
-		if err != nil {
-			workerErr = err
-			return
-		}
-		workerPath = filepath.Join(dir, "tablekit-worker")
-		workerOut, workerErr = exec.Command("go", "build", "-race", "-o", workerPath, "../../cmd/tablekit-worker").CombinedOutput()
-	})
-	if workerErr != nil {
-		t.Fatalf("go build tablekit-worker: %v\n%s", workerErr, workerOut)
-	}
-	return workerPath
+	return testenv.Command(t, "../tablekit-worker")
 }
 
 // workerProc is a running tablekit-worker; started is closed on its first

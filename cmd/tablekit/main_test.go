@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,29 +25,12 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
 
-// binary builds tablekit (with the race detector) once per test binary.
+// binary builds tablekit once per test binary (with the race detector
+// under go test -race).
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tablekit-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "tablekit")
-		buildOut, buildErr = exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
+	return testenv.Command(t, ".")
 }
 
 // result is one run of the command.

@@ -71,6 +71,7 @@ var (
 // Without it, Azurite is killed when the test binary exits (on Linux).
 func Main(m *testing.M) {
 	code := m.Run()
+	removeCommands()
 	if stopper != nil {
 		stopper.Stop()
 	}
