@@ -32,10 +32,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,13 +65,29 @@ var (
 	plainErr  error
 )
 
+// DefaultParallel is how many Parallel tests Main runs at once when
+// -parallel is not given (make test gives the same).
+const DefaultParallel = 8
+
 // Main runs the tests and then stops the shared Azurite, if one was
 // started. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
 // Without it, Azurite is killed when the test binary exits (on Linux).
+//
+// Unless -parallel is given, Main lets Parallel tests run
+// DefaultParallel at once, not GOMAXPROCS: a storage test spends its
+// time waiting on a service, azcore's retry delays or a child process,
+// not on a CPU, so a plain `go test ./...` on a 2-core machine would
+// otherwise leave most of them queued behind two sleepers.
 func Main(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(DefaultParallel))
+	}
 	code := m.Run()
 	removeCommands()
 	if stopper != nil {
