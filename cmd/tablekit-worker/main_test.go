@@ -31,7 +31,6 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-
 // binary builds tablekit-worker once per test binary (with the race
 // detector under go test -race).
 func binary(t *testing.T) string {

@@ -20,7 +20,6 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-
 // workerBinary builds tablekit-worker once per test binary (with the race
 // detector under go test -race).
 func workerBinary(t *testing.T) string {
