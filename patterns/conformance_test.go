@@ -7,13 +7,8 @@ package patterns_test
 // Modes: each transport (tablekit's REST calls, and the aztables SDK path
 // chosen with TableOptions.SDKPath), without faults, and under a fault
 // policy (tools/faults: 10% of the attempts fail, half of them after the
-// service applied the request, the response lost) with fast retries
-// (1 ms); and the REST transport under faults with azcore's default retry
-// options (first retry after about 0.8 s). The default delays change when
-// a retry lands among the other writers, which is the repository's logic,
-// not the transport's: what the SDK path does with a fault (its errors,
-// its ambiguous answers) its fast-retry mode proves, so one default-delay
-// mode is enough (an SDK one doubled the suite's slowest part).
+// service applied the request, the response lost) with azcore's default
+// retry options (first retry after about 0.8 s) and with fast ones (1 ms).
 //
 // Each repository's scenario writes, reads, updates and deletes a handful of
 // entities through its public API, with concurrent increments through its
@@ -69,6 +64,7 @@ var cfModes = []cfMode{
 	{name: "rest"},
 	{name: "sdk", sdk: true},
 	{name: "rest-faults-defaultretry", faults: true},
+	{name: "sdk-faults-defaultretry", sdk: true, faults: true},
 	{name: "rest-faults-fastretry", faults: true, fast: true},
 	{name: "sdk-faults-fastretry", sdk: true, faults: true, fast: true},
 }
