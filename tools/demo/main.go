@@ -1,5 +1,5 @@
 // Command demo runs every program under examples/ against a fresh
-// tablekit emulator (emulator, in this process: Go alone is
+// tablekit emulator (package emulator, in this process: Go alone is
 // enough), or with -target azurite against a fresh Azurite started through
 // the integration/azurite harness. It builds
 // cmd/tablekit-worker into a temporary directory and starts it
