@@ -19,6 +19,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -798,7 +799,7 @@ func listKeys(ctx context.Context, tbl *rows, base *Location, baseT *TableBackup
 
 // manifest is the finished backup's manifest.
 func (b *backup) manifest() *Manifest {
-	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tablekit: Version(), Kind: b.job.Kind, Base: b.job.Base,
+	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tablekit: buildinfo.Version(), Kind: b.job.Kind, Base: b.job.Base,
 		Source: b.job.Source, Start: b.ck.Start, End: time.Now().UTC()}
 	for _, st := range b.ck.Tables {
 		t := TableBackup{Name: st.Name, Start: st.Start, End: st.End, Since: st.Since, Skipped: st.Skipped, Runs: st.Runs, Deleted: st.Deleted}

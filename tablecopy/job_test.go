@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
@@ -87,6 +88,9 @@ func TestJobsUnderDuplicateDeliveries(t *testing.T) {
 	m, err := tablecopy.ReadManifest(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m.Tablekit != buildinfo.Version() {
+		t.Fatalf("manifest's build = %q; want %q, as tablekit version prints it", m.Tablekit, buildinfo.Version())
 	}
 	if tb := m.Tables[0]; tb.Entities != int64(len(es)) || tb.Keys.Count != int64(len(es)) || len(tb.Segments) < 2 {
 		t.Fatalf("manifest: %d entities, %d keys, %d segments; want %d, %d, several", tb.Entities, tb.Keys.Count, len(tb.Segments), len(es), len(es))

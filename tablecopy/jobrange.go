@@ -15,6 +15,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -464,7 +465,7 @@ func finishBackup(ctx context.Context, store jobStore, rec *jobRecord, accts []*
 			return nil, nil
 		}
 	}
-	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tablekit: Version(), Kind: rec.Kind, Base: rec.Base,
+	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tablekit: buildinfo.Version(), Kind: rec.Kind, Base: rec.Base,
 		Source: rec.Source.Account + " " + rec.Source.Endpoint}
 	for _, name := range rec.Tables {
 		t := TableBackup{Name: name, Since: rec.since(name)}

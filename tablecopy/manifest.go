@@ -39,7 +39,7 @@ const (
 type Manifest struct {
 	Format   string `json:"format"`   // ManifestFormat
 	Version  int    `json:"version"`  // ManifestVersion
-	Tablekit string `json:"tablekit"` // the build that wrote it (Version)
+	Tablekit string `json:"tablekit"` // the build that wrote it, as "tablekit version" prints it
 	Kind     string `json:"kind"`     // KindFull, KindIncremental or KindChanges
 	// Base is the Location of the backup an incremental one follows: a
 	// directory relative to this backup's (when both are local), an

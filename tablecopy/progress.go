@@ -1,9 +1,6 @@
 package tablecopy
 
-import (
-	"runtime/debug"
-	"sync"
-)
+import "sync"
 
 // Progress is where a copy, backup, restore or verification is, handed to
 // the Progress callback of its options, one call at a time.
@@ -37,38 +34,4 @@ func (p *progressFunc) report(pr Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fn(pr)
-}
-
-// Version is the build of tablekit that writes a manifest: the module's
-// version, or its VCS revision in a development build.
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := ""
-	for _, d := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
-		if d.Path == "github.com/tablekit/tablekit" {
-			v = d.Version
-		}
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if v == "" || v == "(devel)" {
-		v = "devel"
-		if rev != "" {
-			v += "+" + rev[:min(12, len(rev))]
-			if dirty {
-				v += "-dirty"
-			}
-		}
-	}
-	return v
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
@@ -160,6 +161,11 @@ func TestBackupIncrementalChainRestore(t *testing.T) {
 	tb := res.Manifest.Tables[0]
 	if tb.Entities != int64(len(es)) || len(tb.Segments) < 2 || tb.Keys.Count != int64(len(es)) {
 		t.Fatalf("full backup: %d entities in %d segments, %d keys", tb.Entities, len(tb.Segments), tb.Keys.Count)
+	}
+	if m, err := tablecopy.ReadManifest(ctx, full); err != nil {
+		t.Fatal(err)
+	} else if m.Tablekit != buildinfo.Version() {
+		t.Fatalf("manifest's build = %q; want %q, as tablekit version prints it", m.Tablekit, buildinfo.Version())
 	}
 	checks, err := tablecopy.VerifyBackup(ctx, full, &tablecopy.VerifyOptions{Account: acct})
 	if err != nil || len(checks) != 1 || !checks[0].OK() {
