@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 )
 
 func TestEnvelopeRoundTrip(t *testing.T) {
@@ -169,6 +170,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	code, body := get("/metrics")
 	for _, want := range []string{
+		`tablekit_worker_build_info{version="` + buildinfo.Version() + `"} 1` + "\n",
 		"tablekit_worker_processed_total 3\n",
 		"tablekit_worker_poisoned_total 1\n",
 		"tablekit_worker_retried_total 0\n",

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/buildinfo"
 )
 
 // Metrics counts what a Worker does. It is safe for concurrent use;
@@ -113,6 +116,11 @@ func (m *Metrics) WritePrometheus(out io.Writer) error {
 	counter := func(name, help string, v int64, typ string) {
 		w.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n" + name + " " + strconv.FormatInt(v, 10) + "\n")
 	}
+	// The build, as "tablekit-worker --version" prints it: a gauge of 1
+	// whose label says which version a worker runs, as Prometheus's
+	// *_build_info convention has it.
+	w.WriteString("# HELP tablekit_worker_build_info The build of tablekit the worker runs, in its version label.\n# TYPE tablekit_worker_build_info gauge\n")
+	w.WriteString(`tablekit_worker_build_info{version="` + labelEscaper.Replace(buildinfo.Version()) + `"} 1` + "\n")
 	counter("tablekit_worker_processed_total", "Transactions applied and deleted from their queue.", m.processed.Load(), "counter")
 	counter("tablekit_worker_retried_total", "Failed attempts released for a retry after a backoff.", m.retried.Load(), "counter")
 	counter("tablekit_worker_poisoned_total", "Messages moved to a poison queue.", m.poisoned.Load(), "counter")
@@ -137,6 +145,9 @@ func (m *Metrics) WritePrometheus(out io.Writer) error {
 	m.age.write(w, "tablekit_worker_end_to_end_seconds", "Time from enqueueing a transaction to deleting its message.")
 	return w.Flush()
 }
+
+// labelEscaper escapes a label value of the Prometheus text format.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // metricsHandler serves /metrics, /livez, /readyz and /healthz (the same
 // as /readyz); see Worker.Handler.
