@@ -24,6 +24,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 	"github.com/tablekit/tablekit/tablecopy"
 )
 
@@ -55,6 +56,7 @@ Usage:
   tablekit-worker enqueue        --queue NAME [flags] FILE.json
                                                         enqueue the transaction in FILE.json ("-" = stdin)
   tablekit-worker --help                                this text
+  tablekit-worker --version                             the version, as the metrics' build_info gives it
 
 Connecting: set AZURE_STORAGE_CONNECTION_STRING (or --connection-string), or
 give the account's endpoints (--account, or --table-endpoint, --queue-endpoint,
@@ -238,6 +240,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	names := make([]string, len(cmds))
 	for i, k := range cmds {
 		names[i] = k.name
+	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, "tablekit-worker", buildinfo.Version())
+		return 0
 	}
 	i, rest, status := cliconn.PickCommand("tablekit-worker", args, names, func(w io.Writer) { usage(w, cmds) }, stdout, stderr)
 	if i < 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/buildinfo"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -35,6 +36,7 @@ Usage:
   tablekit COMMAND [flags] [arguments]
   tablekit COMMAND --help        a command's flags and an example
   tablekit --help                this text
+  tablekit --version             the version (tablekit version)
 
 Commands:
 `
@@ -227,6 +229,12 @@ SIGTERM or Ctrl-C, and stops cleanly. Any language's SDK can point at it.`,
 			flags:   a.emu.register,
 			run:     a.cmdEmulator,
 		},
+		{
+			name: "version", summary: "print tablekit's version (also tablekit --version)",
+			about:   "Prints the version of tablekit this binary was built from, as backup manifests\nrecord it: a module version, or (devel) and the commit when built from a checkout.",
+			example: "tablekit version",
+			run:     a.cmdVersion,
+		},
 	}...)
 }
 
@@ -337,6 +345,9 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	for i, c := range cmds {
 		names[i] = c.name
 	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
 	i, rest, status := cliconn.PickCommand("tablekit", args, names, func(w io.Writer) { usage(w, cmds) }, stdout, a.stderr)
 	if i < 0 {
 		return status
@@ -368,6 +379,12 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return a.fail(cmd, err)
 	}
 	return 0
+}
+
+// cmdVersion prints the build's version.
+func (a *app) cmdVersion(context.Context, []string) error {
+	fmt.Fprintln(a.stdout, "tablekit", buildinfo.Version())
+	return nil
 }
 
 // fail reports err and returns the exit status: 2 for a usage error (an

@@ -38,11 +38,12 @@ func Version() string {
 	if !ok {
 		return "unknown"
 	}
-	return format(bi)
+	return Format(bi)
 }
 
-// format is Version for the build information bi.
-func format(bi *debug.BuildInfo) string {
+// Format is Version for the build information bi: what a binary built
+// with bi reports (debug/buildinfo.ReadFile reads a binary's).
+func Format(bi *debug.BuildInfo) string {
 	mod, isMain := &bi.Main, bi.Main.Path == ModulePath
 	if !isMain {
 		mod = nil

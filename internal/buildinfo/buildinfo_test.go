@@ -40,8 +40,8 @@ func TestFormat(t *testing.T) {
 		{"library replaced by a fork", dep(&debug.Module{Path: ModulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v0.1.1"}}), "v0.1.1"},
 		{"not linked in", &debug.BuildInfo{Main: debug.Module{Path: "example.com/app"}}, "unknown"},
 	} {
-		if got := format(tc.bi); got != tc.want {
-			t.Errorf("%s: format = %q, want %q", tc.name, got, tc.want)
+		if got := Format(tc.bi); got != tc.want {
+			t.Errorf("%s: Format = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	debugbuildinfo "debug/buildinfo"
+	"os/exec"
+	"regexp"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/buildinfo"
+)
+
+// TestVersion runs the built worker: --version prints the version its
+// build information gives (the label of its /metrics'
+// tablekit_worker_build_info) and needs no account.
+func TestVersion(t *testing.T) {
+	bin := binary(t)
+	bi, err := debugbuildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatalf("build information of %s: %v", bin, err)
+	}
+	want := "tablekit-worker " + buildinfo.Format(bi) + "\n"
+	if !regexp.MustCompile(`^tablekit-worker (v\d+\.\d+\.\d+\S*|\(devel\))( [0-9a-f]{1,12})?(\+dirty)?\n$`).MatchString(want) {
+		t.Fatalf("the build information gives %q, not a version", want)
+	}
+	for _, args := range [][]string{{"--version"}, {"-version"}} {
+		var out, errOut bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{} // no account: --version connects to nothing
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil || out.String() != want || errOut.Len() != 0 {
+			t.Errorf("tablekit-worker %v: %v, stdout %q, stderr %q; want exit 0 and %q", args, err, out.String(), errOut.String(), want)
+		}
+	}
+}
