@@ -10,6 +10,7 @@
 #   make azurite-install    the pinned Azurite (npm ci), for the azurite tier
 #   make jsinterop-install  the pinned Azure SDK for JavaScript, for the js tier
 #   make azurite            one Azurite in the foreground, for manual use
+#   make images             the emulator's and the worker's OCI images, checked
 #
 # `go test ./...` alone needs Go only: it runs on the in-process emulator and
 # skips the tiers (README, "Testing").
@@ -25,7 +26,7 @@ JSINTEROP_DIR := emulator/_jsinterop
 # npm ci writes node_modules/.package-lock.json last, with a fresh time.
 JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 
-.PHONY: test demo bench fuzz azurite-install jsinterop-install azurite
+.PHONY: test demo bench fuzz azurite-install jsinterop-install azurite images
 
 # ---- make test ---------------------------------------------------------------
 
@@ -63,6 +64,7 @@ RACE_SKIP  := ^(TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebui
 # after the other 135 s.
 test: $(AZURITE) $(JSINTEROP)
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 	$(GO) build -o $(EMULATOR_BIN) ./cmd/tablekit
 	$(TEST_ENV) $(GO) test -race $(TEST_FLAGS) -skip '$(RACE_SKIP)' ./...
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -run '$(RACE_SKIP)' ./patterns/ ./tablecopy/ ./cmd/tablekit/
@@ -106,6 +108,19 @@ fuzz:
 		echo "== $$dir $$name for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$dir || exit 1; \
 	done
+
+# ---- make images -------------------------------------------------------------
+
+# tablekit-emulator:$(VERSION) and tablekit-worker:$(VERSION), FROM scratch
+# with static binaries built here, so nothing is pulled: docker when its
+# daemon answers, else podman (ENGINE=podman or docker to choose). The
+# image files are in build/; build/images.sh builds the images and checks
+# their configuration, their contents and their binaries (docs/DEPLOY.md,
+# "Images", says how to push them). VERSION is git describe's by default
+# (v0.1.0 at that tag); CA_BUNDLE is the CA certificates copied into the
+# worker's image (by default /etc/ssl/certs/ca-certificates.crt).
+images:
+	GO='$(GO)' ENGINE='$(ENGINE)' VERSION='$(VERSION)' CA_BUNDLE='$(CA_BUNDLE)' build/images.sh
 
 # ---- installs ----------------------------------------------------------------
 
