@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,11 +88,16 @@ func readManifest(t *testing.T, file string) manifest {
 	return m
 }
 
+// imageRef is how the manifests name the worker's image: make images tags
+// it tablekit-worker:VERSION, and REGISTRY stands for the user's registry.
+var imageRef = regexp.MustCompile(`^REGISTRY/tablekit-worker:v\d+\.\d+\.\d+$`)
+
 // TestDeployManifests checks docs/deploy/*.yaml against the binary: every
 // container runs "run" with flags that parse (so they exist, with valid
 // values), every HTTP path is served, probe ports are --metrics-addr's
 // port, each scaler reads the queue the worker reads, the termination
-// grace period exceeds --drain, KEDA's connectionFromEnv names a variable
+// grace period exceeds --drain, the image is the one make images builds,
+// Kubernetes runs it as non-root, KEDA's connectionFromEnv names a variable
 // the manifest sets, the environment holds only secrets, and
 // docs/DEPLOY.md shows each file as it is.
 func TestDeployManifests(t *testing.T) {
@@ -204,6 +210,17 @@ func TestDeployManifests(t *testing.T) {
 		}
 		if e := m.keys["connectionFromEnv"]; e != "" && !strings.Contains(strings.Join(append(m.envs, workload.envs...), " "), e) {
 			t.Errorf("%s: connectionFromEnv %s is not set in the manifest", m.name, e)
+		}
+		// The image is the one make images builds (build/worker/Dockerfile),
+		// in the user's registry; it runs as a user other than root, which
+		// Kubernetes can enforce.
+		if img, ok := m.keys["image"]; ok && !imageRef.MatchString(img) {
+			t.Errorf("%s: image %q, want REGISTRY/tablekit-worker:vX.Y.Z, the image make images builds", m.name, img)
+		}
+		if kind == "Deployment" || kind == "ScaledJob" {
+			if m.keys["runAsNonRoot"] != "true" {
+				t.Errorf("%s: no runAsNonRoot: true, although the image runs as 65532", m.name)
+			}
 		}
 		if m.keys["kind"] == "ScaledJob" && !c.untilEmpty {
 			t.Errorf("%s: a ScaledJob must run --until-empty, or its Jobs never complete", m.name)
