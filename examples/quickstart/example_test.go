@@ -23,7 +23,9 @@ func Example() {
 	// wrote   Sales/000123 Jun Cao
 	// read    Jun Cao, age 31, salary 3000.0 (a float64 stays a Double)
 	// updated age 32
+	// refused a replace with a stale ETag (tablekit.ErrPreconditionFailed)
 	// query   (PartitionKey eq 'Sales') and (RowKey ge '000124') (range query)
 	//         000124 Emp000124 Lee
 	//         000125 Emp000125 Lee
+	// deleted Sales/000123
 }

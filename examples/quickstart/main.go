@@ -1,6 +1,7 @@
 // Command quickstart is tablekit in one screen: connect, create a table,
 // write a typed entity, read it back, update it without losing a
-// concurrent change, and query a partition.
+// concurrent change, see a stale write refused, query a partition and
+// delete.
 //
 // It connects to AZURE_STORAGE_CONNECTION_STRING, or to Azurite's
 // development storage when the variable is unset, so the same program
@@ -9,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -25,13 +27,13 @@ import (
 type Employee struct {
 	PartitionKey string // department
 	RowKey       string // employee id
-	ETag         string
+	ETag         string // makes Replace and Delete conditional
 	Timestamp    time.Time
 	FirstName    string
 	LastName     string
-	Age          int
+	Age          int // Int64 on the wire, never rounded
 	Email        string
-	Salary       float64
+	Salary       float64 // always a Double, 3.0 included
 }
 
 func main() {
@@ -76,6 +78,14 @@ func run(ctx context.Context, connStr, tableName string) error {
 	}
 	fmt.Printf("updated age %d\n", updated.Age)
 
+	// got still carries the ETag read before the update: a Replace with it
+	// is refused instead of overwriting the newer entity.
+	got.Salary = 3100
+	if err := employees.Replace(ctx, &got, nil); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		return fmt.Errorf("replace with a stale ETag: %v, want tablekit.ErrPreconditionFailed", err)
+	}
+	fmt.Println("refused a replace with a stale ETag (tablekit.ErrPreconditionFailed)")
+
 	for _, id := range []string{"000124", "000125"} {
 		e := Employee{PartitionKey: "Sales", RowKey: id, FirstName: "Emp" + id, LastName: "Lee"}
 		if err := employees.Upsert(ctx, &e, nil); err != nil {
@@ -90,6 +100,12 @@ func run(ctx context.Context, connStr, tableName string) error {
 		}
 		fmt.Printf("        %s %s %s\n", e.RowKey, e.FirstName, e.LastName)
 	}
+
+	// Delete is conditional on the ETag too.
+	if err := employees.Delete(ctx, &updated, nil); err != nil {
+		return err
+	}
+	fmt.Printf("deleted %s/%s\n", updated.PartitionKey, updated.RowKey)
 	if os.Getenv("QUICKSTART_KEEP") == "" {
 		return employees.Drop(ctx, nil)
 	}
