@@ -116,7 +116,7 @@ fuzz:
 # daemon answers, else podman (ENGINE=podman or docker to choose). The
 # image files are in build/; build/images.sh builds the images and checks
 # their configuration, their contents and their binaries (docs/DEPLOY.md,
-# "Images", says how to push them). VERSION is git describe's by default
+# "The image", says how to push them). VERSION is git describe's by default
 # (v0.1.0 at that tag); CA_BUNDLE is the CA certificates copied into the
 # worker's image (by default /etc/ssl/certs/ca-certificates.crt).
 images:
