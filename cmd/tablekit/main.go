@@ -231,7 +231,7 @@ SIGTERM or Ctrl-C, and stops cleanly. Any language's SDK can point at it.`,
 		},
 		{
 			name: "version", summary: "print tablekit's version (also tablekit --version)",
-			about:   "Prints the version of tablekit this binary was built from, as backup manifests\nrecord it: a module version, or (devel) and the commit when built from a checkout.",
+			about:   "Prints the version of tablekit this binary was built from, as backup manifests\nrecord it: v0.1.0 for a release, a pseudo-version naming the commit for a build\nfrom a clone, or (devel) when the build recorded no version.",
 			example: "tablekit version",
 			run:     a.cmdVersion,
 		},
