@@ -55,6 +55,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
+	"github.com/tablekit/tablekit/emulator/internal/headcase"
 	"github.com/tablekit/tablekit/emulator/internal/queues"
 	"github.com/tablekit/tablekit/emulator/internal/tables"
 	"github.com/tablekit/tablekit/emulator/load"
@@ -263,21 +264,22 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if !l.Zero() {
 		tableHandler = delayed(l, tableHandler)
 	}
-	services := []struct {
-		port    int
-		handler http.Handler
-		url     *string
-	}{
-		{o.BlobPort, blobs.New(blobs.Config{Account: o.AccountName, Auth: authn}), &inst.BlobURL},
-		{o.QueuePort, queues.New(queues.Config{Account: o.AccountName, Auth: authn}), &inst.QueueURL},
-		{o.TablePort, tableHandler, &inst.TableURL},
+	// metaCase: the service keeps metadata, whose names keep the case they
+	// were sent in (headcase); the Table service has none, and its
+	// connections are Go's own.
+	type service struct {
+		port     int
+		handler  http.Handler
+		url      *string
+		metaCase bool
+	}
+	services := []service{
+		{o.BlobPort, blobs.New(blobs.Config{Account: o.AccountName, Auth: authn}), &inst.BlobURL, true},
+		{o.QueuePort, queues.New(queues.Config{Account: o.AccountName, Auth: authn}), &inst.QueueURL, true},
+		{o.TablePort, tableHandler, &inst.TableURL, false},
 	}
 	if tableLoad != nil || !l.Zero() {
-		services = append(services, struct {
-			port    int
-			handler http.Handler
-			url     *string
-		}{0, inst.tables.Unmodelled(), &inst.DirectTableURL})
+		services = append(services, service{0, inst.tables.Unmodelled(), &inst.DirectTableURL, false})
 	}
 	for _, s := range services {
 		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(s.port)))
@@ -291,6 +293,9 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 			ErrorLog:          log.New(io.Discard, "", 0),
 		}
 		inst.servers = append(inst.servers, srv)
+		if s.metaCase {
+			ln = headcase.Listen(ln)
+		}
 		go srv.Serve(ln)
 		*s.url = "http://" + ln.Addr().String() + "/" + o.AccountName
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/headcase"
 )
 
 // container is one container and its blobs.
@@ -186,10 +187,12 @@ func (c *container) remove(name string) {
 
 // parseMetadata reads the x-ms-meta-* headers. Names must be C#
 // identifiers (azrules.CheckMetadataName), all names and values together
-// at most azrules.MaxMetadataBytes. Go's HTTP server has already put each
-// header name in its canonical form (X-Ms-Meta-Name), so a name's letter
-// case is that form's: Azure keeps the case sent, and compares names
-// ignoring case.
+// at most azrules.MaxMetadataBytes. A name keeps the case it was sent in
+// (headcase: Go's HTTP server puts header names in their canonical form),
+// as Azure keeps it ("metadata names preserve the case with which they
+// were created, but are case-insensitive when set or read": the REST
+// docs' "Naming and Referencing Containers, Blobs, and Metadata"; Azurite
+// 3.37 reads them from the raw headers for that reason).
 func parseMetadata(h http.Header) (metadata, *answer.Error) {
 	var md metadata
 	size := 0
@@ -197,7 +200,7 @@ func parseMetadata(h http.Header) (metadata, *answer.Error) {
 		if len(k) <= len("x-ms-meta-") || !strings.EqualFold(k[:len("x-ms-meta-")], "x-ms-meta-") {
 			continue
 		}
-		name := k[len("x-ms-meta-"):]
+		name := headcase.Name(h, k)
 		if azrules.CheckMetadataName(name) != nil {
 			return nil, answer.InvalidMetadata()
 		}

@@ -2,7 +2,6 @@ package queues
 
 import (
 	"encoding/xml"
-	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/headcase"
 )
 
 // serveQueue answers the operations on a queue itself: Create Queue,
@@ -47,18 +47,24 @@ func (s *Service) serveQueue(w http.ResponseWriter, r *http.Request, q url.Value
 	return op(w, r, name)
 }
 
-// readMetadata returns r's x-ms-meta-* headers, names lowercased (the
-// HTTP server does not keep a header name's case; Azure compares metadata
-// names case-insensitively).
+// readMetadata returns r's x-ms-meta-* headers, each name in the case it
+// was sent in (headcase: Go's HTTP server puts header names in their
+// canonical form). Azure keeps that case and compares names ignoring it
+// ("metadata names preserve the case with which they were created, but
+// are case-insensitive when set or read": the REST docs' "Naming Queues
+// and Metadata"; Azurite 3.37 reads them from the raw headers "the same
+// as Azure Storage").
 func readMetadata(r *http.Request) (map[string]string, *answer.Error) {
 	md := map[string]string{}
 	size := 0
 	for k, v := range r.Header {
-		lk := strings.ToLower(k)
-		if !strings.HasPrefix(lk, "x-ms-meta-") {
+		if len(k) < len("x-ms-meta-") || !strings.EqualFold(k[:len("x-ms-meta-")], "x-ms-meta-") {
 			continue
 		}
-		n := lk[len("x-ms-meta-"):]
+		n := ""
+		if len(k) > len("x-ms-meta-") {
+			n = headcase.Name(r.Header, k)
+		}
 		if n == "" {
 			return nil, errEmptyMetadataKey
 		}
@@ -74,6 +80,28 @@ func readMetadata(r *http.Request) (map[string]string, *answer.Error) {
 	return md, nil
 }
 
+// sameMetadata reports whether a and b hold the same names, compared
+// ignoring case as Azure compares them (and Azurite, on Create Queue), and
+// the same values.
+func sameMetadata(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for an, av := range a {
+		found := false
+		for bn, bv := range b {
+			if strings.EqualFold(an, bn) {
+				found = av == bv
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // createQueue answers Create Queue: 201 for a new queue, 204 when the
 // queue exists with the same metadata, 409 QueueAlreadyExists when its
 // metadata differ.
@@ -86,7 +114,7 @@ func (s *Service) createQueue(w http.ResponseWriter, r *http.Request, name strin
 	if q := s.queues[name]; q != nil {
 		s.mu.Unlock()
 		q.mu.Lock()
-		same := maps.Equal(q.metadata, md)
+		same := sameMetadata(q.metadata, md)
 		q.mu.Unlock()
 		if !same {
 			return errQueueExists

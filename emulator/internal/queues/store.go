@@ -20,7 +20,7 @@ type queue struct {
 
 	mu       sync.Mutex
 	gone     bool
-	metadata map[string]string // names lowercased
+	metadata map[string]string // names as sent (readMetadata)
 	acl      []signedIdentifier
 	byID     map[string]*message
 	visible  msgHeap[byVisible] // every message, by the time it becomes visible
