@@ -317,7 +317,9 @@ func value(line []byte, name string) ([]byte, bool) {
 // hasPrefixFold reports whether b begins with prefix, a lowercase ASCII
 // string, ignoring case.
 func hasPrefixFold(b []byte, prefix string) bool {
-	if len(b) < len(prefix) {
+	// The last byte first: most lines that share a first letter with
+	// prefix differ there (x-ms-date, x-ms-version; content-type).
+	if len(b) < len(prefix) || b[len(prefix)-1]|0x20 != prefix[len(prefix)-1]|0x20 {
 		return false
 	}
 	for i := 0; i < len(prefix); i++ {
