@@ -22,7 +22,8 @@ const (
 	// or an account's connection string.
 	EnvTarget = "TABLEKIT_TEST_TARGET"
 	// EnvTiers switches on the tests that need more than Go: a
-	// comma-separated list of tiers (TierAzurite, TierJS) or "all".
+	// comma-separated list of tiers (TierAzurite, TierJS, TierPython) or
+	// "all".
 	// make test sets it to all.
 	EnvTiers = "TABLEKIT_TEST_TIERS"
 	// EnvSeed replays or explores the tests' randomness (the faults the
@@ -66,14 +67,19 @@ const (
 	// TierJS is the JavaScript SDK interop test: it needs Node.js, the
 	// pinned JS SDK (`make jsinterop-install`) and the pinned Azurite.
 	TierJS = "js"
+	// TierPython is the Python SDK interop test: it needs Python 3 and the
+	// Azure SDK for Python as Debian packages it, python3-azure (`make
+	// pyinterop-install`).
+	TierPython = "python"
 )
 
-var tiers = []string{TierAzurite, TierJS}
+var tiers = []string{TierAzurite, TierJS, TierPython}
 
 // tierNeeds says what each tier needs besides Go.
 var tierNeeds = map[string]string{
 	TierAzurite: "Node.js and Azurite",
 	TierJS:      "Node.js, Azurite and the JS SDK",
+	TierPython:  "Python 3 and python3-azure",
 }
 
 // Tier runs the rest of the test only when EnvTiers asks for tier: when it
@@ -119,6 +125,10 @@ func tierOn(tier string) (bool, error) {
 // needs checks that what tier needs is installed, returning an error that
 // names the command that installs what is missing.
 func needs(tier string) error {
+	if tier == TierPython {
+		_, err := findPython()
+		return err
+	}
 	if _, err := exec.LookPath("node"); err != nil {
 		install := "make azurite-install"
 		if tier == TierJS {

@@ -41,6 +41,7 @@ func TestTierOn(t *testing.T) {
 		{"azurite", true, false},
 		{" js , azurite", true, true},
 		{"js", false, true},
+		{"python", false, false},
 	} {
 		t.Setenv(EnvTiers, c.v)
 		az, err1 := tierOn(TierAzurite)
@@ -64,6 +65,18 @@ func TestTierNeedsNamesTheInstallCommand(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "Node.js") || !strings.Contains(err.Error(), want) {
 			t.Errorf("needs(%s) without node on PATH = %v, want an error naming Node.js and %q", tier, err, want)
 		}
+	}
+}
+
+// Asked for without a Python that imports the Azure SDK, the python tier
+// fails with the command that installs it.
+func TestPythonTierNeedsNamesTheInstallCommand(t *testing.T) {
+	saved := pythonCandidates
+	t.Cleanup(func() { pythonCandidates = saved })
+	pythonCandidates = []string{"python3-not-installed", "/bin/false"}
+	_, err := lookPython()
+	if err == nil || !strings.Contains(err.Error(), PythonInstall) || !strings.Contains(err.Error(), "python3-not-installed") {
+		t.Errorf("lookPython without a Python = %v, want an error naming what was tried and %q", err, PythonInstall)
 	}
 }
 
