@@ -9,6 +9,8 @@
 #   make fuzz               every fuzz target, FUZZTIME each
 #   make azurite-install    the pinned Azurite (npm ci), for the azurite tier
 #   make jsinterop-install  the pinned Azure SDK for JavaScript, for the js tier
+#   make pyinterop-install  the Azure SDK for Python (Debian's python3-azure),
+#                           for the python tier
 #   make azurite            one Azurite in the foreground, for manual use
 #   make images             the emulator's and the worker's OCI images, checked
 #
@@ -26,7 +28,7 @@ JSINTEROP_DIR := emulator/_jsinterop
 # npm ci writes node_modules/.package-lock.json last, with a fresh time.
 JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 
-.PHONY: test demo bench fuzz azurite-install jsinterop-install azurite images
+.PHONY: test demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
 
 # ---- make test ---------------------------------------------------------------
 
@@ -37,7 +39,7 @@ JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 # The emulator's own packages test it under -race, in process.
 EMULATOR_BIN := $(CURDIR)/bin/tablekit
 
-# Every run: every tier on (Azurite and the JS SDK are installed first),
+# Every run: every tier on (Azurite and the JS and Python SDKs are installed first),
 # the emulator binary above, 8 tests at once (-parallel 8: most of the fault
 # tests wait in azcore's retry delays, not on a CPU).
 TEST_ENV   := TABLEKIT_TEST_TIERS=all TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN)
@@ -62,7 +64,7 @@ RACE_SKIP  := ^(TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebui
 # the conformance suite and every Example on Azurite (strict), one test at
 # a time: two conformance tests at once on one Azurite took 214 s, one
 # after the other 135 s.
-test: $(AZURITE) $(JSINTEROP)
+test: $(AZURITE) $(JSINTEROP) pyinterop-install
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	$(GO) build -o $(EMULATOR_BIN) ./cmd/tablekit
@@ -138,6 +140,18 @@ $(JSINTEROP): $(JSINTEROP_DIR)/package.json $(JSINTEROP_DIR)/package-lock.json
 	@test -f $(JSINTEROP)
 
 jsinterop-install: $(JSINTEROP)
+
+# The python tier drives the Azure SDK for Python that Debian packages
+# (python3-azure: azure-data-tables 12.4.2, azure-storage-queue 12.6.0b1,
+# azure-storage-blob 12.15.0b1). Debian's python3 or the python3 on PATH
+# must find its modules (tools/testenv looks in that order); where neither
+# does, apt-get installs the package (as root, or through sudo).
+PYINTEROP_FIND := import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in ('azure.data.tables', 'azure.storage.queue', 'azure.storage.blob')) else 1)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+pyinterop-install:
+	@/usr/bin/python3 -c "$(PYINTEROP_FIND)" 2>/dev/null || python3 -c "$(PYINTEROP_FIND)" 2>/dev/null || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y python3-azure && /usr/bin/python3 -c "$(PYINTEROP_FIND)"; }
 
 # One Azurite in the foreground on the default ports, for manual use.
 azurite: $(AZURITE)
