@@ -109,6 +109,16 @@ func (c *conn) Read(b []byte) (int, error) {
 	return k, err
 }
 
+// CloseWrite half-closes the connection, as the server does (through a
+// *net.TCPConn) to let a refused request's answer reach the client before
+// it closes.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // The parser's states.
 const (
 	stHead      = iota // reading a request head's lines
