@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,7 @@ var pySteps = []string{
 type pyStep struct {
 	Step     string          `json:"step"`
 	OK       bool            `json:"ok"`
+	MS       int             `json:"ms"`
 	Saw      json.RawMessage `json:"saw"`
 	Error    json.RawMessage `json:"error"`
 	Trace    []string        `json:"trace"`
@@ -77,7 +79,7 @@ func TestPythonInterop(t *testing.T) {
 	start := time.Now()
 	runErr := cmd.Run()
 	exitCode := cmd.ProcessState.ExitCode()
-	t.Logf("interop.py ran in %v", time.Since(start).Round(time.Millisecond))
+	elapsed := time.Since(start).Round(time.Millisecond)
 	if exitCode != 0 && exitCode != 1 {
 		t.Fatalf("%s %s: %v (exit %d)\nstderr:\n%s\nstdout:\n%s", py, pyInteropScript, runErr, exitCode, stderr.String(), stdout.String())
 	}
@@ -102,6 +104,11 @@ func TestPythonInterop(t *testing.T) {
 	if err := sc.Err(); err != nil {
 		t.Fatalf("reading interop.py's output: %v", err)
 	}
+	times := make([]string, 0, len(order))
+	for _, name := range order {
+		times = append(times, fmt.Sprintf("%s %d ms", name, steps[name].MS))
+	}
+	t.Logf("interop.py ran in %v: %s", elapsed, strings.Join(times, ", "))
 	if anyFailed != (exitCode == 1) {
 		t.Errorf("interop.py exited %d, but its steps say failed=%v\nstderr:\n%s", exitCode, anyFailed, stderr.String())
 	}
