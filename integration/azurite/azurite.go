@@ -91,7 +91,10 @@ type Options struct {
 	// Command is the azurite executable. Empty means Find().
 	Command string
 	// StartTimeout bounds the wait for all three ports to accept
-	// connections. Default 30s.
+	// connections. Default 90s: Azurite starts in a second or two on an
+	// idle machine, but missed 30 s on this 2-core machine at a load
+	// average of 16 (2026-11-28); an Azurite that exits is reported at
+	// once, whatever the timeout.
 	StartTimeout time.Duration
 	// Output receives Azurite's stdout and stderr. Default: kept in memory
 	// and included in the error if startup fails.
@@ -227,7 +230,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		o = *opts
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 30 * time.Second
+		o.StartTimeout = 90 * time.Second
 	}
 	cmdPath := o.Command
 	if cmdPath == "" {
