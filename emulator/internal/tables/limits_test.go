@@ -64,7 +64,27 @@ func TestFormatsAndPreferences(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Preference-Applied") != "return-no-content" || !etagForm.MatchString(resp.Header.Get("ETag")) || len(body) != 0 {
 		t.Fatalf("insert with return-no-content: %d %v %q", resp.StatusCode, resp.Header, body)
 	}
+	if loc := resp.Header.Get("Location"); !strings.HasSuffix(loc, "/formats(PartitionKey='p',RowKey='r')") || resp.Header.Get("DataServiceId") != loc {
+		t.Errorf("insert with return-no-content: Location %q, DataServiceId %q; want both the entity's URL", loc, resp.Header.Get("DataServiceId"))
+	}
 	first := resp.Header.Get("ETag")
+	// No Prefer: 201 with the entity and no Preference-Applied, nor
+	// DataServiceId; Prefer: return-content names it.
+	for prefer, applied := range map[string]string{"": "", "return-content": "return-content"} {
+		rk := "c" + prefer
+		resp, body = s.raw(t, "POST", "formats", map[string]string{"Prefer": prefer}, []byte(`{"PartitionKey":"p","RowKey":"`+rk+`"}`))
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Preference-Applied") != applied || resp.Header.Get("DataServiceId") != "" || len(body) == 0 {
+			t.Errorf("insert, Prefer %q: %d, Preference-Applied %q, DataServiceId %q; want 201, %q, none", prefer, resp.StatusCode, resp.Header.Get("Preference-Applied"), resp.Header.Get("DataServiceId"), applied)
+		}
+	}
+	resp, _ = s.raw(t, "POST", "Tables", map[string]string{"Prefer": "return-no-content"}, []byte(`{"TableName":"formats2"}`))
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusNoContent || !strings.HasSuffix(loc, "/Tables('formats2')") || resp.Header.Get("DataServiceId") != loc {
+		t.Errorf("create table with return-no-content: %d, Location %q, DataServiceId %q", resp.StatusCode, loc, resp.Header.Get("DataServiceId"))
+	}
+	resp, _ = s.raw(t, "POST", "Tables", nil, []byte(`{"TableName":"formats3"}`))
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Preference-Applied") != "" || resp.Header.Get("DataServiceId") != "" {
+		t.Errorf("create table, no Prefer: %d, Preference-Applied %q, DataServiceId %q; want 201, none, none", resp.StatusCode, resp.Header.Get("Preference-Applied"), resp.Header.Get("DataServiceId"))
+	}
 	// A merge sent as POST with X-HTTP-Method: MERGE (as some SDKs do).
 	resp, body = s.raw(t, "POST", "formats(PartitionKey='p',RowKey='r')", map[string]string{"X-HTTP-Method": "MERGE", "If-Match": first}, []byte(`{"N":2}`))
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("ETag") == first {

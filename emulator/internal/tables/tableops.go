@@ -72,19 +72,37 @@ func (s *Service) createTable(q *request) {
 	s.mu.Unlock()
 
 	h := q.headers()
-	h.Set("Location", q.base+"/Tables('"+name+"')")
+	link := q.base + "/Tables('" + name + "')"
+	h.Set("Location", link)
 	if preferNoContent(q.r) {
 		h.Set("Preference-Applied", "return-no-content")
+		h.Set("DataServiceId", link)
 		q.reply(http.StatusNoContent, nil)
 		return
 	}
-	h.Set("Preference-Applied", "return-content")
+	preferContent(q)
 	q.reply(http.StatusCreated, s.appendTable(nil, q, name, q.base+"/$metadata#Tables/@Element"))
 }
 
 // preferNoContent reports whether the client sent Prefer: return-no-content.
+// Azure's 204 to it carries Preference-Applied and DataServiceId (the
+// new resource's URL, as Location): the JavaScript SDK's nock recordings
+// keep every header (tableclient_createentity_getentity_and_delete,
+// recording_should_createentity_with_boolean.js, 2021).
 func preferNoContent(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Prefer"), "return-no-content")
+}
+
+// preferContent sets Preference-Applied: return-content on a 201 when the
+// client asked for it; a request with no Prefer gets none: the Python
+// SDK's untrimmed recording of a 201 Create Table without Prefer has no
+// Preference-Applied (azure-sdk-for-python, test_table.pyTestTable
+// test_create_table_fail_on_exist.json, 2021), nor have aztables'
+// recorded inserts and table creations (TestAddBasicEntity, 2024).
+func preferContent(q *request) {
+	if strings.Contains(q.r.Header.Get("Prefer"), "return-content") {
+		q.headers().Set("Preference-Applied", "return-content")
+	}
 }
 
 // appendTable appends one table as the service writes it.
