@@ -140,6 +140,9 @@ func batchOpOf(req answer.BatchRequest) (batchOp, bool) {
 	default:
 		op.err = answer.UnsupportedHTTPVerb()
 	}
+	if c.Path.HasKeys && op.err == nil {
+		op.err = answer.CheckURLKeys(c.PartitionKey, c.RowKey)
+	}
 	if op.err != nil && !c.Path.HasKeys {
 		// An insert whose body could not be read: its keys are unknown,
 		// so the partition and duplicate checks cannot count it.

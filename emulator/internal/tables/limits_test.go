@@ -148,3 +148,42 @@ func TestDoubleExponentText(t *testing.T) {
 		t.Fatalf("read: %d %s, want Value 1.23456789012346E+24 unannotated", resp.StatusCode, body)
 	}
 }
+
+// TestURLKeysNoEntityCanHave: a point read, update or delete whose URL
+// names a key no entity can have is refused as Azure refuses it (400
+// InvalidInput for a forbidden character, OutOfRangeInput for a key over
+// 512 UTF-16 code units), not answered 404 as if the entity were merely
+// absent.
+func TestURLKeysNoEntityCanHave(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "urlkeys")
+	long := strings.Repeat("k", 513)
+	for _, tc := range []struct {
+		pk, rk string
+		code   string
+	}{
+		{"a%2Fb", "r", "InvalidInput"},
+		{"p", "a%5Cb", "InvalidInput"},
+		{"p", "a%23b", "InvalidInput"},
+		{"a%3Fb", "r", "InvalidInput"},
+		{"p", "a%01b", "InvalidInput"},
+		{long, "r", "OutOfRangeInput"},
+	} {
+		path := "urlkeys(PartitionKey='" + tc.pk + "',RowKey='" + tc.rk + "')"
+		for _, m := range []struct {
+			method string
+			hdr    map[string]string
+			body   []byte
+		}{
+			{"GET", nil, nil},
+			{"DELETE", map[string]string{"If-Match": "*"}, nil},
+			{"PUT", nil, []byte(`{}`)},
+			{"MERGE", map[string]string{"If-Match": "*"}, []byte(`{}`)},
+		} {
+			resp, body := s.raw(t, m.method, path, m.hdr, m.body)
+			if resp.StatusCode != http.StatusBadRequest || errCode(body) != tc.code {
+				t.Errorf("%s %.60s: %d %s, want 400 %s", m.method, path, resp.StatusCode, errCode(body), tc.code)
+			}
+		}
+	}
+}

@@ -246,6 +246,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 	case r.URL.Query().Has("comp"):
 		s.serveACL(q, res.Name, method)
 	case res.HasKeys:
+		if e := answer.CheckURLKeys(res.PartitionKey, res.RowKey); e != nil {
+			s.fail(q, e)
+			return
+		}
 		switch method {
 		case http.MethodGet:
 			s.getEntity(q, res.Name, res.PartitionKey, res.RowKey)
