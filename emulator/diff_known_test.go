@@ -412,13 +412,17 @@ var expectedFailures = []knownDiff{
 		},
 	},
 	{
-		name:     "unverified: NextTableName format",
-		azurite:  "x-ms-continuation-NextTableName: the name",
-		azure:    "emulator: 1!<n>!<base64>, as the entity keys. No recording of a table listing's continuation here",
-		evidence: "none either way",
+		name:     "NextTableName: its form and when it is given",
+		azurite:  "x-ms-continuation-NextTableName: the next matching table's name, only when one follows",
+		azure:    "1!<n>!<base64 of the next table's lower-case name, U+0001, its creation time as a FILETIME in 16 hex digits>, after every full page while any table follows, matching the filter or not (so the last page may be empty)",
+		evidence: "azure-sdk-for-js nock recordings of listTables (tableserviceclient, 2020 and 2021: '1!48!bGlzdHRhYmxldGVzdG5vZGUxMwEwMWQ2OTc4YjM0OTNkMzlk', a token naming a table the filter leaves out, then an empty page with none); strong",
 		explains: func(r *request, az, em *answer, d *fact) bool {
-			return strings.Contains(d.key, "x-ms-continuation-NextTableName") && azureToken(d.em) != "" &&
-				func() bool { b, _ := base64.StdEncoding.DecodeString(azureToken(d.em)); return string(b) == d.az }()
+			if !strings.Contains(d.key, "x-ms-continuation-NextTableName") || azureToken(d.em) == "" {
+				return false
+			}
+			b, _ := base64.StdEncoding.DecodeString(azureToken(d.em))
+			name, stamp, ok := strings.Cut(string(b), "\x01")
+			return ok && len(stamp) == 16 && (!d.azOK || strings.EqualFold(name, d.az))
 		},
 	},
 }
