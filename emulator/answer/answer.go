@@ -206,11 +206,31 @@ func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	b.WriteString("DataServiceVersion: 3.0;\r\n")
 	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
 	b.Write(ODataBody(e.Err.Code, e.Message(), id))
-	b.WriteString("\r\n--" + changeset + "--\r\n--" + batch + "--\r\n")
+	b.WriteString("\r\n--" + changeset + "--\r\n")
+	AppendRefusedChangeSets(&b, batch, e.ExtraChangeSets)
+	b.WriteString("--" + batch + "--\r\n")
 	h := w.Header()
 	SetTableHeaders(h, r, id)
 	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
 	h.Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusAccepted)
 	w.Write(b.Bytes())
+}
+
+// AppendRefusedChangeSets appends to a batch response (boundary batch)
+// the answers to n change sets after the first: the service processes
+// the first change set only and refuses each further one with 400 Bad
+// Request ("Performing entity group transactions", docs, which give the
+// status alone: the code and message here, InvalidInput, are the
+// service's answer to a batch it cannot take, not a recorded one).
+func AppendRefusedChangeSets(b *bytes.Buffer, batch string, n int) {
+	for range n {
+		id, changeset := RequestID(), "changesetresponse_"+RequestID()
+		b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+		b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
+		b.WriteString("HTTP/1.1 400 Bad Request\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nDataServiceVersion: 3.0;\r\n")
+		b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
+		b.Write(ODataBody(CodeInvalidInput, MsgInvalidInput, id))
+		b.WriteString("\r\n--" + changeset + "--\r\n")
+	}
 }

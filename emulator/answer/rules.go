@@ -211,6 +211,10 @@ type BatchError struct {
 	// Preference is the failing operation's Preference-Applied
 	// (return-no-content or return-content, for an insert), "" for none.
 	Preference string
+	// ExtraChangeSets counts the batch's change sets after the first,
+	// each answered 400 after the first's answer
+	// (AppendRefusedChangeSets).
+	ExtraChangeSets int
 }
 
 func (e *BatchError) Error() string {

@@ -169,6 +169,8 @@ type request struct {
 	// load is the scale model this request sees: the service's, or nil
 	// on the Unmodelled handler.
 	load Load
+	// extraChangeSets counts a batch's change sets after the first.
+	extraChangeSets int
 }
 
 // Unmodelled returns a handler that serves the same tables as s without
