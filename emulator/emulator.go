@@ -53,7 +53,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/azrules"
-	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
 	"github.com/tablekit/tablekit/emulator/internal/headcase"
@@ -274,10 +273,10 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	var queueHandler http.Handler = queues.New(queues.Config{Account: o.AccountName, Auth: authn})
 	directTables := inst.tables.Unmodelled()
 	if !o.SkipAPIVersionCheck {
-		blobHandler = versionChecked(blobHandler, answer.WriteXML)
-		queueHandler = versionChecked(queueHandler, answer.WriteXML)
-		tableHandler = versionChecked(tableHandler, answer.WriteTable)
-		directTables = versionChecked(directTables, answer.WriteTable)
+		blobHandler = versionChecked(blobHandler, false)
+		queueHandler = versionChecked(queueHandler, false)
+		tableHandler = versionChecked(tableHandler, true)
+		directTables = versionChecked(directTables, true)
 	}
 	// metaCase: the service keeps metadata, whose names keep the case they
 	// were sent in (headcase); the Table service has none, and its
