@@ -281,9 +281,10 @@ func (s *Service) checkBatch(ops []batchOp) *answer.BatchError {
 }
 
 // batchRetrieve answers a batch holding one query operation and nothing
-// else, which "Performing entity group transactions" allows ("A query
-// operation ... must be the only operation in the batch") and the older
-// .NET SDK sends for TableBatchOperation.Retrieve: the point read's
+// else, which "Performing entity group transactions" allows (a query
+// operation may not share a batch with inserts, updates or deletes; it
+// is sent alone) and the older .NET SDK (Microsoft.WindowsAzure.Storage)
+// sends for TableBatchOperation.Retrieve: the point read's
 // answer as the batch's one part, outside any change set (the OData
 // batch response form, MS-ODATA 2.2.7.6.8). A query of a table's
 // entities rather than of one entity is refused 400 InvalidInput, as a
