@@ -102,7 +102,7 @@ func (c conditions) read(exists bool, etag string, modified time.Time) *answer.E
 }
 
 // lease answers x-ms-lease-id on a resource that exists, after its
-// conditions: the emulator has no leases (issue 42), so a lease ID names
+// conditions: the emulator has no leases, so a lease ID names
 // none, which Azure answers 412 LeaseNotPresentWithBlobOperation ("Blob
 // service error codes", docs; Azurite answers the same code, its
 // BlobWriteLeaseValidator and BlobReadLeaseValidator) or, on a
