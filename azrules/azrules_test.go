@@ -249,3 +249,28 @@ func TestUTF16Len(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceVersions: the list is sorted and without repeats
+// (IsServiceVersion searches it), ends at NewestServiceVersion, and
+// refuses what Azure refuses.
+func TestServiceVersions(t *testing.T) {
+	v := azrules.ServiceVersions()
+	for i := 1; i < len(v); i++ {
+		if v[i-1] >= v[i] {
+			t.Fatalf("versions %q and %q out of order", v[i-1], v[i])
+		}
+	}
+	if v[len(v)-1] != azrules.NewestServiceVersion {
+		t.Errorf("last version %q, want NewestServiceVersion %q", v[len(v)-1], azrules.NewestServiceVersion)
+	}
+	for _, ok := range v {
+		if !azrules.IsServiceVersion(ok) {
+			t.Errorf("IsServiceVersion(%q) = false", ok)
+		}
+	}
+	for _, bad := range []string{"", "junk", "2099-01-01", "2019-02-03", "2019-02-02 "} {
+		if azrules.IsServiceVersion(bad) {
+			t.Errorf("IsServiceVersion(%q) = true", bad)
+		}
+	}
+}

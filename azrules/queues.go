@@ -31,6 +31,19 @@ func CheckQueueName(name string) error { return checkDNSName(name) }
 // size". Azurite enforces the same.
 const MaxMessageBytes = 64 << 10
 
+// MaxMessageBodyBytes is the largest body of a Put Message or Update
+// Message request (the QueueMessage document around the text), over
+// which Azure answers 413 RequestBodyTooLarge with <MaxLimit>131584
+// before it reads the text.
+//
+// Evidence: real Queue services' answers quoted in SDK threads
+// (Azure/azure-sdk-for-net 32663, 2022; microsoft/onefuzz 3381 and 3058,
+// 2023: "<MaxLimit>131584</MaxLimit>", Server Windows-Azure-Queue/1.0),
+// strong for the figure; a text over MaxMessageBytes in a smaller body
+// answers <MaxLimit>65536 (microsoft/onefuzz 1900, 2022;
+// microsoft/accessibility-insights-service 191, 2019).
+const MaxMessageBodyBytes = 131584
+
 // MaxMessagesPerGet is the most messages one Get Messages or Peek
 // Messages returns (numofmessages).
 //

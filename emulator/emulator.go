@@ -134,6 +134,11 @@ type Options struct {
 	// scales them down for a small machine. nil means no model: work
 	// takes no simulated time.
 	Scale *ScaleOptions
+	// SkipAPIVersionCheck serves a request whatever its x-ms-version, as
+	// Azurite's --skipApiVersionCheck does, for a client newer than
+	// NewestServiceVersion. By default the emulator answers a version it
+	// does not know as Azure does: 400 InvalidHeaderValue.
+	SkipAPIVersionCheck bool
 }
 
 // ThrottleOptions sets the scalability targets: 2,000 entities a second
@@ -264,6 +269,15 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if !l.Zero() {
 		tableHandler = delayed(l, tableHandler)
 	}
+	var blobHandler http.Handler = blobs.New(blobs.Config{Account: o.AccountName, Auth: authn})
+	var queueHandler http.Handler = queues.New(queues.Config{Account: o.AccountName, Auth: authn})
+	directTables := inst.tables.Unmodelled()
+	if !o.SkipAPIVersionCheck {
+		blobHandler = versionChecked(blobHandler, false)
+		queueHandler = versionChecked(queueHandler, false)
+		tableHandler = versionChecked(tableHandler, true)
+		directTables = versionChecked(directTables, true)
+	}
 	// metaCase: the service keeps metadata, whose names keep the case they
 	// were sent in (headcase); the Table service has none, and its
 	// connections are Go's own.
@@ -274,12 +288,12 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		metaCase bool
 	}
 	services := []service{
-		{o.BlobPort, blobs.New(blobs.Config{Account: o.AccountName, Auth: authn}), &inst.BlobURL, true},
-		{o.QueuePort, queues.New(queues.Config{Account: o.AccountName, Auth: authn}), &inst.QueueURL, true},
+		{o.BlobPort, blobHandler, &inst.BlobURL, true},
+		{o.QueuePort, queueHandler, &inst.QueueURL, true},
 		{o.TablePort, tableHandler, &inst.TableURL, false},
 	}
 	if tableLoad != nil || !l.Zero() {
-		services = append(services, service{0, inst.tables.Unmodelled(), &inst.DirectTableURL, false})
+		services = append(services, service{0, directTables, &inst.DirectTableURL, false})
 	}
 	for _, s := range services {
 		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(s.port)))

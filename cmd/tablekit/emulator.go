@@ -25,6 +25,7 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.opts.AccountName, "account", emulator.DevAccountName, "account name")
 	fs.StringVar(&f.opts.AccountKey, "key", "", "account key, base64 (default: the development account's well-known key)")
 	fs.BoolVar(&f.opts.Cosmos, "cosmos", false, "answer as the Cosmos DB Table API does (its name and size rules, unsorted results)")
+	fs.BoolVar(&f.opts.SkipAPIVersionCheck, "skipApiVersionCheck", false, "serve any x-ms-version, as Azurite's flag of that name does (default: 400 InvalidHeaderValue for a version after "+emulator.NewestServiceVersion+" or unpublished)")
 	fs.Float64Var(&f.earlyEnd, "early-end", 0, "probability (0 to 1) that a query page ends early with a continuation, as Azure's may")
 	fs.Int64Var(&f.earlyEndSeed, "seed", 1, "seed of --early-end's choices")
 	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")

@@ -187,6 +187,41 @@ func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
 	w.Write(XMLBody(e.Code, e.Message, id, e.Details...))
 }
 
+// WriteUnknownVersion answers a request whose x-ms-version the service
+// does not know (v, its value) as Azure does: 400 InvalidHeaderValue
+// naming x-ms-version and v, with neither x-ms-version nor
+// x-ms-error-code among the headers. Evidence: a real Blob service's
+// answer to Azure.Storage.Blobs 12.21.0 sending 2024-08-04, quoted with
+// its headers (Server, x-ms-request-id, Date, Content-Length,
+// Content-Type: application/xml) in Azure/azure-sdk-for-net 45302; the
+// .NET SDK lists x-ms-version and x-ms-error-code when a service sends
+// them (microsoft/onefuzz 3381 quotes both on a Queue error), so their
+// absence there is the service's (medium: an SDK's log of a real
+// answer). The Table service (table) answers in its JSON, which has no
+// place for the header's name and value; no answer of its own is
+// recorded (weak).
+func WriteUnknownVersion(w http.ResponseWriter, r *http.Request, v string, table bool) {
+	e := InvalidHeader("x-ms-version", v)
+	// The answer echoes no version: SetHeaders echoes the request's.
+	r2 := *r
+	r2.Header = r.Header.Clone()
+	r2.Header.Del("X-Ms-Version")
+	if table {
+		WriteTable(w, &r2, e)
+		return
+	}
+	id := RequestID()
+	h := w.Header()
+	SetHeaders(h, &r2, id)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(e.Status)
+		return
+	}
+	h.Set("Content-Type", "application/xml")
+	w.WriteHeader(e.Status)
+	w.Write(XMLBody(e.Code, e.Message, id, e.Details...))
+}
+
 // WriteBatchError answers a transaction the service refuses as Azure
 // does: 202 Accepted, and a multipart body holding one change-set
 // response with the failing operation's status line, its headers in
@@ -206,11 +241,31 @@ func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	b.WriteString("DataServiceVersion: 3.0;\r\n")
 	b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
 	b.Write(ODataBody(e.Err.Code, e.Message(), id))
-	b.WriteString("\r\n--" + changeset + "--\r\n--" + batch + "--\r\n")
+	b.WriteString("\r\n--" + changeset + "--\r\n")
+	AppendRefusedChangeSets(&b, batch, e.ExtraChangeSets)
+	b.WriteString("--" + batch + "--\r\n")
 	h := w.Header()
 	SetTableHeaders(h, r, id)
 	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
 	h.Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusAccepted)
 	w.Write(b.Bytes())
+}
+
+// AppendRefusedChangeSets appends to a batch response (boundary batch)
+// the answers to n change sets after the first: the service processes
+// the first change set only and refuses each further one with 400 Bad
+// Request ("Performing entity group transactions", docs, which give the
+// status alone: the code and message here, InvalidInput, are the
+// service's answer to a batch it cannot take, not a recorded one).
+func AppendRefusedChangeSets(b *bytes.Buffer, batch string, n int) {
+	for range n {
+		id, changeset := RequestID(), "changesetresponse_"+RequestID()
+		b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+		b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
+		b.WriteString("HTTP/1.1 400 Bad Request\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nDataServiceVersion: 3.0;\r\n")
+		b.WriteString("Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\n\r\n")
+		b.Write(ODataBody(CodeInvalidInput, MsgInvalidInput, id))
+		b.WriteString("\r\n--" + changeset + "--\r\n")
+	}
 }

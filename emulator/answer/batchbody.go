@@ -27,15 +27,24 @@ type BatchRequest struct {
 	Header http.Header
 	// Body is the request's body as sent: an entity's JSON, or empty.
 	Body []byte
+	// Query is the URL's query ($select, ...).
+	Query url.Values
 }
 
 // Batch is a $batch body as read by ParseBatch.
 type Batch struct {
-	// Changes is the change set's operations, in the body's order.
+	// Changes is the first change set's operations, in the body's order:
+	// the service processes that one only ("Performing entity group
+	// transactions": it refuses further change sets with 400).
 	Changes []BatchRequest
+	// ChangeSets counts the body's change sets.
+	ChangeSets int
 	// Others counts the body's parts that are not a change set (a query
-	// sent in a batch); they are not read.
+	// sent in a batch).
 	Others int
+	// Queries is those of the Others that are an application/http
+	// request, read.
+	Queries []BatchRequest
 }
 
 // ParseBatch reads a $batch request's body, given its Content-Type: a
@@ -65,6 +74,15 @@ func ParseBatch(contentType string, body []byte) (Batch, error) {
 		pmt, pparams, err := mime.ParseMediaType(part.Header.Get("Content-Type"))
 		if err != nil || pmt != "multipart/mixed" {
 			b.Others++
+			if err == nil && pmt == "application/http" {
+				if q, err := parseBatchRequest(part); err == nil {
+					b.Queries = append(b.Queries, q)
+				}
+			}
+			continue
+		}
+		b.ChangeSets++
+		if b.ChangeSets > 1 {
 			continue
 		}
 		cr := multipart.NewReader(part, pparams["boundary"])
@@ -112,7 +130,7 @@ func parseBatchRequest(part io.Reader) (BatchRequest, error) {
 	if !ok {
 		return BatchRequest{}, errors.New("URL " + f[1] + ": not a Table service path")
 	}
-	r := BatchRequest{Method: f[0], Path: p, Header: http.Header(hdr), Body: body}
+	r := BatchRequest{Method: f[0], Path: p, Header: http.Header(hdr), Body: body, Query: u.Query()}
 	if r.Method == http.MethodPost && r.Header.Get("X-HTTP-Method") != "" {
 		r.Method = strings.ToUpper(r.Header.Get("X-HTTP-Method"))
 	}

@@ -2,6 +2,7 @@ package answer_test
 
 import (
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,13 +51,18 @@ func TestParseBatch(t *testing.T) {
 	want := []answer.BatchRequest{
 		{Method: "POST", Path: answer.TablePath{Account: "devstoreaccount1", Name: "orders"},
 			Header: http.Header{"Content-Type": {"application/json"}, "Content-Id": {"1"}, "Prefer": {"return-no-content"}},
-			Body:   []byte(`{"PartitionKey":"p","RowKey":"r"}`)},
-		{Method: "MERGE", Path: key("p", "it's"), Header: http.Header{"X-Http-Method": {"merge"}, "If-Match": {"*"}}, Body: []byte("{}")},
-		{Method: "DELETE", Path: key("p", "x y"), Header: http.Header{"If-Match": {`W/"1"`}}, Body: []byte{}},
-		{Method: "DELETE", Path: key("p", "z"), Header: http.Header{}, Body: []byte{}},
+			Body:   []byte(`{"PartitionKey":"p","RowKey":"r"}`), Query: url.Values{}},
+		{Method: "MERGE", Path: key("p", "it's"), Header: http.Header{"X-Http-Method": {"merge"}, "If-Match": {"*"}}, Body: []byte("{}"), Query: url.Values{}},
+		{Method: "DELETE", Path: key("p", "x y"), Header: http.Header{"If-Match": {`W/"1"`}}, Body: []byte{}, Query: url.Values{}},
+		{Method: "DELETE", Path: key("p", "z"), Header: http.Header{}, Body: []byte{}, Query: url.Values{}},
 	}
-	if b.Others != 1 {
-		t.Errorf("Others = %d, want 1 (the query)", b.Others)
+	if b.Others != 1 || len(b.Queries) != 1 || b.Queries[0].Method != "GET" || b.Queries[0].Path.Name != "orders" || b.ChangeSets != 1 {
+		t.Errorf("Others = %d, Queries %v, ChangeSets %d; want 1, the GET of orders, 1", b.Others, b.Queries, b.ChangeSets)
+	}
+	// Two change sets: the first's operations are the changes.
+	two, err := answer.ParseBatch(batchType, []byte(batchBody(changeset(insert), changeset(del))))
+	if err != nil || two.ChangeSets != 2 || len(two.Changes) != 1 || two.Changes[0].Method != "POST" {
+		t.Errorf("two change sets: %v, %d change sets, changes %v; want 2, the first's insert", err, two.ChangeSets, two.Changes)
 	}
 	if len(b.Changes) != len(want) {
 		t.Fatalf("%d changes, want %d: %+v", len(b.Changes), len(want), b.Changes)

@@ -211,6 +211,10 @@ type BatchError struct {
 	// Preference is the failing operation's Preference-Applied
 	// (return-no-content or return-content, for an insert), "" for none.
 	Preference string
+	// ExtraChangeSets counts the batch's change sets after the first,
+	// each answered 400 after the first's answer
+	// (AppendRefusedChangeSets).
+	ExtraChangeSets int
 }
 
 func (e *BatchError) Error() string {
@@ -251,6 +255,34 @@ func CheckBatch(ops []BatchOp) *BatchError {
 // MsgInvalidKeyCharacters is Azure's message for a key holding a
 // character keys may not hold.
 const MsgInvalidKeyCharacters = "The key value contains invalid characters ('/', '\\', '#', '?' and control characters are not allowed)."
+
+// MsgURLKeySyntax is Azure's message for a key in a request's URL
+// (PartitionKey='…',RowKey='…') holding a character keys may not hold.
+const MsgURLKeySyntax = "Bad Request - Error in query syntax."
+
+// CheckURLKeys is Azure's answer to an entity addressed by its keys in
+// the URL (a point read, update, merge or delete, alone or in a
+// transaction) when a key is one no entity can have: 400 OutOfRangeInput
+// for a key over azrules.MaxKeyUnits, 400 InvalidInput "Bad Request -
+// Error in query syntax." for a forbidden character ('/', '\', '#', '?'
+// or a control character, percent-encoded in the URL). Evidence: a real
+// service's answer to an InsertOrReplace, which addresses its entity by
+// URL, with a '/' in its RowKey (azure-storage-net issue 386, 2017:
+// "0:Bad Request - Error in query syntax.", InvalidInput), strong for
+// the code, medium for the other operations, which parse the same URL.
+// nil when both keys could be an entity's.
+func CheckURLKeys(pk, rk string) *Error {
+	for _, k := range [2]string{pk, rk} {
+		if azrules.CheckKey(k) == nil {
+			continue
+		}
+		if azrules.UTF16Len(k) > azrules.MaxKeyUnits {
+			return OutOfRangeInput()
+		}
+		return badRequest(CodeInvalidInput, MsgURLKeySyntax)
+	}
+	return nil
+}
 
 // checkKey is Azure's answer to a PartitionKey or RowKey azrules.CheckKey
 // refuses: too long is out of range, whatever else is wrong; a forbidden

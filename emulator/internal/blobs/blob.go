@@ -335,7 +335,11 @@ func checkBody(h http.Header, data []byte) (checksums, *answer.Error) {
 		}
 		sum := md5.Sum(data)
 		if !bytes.Equal(want, sum[:]) {
-			return c, errMD5Mismatch
+			// Azure names both sums (the JavaScript SDK's nock recordings
+			// of a Put Blob with a wrong Content-MD5, 2020 and 2022).
+			return c, errMD5Mismatch.WithDetails(
+				answer.Detail{Name: "UserSpecifiedMd5", Value: base64.StdEncoding.EncodeToString(want)},
+				answer.Detail{Name: "ServerCalculatedMd5", Value: base64.StdEncoding.EncodeToString(sum[:])})
 		}
 		c.md5, c.sentMD5 = sum[:], true
 	}

@@ -20,6 +20,12 @@ import (
 // BlobAlreadyExists.
 func (s *Service) putBlob(q *request) *answer.Error {
 	h := q.r.Header
+	if h.Get("x-ms-copy-source") != "" {
+		// Copy Blob and Put Blob From URL: copies are not modelled; 501
+		// as for the other features left out, not a misleading 400 for
+		// the x-ms-blob-type a Copy Blob does not send.
+		return errNotImplemented("copies (x-ms-copy-source)")
+	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
 	case "BlockBlob":
@@ -108,6 +114,9 @@ func blockID(q *request) (string, *answer.Error) {
 // (a block staged again under the same id replaces it). All ids of a
 // blob have one length. 201.
 func (s *Service) putBlock(q *request) *answer.Error {
+	if q.r.Header.Get("x-ms-copy-source") != "" {
+		return errNotImplemented("Put Block From URL (x-ms-copy-source)")
+	}
 	id, e := blockID(q)
 	if e != nil {
 		return e

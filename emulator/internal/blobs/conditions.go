@@ -14,23 +14,32 @@ type conditions struct {
 	hasMatch, hasNoneMatch     bool
 	modifiedSince, unmodSince  time.Time
 	hasModSince, hasUnmodSince bool
+	// list: If-Match or If-None-Match holds more than one value;
+	// readLists: the request's version reads such lists (2013-08-15 on).
+	list, readLists bool
+	// leaseID is x-ms-lease-id; onContainer: the resource is a container.
+	leaseID     string
+	onContainer bool
 }
 
 // parseConditions reads If-Match, If-None-Match, If-Modified-Since and
-// If-Unmodified-Since. The Blob service takes one ETag per header (more
-// is 400); a date it cannot read is ignored, as HTTP says.
+// If-Unmodified-Since. On a read (Get Blob, Get Blob Properties) from
+// version 2013-08-15, If-Match and If-None-Match may each hold a
+// comma-separated list of ETags: If-Match is met when any matches,
+// If-None-Match when none does ("Specifying conditional headers for Blob
+// service operations", docs); elsewhere a list is 400
+// MultipleConditionHeadersNotSupported. A date it cannot read is
+// ignored, as HTTP says.
 func parseConditions(h http.Header) (conditions, *answer.Error) {
 	var c conditions
+	v := h.Get("x-ms-version")
+	c.readLists = v == "" || v >= "2013-08-15"
+	c.list = strings.Contains(h.Get("If-Match"), ",") || strings.Contains(h.Get("If-None-Match"), ",")
+	c.leaseID = h.Get("x-ms-lease-id")
 	if v := h.Get("If-Match"); v != "" {
-		if strings.Contains(v, ",") {
-			return c, errMultipleConditions
-		}
 		c.ifMatch, c.hasMatch = strings.TrimSpace(v), true
 	}
 	if v := h.Get("If-None-Match"); v != "" {
-		if strings.Contains(v, ",") {
-			return c, errMultipleConditions
-		}
 		c.ifNoneMatch, c.hasNoneMatch = strings.TrimSpace(v), true
 	}
 	if v := h.Get("If-Modified-Since"); v != "" {
@@ -52,6 +61,27 @@ func etagMatches(want, have string) bool {
 	return strings.Trim(want, `"`) == strings.Trim(have, `"`)
 }
 
+// anyETag says whether list (an If-Match or If-None-Match value: one ETag,
+// *, or ETags separated by commas) names have or is *.
+func anyETag(list, have string) bool {
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e == "*" || etagMatches(e, have) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasStar says whether list holds *.
+func hasStar(list string) bool {
+	for _, e := range strings.Split(list, ",") {
+		if strings.TrimSpace(e) == "*" {
+			return true
+		}
+	}
+	return false
+}
+
 // modifiedAfter says whether modified (kept to 100 ns) is after t (a
 // header's whole second): the comparison is in whole seconds, as
 // Last-Modified is written.
@@ -65,27 +95,54 @@ func modifiedAfter(modified, t time.Time) bool {
 // If-Modified-Since is 304 (unless the other of the two says modified),
 // and If-None-Match: * is unsatisfiable on a read.
 func (c conditions) read(exists bool, etag string, modified time.Time) *answer.Error {
+	if e := c.readConditions(exists, etag, modified); e != nil {
+		return e
+	}
+	return c.lease(exists)
+}
+
+// lease answers x-ms-lease-id on a resource that exists, after its
+// conditions: the emulator has no leases, so a lease ID names
+// none, which Azure answers 412 LeaseNotPresentWithBlobOperation ("Blob
+// service error codes", docs; Azurite answers the same code, its
+// BlobWriteLeaseValidator and BlobReadLeaseValidator) or, on a
+// container, LeaseNotPresentWithContainerOperation.
+func (c conditions) lease(exists bool) *answer.Error {
+	switch {
+	case !exists || c.leaseID == "":
+		return nil
+	case c.onContainer:
+		return errContainerLeaseNotPresent
+	}
+	return errLeaseNotPresent
+}
+
+// readConditions is read without the lease.
+func (c conditions) readConditions(exists bool, etag string, modified time.Time) *answer.Error {
+	if c.list && !c.readLists {
+		return errMultipleConditions
+	}
 	if !exists {
 		if c.hasMatch {
 			return errConditionNotMet
 		}
-		if c.hasNoneMatch && c.ifNoneMatch == "*" {
+		if c.hasNoneMatch && hasStar(c.ifNoneMatch) {
 			return errUnsatisfiable
 		}
 		return nil
 	}
-	if c.hasMatch && c.ifMatch != "*" && !etagMatches(c.ifMatch, etag) {
+	if c.hasMatch && !anyETag(c.ifMatch, etag) {
 		return errConditionNotMet
 	}
 	if c.hasUnmodSince && modifiedAfter(modified, c.unmodSince) {
 		return errConditionNotMet
 	}
-	if c.hasNoneMatch && c.ifNoneMatch == "*" {
+	if c.hasNoneMatch && hasStar(c.ifNoneMatch) {
 		return errUnsatisfiable
 	}
 	noneMatchPass, modPass := true, true
 	if c.hasNoneMatch {
-		noneMatchPass = !etagMatches(c.ifNoneMatch, etag)
+		noneMatchPass = !anyETag(c.ifNoneMatch, etag)
 	}
 	if c.hasModSince {
 		modPass = modifiedAfter(modified, c.modifiedSince)
@@ -106,13 +163,21 @@ func (c conditions) read(exists bool, etag string, modified time.Time) *answer.E
 // left to the operation: a create answers 409 BlobAlreadyExists, the
 // others ignore it.
 func (c conditions) write(exists bool, etag string, modified time.Time) *answer.Error {
+	if e := c.writeConditions(exists, etag, modified); e != nil {
+		return e
+	}
+	return c.lease(exists)
+}
+
+// writeConditions is write without the lease.
+func (c conditions) writeConditions(exists bool, etag string, modified time.Time) *answer.Error {
 	n := 0
 	for _, has := range []bool{c.hasMatch, c.hasNoneMatch, c.hasModSince, c.hasUnmodSince} {
 		if has {
 			n++
 		}
 	}
-	if n > 2 || n == 2 && (c.hasNoneMatch != c.hasModSince) {
+	if c.list || n > 2 || n == 2 && (c.hasNoneMatch != c.hasModSince) {
 		return errMultipleConditions
 	}
 	if !exists {
@@ -126,11 +191,11 @@ func (c conditions) write(exists bool, etag string, modified time.Time) *answer.
 	}
 	switch {
 	case c.hasNoneMatch:
-		if c.ifNoneMatch != "*" && etagMatches(c.ifNoneMatch, etag) {
+		if !hasStar(c.ifNoneMatch) && anyETag(c.ifNoneMatch, etag) {
 			return errConditionNotMet
 		}
 	case c.hasMatch:
-		if c.ifMatch != "*" && !etagMatches(c.ifMatch, etag) {
+		if !anyETag(c.ifMatch, etag) {
 			return errConditionNotMet
 		}
 	case c.hasModSince:
@@ -147,7 +212,7 @@ func (c conditions) write(exists bool, etag string, modified time.Time) *answer.
 
 // createOnly says whether the request asks to create only
 // (If-None-Match: *).
-func (c conditions) createOnly() bool { return c.hasNoneMatch && c.ifNoneMatch == "*" }
+func (c conditions) createOnly() bool { return c.hasNoneMatch && hasStar(c.ifNoneMatch) }
 
 // existing is the blob named name in c, whose lock the caller holds,
 // when it exists and cond's write conditions hold for it; otherwise the

@@ -47,6 +47,7 @@ func (s *Service) deleteContainer(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	cond.onContainer = true
 	if cond.hasMatch || cond.hasNoneMatch {
 		return errUnsupportedCondition
 	}
@@ -107,6 +108,7 @@ func (s *Service) setContainerMetadata(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	cond.onContainer = true
 	if cond.hasMatch || cond.hasNoneMatch || cond.hasUnmodSince {
 		return errUnsupportedCondition
 	}

@@ -323,4 +323,7 @@ func TestUnsupportedAnswers(t *testing.T) {
 	wantFailure(t, "page blob", err, http.StatusNotImplemented, "NotImplemented")
 	_, err = c.ServiceClient().NewContainerClient("nope").NewBlobClient("p").SetTags(ctx, map[string]string{"a": "b"}, nil)
 	wantFailure(t, "tags", err, http.StatusNotImplemented, "NotImplemented")
+	bc := c.ServiceClient().NewContainerClient("nope").NewBlobClient("copy")
+	_, err = bc.StartCopyFromURL(ctx, bc.URL()+"-source", nil)
+	wantFailure(t, "copy", err, http.StatusNotImplemented, "NotImplemented")
 }

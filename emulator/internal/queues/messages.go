@@ -116,6 +116,9 @@ func readMessage(r *http.Request) (*string, *answer.Error) {
 	if len(body) == 0 {
 		return nil, nil
 	}
+	if len(body) > azrules.MaxMessageBodyBytes {
+		return nil, answer.RequestBodyTooLarge().WithDetails(answer.Detail{Name: "MaxLimit", Value: strconv.Itoa(azrules.MaxMessageBodyBytes)})
+	}
 	var m queueMessage
 	if err := xml.Unmarshal(body, &m); err != nil {
 		return nil, answer.InvalidXMLDocument()
@@ -124,7 +127,7 @@ func readMessage(r *http.Request) (*string, *answer.Error) {
 		return nil, answer.InvalidXMLDocument()
 	}
 	if len(*m.Text) > maxMessage {
-		return nil, answer.RequestBodyTooLarge()
+		return nil, answer.RequestBodyTooLarge().WithDetails(answer.Detail{Name: "MaxLimit", Value: strconv.Itoa(maxMessage)})
 	}
 	return m.Text, nil
 }

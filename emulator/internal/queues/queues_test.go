@@ -456,6 +456,16 @@ func TestMessageLimits(t *testing.T) {
 	}
 	_, err := qc.EnqueueMessage(ctx, strings.Repeat("a", 64<<10+1), nil)
 	wantCode(t, "a message of 64 KiB + 1", err, 413, "RequestBodyTooLarge")
+	// Azure names the limit (<MaxLimit>): the text's, or the body's when
+	// the whole document is over 131,584 bytes.
+	if !strings.Contains(err.Error(), "<MaxLimit>65536</MaxLimit>") {
+		t.Errorf("a message of 64 KiB + 1: no <MaxLimit>65536: %v", err)
+	}
+	_, err = qc.EnqueueMessage(ctx, strings.Repeat("a", 132<<10), nil)
+	wantCode(t, "a message of 132 KiB", err, 413, "RequestBodyTooLarge")
+	if err != nil && !strings.Contains(err.Error(), "<MaxLimit>131584</MaxLimit>") {
+		t.Errorf("a message of 132 KiB: no <MaxLimit>131584: %v", err)
+	}
 	// UTF-8 bytes count, not characters.
 	_, err = qc.EnqueueMessage(ctx, strings.Repeat("é", 32<<10+1), nil)
 	wantCode(t, "64 KiB + 2 bytes of 2-byte characters", err, 413, "RequestBodyTooLarge")

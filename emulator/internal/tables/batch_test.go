@@ -244,3 +244,52 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("%d entities after 400 concurrent writes", len(got))
 	}
 }
+
+// TestBatchChangeSetsAndRetrieve: of two change sets the first is
+// applied and the second refused 400, as "Performing entity group
+// transactions" says; a batch holding one retrieve answers the entity
+// (or 404) as its one part; a retrieve beside changes is refused.
+func TestBatchChangeSetsAndRetrieve(t *testing.T) {
+	s := start(t, tables.Config{})
+	c := s.table(t, "sets")
+	fill(t, c, 1, 1) // p0/r000
+	base := s.url + "/sets"
+	part := func(req string) string {
+		return "--cs\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" + req + "\r\n"
+	}
+	changeset := func(boundary, req string) string {
+		return "--batch_1\r\nContent-Type: multipart/mixed; boundary=" + boundary + "\r\n\r\n" +
+			strings.ReplaceAll(part(req), "--cs", "--"+boundary) + "--" + boundary + "--\r\n"
+	}
+	insert := func(rk string) string {
+		return "POST " + base + " HTTP/1.1\r\nContent-Type: application/json\r\nPrefer: return-no-content\r\n\r\n" + `{"PartitionKey":"p0","RowKey":"` + rk + `"}`
+	}
+	retrieve := func(rk string) string {
+		return "--batch_1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nGET " + base + "(PartitionKey='p0',RowKey='" + rk + "') HTTP/1.1\r\nAccept: application/json;odata=nometadata\r\n\r\n"
+	}
+	send := func(body string) (int, string) {
+		resp, b := s.raw(t, "POST", "$batch", map[string]string{"Content-Type": "multipart/mixed; boundary=batch_1"}, []byte(body+"--batch_1--\r\n"))
+		return resp.StatusCode, string(b)
+	}
+
+	status, body := send(changeset("cs1", insert("first")) + changeset("cs2", insert("second")))
+	if status != http.StatusAccepted || strings.Count(body, "HTTP/1.1 204") != 1 || strings.Count(body, "HTTP/1.1 400 Bad Request") != 1 {
+		t.Errorf("two change sets: %d %s; want 202, the first's 204 and the second's 400", status, body)
+	}
+	if got, _ := keysOf(t, c, nil); !equal(got, []string{"p0/first", "p0/r000"}) {
+		t.Errorf("after two change sets: %v; want the first's insert alone", got)
+	}
+
+	status, body = send(retrieve("r000"))
+	if status != http.StatusAccepted || !strings.Contains(body, "HTTP/1.1 200 OK") || !strings.Contains(body, `{"PartitionKey":"p0","RowKey":"r000","Timestamp":`) || !strings.Contains(body, "ETag: W/") {
+		t.Errorf("a lone retrieve: %d %s; want 202 holding 200 and the entity", status, body)
+	}
+	status, body = send(retrieve("nosuch"))
+	if status != http.StatusAccepted || !strings.Contains(body, "HTTP/1.1 404 Not Found") || !strings.Contains(body, "ResourceNotFound") {
+		t.Errorf("a lone retrieve of nothing: %d %s; want 202 holding 404 ResourceNotFound", status, body)
+	}
+	status, body = send(retrieve("r000") + changeset("cs1", insert("third")))
+	if status != http.StatusBadRequest || errCode([]byte(body)) != "InvalidInput" {
+		t.Errorf("a retrieve beside a change set: %d %s; want 400 InvalidInput", status, body)
+	}
+}

@@ -104,13 +104,15 @@ func (s *Service) insertEntity(q *request, name string) {
 
 	h := q.headers()
 	h.Set("ETag", etag(r.ts))
-	h.Set("Location", q.base+"/"+entityLink(t.name, r.pk, r.rk))
+	link := q.base + "/" + entityLink(t.name, r.pk, r.rk)
+	h.Set("Location", link)
 	if preferNoContent(q.r) {
 		h.Set("Preference-Applied", "return-no-content")
+		h.Set("DataServiceId", link)
 		q.reply(http.StatusNoContent, nil)
 		return
 	}
-	h.Set("Preference-Applied", "return-content")
+	preferContent(q)
 	q.reply(http.StatusCreated, s.appendRow(nil, q, t.name, r, nil, s.metadata(q, t.name, true, nil)))
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,6 +60,25 @@ func TestTables(t *testing.T) {
 	}
 	if want := []string{"Alpha", "beta", "delta", "gamma"}; !equal(names, want) || pages != 2 {
 		t.Fatalf("tables %v in %d pages, want %v in 2", names, pages, want)
+	}
+	// A full page continues at the next table, matched or not, as
+	// Azure's does: the token is the next table's lower-case name,
+	// U+0001 and a FILETIME; the last page is empty.
+	var sizes []int
+	var tokens []string
+	pg = svc.NewListTablesPager(&aztables.ListTablesOptions{Top: to.Ptr[int32](2), Filter: to.Ptr("TableName lt 'c'")})
+	for pg.More() {
+		p, err := pg.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(p.Tables))
+		if p.NextTableName != nil {
+			tokens = append(tokens, *p.NextTableName)
+		}
+	}
+	if !slices.Equal(sizes, []int{2, 0}) || len(tokens) != 1 || !regexp.MustCompile(`^1!32!ZGVsdGEBM[A-Za-z0-9+/]{21}--$`).MatchString(tokens[0]) {
+		t.Errorf("pages of %v, tokens %q; want [2 0], one naming delta with a FILETIME (1!32!ZGVsdGEB...)", sizes, tokens)
 	}
 	// A filter on TableName.
 	pg = svc.NewListTablesPager(&aztables.ListTablesOptions{Filter: to.Ptr("TableName ge 'c' and TableName lt 'e'")})

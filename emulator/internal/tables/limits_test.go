@@ -64,7 +64,27 @@ func TestFormatsAndPreferences(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Preference-Applied") != "return-no-content" || !etagForm.MatchString(resp.Header.Get("ETag")) || len(body) != 0 {
 		t.Fatalf("insert with return-no-content: %d %v %q", resp.StatusCode, resp.Header, body)
 	}
+	if loc := resp.Header.Get("Location"); !strings.HasSuffix(loc, "/formats(PartitionKey='p',RowKey='r')") || resp.Header.Get("DataServiceId") != loc {
+		t.Errorf("insert with return-no-content: Location %q, DataServiceId %q; want both the entity's URL", loc, resp.Header.Get("DataServiceId"))
+	}
 	first := resp.Header.Get("ETag")
+	// No Prefer: 201 with the entity and no Preference-Applied, nor
+	// DataServiceId; Prefer: return-content names it.
+	for prefer, applied := range map[string]string{"": "", "return-content": "return-content"} {
+		rk := "c" + prefer
+		resp, body = s.raw(t, "POST", "formats", map[string]string{"Prefer": prefer}, []byte(`{"PartitionKey":"p","RowKey":"`+rk+`"}`))
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Preference-Applied") != applied || resp.Header.Get("DataServiceId") != "" || len(body) == 0 {
+			t.Errorf("insert, Prefer %q: %d, Preference-Applied %q, DataServiceId %q; want 201, %q, none", prefer, resp.StatusCode, resp.Header.Get("Preference-Applied"), resp.Header.Get("DataServiceId"), applied)
+		}
+	}
+	resp, _ = s.raw(t, "POST", "Tables", map[string]string{"Prefer": "return-no-content"}, []byte(`{"TableName":"formats2"}`))
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusNoContent || !strings.HasSuffix(loc, "/Tables('formats2')") || resp.Header.Get("DataServiceId") != loc {
+		t.Errorf("create table with return-no-content: %d, Location %q, DataServiceId %q", resp.StatusCode, loc, resp.Header.Get("DataServiceId"))
+	}
+	resp, _ = s.raw(t, "POST", "Tables", nil, []byte(`{"TableName":"formats3"}`))
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Preference-Applied") != "" || resp.Header.Get("DataServiceId") != "" {
+		t.Errorf("create table, no Prefer: %d, Preference-Applied %q, DataServiceId %q; want 201, none, none", resp.StatusCode, resp.Header.Get("Preference-Applied"), resp.Header.Get("DataServiceId"))
+	}
 	// A merge sent as POST with X-HTTP-Method: MERGE (as some SDKs do).
 	resp, body = s.raw(t, "POST", "formats(PartitionKey='p',RowKey='r')", map[string]string{"X-HTTP-Method": "MERGE", "If-Match": first}, []byte(`{"N":2}`))
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("ETag") == first {
@@ -126,5 +146,44 @@ func TestDoubleExponentText(t *testing.T) {
 	resp, body = s.raw(t, "GET", "doublesci(PartitionKey='doubleSci',RowKey='0')", map[string]string{"Accept": "application/json;odata=minimalmetadata"}, nil)
 	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(string(body), `,"Value":1.23456789012346E+24}`) {
 		t.Fatalf("read: %d %s, want Value 1.23456789012346E+24 unannotated", resp.StatusCode, body)
+	}
+}
+
+// TestURLKeysNoEntityCanHave: a point read, update or delete whose URL
+// names a key no entity can have is refused as Azure refuses it (400
+// InvalidInput for a forbidden character, OutOfRangeInput for a key over
+// 512 UTF-16 code units), not answered 404 as if the entity were merely
+// absent.
+func TestURLKeysNoEntityCanHave(t *testing.T) {
+	s := start(t, tables.Config{})
+	s.table(t, "urlkeys")
+	long := strings.Repeat("k", 513)
+	for _, tc := range []struct {
+		pk, rk string
+		code   string
+	}{
+		{"a%2Fb", "r", "InvalidInput"},
+		{"p", "a%5Cb", "InvalidInput"},
+		{"p", "a%23b", "InvalidInput"},
+		{"a%3Fb", "r", "InvalidInput"},
+		{"p", "a%01b", "InvalidInput"},
+		{long, "r", "OutOfRangeInput"},
+	} {
+		path := "urlkeys(PartitionKey='" + tc.pk + "',RowKey='" + tc.rk + "')"
+		for _, m := range []struct {
+			method string
+			hdr    map[string]string
+			body   []byte
+		}{
+			{"GET", nil, nil},
+			{"DELETE", map[string]string{"If-Match": "*"}, nil},
+			{"PUT", nil, []byte(`{}`)},
+			{"MERGE", map[string]string{"If-Match": "*"}, []byte(`{}`)},
+		} {
+			resp, body := s.raw(t, m.method, path, m.hdr, m.body)
+			if resp.StatusCode != http.StatusBadRequest || errCode(body) != tc.code {
+				t.Errorf("%s %.60s: %d %s, want 400 %s", m.method, path, resp.StatusCode, errCode(body), tc.code)
+			}
+		}
 	}
 }

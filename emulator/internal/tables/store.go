@@ -136,6 +136,9 @@ type table struct {
 	// found the table before holds a pointer to a table that is no more.
 	gone bool
 	acl  []byte // Set Table ACL's XML; nil: none set
+	// created is when the table was created: Azure's NextTableName
+	// token carries it.
+	created time.Time
 }
 
 // btreeDegree is the index's node size: 32 keeps nodes within a few
@@ -148,7 +151,7 @@ func newTable(name string, cosmos bool) *table {
 	if cosmos {
 		less = lessCosmos
 	}
-	return &table{name: name, rows: btree.NewG(btreeDegree, less)}
+	return &table{name: name, rows: btree.NewG(btreeDegree, less), created: time.Now()}
 }
 
 // lessStorage is Azure Table storage's order: PartitionKey, then RowKey,

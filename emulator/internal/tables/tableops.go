@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -72,19 +73,37 @@ func (s *Service) createTable(q *request) {
 	s.mu.Unlock()
 
 	h := q.headers()
-	h.Set("Location", q.base+"/Tables('"+name+"')")
+	link := q.base + "/Tables('" + name + "')"
+	h.Set("Location", link)
 	if preferNoContent(q.r) {
 		h.Set("Preference-Applied", "return-no-content")
+		h.Set("DataServiceId", link)
 		q.reply(http.StatusNoContent, nil)
 		return
 	}
-	h.Set("Preference-Applied", "return-content")
+	preferContent(q)
 	q.reply(http.StatusCreated, s.appendTable(nil, q, name, q.base+"/$metadata#Tables/@Element"))
 }
 
 // preferNoContent reports whether the client sent Prefer: return-no-content.
+// Azure's 204 to it carries Preference-Applied and DataServiceId (the
+// new resource's URL, as Location): the JavaScript SDK's nock recordings
+// keep every header (tableclient_createentity_getentity_and_delete,
+// recording_should_createentity_with_boolean.js, 2021).
 func preferNoContent(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Prefer"), "return-no-content")
+}
+
+// preferContent sets Preference-Applied: return-content on a 201 when the
+// client asked for it; a request with no Prefer gets none: the Python
+// SDK's untrimmed recording of a 201 Create Table without Prefer has no
+// Preference-Applied (azure-sdk-for-python, test_table.pyTestTable
+// test_create_table_fail_on_exist.json, 2021), nor have aztables'
+// recorded inserts and table creations (TestAddBasicEntity, 2024).
+func preferContent(q *request) {
+	if strings.Contains(q.r.Header.Get("Prefer"), "return-content") {
+		q.headers().Set("Preference-Applied", "return-content")
+	}
 }
 
 // appendTable appends one table as the service writes it.
@@ -163,6 +182,7 @@ func (s *Service) queryTables(q *request, one string) {
 			s.fail(q, errInvalidInput)
 			return
 		}
+		next, _, _ = strings.Cut(next, "\x01")
 	}
 	s.mu.RLock()
 	names := make([]string, 0, len(s.tables))
@@ -171,9 +191,9 @@ func (s *Service) queryTables(q *request, one string) {
 			names = append(names, k)
 		}
 	}
-	tabs := make(map[string]string, len(names))
+	tabs := make(map[string]*table, len(names))
 	for _, k := range names {
-		tabs[k] = s.tables[k].name
+		tabs[k] = s.tables[k]
 	}
 	s.mu.RUnlock()
 	slices.Sort(names)
@@ -188,7 +208,16 @@ func (s *Service) queryTables(q *request, one string) {
 	n := 0
 	cont := ""
 	for _, k := range names {
-		name := tabs[k]
+		// A full page continues at the next table of the account, whether
+		// or not the filter matches it, so the last page may be empty, as
+		// Azure's are (the JavaScript SDK's nock recordings of listTables,
+		// tableserviceclient, 2020: a page of 5, then a token naming a
+		// table the filter leaves out, then an empty page with none).
+		if n == top {
+			cont = nextTableName(k, tabs[k].created)
+			break
+		}
+		name := tabs[k].name
 		if !f.Match(func(p string) (keys.Value, bool) {
 			if p == "TableName" {
 				return keys.StringValue(name), true
@@ -196,10 +225,6 @@ func (s *Service) queryTables(q *request, one string) {
 			return keys.Value{}, false
 		}) {
 			continue
-		}
-		if n == top {
-			cont = k
-			break
 		}
 		if n > 0 {
 			b = append(b, ',')
@@ -209,7 +234,7 @@ func (s *Service) queryTables(q *request, one string) {
 	}
 	b = append(b, "]}"...)
 	if cont != "" {
-		q.headers().Set("x-ms-continuation-NextTableName", encodeToken(cont))
+		q.headers().Set("x-ms-continuation-NextTableName", cont)
 	}
 	q.reply(http.StatusOK, b)
 }
@@ -327,4 +352,18 @@ func (s *Service) serveACL(q *request, name, method string) {
 	default:
 		s.fail(q, answer.UnsupportedHTTPVerb())
 	}
+}
+
+// nextTableName is Azure's NextTableName token for the table whose key
+// (its lower-case name on Table storage) is k, created at created: the
+// key, U+0001, and the creation time as a Windows FILETIME in 16 hex
+// digits, in encodeToken's form. Azure's recorded tokens decode so
+// ("listtabletestnode13\x0101d6978b3493d39d": 2020-10-01 00:38:39.236 UTC,
+// the table's creation in that session; the JavaScript SDK's nock
+// recordings of listTables).
+func nextTableName(k string, created time.Time) string {
+	const fileTimeOffset = 116444736000000000 // 100 ns from 1601 to 1970
+	ft := uint64(created.UnixNano()/100 + fileTimeOffset)
+	h := strconv.FormatUint(ft, 16)
+	return encodeToken(k + "\x01" + strings.Repeat("0", 16-len(h)) + h)
 }

@@ -169,6 +169,8 @@ type request struct {
 	// load is the scale model this request sees: the service's, or nil
 	// on the Unmodelled handler.
 	load Load
+	// extraChangeSets counts a batch's change sets after the first.
+	extraChangeSets int
 }
 
 // Unmodelled returns a handler that serves the same tables as s without
@@ -246,6 +248,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 	case r.URL.Query().Has("comp"):
 		s.serveACL(q, res.Name, method)
 	case res.HasKeys:
+		if e := answer.CheckURLKeys(res.PartitionKey, res.RowKey); e != nil {
+			s.fail(q, e)
+			return
+		}
 		switch method {
 		case http.MethodGet:
 			s.getEntity(q, res.Name, res.PartitionKey, res.RowKey)
