@@ -2,6 +2,7 @@ package tables
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -198,7 +199,9 @@ func (s *Service) queryTables(q *request, one string) {
 			continue
 		}
 		if n == top {
-			cont = k
+			if top > 0 {
+				cont = k
+			}
 			break
 		}
 		if n > 0 {
@@ -215,9 +218,13 @@ func (s *Service) queryTables(q *request, one string) {
 }
 
 // pageOf reads a query's $top and $filter (keys.ParseFilter), in that
-// order. $top is what azrules.CheckTop accepts, 1 to 1,000 (on Cosmos DB
-// also more, answered as 1,000), absent azrules.MaxTop. Any other $top,
-// or a filter ParseFilter refuses, is 400 InvalidInput.
+// order. $top is what azrules.CheckTop accepts, 0 to 1,000 (on Cosmos DB
+// also more, answered as 1,000), absent azrules.MaxTop; $top=0 is a page
+// of no entity and no continuation, as Azure answers it. Any other $top,
+// or a filter ParseFilter refuses, is 400 InvalidInput; a well-formed
+// filter of a form Azure does not implement (keys.ErrUnsupportedFilter:
+// two properties or two constants compared, the constant first) is 501
+// NotImplemented.
 func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error) {
 	top := azrules.MaxTop
 	if t, ok := v["$top"]; ok && len(t) > 0 {
@@ -235,7 +242,10 @@ func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error
 		filter = f[0]
 	}
 	f, err := keys.ParseFilter(filter)
-	if err != nil {
+	switch {
+	case errors.Is(err, keys.ErrUnsupportedFilter):
+		return 0, keys.Filter{}, errFilterNotImplemented
+	case err != nil:
 		return 0, keys.Filter{}, errInvalidInput
 	}
 	return top, f, nil
