@@ -539,7 +539,7 @@ func (n *fnode) eval(e *gentity) verdict {
 		return verdict{val: n.lit.b, known: true}
 	case "bare":
 		p, ok := e.prop(n.prop)
-		return verdict{val: ok && p.t == tBool && p.b, known: true, mismatch: ok && p.t != tBool}
+		return verdict{val: ok && p.t == tBool && p.b, known: true}
 	}
 	p, ok := e.prop(n.prop)
 	if !ok {

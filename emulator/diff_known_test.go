@@ -182,17 +182,16 @@ var knownDifferences = []knownDiff{
 	},
 	{
 		name:     "a bare property or true, false as a condition",
-		azurite:  "a bare property is true when its value is truthy in JavaScript (a non-empty string, a non-zero number); true or false alone: 400, its validator wants a property",
-		azure:    "a bare property is true only for an Edm.Boolean true; true and false alone are themselves (200)",
+		azurite:  "a bare property is true when its value is truthy in JavaScript (a non-empty string, a non-zero number); true and false alone as Azure in a query of entities (a listing of tables refuses false: Azurite #2450)",
+		azure:    "a bare property is true only for an Edm.Boolean true; true and false alone are themselves",
 		evidence: evBare,
 		explains: func(r *request, az, em *answer, d *fact) bool {
 			if r.filter == nil || !strings.HasPrefix(r.label, "bare ") || em.facts["status"] != "200" || !emAgrees(r, em) {
 				return false
 			}
-			if r.filter.op == "const" {
-				return az.facts["status"] == "400"
-			}
-			return az.facts["status"] == "200" && isPageFact(d.key)
+			// Only where the rows differ: other facts of equal rows are
+			// the other entries' to explain.
+			return az.facts["status"] == "200" && isPageFact(d.key) && az.rowsKnown && !slices.Equal(az.rows, em.rows)
 		},
 	},
 	{
