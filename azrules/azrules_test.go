@@ -166,7 +166,7 @@ func TestCheckTop(t *testing.T) {
 		{"one", "1", nil},
 		{"1000", "1000", nil},
 		{"1001", "1001", azrules.ErrLength},
-		{"zero", "0", azrules.ErrLength},
+		{"zero", "0", nil},
 		{"negative", "-5", azrules.ErrLength},
 		{"not a number", "ten", azrules.ErrForm},
 		{"empty", "", azrules.ErrForm},

@@ -322,11 +322,14 @@ func CheckBatchBytes(n int, cosmos bool) error {
 // (Azurite caps it silently). "Querying tables and entities": at most 15
 // discrete comparisons in one $filter.
 const (
-	// MinTop is the smallest $top the emulator accepts. Azure's docs
-	// say nothing of $top=0 or below; the emulator answers them 400
-	// InvalidInput, as for any $top it cannot take (issue 41 revisits
-	// this with a real service's answer).
-	MinTop = 1
+	// MinTop is the smallest $top Azure accepts: $top=0 is answered 200
+	// with no entity. Evidence (medium, first-hand reports of a real
+	// account): Azurite issue #1428 (a Storage Explorer developer: "the
+	// platform ... returns zero entities"); CloudStub's
+	// Query_WhenUsingZeroTakeCount_ReturnsNoEntities, asserted against an
+	// account. Below 0 is 400 InvalidInput (CloudStub's
+	// Query_TakeCountLessThan0_ThrowsException).
+	MinTop = 0
 	// MaxTop is the largest $top: the most entities one page holds.
 	MaxTop = 1000
 	// MaxFilterComparisons is the most discrete comparisons one $filter

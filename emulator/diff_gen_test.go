@@ -357,7 +357,9 @@ func escapeKey(k string) string {
 
 // fnode is a filter as a tree.
 type fnode struct {
-	op   string // "and", "or", "not", or a comparison: eq ne gt ge lt le
+	// op is "and", "or", "not", a comparison (eq ne gt ge lt le),
+	// "bare" (the property alone) or "const" (lit, a Boolean, alone).
+	op   string
 	l, r *fnode
 	prop string
 	lit  gval
@@ -377,6 +379,10 @@ func (n *fnode) String() string {
 		s = n.l.child() + " " + n.op + " " + n.r.child()
 	case "not":
 		s = "not (" + n.l.String() + ")"
+	case "bare":
+		s = n.prop
+	case "const":
+		s = literal(n.lit)
 	default:
 		lit := n.litText
 		if lit == "" {
@@ -437,6 +443,8 @@ func (n *fnode) comparisons() int {
 		return n.l.comparisons() + n.r.comparisons()
 	case "not":
 		return n.l.comparisons()
+	case "const":
+		return 0
 	}
 	return 1
 }
@@ -502,13 +510,14 @@ type verdict struct {
 	val, known, mismatch bool
 }
 
-// eval evaluates n on e by the Table service's documented rules: a
-// comparison is true only when the property exists and has the
-// literal's type ("The constant value must be of the same data type as
-// the property in order for the filter to return valid results");
-// strings compare by UTF-16 code units. What the documentation leaves
-// open is not known: numbers of different types compared, Guid and
-// Binary ordered, NaN.
+// eval evaluates n on e by the Table service's rules as docs/EMULATOR.md
+// ("Filters") settles them with their evidence: a missing property makes
+// a comparison false; a number literal is widened to a wider property
+// type (Int32 to Int64 or Double, Int64 to Double) and compared
+// numerically; any other pair of types decides eq, gt and ge false and
+// ne, lt and le true; strings compare by UTF-16 code units; a bare
+// property is true only for a Boolean true. What the evidence leaves
+// open is not known: Guid and Binary ordered, NaN.
 func (n *fnode) eval(e *gentity) verdict {
 	switch n.op {
 	case "and", "or":
@@ -526,6 +535,11 @@ func (n *fnode) eval(e *gentity) verdict {
 		v := n.l.eval(e)
 		v.val = !v.val
 		return v
+	case "const":
+		return verdict{val: n.lit.b, known: true}
+	case "bare":
+		p, ok := e.prop(n.prop)
+		return verdict{val: ok && p.t == tBool && p.b, known: true}
 	}
 	p, ok := e.prop(n.prop)
 	if !ok {
@@ -533,9 +547,24 @@ func (n *fnode) eval(e *gentity) verdict {
 	}
 	lit := n.lit
 	if p.t != lit.t {
-		num := func(t edm) bool { return t == tInt32 || t == tInt64 || t == tDouble }
-		return verdict{val: false, known: !(num(p.t) && num(lit.t)), mismatch: true}
+		switch {
+		case p.t == tInt64 && lit.t == tInt32:
+			lit = gval{t: tInt64, i: lit.i}
+		case p.t == tDouble && (lit.t == tInt32 || lit.t == tInt64):
+			lit = gval{t: tDouble, f: float64(lit.i)}
+		default:
+			// The property counts as below the literal.
+			return verdict{val: n.op == "ne" || n.op == "lt" || n.op == "le", known: !n.reversed, mismatch: true}
+		}
+		v := lit.eval(n, p)
+		v.mismatch = true
+		return v
 	}
+	return lit.eval(n, p)
+}
+
+// eval compares property value p with lit, of p's type, by n's operator.
+func (lit gval) eval(n *fnode, p gval) verdict {
 	op := n.op
 	if n.reversed { // literal op prop is prop op' literal
 		op = map[string]string{"eq": "eq", "ne": "ne", "gt": "lt", "ge": "le", "lt": "gt", "le": "ge"}[op]

@@ -93,8 +93,8 @@ func testDiffMalformed(t *testing.T, rg *rig) {
 	g := newGen(rg.seed, "malformed")
 	c := rg.newCase(t, "diffmalformed")
 	data := loadFilterData(c, g, 8)
-	// Malformed syntax; then malformed literals; then filters that are
-	// not comparisons.
+	// Malformed syntax; then malformed literals; then forms Azure does
+	// not implement (501).
 	groups := []struct {
 		label   string
 		filters []string
@@ -103,19 +103,31 @@ func testDiffMalformed(t *testing.T, rg *rig) {
 			"PartitionKey eq 'unterminated", "PartitionKey eq 'a''", "PartitionKey eq", "eq 'a'",
 			"PartitionKey xx 'a'", "PartitionKey EQ 'a'", "PartitionKey == 'a'", "(PartitionKey eq 'a'",
 			"PartitionKey eq 'a')", "PartitionKey eq 'a' and", "PartitionKey eq 'a' and or RowKey eq 'b'",
-			"not", "S eq 'a' and", "substringof('a', S)",
+			"not", "S eq 'a' and", "substringof('a', S)", "S/x eq 'a'",
 		}},
 		{"malformed literal ", []string{
 			"I eq 12abc", "I eq 99999999999", "L eq 5LL", "L eq 99999999999999999999L", "D eq 1.5.5",
 			"T eq datetime'notadate'", "T eq datetime'2020-01-01'", "G eq guid'nope'", "X eq X'zz'",
-			"X eq X'abc'", "S eq \"double quoted\"",
+			"X eq X'abc'", "S eq \"double quoted\"", "S eq null",
 		}},
-		{"not a comparison ", []string{"I eq 1 and S", "true", "S", "S/x eq 'a'"}},
+		{"not implemented ", []string{"1 eq 2", "S eq S2", "'a' lt S"}},
 	}
 	for _, gr := range groups {
 		for _, f := range gr.filters {
 			c.do(&request{label: gr.label + f, method: http.MethodGet, path: "/T()", query: url.Values{"$filter": {f}}})
 		}
+	}
+	// A bare property (true only for a Boolean true), alone, negated and
+	// and-ed; a bare Boolean literal.
+	for _, f := range []*fnode{
+		{op: "bare", prop: "B"},
+		{op: "bare", prop: "S"},
+		{op: "not", l: &fnode{op: "bare", prop: "B"}},
+		{op: "and", l: &fnode{op: "eq", prop: "I", lit: gval{t: tInt32, i: 1}}, r: &fnode{op: "bare", prop: "S"}},
+		{op: "const", lit: gval{t: tBool, b: true}},
+		{op: "const", lit: gval{t: tBool, b: false}},
+	} {
+		c.do(&request{label: "bare " + f.String(), method: http.MethodGet, path: "/T()", query: url.Values{"$filter": {f.String()}}, filter: f, data: data})
 	}
 	// A Binary literal in both of OData's forms, of a value the data
 	// holds; a DateTime one tick from a literal.

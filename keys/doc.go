@@ -57,9 +57,11 @@
 //
 // Pointers are followed; nil, NaN, infinities, out-of-range integers and
 // other types are errors reported by Build, wrapping ErrInvalidFilter.
-// ParseFilter reads $filter text back into a Filter, accepting only the
-// subset both Azure and Azurite accept, so filters found in existing code
-// can be checked.
+// ParseFilter reads $filter text back into a Filter, accepting what the
+// Table service accepts as far as the evidence shows (a bare Boolean
+// property, Doubles written 3D or 1E+3 included), so filters found in
+// existing code can be checked; Match evaluates a Filter as the service
+// does, a number literal widened to a wider property type.
 //
 // # Classification
 //

@@ -23,11 +23,23 @@ const MaxComparisons = azrules.MaxFilterComparisons
 // in UTF-16 code units (azrules.MaxPropertyNameLength).
 const MaxPropertyNameLength = azrules.MaxPropertyNameLength
 
-// FilterError describes why a filter is invalid. It wraps ErrInvalidFilter.
+// ErrUnsupportedFilter is the sentinel of a filter that is well formed
+// OData but of a form the Table service does not implement: a comparison
+// of two properties, of two constants, or with the constant before the
+// property ("1 eq 2", "A eq B", "5 lt Amount"). The service answers these
+// 501 NotImplemented where it answers a malformed filter 400 InvalidInput,
+// so a *FilterError that wraps it also wraps ErrInvalidFilter.
+var ErrUnsupportedFilter = NewArgumentSentinel("filter form the service does not implement")
+
+// FilterError describes why a filter is invalid. It wraps ErrInvalidFilter,
+// and ErrUnsupportedFilter as well when Unsupported is set.
 type FilterError struct {
 	Property string // the property involved, if any
 	Offset   int    // byte offset in the text given to ParseFilter, or -1
 	Rule     string // what is wrong, in words
+	// Unsupported is set for a well-formed filter of a form the service
+	// does not implement (see ErrUnsupportedFilter).
+	Unsupported bool
 }
 
 func (e *FilterError) Error() string {
@@ -45,8 +57,14 @@ func (e *FilterError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrInvalidFilter) true.
-func (e *FilterError) Unwrap() error { return ErrInvalidFilter }
+// Unwrap makes errors.Is(err, ErrInvalidFilter) true, and
+// errors.Is(err, ErrUnsupportedFilter) when e.Unsupported.
+func (e *FilterError) Unwrap() []error {
+	if e.Unsupported {
+		return []error{ErrInvalidFilter, ErrUnsupportedFilter}
+	}
+	return []error{ErrInvalidFilter}
+}
 
 func filterErr(prop, rule string) error { return &FilterError{Property: prop, Offset: -1, Rule: rule} }
 
@@ -73,6 +91,7 @@ const (
 	kindAnd
 	kindOr
 	kindNot
+	kindConst // a bare true or false, read by ParseFilter
 )
 
 type cmpOp uint8
@@ -94,8 +113,12 @@ type node struct {
 	kind nodeKind
 	name string  // kindCmp
 	op   cmpOp   // kindCmp
-	lit  literal // kindCmp
+	lit  literal // kindCmp; kindConst (an Edm.Boolean)
 	kids []*node // kindAnd, kindOr (2 or more), kindNot (1)
+	// bare marks a kindCmp read from a bare property name ("Active"),
+	// which the service evaluates as "Active eq true" and Build writes
+	// back as the name alone.
+	bare bool
 }
 
 const (
@@ -327,8 +350,11 @@ func (n *node) comparisons() int {
 	if n == nil {
 		return 0
 	}
-	if n.kind == kindCmp {
+	switch n.kind {
+	case kindCmp:
 		return 1
+	case kindConst:
+		return 0
 	}
 	c := 0
 	for _, k := range n.kids {
@@ -339,8 +365,13 @@ func (n *node) comparisons() int {
 
 func (n *node) write(b *strings.Builder) {
 	switch n.kind {
+	case kindConst:
+		n.lit.write(b)
 	case kindCmp:
 		b.WriteString(n.name)
+		if n.bare {
+			return
+		}
 		b.WriteByte(' ')
 		b.WriteString(opText[n.op])
 		b.WriteByte(' ')
@@ -369,7 +400,7 @@ func (n *node) equal(m *node) bool {
 	if n == nil || m == nil {
 		return n == m
 	}
-	if n.kind != m.kind || n.name != m.name || n.op != m.op || len(n.kids) != len(m.kids) || !n.lit.equal(m.lit) {
+	if n.kind != m.kind || n.name != m.name || n.op != m.op || n.bare != m.bare || len(n.kids) != len(m.kids) || !n.lit.equal(m.lit) {
 		return false
 	}
 	for i := range n.kids {

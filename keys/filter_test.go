@@ -312,6 +312,23 @@ func TestParseFilter(t *testing.T) {
 		{"A eq datetime'2014-08-22T02:50:32.123456789+02:00'", "A eq datetime'2014-08-22T00:50:32.1234567Z'"},
 		{"RowKey eq 'it''s (not) a ''trap'' and or'", "RowKey eq 'it''s (not) a ''trap'' and or'"},
 		{"A eq 2147483647 and B eq -2147483648", "(A eq 2147483647) and (B eq -2147483648)"},
+		// OData's other number forms: Int64 with l, Doubles with an
+		// exponent or a D suffix (CloudStub's tests against an account
+		// write Doubles as 3D).
+		{"A eq 10l", "A eq 10L"},
+		{"A eq 3D", "A eq 3.0"},
+		{"A eq -2.5d", "A eq -2.5"},
+		{"A eq 1e5", "A eq 100000.0"},
+		{"A eq 2.5E-3", "A eq 0.0025"},
+		{"A eq 1E+3d", "A eq 1000.0"},
+		// A bare property (true only for an Edm.Boolean true) and a bare
+		// true or false are conditions of their own.
+		{"Active", "Active"},
+		{"(Active)", "Active"},
+		{"not Active", "not (Active)"},
+		{"A eq 1 and Active or B", "((A eq 1) and (Active)) or (B)"},
+		{"false", "false"},
+		{"true and A eq 1", "(true) and (A eq 1)"},
 	}
 	for _, tt := range ok {
 		f, err := ParseFilter(tt.in)
@@ -335,8 +352,7 @@ func TestParseFilter(t *testing.T) {
 		"PartitionKey eq'a'",
 		"PartitionKeyeq 'a'",
 		"PartitionKey eq 1",         // key compared with a number
-		"'a' eq PartitionKey",       // property on the right
-		"PartitionKey",              // bare property
+		"PartitionKey",              // bare key: keys are strings
 		"PartitionKey eq",           // missing value
 		"eq 'a'",                    //
 		"(PartitionKey eq 'a'",      // unbalanced
@@ -345,11 +361,20 @@ func TestParseFilter(t *testing.T) {
 		"PartitionKey eq 'a' and",   //
 		"and PartitionKey eq 'a'",   //
 		"not(A eq 1)",               // OData wants a blank after not
-		"A eq 1e5",                  // exponent: Azurite cannot read it
 		"A eq 1.",                   //
 		"A eq .5",                   //
-		"A eq 1.5d",                 //
-		"A eq 10l",                  //
+		"A eq 1e",                   // exponent without digits
+		"A eq 1e+-5",                //
+		"A eq 1e999",                // infinite
+		"A eq 3DD",                  //
+		"A eq 3M",                   // Edm.Decimal: no such property type
+		"A eq 3f",                   // Edm.Single: likewise
+		"A eq 1.5.5",                //
+		"A eq 5LL",                  //
+		"A eq 12abc",                //
+		"5",                         // a value alone
+		"'a'",                       //
+		"A gte 5",                   // no such operator
 		"A eq 2147483648",           // Int32 overflow
 		"A eq 9223372036854775808L", // Int64 overflow
 		"A eq null",                 //
@@ -380,6 +405,20 @@ func TestParseFilter(t *testing.T) {
 	}
 	if _, err := ParseFilter(manyComparisonsText(15)); err != nil {
 		t.Errorf("15 comparisons: %v", err)
+	}
+	// Well formed, but a form the service does not implement: 501
+	// NotImplemented there, ErrUnsupportedFilter here.
+	for _, in := range []string{"1 eq 2", "A eq B", "5 lt Amount", "'a' eq PartitionKey", "true eq Active", "A eq 1 and B ne C"} {
+		f, err := ParseFilter(in)
+		var fe *FilterError
+		if !errors.Is(err, ErrUnsupportedFilter) || !errors.Is(err, ErrInvalidFilter) || !errors.As(err, &fe) || !fe.Unsupported || !f.IsZero() {
+			t.Errorf("ParseFilter(%q) = %v, %v; want an unsupported *FilterError", in, f, err)
+		}
+	}
+	for _, in := range bad {
+		if _, err := ParseFilter(in); errors.Is(err, ErrUnsupportedFilter) {
+			t.Errorf("ParseFilter(%q) = %v: malformed, not unsupported", in, err)
+		}
 	}
 	_, err := ParseFilter("PartitionKey eq 'a' and RowKey eq 'b")
 	var fe *FilterError

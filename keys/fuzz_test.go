@@ -69,6 +69,9 @@ func FuzzParseFilter(f *testing.F) {
 	f.Add("not (A eq X'0a') or B eq guid'01234567-89ab-cdef-0123-456789abcdef'")
 	f.Add("A eq datetime'2014-08-22T00:50:32.0000000Z' and B eq 10L and C eq 1.5")
 	f.Add("PartitionKey eq 'a")
+	f.Add("Active and not (Done) or false")
+	f.Add("A eq 3D or B le -2.5e-3d and C ne 10l")
+	f.Add("5 lt Amount or A eq B")
 	f.Fuzz(func(t *testing.T, s string) {
 		flt, err := ParseFilter(s)
 		if err != nil {

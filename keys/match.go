@@ -43,20 +43,26 @@ func BinaryValue(b []byte) Value { return Value{literal{kind: litBinary, b: b}} 
 // of tables) and whether it has one. The zero Filter matches everything;
 // an invalid Filter matches nothing.
 //
-// The rules are the service's:
+// The rules are the service's, as far as the evidence shows them
+// (docs/EMULATOR.md, "Filters", gives each one's evidence and strength):
 //
-//   - a comparison is true only when the property is present and has the
-//     literal's EDM type; a missing property, or one of another type,
-//     makes every comparison false (eq and ne alike), so "not (X eq 1)"
-//     is true for an entity without X. Numbers are not promoted: an
-//     Edm.Int32 property never equals an Int64 literal (5L) nor a Double
-//     (5.0), which is why the service's documentation asks for the L
-//     suffix on Int64 values. Azurite compares Int32 and Double values
-//     numerically across types; the service does not.
-//   - strings (keys included) compare by UTF-16 code units, as Compare
-//     orders keys; Booleans false < true; DateTimes as instants; Guids and
-//     Binary values byte by byte; Doubles as IEEE 754 numbers, so a NaN
-//     equals nothing and ne is true for it.
+//   - a property the entity lacks (or holds as null) makes every
+//     comparison false, ne included, so "not (X eq 1)" is true for an
+//     entity without X;
+//   - a number literal is widened to the property's number type when that
+//     type is wider (Edm.Int32 to Edm.Int64 or Edm.Double, Edm.Int64 to
+//     Edm.Double) and compared numerically: "Amount eq 5" matches an
+//     Int64 or Double Amount of 5. It is never narrowed: 5L and 5.0 do not
+//     compare numerically with an Int32 property;
+//   - any other comparison of values of different EDM types (narrowing
+//     included) is decided as if the property sorted below the literal:
+//     eq, gt and ge are false, ne, lt and le are true;
+//   - values of one type: strings (keys included) compare by UTF-16 code
+//     units, as Compare orders keys; Booleans false < true; DateTimes as
+//     instants; Guids and Binary values byte by byte; Doubles as IEEE 754
+//     numbers, so a NaN equals nothing and ne is true for it;
+//   - a bare property name ("Active", as ParseFilter reads it) is true
+//     only for an Edm.Boolean true, and a bare true or false is itself;
 //   - and, or and not combine the results; a filter of more than
 //     MaxComparisons comparisons never reaches Match from ParseFilter.
 func (f Filter) Match(get func(name string) (Value, bool)) bool {
@@ -87,15 +93,33 @@ func (n *node) match(get func(string) (Value, bool)) bool {
 		return false
 	case kindNot:
 		return !n.kids[0].match(get)
+	case kindConst:
+		return n.lit.bo
 	}
 	v, ok := get(n.name)
-	if !ok || v.l.kind != n.lit.kind {
+	if !ok || v.l.kind == 0 {
 		return false
 	}
-	if n.lit.kind == litDouble && (math.IsNaN(v.l.f) || math.IsNaN(n.lit.f)) {
-		return n.op == opNe
+	p, lit := v.l, n.lit
+	var c int
+	switch {
+	case p.kind == lit.kind:
+		if p.kind == litDouble && (math.IsNaN(p.f) || math.IsNaN(lit.f)) {
+			return n.op == opNe
+		}
+		c = compareLiterals(p, lit)
+	case p.kind == litInt64 && lit.kind == litInt32:
+		c = cmpOrdered(p.i, lit.i)
+	case p.kind == litDouble && (lit.kind == litInt32 || lit.kind == litInt64):
+		if math.IsNaN(p.f) {
+			return n.op == opNe
+		}
+		c = cmpOrdered(p.f, float64(lit.i))
+	default:
+		// Of different types (a narrowing included): the property
+		// counts as below the literal.
+		c = -1
 	}
-	c := compareLiterals(v.l, n.lit)
 	switch n.op {
 	case opEq:
 		return c == 0

@@ -41,15 +41,23 @@ func TestMatch(t *testing.T) {
 		{"Name gt 'Am' and Name lt 'Ao'", true},
 		{"Age eq 41", true},
 		{"Age ge 42", false},
-		// No promotion between numeric types: the service compares
-		// Edm.Int32 with Int32 literals only.
+		// A number literal widens to a wider property type, never
+		// narrows: an Int64 literal against an Int32 property is a
+		// comparison of different types (ne, lt, le true).
 		{"Age eq 41L", false},
 		{"Age eq 41.0", false},
-		{"Age ne 41L", false},
+		{"Age ne 41L", true},
+		{"Age lt 40L", true},
 		{"Big eq 1099511627776L", true},
+		{"Big eq 1099511627776.0", false},
+		{"Big gt 1", true},
 		{"Price eq 3.0", true},
-		{"Price eq 3", false},
+		{"Price eq 3", true},
+		{"Price eq 3L", true},
 		{"Price lt 3.5", true},
+		{"NaN eq 1", false},
+		{"NaN ne 1", true},
+		{"NaN lt 1", false},
 		{"NaN eq 1.0", false},
 		{"NaN ne 1.0", true},
 		{"Ok eq true", true},
@@ -63,8 +71,20 @@ func TestMatch(t *testing.T) {
 		{"Missing eq 'x'", false},
 		{"Missing ne 'x'", false},
 		{"not (Missing eq 'x')", true},
-		// A string compared with a number: false, not an error.
+		// A string compared with a number: the property counts as below
+		// the literal, not an error.
 		{"Name eq 1", false},
+		{"Name lt 1", true},
+		// A bare property is true only for an Edm.Boolean true; a bare
+		// true or false is itself.
+		{"Ok", true},
+		{"not Ok", false},
+		{"Name", false},
+		{"not Name", true},
+		{"Missing", false},
+		{"not Missing", true},
+		{"true", true},
+		{"false or Ok", true},
 		// Keys compare by UTF-16 code units: U+E000 sorts above U+10000.
 		{"RowKey gt 'r\U00010000'", true},
 		{"PartitionKey eq 'p' and (RowKey eq 'x' or Age eq 41)", true},
@@ -80,6 +100,77 @@ func TestMatch(t *testing.T) {
 	}
 	if keys.PK().Eq(string([]byte{0xff})).Match(r.get) {
 		t.Error("an invalid Filter matched")
+	}
+}
+
+// TestMatchTypes runs every operator over a property of each EDM type
+// compared with a literal of each type, holding the same value where the
+// types allow (3, 3L, 3.0, ...), against the answers CloudStub's tests
+// assert for Azure (CloudStub.AzureDataTables.Tests/Data/
+// TableQueryComparisonTestData.cs, github.com/Andrei15193/CloudStub): a
+// number literal widened to the property's type compares numerically;
+// any other pair of types decides eq, gt and ge false, ne, lt and le
+// true; a missing property decides every operator false.
+func TestMatchTypes(t *testing.T) {
+	when := time.Date(2020, 1, 22, 0, 0, 0, 0, time.UTC)
+	guid := [16]byte{0x68, 0x26, 0x0b, 0x3f}
+	values := map[string]keys.Value{
+		"String":   keys.StringValue("3"),
+		"Int32":    keys.Int32Value(3),
+		"Int64":    keys.Int64Value(3),
+		"Double":   keys.DoubleValue(3),
+		"Boolean":  keys.BoolValue(true),
+		"DateTime": keys.DateTimeValue(when),
+		"Guid":     keys.GuidValue(guid),
+		"Binary":   keys.BinaryValue([]byte{3}),
+	}
+	literals := map[string]string{
+		"String":   "'3'",
+		"Int32":    "3",
+		"Int64":    "3L",
+		"Double":   "3.0",
+		"Boolean":  "true",
+		"DateTime": "datetime'2020-01-22T00:00:00Z'",
+		"Guid":     "guid'68260b3f-0000-0000-0000-000000000000'",
+		"Binary":   "X'03'",
+	}
+	// The answers of eq ne lt le gt ge, t for true.
+	const (
+		equal    = "tfftft" // same value, same or widened type
+		mismatch = "ftttff" // different types
+		missing  = "ffffff"
+	)
+	widens := map[[2]string]bool{{"Int64", "Int32"}: true, {"Double", "Int32"}: true, {"Double", "Int64"}: true}
+	ops := []string{"eq", "ne", "lt", "le", "gt", "ge"}
+	for prop, v := range values {
+		for litType, lit := range literals {
+			want := mismatch
+			if prop == litType || widens[[2]string{prop, litType}] {
+				want = equal
+			}
+			for i, op := range ops {
+				for _, c := range []struct {
+					get  func(string) (keys.Value, bool)
+					want byte
+				}{
+					{props{"P": v}.get, want[i]},
+					{props{}.get, missing[i]},
+					{props{"P": {}}.get, missing[i]}, // null
+				} {
+					text := "P " + op + " " + lit
+					f, err := keys.ParseFilter(text)
+					if err != nil {
+						t.Fatalf("ParseFilter(%q): %v", text, err)
+					}
+					if got := f.Match(c.get); got != (c.want == 't') {
+						t.Errorf("%s property: %q matched %v, want %v", prop, text, got, !got)
+					}
+					if got := keys.Not(f).Match(c.get); got != (c.want != 't') {
+						t.Errorf("%s property: not (%s) matched %v, want %v", prop, text, got, !got)
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -19,24 +19,31 @@ const maxParseDepth = 64
 // existing code can be checked, classified and rebuilt. The empty (or
 // all-blank) string is the zero Filter.
 //
-// It accepts the OData subset that both the Table service and Azurite
-// accept, and nothing else:
+// It accepts what the Table service accepts, as far as the evidence shows
+// it (docs/EMULATOR.md, "Filters"), and nothing else:
 //
 //   - comparisons "Name op literal", Name a valid property name (see Prop),
 //     op one of eq ne gt ge lt le (lower case), the property on the left;
+//   - a bare property name ("Active"), true only for an Edm.Boolean true,
+//     and a bare true or false;
 //   - "and", "or" (and binds tighter), "not", parentheses; operators
 //     surrounded by spaces as OData requires;
-//   - literals: 'string' (a quote inside is doubled); true, false; Int32 (-?digits,
-//     in range); Int64 (-?digitsL); Double (-?digits.digits, no exponent);
+//   - literals: 'string' (a quote inside is doubled); true, false; Int32
+//     (-?digits, in range); Int64 (-?digits with L or l); Double (digits
+//     with a fraction, an exponent or a D or d suffix: 2.5, 1E+3, 3D);
 //     datetime'2014-08-22T00:50:32.0000000Z' (RFC 3339, read as UTC);
 //     guid'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'; X'hex' or binary'hex';
 //   - PartitionKey and RowKey compared with strings only; at most
 //     MaxComparisons comparisons.
 //
-// Errors wrap ErrInvalidFilter and give the byte offset. Azurite answers
-// some malformed filters (an unterminated string) with 200 and no rows
-// instead of 400, so checking here is what keeps such a filter from
-// silently matching nothing.
+// Errors wrap ErrInvalidFilter and give the byte offset. A well-formed
+// comparison of a form the service does not implement (two properties,
+// two constants, the constant first: "A eq B", "1 eq 2", "5 lt Amount")
+// is a *FilterError with Unsupported set, which also wraps
+// ErrUnsupportedFilter: the service answers it 501 NotImplemented, a
+// malformed filter 400 InvalidInput. Azurite answers some malformed
+// filters (an unterminated string) with 200 and no rows, so checking here
+// is what keeps such a filter from silently matching nothing.
 func ParseFilter(s string) (Filter, error) {
 	p := &parser{s: s}
 	p.spaces()
@@ -172,42 +179,102 @@ func (p *parser) unary(depth int) (*node, error) {
 	return p.comparison()
 }
 
-func (p *parser) comparison() (*node, error) {
-	start := p.pos
-	name := p.word()
-	if name == "" {
-		return nil, p.errf("expected a property name")
+// operand is one side of a comparison: a property name or a literal.
+type operand struct {
+	start  int
+	name   string  // a property, when isProp
+	lit    literal // a literal, when !isProp
+	isProp bool
+}
+
+// operand reads a property name or a literal at p.pos.
+func (p *parser) operand() (operand, error) {
+	o := operand{start: p.pos}
+	if p.pos < len(p.s) && p.s[p.pos] == '\'' {
+		lit, err := p.literal()
+		o.lit = lit
+		return o, err
 	}
-	if err := validatePropertyName(name); err != nil {
-		err.(*FilterError).Offset = start
-		return nil, err
-	}
-	if p.spaces() == 0 {
-		return nil, p.errf("expected a blank and a comparison operator after %s", name)
-	}
-	opStart := p.pos
 	w := p.word()
-	var op cmpOp
-	for i, t := range opText {
-		if t != "" && t == w {
-			op = cmpOp(i)
-		}
+	switch {
+	case w == "":
+		return o, p.errf("expected a property name or a value")
+	case p.pos < len(p.s) && p.s[p.pos] == '\'', w == "true", w == "false",
+		w[0] == '-' || w[0] == '.' || (w[0] >= '0' && w[0] <= '9'):
+		p.pos = o.start
+		lit, err := p.literal()
+		o.lit = lit
+		return o, err
 	}
-	if op == 0 {
-		p.pos = opStart
-		return nil, p.errf("expected eq, ne, gt, ge, lt or le after %s, found %q", name, w)
+	if err := validatePropertyName(w); err != nil {
+		err.(*FilterError).Offset = o.start
+		return o, err
 	}
-	if p.spaces() == 0 {
-		return nil, p.errf("expected a blank and a value after %s %s", name, w)
-	}
-	litStart := p.pos
-	lit, err := p.literal()
+	o.name, o.isProp = w, true
+	return o, nil
+}
+
+// comparison reads "Name op literal", a bare property name or a bare
+// true or false.
+func (p *parser) comparison() (*node, error) {
+	left, err := p.operand()
 	if err != nil {
 		return nil, err
 	}
-	f := newCmp(name, op, lit)
+	afterLeft := p.pos
+	var op cmpOp
+	var w string
+	if p.spaces() > 0 {
+		w = p.word()
+		for i, t := range opText {
+			if t != "" && t == w {
+				op = cmpOp(i)
+			}
+		}
+	}
+	if op == 0 {
+		if w != "" && w != "and" && w != "or" {
+			p.pos = afterLeft
+			p.spaces()
+			return nil, p.errf("expected eq, ne, gt, ge, lt or le, and, or or the end, found %q", w)
+		}
+		p.pos = afterLeft
+		switch {
+		case left.isProp:
+			f := newCmp(left.name, opEq, literal{kind: litBool, bo: true})
+			if f.err != nil {
+				f.err.(*FilterError).Offset = left.start
+				return nil, f.err
+			}
+			f.n.bare = true
+			return f.n, nil
+		case left.lit.kind == litBool:
+			return &node{kind: kindConst, lit: left.lit}, nil
+		}
+		p.pos = left.start
+		return nil, p.errf("a value alone is not a condition")
+	}
+	if p.spaces() == 0 {
+		return nil, p.errf("expected a blank and a value after %s", w)
+	}
+	right, err := p.operand()
+	if err != nil {
+		return nil, err
+	}
+	if !left.isProp || right.isProp {
+		what := "a constant before the property"
+		switch {
+		case left.isProp:
+			what = "two properties"
+		case !right.isProp:
+			what = "two constants"
+		}
+		return nil, &FilterError{Offset: left.start, Unsupported: true,
+			Rule: "the service does not implement a comparison of " + what + " (it answers 501 NotImplemented); write Name op value"}
+	}
+	f := newCmp(left.name, op, right.lit)
 	if f.err != nil {
-		f.err.(*FilterError).Offset = litStart
+		f.err.(*FilterError).Offset = right.start
 		return nil, f.err
 	}
 	return f.n, nil
@@ -299,30 +366,46 @@ func (p *parser) literal() (literal, error) {
 	return literal{}, p.errf("%q is not a value (strings go in single quotes)", w)
 }
 
+// parseNumber reads an OData number literal: Int32 digits, Int64 digits
+// with L or l, or a Double (a fraction, an exponent or a D or d suffix, or
+// several: 2.5, -1E+3, 3D, 2.5e-3d).
 func parseNumber(w string) (literal, bool) {
 	digits := strings.TrimPrefix(w, "-")
-	switch {
-	case strings.HasSuffix(digits, "L"):
-		if !allDigits(digits[:len(digits)-1]) {
+	if d, ok := strings.CutSuffix(digits, "L"); ok || strings.HasSuffix(digits, "l") {
+		if !ok {
+			d = digits[:len(digits)-1]
+		}
+		if !allDigits(d) {
 			return literal{}, false
 		}
 		n, err := strconv.ParseInt(w[:len(w)-1], 10, 64)
 		return literal{kind: litInt64, i: n}, err == nil
-	case strings.Contains(digits, "."):
-		ip, fp, _ := strings.Cut(digits, ".")
-		if !allDigits(ip) || !allDigits(fp) {
-			return literal{}, false
-		}
-		f, err := strconv.ParseFloat(w, 64)
-		if err != nil || math.IsInf(f, 0) {
-			return literal{}, false
-		}
-		return literal{kind: litDouble, f: f}, true
-	case allDigits(digits):
+	}
+	if allDigits(digits) {
 		n, err := strconv.ParseInt(w, 10, 32)
 		return literal{kind: litInt32, i: n}, err == nil
 	}
-	return literal{}, false
+	num, suffixed := strings.CutSuffix(digits, "D")
+	if !suffixed {
+		num, suffixed = strings.CutSuffix(digits, "d")
+	}
+	mant, exp, hasExp := strings.Cut(num, "E")
+	if !hasExp {
+		mant, exp, hasExp = strings.Cut(num, "e")
+	}
+	ip, fp, hasFrac := strings.Cut(mant, ".")
+	if !allDigits(ip) || (hasFrac && !allDigits(fp)) || !(hasFrac || hasExp || suffixed) {
+		return literal{}, false
+	}
+	if hasExp && !allDigits(strings.TrimLeft(exp, "+-")) || len(exp)-len(strings.TrimLeft(exp, "+-")) > 1 {
+		return literal{}, false
+	}
+	text := strings.TrimSuffix(strings.TrimSuffix(w, "D"), "d")
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return literal{}, false
+	}
+	return literal{kind: litDouble, f: f}, true
 }
 
 func parseGUID(s string) ([16]byte, bool) {

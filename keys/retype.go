@@ -7,21 +7,21 @@ const maxExactDouble = 1 << 53
 
 // Retype returns f with each numeric literal written in the EDM type of
 // the property it is compared with, as typeOf reports it ("Edm.Int64",
-// "Edm.Double", ...; "" when unknown). The service compares a property
-// only with a literal of its own type: on Azure Table storage `Age ge 45`
-// matches no entity whose Age is an Edm.Int64, where `Age ge 45L` does
-// (REST reference, "Querying tables and entities": the constant must be
-// of the property's data type). A Go int is Edm.Int32 in a filter but
-// Edm.Int64 in tablekit's entities, so a typed repository retypes the
-// filters it is given by its struct's fields.
+// "Edm.Double", ...; "" when unknown). A Go int is Edm.Int32 in a filter
+// but Edm.Int64 in tablekit's entities, so a typed repository retypes the
+// filters it is given by its struct's fields and sends each literal in its
+// property's own type, which the REST reference asks for ("Querying tables
+// and entities": the constant must be of the property's data type).
 //
 // An Edm.Int32 literal becomes Edm.Int64 for an Int64 property; an Int32
 // or Int64 literal becomes Edm.Double for a Double property when the
-// Double holds it exactly. A literal that cannot be written in its
+// Double holds it exactly. (The service widens these itself, as far as
+// the evidence shows: see Match.) A literal that cannot be written in its
 // property's type exactly, and every other mismatch (a string compared
-// with a number, a Double with an Int64), is an error wrapping
-// ErrInvalidFilter naming the property: on Azure the comparison would
-// silently match nothing. Properties typeOf does not know are left as
+// with a number, a Double or Int64 literal with an Int32 property), is an
+// error wrapping ErrInvalidFilter naming the property: the service would
+// not compare the values, answering ne, lt and le true and eq, gt and ge
+// false whatever they are. Properties typeOf does not know are left as
 // they are, as is an invalid Filter.
 func (f Filter) Retype(typeOf func(name string) string) (Filter, error) {
 	if f.err != nil || f.n == nil {
@@ -76,7 +76,7 @@ func (n *node) retype(typeOf func(string) string) (*node, error) {
 		}
 		lit = literal{kind: litDouble, f: float64(lit.i)}
 	default:
-		return nil, filterErr(n.name, fmt.Sprintf("compared with an %s literal, but the property is an %s: the service matches no entity when the types differ", got, want))
+		return nil, filterErr(n.name, fmt.Sprintf("compared with an %s literal, but the property is an %s: the service does not compare values of different types", got, want))
 	}
 	c := *n
 	c.lit = lit

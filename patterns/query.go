@@ -89,9 +89,10 @@ func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
 
 // typedFilter refuses a filter naming a property T does not have, unless
 // allowed or T's properties are its hooks' business, and writes its
-// numeric literals in the EDM types of T's fields (keys.Filter.Retype):
-// the service matches a property only with a literal of its own type, so
-// `Age ge 45` with an int field (Edm.Int64) is sent as `Age ge 45L`.
+// numeric literals in the EDM types of T's fields (keys.Filter.Retype),
+// as the REST reference asks: `Age ge 45` with an int field (Edm.Int64) is
+// sent as `Age ge 45L`. (Azure widens a narrower number literal itself;
+// it does not compare a wider one, nor other types: keys.Filter.Match.)
 func (t *Table[T]) typedFilter(f keys.Filter, allow bool) (keys.Filter, error) {
 	if t.props == nil || f.Err() != nil {
 		return f, nil // an invalid filter reports its own error in prepareQuery

@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Limits of the Table service the answers below name, defined with their
@@ -34,12 +36,14 @@ const (
 	CodeInvalidDuplicateRow   = "InvalidDuplicateRow"
 	CodeAuthorizationFailure  = "AuthorizationFailure"
 	CodeServerBusy            = "ServerBusy"
+	CodeNotImplemented        = "NotImplemented"
 )
 
 // Azure's messages, the first line of each answer (the service appends
 // RequestId and Time).
 const (
 	MsgInvalidInput          = "One of the request inputs is not valid."
+	MsgNotImplemented        = "The requested operation is not implemented on the specified resource."
 	MsgOutOfRangeInput       = "One of the request inputs is out of range."
 	MsgTooManyProperties     = "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties."
 	MsgEntityTooLarge        = "The entity is larger than the maximum allowed size (1MB)."
@@ -158,36 +162,37 @@ func CheckEntity(pk, rk string, e entity.Entity) *Error {
 	return nil
 }
 
-// CheckQuery applies the rules of a query's parameters that Azure
-// answers 400 InvalidInput: a $top that azrules.CheckTop refuses (not an
-// integer from 1 to MaxTop), and a $filter that ends inside a string
-// literal. Azure accepts a wider grammar than keys.ParseFilter reads, so
-// other filters are left to the evaluator.
+// CheckQuery applies the rules of a query's parameters that Azure checks
+// before it reads a row: a $top that azrules.CheckTop refuses (not an
+// integer from 0 to MaxTop) is 400 InvalidInput; a $filter is read by
+// keys.ParseFilter, the grammar tablekit's client and emulator share
+// (docs/EMULATOR.md, "Filters", gives its evidence): a malformed one is
+// 400 InvalidInput, a well-formed one of a form Azure does not implement
+// (two properties or two constants compared, the constant first) 501
+// NotImplemented.
 func CheckQuery(q url.Values) *Error {
 	if top, ok := q["$top"]; ok && len(top) > 0 && azrules.CheckTop(top[0]) != nil {
 		return InvalidInput()
 	}
-	if f := q.Get("$filter"); f != "" && unterminatedLiteral(f) {
-		return InvalidInput()
+	if f := q.Get("$filter"); f != "" {
+		_, err := keys.ParseFilter(f)
+		switch {
+		case errors.Is(err, keys.ErrUnsupportedFilter):
+			return FilterNotImplemented()
+		case err != nil:
+			return InvalidInput()
+		}
 	}
 	return nil
 }
 
-// unterminatedLiteral reports whether an OData filter ends inside a string
-// literal (two quotes inside a literal stand for one).
-func unterminatedLiteral(f string) bool {
-	in := false
-	for i := 0; i < len(f); i++ {
-		if f[i] != '\'' {
-			continue
-		}
-		if in && i+1 < len(f) && f[i+1] == '\'' {
-			i++
-			continue
-		}
-		in = !in
-	}
-	return in
+// FilterNotImplemented is Azure's 501 NotImplemented to a well-formed
+// $filter of a form it does not implement ("1 eq 2", "A eq B"), as
+// CloudStub's tests assert it against an account
+// (CloudStub.AzureDataTables.Tests/Table/Sync/TableClientQueryTests.cs,
+// Query_WhenUsingUnsupportedFilter_ThrowsException).
+func FilterNotImplemented() *Error {
+	return New(http.StatusNotImplemented, CodeNotImplemented, MsgNotImplemented)
 }
 
 // BatchOp is one operation of an entity group transaction, as the rules

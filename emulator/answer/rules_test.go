@@ -81,7 +81,12 @@ func TestCheckQuery(t *testing.T) {
 		"$top=1000":                   false,
 		"$top=1001":                   true,
 		"$top=1":                      false,
-		"$top=0":                      true,
+		"$top=0":                      false,
+		"$top=1.5":                    true,
+		"$filter=A eq 5LL":            true,
+		"$filter=A eq null":           true,
+		"$filter=A eq 3D and B":       false,
+		"$filter=A EQ 1":              true,
 		"$top=-1":                     true,
 		"$top=abc":                    true,
 		"$filter=PartitionKey eq 'a'": false,
@@ -99,6 +104,12 @@ func TestCheckQuery(t *testing.T) {
 		got := answer.CheckQuery(v)
 		if (got != nil) != refused || got != nil && (got.Status != 400 || got.Code != answer.CodeInvalidInput) {
 			t.Errorf("%q: %v, want refused %v (400 InvalidInput)", q, got, refused)
+		}
+	}
+	for _, f := range []string{"1 eq 2", "A eq B", "5 lt Amount"} {
+		got := answer.CheckQuery(url.Values{"$filter": {f}})
+		if got == nil || got.Status != 501 || got.Code != answer.CodeNotImplemented {
+			t.Errorf("%q: %v, want 501 NotImplemented", f, got)
 		}
 	}
 }

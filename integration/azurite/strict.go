@@ -35,8 +35,12 @@ import (
 //	an entity over 1 MiB              400 EntityTooLarge
 //	property name longer than 255     400 PropertyNameTooLong
 //	property name not an identifier   400 PropertyNameInvalid
-//	$top not an integer in 1..1000    400 InvalidInput
-//	unterminated string in $filter    400 InvalidInput
+//	$top not an integer in 0..1000    400 InvalidInput
+//	$top=0                            200, no entity (Azurite ignores it)
+//	$filter keys.ParseFilter refuses  400 InvalidInput (an unterminated
+//	                                  string, a malformed literal, ...)
+//	$filter of two properties, two constants or the constant first
+//	                                  501 NotImplemented
 //	SAS key range, entity outside it  403 AuthorizationFailure
 //	SAS key range, query              only entities inside the range
 //
@@ -44,9 +48,11 @@ import (
 // the failing operation's index. Every other request passes through
 // untouched: bodies are read only for entity writes and batches, and
 // forwarded byte for byte; responses are streamed. A body the proxy cannot
-// read as an entity is left to Azurite. The one change to a request is the
-// query under a key-range SAS, whose $filter gets the range and-ed to it,
-// which is how Azure answers it.
+// read as an entity is left to Azurite. The changes to a request are to
+// a query's $filter: under a key-range SAS it gets the range and-ed to
+// it, which is how Azure answers it; with $top=0 a condition no entity
+// meets, and $top=1, so that Azurite answers no entity and no
+// continuation, as Azure does.
 
 // strictMaxInspectBytes bounds the bodies the proxy reads; larger ones are
 // forwarded unexamined.
@@ -189,6 +195,9 @@ func (p *tableProxy) check(r *http.Request) (*answer.Error, *answer.BatchError) 
 				return answer.AuthorizationFailure(), nil
 			}
 		}
+		if r.URL.Query().Get("$top") == "0" && !emptyPage(r.URL, res.Name == "Tables") {
+			return answer.InvalidInput(), nil
+		}
 	case r.Method == http.MethodDelete && res.HasKeys:
 		if sas != nil && !sas.Contains(res.PartitionKey, res.RowKey) {
 			return answer.AuthorizationFailure(), nil
@@ -248,6 +257,28 @@ type readCloser struct {
 	io.Closer
 }
 
+// emptyPage turns a query with $top=0, which Azure answers with no
+// entity and no continuation and Azurite ignores (Azurite issue #1428),
+// into one Azurite answers so: $top=1 and a condition no entity (or
+// table) meets. It returns false when the query's $filter cannot be read.
+func emptyPage(u *url.URL, tables bool) bool {
+	never := "PartitionKey lt ''"
+	if tables {
+		never = "TableName lt ''"
+	}
+	if !andFilter(u, never) {
+		return false
+	}
+	params := strings.Split(u.RawQuery, "&")
+	for i, kv := range params {
+		if k, _, _ := strings.Cut(kv, "="); k == "$top" || k == "%24top" {
+			params[i] = k + "=1"
+		}
+	}
+	u.RawQuery = strings.Join(params, "&")
+	return true
+}
+
 // narrowQuery ands the SAS range to the query's $filter, leaving every
 // other query parameter byte for byte as it was. It returns false when
 // the query's $filter cannot be read.
@@ -256,6 +287,13 @@ func narrowQuery(u *url.URL, kr *answer.KeyRange) bool {
 	if err != nil {
 		return false
 	}
+	return andFilter(u, rng)
+}
+
+// andFilter ands cond to the query's $filter (or makes it the $filter),
+// leaving every other query parameter byte for byte as it was. It
+// returns false when the query's $filter cannot be read.
+func andFilter(u *url.URL, cond string) bool {
 	params := strings.Split(u.RawQuery, "&")
 	found := false
 	for i, kv := range params {
@@ -267,11 +305,11 @@ func narrowQuery(u *url.URL, kr *answer.KeyRange) bool {
 		if err != nil {
 			return false
 		}
-		params[i] = k + "=" + queryEscape("("+old+") and ("+rng+")")
+		params[i] = k + "=" + queryEscape("("+old+") and ("+cond+")")
 		found = true
 	}
 	if !found {
-		params = append(params, "$filter="+queryEscape(rng))
+		params = append(params, "$filter="+queryEscape(cond))
 	}
 	u.RawQuery = strings.Join(params, "&")
 	return true

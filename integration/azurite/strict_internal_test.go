@@ -90,4 +90,17 @@ func TestStrictHelpers(t *testing.T) {
 	if got := u.Query().Get("$filter"); got != "(RowKey ge '1') and (PartitionKey ge 'a''b')" || u.Query().Get("$top") != "5" {
 		t.Errorf("narrowed query %q", u.RawQuery)
 	}
+	// $top=0 reaches Azurite, which ignores it, as a query of one entity
+	// that no entity meets.
+	u = &url.URL{RawQuery: "%24top=0&$filter=RowKey%20ge%20'1'&$select=A"}
+	if !emptyPage(u, false) {
+		t.Fatal("emptyPage refused a plain filter")
+	}
+	if got := u.Query(); got.Get("$filter") != "(RowKey ge '1') and (PartitionKey lt '')" || got.Get("$top") != "1" || got.Get("$select") != "A" {
+		t.Errorf("$top=0 query became %q", u.RawQuery)
+	}
+	u = &url.URL{RawQuery: "$top=0"}
+	if !emptyPage(u, true) || u.Query().Get("$filter") != "TableName lt ''" || u.Query().Get("$top") != "1" {
+		t.Errorf("$top=0 table listing became %q", u.RawQuery)
+	}
 }

@@ -257,6 +257,18 @@ func TestStrictRules(t *testing.T) {
 			_, err := pager.NextPage(ctx)
 			return err
 		}, azureAnswer{400, "InvalidInput", -1}, accepts},
+		{"a malformed literal", func(t *testing.T, c *aztables.Client) error {
+			filter := "N eq 5LL"
+			pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
+			_, err := pager.NextPage(ctx)
+			return err
+		}, azureAnswer{400, "InvalidInput", -1}, accepts},
+		{"two properties compared", func(t *testing.T, c *aztables.Client) error {
+			filter := "PartitionKey eq RowKey"
+			pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
+			_, err := pager.NextPage(ctx)
+			return err
+		}, azureAnswer{501, "NotImplemented", -1}, accepts},
 	}
 	plain, strict := harnesses(t)
 	for _, rule := range rules {

@@ -13,15 +13,16 @@ import (
 // ("Table service error codes"; Azurite's StorageErrorFactory for the
 // wording of those it shares).
 var (
-	errInvalidInput  = answer.InvalidInput()
-	errTableExists   = answer.New(http.StatusConflict, "TableAlreadyExists", "The table specified already exists.")
-	errTableNotFound = answer.New(http.StatusNotFound, "TableNotFound", "The table specified does not exist.")
-	errNotFound      = answer.New(http.StatusNotFound, "ResourceNotFound", "The specified resource does not exist.")
-	errEntityExists  = answer.New(http.StatusConflict, "EntityAlreadyExists", "The specified entity already exists.")
-	errCondition     = answer.New(http.StatusPreconditionFailed, "UpdateConditionNotSatisfied", "The update condition specified in the request was not satisfied.")
-	errNeedsValue    = answer.New(http.StatusBadRequest, "PropertiesNeedValue", "The values are not specified for all properties in the entity.")
-	errAtom          = answer.New(http.StatusUnsupportedMediaType, "AtomFormatNotSupported", "Atom format is not supported.")
-	errNoIfMatch     = answer.New(http.StatusBadRequest, "MissingRequiredHeader", "An HTTP header that's mandatory for this request is not specified.")
+	errInvalidInput         = answer.InvalidInput()
+	errTableExists          = answer.New(http.StatusConflict, "TableAlreadyExists", "The table specified already exists.")
+	errTableNotFound        = answer.New(http.StatusNotFound, "TableNotFound", "The table specified does not exist.")
+	errNotFound             = answer.New(http.StatusNotFound, "ResourceNotFound", "The specified resource does not exist.")
+	errEntityExists         = answer.New(http.StatusConflict, "EntityAlreadyExists", "The specified entity already exists.")
+	errCondition            = answer.New(http.StatusPreconditionFailed, "UpdateConditionNotSatisfied", "The update condition specified in the request was not satisfied.")
+	errNeedsValue           = answer.New(http.StatusBadRequest, "PropertiesNeedValue", "The values are not specified for all properties in the entity.")
+	errAtom                 = answer.New(http.StatusUnsupportedMediaType, "AtomFormatNotSupported", "Atom format is not supported.")
+	errNoIfMatch            = answer.New(http.StatusBadRequest, "MissingRequiredHeader", "An HTTP header that's mandatory for this request is not specified.")
+	errFilterNotImplemented = answer.FilterNotImplemented()
 )
 
 // checkEntity applies Azure's rules to an entity to write

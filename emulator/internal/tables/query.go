@@ -235,7 +235,10 @@ func (s *Service) queryEntities(q *request, name string) {
 		s.fail(q, errTableNotFound)
 		return
 	}
-	pg := s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "", q.load)
+	var pg page
+	if top > 0 { // $top=0: no entity and no continuation
+		pg = s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "", q.load)
+	}
 	t.mu.RUnlock()
 	if pg.early {
 		s.earlyPages.Add(1)

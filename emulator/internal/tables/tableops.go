@@ -2,6 +2,7 @@ package tables
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -213,8 +214,11 @@ func (s *Service) queryTables(q *request, one string) {
 		// Azure's are (the JavaScript SDK's nock recordings of listTables,
 		// tableserviceclient, 2020: a page of 5, then a token naming a
 		// table the filter leaves out, then an empty page with none).
+		// $top=0 is a page of no table and no continuation.
 		if n == top {
-			cont = nextTableName(k, tabs[k].created)
+			if top > 0 {
+				cont = nextTableName(k, tabs[k].created)
+			}
 			break
 		}
 		name := tabs[k].name
@@ -240,9 +244,13 @@ func (s *Service) queryTables(q *request, one string) {
 }
 
 // pageOf reads a query's $top and $filter (keys.ParseFilter), in that
-// order. $top is what azrules.CheckTop accepts, 1 to 1,000 (on Cosmos DB
-// also more, answered as 1,000), absent azrules.MaxTop. Any other $top,
-// or a filter ParseFilter refuses, is 400 InvalidInput.
+// order. $top is what azrules.CheckTop accepts, 0 to 1,000 (on Cosmos DB
+// also more, answered as 1,000), absent azrules.MaxTop; $top=0 is a page
+// of no entity and no continuation, as Azure answers it. Any other $top,
+// or a filter ParseFilter refuses, is 400 InvalidInput; a well-formed
+// filter of a form Azure does not implement (keys.ErrUnsupportedFilter:
+// two properties or two constants compared, the constant first) is 501
+// NotImplemented.
 func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error) {
 	top := azrules.MaxTop
 	if t, ok := v["$top"]; ok && len(t) > 0 {
@@ -260,7 +268,10 @@ func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error
 		filter = f[0]
 	}
 	f, err := keys.ParseFilter(filter)
-	if err != nil {
+	switch {
+	case errors.Is(err, keys.ErrUnsupportedFilter):
+		return 0, keys.Filter{}, errFilterNotImplemented
+	case err != nil:
 		return 0, keys.Filter{}, errInvalidInput
 	}
 	return top, f, nil

@@ -18,10 +18,14 @@
 // service's behaviour is not documented, the emulator chooses, and says
 // so here:
 //
-//   - Filters are read by keys.ParseFilter; a filter it refuses is 400
-//     InvalidInput, although Azure may accept some (an Int32 literal out of
-//     range). Comparisons of different EDM types are false (Azurite
-//     promotes Int32 and Double to each other).
+//   - Filters are read by keys.ParseFilter and evaluated by
+//     keys.Filter.Match, as Azure evaluates them on the evidence
+//     docs/EMULATOR.md ("Filters") gives with its strength: a number
+//     literal widened to a wider property type, other mismatched types
+//     ordered below the literal, a missing property false. A malformed
+//     filter is 400 InvalidInput; a comparison of two properties, two
+//     constants or with the constant first is 501 NotImplemented; $top=0
+//     is an empty page.
 //   - $select of a property an entity lacks writes it as null, as Azure
 //     does (Azurite leaves it out).
 //   - Properties are written sorted by name after PartitionKey, RowKey
