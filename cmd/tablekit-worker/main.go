@@ -109,6 +109,7 @@ type config struct {
 	create, untilEmpty      bool
 	depthInterval           time.Duration
 	base64                  bool
+	json                    bool // enqueue --json
 	poisonList              cliconn.PoisonList
 	poisonRequeue           cliconn.PoisonRequeue
 	delay                   time.Duration
@@ -164,6 +165,7 @@ func commands(c *config) []*command {
 
 	enq := newFS("enqueue")
 	enq.DurationVar(&c.delay, "delay", 0, "keep the message invisible this long before a worker may take it")
+	enq.BoolVar(&c.json, "json", false, `print the result as one JSON object: {"command":"enqueue","ok","queue","id"} (default: the transaction's id alone)`)
 	enq.BoolVar(&c.base64, "base64", false, "write the message base64-encoded, as an Azure Functions queue trigger expects; workers read both forms")
 
 	return []*command{
@@ -180,10 +182,10 @@ func usage(w io.Writer, cmds []*command) {
 	fmt.Fprint(w, intro)
 	common := commonFlags()
 	fmt.Fprint(w, "\nFlags of every command:\n")
-	printFlags(w, common, nil)
+	cliconn.PrintFlags(w, common, nil)
 	for _, cmd := range cmds {
 		fmt.Fprintf(w, "\nFlags of %q (%s):\n", cmd.name, cmd.summary)
-		printFlags(w, cmd.fs, common)
+		cliconn.PrintFlags(w, cmd.fs, common)
 	}
 }
 
@@ -202,26 +204,6 @@ func commonFlags() *flag.FlagSet {
 		fs.Lookup(f.Name).DefValue = f.DefValue
 	})
 	return fs
-}
-
-// printFlags writes fs's flags, except those in skip, as PrintDefaults
-// does (with two dashes, which the flag package also accepts).
-func printFlags(w io.Writer, fs, skip *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		if skip != nil && skip.Lookup(f.Name) != nil {
-			return
-		}
-		name, help := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		line += "\n    \t" + strings.ReplaceAll(help, "\n", "\n    \t")
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-			line += " (default " + f.DefValue + ")"
-		}
-		fmt.Fprintln(w, line)
-	})
 }
 
 func main() {
@@ -250,7 +232,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return status
 	}
 	cmd := cmds[i]
-	if err := cmd.fs.Parse(rest); err != nil {
+	if err := cliconn.FlagError(cmd.fs.Parse(rest)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, cmds)
 			return 0
@@ -460,6 +442,17 @@ func (c *config) cmdEnqueue(ctx context.Context, args []string) error {
 	if err := q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: c.delay}); err != nil {
 		return err
 	}
+	if c.json {
+		return cliconn.JSONLine(c.stdout, enqueueSummary{Command: "enqueue", OK: true, Queue: q.Name(), ID: tx.ID})
+	}
 	fmt.Fprintln(c.stdout, tx.ID)
 	return nil
+}
+
+// enqueueSummary is what "enqueue --json" prints.
+type enqueueSummary struct {
+	Command string `json:"command"` // "enqueue"
+	OK      bool   `json:"ok"`
+	Queue   string `json:"queue"`
+	ID      string `json:"id"` // the transaction's id
 }

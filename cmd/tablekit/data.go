@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -80,12 +81,24 @@ func (a *app) cmdTables(ctx context.Context, args []string) error {
 			return tablekit.MapError(err, "list tables", a.acct.Name())
 		}
 		for _, t := range page.Tables {
-			if t.Name != nil {
-				fmt.Fprintln(a.stdout, *t.Name)
+			if t.Name == nil {
+				continue
 			}
+			if a.json {
+				if err := cliconn.JSONLine(a.stdout, tableItem{Name: *t.Name}); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintln(a.stdout, *t.Name)
 		}
 	}
 	return nil
+}
+
+// tableItem is one line of tables --json.
+type tableItem struct {
+	Name string `json:"name"`
 }
 
 func (a *app) cmdQuery(ctx context.Context, args []string) error {
@@ -95,6 +108,9 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 	}
 	if a.format != "json" && a.format != "table" {
 		return usagef("--format %q: want json or table", a.format)
+	}
+	if a.json && a.format != "json" {
+		return usagef("--json prints rows as JSON lines: it does not go with --format %s", a.format)
 	}
 	if a.limit < 0 {
 		return usagef("--limit %d: want 0 or more", a.limit)
@@ -160,34 +176,101 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 	return nil
 }
 
+// explainReport is what query --explain prints (as JSON with --json).
+type explainReport struct {
+	Command  string `json:"command"` // "query"
+	OK       bool   `json:"ok"`
+	Table    string `json:"table"`
+	Filter   string `json:"filter"`
+	Class    string `json:"class"`
+	Pages    int    `json:"pages"`
+	Requests int64  `json:"requests"`
+	Returned int    `json:"returned"`
+	// Scanned is nil when not measured (--limit stopped the query).
+	Scanned *int `json:"scanned,omitempty"`
+	// ScannedBy says how Scanned was found: "filter" (the filter is its
+	// key conditions: Scanned is Returned) or "count" (a keys-only count
+	// of Scope, which took CountRequests more requests); "" when not
+	// measured.
+	ScannedBy     string            `json:"scannedBy"`
+	Scope         string            `json:"scope"`
+	CountRequests int64             `json:"countRequests"`
+	Constants     []keys.Comparison `json:"constants"`
+	Notes         []string          `json:"notes"`
+}
+
 // writeExplain prints what the query cost. The service does not say how
 // many entities it read; they are the entities matching the filter's scope
 // (its key conditions), counted keys-only when the scope differs from the
 // filter.
 func (a *app) writeExplain(ctx context.Context, tbl *rows, f keys.Filter, class keys.Class, pages, returned int) error {
-	requests := a.counter.Take()
 	text, _ := f.Build()
-	w := tabwriter.NewWriter(a.stderr, 0, 0, 1, ' ', 0)
-	fmt.Fprintf(w, "class:\t%s\n", class)
-	fmt.Fprintf(w, "filter:\t%s\n", quoteOrAll(text))
-	fmt.Fprintf(w, "pages:\t%d\n", pages)
-	fmt.Fprintf(w, "requests:\t%d\n", requests)
-	fmt.Fprintf(w, "returned:\t%d\n", returned)
 	scope := f.Scope()
+	stext, _ := scope.Build()
+	r := explainReport{Command: "query", OK: true, Table: tbl.Name(), Filter: text, Class: class.String(), Pages: pages,
+		Requests: a.counter.Take(), Returned: returned, Scope: stext, Constants: []keys.Comparison{}}
 	switch {
 	case a.limit > 0 && returned == a.limit:
-		fmt.Fprintf(w, "scanned:\tnot measured: --limit stopped the query early\n")
 	case scope.Equal(f):
-		fmt.Fprintf(w, "scanned:\t%d (the filter is its key conditions)\n", returned)
+		r.Scanned, r.ScannedBy = &returned, "filter"
 	default:
 		n, err := tbl.Count(ctx, scope, &patterns.WhereOptions{AllowTableScan: true})
 		if err != nil {
 			return err
 		}
-		stext, _ := scope.Build()
-		fmt.Fprintf(w, "scanned:\t%d (keys-only count of %s: %d more requests)\n", n, quoteOrAll(stext), a.counter.Take())
+		r.Scanned, r.ScannedBy, r.CountRequests = &n, "count", a.counter.Take()
+	}
+	r.Constants, r.Notes = typeNotes(f)
+	if a.json {
+		return cliconn.JSONLine(a.stderr, r)
+	}
+	w := tabwriter.NewWriter(a.stderr, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(w, "class:\t%s\n", r.Class)
+	fmt.Fprintf(w, "filter:\t%s\n", quoteOrAll(text))
+	fmt.Fprintf(w, "pages:\t%d\n", pages)
+	fmt.Fprintf(w, "requests:\t%d\n", r.Requests)
+	fmt.Fprintf(w, "returned:\t%d\n", returned)
+	switch r.ScannedBy {
+	case "":
+		fmt.Fprintf(w, "scanned:\tnot measured: --limit stopped the query early\n")
+	case "filter":
+		fmt.Fprintf(w, "scanned:\t%d (the filter is its key conditions)\n", returned)
+	default:
+		fmt.Fprintf(w, "scanned:\t%d (keys-only count of %s: %d more requests)\n", *r.Scanned, quoteOrAll(stext), r.CountRequests)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note:\t%s\n", n)
 	}
 	return w.Flush()
+}
+
+// typeNotes returns f's comparisons of a property with a number, and a
+// note for each: the service compares a property with the constant's EDM
+// type, so a property stored with another type may match nothing (how
+// Azure compares mixed types is in docs/EMULATOR.md). The filter says the
+// constant's type; only the stored entities say the property's, so the
+// note says what was sent and what each other type would need.
+func typeNotes(f keys.Filter) ([]keys.Comparison, []string) {
+	cs := []keys.Comparison{}
+	var notes []string
+	for _, c := range f.Comparisons() {
+		var others []string
+		switch c.Type {
+		case "Edm.Int32":
+			others = []string{"Edm.Int64 needs " + c.Constant + "L", "Edm.Double " + c.Constant + ".0"}
+		case "Edm.Int64":
+			n := strings.TrimSuffix(c.Constant, "L")
+			others = []string{"Edm.Int32 needs " + n, "Edm.Double " + n + ".0"}
+		case "Edm.Double":
+			others = []string{"Edm.Int32 or Edm.Int64 needs an integer constant (5, 5L)"}
+		default:
+			continue
+		}
+		cs = append(cs, c)
+		notes = append(notes, fmt.Sprintf("%s %s %s sends an %s constant; a %s stored as another type may match nothing (%s); see docs/EMULATOR.md on how filters compare types",
+			c.Property, c.Op, c.Constant, c.Type, c.Property, strings.Join(others, ", ")))
+	}
+	return cs, notes
 }
 
 func quoteOrAll(filter string) string {
@@ -294,12 +377,43 @@ func (a *app) cmdCount(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	a.counter.Reset()
+	start := time.Now()
 	n, err := tbl.Count(ctx, f, &patterns.WhereOptions{AllowTableScan: a.scanAllowed(f), Parallel: a.parallel})
 	if err != nil {
 		return scanRefused(err)
 	}
+	if a.json {
+		text, _ := f.Build()
+		return cliconn.JSONLine(a.stdout, countSummary{Command: "count", OK: true, Table: tbl.Name(), Filter: text, Count: n,
+			Requests: a.counter.Take(), Seconds: time.Since(start).Seconds()})
+	}
 	fmt.Fprintln(a.stdout, n)
 	return nil
+}
+
+// countSummary is what count --json prints.
+type countSummary struct {
+	Command  string  `json:"command"` // "count"
+	OK       bool    `json:"ok"`
+	Table    string  `json:"table"`
+	Filter   string  `json:"filter"` // "": the whole table
+	Count    int     `json:"count"`
+	Requests int64   `json:"requests"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// exportSummary is what export --json prints on stderr.
+type exportSummary struct {
+	Command  string  `json:"command"` // "export"
+	OK       bool    `json:"ok"`
+	Table    string  `json:"table"`
+	Filter   string  `json:"filter"`
+	Exported int     `json:"exported"` // entities written to stdout
+	Requests int64   `json:"requests"`
+	Seconds  float64 `json:"seconds"`
+	Rate     float64 `json:"entitiesPerSecond"`
+	Error    string  `json:"error,omitempty"`
 }
 
 func (a *app) cmdExport(ctx context.Context, args []string) error {
@@ -333,13 +447,33 @@ func (a *app) cmdExport(ctx context.Context, args []string) error {
 	}, &patterns.ScanOptions{QueryOptions: patterns.QueryOptions{SelectAll: true}, Parallel: parallel})
 	if err != nil {
 		out.Flush()
-		return scanRefused(err)
+		err = scanRefused(err)
+		if a.json && !errors.As(err, new(usageError)) {
+			a.exportSummary(args[0], f, n, start, err)
+		}
+		return err
 	}
 	if err := out.Flush(); err != nil {
 		return err
 	}
+	if a.json {
+		return a.exportSummary(args[0], f, n, start, nil)
+	}
 	fmt.Fprintf(a.stderr, "exported %d entities from %s in %d requests (%v)\n", n, args[0], a.counter.Take(), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// exportSummary prints export's --json summary on stderr.
+func (a *app) exportSummary(table string, f keys.Filter, n int, start time.Time, err error) error {
+	text, _ := f.Build()
+	s := exportSummary{Command: "export", OK: err == nil, Table: table, Filter: text, Exported: n, Requests: a.counter.Take(), Seconds: time.Since(start).Seconds()}
+	if s.Seconds > 0 {
+		s.Rate = float64(n) / s.Seconds
+	}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	return cliconn.JSONLine(a.stderr, s)
 }
 
 // badLine is an input line that was not written.
@@ -430,6 +564,25 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 	for _, b := range bad {
 		fmt.Fprintf(a.stderr, "line %d: %v\n", b.line, b.err)
 	}
+	if a.json {
+		s := importSummary{Command: "import", Table: args[0], Imported: res.Written, Transactions: res.Requests, Throttled: res.Throttled,
+			Failed: len(bad), Failures: []lineFailure{}, Seconds: time.Since(start).Seconds()}
+		for _, b := range bad {
+			s.Failures = append(s.Failures, lineFailure{Line: b.line, Error: b.err.Error()})
+		}
+		if s.Seconds > 0 {
+			s.Rate = float64(s.Imported) / s.Seconds
+		}
+		err := importErr(readErr, len(lineOf)+len(bad), len(bad))
+		s.OK = err == nil
+		if err != nil {
+			s.Error = err.Error()
+		}
+		if jerr := cliconn.JSONLine(a.stdout, s); err == nil {
+			err = jerr
+		}
+		return err
+	}
 	throttled := ""
 	if res.Throttled > 0 {
 		// The service was over its target: the import slowed down.
@@ -437,13 +590,40 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 	}
 	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v%s); %d line(s) failed\n",
 		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), throttled, len(bad))
+	return importErr(readErr, len(lineOf)+len(bad), len(bad))
+}
+
+// importErr is import's error: the input's, else the count of lines not
+// imported.
+func importErr(readErr error, lines, bad int) error {
 	if readErr != nil {
-		return fmt.Errorf("reading the input stopped after line %d: %w", len(lineOf)+len(bad), readErr)
+		return fmt.Errorf("reading the input stopped after line %d: %w", lines, readErr)
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("%d line(s) not imported (listed above)", len(bad))
+	if bad > 0 {
+		return fmt.Errorf("%d line(s) not imported (listed above)", bad)
 	}
 	return nil
+}
+
+// importSummary is what import --json prints.
+type importSummary struct {
+	Command      string        `json:"command"` // "import"
+	OK           bool          `json:"ok"`
+	Table        string        `json:"table"`
+	Imported     int           `json:"imported"`
+	Transactions int           `json:"transactions"`
+	Throttled    int           `json:"throttled"` // transactions the service throttled, sent again
+	Failed       int           `json:"failed"`    // lines not imported
+	Failures     []lineFailure `json:"failures"`
+	Seconds      float64       `json:"seconds"`
+	Rate         float64       `json:"entitiesPerSecond"`
+	Error        string        `json:"error,omitempty"`
+}
+
+// lineFailure is one input line import did not write.
+type lineFailure struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
 }
 
 // readLine returns the next line without its end, and io.EOF after the
@@ -522,11 +702,42 @@ func (a *app) cmdDelete(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: a.allowScan, Concurrency: a.concurrency, Parallel: a.parallel})
+	err = scanRefused(err)
+	if a.json {
+		if errors.As(err, new(usageError)) {
+			return err
+		}
+		text, _ := f.Build()
+		s := deleteSummary{Command: "delete", OK: err == nil, Table: args[0], Filter: text, Matched: res.Matched, Deleted: res.Deleted, Gone: res.Gone,
+			Pages: res.Pages, Transactions: res.Transactions, Seconds: time.Since(start).Seconds()}
+		if err != nil {
+			s.Error = err.Error()
+		}
+		if jerr := cliconn.JSONLine(a.stdout, s); err == nil {
+			err = jerr
+		}
+		return err
+	}
 	fmt.Fprintf(a.stdout, "deleted %d of %d matching entities from %s in %d pages and %d transactions (%v)",
 		res.Deleted, res.Matched, args[0], res.Pages, res.Transactions, time.Since(start).Round(time.Millisecond))
 	if res.Gone > 0 {
 		fmt.Fprintf(a.stdout, "; %d were already gone", res.Gone)
 	}
 	fmt.Fprintln(a.stdout)
-	return scanRefused(err)
+	return err
+}
+
+// deleteSummary is what delete --json prints.
+type deleteSummary struct {
+	Command      string  `json:"command"` // "delete"
+	OK           bool    `json:"ok"`
+	Table        string  `json:"table"`
+	Filter       string  `json:"filter"` // --partition's condition and FILTER, as sent
+	Matched      int     `json:"matched"`
+	Deleted      int     `json:"deleted"`
+	Gone         int     `json:"gone"` // matched, but deleted by someone else meanwhile
+	Pages        int     `json:"pages"`
+	Transactions int     `json:"transactions"`
+	Seconds      float64 `json:"seconds"`
+	Error        string  `json:"error,omitempty"`
 }

@@ -2,11 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 
 	"github.com/tablekit/tablekit/emulator"
 )
+
+// emulatorSummary is what emulator --json prints once it listens.
+type emulatorSummary struct {
+	Command          string `json:"command"` // "emulator"
+	OK               bool   `json:"ok"`
+	ConnectionString string `json:"connectionString"` // the development account's: its key is well known
+	Table            string `json:"table"`
+	Queue            string `json:"queue"`
+	Blob             string `json:"blob"`
+}
 
 // emulatorFlags are the flags of "tablekit emulator": emulator.Options.
 type emulatorFlags struct {
@@ -56,7 +67,18 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer inst.Stop()
-	fmt.Fprintln(a.stdout, inst.ConnectionString)
+	if a.json {
+		// Not cliconn.JSONLine: it redacts, and the connection string is
+		// what the user asked for, key included, as without --json.
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(emulatorSummary{Command: "emulator", OK: true, ConnectionString: inst.ConnectionString,
+			Table: inst.TableURL, Queue: inst.QueueURL, Blob: inst.BlobURL}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(a.stdout, inst.ConnectionString)
+	}
 	fmt.Fprintf(a.stderr, "tablekit emulator: Table %s, Queue %s, Blob %s; stop with Ctrl-C or SIGTERM\n", inst.TableURL, inst.QueueURL, inst.BlobURL)
 	<-ctx.Done()
 	fmt.Fprintln(a.stderr, "tablekit emulator: stopping")

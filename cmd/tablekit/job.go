@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/keys"
@@ -65,7 +66,7 @@ func (a *app) started(ctx context.Context, job *tablecopy.Job, err error) error 
 		return err
 	}
 	if a.whole.wait || a.whole.verify {
-		if !a.whole.json {
+		if !a.json {
 			fmt.Fprintf(a.stdout, "started %s job %s with %d ranges on queue %s\n", job.Op, job.Ref, job.Ranges, job.Queue)
 		}
 		if a.whole.interval <= 0 {
@@ -73,10 +74,8 @@ func (a *app) started(ctx context.Context, job *tablecopy.Job, err error) error 
 		}
 		return a.watch(ctx, job.Ref)
 	}
-	if a.whole.json {
-		b, _ := json.Marshal(jobSummary{Command: job.Op, OK: true, Job: job.Ref, ID: job.ID, Op: job.Op, Queue: job.Queue, Ranges: job.Ranges})
-		fmt.Fprintln(a.stdout, tablekit.Redact(string(b)))
-		return nil
+	if a.json {
+		return cliconn.JSONLine(a.stdout, jobSummary{Command: job.Op, OK: true, Job: job.Ref, ID: job.ID, Op: job.Op, Queue: job.Queue, Ranges: job.Ranges})
 	}
 	fmt.Fprintf(a.stdout, "started %s job %s with %d ranges on queue %s\nfollow it: tablekit job watch %s\n", job.Op, job.Ref, job.Ranges, job.Queue, job.Ref)
 	return nil
@@ -137,9 +136,8 @@ func (a *app) report(s *tablecopy.JobStatus, js jobSummary) {
 		}
 		fmt.Fprintf(a.stderr, "job %s range %d (table %s, %d attempts) %s: %s\n", s.ID, r.Index, r.Table, r.Attempts, what, r.Error)
 	}
-	if a.whole.json {
-		b, _ := json.Marshal(js)
-		fmt.Fprintln(a.stdout, tablekit.Redact(string(b)))
+	if a.json {
+		_ = cliconn.JSONLine(a.stdout, js) // a failed write to stdout: nothing left to tell
 		return
 	}
 	fmt.Fprintln(a.stdout, describe(s, js))
@@ -280,6 +278,19 @@ func (a *app) cmdJobRequeue(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if a.json {
+		return cliconn.JSONLine(a.stdout, jobRequeueSummary{Command: "job requeue", OK: true, Job: args[0], ID: s.ID, Queue: name, Sent: n})
+	}
 	fmt.Fprintf(a.stdout, "sent %d range message(s) of job %s to %s\n", n, s.ID, name)
 	return nil
+}
+
+// jobRequeueSummary is what job requeue --json prints.
+type jobRequeueSummary struct {
+	Command string `json:"command"` // "job requeue"
+	OK      bool   `json:"ok"`
+	Job     string `json:"job"`
+	ID      string `json:"id"`
+	Queue   string `json:"queue"`
+	Sent    int    `json:"sent"` // range messages sent
 }

@@ -34,7 +34,8 @@ const intro = `tablekit works with the tables of an Azure Storage account (or Az
 
 Usage:
   tablekit COMMAND [flags] [arguments]
-  tablekit COMMAND --help        a command's flags and an example
+  tablekit COMMAND --help        a command's flags, JSON fields, exit status and an example
+  tablekit help COMMAND          the same
   tablekit --help                this text
   tablekit --version             the version (tablekit version)
 
@@ -51,9 +52,16 @@ copy, backup, restore and verify reach a second account with the same
 flags prefixed --dest- (the target table of copy; the blob:// location of
 the others).
 
+--json prints what a command reports as JSON, one object a line, with the
+same field names from one release to the next. A summary has "command" and
+"ok", and "error" when the command failed; the items a command lists (tables'
+names, query's and export's entities, poison list's records) are one object
+each. Each command's --help lists its fields.
+
 Exit status: 0 success, 1 failure (a verification that found a difference
 is one), 2 usage error (a table scan refused without --allow-scan is one);
-job status exits 3 while the job runs.
+job status exits 3 while the job runs. Each command's --help says which of
+these it returns and when.
 `
 
 // command is one subcommand.
@@ -62,6 +70,8 @@ type command struct {
 	args     string // the arguments after the flags, for the usage line
 	summary  string
 	about    string // what it does, in a few lines
+	jsonDoc  string // what --json prints: its objects and their fields; "" when it has no --json
+	exits    string // its exit statuses and when; "" is exitsDefault
 	example  string
 	flags    func(fs *flag.FlagSet)
 	run      func(ctx context.Context, args []string) error
@@ -82,6 +92,7 @@ type app struct {
 	// flags of the commands (each command registers only its own)
 	format, sel, partition, queue, container string
 	explain, allowScan, upsert, yes, create  bool
+	json                                     bool // --json, of every command that has it
 	top, limit, concurrency, parallel        int
 	poisonList                               cliconn.PoisonList
 	poisonRequeue                            cliconn.PoisonRequeue
@@ -95,6 +106,16 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitsDefault is the exit status of a command that says nothing else.
+const exitsDefault = `0 done; 1 failed (the service or the network, or interrupted by SIGINT or
+SIGTERM); 2 usage error (a flag, an argument, a FILTER or a table name),
+before any request.`
+
+// jsonFlag registers --json for a command whose fields doc lists.
+func (a *app) jsonFlag(fs *flag.FlagSet, what string) {
+	fs.BoolVar(&a.json, "json", false, what+" (fields: see JSON below)")
+}
 
 func (a *app) commands() []*command {
 	scan := func(fs *flag.FlagSet) {
@@ -111,7 +132,9 @@ func (a *app) commands() []*command {
 		{
 			name: "tables", args: "[PREFIX]", summary: "list the account's tables", maxArgs: 1, needConn: true,
 			about:   "Lists the tables of the account, one name a line, optionally only those whose\nname starts with PREFIX.",
-			example: "tablekit tables\n  tablekit tables Orders",
+			jsonDoc: `one object per table: {"name":"Orders"}`,
+			example: "tablekit tables\n  tablekit tables Orders --json",
+			flags:   func(fs *flag.FlagSet) { a.jsonFlag(fs, "print each table as a JSON object") },
 			run:     a.cmdTables,
 		},
 		{
@@ -123,8 +146,20 @@ request) on TABLE and prints the rows as JSON lines in the service's format
 table scan), the pages and requests it took, and the entities it returned
 and scanned (measured with a keys-only count of the key conditions the
 service scans by, when they differ from FILTER; those requests are shown
-apart). A FILTER that does not pin one partition is a table scan and needs
---allow-scan. An empty FILTER ("") is the whole table.`,
+apart), and each number compared with a property: the constant's EDM type
+is what the service compares with, and a property stored with another type
+(Int64 against an Int32 constant 5, which would be 5L) may match nothing
+(docs/EMULATOR.md, on how filters compare types). A FILTER that does not
+pin one partition is a table scan and needs --allow-scan. An empty FILTER
+("") is the whole table.`,
+			jsonDoc: `rows are JSON lines (--format json, which --json requires); --explain's report
+  is one object on stderr: {"command":"query","ok":true,"table","filter","class",
+  "pages","requests","returned","scanned" (absent when not measured),
+  "scannedBy" ("filter": the filter is its key conditions; "count": a keys-only
+  count of "scope", which took "countRequests" more requests; "" when not
+  measured), "scope","constants":[{"property","op","constant","type"}],"notes":[...]}.
+  "constants" are the filter's comparisons of a property with a number, with
+  the constant's EDM type; "notes" say in words what may match nothing.`,
 			example: "tablekit query Employees \"PartitionKey eq 'Sales' and RowKey ge '1' and RowKey lt '2'\" --format table --explain",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&a.format, "format", "json", "output: json (JSON lines) or table (aligned columns; reads every row first)")
@@ -132,6 +167,7 @@ apart). A FILTER that does not pin one partition is a table scan and needs
 				fs.StringVar(&a.sel, "select", "", "comma-separated properties to return ($select); empty: all")
 				fs.IntVar(&a.top, "top", 0, "page size, 1 to 1000 ($top); 0: 1000")
 				fs.IntVar(&a.limit, "limit", 0, "stop after this many rows; 0: no limit")
+				a.jsonFlag(fs, "rows as JSON lines and --explain's report as a JSON object")
 				scan(fs)
 			},
 			run: a.cmdQuery,
@@ -142,8 +178,9 @@ apart). A FILTER that does not pin one partition is a table scan and needs
 reading keys only ($select=PartitionKey,RowKey): one request per 1,000
 entities. A table scan reads key ranges in parallel (--parallel). A FILTER
 that is a table scan needs --allow-scan.`,
-			example: "tablekit count Employees \"PartitionKey eq 'Sales'\"\n  tablekit count Employees --parallel 32",
-			flags:   func(fs *flag.FlagSet) { scan(fs); parallel(fs) },
+			jsonDoc: `{"command":"count","ok":true,"table","filter","count","requests","seconds"}`,
+			example: "tablekit count Employees \"PartitionKey eq 'Sales'\"\n  tablekit count Employees --parallel 32 --json",
+			flags:   func(fs *flag.FlagSet) { scan(fs); parallel(fs); a.jsonFlag(fs, "print the count as a JSON object") },
 			run:     a.cmdCount,
 		},
 		{
@@ -156,9 +193,16 @@ Double, DateTime to 100 ns). A summary goes to stderr. A table scan (the
 whole table, without FILTER) reads key ranges in parallel (--parallel), so
 its lines come in no particular order; --parallel 1 keeps key order. A
 FILTER that is a table scan needs --allow-scan.`,
+			jsonDoc: `the entities are JSON lines on stdout with or without it; the summary on stderr
+  is {"command":"export","ok","table","filter","exported","requests","seconds",
+  "entitiesPerSecond","error"}, also when the export failed part way.`,
 			example: "tablekit export Employees > employees.jsonl\n  tablekit export Employees \"PartitionKey eq 'Sales'\" > sales.jsonl",
-			flags:   func(fs *flag.FlagSet) { scan(fs); parallel(fs) },
-			run:     a.cmdExport,
+			flags: func(fs *flag.FlagSet) {
+				scan(fs)
+				parallel(fs)
+				a.jsonFlag(fs, "print the summary on stderr as a JSON object")
+			},
+			run: a.cmdExport,
 		},
 		{
 			name: "import", args: "TABLE [FILE]", summary: "write JSON lines (as export writes them) through the bulk writer", minArgs: 1, maxArgs: 2, needConn: true,
@@ -169,13 +213,19 @@ one is a failure) or, with --upsert, inserted or replaced. A line that is not
 a valid entity, a line repeating the keys of an earlier one, and an entity
 the service refuses are reported with their line number; every other line
 is written. Shows progress on a terminal and a
-summary otherwise; exits 1 when a line failed. The table is created if
-missing (--create=false to refuse).`,
+summary otherwise. The table is created if missing (--create=false to
+refuse).`,
+			jsonDoc: `{"command":"import","ok","table","imported","transactions","throttled","failed",
+  "failures":[{"line","error"}],"seconds","entitiesPerSecond","error"}: "failed"
+  counts the lines not imported, each listed in "failures" (and on stderr).`,
+			exits: `0 every line imported; 1 a line failed (the others are written), the input
+could not be read, or the service failed; 2 usage error, before any request.`,
 			example: "tablekit import EmployeesCopy employees.jsonl\n  tablekit export Employees | tablekit import --upsert EmployeesCopy",
 			flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&a.upsert, "upsert", false, "insert or replace instead of insert")
 				fs.BoolVar(&a.create, "create", true, "create TABLE if it does not exist")
 				fs.IntVar(&a.concurrency, "concurrency", 8, "most transactions in flight (fewer while the service throttles)")
+				a.jsonFlag(fs, "print the summary as a JSON object")
 			},
 			run: a.cmdImport,
 		},
@@ -186,11 +236,18 @@ keys a page of 1,000 at a time: every entity of partition --partition, or
 those matching FILTER, which needs --yes (and --allow-scan when it is a table
 scan; its key ranges are read in parallel, --parallel). With both, the
 entities of the partition matching FILTER. Prints what it deleted.`,
+			jsonDoc: `{"command":"delete","ok","table","filter","matched","deleted","gone","pages",
+  "transactions","seconds","error"}: "gone" counts the matched entities deleted
+  by someone else meanwhile; the summary is printed when the delete failed too.`,
+			exits: `0 done; 1 failed (what was deleted until then is reported); 2 usage error
+(no --partition or FILTER, a FILTER without --yes, a table scan without
+--allow-scan), before any request.`,
 			example: "tablekit delete Employees --partition Sales\n  tablekit delete Employees \"PartitionKey eq 'Sales' and Age gt 65\" --yes",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&a.partition, "partition", "", "delete the entities of this partition")
 				fs.BoolVar(&a.yes, "yes", false, "confirm deleting what FILTER matches")
 				fs.IntVar(&a.concurrency, "concurrency", 8, "most transactions in flight (fewer while the service throttles)")
+				a.jsonFlag(fs, "print the summary as a JSON object")
 				scan(fs)
 				parallel(fs)
 			},
@@ -201,7 +258,11 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 	return append(cmds, []*command{
 		{
 			name: "poison list", summary: "show a transaction queue's poisoned messages and their errors", needConn: true,
-			about:   "Shows the messages of --queue's poison queue, as \"tablekit-worker poison list\" does.",
+			about: "Shows the messages of --queue's poison queue, as \"tablekit-worker poison list\" does.",
+			jsonDoc: `one object per poisoned message: {"poisonMessageId","v","queue","messageId","txId",
+  "dequeueCount","step","kind","error","permanent","at","message","messageBlob"}
+  (consistency.PoisonRecord's fields).`,
+			exits:   "0 done; 1 failed; 2 usage error (no --queue, an invalid queue name).",
 			example: "tablekit poison list --queue orders --json",
 			flags: func(fs *flag.FlagSet) {
 				queue(fs)
@@ -212,6 +273,8 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 		{
 			name: "poison requeue", summary: "move poisoned messages back to their queue", needConn: true,
 			about:   "Moves the messages of --queue's poison queue back to it, as \"tablekit-worker\npoison requeue\" does.",
+			jsonDoc: `{"command":"poison requeue","ok","queue","requeued","error"}`,
+			exits:   "0 done; 1 failed (the messages requeued until then are counted); 2 usage\nerror (no --queue, an invalid queue name).",
 			example: "tablekit poison requeue --queue orders --id 0f8e...",
 			flags: func(fs *flag.FlagSet) {
 				queue(fs)
@@ -225,13 +288,21 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 ports (Azurite's and Storage Explorer's defaults unless given), answering as
 Azure does. It prints the connection string on stdout, then serves until
 SIGTERM or Ctrl-C, and stops cleanly. Any language's SDK can point at it.`,
+			jsonDoc: `one object once it listens: {"command":"emulator","ok":true,"connectionString",
+  "table","queue","blob"} (the services' URLs), instead of the connection string.`,
+			exits: `0 stopped by SIGTERM or Ctrl-C; 1 could not start (a port in use); 2 usage
+error.`,
 			example: "tablekit emulator\n  tablekit emulator --table-port 0 --queue-port 0 --blob-port 0 --cosmos",
-			flags:   a.emu.register,
-			run:     a.cmdEmulator,
+			flags: func(fs *flag.FlagSet) {
+				a.emu.register(fs)
+				a.jsonFlag(fs, "print the connection string and the services' URLs as a JSON object")
+			},
+			run: a.cmdEmulator,
 		},
 		{
 			name: "version", summary: "print tablekit's version (also tablekit --version)",
 			about:   "Prints the version of tablekit this binary was built from, as backup manifests\nrecord it: v0.1.0 for a release, a pseudo-version naming the commit for a build\nfrom a clone, or (devel) when the build recorded no version.",
+			exits:   "0.",
 			example: "tablekit version",
 			run:     a.cmdVersion,
 		},
@@ -271,12 +342,20 @@ func (a *app) commandUsage(w io.Writer, cmd *command) {
 	(&cliconn.Options{}).Register(conn)
 	if hasFlags(own) {
 		fmt.Fprint(w, "\nFlags:\n")
-		printFlags(w, own)
+		cliconn.PrintFlags(w, own, nil)
 	}
 	if cmd.needConn {
 		fmt.Fprint(w, "\nConnection flags:\n")
-		printFlags(w, conn)
+		cliconn.PrintFlags(w, conn, nil)
 	}
+	if cmd.jsonDoc != "" {
+		fmt.Fprintf(w, "\nJSON (--json):\n  %s\n", cmd.jsonDoc)
+	}
+	exits := cmd.exits
+	if exits == "" {
+		exits = exitsDefault
+	}
+	fmt.Fprintf(w, "\nExit status:\n  %s\n", strings.ReplaceAll(exits, "\n", "\n  "))
 	fmt.Fprintf(w, "\nExample:\n  %s\n", cmd.example)
 }
 
@@ -286,28 +365,12 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
-// printFlags writes fs's flags as PrintDefaults does, with two dashes.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, help := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		line += "\n    \t" + help
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			line += " (default " + f.DefValue + ")"
-		}
-		fmt.Fprintln(w, line)
-	})
-}
-
 // parseInterleaved parses flags given before, between or after the
 // positional arguments, which it returns; "--" ends the flags.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cliconn.FlagError(fs.Parse(args)); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()

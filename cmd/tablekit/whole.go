@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
@@ -26,7 +27,6 @@ type wholeFlags struct {
 	parallel     int
 	insert       bool
 	verify       bool
-	json         bool
 	to, from     string
 	since, base  string
 	toTable      string
@@ -49,9 +49,20 @@ func (a *app) wholeCommands() []*command {
 	parallel := func(fs *flag.FlagSet, what string) {
 		fs.IntVar(&w.parallel, "parallel", patterns.DefaultScanParallel, what)
 	}
-	jsonFlag := func(fs *flag.FlagSet) {
-		fs.BoolVar(&w.json, "json", false, "print the summary as one JSON object")
+	jsonFlag := func(fs *flag.FlagSet) { a.jsonFlag(fs, "print the summary as one JSON object") }
+	// summaryDoc is the --json of copy, backup, restore and verify.
+	summaryDoc := func(command, fields, more string) string {
+		return `{"command":"` + command + `","ok","written","skipped",` + fields + `"resumed",
+  "alreadyComplete","seconds","entitiesPerSecond","requests","verified":[{"table",
+  "against","want":{"Count","Hash"},"got","segments","ranges","mismatches"}],
+  "error"}` + more
 	}
+	jobDoc := `{"command":"job","ok","job","id","op","queue","ranges","state" ("complete",
+  "running" or "failed"),"rangesDone","rangesFailed","entities","skipped",
+  "entitiesPerSecond","failed":[ranges with their error],"manifest","verified",
+  "error"}`
+	const exitsVerify = `0 done (and verified, with --verify); 1 failed, or --verify found a difference
+(listed on stderr); 2 usage error, before any request.`
 	distributed := func(fs *flag.FlagSet) {
 		fs.BoolVar(&w.distributed, "distributed", false, "run as a job on tablekit-worker replicas: split into --ranges key ranges, one message each on --queue, and return (see tablekit job)")
 		fs.StringVar(&w.queue, "queue", "", "with --distributed: the queue, in the connected account, that the workers read")
@@ -73,8 +84,7 @@ an interruption, even a kill, and it continues, reading back only the pages
 the interrupted run had in flight and skipping the entities already identical
 in DST. Once the copy completed, the same command does nothing (--restart
 copies again). --verify then reads both tables and compares their entities
-range by range. Shows progress on a terminal; exits 0 only when every entity was
-written (and verified with --verify).
+range by range. Shows progress on a terminal.
 
 --filter FILTER (OData $filter text, as query and export take it) copies only
 the entities it matches; the copy still reads every key range of SRC, and
@@ -85,6 +95,11 @@ the entities it matches; the copy still reads every key range of SRC, and
 per range goes to Q, and tablekit-worker replicas reading Q copy the ranges,
 each with its own checkpoint. It prints the job's reference; tablekit job
 watch follows it (--wait or --verify here do so at once).`,
+			jsonDoc: summaryDoc("copy", `"throttled",`, `: "written" entities were copied, "skipped" were
+  identical in DST already (a resumed copy); "seconds" and "entitiesPerSecond"
+  are the copy's, without --verify. With --distributed (and without --wait): the
+  job as it started, `+jobDoc[:len(jobDoc)-len(`"error"}`)]+`...}.`),
+			exits:   exitsVerify,
 			example: "tablekit copy Orders OrdersCopy --verify\n  tablekit copy Orders Orders --dest-connection-string \"$OTHER_ACCOUNT\" --insert\n  tablekit copy Orders OrdersCopy --filter \"Status eq 'open'\" --distributed --queue copies --ranges 32",
 			flags: func(fs *flag.FlagSet) {
 				parallel(fs, "key ranges read and written at once")
@@ -128,6 +143,9 @@ and manifest.json. Full, --since and --base backups (with --base, this
 command lists the keys first). DEST is blob://, or a directory that every
 worker mounts at the same path and allows with --job-dir (docs/COPY.md says
 what the filesystem must do).`,
+			jsonDoc: summaryDoc("backup", "", `, with "manifest" (the backup's
+  manifest.json). With --distributed: the job, as copy's.`),
+			exits:   exitsVerify,
 			example: "tablekit backup Orders Customers --to /backups/2024-06-01\n  tablekit backup Orders --to blob://backups/orders/day2 --base blob://backups/orders/day1 --verify\n  tablekit backup Orders --to /shared/backups/day3 --base /shared/backups/day2 --distributed --queue copies",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.to, "to", "", "where to write the backup: a directory, or blob://CONTAINER/PREFIX (required)")
@@ -157,6 +175,9 @@ continues, reading back the few pages the interrupted run may have written
 and skipping the entities identical in the target. Once the restore
 completed, the same command does nothing (--restart restores again).
 --verify compares the restored tables with the backup afterwards.`,
+			jsonDoc: summaryDoc("restore", `"deleted","throttled",`, `: "deleted" keys were deleted
+  as the incremental backups of the chain say.`),
+			exits:   exitsVerify,
 			example: "tablekit restore --from /backups/2024-06-01 Orders --to-table OrdersRestored --verify",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.from, "from", "", "the backup: a directory, or blob://CONTAINER/PREFIX (required)")
@@ -179,7 +200,15 @@ segments and deleted keys. Then, unless --backup-only, reads each TABLE of
 the connected account (or --to-table NAME) and compares its entities with
 those the backup restores, in key ranges: each range that differs is named
 with its first and last key and the keys missing, extra or changed. Exits 1
-on any difference. A table written since the backup differs by those writes.`,
+on any difference. A table written since the backup differs by those writes.
+The summary counts the entities compared: the backup's (its chain applied)
+and the tables'.`,
+			jsonDoc: `{"command":"verify","ok","backupEntities","tableEntities","compared",
+  "seconds","entitiesPerSecond","requests","verified":[{"table","against","want":
+  {"Count","Hash"},"got","segments","ranges","mismatches"}],"error"}: "compared"
+  is backupEntities + tableEntities, and entitiesPerSecond its rate.`,
+			exits: `0 the backup (and the tables) check out; 1 a difference (listed on stderr) or
+a failure; 2 usage error, before any request.`,
 			example: "tablekit verify --from /backups/2024-06-01 Orders --to-table OrdersRestored",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.from, "from", "", "the backup: a directory, or blob://CONTAINER/PREFIX (required)")
@@ -197,8 +226,10 @@ on any difference. A table written since the backup differs by those writes.`,
 --distributed printed: table://CHECKPOINTTABLE/ID in DST's account, or the
 backup's blob://CONTAINER/PREFIX): its ranges done and failed, the entities
 written, the rate, and each failed range with its error (from its state, or
-its record in the job queue's poison queue). Exits 0 when the job is
-complete, 1 when a range failed, 3 while it runs.`,
+its record in the job queue's poison queue).`,
+			jsonDoc: jobDoc,
+			exits: `0 the job is complete; 1 a range failed, or its state could not be read; 2
+usage error; 3 the job still runs.`,
 			example: "tablekit job status table://TablekitCheckpoints/j20240601-120000-0a1b2c3d --json",
 			flags: func(fs *flag.FlagSet) {
 				jsonFlag(fs)
@@ -214,6 +245,9 @@ A backup whose ranges are all done gets its manifest written here if no
 worker has written it yet. --verify then compares the copy with its source
 (as copy --verify), or reads the backup back and compares it with the tables
 (as verify).`,
+			jsonDoc: jobDoc + ` once the job ended.`,
+			exits: `0 the job completed (and verified, with --verify); 1 a range failed, --verify
+found a difference, or the job could not be read; 2 usage error.`,
 			example: "tablekit job watch blob://backups/orders/day3 --verify",
 			flags: func(fs *flag.FlagSet) {
 				fs.DurationVar(&w.interval, "interval", 2*time.Second, "how often to read the job's state")
@@ -231,9 +265,11 @@ worker has written it yet. --verify then compares the copy with its source
 or after its poisoned messages were dropped once the cause was fixed. A
 range whose message is still queued gets a second one, which is safe: the
 later delivery takes the range over from its checkpoint.`,
+			jsonDoc: `{"command":"job requeue","ok":true,"job","id","queue","sent"}`,
 			example: "tablekit job requeue table://TablekitCheckpoints/j20240601-120000-0a1b2c3d",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&w.queue, "queue", "", "send to this queue instead of the job's")
+				jsonFlag(fs)
 				a.dest.RegisterPrefixed(fs, "dest-", "the job (a copy's DST, a backup's DEST)")
 			},
 			run: a.cmdJobRequeue,
@@ -292,6 +328,12 @@ type summary struct {
 	// Throttled counts throttling answers of the target, each retried.
 	Throttled int64 `json:"throttled,omitempty"`
 	Resumed   bool  `json:"resumed"`
+	// BackupEntities, TableEntities and Compared are verify's: the
+	// entities of the backup (its chain applied) and of the tables it
+	// compared, and their sum, which its rate counts.
+	BackupEntities int64 `json:"backupEntities,omitempty"`
+	TableEntities  int64 `json:"tableEntities,omitempty"`
+	Compared       int64 `json:"compared,omitempty"`
 	// AlreadyComplete: the same command had finished before; nothing done.
 	AlreadyComplete bool                   `json:"alreadyComplete,omitempty"`
 	Seconds         float64                `json:"seconds"`
@@ -311,7 +353,11 @@ func (a *app) finish(s summary, start time.Time, human string, err error) error 
 		s.Seconds = time.Since(start).Seconds()
 	}
 	if s.Seconds > 0 {
-		s.Rate = float64(s.Written) / s.Seconds
+		done := s.Written
+		if s.Command == "verify" {
+			done = s.Compared
+		}
+		s.Rate = float64(done) / s.Seconds
 	}
 	s.Requests = int64(a.counter.Take())
 	err = a.reportMismatches(s.Verified, err)
@@ -319,9 +365,10 @@ func (a *app) finish(s summary, start time.Time, human string, err error) error 
 	if err != nil {
 		s.Error = tablekit.Redact(err.Error())
 	}
-	if a.whole.json {
-		b, _ := json.Marshal(s)
-		fmt.Fprintln(a.stdout, tablekit.Redact(string(b)))
+	if a.json {
+		if jerr := cliconn.JSONLine(a.stdout, s); err == nil {
+			err = jerr
+		}
 	} else {
 		fmt.Fprintf(a.stdout, "%s (%v, %.0f entities/s)\n", human, time.Duration(s.Seconds*float64(time.Second)).Round(time.Millisecond), s.Rate)
 		for _, c := range s.Verified {
@@ -552,12 +599,17 @@ func (a *app) cmdVerify(ctx context.Context, args []string) error {
 	if errors.Is(err, tablekit.ErrInvalidArgument) {
 		return usageError{err.Error()}
 	}
-	var n int64
-	for _, c := range checks {
-		n += c.Want.Count
-	}
 	s := summary{Command: "verify", Verified: checks}
-	return a.finish(s, start, fmt.Sprintf("checked %d table(s) of %s (%d entities)", len(checks), from, n), err)
+	for _, c := range checks {
+		s.BackupEntities += c.Want.Count
+		s.TableEntities += c.Got.Count
+	}
+	s.Compared = s.BackupEntities + s.TableEntities
+	human := fmt.Sprintf("checked %d table(s) of %s: %d entities of the backup", len(checks), from, s.BackupEntities)
+	if !w.backupOnly {
+		human += fmt.Sprintf(" compared with %d of the tables", s.TableEntities)
+	}
+	return a.finish(s, start, human, err)
 }
 
 // progressBar shows the latest Progress on a terminal, four times a

@@ -135,19 +135,33 @@ func (r RedactingWriter) Write(p []byte) (int, error) {
 
 // PickCommand chooses the subcommand of prog (a command's name) that args
 // start with, among names (several words allowed: "poison list"), and
-// returns its index and the arguments after its name. When there is
-// nothing to run it answers itself and returns index -1 with the exit
-// status: usage(stderr) and 2 for no arguments, usage(stdout) and 0 for a
-// help flag, a message on stderr and 2 for an unknown command.
+// returns its index and the arguments after its name. "help CMD" picks
+// CMD with the arguments ["--help"], so that the command prints its own
+// help as "CMD --help" does. When there is nothing to run it answers
+// itself and returns index -1 with the exit status: usage(stderr) and 2
+// for no arguments, usage(stdout) and 0 for a help flag or a bare "help",
+// a message on stderr and 2 for an unknown command (after "help" too).
 func PickCommand(prog string, args, names []string, usage func(io.Writer), stdout, stderr io.Writer) (index int, rest []string, status int) {
 	if len(args) == 0 {
 		usage(stderr)
 		return -1, nil, 2
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(stdout)
 		return -1, nil, 0
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return -1, nil, 0
+		}
+		for i, name := range names {
+			if r, ok := MatchCommand(args[1:], name); ok && len(r) == 0 {
+				return i, []string{"--help"}, 0
+			}
+		}
+		fmt.Fprintf(stderr, "%s help: unknown command %q; run %s --help for the list\n", prog, strings.Join(args[1:], " "), prog)
+		return -1, nil, 2
 	}
 	for i, name := range names {
 		if r, ok := MatchCommand(args, name); ok {

@@ -2,7 +2,6 @@ package cliconn
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -48,10 +47,9 @@ func (p *PoisonList) Run(ctx context.Context, q *consistency.Queue, w io.Writer)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
 	for _, r := range recs {
 		if p.JSON {
-			if err := enc.Encode(struct {
+			if err := JSONLine(w, struct {
 				PoisonMessageID string `json:"poisonMessageId"`
 				consistency.PoisonRecord
 			}{r.PoisonMessageID, r}); err != nil {
@@ -71,19 +69,40 @@ func (p *PoisonList) Run(ctx context.Context, q *consistency.Queue, w io.Writer)
 // PoisonRequeue is "poison requeue" of tablekit and tablekit-worker: it
 // moves poisoned messages back to their queue.
 type PoisonRequeue struct {
-	Max int        // most messages to requeue; 0 means all
-	IDs StringList // requeue only these (poison message, message or transaction ids)
+	Max  int        // most messages to requeue; 0 means all
+	IDs  StringList // requeue only these (poison message, message or transaction ids)
+	JSON bool       // print the summary as one JSON line
 }
 
-// Register adds --max and --id to fs.
+// Register adds --max, --id and --json to fs.
 func (p *PoisonRequeue) Register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Max, "max", 0, "most messages to requeue; 0 means all")
 	fs.Var(&p.IDs, "id", "requeue only this poison message id, original message id or transaction id; repeatable")
+	fs.BoolVar(&p.JSON, "json", false, `print the summary as one JSON object: {"command":"poison requeue","ok","queue","requeued","error"}`)
+}
+
+// RequeueSummary is what "poison requeue --json" prints.
+type RequeueSummary struct {
+	Command  string `json:"command"` // "poison requeue"
+	OK       bool   `json:"ok"`
+	Queue    string `json:"queue"`
+	Requeued int    `json:"requeued"` // messages moved back, also when an error stopped the rest
+	Error    string `json:"error,omitempty"`
 }
 
 // Run requeues q's poisoned messages and writes how many moved to w.
 func (p *PoisonRequeue) Run(ctx context.Context, q *consistency.Queue, w io.Writer) error {
 	n, err := q.Requeue(ctx, &consistency.RequeueOptions{MessageIDs: p.IDs, Max: p.Max})
+	if p.JSON {
+		s := RequeueSummary{Command: "poison requeue", OK: err == nil, Queue: q.Name(), Requeued: n}
+		if err != nil {
+			s.Error = err.Error()
+		}
+		if jerr := JSONLine(w, s); err == nil {
+			err = jerr
+		}
+		return err
+	}
 	fmt.Fprintf(w, "%d message(s) requeued to %s\n", n, q.Name())
 	return err
 }
