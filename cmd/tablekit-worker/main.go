@@ -55,7 +55,8 @@ Usage:
   tablekit-worker poison requeue --queue NAME [flags]   move poisoned messages back to the queue
   tablekit-worker enqueue        --queue NAME [flags] FILE.json
                                                         enqueue the transaction in FILE.json ("-" = stdin)
-  tablekit-worker --help                                this text
+  tablekit-worker --help                                this text (also tablekit-worker help
+                                                        [COMMAND], and COMMAND --help)
   tablekit-worker --version                             the version, as the metrics' build_info gives it
 
 Connecting: set AZURE_STORAGE_CONNECTION_STRING (or --connection-string), or
@@ -82,7 +83,11 @@ readiness probe) and /healthz (the same as /readyz, kept for existing
 probes). docs/DEPLOY.md has manifests for Kubernetes, KEDA and Azure
 Container Apps.
 
-Exit status: 0 success, 1 failure, 2 usage error.
+enqueue, poison list and poison requeue print JSON with --json, one object a
+line; their flags below list the fields.
+
+Exit status: 0 success (run: drained after SIGTERM, SIGINT or --until-empty),
+1 failure, 2 usage error (a flag, an argument, a missing --queue).
 `
 
 // command is one subcommand: its flags and what it does.

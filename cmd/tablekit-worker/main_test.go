@@ -25,6 +25,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/tools/testenv"
 )
@@ -181,11 +182,14 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	if sub := runCLI(t, "run", "--help"); sub != out {
 		t.Error("run --help differs from --help")
 	}
+	if sub := runCLI(t, "help", "poison", "list"); sub != out {
+		t.Error("help poison list differs from --help")
+	}
 	// Settings are flags; the only TABLEKIT_ variable is a secret's.
 	if names := regexp.MustCompile(`TABLEKIT_[A-Z_]+`).FindAllString(out, -1); len(slices.Compact(slices.Sorted(slices.Values(names)))) != 1 || names[0] != envDestConnectionString {
 		t.Errorf("--help names the variables %v, want only %s", names, envDestConnectionString)
 	}
-	for _, bad := range [][]string{{"frobnicate"}, {"run"}, {"run", "--queue", "q1", "--no-such-flag"}, {"enqueue", "--queue", "q1"}} {
+	for _, bad := range [][]string{{"frobnicate"}, {"help", "frobnicate"}, {"run"}, {"run", "--queue", "q1", "--no-such-flag"}, {"run", "-queue", "q1", "-concurrency", "x"}, {"enqueue", "--queue", "q1"}} {
 		cmd := exec.Command(binary(t), bad...)
 		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true")
 		msg, err := cmd.CombinedOutput()
@@ -194,6 +198,15 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		}
 		if len(bad) == 1 && bad[0] == "run" && !strings.Contains(string(msg), "--queue is required") {
 			t.Errorf("run without --queue: %q, want --queue is required", msg)
+		}
+		// Flags are written with two dashes, as --help writes them, however
+		// they were given.
+		for _, flagName := range []string{"no-such-flag", "concurrency"} {
+			if slices.Contains(bad, "--"+flagName) || slices.Contains(bad, "-"+flagName) {
+				if !strings.Contains(string(msg), " --"+flagName+":") && !strings.Contains(string(msg), " --"+flagName+";") {
+					t.Errorf("%v: %q does not name --%s with two dashes", bad, msg, flagName)
+				}
+			}
 		}
 	}
 }
@@ -349,8 +362,9 @@ func TestPoisonListAndRequeueCLI(t *testing.T) {
 	w := start(t, "run", "--queue", qname, "--visibility", "2s", "--poll", "100ms", "--log-level", "debug", "--metrics-addr", "127.0.0.1:0")
 	addr := w.waitLine(t, 30*time.Second, "the metrics address", func(l map[string]any) bool { return l["msg"] == "metrics listening" })["addr"].(string)
 	w.waitLine(t, 30*time.Second, "the worker to start", func(l map[string]any) bool { return l["msg"] == "worker started" })
-	if out := runCLI(t, "enqueue", "--queue", qname, file); strings.TrimSpace(out) != "cli-tx-1" {
-		t.Fatalf("enqueue printed %q", out)
+	var enq enqueueSummary
+	if out := runCLI(t, "enqueue", "--queue", qname, "--json", file); json.Unmarshal([]byte(out), &enq) != nil || enq != (enqueueSummary{Command: "enqueue", OK: true, Queue: qname, ID: "cli-tx-1"}) {
+		t.Fatalf("enqueue --json printed %q", out)
 	}
 	w.waitLine(t, 30*time.Second, "the poisoned transaction", func(l map[string]any) bool { return l["msg"] == "transaction poisoned" })
 
@@ -374,8 +388,9 @@ func TestPoisonListAndRequeueCLI(t *testing.T) {
 	if _, err := acct.Tables().CreateTable(ctx, table, nil); err != nil {
 		t.Fatal(err)
 	}
-	if out := runCLI(t, "poison", "requeue", "--queue", qname, "--id", "cli-tx-1"); !strings.Contains(out, "1 message(s) requeued") {
-		t.Fatalf("poison requeue: %s", out)
+	var rq cliconn.RequeueSummary
+	if out := runCLI(t, "poison", "requeue", "--queue", qname, "--id", "cli-tx-1", "--json"); json.Unmarshal([]byte(out), &rq) != nil || rq != (cliconn.RequeueSummary{Command: "poison requeue", OK: true, Queue: qname, Requeued: 1}) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("poison requeue --json: %s", out)
 	}
 	w.waitLine(t, 30*time.Second, "the requeued transaction", func(l map[string]any) bool { return l["msg"] == "transaction applied" })
 	got := entityJSON(t, acct, table, "p", "r")

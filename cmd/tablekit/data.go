@@ -267,7 +267,7 @@ func typeNotes(f keys.Filter) ([]keys.Comparison, []string) {
 			continue
 		}
 		cs = append(cs, c)
-		notes = append(notes, fmt.Sprintf("%s %s %s sends an %s constant; a %s stored as another type may match nothing (%s); see docs/EMULATOR.md on how filters compare types",
+		notes = append(notes, fmt.Sprintf("%s %s %s sends an %s constant; where %s is stored as another type it may match nothing (%s); see docs/EMULATOR.md on how filters compare types",
 			c.Property, c.Op, c.Constant, c.Type, c.Property, strings.Join(others, ", ")))
 	}
 	return cs, notes

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,5 +143,67 @@ func TestPrefixedFlagsIgnoreTheEnvironment(t *testing.T) {
 	acct, err := dst.Connect(nil)
 	if err != nil || !dst.Given() || acct.Name() != "other" {
 		t.Fatalf("--dest-connection-string: %v, %v", acct, err)
+	}
+}
+
+// The flag package writes a flag with one dash in its errors; FlagError
+// writes two, as every document does, whichever the user typed.
+func TestFlagErrorWritesTwoDashes(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "flag provided but not defined: --bogus"},
+		{[]string{"-bogus"}, "flag provided but not defined: --bogus"},
+		{[]string{"--n"}, "flag needs an argument: --n"},
+		{[]string{"-n", "x"}, `invalid value "x" for flag --n: parse error`},
+		{[]string{"--n", `a "-n" b`}, `invalid value "a \"-n\" b" for flag --n: parse error`},
+		{[]string{"--b=maybe"}, `invalid boolean value "maybe" for --b: parse error`},
+		{[]string{"---x"}, "bad flag syntax: ---x"},
+	}
+	for _, c := range cases {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Int("n", 0, "")
+		fs.Bool("b", false, "")
+		err := FlagError(fs.Parse(c.args))
+		var ue UsageError
+		if err == nil || err.Error() != c.want || !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want the usage error %q", c.args, err, c.want)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := FlagError(fs.Parse([]string{"-h"})); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	}
+	if err := FlagError(fs.Parse(nil)); err != nil {
+		t.Errorf("no flags: %v", err)
+	}
+}
+
+func TestPickCommandHelp(t *testing.T) {
+	names := []string{"query", "poison list"}
+	cases := []struct {
+		args       []string
+		index      int
+		rest       []string
+		status     int
+		out, inErr string
+	}{
+		{[]string{"help"}, -1, nil, 0, "USAGE", ""},
+		{[]string{"--help"}, -1, nil, 0, "USAGE", ""},
+		{[]string{"help", "query"}, 0, []string{"--help"}, 0, "", ""},
+		{[]string{"help", "poison", "list"}, 1, []string{"--help"}, 0, "", ""},
+		{[]string{"help", "poison"}, -1, nil, 2, "", `unknown command "poison"`},
+		{[]string{"help", "query", "x"}, -1, nil, 2, "", `unknown command "query x"`},
+		{[]string{"query", "--help"}, 0, []string{"--help"}, 0, "", ""},
+	}
+	for _, c := range cases {
+		var out, errOut strings.Builder
+		i, rest, status := PickCommand("prog", c.args, names, func(w io.Writer) { io.WriteString(w, "USAGE") }, &out, &errOut)
+		if i != c.index || !slices.Equal(rest, c.rest) || status != c.status || out.String() != c.out || !strings.Contains(errOut.String(), c.inErr) {
+			t.Errorf("%v: %d %q %d, stdout %q, stderr %q; want %d %q %d, %q, %q", c.args, i, rest, status, out.String(), errOut.String(), c.index, c.rest, c.status, c.out, c.inErr)
+		}
 	}
 }

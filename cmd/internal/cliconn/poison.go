@@ -37,7 +37,7 @@ type PoisonList struct {
 // Register adds --max and --json to fs.
 func (p *PoisonList) Register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Max, "max", 32, "most records to show (the service peeks at most 32)")
-	fs.BoolVar(&p.JSON, "json", false, "print each record as a JSON line")
+	fs.BoolVar(&p.JSON, "json", false, `print each record as a JSON object a line: {"poisonMessageId","v","queue","messageId","txId","dequeueCount","step","kind","error","permanent","at","message","messageBlob"}`)
 }
 
 // Run writes q's poisoned messages to w: one tab-separated line each and a
