@@ -224,3 +224,25 @@ func TestVerifyReportsWhatItRead(t *testing.T) {
 	r = mustRun(t, "", "verify", "--from", dir, "--backup-only", "--json")
 	has(t, "verify --backup-only --json", jsonSummary(t, r), map[string]any{"backupEntities": 40, "compared": 40})
 }
+
+// A job nobody works on: job status --json says it runs and exits 3; job
+// requeue --json says how many messages it sent.
+func TestJobStatusAndRequeueJSON(t *testing.T) {
+	t.Parallel()
+	acct := testenv.Account(t)
+	src := newRows(t)
+	fillRows(t, src, 20, 4)
+	dst := rowsNamed(t, acct, src.Name()+"c")
+	ck := src.Name() + "ck"
+	rowsNamed(t, acct, ck)
+	queue := testenv.QueueName(t)
+	r := mustRun(t, "", "copy", src.Name(), dst.Name(), "--distributed", "--queue", queue, "--ranges", "3", "--checkpoint-table", ck, "--json")
+	ref, _ := jsonSummary(t, r)["job"].(string)
+	r = run(t, "", "job", "status", ref, "--json")
+	if r.code != 3 {
+		t.Fatalf("job status of a job without workers: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	has(t, "job status --json", jsonSummary(t, r), map[string]any{"command": "job", "ok": false, "job": ref, "state": "running", "ranges": 3, "rangesDone": 0})
+	r = mustRun(t, "", "job", "requeue", ref, "--json")
+	has(t, "job requeue --json", jsonSummary(t, r), map[string]any{"command": "job requeue", "ok": true, "job": ref, "queue": queue, "sent": 3})
+}

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -87,5 +89,55 @@ func TestEmulatorCommandServesUntilStopped(t *testing.T) {
 	defer cancel()
 	if _, err := tbl.Get(short, "p", "r", nil); err == nil {
 		t.Error("the emulator still answers after it stopped")
+	}
+}
+
+// emulator --json prints one object with a connection string that works
+// (its key not redacted: the user asked for it); a port in use exits 1.
+func TestEmulatorJSONAndAPortInUse(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain(ctx, []string{"emulator", "--table-port", "0", "--queue-port", "0", "--blob-port", "0", "--json"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	var s emulatorSummary
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if line, _, ok := strings.Cut(stdout.String(), "\n"); ok {
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatalf("emulator --json printed %q: %v", line, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing on stdout within 10 s; stderr: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.Command != "emulator" || !s.OK || !strings.HasPrefix(s.Table, "http://127.0.0.1:") || s.Queue == "" || s.Blob == "" || !strings.Contains(s.ConnectionString, "TableEndpoint="+s.Table) {
+		t.Fatalf("emulator --json: %+v", s)
+	}
+	acct, err := tablekit.Connect(s.ConnectionString, nil)
+	if err != nil {
+		t.Fatalf("connection string %q: %v", s.ConnectionString, err)
+	}
+	tbl, err := patterns.NewTable[entity.Entity](acct, "emulatorjson", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatalf("the connection string of --json does not reach the emulator: %v", err)
+	}
+	_, port, _ := strings.Cut(strings.TrimPrefix(s.Table, "http://"), ":")
+	port, _, _ = strings.Cut(port, "/")
+	var out, errOut bytes.Buffer
+	if code := realMain(ctx, []string{"emulator", "--table-port", port, "--queue-port", "0", "--blob-port", "0"}, nil, &out, &errOut); code != 1 || out.Len() != 0 {
+		t.Errorf("a second emulator on table port %s: exit %d, stdout %q, stderr %q; want exit 1", port, code, out.String(), errOut.String())
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
 	}
 }
