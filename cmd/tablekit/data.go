@@ -245,30 +245,35 @@ func (a *app) writeExplain(ctx context.Context, tbl *rows, f keys.Filter, class 
 }
 
 // typeNotes returns f's comparisons of a property with a number, and a
-// note for each: the service compares a property with the constant's EDM
-// type, so a property stored with another type may match nothing (how
-// Azure compares mixed types is in docs/EMULATOR.md). The filter says the
-// constant's type; only the stored entities say the property's, so the
-// note says what was sent and what each other type would need.
+// note for each saying which stored types the constant is compared with.
+// The filter says the constant's EDM type; only the stored entities say
+// the property's. As docs/EMULATOR.md ("Filters, as Azure evaluates
+// them") has it, keys.Filter.Match and the service widen a number
+// constant to a wider property type (Int32 to Int64 or Double, Int64 to
+// Double) and never narrow it; a property of any other type is not
+// compared: eq, gt and ge are false, ne, lt and le true.
 func typeNotes(f keys.Filter) ([]keys.Comparison, []string) {
 	cs := []keys.Comparison{}
 	var notes []string
 	for _, c := range f.Comparisons() {
-		var others []string
+		var compared, other string
 		switch c.Type {
 		case "Edm.Int32":
-			others = []string{"Edm.Int64 needs " + c.Constant + "L", "Edm.Double " + c.Constant + ".0"}
+			compared = "an Int32, Int64 or Double property (widened)"
+			other = "any other type, a String among them"
 		case "Edm.Int64":
-			n := strings.TrimSuffix(c.Constant, "L")
-			others = []string{"Edm.Int32 needs " + n, "Edm.Double " + n + ".0"}
+			n := strings.TrimSuffix(strings.TrimSuffix(c.Constant, "L"), "l")
+			compared = "an Int64 or Double property (widened)"
+			other = "an Int32 property (write " + n + " for it) or any other type"
 		case "Edm.Double":
-			others = []string{"Edm.Int32 or Edm.Int64 needs an integer constant (5, 5L)"}
+			compared = "a Double property only"
+			other = "an Int32 or Int64 property (write an integer constant for them) or any other type"
 		default:
 			continue
 		}
 		cs = append(cs, c)
-		notes = append(notes, fmt.Sprintf("%s %s %s sends an %s constant; where %s is stored as another type it may match nothing (%s); see docs/EMULATOR.md on how filters compare types",
-			c.Property, c.Op, c.Constant, c.Type, c.Property, strings.Join(others, ", ")))
+		notes = append(notes, fmt.Sprintf("%s %s %s sends an %s constant, compared with %s; where %s is stored as %s it is not compared (eq, gt, ge false; ne, lt, le true); see docs/EMULATOR.md, \"Filters, as Azure evaluates them\"",
+			c.Property, c.Op, c.Constant, c.Type, compared, c.Property, other))
 	}
 	return cs, notes
 }

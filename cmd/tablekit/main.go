@@ -146,10 +146,11 @@ request) on TABLE and prints the rows as JSON lines in the service's format
 table scan), the pages and requests it took, and the entities it returned
 and scanned (measured with a keys-only count of the key conditions the
 service scans by, when they differ from FILTER; those requests are shown
-apart), and each number compared with a property: the constant's EDM type
-is what the service compares with, and a property stored with another type
-(Int64 against an Int32 constant 5, which would be 5L) may match nothing
-(docs/EMULATOR.md, on how filters compare types). A FILTER that does not
+apart), and each number compared with a property, with the stored types it
+is compared with: a constant is widened to a wider number type (5 matches an
+Int64 or Double 5) and never narrowed (5L matches no Int32); a property of
+another type is not compared (docs/EMULATOR.md, "Filters, as Azure
+evaluates them"). A FILTER that does not
 pin one partition is a table scan and needs --allow-scan. An empty FILTER
 ("") is the whole table.`,
 			jsonDoc: `rows are JSON lines (--format json, which --json requires); --explain's report
@@ -159,7 +160,7 @@ pin one partition is a table scan and needs --allow-scan. An empty FILTER
   count of "scope", which took "countRequests" more requests; "" when not
   measured), "scope","constants":[{"property","op","constant","type"}],"notes":[...]}.
   "constants" are the filter's comparisons of a property with a number, with
-  the constant's EDM type; "notes" say in words what may match nothing.`,
+  the constant's EDM type; "notes" say in words which stored types each is compared with.`,
 			example: "tablekit query Employees \"PartitionKey eq 'Sales' and RowKey ge '1' and RowKey lt '2'\" --format table --explain",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&a.format, "format", "json", "output: json (JSON lines) or table (aligned columns; reads every row first)")
