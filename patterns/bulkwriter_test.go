@@ -102,8 +102,12 @@ func TestBulkWriterConcurrentWrites(t *testing.T) {
 // target of 2,000 entities/s, 16 pages of 500 entities (5 transactions
 // each) from 4 writers. On the scale model, copy and restore had about 30%
 // of their transactions refused with a BulkWrite per page and about 3%
-// with one BulkWriter (tablecopy, issue 35). The test asks for half the
-// share of refusals, a margin a noisy machine keeps.
+// with one BulkWriter (tablecopy). The test asks for at most half the
+// refusals for the same 80 transactions: on an idle 2-core machine one
+// BulkWriter had 8 to 19 refused, a BulkWrite per page 63 to 163 (five
+// runs under -race); at a load of 4 a run had 26 and 73. The share of
+// requests refused (26 of 106 against 73 of 153 there) is a weaker
+// measure: the refusals themselves make the second share's denominator.
 func TestBulkWriterSharesThePace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -169,7 +173,7 @@ func TestBulkWriterSharesThePace(t *testing.T) {
 	pt, pr := run(t, false)
 	st, sr := run(t, true)
 	t.Logf("refused: a BulkWrite per page %d of %d requests, one BulkWriter %d of %d", pt, pr, st, sr)
-	if pt == 0 || float64(st)/float64(sr) > 0.5*float64(pt)/float64(pr) {
-		t.Errorf("one BulkWriter had %d of %d requests refused, a BulkWrite per page %d of %d; want at most half the share", st, sr, pt, pr)
+	if pt == 0 || 2*st > pt {
+		t.Errorf("one BulkWriter had %d of %d requests refused, a BulkWrite per page %d of %d; want at most half the refusals", st, sr, pt, pr)
 	}
 }
