@@ -174,10 +174,17 @@ func appendXMLText(b []byte, s string) []byte {
 // WriteXML answers r with e as the Blob and Queue services do: an XML
 // body with e's details (none for HEAD) and x-ms-error-code.
 func WriteXML(w http.ResponseWriter, r *http.Request, e *Error) {
+	writeXML(w, r, e, true)
+}
+
+// writeXML is WriteXML, with the x-ms-error-code header only if code.
+func writeXML(w http.ResponseWriter, r *http.Request, e *Error, code bool) {
 	id := RequestID()
 	h := w.Header()
 	SetHeaders(h, r, id)
-	h.Set("x-ms-error-code", e.Code)
+	if code {
+		h.Set("x-ms-error-code", e.Code)
+	}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(e.Status)
 		return
@@ -210,16 +217,7 @@ func WriteUnknownVersion(w http.ResponseWriter, r *http.Request, v string, table
 		WriteTable(w, &r2, e)
 		return
 	}
-	id := RequestID()
-	h := w.Header()
-	SetHeaders(h, &r2, id)
-	if r.Method == http.MethodHead {
-		w.WriteHeader(e.Status)
-		return
-	}
-	h.Set("Content-Type", "application/xml")
-	w.WriteHeader(e.Status)
-	w.Write(XMLBody(e.Code, e.Message, id, e.Details...))
+	writeXML(w, &r2, e, false)
 }
 
 // WriteBatchError answers a transaction the service refuses as Azure

@@ -193,6 +193,11 @@ func (s *Service) batchSend(q *request, b *bytes.Buffer, batch, changeset string
 	b.WriteString("--" + changeset + "--\r\n")
 	answer.AppendRefusedChangeSets(b, batch, q.extraChangeSets)
 	b.WriteString("--" + batch + "--\r\n")
+	q.sendMultipart(b, batch)
+}
+
+// sendMultipart answers 202 with b, a multipart body of boundary batch.
+func (q *request) sendMultipart(b *bytes.Buffer, batch string) {
 	h := q.headers()
 	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
 	h.Set("Content-Length", strconv.Itoa(b.Len()))
@@ -347,9 +352,5 @@ func (s *Service) batchRetrieve(q *request, req answer.BatchRequest) {
 	b.WriteString("\r\n")
 	b.Write(body)
 	b.WriteString("\r\n--" + batch + "--\r\n")
-	h := q.headers()
-	h.Set("Content-Type", "multipart/mixed; boundary="+batch)
-	h.Set("Content-Length", strconv.Itoa(b.Len()))
-	q.w.WriteHeader(http.StatusAccepted)
-	q.w.Write(b.Bytes())
+	q.sendMultipart(b, batch)
 }
