@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 )
@@ -108,7 +109,7 @@ func (s *Service) readBlob(q *request) (view, *answer.Error) {
 		v = b.view()
 	}
 	c.mu.RUnlock()
-	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+	if e := cond.read(b != nil, v.etag, v.modified, v.lease); e != nil {
 		return view{}, e
 	}
 	if b == nil {
@@ -166,8 +167,7 @@ func setBlobHeaders(h http.Header, v view) {
 			h.Set("x-ms-blob-sealed", "true")
 		}
 	}
-	h.Set("x-ms-lease-status", "unlocked")
-	h.Set("x-ms-lease-state", "available")
+	setLeaseHeaders(h, v.lease.at(time.Now()))
 	h.Set("x-ms-server-encrypted", "true")
 	h.Set("Accept-Ranges", "bytes")
 	setMetadataHeaders(h, v.meta)

@@ -188,6 +188,8 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 		return s.authorized(q, s.setContainerMetadata, 'c', 'w')
 	case m == http.MethodGet && q.comp == "list":
 		return s.authorized(q, s.listBlobs, 'c', 'l')
+	case m == http.MethodPut && q.comp == "lease":
+		return s.authorized(q, s.leaseContainer, 'c', 'w')
 	case read && q.comp == "acl":
 		// Azure lets only the account owner read a container's ACL; the
 		// Authenticator has no Shared-Key-only operation, so any valid
@@ -234,6 +236,8 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.authorized(q, s.setBlobMetadata, 'o', 'w')
 	case m == http.MethodPut && q.comp == "properties":
 		return s.authorized(q, s.setBlobProperties, 'o', 'w')
+	case m == http.MethodPut && q.comp == "lease":
+		return s.authorized(q, s.leaseBlob, 'o', 'w')
 	}
 	return s.refuse(q, 'o', unsupported(q))
 }
@@ -261,7 +265,7 @@ func unsupported(q *request) *answer.Error {
 	switch q.comp {
 	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
 		return answer.UnsupportedHTTPVerb()
-	case "lease", "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
+	case "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)

@@ -67,13 +67,13 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	defer c.mu.Unlock()
 	old := c.blobs[q.blob]
 	if old != nil {
-		if e := cond.write(true, old.etag, old.modified); e != nil {
+		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
 			return e
 		}
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
-	} else if e := cond.write(false, "", time.Time{}); e != nil {
+	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
 	}
 	now, etag := s.clock.next()
@@ -135,6 +135,10 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	}
 	defer c.mu.Unlock()
 	if b := c.blobs[q.blob]; b != nil {
+		// "Required if the blob has an active lease" (REST "Put Block").
+		if e := checkLease(b.lease.at(time.Now()), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
+			return e
+		}
 		if b.kind != blockBlob {
 			return errInvalidBlobType
 		}
@@ -266,7 +270,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	created := time.Time{}
 	committed := map[string][]byte{}
 	if old != nil {
-		if e := cond.write(true, old.etag, old.modified); e != nil {
+		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
 			return e
 		}
 		if cond.createOnly() {
@@ -279,7 +283,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		for _, b := range old.blocks {
 			committed[b.id] = old.data[b.off : b.off+b.len]
 		}
-	} else if e := cond.write(false, "", time.Time{}); e != nil {
+	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
 	}
 	st := c.staged[q.blob]
@@ -381,7 +385,7 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 		}
 	}
 	c.mu.RUnlock()
-	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+	if e := cond.read(b != nil, v.etag, v.modified, v.lease); e != nil {
 		return e
 	}
 	if b == nil && st == nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -35,6 +36,7 @@ type xmlBlobProps struct {
 	AccessTierInferred *bool  `xml:"AccessTierInferred,omitempty"`
 	LeaseStatus        string `xml:"LeaseStatus"`
 	LeaseState         string `xml:"LeaseState"`
+	LeaseDuration      string `xml:"LeaseDuration,omitempty"`
 	ServerEncrypted    bool   `xml:"ServerEncrypted"`
 	Sealed             *bool  `xml:"Sealed,omitempty"`
 }
@@ -150,7 +152,8 @@ func blobXML(name string, b *blob, withMeta bool) xmlBlob {
 		sealed := b.sealed
 		pr.Sealed = &sealed
 	}
-	pr.LeaseStatus, pr.LeaseState = "unlocked", "available"
+	l := b.lease.at(time.Now())
+	pr.LeaseStatus, pr.LeaseState, pr.LeaseDuration = l.status(), l.state.String(), l.duration()
 	pr.ServerEncrypted = true
 	if withMeta {
 		md := xmlMetadata(b.meta)
