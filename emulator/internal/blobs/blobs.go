@@ -202,8 +202,14 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 // serveBlob answers the operations on a blob.
 func (s *Service) serveBlob(q *request) *answer.Error {
 	m := q.r.Method
-	if q.query.Has("snapshot") || q.query.Has("versionid") {
-		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
+	if q.query.Has("versionid") {
+		return s.refuse(q, 'o', errNotImplemented("blob versions"))
+	}
+	read := m == http.MethodGet || m == http.MethodHead
+	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist") || m == http.MethodDelete && q.comp == "") {
+		// A snapshot is read-only: only its reads and its delete take the
+		// parameter.
+		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
 	}
 	switch {
 	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
@@ -214,6 +220,18 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.authorized(q, s.getBlockList, 'o', 'r')
 	case m == http.MethodDelete && q.comp == "":
 		return s.authorized(q, s.deleteBlob, 'o', 'd')
+	case m == http.MethodPut && q.comp == "" && q.r.Header.Get("x-ms-copy-source") != "" && q.r.Header.Get("x-ms-blob-type") == "":
+		// Copy Blob and Copy Blob From URL (Put Blob From URL sends
+		// x-ms-blob-type).
+		perms := []byte{'w'}
+		if !s.blobExists(q.container, q.blob) {
+			perms = append(perms, 'c')
+		}
+		return s.authorized(q, s.copyBlob, 'o', perms...)
+	case m == http.MethodPut && q.comp == "copy":
+		return s.authorized(q, s.abortCopy, 'o', 'w')
+	case m == http.MethodPut && q.comp == "snapshot":
+		return s.authorized(q, s.snapshotBlob, 'o', 'c', 'w')
 	case m == http.MethodPut && (q.comp == "" || q.comp == "block" || q.comp == "blocklist"):
 		// Create (c) writes a new blob; write (w) creates or overwrites.
 		perms := []byte{'w'}
@@ -265,7 +283,7 @@ func unsupported(q *request) *answer.Error {
 	switch q.comp {
 	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
 		return answer.UnsupportedHTTPVerb()
-	case "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
+	case "tags", "page", "pagelist", "acl", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)

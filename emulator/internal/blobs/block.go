@@ -21,10 +21,9 @@ import (
 func (s *Service) putBlob(q *request) *answer.Error {
 	h := q.r.Header
 	if h.Get("x-ms-copy-source") != "" {
-		// Copy Blob and Put Blob From URL: copies are not modelled; 501
-		// as for the other features left out, not a misleading 400 for
-		// the x-ms-blob-type a Copy Blob does not send.
-		return errNotImplemented("copies (x-ms-copy-source)")
+		// Put Blob From URL (Copy Blob, which sends no x-ms-blob-type,
+		// is copyBlob).
+		return errNotImplemented("Put Blob From URL (x-ms-copy-source with x-ms-blob-type)")
 	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
@@ -366,6 +365,12 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 		return e
 	}
 	b, st := c.blobs[q.blob], c.staged[q.blob]
+	if at := q.query.Get("snapshot"); at != "" {
+		st = nil
+		if b != nil {
+			b = b.snapshotAt(at)
+		}
+	}
 	var v view
 	if st != nil {
 		v.etag, v.modified = st.etag, st.modified

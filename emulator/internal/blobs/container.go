@@ -144,6 +144,7 @@ type listParams struct {
 	max                       int
 	maxGiven                  bool
 	metadata                  bool
+	snapshots, copy           bool // include=snapshots, include=copy
 }
 
 // parseList reads prefix, marker, maxresults and include. maxresults
@@ -170,8 +171,13 @@ func parseList(q *request, includes []string) (listParams, *answer.Error) {
 			if !slices.Contains(includes, item) {
 				return p, answer.InvalidQueryParameter("include", inc, "")
 			}
-			if item == "metadata" {
+			switch item {
+			case "metadata":
 				p.metadata = true
+			case "snapshots":
+				p.snapshots = true
+			case "copy":
+				p.copy = true
 			}
 		}
 	}

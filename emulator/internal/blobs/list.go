@@ -37,6 +37,11 @@ type xmlBlobProps struct {
 	LeaseStatus        string `xml:"LeaseStatus"`
 	LeaseState         string `xml:"LeaseState"`
 	LeaseDuration      string `xml:"LeaseDuration,omitempty"`
+	CopyID             string `xml:"CopyId,omitempty"`
+	CopyStatus         string `xml:"CopyStatus,omitempty"`
+	CopySource         string `xml:"CopySource,omitempty"`
+	CopyProgress       string `xml:"CopyProgress,omitempty"`
+	CopyCompletionTime string `xml:"CopyCompletionTime,omitempty"`
 	ServerEncrypted    bool   `xml:"ServerEncrypted"`
 	Sealed             *bool  `xml:"Sealed,omitempty"`
 }
@@ -44,6 +49,7 @@ type xmlBlobProps struct {
 type xmlBlob struct {
 	XMLName    xml.Name     `xml:"Blob"`
 	Name       xmlBlobName  `xml:"Name"`
+	Snapshot   string       `xml:"Snapshot,omitempty"`
 	Properties xmlBlobProps `xml:"Properties"`
 	Metadata   *xmlMetadata `xml:"Metadata,omitempty"`
 }
@@ -68,8 +74,8 @@ type xmlBlobList struct {
 }
 
 // The include values List Blobs accepts. Those the emulator has nothing
-// for (no snapshots, versions, soft-deleted blobs, copies or tags exist
-// in it) list nothing more; uncommittedblobs is not emulated.
+// for (no versions, soft-deleted blobs or tags exist in it) list nothing
+// more; uncommittedblobs is not emulated.
 var blobIncludes = []string{"metadata", "snapshots", "uncommittedblobs", "copy", "deleted", "tags",
 	"versions", "deletedwithversions", "immutabilitypolicy", "legalhold", "permissions"}
 
@@ -118,7 +124,22 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 				continue
 			}
 		}
-		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, c.blobs[name], p.metadata))
+		b := c.blobs[name]
+		if p.snapshots && len(b.snapshots) > 0 {
+			// A blob's snapshots come before it, oldest first (List Blobs
+			// reference); a page never splits them from their blob, so a
+			// page may hold more than maxresults entries.
+			if len(out.Blobs.Items) > 0 && len(out.Blobs.Items)+len(b.snapshots)+1 > p.max {
+				out.NextMarker = encodeMarker(name)
+				break
+			}
+			for _, sn := range b.snapshots {
+				x := blobXML(name, sn.b, p)
+				x.Snapshot = sn.at
+				out.Blobs.Items = append(out.Blobs.Items, x)
+			}
+		}
+		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, b, p))
 		i++
 	}
 	c.mu.RUnlock()
@@ -126,7 +147,7 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 }
 
 // blobXML is one blob as a listing shows it. The ETag is unquoted there.
-func blobXML(name string, b *blob, withMeta bool) xmlBlob {
+func blobXML(name string, b *blob, p listParams) xmlBlob {
 	x := xmlBlob{Name: blobNameXML(name)}
 	pr := &x.Properties
 	pr.CreationTime = httpTime(b.created)
@@ -155,7 +176,11 @@ func blobXML(name string, b *blob, withMeta bool) xmlBlob {
 	l := b.lease.at(time.Now())
 	pr.LeaseStatus, pr.LeaseState, pr.LeaseDuration = l.status(), l.state.String(), l.duration()
 	pr.ServerEncrypted = true
-	if withMeta {
+	if p.copy && b.copy.id != "" {
+		pr.CopyID, pr.CopyStatus, pr.CopySource, pr.CopyProgress = b.copy.id, b.copy.status, b.copy.source, b.copy.progress
+		pr.CopyCompletionTime = httpTime(b.copy.completed)
+	}
+	if p.metadata {
 		md := xmlMetadata(b.meta)
 		x.Metadata = &md
 	}

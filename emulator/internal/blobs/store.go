@@ -65,6 +65,13 @@ type blob struct {
 	// lease is the blob's lease; it stays with the blob when a write
 	// replaces the blob (put).
 	lease lease
+	// copy is the last Copy Blob's that wrote the blob; a write that
+	// replaces the blob otherwise clears it.
+	copy copyInfo
+	// snapshots are the blob's snapshots, oldest first; they stay with
+	// the blob when a write replaces it, and are never changed in place
+	// (a change makes a new slice).
+	snapshots []snapshot
 }
 
 // block is a committed block: its id (decoded) and its bytes in the
@@ -108,6 +115,9 @@ type view struct {
 	modified  time.Time
 	created   time.Time
 	lease     lease
+	copy      copyInfo
+	appended  int
+	snapshots int // how many snapshots the blob has
 }
 
 func (b *blob) view() view {
@@ -116,7 +126,8 @@ func (b *blob) view() view {
 		n = b.appended
 	}
 	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta,
-		props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease}
+		props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
+		copy: b.copy, appended: b.appended, snapshots: len(b.snapshots)}
 }
 
 // container returns the container named name, or nil.
@@ -171,10 +182,10 @@ func (s *Service) rlockContainer(name string) (*container, *answer.Error) {
 
 // put stores b as the committed blob name; it drops the blob's
 // uncommitted blocks, as a commit does. The blob it replaces hands on its
-// lease (the write was checked against it).
+// lease (the write was checked against it) and its snapshots.
 func (c *container) put(name string, b *blob) {
 	if old, ok := c.blobs[name]; ok {
-		b.lease = old.lease
+		b.lease, b.snapshots = old.lease, old.snapshots
 	} else {
 		i, _ := slices.BinarySearch(c.names, name)
 		c.names = slices.Insert(c.names, i, name)

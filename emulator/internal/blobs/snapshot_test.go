@@ -1,0 +1,72 @@
+package blobs_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// TestSnapshots takes snapshots with azblob, reads one after the blob
+// changed, lists them with include=snapshots, and deletes: 409
+// SnapshotsPresent without x-ms-delete-snapshots, only the snapshots
+// with "only", one snapshot by its name, all with "include".
+func TestSnapshots(t *testing.T) {
+	ctx := context.Background()
+	c := emulatorClient(t)
+	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, "snaps", nil))
+	bb := c.ServiceClient().NewContainerClient("snaps").NewBlockBlobClient("b")
+	must[blockblob.UploadResponse](t, "upload")(bb.Upload(ctx, rs("v1"), nil))
+	s1 := must[blob.CreateSnapshotResponse](t, "snapshot")(bb.CreateSnapshot(ctx, nil))
+	must[blockblob.UploadResponse](t, "upload")(bb.Upload(ctx, rs("v2"), nil))
+	s2 := must[blob.CreateSnapshotResponse](t, "snapshot")(bb.CreateSnapshot(ctx, &blob.CreateSnapshotOptions{Metadata: map[string]*string{"Tag": to.Ptr("two")}}))
+	if val(s1.Snapshot) == "" || val(s1.Snapshot) >= val(s2.Snapshot) {
+		t.Fatalf("snapshot names %q, %q: want increasing", val(s1.Snapshot), val(s2.Snapshot))
+	}
+	must[blockblob.UploadResponse](t, "upload")(bb.Upload(ctx, rs("v3"), nil))
+
+	snap1, err := bb.WithSnapshot(val(s1.Snapshot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(must[blob.DownloadStreamResponse](t, "read snapshot")(snap1.DownloadStream(ctx, nil)).Body); got != "v1" {
+		t.Errorf("snapshot 1 reads %q, want v1", got)
+	}
+	_, err = snap1.SetMetadata(ctx, map[string]*string{"k": to.Ptr("v")}, nil)
+	wantFailure(t, "write to a snapshot", err, http.StatusBadRequest, "InvalidQueryParameterValue")
+
+	pager := c.NewListBlobsFlatPager("snaps", &azblob.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Snapshots: true, Metadata: true}})
+	page := must[azblob.ListBlobsFlatResponse](t, "list")(pager.NextPage(ctx))
+	var listed []string
+	for _, it := range page.Segment.BlobItems {
+		listed = append(listed, val(it.Snapshot)+"|"+metaS(it.Metadata))
+	}
+	if want := []string{val(s1.Snapshot) + "|" + metaS(nil), val(s2.Snapshot) + "|" + metaS(map[string]*string{"Tag": to.Ptr("two")}), "|" + metaS(nil)}; len(listed) != 3 || listed[0] != want[0] || listed[1] != want[1] || listed[2] != want[2] {
+		t.Errorf("listing %q, want %q", listed, want)
+	}
+	page = must[azblob.ListBlobsFlatResponse](t, "list")(c.NewListBlobsFlatPager("snaps", nil).NextPage(ctx))
+	if n := len(page.Segment.BlobItems); n != 1 {
+		t.Errorf("listing without include=snapshots has %d entries, want 1", n)
+	}
+
+	_, err = bb.Delete(ctx, nil)
+	wantFailure(t, "delete a blob with snapshots", err, http.StatusConflict, "SnapshotsPresent")
+	must[blob.DeleteResponse](t, "delete snapshot 1")(snap1.Delete(ctx, nil))
+	_, err = snap1.GetProperties(ctx, nil)
+	wantFailure(t, "read a deleted snapshot", err, http.StatusNotFound, "BlobNotFound")
+	must[blob.DeleteResponse](t, "delete only the snapshots")(bb.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeOnly)}))
+	if got := body(must[blob.DownloadStreamResponse](t, "read blob")(bb.DownloadStream(ctx, nil)).Body); got != "v3" {
+		t.Errorf("blob reads %q after its snapshots went, want v3", got)
+	}
+	must[blob.CreateSnapshotResponse](t, "snapshot")(bb.CreateSnapshot(ctx, nil))
+	must[blob.DeleteResponse](t, "delete with snapshots")(bb.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude)}))
+	page = must[azblob.ListBlobsFlatResponse](t, "list")(c.NewListBlobsFlatPager("snaps", &azblob.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Snapshots: true}}).NextPage(ctx))
+	if n := len(page.Segment.BlobItems); n != 0 {
+		t.Errorf("%d entries left after deleting the blob with its snapshots", n)
+	}
+}
