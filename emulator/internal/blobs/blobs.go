@@ -183,11 +183,11 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 	case m == http.MethodDelete && q.comp == "":
 		return s.authorized(q, s.deleteContainer, 'c', 'd')
 	case read && (q.comp == "" || q.comp == "metadata"):
-		return s.authorized(q, s.containerProperties, 'c', 'r')
+		return s.readable(q, s.containerProperties, 'c', 'r', publicContainer)
 	case m == http.MethodPut && q.comp == "metadata":
 		return s.authorized(q, s.setContainerMetadata, 'c', 'w')
 	case m == http.MethodGet && q.comp == "list":
-		return s.authorized(q, s.listBlobs, 'c', 'l')
+		return s.readable(q, s.listBlobs, 'c', 'l', publicContainer)
 	case m == http.MethodPut && q.comp == "lease":
 		return s.authorized(q, s.leaseContainer, 'c', 'w')
 	case read && q.comp == "acl":
@@ -195,6 +195,8 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 		// Authenticator has no Shared-Key-only operation, so any valid
 		// SAS passes too (Permission 0), as for the Queue service's ACLs.
 		return s.authorized(q, s.containerACL, 'c', 0)
+	case m == http.MethodPut && q.comp == "acl":
+		return s.authorized(q, s.setContainerACL, 'c', 0)
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -212,12 +214,12 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
 	}
 	switch {
-	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
-		return s.authorized(q, s.getBlob, 'o', 'r')
-	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "metadata":
-		return s.authorized(q, s.getBlobMetadata, 'o', 'r')
+	case read && q.comp == "":
+		return s.readable(q, s.getBlob, 'o', 'r', publicBlob)
+	case read && q.comp == "metadata":
+		return s.readable(q, s.getBlobMetadata, 'o', 'r', publicBlob)
 	case m == http.MethodGet && q.comp == "blocklist":
-		return s.authorized(q, s.getBlockList, 'o', 'r')
+		return s.readable(q, s.getBlockList, 'o', 'r', publicBlob)
 	case m == http.MethodDelete && q.comp == "":
 		return s.authorized(q, s.deleteBlob, 'o', 'd')
 	case m == http.MethodPut && q.comp == "" && q.r.Header.Get("x-ms-copy-source") != "" && q.r.Header.Get("x-ms-blob-type") == "":
@@ -277,11 +279,11 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (leases, tags, copies, page blobs,
-// ...) is 501, and a comp the service does not know is Azure's 400.
+// Blob service the emulator leaves out (tags, page blobs, tiers, ...) is
+// 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy":
 		return answer.UnsupportedHTTPVerb()
 	case "tags", "page", "pagelist", "acl", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",

@@ -19,9 +19,9 @@ func (s *Service) createContainer(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	access := q.r.Header.Get("x-ms-blob-public-access")
-	if access != "" && access != "blob" && access != "container" {
-		return answer.InvalidHeader("x-ms-blob-public-access", access)
+	access, e := parsePublicAccess(q.r.Header)
+	if e != nil {
+		return e
 	}
 	s.mu.Lock()
 	if _, ok := s.containers[q.container]; ok {

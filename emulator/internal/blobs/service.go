@@ -73,14 +73,14 @@ func (s *Service) serviceStats(q *request) *answer.Error {
 }
 
 // containerACL is Get Container ACL: the container's public access level
-// in x-ms-blob-public-access and its stored access policies, none (the
-// emulator keeps none: Set Container ACL answers 501).
+// in x-ms-blob-public-access and its stored access policies.
 func (s *Service) containerACL(q *request) *answer.Error {
 	c, e := s.rlockContainer(q.container)
 	if e != nil {
 		return e
 	}
 	etag, modified, access := c.etag, c.modified, c.access
+	doc := signedIdentifiers{List: c.acl}
 	c.mu.RUnlock()
 	h := q.w.Header()
 	if access != "" {
@@ -88,9 +88,7 @@ func (s *Service) containerACL(q *request) *answer.Error {
 	}
 	h.Set("ETag", etag)
 	h.Set("Last-Modified", httpTime(modified))
-	return writeXMLBody(q, &struct {
-		XMLName xml.Name `xml:"SignedIdentifiers"`
-	}{})
+	return writeXMLBody(q, &doc)
 }
 
 // accountProperties is Get Account Information: the account's SKU and

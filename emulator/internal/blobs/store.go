@@ -24,6 +24,7 @@ type container struct {
 	modified time.Time
 	access   string // x-ms-blob-public-access: "", "blob" or "container"
 	lease    lease
+	acl      []signedIdentifier // stored access policies (Set Container ACL)
 	blobs    map[string]*blob
 	names    []string // names of blobs (committed ones), sorted
 	staged   map[string]*staging
