@@ -95,8 +95,8 @@ const maxACLBody = 64 << 10
 // Azure's container letters, times in ISO 8601; otherwise 400
 // InvalidXmlDocument), both replaced. If-Modified-Since and
 // If-Unmodified-Since apply; a lease ID given must be the container's.
-// The policies are kept and read back; a SAS naming one (si) is checked
-// as for the Queue service's.
+// The policies are kept and read back, and Policy finds them for a SAS
+// that names one (si) once the emulator passes it to the Authenticator.
 func (s *Service) setContainerACL(q *request) *answer.Error {
 	access, e := parsePublicAccess(q.r.Header)
 	if e != nil {
@@ -155,4 +155,28 @@ func (s *Service) setContainerACL(q *request) *answer.Error {
 	setVersion(q, etag, now)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// Policy returns the stored access policy id of the container named
+// container, and false when there is none: the Blob service's part of
+// an auth.PolicyLookup (auth.Authenticator.SetPolicies), for a SAS that
+// names a policy (si).
+func (s *Service) Policy(container, id string) (auth.AccessPolicy, bool) {
+	c := s.container(container)
+	if c == nil {
+		return auth.AccessPolicy{}, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, si := range c.acl {
+		if si.ID != id {
+			continue
+		}
+		p := auth.AccessPolicy{Permission: si.Policy.Permission}
+		// Times were checked when the policy was set.
+		p.Start, _ = time.Parse(time.RFC3339Nano, si.Policy.Start)
+		p.Expiry, _ = time.Parse(time.RFC3339Nano, si.Policy.Expiry)
+		return p, !c.deleted
+	}
+	return auth.AccessPolicy{}, false
 }

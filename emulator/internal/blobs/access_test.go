@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -82,5 +83,25 @@ func TestPublicAccess(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("x-ms-error-code") != "ResourceNotFound" {
 		t.Errorf("anonymous read of a private blob at 2019-02-02: %d %s, want 404 ResourceNotFound", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	}
+}
+
+// TestContainerPolicy: a stored access policy set with Set Container ACL
+// is what Policy finds for a SAS naming it.
+func TestContainerPolicy(t *testing.T) {
+	ctx := context.Background()
+	svc, endpoint := startService(t)
+	c := newClient(t, endpoint)
+	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, "pol", nil))
+	expiry := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	must[container.SetAccessPolicyResponse](t, "set ACL")(c.ServiceClient().NewContainerClient("pol").SetAccessPolicy(ctx, &container.SetAccessPolicyOptions{
+		ContainerACL: []*container.SignedIdentifier{{ID: to.Ptr("p1"), AccessPolicy: &container.AccessPolicy{
+			Expiry: to.Ptr(expiry), Permission: to.Ptr("rl")}}}}))
+	p, ok := svc.Policy("pol", "p1")
+	if !ok || p.Permission != "rl" || !p.Expiry.Equal(expiry) {
+		t.Errorf("Policy(pol, p1) = %+v, %v; want rl until %v", p, ok, expiry)
+	}
+	if _, ok := svc.Policy("pol", "p2"); ok {
+		t.Error("Policy found an identifier never set")
 	}
 }
