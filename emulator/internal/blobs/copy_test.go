@@ -18,15 +18,17 @@ import (
 // destination has the source's content, properties and metadata and
 // the copy's properties, a copy onto a leased blob needs its lease, and
 // Abort Copy finds no pending copy.
-func TestCopyBlob(t *testing.T) {
+func TestCopyBlob(t *testing.T) { testCopyBlob(t, startEmulator(t), "") }
+
+func testCopyBlob(t *testing.T, endpoint, prefix string) {
 	ctx := context.Background()
-	c := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, "src", nil))
-	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, "dst", nil))
-	src := c.ServiceClient().NewContainerClient("src").NewBlockBlobClient("a")
+	c := newClient(t, endpoint)
+	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, prefix+"src", nil))
+	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, prefix+"dst", nil))
+	src := c.ServiceClient().NewContainerClient(prefix + "src").NewBlockBlobClient("a")
 	must[blockblob.UploadResponse](t, "upload")(src.Upload(ctx, rs("copied bytes"), &blockblob.UploadOptions{
 		Metadata: map[string]*string{"Origin": to.Ptr("src")}, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain")}}))
-	dst := c.ServiceClient().NewContainerClient("dst").NewBlobClient("b")
+	dst := c.ServiceClient().NewContainerClient(prefix + "dst").NewBlobClient("b")
 
 	r := must[blob.StartCopyFromURLResponse](t, "copy")(dst.StartCopyFromURL(ctx, src.URL(), nil))
 	if deref(r.CopyStatus) != blob.CopyStatusTypeSuccess || val(r.CopyID) == "" {
@@ -44,7 +46,7 @@ func TestCopyBlob(t *testing.T) {
 	_, err = dst.AbortCopyFromURL(ctx, "00000000-0000-0000-0000-000000000000", nil)
 	wantFailure(t, "abort another copy", err, http.StatusConflict, "CopyIdMismatch")
 
-	pager := c.NewListBlobsFlatPager("dst", &azblob.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Copy: true}})
+	pager := c.NewListBlobsFlatPager(prefix+"dst", &azblob.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Copy: true}})
 	page := must[azblob.ListBlobsFlatResponse](t, "list")(pager.NextPage(ctx))
 	if it := page.Segment.BlobItems; len(it) != 1 || val(it[0].Properties.CopyID) != val(r.CopyID) {
 		t.Errorf("include=copy does not list the copy: %+v", it)
@@ -65,7 +67,7 @@ func TestCopyBlob(t *testing.T) {
 		t.Errorf("after copying with metadata onto a leased blob: lease %v metadata %v, want leased and the request's metadata only", deref(p.LeaseState), metaS(p.Metadata))
 	}
 
-	_, err = dst.StartCopyFromURL(ctx, c.ServiceClient().NewContainerClient("src").NewBlobClient("none").URL(), &blob.StartCopyFromURLOptions{AccessConditions: withLease(*l.LeaseID())})
+	_, err = dst.StartCopyFromURL(ctx, c.ServiceClient().NewContainerClient(prefix+"src").NewBlobClient("none").URL(), &blob.StartCopyFromURLOptions{AccessConditions: withLease(*l.LeaseID())})
 	wantFailure(t, "copy of a missing blob", err, http.StatusNotFound, "BlobNotFound")
 }
 

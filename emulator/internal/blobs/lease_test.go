@@ -23,11 +23,13 @@ func withLease(id string) *blob.AccessConditions {
 // a checkpoint store does: one holder, a second refused, writes and
 // deletes locked to the holder, renew, change, release, and break with
 // and without a period, with Azure's codes for each refusal.
-func TestBlobLeases(t *testing.T) {
+func TestBlobLeases(t *testing.T) { testBlobLeases(t, startEmulator(t), "") }
+
+func testBlobLeases(t *testing.T, endpoint, prefix string) {
 	ctx := context.Background()
-	c := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create container")(c.CreateContainer(ctx, "leases", nil))
-	bb := c.ServiceClient().NewContainerClient("leases").NewBlockBlobClient("ckpt")
+	c := newClient(t, endpoint)
+	must[azblob.CreateContainerResponse](t, "create container")(c.CreateContainer(ctx, prefix+"leases", nil))
+	bb := c.ServiceClient().NewContainerClient(prefix + "leases").NewBlockBlobClient("ckpt")
 	must[blockblob.UploadResponse](t, "upload")(bb.Upload(ctx, rs("0"), nil))
 	newLease := func(id string) *lease.BlobClient {
 		t.Helper()
@@ -71,7 +73,7 @@ func TestBlobLeases(t *testing.T) {
 	if st := [3]any{deref(p.LeaseState), deref(p.LeaseStatus), deref(p.LeaseDuration)}; st != [3]any{lease.StateTypeLeased, lease.StatusTypeLocked, lease.DurationTypeFixed} {
 		t.Errorf("leased blob's properties %v, want leased locked fixed (the write kept the lease)", st)
 	}
-	pager := c.NewListBlobsFlatPager("leases", nil)
+	pager := c.NewListBlobsFlatPager(prefix+"leases", nil)
 	page := must[azblob.ListBlobsFlatResponse](t, "list")(pager.NextPage(ctx))
 	if it := page.Segment.BlobItems; len(it) != 1 || deref(it[0].Properties.LeaseState) != lease.StateTypeLeased || deref(it[0].Properties.LeaseDuration) != lease.DurationTypeFixed {
 		t.Errorf("listing does not show the lease: %+v", it)
@@ -125,11 +127,13 @@ func TestBlobLeases(t *testing.T) {
 
 // TestContainerLeases: a leased container is deleted only with its
 // lease ID, and shows its lease in properties and listings.
-func TestContainerLeases(t *testing.T) {
+func TestContainerLeases(t *testing.T) { testContainerLeases(t, startEmulator(t), "") }
+
+func testContainerLeases(t *testing.T, endpoint, prefix string) {
 	ctx := context.Background()
-	c := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create container")(c.CreateContainer(ctx, "held", nil))
-	cc := c.ServiceClient().NewContainerClient("held")
+	c := newClient(t, endpoint)
+	must[azblob.CreateContainerResponse](t, "create container")(c.CreateContainer(ctx, prefix+"held", nil))
+	cc := c.ServiceClient().NewContainerClient(prefix + "held")
 	l, err := lease.NewContainerClient(cc, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +149,7 @@ func TestContainerLeases(t *testing.T) {
 	if deref(p.LeaseState) != lease.StateTypeLeased || deref(p.LeaseDuration) != lease.DurationTypeInfinite {
 		t.Errorf("container lease %v %v, want leased infinite", deref(p.LeaseState), deref(p.LeaseDuration))
 	}
-	page := must[azblob.ListContainersResponse](t, "list")(c.NewListContainersPager(nil).NextPage(ctx))
+	page := must[azblob.ListContainersResponse](t, "list")(c.NewListContainersPager(&azblob.ListContainersOptions{Prefix: to.Ptr(prefix + "held")}).NextPage(ctx))
 	if it := page.ContainerItems; len(it) != 1 || deref(it[0].Properties.LeaseStatus) != lease.StatusTypeLocked {
 		t.Errorf("listing does not show the lease: %+v", it)
 	}
@@ -153,6 +157,6 @@ func TestContainerLeases(t *testing.T) {
 	wantFailure(t, "delete without the lease", err, http.StatusPreconditionFailed, "LeaseIdMissing")
 	_, err = cc.Delete(ctx, &container.DeleteOptions{AccessConditions: &container.AccessConditions{LeaseAccessConditions: &container.LeaseAccessConditions{LeaseID: l2.LeaseID()}}})
 	wantFailure(t, "delete with another lease", err, http.StatusPreconditionFailed, "LeaseIdMismatchWithContainerOperation")
-	must[azblob.UploadBufferResponse](t, "a blob write is not held by the container's lease")(c.UploadBuffer(ctx, "held", "b", []byte("x"), nil))
+	must[azblob.UploadBufferResponse](t, "a blob write is not held by the container's lease")(c.UploadBuffer(ctx, prefix+"held", "b", []byte("x"), nil))
 	must[container.DeleteResponse](t, "delete with the lease")(cc.Delete(ctx, &container.DeleteOptions{AccessConditions: &container.AccessConditions{LeaseAccessConditions: &container.LeaseAccessConditions{LeaseID: l.LeaseID()}}}))
 }
