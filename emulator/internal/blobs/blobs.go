@@ -1,18 +1,21 @@
 // Package blobs is the emulator's Blob service, answering as Azure's
 // Blob service answers: containers (create, delete, properties,
-// metadata, access policy, list), block blobs (put blob, put block, put
-// block list, get block list), append blobs (create, append block with
-// its conditions, seal), and for every blob get (with ranges),
-// properties, metadata, delete and list (prefix, delimiter,
-// continuation), under Azure's conditional headers, with Azure's status
+// metadata, access policy and public access, list), block blobs (put
+// blob, put block, put block list, get block list), append blobs
+// (create, append block with its conditions, seal), and for every blob
+// get (with ranges), properties, metadata, delete and list (prefix,
+// delimiter, continuation), leases (lease.go), copies within the account
+// (copy.go) and snapshots (snapshot.go), under Azure's conditional
+// headers and lease conditions, with Azure's status
 // codes, error codes and messages (and the elements naming a refused
 // header or query parameter) in XML bodies; the service's properties and,
 // on the secondary endpoint, its statistics.
 //
 // Requests arrive path-style: /ACCOUNT, /ACCOUNT/CONTAINER and
 // /ACCOUNT/CONTAINER/BLOB, or /ACCOUNT-secondary/... for the read-only
-// secondary endpoint. Every request is authorized (Config.Auth) before
-// the service does any work for it.
+// secondary endpoint. Every request is authorized (Config.Auth), or is
+// an anonymous read its container's public access level allows
+// (access.go), before the service does any work for it.
 //
 // State lives in memory. A service-wide lock guards the set of
 // containers; each container has its own lock for its blobs, so work on
