@@ -118,7 +118,6 @@ type view struct {
 	lease     lease
 	copy      copyInfo
 	appended  int
-	snapshots int // how many snapshots the blob has
 }
 
 func (b *blob) view() view {
@@ -128,7 +127,7 @@ func (b *blob) view() view {
 	}
 	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta,
 		props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
-		copy: b.copy, appended: b.appended, snapshots: len(b.snapshots)}
+		copy: b.copy, appended: b.appended}
 }
 
 // container returns the container named name, or nil.
