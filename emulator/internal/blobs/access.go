@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
@@ -120,7 +121,7 @@ func (s *Service) setContainerACL(q *request) *answer.Error {
 			return answer.InvalidXMLDocument()
 		}
 	}
-	if len(doc.List) > 5 {
+	if len(doc.List) > azrules.MaxStoredAccessPolicies {
 		return answer.InvalidXMLDocument()
 	}
 	for _, si := range doc.List {

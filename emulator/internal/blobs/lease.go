@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 )
 
@@ -194,7 +195,7 @@ func parseLeaseRequest(h http.Header) (leaseRequest, *answer.Error) {
 			return lr, e
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n != -1 && (n < 15 || n > 60) {
+		if err != nil || n != azrules.InfiniteLease && (n < azrules.MinLeaseSeconds || n > azrules.MaxLeaseSeconds) {
 			return lr, answer.InvalidHeader("x-ms-lease-duration", v)
 		}
 		lr.seconds = n
@@ -212,7 +213,7 @@ func parseLeaseRequest(h http.Header) (leaseRequest, *answer.Error) {
 	case "break":
 		if v := h.Get("x-ms-lease-break-period"); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 60 {
+			if err != nil || n < 0 || n > azrules.MaxLeaseBreakSeconds {
 				return lr, answer.InvalidHeader("x-ms-lease-break-period", v)
 			}
 			lr.breakPeriod = n
