@@ -99,7 +99,8 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 	if q.query.Has("delimiter") {
 		out.Delimiter = &p.delimiter
 	}
-	start := max(decodeMarker(p.marker), p.prefix)
+	start, startSnap, _ := strings.Cut(decodeMarker(p.marker), markerSnapshot)
+	start = max(start, p.prefix)
 	c, e := s.rlockContainer(q.container)
 	if e != nil {
 		return e
@@ -125,19 +126,29 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 			}
 		}
 		b := c.blobs[name]
-		if p.snapshots && len(b.snapshots) > 0 {
+		full := false
+		if p.snapshots {
 			// A blob's snapshots come before it, oldest first (List Blobs
-			// reference); a page never splits them from their blob, so a
-			// page may hold more than maxresults entries.
-			if len(out.Blobs.Items) > 0 && len(out.Blobs.Items)+len(b.snapshots)+1 > p.max {
-				out.NextMarker = encodeMarker(name)
-				break
-			}
+			// reference). A page may end among them: the marker then
+			// names the snapshot the next page starts at.
 			for _, sn := range b.snapshots {
+				if name == start && startSnap != "" && sn.at < startSnap {
+					continue
+				}
+				if len(out.Blobs.Items) == p.max {
+					out.NextMarker, full = encodeMarker(name+markerSnapshot+sn.at), true
+					break
+				}
 				x := blobXML(name, sn.b, p)
 				x.Snapshot = sn.at
 				out.Blobs.Items = append(out.Blobs.Items, x)
 			}
+			if !full && len(out.Blobs.Items) == p.max {
+				out.NextMarker, full = encodeMarker(name+markerSnapshot+markerBase), true
+			}
+		}
+		if full {
+			break
 		}
 		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, b, p))
 		i++
@@ -205,7 +216,17 @@ func xmlChar(r rune) bool {
 }
 
 // A marker is opaque to clients, as Azure's are: "2!" then the length
-// and the base64 of the name the next page starts at.
+// and the base64 of the name the next page starts at, followed, when the
+// page ends among the blob's snapshots (include=snapshots), by
+// markerSnapshot and the snapshot's name, or markerBase for the blob
+// itself.
+const (
+	markerSnapshot = "\x00"
+	// markerBase sorts after every snapshot name (which start with a
+	// digit).
+	markerBase = "~"
+)
+
 func encodeMarker(name string) string {
 	b := base64.StdEncoding.EncodeToString([]byte(name))
 	return "2!" + strconv.Itoa(len(b)) + "!" + b

@@ -3,6 +3,8 @@ package blobs_test
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -57,6 +59,22 @@ func testSnapshots(t *testing.T, endpoint, prefix string) {
 	// Azurite lists the blob first, then its snapshots newest first.
 	if want := []string{val(s1.Snapshot) + "|" + metaS(nil), val(s2.Snapshot) + "|" + metaS(map[string]*string{"Tag": to.Ptr("two")}), "|" + metaS(nil)}; prefix == "" && (len(listed) != 3 || listed[0] != want[0] || listed[1] != want[1] || listed[2] != want[2]) {
 		t.Errorf("listing %q, want %q", listed, want)
+	}
+	if prefix == "" {
+		// Pages of one entry: a page may end among a blob's snapshots.
+		var paged []string
+		pager := c.NewListBlobsFlatPager(prefix+"snaps", &azblob.ListBlobsFlatOptions{MaxResults: to.Ptr[int32](1), Include: container.ListBlobsInclude{Snapshots: true}})
+		for pager.More() {
+			pg := must[azblob.ListBlobsFlatResponse](t, "list a page")(pager.NextPage(ctx))
+			var entries []string
+			for _, it := range pg.Segment.BlobItems {
+				entries = append(entries, val(it.Snapshot))
+			}
+			paged = append(paged, strings.Join(entries, "+"))
+		}
+		if want := []string{val(s1.Snapshot), val(s2.Snapshot), ""}; !slices.Equal(paged, want) {
+			t.Errorf("pages of one entry list snapshots %q, want %q", paged, want)
+		}
 	}
 	page = must[azblob.ListBlobsFlatResponse](t, "list")(c.NewListBlobsFlatPager(prefix+"snaps", nil).NextPage(ctx))
 	if n := len(page.Segment.BlobItems); n != 1 {
