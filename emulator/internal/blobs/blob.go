@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 )
@@ -173,7 +172,7 @@ func setBlobHeaders(h http.Header, v view) {
 			h.Set("x-ms-blob-sealed", "true")
 		}
 	}
-	setLeaseHeaders(h, v.lease.at(time.Now()))
+	setLeaseHeaders(h, v.lease.current())
 	setCopyHeaders(h, v.copy)
 	h.Set("x-ms-server-encrypted", "true")
 	h.Set("Accept-Ranges", "bytes")

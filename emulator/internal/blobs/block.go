@@ -135,7 +135,7 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	defer c.mu.Unlock()
 	if b := c.blobs[q.blob]; b != nil {
 		// "Required if the blob has an active lease" (REST "Put Block").
-		if e := checkLease(b.lease.at(time.Now()), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
+		if e := checkLease(b.lease.current(), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
 			return e
 		}
 		if b.kind != blockBlob {

@@ -117,7 +117,7 @@ func (c conditions) lease(exists bool, l lease, required bool) *answer.Error {
 	if c.onContainer {
 		errs = containerLeaseErrors
 	}
-	return checkLease(l.at(time.Now()), c.leaseID, required, errs)
+	return checkLease(l.current(), c.leaseID, required, errs)
 }
 
 // readConditions is read without the lease.

@@ -81,7 +81,7 @@ func (s *Service) containerProperties(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	md, etag, modified, access, l := c.meta, c.etag, c.modified, c.access, c.lease.at(time.Now())
+	md, etag, modified, access, l := c.meta, c.etag, c.modified, c.access, c.lease.current()
 	c.mu.RUnlock()
 	cond := conditions{leaseID: q.r.Header.Get("x-ms-lease-id"), onContainer: true}
 	if e := cond.lease(true, l, false); e != nil {

@@ -228,7 +228,7 @@ func (s *Service) abortCopy(q *request) *answer.Error {
 	if b == nil {
 		return errBlobNotFound
 	}
-	if e := checkLease(v.lease.at(time.Now()), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
+	if e := checkLease(v.lease.current(), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
 		return e
 	}
 	if v.copy.id != id {

@@ -65,6 +65,16 @@ func (l lease) at(now time.Time) lease {
 	return l
 }
 
+// current is the lease as it stands now. Only a fixed lease or a
+// breaking one changes with the clock, so the others never read it: a
+// blob without a lease costs a read or write nothing.
+func (l lease) current() lease {
+	if l.state == leaseLeased && l.seconds > 0 || l.state == leaseBreaking {
+		return l.at(time.Now())
+	}
+	return l
+}
+
 // locked is x-ms-lease-status: a leased or breaking lease locks the
 // resource against writes without its ID.
 func (l lease) locked() bool { return l.state == leaseLeased || l.state == leaseBreaking }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -184,7 +183,7 @@ func blobXML(name string, b *blob, p listParams) xmlBlob {
 		sealed := b.sealed
 		pr.Sealed = &sealed
 	}
-	l := b.lease.at(time.Now())
+	l := b.lease.current()
 	pr.LeaseStatus, pr.LeaseState, pr.LeaseDuration = l.status(), l.state.String(), l.duration()
 	pr.ServerEncrypted = true
 	if p.copy && b.copy.id != "" {
