@@ -38,6 +38,9 @@ func (s *Service) getBlob(q *request) *answer.Error {
 	}
 	h := q.w.Header()
 	size := int64(len(v.data))
+	if at := q.query.Get("snapshot"); at != "" {
+		h.Set("x-ms-snapshot", at)
+	}
 	if q.r.Method == http.MethodHead {
 		setCommon(h, q.r)
 		setBlobHeaders(h, v)
@@ -84,9 +87,6 @@ func (s *Service) getBlob(q *request) *answer.Error {
 		}
 	case v.props.contentMD5 != nil:
 		h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
-	}
-	if at := q.query.Get("snapshot"); at != "" {
-		h.Set("x-ms-snapshot", at)
 	}
 	q.w.WriteHeader(status)
 	q.w.Write(body)

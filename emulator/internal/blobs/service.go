@@ -79,9 +79,15 @@ func (s *Service) containerACL(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	etag, modified, access := c.etag, c.modified, c.access
+	etag, modified, access, l := c.etag, c.modified, c.access, c.lease.current()
 	doc := signedIdentifiers{List: c.acl}
 	c.mu.RUnlock()
+	// A lease ID given must be the container's lease (REST "Get
+	// Container ACL").
+	cond := conditions{leaseID: q.r.Header.Get("x-ms-lease-id"), onContainer: true}
+	if e := cond.lease(true, l, false); e != nil {
+		return e
+	}
 	h := q.w.Header()
 	if access != "" {
 		h.Set("x-ms-blob-public-access", access)
