@@ -66,8 +66,8 @@ type blob struct {
 	// lease is the blob's lease; it stays with the blob when a write
 	// replaces the blob (put).
 	lease lease
-	// copy is the last Copy Blob's that wrote the blob; a write that
-	// replaces the blob otherwise clears it.
+	// copy describes the Copy Blob that last wrote the blob; a write
+	// that replaces the blob otherwise clears it.
 	copy copyInfo
 	// snapshots are the blob's snapshots, oldest first; they stay with
 	// the blob when a write replaces it, and are never changed in place
