@@ -90,3 +90,27 @@ func CheckBlobName(name string) error {
 	}
 	return nil
 }
+
+// Leases on blobs and containers.
+//
+// Evidence: (docs) "Lease Blob" and "Lease Container": a lease lasts 15 to
+// 60 seconds, or for ever (-1); a break period is 0 to 60 seconds.
+const (
+	// MinLeaseSeconds and MaxLeaseSeconds bound a fixed lease's
+	// duration.
+	MinLeaseSeconds = 15
+	MaxLeaseSeconds = 60
+	// InfiniteLease is the duration of a lease that lasts until it is
+	// released or broken.
+	InfiniteLease = -1
+	// MaxLeaseBreakSeconds is the longest break period.
+	MaxLeaseBreakSeconds = 60
+)
+
+// MaxStoredAccessPolicies is the most stored access policies (signed
+// identifiers) a container, queue, table or share holds.
+//
+// Evidence: (docs) "Define a stored access policy": "a maximum of five
+// access policies may be set on a container, table, queue, or share at a
+// time".
+const MaxStoredAccessPolicies = 5

@@ -47,6 +47,8 @@ var pySteps = []string{
 	"blobs.append",
 	"blobs.sas",
 	"blobs.metadataCase",
+	"blobs.leases",
+	"blobs.copy",
 	"blobs.deleteContainer",
 }
 

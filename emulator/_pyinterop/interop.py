@@ -503,6 +503,46 @@ def _(expect):
     return {"container": cmd, "blob": bmd, "blobSet": bmd2, "listed": listed, "containerSet": cmd2}
 
 
+@step("blobs.leases")
+def _(expect):
+    blob = container.get_blob_client("leased.txt")
+    blob.upload_blob(b"v1")
+    lease = blob.acquire_lease(lease_duration=15)
+    second = failure(blob.acquire_lease, lease_duration=15)
+    expect(is_error(second, 409, "LeaseAlreadyPresent"), f"a second lease is 409 LeaseAlreadyPresent, got {second}")
+    without = failure(blob.upload_blob, b"v2", overwrite=True)
+    expect(is_error(without, 412, "LeaseIdMissing"), f"a write without the lease is 412 LeaseIdMissing, got {without}")
+    blob.upload_blob(b"v3", overwrite=True, lease=lease)
+    held = blob.get_blob_properties().lease
+    expect((held.state, held.status, held.duration) == ("leased", "locked", "fixed"), f"the lease shows in the properties, got {held}")
+    lease.renew()
+    lease.release()
+    blob.upload_blob(b"v4", overwrite=True)
+    body = blob.download_blob().readall()
+    expect(body == b"v4", f"a write once the lease is released, got {body!r}")
+    return {"second": second, "without": without, "held": [held.state, held.status, held.duration]}
+
+
+@step("blobs.copy")
+def _(expect):
+    src = container.get_blob_client("once.txt")
+    dst = container.get_blob_client("copy.txt")
+    started = dst.start_copy_from_url(src.url)
+    props = dst.get_blob_properties()
+    body = dst.download_blob().readall()
+    expect(started["copy_status"] == "success", f"a copy within the account is complete when it answers, got {started['copy_status']}")
+    expect(props.copy.status == "success" and props.copy.id == started["copy_id"], f"the copy's properties, got {props.copy.status} {props.copy.id}")
+    expect(body == b"third", f"the copy reads as its source, got {body!r}")
+    snap = src.create_snapshot()
+    src.upload_blob(b"fourth", overwrite=True)
+    old = container.get_blob_client("once.txt", snapshot=snap["snapshot"]).download_blob().readall()
+    expect(old == b"third", f"the snapshot reads as the blob was, got {old!r}")
+    refused = failure(src.delete_blob)
+    expect(is_error(refused, 409, "SnapshotsPresent"), f"deleting a blob with snapshots is 409 SnapshotsPresent, got {refused}")
+    src.delete_blob(delete_snapshots="include")
+    return {"status": started["copy_status"], "snapshot": snap["snapshot"], "refused": refused}
+
+
 @step("blobs.deleteContainer")
 def _(expect):
     container.delete_container()

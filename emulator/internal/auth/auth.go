@@ -116,6 +116,14 @@ func (a *Authenticator) Authorize(r *http.Request, op Operation) (*Grant, *answe
 	return nil, noAuthenticationInformation()
 }
 
+// Anonymous says whether r carries no credentials: neither an
+// Authorization header nor a SAS signature. Authorize answers such a
+// request 401; the Blob service first lets a public container's
+// anonymous reads through.
+func Anonymous(r *http.Request) bool {
+	return len(r.Header["Authorization"]) == 0 && !hasSig(r.URL.RawQuery)
+}
+
 // The grants without a key range are shared by every request.
 var (
 	grantSharedKey = &Grant{}

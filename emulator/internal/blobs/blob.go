@@ -38,6 +38,9 @@ func (s *Service) getBlob(q *request) *answer.Error {
 	}
 	h := q.w.Header()
 	size := int64(len(v.data))
+	if at := q.query.Get("snapshot"); at != "" {
+		h.Set("x-ms-snapshot", at)
+	}
 	if q.r.Method == http.MethodHead {
 		setCommon(h, q.r)
 		setBlobHeaders(h, v)
@@ -104,11 +107,14 @@ func (s *Service) readBlob(q *request) (view, *answer.Error) {
 	}
 	var v view
 	b := c.blobs[q.blob]
+	if at := q.query.Get("snapshot"); b != nil && at != "" {
+		b = b.snapshotAt(at)
+	}
 	if b != nil {
 		v = b.view()
 	}
 	c.mu.RUnlock()
-	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+	if e := cond.read(b != nil, v.etag, v.modified, v.lease); e != nil {
 		return view{}, e
 	}
 	if b == nil {
@@ -166,8 +172,8 @@ func setBlobHeaders(h http.Header, v view) {
 			h.Set("x-ms-blob-sealed", "true")
 		}
 	}
-	h.Set("x-ms-lease-status", "unlocked")
-	h.Set("x-ms-lease-state", "available")
+	setLeaseHeaders(h, v.lease.current())
+	setCopyHeaders(h, v.copy)
 	h.Set("x-ms-server-encrypted", "true")
 	h.Set("Accept-Ranges", "bytes")
 	setMetadataHeaders(h, v.meta)
@@ -192,9 +198,19 @@ func (s *Service) getBlobMetadata(q *request) *answer.Error {
 }
 
 // deleteBlob is Delete Blob: 202, and the blob's uncommitted blocks go
-// with it.
+// with it. A blob with snapshots is deleted with them
+// (x-ms-delete-snapshots: include), or only they are (only); without
+// the header it is 409 SnapshotsPresent (REST "Delete Blob"; Azurite
+// answers the same). A snapshot (?snapshot=) is deleteSnapshot.
 func (s *Service) deleteBlob(q *request) *answer.Error {
+	if q.query.Has("snapshot") {
+		return s.deleteSnapshot(q)
+	}
 	cond, e := parseConditions(q.r.Header)
+	if e != nil {
+		return e
+	}
+	snaps, e := parseDeleteSnapshots(q.r.Header)
 	if e != nil {
 		return e
 	}
@@ -202,11 +218,20 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	if _, e := cond.existing(c, q.blob); e != nil {
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
 		c.mu.Unlock()
 		return e
 	}
-	c.remove(q.blob)
+	switch {
+	case snaps == "only":
+		b.snapshots = nil
+	case len(b.snapshots) > 0 && snaps == "":
+		c.mu.Unlock()
+		return errSnapshotsPresent
+	default:
+		c.remove(q.blob)
+	}
 	c.mu.Unlock()
 	h := q.w.Header()
 	setCommon(h, q.r)
@@ -374,3 +399,6 @@ func (c checksums) set(h http.Header) {
 func apiVersionAtLeast(r *http.Request, v string) bool {
 	return r.Header.Get("x-ms-version") >= v
 }
+
+// encodeMD5 writes an MD5 sum as Content-MD5 carries it.
+func encodeMD5(sum []byte) string { return base64.StdEncoding.EncodeToString(sum) }

@@ -1,18 +1,21 @@
 // Package blobs is the emulator's Blob service, answering as Azure's
 // Blob service answers: containers (create, delete, properties,
-// metadata, access policy, list), block blobs (put blob, put block, put
-// block list, get block list), append blobs (create, append block with
-// its conditions, seal), and for every blob get (with ranges),
-// properties, metadata, delete and list (prefix, delimiter,
-// continuation), under Azure's conditional headers, with Azure's status
+// metadata, access policy and public access, list), block blobs (put
+// blob, put block, put block list, get block list), append blobs
+// (create, append block with its conditions, seal), and for every blob
+// get (with ranges), properties, metadata, delete and list (prefix,
+// delimiter, continuation), leases (lease.go), copies within the account
+// (copy.go) and snapshots (snapshot.go), under Azure's conditional
+// headers and lease conditions, with Azure's status
 // codes, error codes and messages (and the elements naming a refused
 // header or query parameter) in XML bodies; the service's properties and,
 // on the secondary endpoint, its statistics.
 //
 // Requests arrive path-style: /ACCOUNT, /ACCOUNT/CONTAINER and
 // /ACCOUNT/CONTAINER/BLOB, or /ACCOUNT-secondary/... for the read-only
-// secondary endpoint. Every request is authorized (Config.Auth) before
-// the service does any work for it.
+// secondary endpoint. Every request is authorized (Config.Auth), or is
+// an anonymous read its container's public access level allows
+// (access.go), before the service does any work for it.
 //
 // State lives in memory. A service-wide lock guards the set of
 // containers; each container has its own lock for its blobs, so work on
@@ -183,16 +186,20 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 	case m == http.MethodDelete && q.comp == "":
 		return s.authorized(q, s.deleteContainer, 'c', 'd')
 	case read && (q.comp == "" || q.comp == "metadata"):
-		return s.authorized(q, s.containerProperties, 'c', 'r')
+		return s.readable(q, s.containerProperties, 'c', 'r', publicContainer)
 	case m == http.MethodPut && q.comp == "metadata":
 		return s.authorized(q, s.setContainerMetadata, 'c', 'w')
 	case m == http.MethodGet && q.comp == "list":
-		return s.authorized(q, s.listBlobs, 'c', 'l')
+		return s.readable(q, s.listBlobs, 'c', 'l', publicContainer)
+	case m == http.MethodPut && q.comp == "lease":
+		return s.authorized(q, s.leaseContainer, 'c', 'w')
 	case read && q.comp == "acl":
 		// Azure lets only the account owner read a container's ACL; the
 		// Authenticator has no Shared-Key-only operation, so any valid
 		// SAS passes too (Permission 0), as for the Queue service's ACLs.
 		return s.authorized(q, s.containerACL, 'c', 0)
+	case m == http.MethodPut && q.comp == "acl":
+		return s.authorized(q, s.setContainerACL, 'c', 0)
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -200,18 +207,36 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 // serveBlob answers the operations on a blob.
 func (s *Service) serveBlob(q *request) *answer.Error {
 	m := q.r.Method
-	if q.query.Has("snapshot") || q.query.Has("versionid") {
-		return s.refuse(q, 'o', errNotImplemented("blob snapshots and versions"))
+	if q.query.Has("versionid") {
+		return s.refuse(q, 'o', errNotImplemented("blob versions"))
+	}
+	read := m == http.MethodGet || m == http.MethodHead
+	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist") || m == http.MethodDelete && q.comp == "") {
+		// A snapshot is read-only: only its reads and its delete take the
+		// parameter.
+		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
 	}
 	switch {
-	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "":
-		return s.authorized(q, s.getBlob, 'o', 'r')
-	case (m == http.MethodGet || m == http.MethodHead) && q.comp == "metadata":
-		return s.authorized(q, s.getBlobMetadata, 'o', 'r')
+	case read && q.comp == "":
+		return s.readable(q, s.getBlob, 'o', 'r', publicBlob)
+	case read && q.comp == "metadata":
+		return s.readable(q, s.getBlobMetadata, 'o', 'r', publicBlob)
 	case m == http.MethodGet && q.comp == "blocklist":
-		return s.authorized(q, s.getBlockList, 'o', 'r')
+		return s.readable(q, s.getBlockList, 'o', 'r', publicBlob)
 	case m == http.MethodDelete && q.comp == "":
 		return s.authorized(q, s.deleteBlob, 'o', 'd')
+	case m == http.MethodPut && q.comp == "" && q.r.Header.Get("x-ms-copy-source") != "" && q.r.Header.Get("x-ms-blob-type") == "":
+		// Copy Blob and Copy Blob From URL (Put Blob From URL sends
+		// x-ms-blob-type).
+		perms := []byte{'w'}
+		if !s.blobExists(q.container, q.blob) {
+			perms = append(perms, 'c')
+		}
+		return s.authorized(q, s.copyBlob, 'o', perms...)
+	case m == http.MethodPut && q.comp == "copy":
+		return s.authorized(q, s.abortCopy, 'o', 'w')
+	case m == http.MethodPut && q.comp == "snapshot":
+		return s.authorized(q, s.snapshotBlob, 'o', 'c', 'w')
 	case m == http.MethodPut && (q.comp == "" || q.comp == "block" || q.comp == "blocklist"):
 		// Create (c) writes a new blob; write (w) creates or overwrites.
 		perms := []byte{'w'}
@@ -234,6 +259,8 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.authorized(q, s.setBlobMetadata, 'o', 'w')
 	case m == http.MethodPut && q.comp == "properties":
 		return s.authorized(q, s.setBlobProperties, 'o', 'w')
+	case m == http.MethodPut && q.comp == "lease":
+		return s.authorized(q, s.leaseBlob, 'o', 'w')
 	}
 	return s.refuse(q, 'o', unsupported(q))
 }
@@ -255,13 +282,13 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (leases, tags, copies, page blobs,
-// ...) is 501, and a comp the service does not know is Azure's 400.
+// Blob service the emulator leaves out (tags, page blobs, tiers, ...) is
+// 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy":
 		return answer.UnsupportedHTTPVerb()
-	case "lease", "tags", "copy", "page", "pagelist", "acl", "snapshot", "tier", "undelete",
+	case "tags", "page", "pagelist", "acl", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)

@@ -21,10 +21,9 @@ import (
 func (s *Service) putBlob(q *request) *answer.Error {
 	h := q.r.Header
 	if h.Get("x-ms-copy-source") != "" {
-		// Copy Blob and Put Blob From URL: copies are not modelled; 501
-		// as for the other features left out, not a misleading 400 for
-		// the x-ms-blob-type a Copy Blob does not send.
-		return errNotImplemented("copies (x-ms-copy-source)")
+		// Put Blob From URL (Copy Blob, which sends no x-ms-blob-type,
+		// is copyBlob).
+		return errNotImplemented("Put Blob From URL (x-ms-copy-source with x-ms-blob-type)")
 	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
@@ -67,13 +66,13 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	defer c.mu.Unlock()
 	old := c.blobs[q.blob]
 	if old != nil {
-		if e := cond.write(true, old.etag, old.modified); e != nil {
+		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
 			return e
 		}
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
-	} else if e := cond.write(false, "", time.Time{}); e != nil {
+	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
 	}
 	now, etag := s.clock.next()
@@ -135,6 +134,10 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	}
 	defer c.mu.Unlock()
 	if b := c.blobs[q.blob]; b != nil {
+		// "Required if the blob has an active lease" (REST "Put Block").
+		if e := checkLease(b.lease.current(), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
+			return e
+		}
 		if b.kind != blockBlob {
 			return errInvalidBlobType
 		}
@@ -266,7 +269,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	created := time.Time{}
 	committed := map[string][]byte{}
 	if old != nil {
-		if e := cond.write(true, old.etag, old.modified); e != nil {
+		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
 			return e
 		}
 		if cond.createOnly() {
@@ -279,7 +282,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		for _, b := range old.blocks {
 			committed[b.id] = old.data[b.off : b.off+b.len]
 		}
-	} else if e := cond.write(false, "", time.Time{}); e != nil {
+	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
 	}
 	st := c.staged[q.blob]
@@ -362,6 +365,12 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 		return e
 	}
 	b, st := c.blobs[q.blob], c.staged[q.blob]
+	if at := q.query.Get("snapshot"); at != "" {
+		st = nil
+		if b != nil {
+			b = b.snapshotAt(at)
+		}
+	}
 	var v view
 	if st != nil {
 		v.etag, v.modified = st.etag, st.modified
@@ -381,7 +390,7 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 		}
 	}
 	c.mu.RUnlock()
-	if e := cond.read(b != nil, v.etag, v.modified); e != nil {
+	if e := cond.read(b != nil, v.etag, v.modified, v.lease); e != nil {
 		return e
 	}
 	if b == nil && st == nil {

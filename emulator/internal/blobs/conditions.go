@@ -20,6 +20,10 @@ type conditions struct {
 	// leaseID is x-ms-lease-id; onContainer: the resource is a container.
 	leaseID     string
 	onContainer bool
+	// leaseOptional: a write that a lease does not lock (Set Container
+	// Metadata, Set Container ACL, Snapshot Blob): a lease ID given must
+	// match, none is needed.
+	leaseOptional bool
 }
 
 // parseConditions reads If-Match, If-None-Match, If-Modified-Since and
@@ -93,28 +97,27 @@ func modifiedAfter(modified, t time.Time) bool {
 // Get Block List, ...) against a resource that exists or not: a failed
 // If-Match or If-Unmodified-Since is 412, a met If-None-Match or a failed
 // If-Modified-Since is 304 (unless the other of the two says modified),
-// and If-None-Match: * is unsatisfiable on a read.
-func (c conditions) read(exists bool, etag string, modified time.Time) *answer.Error {
+// and If-None-Match: * is unsatisfiable on a read. Then the lease: a
+// lease ID given must be the resource's lease (l, as it stands now).
+func (c conditions) read(exists bool, etag string, modified time.Time, l lease) *answer.Error {
 	if e := c.readConditions(exists, etag, modified); e != nil {
 		return e
 	}
-	return c.lease(exists)
+	return c.lease(exists, l, false)
 }
 
 // lease answers x-ms-lease-id on a resource that exists, after its
-// conditions: the emulator has no leases, so a lease ID names
-// none, which Azure answers 412 LeaseNotPresentWithBlobOperation ("Blob
-// service error codes", docs; Azurite answers the same code, its
-// BlobWriteLeaseValidator and BlobReadLeaseValidator) or, on a
-// container, LeaseNotPresentWithContainerOperation.
-func (c conditions) lease(exists bool) *answer.Error {
-	switch {
-	case !exists || c.leaseID == "":
+// conditions (checkLease): required says a locked resource needs the
+// lease ID (a write or delete of a blob, Delete Container).
+func (c conditions) lease(exists bool, l lease, required bool) *answer.Error {
+	if !exists {
 		return nil
-	case c.onContainer:
-		return errContainerLeaseNotPresent
 	}
-	return errLeaseNotPresent
+	errs := blobLeaseErrors
+	if c.onContainer {
+		errs = containerLeaseErrors
+	}
+	return checkLease(l.current(), c.leaseID, required, errs)
 }
 
 // readConditions is read without the lease.
@@ -161,12 +164,13 @@ func (c conditions) readConditions(exists bool, etag string, modified time.Time)
 // If-Modified-Since only alone; a failed condition is 412, If-Match on a
 // missing resource fails. If-None-Match: * on an existing resource is
 // left to the operation: a create answers 409 BlobAlreadyExists, the
-// others ignore it.
-func (c conditions) write(exists bool, etag string, modified time.Time) *answer.Error {
+// others ignore it. Then the lease (l, as it stands now): a locked
+// resource needs its lease ID, unless leaseOptional.
+func (c conditions) write(exists bool, etag string, modified time.Time, l lease) *answer.Error {
 	if e := c.writeConditions(exists, etag, modified); e != nil {
 		return e
 	}
-	return c.lease(exists)
+	return c.lease(exists, l, !c.leaseOptional)
 }
 
 // writeConditions is write without the lease.
@@ -220,12 +224,12 @@ func (c conditions) createOnly() bool { return c.hasNoneMatch && hasStar(c.ifNon
 func (cond conditions) existing(c *container, name string) (*blob, *answer.Error) {
 	b := c.blobs[name]
 	if b == nil {
-		if e := cond.write(false, "", time.Time{}); e != nil {
+		if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 			return nil, e
 		}
 		return nil, errBlobNotFound
 	}
-	if e := cond.write(true, b.etag, b.modified); e != nil {
+	if e := cond.write(true, b.etag, b.modified, b.lease); e != nil {
 		return nil, e
 	}
 	return b, nil

@@ -19,9 +19,9 @@ func (s *Service) createContainer(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	access := q.r.Header.Get("x-ms-blob-public-access")
-	if access != "" && access != "blob" && access != "container" {
-		return answer.InvalidHeader("x-ms-blob-public-access", access)
+	access, e := parsePublicAccess(q.r.Header)
+	if e != nil {
+		return e
 	}
 	s.mu.Lock()
 	if _, ok := s.containers[q.container]; ok {
@@ -58,7 +58,7 @@ func (s *Service) deleteContainer(q *request) *answer.Error {
 		return errContainerNotFound
 	}
 	c.mu.Lock()
-	if e := cond.write(true, c.etag, c.modified); e != nil {
+	if e := cond.write(true, c.etag, c.modified, c.lease); e != nil {
 		c.mu.Unlock()
 		s.mu.Unlock()
 		return e
@@ -81,13 +81,16 @@ func (s *Service) containerProperties(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	md, etag, modified, access := c.meta, c.etag, c.modified, c.access
+	md, etag, modified, access, l := c.meta, c.etag, c.modified, c.access, c.lease.current()
 	c.mu.RUnlock()
+	cond := conditions{leaseID: q.r.Header.Get("x-ms-lease-id"), onContainer: true}
+	if e := cond.lease(true, l, false); e != nil {
+		return e
+	}
 	h := setVersion(q, etag, modified)
 	setMetadataHeaders(h, md)
 	if q.comp == "" {
-		h.Set("x-ms-lease-status", "unlocked")
-		h.Set("x-ms-lease-state", "available")
+		setLeaseHeaders(h, l)
 		if access != "" {
 			h.Set("x-ms-blob-public-access", access)
 		}
@@ -108,7 +111,7 @@ func (s *Service) setContainerMetadata(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	cond.onContainer = true
+	cond.onContainer, cond.leaseOptional = true, true
 	if cond.hasMatch || cond.hasNoneMatch || cond.hasUnmodSince {
 		return errUnsupportedCondition
 	}
@@ -120,7 +123,7 @@ func (s *Service) setContainerMetadata(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	if e := cond.write(true, c.etag, c.modified); e != nil {
+	if e := cond.write(true, c.etag, c.modified, c.lease); e != nil {
 		c.mu.Unlock()
 		return e
 	}
@@ -141,6 +144,7 @@ type listParams struct {
 	max                       int
 	maxGiven                  bool
 	metadata                  bool
+	snapshots, copy           bool // include=snapshots, include=copy
 }
 
 // parseList reads prefix, marker, maxresults and include. maxresults
@@ -167,8 +171,13 @@ func parseList(q *request, includes []string) (listParams, *answer.Error) {
 			if !slices.Contains(includes, item) {
 				return p, answer.InvalidQueryParameter("include", inc, "")
 			}
-			if item == "metadata" {
+			switch item {
+			case "metadata":
 				p.metadata = true
+			case "snapshots":
+				p.snapshots = true
+			case "copy":
+				p.copy = true
 			}
 		}
 	}
@@ -198,6 +207,7 @@ type xmlContainer struct {
 		Etag                                  string `xml:"Etag"`
 		LeaseStatus                           string `xml:"LeaseStatus"`
 		LeaseState                            string `xml:"LeaseState"`
+		LeaseDuration                         string `xml:"LeaseDuration,omitempty"`
 		PublicAccess                          string `xml:"PublicAccess,omitempty"`
 		DefaultEncryptionScope                string `xml:"DefaultEncryptionScope"`
 		DenyEncryptionScopeOverride           bool   `xml:"DenyEncryptionScopeOverride"`
@@ -245,13 +255,15 @@ func (s *Service) listContainers(q *request) *answer.Error {
 	}
 	s.mu.RUnlock()
 	out.Containers = []xmlContainer{}
+	now := time.Now()
 	for _, c := range cs {
 		c.mu.RLock()
 		var x xmlContainer
 		x.Name = c.name
 		x.Properties.LastModified = httpTime(c.modified)
 		x.Properties.Etag = c.etag
-		x.Properties.LeaseStatus, x.Properties.LeaseState = "unlocked", "available"
+		l := c.lease.at(now)
+		x.Properties.LeaseStatus, x.Properties.LeaseState, x.Properties.LeaseDuration = l.status(), l.state.String(), l.duration()
 		x.Properties.PublicAccess = c.access
 		x.Properties.DefaultEncryptionScope = "$account-encryption-key"
 		if p.metadata {

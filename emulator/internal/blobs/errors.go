@@ -33,10 +33,7 @@ var (
 	errInvalidMD5            = answer.New(http.StatusBadRequest, "InvalidMd5", "The MD5 value specified in the request is invalid. The MD5 value must be 128 bits and Base64-encoded.")
 	errMD5Mismatch           = answer.New(http.StatusBadRequest, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
 	errCRC64Mismatch         = answer.New(http.StatusBadRequest, "Crc64Mismatch", "The CRC64 value specified in the request did not match with the CRC64 value calculated by the server.")
-	// "Blob service error codes" (docs).
-	errLeaseNotPresent          = answer.New(http.StatusPreconditionFailed, "LeaseNotPresentWithBlobOperation", "There is currently no lease on the blob.")
-	errContainerLeaseNotPresent = answer.New(http.StatusPreconditionFailed, "LeaseNotPresentWithContainerOperation", "There is currently no lease on the container.")
-	errUnsupportedCondition     = answer.New(http.StatusBadRequest, "UnsupportedHeader", "One of the HTTP headers specified in the request is not supported.")
+	errUnsupportedCondition  = answer.New(http.StatusBadRequest, "UnsupportedHeader", "One of the HTTP headers specified in the request is not supported.")
 )
 
 // errNotImplemented answers a feature of the Blob service the emulator

@@ -35,6 +35,12 @@ type xmlBlobProps struct {
 	AccessTierInferred *bool  `xml:"AccessTierInferred,omitempty"`
 	LeaseStatus        string `xml:"LeaseStatus"`
 	LeaseState         string `xml:"LeaseState"`
+	LeaseDuration      string `xml:"LeaseDuration,omitempty"`
+	CopyID             string `xml:"CopyId,omitempty"`
+	CopyStatus         string `xml:"CopyStatus,omitempty"`
+	CopySource         string `xml:"CopySource,omitempty"`
+	CopyProgress       string `xml:"CopyProgress,omitempty"`
+	CopyCompletionTime string `xml:"CopyCompletionTime,omitempty"`
 	ServerEncrypted    bool   `xml:"ServerEncrypted"`
 	Sealed             *bool  `xml:"Sealed,omitempty"`
 }
@@ -42,6 +48,7 @@ type xmlBlobProps struct {
 type xmlBlob struct {
 	XMLName    xml.Name     `xml:"Blob"`
 	Name       xmlBlobName  `xml:"Name"`
+	Snapshot   string       `xml:"Snapshot,omitempty"`
 	Properties xmlBlobProps `xml:"Properties"`
 	Metadata   *xmlMetadata `xml:"Metadata,omitempty"`
 }
@@ -66,8 +73,8 @@ type xmlBlobList struct {
 }
 
 // The include values List Blobs accepts. Those the emulator has nothing
-// for (no snapshots, versions, soft-deleted blobs, copies or tags exist
-// in it) list nothing more; uncommittedblobs is not emulated.
+// for (no versions, soft-deleted blobs or tags exist in it) list nothing
+// more; uncommittedblobs is not emulated.
 var blobIncludes = []string{"metadata", "snapshots", "uncommittedblobs", "copy", "deleted", "tags",
 	"versions", "deletedwithversions", "immutabilitypolicy", "legalhold", "permissions"}
 
@@ -91,7 +98,8 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 	if q.query.Has("delimiter") {
 		out.Delimiter = &p.delimiter
 	}
-	start := max(decodeMarker(p.marker), p.prefix)
+	start, startSnap, _ := strings.Cut(decodeMarker(p.marker), markerSnapshot)
+	start = max(start, p.prefix)
 	c, e := s.rlockContainer(q.container)
 	if e != nil {
 		return e
@@ -116,7 +124,32 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 				continue
 			}
 		}
-		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, c.blobs[name], p.metadata))
+		b := c.blobs[name]
+		full := false
+		if p.snapshots {
+			// A blob's snapshots come before it, oldest first (List Blobs
+			// reference). A page may end among them: the marker then
+			// names the snapshot the next page starts at.
+			for _, sn := range b.snapshots {
+				if name == start && startSnap != "" && sn.at < startSnap {
+					continue
+				}
+				if len(out.Blobs.Items) == p.max {
+					out.NextMarker, full = encodeMarker(name+markerSnapshot+sn.at), true
+					break
+				}
+				x := blobXML(name, sn.b, p)
+				x.Snapshot = sn.at
+				out.Blobs.Items = append(out.Blobs.Items, x)
+			}
+			if !full && len(out.Blobs.Items) == p.max {
+				out.NextMarker, full = encodeMarker(name+markerSnapshot+markerBase), true
+			}
+		}
+		if full {
+			break
+		}
+		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, b, p))
 		i++
 	}
 	c.mu.RUnlock()
@@ -124,7 +157,7 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 }
 
 // blobXML is one blob as a listing shows it. The ETag is unquoted there.
-func blobXML(name string, b *blob, withMeta bool) xmlBlob {
+func blobXML(name string, b *blob, p listParams) xmlBlob {
 	x := xmlBlob{Name: blobNameXML(name)}
 	pr := &x.Properties
 	pr.CreationTime = httpTime(b.created)
@@ -150,9 +183,14 @@ func blobXML(name string, b *blob, withMeta bool) xmlBlob {
 		sealed := b.sealed
 		pr.Sealed = &sealed
 	}
-	pr.LeaseStatus, pr.LeaseState = "unlocked", "available"
+	l := b.lease.current()
+	pr.LeaseStatus, pr.LeaseState, pr.LeaseDuration = l.status(), l.state.String(), l.duration()
 	pr.ServerEncrypted = true
-	if withMeta {
+	if p.copy && b.copy.id != "" {
+		pr.CopyID, pr.CopyStatus, pr.CopySource, pr.CopyProgress = b.copy.id, b.copy.status, b.copy.source, b.copy.progress
+		pr.CopyCompletionTime = httpTime(b.copy.completed)
+	}
+	if p.metadata {
 		md := xmlMetadata(b.meta)
 		x.Metadata = &md
 	}
@@ -177,7 +215,17 @@ func xmlChar(r rune) bool {
 }
 
 // A marker is opaque to clients, as Azure's are: "2!" then the length
-// and the base64 of the name the next page starts at.
+// and the base64 of the name the next page starts at, followed, when the
+// page ends among the blob's snapshots (include=snapshots), by
+// markerSnapshot and the snapshot's name, or markerBase for the blob
+// itself.
+const (
+	markerSnapshot = "\x00"
+	// markerBase sorts after every snapshot name (which start with a
+	// digit).
+	markerBase = "~"
+)
+
 func encodeMarker(name string) string {
 	b := base64.StdEncoding.EncodeToString([]byte(name))
 	return "2!" + strconv.Itoa(len(b)) + "!" + b

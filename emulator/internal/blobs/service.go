@@ -73,24 +73,28 @@ func (s *Service) serviceStats(q *request) *answer.Error {
 }
 
 // containerACL is Get Container ACL: the container's public access level
-// in x-ms-blob-public-access and its stored access policies, none (the
-// emulator keeps none: Set Container ACL answers 501).
+// in x-ms-blob-public-access and its stored access policies.
 func (s *Service) containerACL(q *request) *answer.Error {
 	c, e := s.rlockContainer(q.container)
 	if e != nil {
 		return e
 	}
-	etag, modified, access := c.etag, c.modified, c.access
+	etag, modified, access, l := c.etag, c.modified, c.access, c.lease.current()
+	doc := signedIdentifiers{List: c.acl}
 	c.mu.RUnlock()
+	// A lease ID given must be the container's lease (REST "Get
+	// Container ACL").
+	cond := conditions{leaseID: q.r.Header.Get("x-ms-lease-id"), onContainer: true}
+	if e := cond.lease(true, l, false); e != nil {
+		return e
+	}
 	h := q.w.Header()
 	if access != "" {
 		h.Set("x-ms-blob-public-access", access)
 	}
 	h.Set("ETag", etag)
 	h.Set("Last-Modified", httpTime(modified))
-	return writeXMLBody(q, &struct {
-		XMLName xml.Name `xml:"SignedIdentifiers"`
-	}{})
+	return writeXMLBody(q, &doc)
 }
 
 // accountProperties is Get Account Information: the account's SKU and

@@ -23,6 +23,8 @@ type container struct {
 	etag     string
 	modified time.Time
 	access   string // x-ms-blob-public-access: "", "blob" or "container"
+	lease    lease
+	acl      []signedIdentifier // stored access policies (Set Container ACL)
 	blobs    map[string]*blob
 	names    []string // names of blobs (committed ones), sorted
 	staged   map[string]*staging
@@ -61,6 +63,16 @@ type blob struct {
 	etag     string
 	modified time.Time
 	created  time.Time
+	// lease is the blob's lease; it stays with the blob when a write
+	// replaces the blob (put).
+	lease lease
+	// copy describes the Copy Blob that last wrote the blob; a write
+	// that replaces the blob otherwise clears it.
+	copy copyInfo
+	// snapshots are the blob's snapshots, oldest first; they stay with
+	// the blob when a write replaces it, and are never changed in place
+	// (a change makes a new slice).
+	snapshots []snapshot
 }
 
 // block is a committed block: its id (decoded) and its bytes in the
@@ -103,6 +115,9 @@ type view struct {
 	etag      string
 	modified  time.Time
 	created   time.Time
+	lease     lease
+	copy      copyInfo
+	appended  int
 }
 
 func (b *blob) view() view {
@@ -111,7 +126,8 @@ func (b *blob) view() view {
 		n = b.appended
 	}
 	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta,
-		props: b.props, etag: b.etag, modified: b.modified, created: b.created}
+		props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
+		copy: b.copy, appended: b.appended}
 }
 
 // container returns the container named name, or nil.
@@ -165,9 +181,12 @@ func (s *Service) rlockContainer(name string) (*container, *answer.Error) {
 }
 
 // put stores b as the committed blob name; it drops the blob's
-// uncommitted blocks, as a commit does.
+// uncommitted blocks, as a commit does. The blob it replaces hands on its
+// lease (the write was checked against it) and its snapshots.
 func (c *container) put(name string, b *blob) {
-	if _, ok := c.blobs[name]; !ok {
+	if old, ok := c.blobs[name]; ok {
+		b.lease, b.snapshots = old.lease, old.snapshots
+	} else {
 		i, _ := slices.BinarySearch(c.names, name)
 		c.names = slices.Insert(c.names, i, name)
 	}
