@@ -15,6 +15,8 @@
 // Any SDK points at it with the connection string, which has explicit
 // endpoints (path-style, http://127.0.0.1:PORT/devstoreaccount1) and the
 // well-known development account and key, or the ones Options chooses.
+// Options.Accounts serves several accounts on the same ports, each with
+// its own data (Instance.ConnectionStringFor gives each one's).
 //
 // # Azure's rules, not Azurite's
 //
