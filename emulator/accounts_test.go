@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -128,6 +129,21 @@ func TestSeveralAccounts(t *testing.T) {
 	}
 	if _, err := a2.Blobs().CreateContainer(ctx, "files", nil); err != nil {
 		t.Errorf("account2 cannot create a container named as account1's: %v", err)
+	}
+
+	// The router: account2's secondary endpoint reaches account2's
+	// service (401 without credentials); an account not served is the
+	// single-account answer, 400 InvalidUri.
+	base := strings.TrimSuffix(em.QueueURL, "/account1")
+	for path, want := range map[string]int{"/account2-secondary/?comp=list": 401, "/nosuchaccount/?comp=list": 400} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
 	}
 
 	// account2's key does not open account1, and the development account
