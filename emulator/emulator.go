@@ -15,6 +15,8 @@
 // Any SDK points at it with the connection string, which has explicit
 // endpoints (path-style, http://127.0.0.1:PORT/devstoreaccount1) and the
 // well-known development account and key, or the ones Options chooses.
+// Options.Accounts serves several accounts on the same ports, each with
+// its own data (Instance.ConnectionStringFor gives each one's).
 //
 // # Azure's rules, not Azurite's
 //
@@ -40,8 +42,6 @@ package emulator
 
 import (
 	"context"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -91,8 +91,19 @@ const NoEarlyEndHeader = tables.NoEarlyEndHeader
 // Options configures Start. A nil *Options means the defaults.
 type Options struct {
 	// AccountName and AccountKey (base64) are the account the emulator
-	// serves. Empty means DevAccountName and DevAccountKey.
+	// serves. Empty means DevAccountName and DevAccountKey, unless
+	// Accounts is set.
 	AccountName, AccountKey string
+	// Accounts, when set, are the accounts the emulator serves instead
+	// (AccountName and AccountKey must then be empty), as Azurite's
+	// AZURITE_ACCOUNTS sets them (ParseAccounts reads its format): all on
+	// the same ports, told apart by the path's first segment
+	// (http://127.0.0.1:PORT/ACCOUNT/...), each with tables, queues and
+	// containers of its own and checked against its own keys. The first is
+	// the Instance's AccountName and ConnectionString; ConnectionStringFor
+	// gives the others'. The development account is not served unless it
+	// is listed, as in Azurite.
+	Accounts []Account
 	// Host is the address the services listen on. Empty means 127.0.0.1.
 	Host string
 	// BlobPort, QueuePort and TablePort are the services' ports. Zero
@@ -172,8 +183,9 @@ type Instance struct {
 	AccountName, AccountKey string
 
 	servers  []*http.Server
-	model    *load.Model // nil without Throttle or Scale
-	tables   *tables.Service
+	model    *load.Model       // nil without Throttle or Scale
+	tables   []*tables.Service // one per account
+	accounts []Account         // the accounts served, the first this Instance's
 	stopOnce sync.Once
 }
 
@@ -200,8 +212,13 @@ type EarlyEndStats struct {
 // that means to prove code exact under early ends checks that some
 // happened. It is zero without EarlyEnd.
 func (i *Instance) EarlyEnds() EarlyEndStats {
-	pages, empty := i.tables.EarlyEnds()
-	return EarlyEndStats{Pages: pages, Empty: empty}
+	var st EarlyEndStats
+	for _, t := range i.tables {
+		pages, empty := t.EarlyEnds()
+		st.Pages += pages
+		st.Empty += empty
+	}
+	return st
 }
 
 // delayed holds each request for l's next delay before h serves it; a
@@ -226,25 +243,16 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("emulator: %w", err)
 	}
-	if o.AccountName == "" {
-		o.AccountName = DevAccountName
-	}
-	if o.AccountKey == "" {
-		o.AccountKey = DevAccountKey
-	}
 	if o.Host == "" {
 		o.Host = "127.0.0.1"
 	}
-	if !validAccountName(o.AccountName) {
-		return nil, fmt.Errorf("emulator: account name %q: Azure's account names are 3 to 24 lowercase letters and digits", o.AccountName)
+	accts, err := o.accounts()
+	if err != nil {
+		return nil, err
 	}
-	key, err := base64.StdEncoding.DecodeString(o.AccountKey)
-	if err != nil || len(key) == 0 {
-		return nil, errors.New("emulator: the account key is not base64")
-	}
-	authn := auth.New(auth.Account{Name: o.AccountName, Keys: [][]byte{key}})
+	o.AccountName, o.AccountKey = accts[0].Name, accts[0].Keys[0]
 
-	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey}
+	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, accounts: accts}
 	var tableLoad tables.Load
 	switch {
 	case o.Scale != nil:
@@ -263,15 +271,26 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if o.LatencyDistribution != nil {
 		lat = *o.LatencyDistribution
 	}
-	inst.tables = tables.New(tables.Config{Account: o.AccountName, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad})
-	var tableHandler http.Handler = inst.tables
+	// Each account has services of its own; one router per port sends a
+	// request to its account's.
+	tableRouter, directRouter, blobRouter, queueRouter := accountRouter{}, accountRouter{}, accountRouter{}, accountRouter{}
+	for _, a := range accts {
+		authn := auth.New(auth.Account{Name: a.Name, Keys: a.decoded})
+		ts := tables.New(tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad})
+		inst.tables = append(inst.tables, ts)
+		tableRouter[a.Name] = ts
+		directRouter[a.Name] = ts.Unmodelled()
+		blobRouter[a.Name] = blobs.New(blobs.Config{Account: a.Name, Auth: authn})
+		queueRouter[a.Name] = queues.New(queues.Config{Account: a.Name, Auth: authn})
+	}
+	var tableHandler http.Handler = tableRouter.with(accts[0].Name)
 	l := load.NewLatency(lat)
 	if !l.Zero() {
 		tableHandler = delayed(l, tableHandler)
 	}
-	var blobHandler http.Handler = blobs.New(blobs.Config{Account: o.AccountName, Auth: authn})
-	var queueHandler http.Handler = queues.New(queues.Config{Account: o.AccountName, Auth: authn})
-	directTables := inst.tables.Unmodelled()
+	blobHandler := blobRouter.with(accts[0].Name)
+	queueHandler := queueRouter.with(accts[0].Name)
+	directTables := directRouter.with(accts[0].Name)
 	if !o.SkipAPIVersionCheck {
 		blobHandler = versionChecked(blobHandler, false)
 		queueHandler = versionChecked(queueHandler, false)
@@ -316,11 +335,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if inst.DirectTableURL == "" {
 		inst.DirectTableURL = inst.TableURL
 	}
-	inst.ConnectionString = "DefaultEndpointsProtocol=http;AccountName=" + o.AccountName +
-		";AccountKey=" + o.AccountKey +
-		";BlobEndpoint=" + inst.BlobURL +
-		";QueueEndpoint=" + inst.QueueURL +
-		";TableEndpoint=" + inst.TableURL + ";"
+	inst.ConnectionString, _ = inst.ConnectionStringFor(o.AccountName)
 	return inst, nil
 }
 

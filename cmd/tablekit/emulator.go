@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/tablekit/tablekit/emulator"
 )
@@ -26,6 +28,13 @@ type emulatorFlags struct {
 	earlyEndSeed int64
 	throttle     bool
 	scale        float64
+
+	// Azurite's flags where they mean the same (see register).
+	fs                                            *flag.FlagSet // the parsed set: which flags were given
+	blobHost, queueHost, tableHost                string
+	loose, inMemory, pathStyle, noTelemetry       bool
+	blobKeepAlive, queueKeepAlive, tableKeepAlive int
+	extentMemoryLimit                             float64
 }
 
 func (f *emulatorFlags) register(fs *flag.FlagSet) {
@@ -42,25 +51,91 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")
 	fs.BoolVar(&f.throttle, "throttle", false, "answer 503 ServerBusy over Azure's targets (2,000 entities/s a partition, 20,000 an account)")
 	fs.Float64Var(&f.scale, "scale", 0, "run the scale model (partition servers, page service times, Azure's targets) with every rate multiplied by this (1: Azure's; 0: no model)")
+
+	// Azurite's names, so that its command line runs unchanged.
+	f.fs = fs
+	fs.StringVar(&f.blobHost, "blobHost", "", "Azurite's name: the address to listen on; the three services share one, so --blobHost, --queueHost, --tableHost and --host must agree")
+	fs.StringVar(&f.queueHost, "queueHost", "", "Azurite's name: see --blobHost")
+	fs.StringVar(&f.tableHost, "tableHost", "", "Azurite's name: see --blobHost")
+	fs.IntVar(&f.opts.BlobPort, "blobPort", emulator.DefaultBlobPort, "Azurite's name for --blob-port")
+	fs.IntVar(&f.opts.QueuePort, "queuePort", emulator.DefaultQueuePort, "Azurite's name for --queue-port")
+	fs.IntVar(&f.opts.TablePort, "tablePort", emulator.DefaultTablePort, "Azurite's name for --table-port")
+	fs.BoolVar(&f.loose, "loose", false, "Azurite's flag, accepted: tablekit has no strict mode to loosen (headers and parameters it does not implement are ignored, as Azure ignores unknown ones; features it leaves out answer 501 either way)")
+	fs.BoolVar(&f.loose, "L", false, "Azurite's short name for --loose")
+	fs.BoolVar(&f.inMemory, "inMemoryPersistence", false, "Azurite's flag: keep nothing on disk, tablekit's default (refused with --location, as Azurite refuses it)")
+	fs.BoolVar(&f.pathStyle, "disableProductStyleUrl", false, "Azurite's flag, accepted: tablekit always takes the account from the path's first segment")
+	fs.BoolVar(&f.noTelemetry, "disableTelemetry", false, "Azurite's flag, accepted: tablekit collects no telemetry")
+	fs.IntVar(&f.blobKeepAlive, "blobKeepAliveTimeout", 0, "Azurite's flag, accepted and ignored: tablekit keeps its own connection timeouts")
+	fs.IntVar(&f.queueKeepAlive, "queueKeepAliveTimeout", 0, "Azurite's flag, accepted and ignored (see --blobKeepAliveTimeout)")
+	fs.IntVar(&f.tableKeepAlive, "tableKeepAliveTimeout", 0, "Azurite's flag, accepted and ignored (see --blobKeepAliveTimeout)")
+	fs.Float64Var(&f.extentMemoryLimit, "extentMemoryLimit", 0, "Azurite's flag, accepted with --inMemoryPersistence and ignored: tablekit has no extent store to limit")
+}
+
+// given reports whether the flag named name was on the command line.
+func (f *emulatorFlags) given(name string) bool {
+	seen := false
+	if f.fs != nil {
+		f.fs.Visit(func(fl *flag.Flag) { seen = seen || fl.Name == name })
+	}
+	return seen
+}
+
+// options turns the flags, and AZURITE_ACCOUNTS as getenv reads it, into
+// the emulator's options.
+func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, error) {
+	o := f.opts
+	if f.earlyEnd < 0 || f.earlyEnd > 1 {
+		return o, usagef("--early-end %v: want a probability from 0 to 1", f.earlyEnd)
+	}
+	if f.earlyEnd > 0 {
+		o.EarlyEnd = &emulator.EarlyEnd{Seed: f.earlyEndSeed, Probability: f.earlyEnd}
+	}
+	if f.scale < 0 {
+		return o, usagef("--scale %v: want a positive factor, or 0 for no model", f.scale)
+	}
+	if f.throttle {
+		o.Throttle = &emulator.ThrottleOptions{}
+	}
+	if f.scale > 0 {
+		o.Scale = &emulator.ScaleOptions{Scale: f.scale}
+	}
+	// One listen address for the three services: Azurite's per-service
+	// hosts are taken when they agree.
+	var named []string
+	for _, h := range []struct{ flag, value string }{{"host", o.Host}, {"blobHost", f.blobHost}, {"queueHost", f.queueHost}, {"tableHost", f.tableHost}} {
+		if !f.given(h.flag) {
+			continue
+		}
+		if len(named) > 0 && h.value != o.Host {
+			return o, usagef("--%s %s and --%s %s differ: tablekit's three services listen on one address", named[0], o.Host, h.flag, h.value)
+		}
+		o.Host = h.value
+		named = append(named, h.flag)
+	}
+	if f.inMemory && f.given("location") {
+		return o, usagef("--inMemoryPersistence does not go with --location (Azurite refuses them together too)")
+	}
+	if f.given("extentMemoryLimit") && !f.inMemory {
+		return o, usagef("--extentMemoryLimit is only supported with --inMemoryPersistence (as in Azurite)")
+	}
+	if env := getenv(emulator.AccountsEnv); env != "" {
+		if f.given("account") || f.given("key") {
+			return o, usagef("%s and --account/--key both name the accounts: give one", emulator.AccountsEnv)
+		}
+		accts, err := emulator.ParseAccounts(env)
+		if err != nil {
+			return o, usagef("%v", err)
+		}
+		o.Accounts, o.AccountName, o.AccountKey = accts, "", ""
+	}
+	return o, nil
 }
 
 // cmdEmulator runs the emulator until ctx ends (SIGTERM, Ctrl-C).
 func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
-	o := a.emu.opts
-	if a.emu.earlyEnd < 0 || a.emu.earlyEnd > 1 {
-		return usagef("--early-end %v: want a probability from 0 to 1", a.emu.earlyEnd)
-	}
-	if a.emu.earlyEnd > 0 {
-		o.EarlyEnd = &emulator.EarlyEnd{Seed: a.emu.earlyEndSeed, Probability: a.emu.earlyEnd}
-	}
-	if a.emu.scale < 0 {
-		return usagef("--scale %v: want a positive factor, or 0 for no model", a.emu.scale)
-	}
-	if a.emu.throttle {
-		o.Throttle = &emulator.ThrottleOptions{}
-	}
-	if a.emu.scale > 0 {
-		o.Scale = &emulator.ScaleOptions{Scale: a.emu.scale}
+	o, err := a.emu.options(os.Getenv)
+	if err != nil {
+		return err
 	}
 	inst, err := emulator.Start(ctx, &o)
 	if err != nil {
@@ -80,6 +155,9 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 		fmt.Fprintln(a.stdout, inst.ConnectionString)
 	}
 	fmt.Fprintf(a.stderr, "tablekit emulator: Table %s, Queue %s, Blob %s; stop with Ctrl-C or SIGTERM\n", inst.TableURL, inst.QueueURL, inst.BlobURL)
+	if names := inst.Accounts(); len(names) > 1 {
+		fmt.Fprintf(a.stderr, "tablekit emulator: accounts %s (%s), on the same ports by path\n", strings.Join(names, ", "), emulator.AccountsEnv)
+	}
 	<-ctx.Done()
 	fmt.Fprintln(a.stderr, "tablekit emulator: stopping")
 	return nil

@@ -288,7 +288,10 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 			about: `Runs tablekit's emulator of the Table, Queue and Blob services on loopback
 ports (Azurite's and Storage Explorer's defaults unless given), answering as
 Azure does. It prints the connection string on stdout, then serves until
-SIGTERM or Ctrl-C, and stops cleanly. Any language's SDK can point at it.`,
+SIGTERM or Ctrl-C, and stops cleanly. Any language's SDK can point at it.
+Azurite's flag names work too, and AZURITE_ACCOUNTS ("name:key1[:key2];...",
+keys in base64) replaces the development account with the accounts it names,
+served on the same ports by path (README, "Switching from Azurite").`,
 			jsonDoc: `one object once it listens: {"command":"emulator","ok":true,"connectionString",
   "table","queue","blob"} (the services' URLs), instead of the connection string.`,
 			exits: `0 stopped by SIGTERM or Ctrl-C; 1 could not start (a port in use); 2 usage

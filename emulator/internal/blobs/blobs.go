@@ -8,8 +8,9 @@
 // (copy.go) and snapshots (snapshot.go), under Azure's conditional
 // headers and lease conditions, with Azure's status
 // codes, error codes and messages (and the elements naming a refused
-// header or query parameter) in XML bodies; the service's properties and,
-// on the secondary endpoint, its statistics.
+// header or query parameter) in XML bodies; the service's properties
+// (CORS rules applied by package cors) and, on the secondary endpoint, its
+// statistics.
 //
 // Requests arrive path-style: /ACCOUNT, /ACCOUNT/CONTAINER and
 // /ACCOUNT/CONTAINER/BLOB, or /ACCOUNT-secondary/... for the read-only
@@ -35,6 +36,7 @@ import (
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
 // Config is what the service serves and how.
@@ -55,11 +57,12 @@ type Service struct {
 	names      []string // container names, sorted
 
 	clock clock
+	props serviceProperties // guarded by mu
 }
 
 // New returns an empty Blob service.
 func New(cfg Config) *Service {
-	return &Service{cfg: cfg, containers: map[string]*container{}}
+	return &Service{cfg: cfg, containers: map[string]*container{}, props: defaultProperties()}
 }
 
 // request is one request as the service parsed it.
@@ -76,6 +79,11 @@ type request struct {
 
 // ServeHTTP answers one request to the Blob service.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodOptions {
+		s.preflight(w, r)
+		return
+	}
+	w = cors.Wrap(w, r, s.corsRules())
 	query := r.URL.Query()
 	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
 	path := strings.TrimPrefix(r.URL.Path, "/")
@@ -169,6 +177,8 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 		return s.authorized(q, s.accountProperties, 's', 'r')
 	case (m == http.MethodGet || m == http.MethodHead) && q.restype == "service" && q.comp == "properties":
 		return s.authorized(q, s.serviceProperties, 's', 'r')
+	case m == http.MethodPut && q.restype == "service" && q.comp == "properties":
+		return s.authorized(q, s.setServiceProperties, 's', 'w')
 	case m == http.MethodGet && q.restype == "service" && q.comp == "stats":
 		return s.authorized(q, s.serviceStats, 's', 'r')
 	}

@@ -2,10 +2,12 @@ package blobs
 
 import (
 	"encoding/xml"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
 // secondarySuffix ends the account segment of a request to the
@@ -15,45 +17,109 @@ import (
 // replication lag.
 const secondarySuffix = "-secondary"
 
-// serviceProperties is Get Blob Service Properties' answer: a new
-// account's, analytics, soft delete and static websites off, no CORS
-// rules (what the service shows until they are set; the emulator does not
-// set them: Set Blob Service Properties answers 501).
+// serviceProperties is the Blob service's properties document: a new
+// account's has analytics, soft delete and static websites off and no CORS
+// rules. Set Blob Service Properties replaces the elements it sends; the
+// others are kept as sent, the CORS rules parsed for package cors.
 type serviceProperties struct {
-	XMLName       xml.Name `xml:"StorageServiceProperties"`
-	Logging       logging  `xml:"Logging"`
-	HourMetrics   metrics  `xml:"HourMetrics"`
-	MinuteMetrics metrics  `xml:"MinuteMetrics"`
-	Cors          struct{} `xml:"Cors"`
-	DeleteRetain  enabled  `xml:"DeleteRetentionPolicy"`
-	StaticWebsite enabled  `xml:"StaticWebsite"`
+	XMLName       xml.Name    `xml:"StorageServiceProperties"`
+	Logging       *rawElement `xml:"Logging"`
+	HourMetrics   *rawElement `xml:"HourMetrics"`
+	MinuteMetrics *rawElement `xml:"MinuteMetrics"`
+	Cors          *cors.Rules `xml:"Cors"`
+	// DefaultServiceVersion is kept and returned; the emulator answers
+	// each request in the version it asks for.
+	DefaultServiceVersion *string     `xml:"DefaultServiceVersion"`
+	DeleteRetain          *rawElement `xml:"DeleteRetentionPolicy"`
+	StaticWebsite         *rawElement `xml:"StaticWebsite"`
 }
 
-type logging struct {
-	Version         string  `xml:"Version"`
-	Delete          bool    `xml:"Delete"`
-	Read            bool    `xml:"Read"`
-	Write           bool    `xml:"Write"`
-	RetentionPolicy enabled `xml:"RetentionPolicy"`
+// rawElement is an element's content, kept as sent.
+type rawElement struct {
+	Inner []byte `xml:",innerxml"`
 }
 
-type metrics struct {
-	Version         string  `xml:"Version"`
-	Enabled         bool    `xml:"Enabled"`
-	RetentionPolicy enabled `xml:"RetentionPolicy"`
-}
-
-type enabled struct {
-	Enabled bool `xml:"Enabled"`
+// defaultProperties are a new account's.
+func defaultProperties() serviceProperties {
+	return serviceProperties{
+		Logging:       &rawElement{[]byte(`<Version>1.0</Version><Delete>false</Delete><Read>false</Read><Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>`)},
+		HourMetrics:   &rawElement{[]byte(`<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>`)},
+		MinuteMetrics: &rawElement{[]byte(`<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>`)},
+		Cors:          &cors.Rules{},
+		DeleteRetain:  &rawElement{[]byte(`<Enabled>false</Enabled>`)},
+		StaticWebsite: &rawElement{[]byte(`<Enabled>false</Enabled>`)},
+	}
 }
 
 // serviceProperties is Get Blob Service Properties.
 func (s *Service) serviceProperties(q *request) *answer.Error {
-	return writeXMLBody(q, &serviceProperties{
-		Logging:       logging{Version: "1.0"},
-		HourMetrics:   metrics{Version: "1.0"},
-		MinuteMetrics: metrics{Version: "1.0"},
-	})
+	s.mu.RLock()
+	p := s.props
+	s.mu.RUnlock()
+	return writeXMLBody(q, &p)
+}
+
+// setServiceProperties is Set Blob Service Properties: 202 once the
+// elements the body holds replace the stored ones.
+func (s *Service) setServiceProperties(q *request) *answer.Error {
+	body, err := io.ReadAll(io.LimitReader(q.r.Body, maxPropertiesBody+1))
+	if err != nil {
+		return answer.InvalidXMLDocument()
+	}
+	if len(body) > maxPropertiesBody {
+		return answer.RequestBodyTooLarge()
+	}
+	var p serviceProperties
+	if xml.Unmarshal(body, &p) != nil || (p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules) {
+		return answer.InvalidXMLDocument()
+	}
+	s.mu.Lock()
+	for _, f := range []struct{ to, from **rawElement }{
+		{&s.props.Logging, &p.Logging}, {&s.props.HourMetrics, &p.HourMetrics},
+		{&s.props.MinuteMetrics, &p.MinuteMetrics}, {&s.props.DeleteRetain, &p.DeleteRetain},
+		{&s.props.StaticWebsite, &p.StaticWebsite},
+	} {
+		if *f.from != nil {
+			*f.to = *f.from
+		}
+	}
+	if p.Cors != nil {
+		s.props.Cors = p.Cors
+	}
+	if p.DefaultServiceVersion != nil {
+		s.props.DefaultServiceVersion = p.DefaultServiceVersion
+	}
+	s.mu.Unlock()
+	h := q.w.Header()
+	setCommon(h, q.r)
+	h.Set("Content-Length", "0")
+	q.w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// maxPropertiesBody bounds a Set Blob Service Properties body; the
+// document is a few KiB at most.
+const maxPropertiesBody = 1 << 20
+
+// corsRules returns the service's CORS rules.
+func (s *Service) corsRules() []cors.Rule {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.props.Cors == nil {
+		return nil
+	}
+	return s.props.Cors.Rules
+}
+
+// preflight answers an OPTIONS request (Preflight Blob Request): without
+// credentials, against the service's rules whatever the path names.
+func (s *Service) preflight(w http.ResponseWriter, r *http.Request) {
+	if e := cors.Preflight(w.Header(), r, s.corsRules()); e != nil {
+		writeError(w, r, e)
+		return
+	}
+	setCommon(w.Header(), r)
+	w.WriteHeader(http.StatusOK)
 }
 
 // serviceStats is Get Blob Service Stats, which Azure answers on the

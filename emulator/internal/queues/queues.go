@@ -31,6 +31,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
 // Config is what the service serves and how.
@@ -97,7 +98,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	w = s.withCORS(w, r)
+	w = cors.Wrap(w, r, s.corsRules())
 	if e := s.serve(w, r); e != nil {
 		writeError(w, r, e)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
 // serveService answers the account-level operations: List Queues, Get and
@@ -194,11 +195,11 @@ func endpoint(r *http.Request, account string) string {
 
 // serviceProperties is the Queue service's properties document.
 type serviceProperties struct {
-	XMLName       xml.Name   `xml:"StorageServiceProperties"`
-	Logging       *logging   `xml:"Logging"`
-	HourMetrics   *metrics   `xml:"HourMetrics"`
-	MinuteMetrics *metrics   `xml:"MinuteMetrics"`
-	Cors          *corsRules `xml:"Cors"`
+	XMLName       xml.Name    `xml:"StorageServiceProperties"`
+	Logging       *logging    `xml:"Logging"`
+	HourMetrics   *metrics    `xml:"HourMetrics"`
+	MinuteMetrics *metrics    `xml:"MinuteMetrics"`
+	Cors          *cors.Rules `xml:"Cors"`
 }
 
 type logging struct {
@@ -221,25 +222,13 @@ type retention struct {
 	Days    *int `xml:"Days"`
 }
 
-type corsRules struct {
-	Rules []corsRule `xml:"CorsRule"`
-}
-
-type corsRule struct {
-	AllowedMethods  string `xml:"AllowedMethods"`
-	AllowedOrigins  string `xml:"AllowedOrigins"`
-	AllowedHeaders  string `xml:"AllowedHeaders"`
-	ExposedHeaders  string `xml:"ExposedHeaders"`
-	MaxAgeInSeconds int    `xml:"MaxAgeInSeconds"`
-}
-
 // defaultProperties are a new account's: analytics off, no CORS rules.
 func defaultProperties() serviceProperties {
 	return serviceProperties{
 		Logging:       &logging{Version: "1.0"},
 		HourMetrics:   &metrics{Version: "1.0"},
 		MinuteMetrics: &metrics{Version: "1.0"},
-		Cors:          &corsRules{},
+		Cors:          &cors.Rules{},
 	}
 }
 
@@ -254,7 +243,7 @@ func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *answer.
 	if err := xml.Unmarshal(body, &p); err != nil {
 		return answer.InvalidXMLDocument()
 	}
-	if p.Cors != nil && len(p.Cors.Rules) > 5 {
+	if p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules {
 		return answer.InvalidXMLDocument()
 	}
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/cors"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -300,20 +302,24 @@ func (s *Service) serveService(q *request, method string) {
 		if !ok {
 			return
 		}
-		s.mu.Lock()
-		s.props = body
-		s.mu.Unlock()
+		var p serviceProperties
+		if xml.Unmarshal(body, &p) != nil || (p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules) {
+			s.fail(q, answer.InvalidXMLDocument())
+			return
+		}
+		s.setProperties(&p)
 		q.w.WriteHeader(http.StatusAccepted)
 	case method == http.MethodGet && comp == "properties":
 		s.mu.RLock()
-		body := s.props
+		body, err := xml.Marshal(&s.props)
 		s.mu.RUnlock()
-		if body == nil {
-			body = []byte(defaultProperties)
+		if err != nil {
+			s.fail(q, answer.InternalError())
+			return
 		}
 		h.Set("Content-Type", "application/xml")
 		q.w.WriteHeader(http.StatusOK)
-		q.w.Write(body)
+		q.w.Write(append([]byte(xml.Header[:len(xml.Header)-1]), body...))
 	case method == http.MethodGet && comp == "stats":
 		h.Set("Content-Type", "application/xml")
 		q.w.WriteHeader(http.StatusOK)
@@ -322,8 +328,6 @@ func (s *Service) serveService(q *request, method string) {
 		s.fail(q, answer.UnsupportedHTTPVerb())
 	}
 }
-
-const defaultProperties = `<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Logging><Version>1.0</Version><Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics><MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></MinuteMetrics><Cors /></StorageServiceProperties>`
 
 // serveACL answers Get and Set Table ACL (?comp=acl): the stored access
 // policies, kept as the XML the client set.

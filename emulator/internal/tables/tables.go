@@ -56,6 +56,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
 // Load is the scale model's view of the work the service does. A nil
@@ -122,7 +123,7 @@ type Service struct {
 	tables map[string]*table // by tableKey
 
 	clock clock
-	props []byte // Set Table Service Properties' XML; nil: the defaults
+	props serviceProperties // Set Table Service Properties' document
 
 	rngMu sync.Mutex
 	rng   *rand.Rand // EarlyEnd's draws; nil without EarlyEnd
@@ -138,7 +139,7 @@ func (s *Service) EarlyEnds() (pages, empty int64) {
 
 // New returns an empty Table service.
 func New(cfg Config) *Service {
-	s := &Service{cfg: cfg, tables: map[string]*table{}}
+	s := &Service{cfg: cfg, tables: map[string]*table{}, props: defaultProperties()}
 	if cfg.EarlyEnd != nil {
 		seed := uint64(cfg.EarlyEnd.Seed)
 		s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -199,6 +200,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 	q.base = scheme + "://" + r.Host + "/" + s.cfg.Account
 	f, ferr := formatOf(r)
 	q.fmt = f
+	if r.Method == http.MethodOptions {
+		s.preflight(q)
+		return
+	}
+	w = cors.Wrap(w, r, s.corsRules())
+	q.w = w
 
 	p := r.URL.EscapedPath()
 	if acct, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/"); acct != s.cfg.Account {

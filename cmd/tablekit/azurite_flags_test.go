@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/emulator"
+)
+
+// emulatorOptions parses args as "tablekit emulator" does and returns the
+// options it would start the emulator with.
+func emulatorOptions(t *testing.T, args []string, env map[string]string) (emulator.Options, error) {
+	t.Helper()
+	a := &app{}
+	var cmd *command
+	for _, c := range a.commands() {
+		if c.name == "emulator" {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		t.Fatal("no emulator command")
+	}
+	if _, err := parseInterleaved(a.flagSet(cmd), args); err != nil {
+		return emulator.Options{}, err
+	}
+	return a.emu.options(func(k string) string { return env[k] })
+}
+
+// Azurite's command lines, as its README and tablekit's harness write
+// them, give the same options as tablekit's own flag names.
+func TestAzuriteCommandLine(t *testing.T) {
+	cases := []struct {
+		name            string
+		azurite, native string
+		env             map[string]string
+	}{
+		{
+			// Azurite's README, "Run Azurite V3 docker image" (without -l
+			// and -d, which other commands' flags cover).
+			name:    "README docker line",
+			azurite: "--blobPort 7777 --blobHost 0.0.0.0 --blobKeepAliveTimeout 5 --queuePort 8888 --queueHost 0.0.0.0 --queueKeepAliveTimeout 5 --tablePort 9999 --tableHost 0.0.0.0 --tableKeepAliveTimeout 5 --loose --skipApiVersionCheck --disableProductStyleUrl --disableTelemetry",
+			native:  "--host 0.0.0.0 --blob-port 7777 --queue-port 8888 --table-port 9999 --skipApiVersionCheck",
+		},
+		{
+			name:    "the harness's line, memory only",
+			azurite: "--inMemoryPersistence --skipApiVersionCheck --disableTelemetry --blobHost 127.0.0.1 --blobPort 0 --queueHost 127.0.0.1 --queuePort 0 --tableHost 127.0.0.1 --tablePort 0",
+			native:  "--skipApiVersionCheck --blob-port 0 --queue-port 0 --table-port 0",
+		},
+		{
+			name:    "short loose, a memory limit",
+			azurite: "-L --inMemoryPersistence --extentMemoryLimit 50",
+			native:  "",
+		},
+		{
+			name:    "AZURITE_ACCOUNTS",
+			azurite: "--tablePort 20002",
+			native:  "--table-port 20002",
+			env:     map[string]string{emulator.AccountsEnv: "account1:a2V5MQ==:a2V5Mg==;account2:a2V5Mw=="},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			az, err := emulatorOptions(t, strings.Fields(c.azurite), c.env)
+			if err != nil {
+				t.Fatalf("Azurite's flags %q: %v", c.azurite, err)
+			}
+			native, err := emulatorOptions(t, strings.Fields(c.native), c.env)
+			if err != nil {
+				t.Fatalf("tablekit's flags %q: %v", c.native, err)
+			}
+			if !reflect.DeepEqual(az, native) {
+				t.Errorf("Azurite's flags give\n%+v\ntablekit's give\n%+v", az, native)
+			}
+		})
+	}
+	// The defaults are Azurite's: 127.0.0.1 and ports 10000 to 10002.
+	o, err := emulatorOptions(t, nil, nil)
+	if err != nil || o.Host != "127.0.0.1" || o.BlobPort != 10000 || o.QueuePort != 10001 || o.TablePort != 10002 || o.AccountName != emulator.DevAccountName {
+		t.Errorf("defaults: %+v, %v", o, err)
+	}
+	o, _ = emulatorOptions(t, nil, map[string]string{emulator.AccountsEnv: "account1:a2V5MQ==;account2:a2V5Mw=="})
+	if len(o.Accounts) != 2 || o.Accounts[1].Name != "account2" || o.AccountName != "" {
+		t.Errorf("AZURITE_ACCOUNTS: %+v", o)
+	}
+}
+
+// Flags tablekit cannot honour together are usage errors naming them.
+func TestAzuriteCommandLineConflicts(t *testing.T) {
+	cases := []struct {
+		args  string
+		env   map[string]string
+		names []string
+	}{
+		{"--blobHost 0.0.0.0 --tableHost 127.0.0.1", nil, []string{"--blobHost", "--tableHost"}},
+		{"--host 127.0.0.1 --queueHost 0.0.0.0", nil, []string{"--host", "--queueHost"}},
+		{"--extentMemoryLimit 10", nil, []string{"--extentMemoryLimit", "--inMemoryPersistence"}},
+		{"--account other", map[string]string{emulator.AccountsEnv: "account1:a2V5MQ=="}, []string{emulator.AccountsEnv, "--account"}},
+		{"", map[string]string{emulator.AccountsEnv: "account1"}, []string{emulator.AccountsEnv}},
+	}
+	for _, c := range cases {
+		_, err := emulatorOptions(t, strings.Fields(c.args), c.env)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q (env %v): %v; want a usage error", c.args, c.env, err)
+			continue
+		}
+		for _, n := range c.names {
+			if !strings.Contains(err.Error(), n) {
+				t.Errorf("%q: %q does not name %s", c.args, err, n)
+			}
+		}
+	}
+}
