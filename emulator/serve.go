@@ -79,7 +79,8 @@ func guard(service string, h http.Handler, t *timeouts, lg *requestLog) http.Han
 			// what was not.
 			rc.SetReadDeadline(start.Add(t.grace))
 			guarded := *r
-			guarded.Body = &guardedBody{ReadCloser: r.Body, rc: rc, t: t, start: start, length: r.ContentLength}
+			rw.body = &guardedBody{ReadCloser: r.Body, rc: rc, t: t, start: start, length: r.ContentLength}
+			guarded.Body = rw.body
 			r = &guarded
 		}
 		if len(r.RequestURI) > maxURLBytes {
@@ -87,6 +88,11 @@ func guard(service string, h http.Handler, t *timeouts, lg *requestLog) http.Han
 			http.Error(rw, "414 Request URI Too Long", http.StatusRequestURITooLong)
 		} else {
 			h.ServeHTTP(rw, r)
+		}
+		if rw.closing {
+			// Nor is what is left of the body waited for, to be
+			// discarded: the connection closes now.
+			rc.SetReadDeadline(start)
 		}
 		if lg != nil {
 			lg.request(service, r, rw, time.Since(start))
@@ -105,6 +111,7 @@ type guardedBody struct {
 	start  time.Time
 	n      int64 // bytes read
 	length int64 // Content-Length; -1 when chunked
+	whole  bool  // read to its end
 }
 
 func (b *guardedBody) Read(p []byte) (int, error) {
@@ -112,6 +119,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.n += int64(n)
 	if err == io.EOF || b.n == b.length {
+		b.whole = true
 		b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
@@ -129,6 +137,9 @@ type guardedWriter struct {
 	n      int64
 	status int
 	code   string
+	body   *guardedBody // nil for a request without a body
+	// closing: the answer closes the connection with the body unread.
+	closing bool
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
@@ -136,6 +147,14 @@ func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *guardedWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
+		if status >= 400 && w.body != nil && !w.body.whole {
+			// Refused before its body was read (not authenticated, a
+			// bad header): the answer goes now and the connection
+			// closes, rather than wait for the rest of the body to
+			// discard it.
+			w.Header().Set("Connection", "close")
+			w.closing = true
+		}
 		w.status = status
 		w.code = w.Header().Get("x-ms-error-code")
 		w.first = time.Now()
