@@ -284,3 +284,66 @@ func TestRequestLogKeepsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLengthMismatch: a body is its Content-Length's bytes. One
+// longer has its surplus read as the next request on the connection,
+// which the server refuses (400) and closes; one shorter, its sender done,
+// is 400 InvalidInput, not stored. An upload without a length (chunked)
+// is 411 MissingContentLengthHeader, as Azure requires the length.
+func TestBodyLengthMismatch(t *testing.T) {
+	t.Parallel()
+	em := emulator.StartTB(t, &emulator.Options{})
+	token := accountSAS(t, em)
+	block := "PUT /" + em.AccountName + "/lengths/b1?comp=block&blockid=YQ%3D%3D&" + token + " HTTP/1.1\r\n"
+	c, br := sendHead(t, em.BlobURL, "PUT /"+em.AccountName+"/lengths?restype=container&"+token+" HTTP/1.1\r\nContent-Length: 0\r\n")
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if res, err := http.ReadResponse(br, nil); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("create container: %v %v", res, err)
+	}
+
+	t.Run("longer", func(t *testing.T) {
+		c, br := sendHead(t, em.BlobURL, block+"Content-Length: 5\r\n")
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "abcde"+"surplus\r\n\r\n")
+		var got []int
+		for {
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			got = append(got, res.StatusCode)
+		}
+		if len(got) != 2 || got[0] != http.StatusCreated || got[1] != http.StatusBadRequest {
+			t.Fatalf("answers %v, want [201 400]: the block of its 5 bytes, then the surplus refused", got)
+		}
+	})
+	t.Run("chunked", func(t *testing.T) {
+		c, br := sendHead(t, em.BlobURL, block+"Transfer-Encoding: chunked\r\n")
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "5\r\nabcde\r\n0\r\n\r\n")
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusLengthRequired || res.Header.Get("x-ms-error-code") != "MissingContentLengthHeader" {
+			t.Fatalf("status %d %s, want 411 MissingContentLengthHeader", res.StatusCode, res.Header.Get("x-ms-error-code"))
+		}
+	})
+	t.Run("shorter", func(t *testing.T) {
+		c, br := sendHead(t, em.BlobURL, block+"Content-Length: 10\r\n")
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "abc")
+		c.(*net.TCPConn).CloseWrite()
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest {
+			t.Fatalf("status %d, want 400", res.StatusCode)
+		}
+	})
+}
