@@ -21,8 +21,9 @@ import (
 const (
 	// headerTimeout bounds the time to send a request's head.
 	headerTimeout = 30 * time.Second
-	// idleTimeout closes a kept-alive connection with no request
-	// (HTTP.sys's default IdleConnectionTimeout, 120 s).
+	// idleTimeout closes a kept-alive connection with no request (Azure
+	// documents none; HTTP.sys, its front end, has an
+	// IdleConnectionTimeout).
 	idleTimeout = 120 * time.Second
 	// maxHeaderBytes bounds a request's head, request line included;
 	// Go's server answers 431 past it.
