@@ -158,8 +158,8 @@ type Options struct {
 	Log io.Writer
 	// DebugLog, when set, gets more: each request's line followed by
 	// its headers and its answer's (Authorization and other credentials
-	// redacted) and the servers' own errors (a malformed request, a
-	// connection cut). Nil means none.
+	// redacted) and the servers' own error log (a handler's panic, a
+	// failed accept or TLS handshake). Nil means none.
 	DebugLog io.Writer
 
 	// timeouts replaces the servers' limits in this package's tests.
