@@ -347,3 +347,33 @@ func TestBodyLengthMismatch(t *testing.T) {
 		}
 	})
 }
+
+// TestStalledBodyCut: a body that comes fast and then stops is cut once
+// no byte has come for the stall time (made 300 ms here, 2 minutes by
+// default), though what came before would buy it minutes at Azure's
+// rate.
+func TestStalledBodyCut(t *testing.T) {
+	t.Parallel()
+	o := &emulator.Options{}
+	emulator.SetGrace(o, 300*time.Millisecond)
+	em := emulator.StartTB(t, o)
+	conn, br := sendHead(t, em.BlobURL, "PUT /"+em.AccountName+"/cont1/b1?comp=block&blockid=YQ%3D%3D&"+accountSAS(t, em)+" HTTP/1.1\r\nContent-Length: 200000\r\n")
+	start := time.Now()
+	// 100,000 bytes at once: 57 s at a MiB per 10 minutes.
+	if _, err := conn.Write(bytes.Repeat([]byte("x"), 100000)); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body after %v: %v", time.Since(start), err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the stalled body was cut after %v; want about the stall time (300ms)", took)
+	}
+	if res.StatusCode != http.StatusInternalServerError || !bytes.Contains(body, []byte("OperationTimedOut")) {
+		t.Fatalf("answer %d %s, want 500 OperationTimedOut", res.StatusCode, body)
+	}
+}

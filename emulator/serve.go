@@ -21,10 +21,15 @@ import (
 const (
 	// headerTimeout bounds the time to send a request's head.
 	headerTimeout = 30 * time.Second
-	// idleTimeout closes a kept-alive connection with no request (Azure
-	// documents none; HTTP.sys, its front end, has an
-	// IdleConnectionTimeout).
+	// idleTimeout closes a kept-alive connection with no request: Azure
+	// documents none; HTTP.sys, whose answers Azure's are
+	// (Microsoft-HTTPAPI/2.0), defaults its IdleConnection timer to 2
+	// minutes (HTTP_TIMEOUT_LIMIT_INFO).
 	idleTimeout = 120 * time.Second
+	// bodyStall cuts a body no byte of which has come for this long,
+	// however much came before: HTTP.sys's EntityBody timer (2 minutes,
+	// reset by each arrival of data).
+	bodyStall = 120 * time.Second
 	// maxHeaderBytes bounds a request's head, request line included;
 	// Go's server answers 431 past it.
 	maxHeaderBytes = 64 << 10
@@ -48,6 +53,7 @@ const (
 // perMiB, after grace. A body trickled slower is cut after about grace.
 type timeouts struct {
 	grace         time.Duration
+	stall         time.Duration
 	readPerByte   time.Duration
 	writePerByte  time.Duration
 	headerTimeout time.Duration
@@ -56,6 +62,7 @@ type timeouts struct {
 
 var defaultTimeouts = timeouts{
 	grace:         bodyGrace,
+	stall:         bodyStall,
 	readPerByte:   readPerMiB / (1 << 20),
 	writePerByte:  writePerMiB / (1 << 20),
 	headerTimeout: headerTimeout,
@@ -102,23 +109,33 @@ func guard(service string, h http.Handler, t *timeouts, lg *requestLog) http.Han
 }
 
 // guardedBody is a request body read under a deadline that grows with
-// what has arrived: start + grace + bytes read × readPerByte. Once the
-// body is whole the deadline is lifted, so the server's watch for the
+// what has arrived, start + grace + bytes read × readPerByte, and never
+// more than stall after the last byte came: a trickle is cut once the
+// grace is spent, a body that stops after a fast start after stall. Once
+// the body is whole the deadline is lifted, so the server's watch for the
 // client going away does not end a request still at work.
 type guardedBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
 	t      *timeouts
 	start  time.Time
-	n      int64 // bytes read
-	length int64 // Content-Length; -1 when chunked
-	whole  bool  // read to its end
+	n      int64     // bytes read
+	last   time.Time // when the last of them came
+	length int64     // Content-Length; -1 when chunked
+	whole  bool      // read to its end
 }
 
 func (b *guardedBody) Read(p []byte) (int, error) {
-	b.rc.SetReadDeadline(b.start.Add(b.t.grace + time.Duration(b.n)*b.t.readPerByte))
+	d := b.start.Add(b.t.grace + time.Duration(b.n)*b.t.readPerByte)
+	if stalled := b.last.Add(b.t.stall); b.n > 0 && stalled.Before(d) {
+		d = stalled
+	}
+	b.rc.SetReadDeadline(d)
 	n, err := b.ReadCloser.Read(p)
-	b.n += int64(n)
+	if n > 0 {
+		b.n += int64(n)
+		b.last = time.Now()
+	}
 	if err == io.EOF || b.n == b.length {
 		b.whole = true
 		b.rc.SetReadDeadline(time.Time{})
