@@ -44,7 +44,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -150,6 +149,21 @@ type Options struct {
 	// NewestServiceVersion. By default the emulator answers a version it
 	// does not know as Azure does: 400 InvalidHeaderValue.
 	SkipAPIVersionCheck bool
+	// Log, when set, gets a line per request on every service: the time,
+	// the service, the client's address, the method, the target with
+	// any SAS signature redacted, the status, the error code ("-" for
+	// none) and the time taken. It never holds a key, a signature or a
+	// token. Nil means no log (tablekit emulator logs to stderr unless
+	// --silent).
+	Log io.Writer
+	// DebugLog, when set, gets more: each request's line followed by
+	// its headers and its answer's (Authorization and other credentials
+	// redacted) and the servers' own error log (a handler's panic, a
+	// failed accept or TLS handshake). Nil means none.
+	DebugLog io.Writer
+
+	// timeouts replaces the servers' limits in this package's tests.
+	timeouts *timeouts
 }
 
 // ThrottleOptions sets the scalability targets: 2,000 entities a second
@@ -301,29 +315,39 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	// were sent in (headcase); the Table service has none, and its
 	// connections are Go's own.
 	type service struct {
+		name     string // in the request log
 		port     int
 		handler  http.Handler
 		url      *string
 		metaCase bool
 	}
 	services := []service{
-		{o.BlobPort, blobHandler, &inst.BlobURL, true},
-		{o.QueuePort, queueHandler, &inst.QueueURL, true},
-		{o.TablePort, tableHandler, &inst.TableURL, false},
+		{"blob", o.BlobPort, blobHandler, &inst.BlobURL, true},
+		{"queue", o.QueuePort, queueHandler, &inst.QueueURL, true},
+		{"table", o.TablePort, tableHandler, &inst.TableURL, false},
 	}
 	if tableLoad != nil || !l.Zero() {
-		services = append(services, service{0, directTables, &inst.DirectTableURL, false})
+		services = append(services, service{"table-direct", 0, directTables, &inst.DirectTableURL, false})
 	}
+	t := &defaultTimeouts
+	if o.timeouts != nil {
+		t = o.timeouts
+	}
+	lg := newRequestLog(o.Log, o.DebugLog)
 	for _, s := range services {
 		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(s.port)))
 		if err != nil {
 			inst.Stop()
 			return nil, fmt.Errorf("emulator: %w", err)
 		}
+		// No ReadTimeout or WriteTimeout: a body's and an answer's time
+		// grows with their size (guard), as Azure's does.
 		srv := &http.Server{
-			Handler:           s.handler,
-			ReadHeaderTimeout: 30 * time.Second,
-			ErrorLog:          log.New(io.Discard, "", 0),
+			Handler:           guard(s.name, s.handler, t, lg),
+			ReadHeaderTimeout: t.headerTimeout,
+			IdleTimeout:       t.idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          lg.errorLog(),
 		}
 		inst.servers = append(inst.servers, srv)
 		if s.metaCase {

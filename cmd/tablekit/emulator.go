@@ -35,6 +35,9 @@ type emulatorFlags struct {
 	loose, inMemory, pathStyle, noTelemetry       bool
 	blobKeepAlive, queueKeepAlive, tableKeepAlive int
 	extentMemoryLimit                             float64
+
+	silent bool   // no request log on stderr
+	debug  string // the debug log's file
 }
 
 func (f *emulatorFlags) register(fs *flag.FlagSet) {
@@ -50,6 +53,8 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.earlyEndSeed, "seed", 1, "seed of --early-end's choices")
 	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")
 	fs.BoolVar(&f.throttle, "throttle", false, "answer 503 ServerBusy over Azure's targets (2,000 entities/s a partition, 20,000 an account)")
+	fs.BoolVar(&f.silent, "silent", false, "no request log (default: a line per request on stderr, without keys, signatures or tokens), as Azurite's flag of that name")
+	fs.StringVar(&f.debug, "debug", "", "append a debug log to this file: each request's and answer's headers (credentials redacted) and the servers' own errors, as Azurite's flag of that name")
 	fs.Float64Var(&f.scale, "scale", 0, "run the scale model (partition servers, page service times, Azure's targets) with every rate multiplied by this (1: Azure's; 0: no model)")
 
 	// Azurite's names, so that its command line runs unchanged.
@@ -136,6 +141,17 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 	o, err := a.emu.options(os.Getenv)
 	if err != nil {
 		return err
+	}
+	if !a.emu.silent {
+		o.Log = a.stderr
+	}
+	if a.emu.debug != "" {
+		f, err := os.OpenFile(a.emu.debug, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("--debug: %w", err)
+		}
+		defer f.Close()
+		o.DebugLog = f
 	}
 	inst, err := emulator.Start(ctx, &o)
 	if err != nil {

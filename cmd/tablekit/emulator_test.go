@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -89,6 +92,64 @@ func TestEmulatorCommandServesUntilStopped(t *testing.T) {
 	defer cancel()
 	if _, err := tbl.Get(short, "p", "r", nil); err == nil {
 		t.Error("the emulator still answers after it stopped")
+	}
+	// Without --silent, a line per request on stderr, without the key.
+	log := stderr.String()
+	if !strings.Contains(log, " table 127.0.0.1 POST /"+emulator.DevAccountName+"/emulatorcmd 204 - ") {
+		t.Errorf("stderr has no log line for the insert:\n%s", log)
+	}
+	if strings.Contains(log, emulator.DevAccountKey) || strings.Contains(log, "SharedKey") {
+		t.Errorf("the request log shows a credential:\n%s", log)
+	}
+}
+
+// emulator --silent logs no request on stderr; --debug FILE appends each
+// request with its headers, credentials redacted, to FILE.
+func TestEmulatorCommandSilentDebug(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	debugFile := filepath.Join(t.TempDir(), "debug.log")
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain(ctx, []string{"emulator", "--table-port", "0", "--queue-port", "0", "--blob-port", "0", "--silent", "--debug", debugFile}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	var cs string
+	for deadline := time.Now().Add(10 * time.Second); cs == ""; {
+		if line, _, ok := strings.Cut(stdout.String(), "\n"); ok {
+			cs = line
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection string within 10 s; stderr: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	acct, err := tablekit.Connect(cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acct.Tables().CreateTable(ctx, "silentdebug", nil); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "/Tables") {
+		t.Errorf("--silent, yet stderr has a request:\n%s", stderr.String())
+	}
+	b, err := os.ReadFile(debugFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	debug := string(b)
+	if !strings.Contains(debug, " table 127.0.0.1 POST /"+emulator.DevAccountName+"/Tables 201 - ") || !strings.Contains(debug, "REDACTED") {
+		t.Errorf("--debug's file lacks the request or its redacted credential:\n%s", debug)
+	}
+	if strings.Contains(debug, emulator.DevAccountKey) {
+		t.Error("--debug's file holds the account key")
 	}
 }
 

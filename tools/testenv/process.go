@@ -49,7 +49,7 @@ func startEmulator(ctx context.Context, ee *emulator.EarlyEnd) (interface{ Stop(
 		}
 		return inst, inst.ConnectionString, nil
 	}
-	args := []string{"emulator", "--blob-port", "0", "--queue-port", "0", "--table-port", "0"}
+	args := []string{"emulator", "--silent", "--blob-port", "0", "--queue-port", "0", "--table-port", "0"}
 	if ee != nil {
 		args = append(args, "--early-end", strconv.FormatFloat(ee.Probability, 'g', -1, 64), "--seed", strconv.FormatInt(ee.Seed, 10))
 	}

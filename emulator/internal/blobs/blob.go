@@ -6,12 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"hash/crc64"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/body"
 )
 
 // crc64Table is Azure Storage's CRC-64 (polynomial 0x9A6C9329AC4BC9B5),
@@ -327,19 +327,24 @@ func blobProps(h http.Header, plain bool) (contentProps, *answer.Error) {
 	return p, nil
 }
 
-// readBody reads a request's body, at most limit bytes.
+// readBody reads a request's body, at most limit bytes, once, into a
+// buffer of its Content-Length (package body). Azure's upload operations
+// require the length: a chunked body is 411 MissingContentLengthHeader,
+// unread. A body cut by the server's read deadline is 500
+// OperationTimedOut.
 func readBody(q *request, limit int64) ([]byte, *answer.Error) {
-	if q.r.ContentLength > limit {
+	data, f := body.Require(q.r, limit)
+	switch f {
+	case body.OK:
+		return data, nil
+	case body.TooLarge:
 		return nil, answer.RequestBodyTooLarge()
+	case body.Required:
+		return nil, answer.MissingContentLength()
+	case body.TimedOut:
+		return nil, answer.OperationTimedOut()
 	}
-	data, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
-	if err != nil {
-		return nil, answer.InvalidInput()
-	}
-	if int64(len(data)) > limit {
-		return nil, answer.RequestBodyTooLarge()
-	}
-	return data, nil
+	return nil, answer.InvalidInput()
 }
 
 // checksums checks a body against the request's Content-MD5 and

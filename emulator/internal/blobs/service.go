@@ -2,7 +2,6 @@ package blobs
 
 import (
 	"encoding/xml"
-	"io"
 	"net/http"
 	"time"
 
@@ -62,12 +61,9 @@ func (s *Service) serviceProperties(q *request) *answer.Error {
 // setServiceProperties is Set Blob Service Properties: 202 once the
 // elements the body holds replace the stored ones.
 func (s *Service) setServiceProperties(q *request) *answer.Error {
-	body, err := io.ReadAll(io.LimitReader(q.r.Body, maxPropertiesBody+1))
-	if err != nil {
-		return answer.InvalidXMLDocument()
-	}
-	if len(body) > maxPropertiesBody {
-		return answer.RequestBodyTooLarge()
+	body, e := readBody(q, maxPropertiesBody)
+	if e != nil {
+		return e
 	}
 	var p serviceProperties
 	if xml.Unmarshal(body, &p) != nil || (p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/body"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
@@ -268,16 +269,21 @@ func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *answer.
 // far lower (maxMessage).
 const maxBody = 4 << 20
 
-// readBody reads r's body, or answers RequestBodyTooLarge past maxBody.
+// readBody reads r's body once, into a buffer of its Content-Length
+// (package body), or answers RequestBodyTooLarge past maxBody (unread when
+// the Content-Length says so) and OperationTimedOut when the server's read
+// deadline cut it. Callers authorize r first.
 func readBody(r *http.Request) ([]byte, *answer.Error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return nil, answer.InvalidXMLDocument()
-	}
-	if len(b) > maxBody {
+	b, f := body.Read(r, maxBody)
+	switch f {
+	case body.OK:
+		return b, nil
+	case body.TooLarge:
 		return nil, answer.RequestBodyTooLarge()
+	case body.TimedOut:
+		return nil, answer.OperationTimedOut()
 	}
-	return b, nil
+	return nil, answer.InvalidXMLDocument()
 }
 
 // writeXML answers status with v as the body; reads are not to be cached.

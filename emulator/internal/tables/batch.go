@@ -26,6 +26,13 @@ type batchOp struct {
 // The answer is 202 with a multipart body: each operation's response, or
 // the failing operation's alone, its message prefixed with its index.
 func (s *Service) batch(q *request) {
+	// The operations, and the permissions they need, are in the body:
+	// the request is authenticated before it is read (a table SAS for
+	// its own table, any permission), and each operation authorized once
+	// read.
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Name: q.r.URL.Query().Get("tn")}); !ok {
+		return
+	}
 	body, ok := s.readBody(q, s.maxBody())
 	if !ok {
 		return

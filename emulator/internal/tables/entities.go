@@ -66,12 +66,19 @@ func etagMatches(ifMatch string, ts int64) bool {
 }
 
 func (s *Service) insertEntity(q *request, name string) {
+	// The keys are in the body, which is read only once the request is
+	// authorized; a table SAS's key range is checked against them after.
+	g, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Permission: 'a', Name: name})
+	if !ok {
+		return
+	}
 	body, ok := s.readBody(q, s.maxBody())
 	if !ok {
 		return
 	}
 	e, ae := s.parseEntity(body, "", "", false)
-	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Permission: 'a', Name: name, PartitionKey: e.PartitionKey, RowKey: e.RowKey, HasKeys: ae == nil}); !ok {
+	if ae == nil && g.KeyRange != nil && !g.KeyRange.Contains(e.PartitionKey, e.RowKey) {
+		s.fail(q, answer.AuthorizationFailure())
 		return
 	}
 	t := s.openTable(q, name)
@@ -165,10 +172,6 @@ func (s *Service) getEntity(q *request, name, pk, rk string) {
 // Merge: with If-Match the entity must exist (404) and match (412);
 // without it the write is an upsert.
 func (s *Service) writeEntity(q *request, name, pk, rk string, merge bool) {
-	body, ok := s.readBody(q, s.maxBody())
-	if !ok {
-		return
-	}
 	ifMatch, conditional := q.r.Header.Get("If-Match"), q.r.Header.Get("If-Match") != ""
 	op := auth.Operation{ResourceType: 'o', Permission: 'u', Name: name, PartitionKey: pk, RowKey: rk, HasKeys: true}
 	if _, ok := s.authorize(q, op); !ok {
@@ -179,6 +182,10 @@ func (s *Service) writeEntity(q *request, name, pk, rk string, merge bool) {
 		if _, ok := s.authorize(q, op); !ok {
 			return
 		}
+	}
+	body, ok := s.readBody(q, s.maxBody())
+	if !ok {
+		return
 	}
 	t := s.openTable(q, name)
 	if t == nil {

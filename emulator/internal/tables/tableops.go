@@ -39,6 +39,11 @@ func (s *Service) checkTableName(name string) *answer.Error {
 }
 
 func (s *Service) createTable(q *request) {
+	// The name is in the body: the request is authorized before it is
+	// read, and again for the name once it is known.
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'c', Permission: 'c'}); !ok {
+		return
+	}
 	body, ok := s.readBody(q, s.maxBody())
 	if !ok {
 		return

@@ -46,7 +46,6 @@ package tables
 
 import (
 	"context"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -56,6 +55,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/body"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
 )
 
@@ -332,22 +332,25 @@ func (s *Service) admit(q *request, table, pk string, hasPK bool, cost int) bool
 	return true
 }
 
-// readBody reads q's body up to limit bytes; false means the answer (413
-// RequestBodyTooLarge) was sent.
+// readBody reads q's body up to limit bytes, once, into a buffer of its
+// Content-Length (package body); false means the answer was sent: 413
+// RequestBodyTooLarge over limit (unread when the Content-Length says
+// so), 500 OperationTimedOut when the server's read deadline cut it, 400
+// InvalidInput when it broke off. Callers authorize q first: nothing of a
+// body is read for a request that is not allowed.
 func (s *Service) readBody(q *request, limit int64) ([]byte, bool) {
-	if q.r.Body == nil {
-		return nil, true
-	}
-	b, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
-	if err != nil {
-		s.fail(q, errInvalidInput)
-		return nil, false
-	}
-	if int64(len(b)) > limit {
+	b, f := body.Read(q.r, limit)
+	switch f {
+	case body.OK:
+		return b, true
+	case body.TooLarge:
 		s.fail(q, answer.RequestBodyTooLarge())
-		return nil, false
+	case body.TimedOut:
+		s.fail(q, answer.OperationTimedOut())
+	default:
+		s.fail(q, errInvalidInput)
 	}
-	return b, true
+	return nil, false
 }
 
 // fail answers q with e.
