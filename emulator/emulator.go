@@ -18,6 +18,19 @@
 // Options.Accounts serves several accounts on the same ports, each with
 // its own data (Instance.ConnectionStringFor gives each one's).
 //
+// # HTTPS and tokens
+//
+// Options.HTTPS serves the three services over TLS with a certificate made
+// at Start (Instance.HTTPClient trusts it); Options.CertFile and KeyFile
+// (or a PFX and CertPassword), or Options.TLS, serve one of the user's, and
+// NewCertificate makes one to keep. Options.OAuth = OAuthBasic accepts
+// Microsoft Entra ID bearer tokens as Azurite's --oauth basic does, so code
+// that uses azidentity runs against the emulator:
+//
+//	em := emulator.StartTB(t, &emulator.Options{HTTPS: true, OAuth: emulator.OAuthBasic})
+//	client, err := azblob.NewClient(em.BlobURL, cred,
+//		&azblob.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: em.HTTPClient()}})
+//
 // # Azure's rules, not Azurite's
 //
 // The emulator applies Azure Table storage's rules always: the limits
@@ -42,6 +55,9 @@ package emulator
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -161,6 +177,24 @@ type Options struct {
 	// redacted) and the servers' own error log (a handler's panic, a
 	// failed accept or TLS handshake). Nil means none.
 	DebugLog io.Writer
+	// HTTPS serves the three services over TLS with a certificate the
+	// emulator makes at Start for localhost, 127.0.0.1 and ::1;
+	// Instance.RootCAs trusts it and Instance.HTTPClient uses it. TLS or
+	// CertFile, when set, serve their certificate instead.
+	HTTPS bool
+	// TLS, when set, serves the three services over TLS with this
+	// configuration (its Certificates); Start uses a copy.
+	TLS *tls.Config
+	// CertFile and KeyFile serve the three services over TLS with a PEM
+	// certificate (chain) and key, as Azurite's --cert and --key do. With
+	// KeyFile empty, CertFile is a PKCS #12 (PFX) file opened with
+	// CertPassword (Azurite's --pwd); only the legacy PFX encryption
+	// (3DES or RC2, OpenSSL 3's -legacy) is read.
+	CertFile, KeyFile, CertPassword string
+	// OAuth is OAuthBasic to accept Microsoft Entra ID bearer tokens, as
+	// Azurite's --oauth basic does; it needs HTTPS, TLS or CertFile.
+	// Empty accepts Shared Key and SAS only.
+	OAuth string
 
 	// timeouts replaces the servers' limits in this package's tests.
 	timeouts *timeouts
@@ -195,6 +229,9 @@ type Instance struct {
 	DirectTableURL string
 	// AccountName and AccountKey are the account it serves.
 	AccountName, AccountKey string
+	// RootCAs trusts the certificate the services present when the
+	// emulator made it (Options.HTTPS); nil otherwise.
+	RootCAs *x509.CertPool
 
 	servers  []*http.Server
 	model    *load.Model       // nil without Throttle or Scale
@@ -265,8 +302,25 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		return nil, err
 	}
 	o.AccountName, o.AccountKey = accts[0].Name, accts[0].Keys[0]
+	tlsConfig, rootCAs, err := serverTLS(&o)
+	if err != nil {
+		return nil, err
+	}
+	switch o.OAuth {
+	case "":
+	case OAuthBasic:
+		if tlsConfig == nil {
+			return nil, errors.New("emulator: OAuth needs HTTPS (Options.HTTPS, TLS or CertFile), as Azurite's --oauth needs --cert")
+		}
+	default:
+		return nil, fmt.Errorf("emulator: OAuth level %q: want %q or empty", o.OAuth, OAuthBasic)
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
 
-	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, accounts: accts}
+	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, RootCAs: rootCAs, accounts: accts}
 	var tableLoad tables.Load
 	switch {
 	case o.Scale != nil:
@@ -290,6 +344,9 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	tableRouter, directRouter, blobRouter, queueRouter := accountRouter{}, accountRouter{}, accountRouter{}, accountRouter{}
 	for _, a := range accts {
 		authn := auth.New(auth.Account{Name: a.Name, Keys: a.decoded})
+		if o.OAuth == OAuthBasic {
+			authn.EnableBearer(true)
+		}
 		ts := tables.New(tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad})
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
@@ -350,11 +407,15 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 			ErrorLog:          lg.errorLog(),
 		}
 		inst.servers = append(inst.servers, srv)
+		if tlsConfig != nil {
+			// Beneath headcase, which reads the decrypted request head.
+			ln = tls.NewListener(ln, tlsConfig)
+		}
 		if s.metaCase {
 			ln = headcase.Listen(ln)
 		}
 		go srv.Serve(ln)
-		*s.url = "http://" + ln.Addr().String() + "/" + o.AccountName
+		*s.url = scheme + "://" + ln.Addr().String() + "/" + o.AccountName
 	}
 	if inst.DirectTableURL == "" {
 		inst.DirectTableURL = inst.TableURL

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tablekit/tablekit/emulator"
@@ -28,6 +29,7 @@ type emulatorFlags struct {
 	earlyEndSeed int64
 	throttle     bool
 	scale        float64
+	certOut      string // emulator cert --out
 
 	// Azurite's flags where they mean the same (see register).
 	fs                                            *flag.FlagSet // the parsed set: which flags were given
@@ -46,7 +48,11 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.opts.QueuePort, "queue-port", emulator.DefaultQueuePort, "Queue service port (0: any free port)")
 	fs.IntVar(&f.opts.TablePort, "table-port", emulator.DefaultTablePort, "Table service port (0: any free port)")
 	fs.StringVar(&f.opts.AccountName, "account", emulator.DevAccountName, "account name")
-	fs.StringVar(&f.opts.AccountKey, "key", "", "account key, base64 (default: the development account's well-known key)")
+	fs.StringVar(&f.opts.AccountKey, "account-key", "", "account key, base64 (default: the development account's well-known key)")
+	fs.StringVar(&f.opts.CertFile, "cert", "", "serve HTTPS with this certificate: PEM (with --key) or PFX (with --pwd), as Azurite's --cert")
+	fs.StringVar(&f.opts.KeyFile, "key", "", "PEM private key of --cert, as Azurite's --key")
+	fs.StringVar(&f.opts.CertPassword, "pwd", "", "password of a PFX --cert, as Azurite's --pwd")
+	fs.StringVar(&f.opts.OAuth, "oauth", "", `accept Microsoft Entra ID bearer tokens: "basic" (audience, issuer and lifetime checked, not the signature), as Azurite's --oauth; needs --cert`)
 	fs.BoolVar(&f.opts.Cosmos, "cosmos", false, "answer as the Cosmos DB Table API does (its name and size rules, unsorted results)")
 	fs.BoolVar(&f.opts.SkipAPIVersionCheck, "skipApiVersionCheck", false, "serve any x-ms-version, as Azurite's flag of that name does (default: 400 InvalidHeaderValue for a version after "+emulator.NewestServiceVersion+" or unpublished)")
 	fs.Float64Var(&f.earlyEnd, "early-end", 0, "probability (0 to 1) that a query page ends early with a continuation, as Azure's may")
@@ -104,6 +110,18 @@ func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, e
 	if f.scale > 0 {
 		o.Scale = &emulator.ScaleOptions{Scale: f.scale}
 	}
+	if o.OAuth != "" && o.OAuth != emulator.OAuthBasic {
+		return o, usagef("--oauth %q: want %q", o.OAuth, emulator.OAuthBasic)
+	}
+	if o.OAuth != "" && o.CertFile == "" {
+		return o, usagef("--oauth needs --cert: bearer tokens are accepted over HTTPS only, as Azurite's --oauth")
+	}
+	if o.CertFile == "" && (o.KeyFile != "" || o.CertPassword != "") {
+		return o, usagef("--key and --pwd need --cert")
+	}
+	if o.CertFile != "" && o.KeyFile != "" && o.CertPassword != "" {
+		return o, usagef("--pwd is for a PFX --cert, given without --key")
+	}
 	// One listen address for the three services: Azurite's per-service
 	// hosts are taken when they agree.
 	var named []string
@@ -124,8 +142,8 @@ func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, e
 		return o, usagef("--extentMemoryLimit is only supported with --inMemoryPersistence (as in Azurite)")
 	}
 	if env := getenv(emulator.AccountsEnv); env != "" {
-		if f.given("account") || f.given("key") {
-			return o, usagef("%s and --account/--key both name the accounts: give one", emulator.AccountsEnv)
+		if f.given("account") || f.given("account-key") {
+			return o, usagef("%s and --account/--account-key both name the accounts: give one", emulator.AccountsEnv)
 		}
 		accts, err := emulator.ParseAccounts(env)
 		if err != nil {
@@ -176,5 +194,25 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 	}
 	<-ctx.Done()
 	fmt.Fprintln(a.stderr, "tablekit emulator: stopping")
+	return nil
+}
+
+// cmdEmulatorCert writes a local certificate authority and a server
+// certificate for localhost, 127.0.0.1 and ::1 to --out.
+func (a *app) cmdEmulatorCert(_ context.Context, _ []string) error {
+	if a.emu.certOut == "" {
+		return usagef("--out is required")
+	}
+	c, err := emulator.NewCertificate()
+	if err != nil {
+		return err
+	}
+	if err := c.WriteFiles(a.emu.certOut); err != nil {
+		return err
+	}
+	ca := filepath.Join(a.emu.certOut, emulator.CAFile)
+	fmt.Fprintf(a.stdout, "wrote %s, %s and %s\n", ca, filepath.Join(a.emu.certOut, emulator.CertFile), filepath.Join(a.emu.certOut, emulator.KeyFile))
+	fmt.Fprintf(a.stdout, "serve:  tablekit emulator --cert %s --key %s\n", filepath.Join(a.emu.certOut, emulator.CertFile), filepath.Join(a.emu.certOut, emulator.KeyFile))
+	fmt.Fprintf(a.stdout, "trust:  SSL_CERT_FILE=%s (Go), REQUESTS_CA_BUNDLE=%s (Python), NODE_EXTRA_CA_CERTS=%s (Node.js)\n", ca, ca, ca)
 	return nil
 }

@@ -284,6 +284,22 @@ entities of the partition matching FILTER. Prints what it deleted.`,
 			run: a.cmdPoisonRequeue,
 		},
 		{
+			// Before "emulator": the first command whose words match wins.
+			name: "emulator cert", summary: "write a local CA and a certificate for the emulator's HTTPS (--out DIR)",
+			about: `Writes a certificate authority (ca.pem) and a server certificate (cert.pem,
+key.pem; ECDSA P-256, valid 397 days) for localhost, 127.0.0.1 and ::1 to
+--out, for "tablekit emulator --cert DIR/cert.pem --key DIR/key.pem". The CA's
+own key is not kept: trusting ca.pem trusts this certificate only. Clients
+trust it with SSL_CERT_FILE (Go, on Linux), REQUESTS_CA_BUNDLE (Python) or
+NODE_EXTRA_CA_CERTS (Node.js) naming ca.pem.`,
+			exits:   "0 written; 1 could not write; 2 usage error (no --out).",
+			example: "tablekit emulator cert --out ~/.tablekit/cert",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&a.emu.certOut, "out", "", "directory to write ca.pem, cert.pem and key.pem to (created if missing)")
+			},
+			run: a.cmdEmulatorCert,
+		},
+		{
 			name: "emulator", summary: "run tablekit's Azure Storage emulator (Table, Queue, Blob) until stopped",
 			about: `Runs tablekit's emulator of the Table, Queue and Blob services on loopback
 ports (Azurite's and Storage Explorer's defaults unless given), answering as
@@ -296,7 +312,7 @@ served on the same ports by path (README, "Switching from Azurite").`,
   "table","queue","blob"} (the services' URLs), instead of the connection string.`,
 			exits: `0 stopped by SIGTERM or Ctrl-C; 1 could not start (a port in use); 2 usage
 error.`,
-			example: "tablekit emulator\n  tablekit emulator --table-port 0 --queue-port 0 --blob-port 0 --cosmos",
+			example: "tablekit emulator\n  tablekit emulator --table-port 0 --queue-port 0 --blob-port 0 --cosmos\n  tablekit emulator --cert cert/cert.pem --key cert/key.pem --oauth basic",
 			flags: func(fs *flag.FlagSet) {
 				a.emu.register(fs)
 				a.jsonFlag(fs, "print the connection string and the services' URLs as a JSON object")

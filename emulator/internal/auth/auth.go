@@ -77,6 +77,9 @@ type Authenticator struct {
 	policies PolicyLookup
 	// now is the clock; time.Now unless a test sets it.
 	now func() time.Time
+	// bearer accepts bearer tokens (EnableBearer); bearerHTTPS says the
+	// services are served over TLS.
+	bearer, bearerHTTPS bool
 }
 
 // New returns an Authenticator for acct. It keeps its own copy of the
@@ -97,7 +100,8 @@ func New(acct Account) *Authenticator {
 // between requests: read it, never modify it.
 //
 // A request with an Authorization header is checked as Shared Key or
-// Shared Key Lite (the header wins over SAS parameters); one with a sig
+// Shared Key Lite (the header wins over SAS parameters), or as a bearer
+// token after EnableBearer (bearer.go); one with a sig
 // query parameter as an account SAS (it has ss or srt) or a service SAS
 // for op.Service; one with neither gets 401 NoAuthenticationInformation,
 // as Azure answers from version 2019-12-12 on (the service adds the
@@ -105,6 +109,9 @@ func New(acct Account) *Authenticator {
 // anonymous reads are the blob service's to allow).
 func (a *Authenticator) Authorize(r *http.Request, op Operation) (*Grant, *answer.Error) {
 	if h := r.Header["Authorization"]; len(h) > 0 {
+		if a.isBearer(h[0]) {
+			return a.bearerToken(r, op.Service, a.acct.Name, h[0])
+		}
 		if err := a.sharedKey(r, op.Service, h[0]); err != nil {
 			return nil, err
 		}
