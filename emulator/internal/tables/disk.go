@@ -45,6 +45,11 @@ var (
 // while writers wait.
 const scanChunk = 2048
 
+// fillPercent is how full bbolt fills a page it splits: loads write
+// keys mostly in order (BulkWrite, a partition's transactions), where
+// bbolt's default (half) would leave every page half empty.
+const fillPercent = 0.9
+
 // maxGroup bounds how many writes share one commit.
 const maxGroup = 1024
 
@@ -350,6 +355,7 @@ func (s *Service) writeDisk(t *table, ops []writeOp) (rows []*row, ts int64, i i
 			i, ae = 0, errTableNotFound
 			return nil
 		}
+		b.FillPercent = fillPercent
 		for j, w := range ops {
 			k := s.key(w.e.PartitionKey, w.e.RowKey)
 			keys[j] = appendKey(nil, k, s.cfg.Cosmos)
@@ -471,6 +477,7 @@ func (s *Service) putDisk(t *table, es []entity.Entity) error {
 		if b == nil {
 			return errGone
 		}
+		b.FillPercent = fillPercent
 		for _, e := range es {
 			r := s.key(e.PartitionKey, e.RowKey)
 			r.props = propsOf(e)
