@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -63,6 +65,7 @@ type benchService struct {
 	name    string
 	connStr string
 	stop    func()
+	dir     string // its location, if any
 }
 
 func startSides(b *testing.B) []benchService {
@@ -332,4 +335,86 @@ func BenchmarkServiceBulkLoad(b *testing.B) {
 		}))
 	}
 	benchutil.RunSides(b, rs...)
+}
+
+// The Location benchmarks put the emulator in memory (impl=memory) beside
+// the emulator with a location (impl=disk: every write on disk, fsync'd,
+// before its answer) in one run: what persistence costs. They need no
+// Azurite.
+
+// locationSides starts both emulators.
+func locationSides(b *testing.B) []benchService {
+	b.Helper()
+	mem := emulator.StartTB(b, nil)
+	dir := b.TempDir()
+	dur := emulator.StartTB(b, &emulator.Options{Location: dir})
+	return []benchService{
+		{name: "memory", connStr: mem.ConnectionString},
+		{name: "disk", connStr: dur.ConnectionString, dir: dir},
+	}
+}
+
+// BenchmarkLocationBulkLoad: entities per second that BulkWrite (default
+// options) loads into an empty table, in memory and with a location; on
+// disk also the database's bytes per entity.
+func BenchmarkLocationBulkLoad(b *testing.B) {
+	n := benchutil.Int(b, benchutil.KeyLoadEntities, 1_000_000)
+	var rs []benchutil.Side
+	for _, s := range locationSides(b) {
+		round := 0
+		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+			for b.Loop() {
+				round++
+				rate := load(b, s.connStr, "load"+strconv.Itoa(round), n)
+				b.ReportMetric(rate, "entities/s")
+			}
+			if s.dir != "" {
+				if fi, err := os.Stat(filepath.Join(s.dir, "tables.db")); err == nil {
+					b.ReportMetric(float64(fi.Size())/float64(n*round), "file-B/entity")
+				}
+			}
+		}))
+	}
+	benchutil.RunSides(b, rs...)
+}
+
+// BenchmarkLocationPoint: point reads and upserts of 1 KiB entities, 16
+// at once, pre-encoded and pre-signed as in BenchmarkServicePointRead
+// and BenchmarkServicePointWrite, in memory and with a location.
+func BenchmarkLocationPoint(b *testing.B) {
+	sides := locationSides(b)
+	for _, op := range []string{"read", "write"} {
+		b.Run("op="+op, func(b *testing.B) {
+			var rs []benchutil.Side
+			for _, s := range sides {
+				c := rawTable(b, s.connStr, "point"+op)
+				if _, err := c.UpsertEntity(context.Background(), mustJSON(b, newRow(1)), nil); err != nil {
+					b.Fatal(err)
+				}
+				sc := newSASClient(b, s.connStr, "point"+op)
+				u := sc.entityURL("p00000", "r0000001")
+				type write struct {
+					url  string
+					body []byte
+				}
+				writes := make([]write, 4096)
+				for i := range writes {
+					r := newRow(i)
+					r.PartitionKey = "p" + strconv.Itoa(i%16)
+					writes[i] = write{sc.entityURL(r.PartitionKey, r.RowKey), mustJSON(b, r)}
+				}
+				var next atomic.Int64
+				rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
+					parallel(b, func() error {
+						if op == "read" {
+							return sc.do(http.MethodGet, u, nil, http.StatusOK)
+						}
+						w := writes[int(next.Add(1))%len(writes)]
+						return sc.do(http.MethodPut, w.url, w.body, http.StatusNoContent)
+					})
+				}))
+			}
+			benchutil.RunSides(b, rs...)
+		})
+	}
 }

@@ -62,6 +62,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -70,6 +72,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/headcase"
 	"github.com/tablekit/tablekit/emulator/internal/queues"
 	"github.com/tablekit/tablekit/emulator/internal/tables"
@@ -195,6 +198,15 @@ type Options struct {
 	// Azurite's --oauth basic does; it needs HTTPS, TLS or CertFile.
 	// Empty accepts Shared Key and SAS only.
 	OAuth string
+	// Location is a directory where the services keep what they store,
+	// across restarts (Azurite's --location): the Table service's tables
+	// and entities in disk.TablesFile there, each write on disk before it
+	// is answered, so a process killed at any moment loses no answered
+	// write and leaves no transaction half done. One emulator at a time
+	// may use a location: Start fails, naming the file, when another
+	// holds it. Empty means memory only (the default): nothing is kept
+	// after Stop.
+	Location string
 
 	// timeouts replaces the servers' limits in this package's tests.
 	timeouts *timeouts
@@ -301,6 +313,9 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Location != "" && len(accts) > 1 {
+		return nil, fmt.Errorf("emulator: location %s: several accounts are kept in memory only for now: use one account with a location", o.Location)
+	}
 	o.AccountName, o.AccountKey = accts[0].Name, accts[0].Keys[0]
 	tlsConfig, rootCAs, err := serverTLS(&o)
 	if err != nil {
@@ -347,7 +362,20 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		if o.OAuth == OAuthBasic {
 			authn.EnableBearer(true)
 		}
-		ts := tables.New(tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad})
+		tcfg := tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad}
+		ts := tables.New(tcfg)
+		if o.Location != "" {
+			db, err := disk.Open(o.Location, disk.TablesFile)
+			if err != nil {
+				inst.Stop()
+				return nil, err
+			}
+			if ts, err = tables.Open(tcfg, db); err != nil {
+				db.Close()
+				inst.Stop()
+				return nil, err
+			}
+		}
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
@@ -440,8 +468,9 @@ func validAccountName(name string) bool {
 }
 
 // Stop closes the services' listeners and connections, waiting up to 2 s
-// for requests in flight. It is safe to call more than once.
-func (i *Instance) Stop() error {
+// for requests in flight, then the location's databases (Options.Location;
+// their error is returned). It is safe to call more than once.
+func (i *Instance) Stop() (err error) {
 	i.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -456,8 +485,31 @@ func (i *Instance) Stop() error {
 			}()
 		}
 		wg.Wait()
+		for _, t := range i.tables {
+			if cerr := t.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
 	})
-	return nil
+	return err
+}
+
+// ResetLocation empties a location (Options.Location): it removes the
+// files the emulator keeps there, and nothing else, so that the next
+// Start begins with no table, queue or blob. It fails, removing nothing,
+// when an emulator holds the location.
+func ResetLocation(dir string) error {
+	for _, name := range []string{disk.TablesFile, disk.QueuesFile, disk.BlobsFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			continue
+		}
+		db, err := disk.Open(dir, name)
+		if err != nil {
+			return fmt.Errorf("emulator: reset: %w", err)
+		}
+		db.Close()
+	}
+	return disk.Reset(dir)
 }
 
 // StartTB starts an emulator for one test (or benchmark) and stops it in

@@ -40,6 +40,7 @@ type emulatorFlags struct {
 
 	silent bool   // no request log on stderr
 	debug  string // the debug log's file
+	reset  bool
 }
 
 func (f *emulatorFlags) register(fs *flag.FlagSet) {
@@ -61,6 +62,8 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.throttle, "throttle", false, "answer 503 ServerBusy over Azure's targets (2,000 entities/s a partition, 20,000 an account)")
 	fs.BoolVar(&f.silent, "silent", false, "no request log (default: a line per request on stderr, without keys, signatures or tokens), as Azurite's flag of that name")
 	fs.StringVar(&f.debug, "debug", "", "append a debug log to this file: each request's and answer's headers (credentials redacted) and the servers' own errors, as Azurite's flag of that name")
+	fs.StringVar(&f.opts.Location, "location", "", "directory where the emulator keeps its data across restarts, as Azurite's --location (default: memory only, nothing kept)")
+	fs.BoolVar(&f.reset, "reset", false, "empty --location before starting: remove the emulator's files there (tables, queues, blobs), and nothing else")
 	fs.Float64Var(&f.scale, "scale", 0, "run the scale model (partition servers, page service times, Azure's targets) with every rate multiplied by this (1: Azure's; 0: no model)")
 
 	// Azurite's names, so that its command line runs unchanged.
@@ -170,6 +173,14 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 		}
 		defer f.Close()
 		o.DebugLog = f
+	}
+	if a.emu.reset {
+		if o.Location == "" {
+			return usagef("--reset empties --location: give one")
+		}
+		if err := emulator.ResetLocation(o.Location); err != nil {
+			return err
+		}
 	}
 	inst, err := emulator.Start(ctx, &o)
 	if err != nil {

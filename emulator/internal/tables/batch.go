@@ -83,6 +83,23 @@ func (s *Service) batch(q *request) {
 	if !s.admit(q, t.name, first.w.e.PartitionKey, true, len(ops)) {
 		return
 	}
+	if s.d != nil {
+		ws := make([]writeOp, len(ops))
+		for i, op := range ops {
+			ws[i] = op.w
+		}
+		rows, ts, i, ae := s.writeDisk(t, ws)
+		if i < 0 {
+			s.fail(q, ae)
+			return
+		}
+		if ae != nil {
+			batchFail(q, ops, &answer.BatchError{Index: i, Err: ae})
+			return
+		}
+		s.batchReply(q, t.name, ops, rows, ts)
+		return
+	}
 	rows := make([]*row, len(ops))
 	t.mu.Lock()
 	for i, op := range ops {
@@ -326,11 +343,10 @@ func (s *Service) batchRetrieve(q *request, req answer.BatchRequest) {
 			if !s.admit(q, t.name, p.PartitionKey, true, 1) {
 				return
 			}
-			t.mu.RLock()
-			r, found := t.rows.Get(s.key(p.PartitionKey, p.RowKey))
-			gone := t.gone
-			t.mu.RUnlock()
+			r, found, gone, err := s.getRow(t, p.PartitionKey, p.RowKey)
 			switch {
+			case err != nil:
+				ae = answer.InternalError()
 			case gone:
 				ae = errTableNotFound
 			case !found:

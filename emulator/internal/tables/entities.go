@@ -92,22 +92,17 @@ func (s *Service) insertEntity(q *request, name string) {
 	if !s.admit(q, t.name, e.PartitionKey, true, 1) {
 		return
 	}
-	r := s.key(e.PartitionKey, e.RowKey)
-	r.props = propsOf(e)
-	t.mu.Lock()
-	if t.gone {
-		t.mu.Unlock()
-		s.fail(q, errTableNotFound)
+	var r *row
+	if s.d != nil {
+		rows, _, _, ae := s.writeDisk(t, []writeOp{{kind: opInsert, e: e}})
+		if ae != nil {
+			s.fail(q, ae)
+			return
+		}
+		r = rows[0]
+	} else if r, ok = s.insertMemory(q, t, e); !ok {
 		return
 	}
-	if _, found := t.rows.Get(r); found {
-		t.mu.Unlock()
-		s.fail(q, errEntityExists)
-		return
-	}
-	r.ts = s.clock.now()
-	t.rows.ReplaceOrInsert(r)
-	t.mu.Unlock()
 
 	h := q.headers()
 	h.Set("ETag", etag(r.ts))
@@ -121,6 +116,28 @@ func (s *Service) insertEntity(q *request, name string) {
 	}
 	preferContent(q)
 	q.reply(http.StatusCreated, s.appendRow(nil, q, t.name, r, nil, s.metadata(q, t.name, true, nil)))
+}
+
+// insertMemory stores e in t (in memory) unless an entity has its keys;
+// false means the answer was sent.
+func (s *Service) insertMemory(q *request, t *table, e entity.Entity) (*row, bool) {
+	r := s.key(e.PartitionKey, e.RowKey)
+	r.props = propsOf(e)
+	t.mu.Lock()
+	if t.gone {
+		t.mu.Unlock()
+		s.fail(q, errTableNotFound)
+		return nil, false
+	}
+	if _, found := t.rows.Get(r); found {
+		t.mu.Unlock()
+		s.fail(q, errEntityExists)
+		return nil, false
+	}
+	r.ts = s.clock.now()
+	t.rows.ReplaceOrInsert(r)
+	t.mu.Unlock()
+	return r, true
 }
 
 // metadata is the odata.metadata link of a response in q's format ("" in
@@ -151,11 +168,11 @@ func (s *Service) getEntity(q *request, name, pk, rk string) {
 	if !s.admit(q, t.name, pk, true, 1) {
 		return
 	}
-	t.mu.RLock()
-	r, found := t.rows.Get(s.key(pk, rk))
-	gone := t.gone
-	t.mu.RUnlock()
+	r, found, gone, err := s.getRow(t, pk, rk)
 	switch {
+	case err != nil:
+		s.fail(q, answer.InternalError())
+		return
 	case gone:
 		s.fail(q, errTableNotFound)
 		return
@@ -166,6 +183,19 @@ func (s *Service) getEntity(q *request, name, pk, rk string) {
 	sel := parseSelect(q.r.URL.Query().Get("$select"))
 	q.headers().Set("ETag", etag(r.ts))
 	q.reply(http.StatusOK, s.appendRow(nil, q, t.name, r, sel, s.metadata(q, t.name, true, sel)))
+}
+
+// getRow reads the entity (pk, rk) of t; gone means t is deleted. err is
+// the disk's failure.
+func (s *Service) getRow(t *table, pk, rk string) (r *row, found, gone bool, err error) {
+	if s.d != nil {
+		return s.getDisk(t, pk, rk)
+	}
+	t.mu.RLock()
+	r, found = t.rows.Get(s.key(pk, rk))
+	gone = t.gone
+	t.mu.RUnlock()
+	return r, found, gone, nil
 }
 
 // writeEntity answers Update, Merge, Insert Or Replace and Insert Or
@@ -229,6 +259,13 @@ const (
 // apply applies w to t under t's lock. It returns the new row (nil for a
 // delete).
 func (s *Service) apply(t *table, w writeOp) (*row, *answer.Error) {
+	if s.d != nil {
+		rows, _, _, ae := s.writeDisk(t, []writeOp{w})
+		if ae != nil {
+			return nil, ae
+		}
+		return rows[0], nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, ae := s.prepare(t, w)
@@ -247,6 +284,12 @@ func (s *Service) prepare(t *table, w writeOp) (*row, *answer.Error) {
 	}
 	k := s.key(w.e.PartitionKey, w.e.RowKey)
 	old, found := t.rows.Get(k)
+	return s.decide(w, k, old, found)
+}
+
+// decide checks w against the entity stored at its keys (old, when
+// found) and returns the row it would store in k (nil for a delete).
+func (s *Service) decide(w writeOp, k, old *row, found bool) (*row, *answer.Error) {
 	switch w.kind {
 	case opInsert:
 		if found {

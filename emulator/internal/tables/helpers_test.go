@@ -18,9 +18,15 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/tables"
 	"github.com/tablekit/tablekit/integration/azurite"
 )
+
+// onDisk makes start keep the service's tables in a database in a
+// temporary directory (tables.Open) instead of memory: TestOnDisk runs
+// the package's tests so.
+var onDisk bool
 
 // server is one emulator Table service on a loopback port.
 type server struct {
@@ -39,6 +45,21 @@ func start(t testing.TB, cfg tables.Config) *server {
 		cfg.Auth = auth.New(auth.Account{Name: azurite.AccountName, Keys: [][]byte{key}})
 	}
 	svc := tables.New(cfg)
+	if onDisk {
+		db, err := disk.Open(t.TempDir(), disk.TablesFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if svc, err = tables.Open(cfg, db); err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := svc.Close(); err != nil {
+				t.Errorf("closing the database: %v", err)
+			}
+		})
+	}
 	ts := httptest.NewServer(svc)
 	t.Cleanup(ts.Close)
 	return &server{url: ts.URL + "/" + azurite.AccountName, svc: svc}

@@ -36,7 +36,9 @@ type page struct {
 	rows  []*row
 	next  *row
 	work  []segment
-	early bool // ended by EarlyEnd, before $top and the range's end
+	early bool  // ended by EarlyEnd, before $top and the range's end
+	gone  bool  // the table was deleted (on disk; in memory t.gone says it)
+	err   error // the disk failed
 }
 
 // planQuery picks where to start: the pinned partition (at its lowest
@@ -155,7 +157,7 @@ func (s *Service) run(t *table, p *plan, early bool, load Load) page {
 		s.rngMu.Unlock()
 	}
 	scanned, server, lastPK, first := 0, 0, "", true
-	t.rows.AscendGreaterOrEqual(p.start, func(r *row) bool {
+	visit := func(r *row) bool {
 		if s.beyond(p, r) {
 			return false
 		}
@@ -189,7 +191,12 @@ func (s *Service) run(t *table, p *plan, early bool, load Load) page {
 		}
 		pg.rows = append(pg.rows, r)
 		return true
-	})
+	}
+	if s.d != nil {
+		pg.gone, pg.err = s.ascendDisk(t, p.start, visit)
+		return pg
+	}
+	t.rows.AscendGreaterOrEqual(p.start, visit)
 	return pg
 }
 
@@ -229,17 +236,29 @@ func (s *Service) queryEntities(q *request, name string) {
 	if !s.admit(q, t.name, pk, hasPK, 0) {
 		return
 	}
-	t.mu.RLock()
-	if t.gone {
+	var pg page
+	early := s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == ""
+	if s.d != nil {
+		// On disk: read transactions of their own, no lock.
+		if top > 0 {
+			pg = s.run(t, &p, early, q.load)
+		}
+	} else {
+		t.mu.RLock()
+		pg.gone = t.gone
+		if top > 0 && !pg.gone { // $top=0: no entity and no continuation
+			pg = s.run(t, &p, early, q.load)
+		}
 		t.mu.RUnlock()
+	}
+	switch {
+	case pg.err != nil:
+		s.fail(q, answer.InternalError())
+		return
+	case pg.gone:
 		s.fail(q, errTableNotFound)
 		return
 	}
-	var pg page
-	if top > 0 { // $top=0: no entity and no continuation
-		pg = s.run(t, &p, s.rng != nil && q.r.Header.Get(NoEarlyEndHeader) == "", q.load)
-	}
-	t.mu.RUnlock()
 	if pg.early {
 		s.earlyPages.Add(1)
 		if len(pg.rows) == 0 {

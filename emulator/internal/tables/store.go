@@ -139,6 +139,9 @@ type table struct {
 	// created is when the table was created: Azure's NextTableName
 	// token carries it.
 	created time.Time
+	// id names the bucket of the table's entities when the service keeps
+	// them on disk (rows is nil then); 0 in memory.
+	id uint64
 }
 
 // btreeDegree is the index's node size: 32 keeps nodes within a few

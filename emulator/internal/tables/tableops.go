@@ -71,14 +71,26 @@ func (s *Service) createTable(q *request) {
 		return
 	}
 	k := s.tableKey(name)
-	s.mu.Lock()
-	if s.tables[k] != nil {
+	if s.d != nil {
+		t, err := s.createTableDisk(k, name)
+		switch {
+		case err != nil:
+			s.fail(q, answer.InternalError())
+			return
+		case t == nil:
+			s.fail(q, errTableExists)
+			return
+		}
+	} else {
+		s.mu.Lock()
+		if s.tables[k] != nil {
+			s.mu.Unlock()
+			s.fail(q, errTableExists)
+			return
+		}
+		s.tables[k] = newTable(name, s.cfg.Cosmos)
 		s.mu.Unlock()
-		s.fail(q, errTableExists)
-		return
 	}
-	s.tables[k] = newTable(name, s.cfg.Cosmos)
-	s.mu.Unlock()
 
 	h := q.headers()
 	link := q.base + "/Tables('" + name + "')"
@@ -144,10 +156,19 @@ func (s *Service) deleteTable(q *request, name string) {
 		return
 	}
 	k := s.tableKey(name)
-	s.mu.Lock()
-	t := s.tables[k]
-	delete(s.tables, k)
-	s.mu.Unlock()
+	var t *table
+	if s.d != nil {
+		var err error
+		if t, err = s.deleteTableDisk(k); err != nil {
+			s.fail(q, answer.InternalError())
+			return
+		}
+	} else {
+		s.mu.Lock()
+		t = s.tables[k]
+		delete(s.tables, k)
+		s.mu.Unlock()
+	}
 	if t == nil {
 		s.fail(q, errNotFound)
 		return
@@ -312,7 +333,14 @@ func (s *Service) serveService(q *request, method string) {
 			s.fail(q, answer.InvalidXMLDocument())
 			return
 		}
-		s.setProperties(&p)
+		if s.d != nil {
+			if s.setPropertiesDisk(&p) != nil {
+				s.fail(q, answer.InternalError())
+				return
+			}
+		} else {
+			s.setProperties(&p)
+		}
 		q.w.WriteHeader(http.StatusAccepted)
 	case method == http.MethodGet && comp == "properties":
 		s.mu.RLock()
@@ -364,9 +392,20 @@ func (s *Service) serveACL(q *request, name, method string) {
 		if !ok {
 			return
 		}
-		t.mu.Lock()
-		t.acl = body
-		t.mu.Unlock()
+		if s.d != nil {
+			switch err := s.setACLDisk(t, body); {
+			case errors.Is(err, errGone):
+				s.fail(q, errTableNotFound)
+				return
+			case err != nil:
+				s.fail(q, answer.InternalError())
+				return
+			}
+		} else {
+			t.mu.Lock()
+			t.acl = body
+			t.mu.Unlock()
+		}
 		q.headers()
 		q.w.WriteHeader(http.StatusNoContent)
 	default:

@@ -13,6 +13,15 @@
 // rows are never changed (a write replaces its row), so pages are encoded
 // after the lock is released.
 //
+// With a location (Open; emulator.Options.Location) the tables live in a
+// bbolt database instead (disk.go): the same order, kept by the stored
+// keys' bytes; table names, ACLs and the service's properties beside
+// them. Reads run in short read transactions (a query's scan in chunks
+// of scanChunk entities); writes are applied by one goroutine, as many as
+// are waiting in one transaction, and answered once it is on disk. A
+// transaction is one database transaction, so a process killed at any
+// moment leaves it whole or absent.
+//
 // Azure's rules for entities and transactions are emulator/answer'
 // (the client's own definitions with the service's answers). Where the
 // service's behaviour is not documented, the emulator chooses, and says
@@ -129,6 +138,9 @@ type Service struct {
 	rng   *rand.Rand // EarlyEnd's draws; nil without EarlyEnd
 
 	earlyPages, emptyPages atomic.Int64 // pages EarlyEnd ended, and of them the empty ones
+
+	// d keeps the tables on disk (Open); nil: in memory (New).
+	d *diskStore
 }
 
 // EarlyEnds returns how many query pages EarlyEnd has ended early since
@@ -227,7 +239,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 		s.serveService(q, method)
 		return
 	}
-	if ferr != nil && method == http.MethodGet {
+	// Get Table ACL answers XML whatever Accept says (aztables'
+	// GetAccessPolicy asks for application/xml).
+	if ferr != nil && method == http.MethodGet && !r.URL.Query().Has("comp") {
 		s.fail(q, ferr)
 		return
 	}
