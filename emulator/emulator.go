@@ -379,7 +379,17 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
-		blobRouter[a.Name] = blobs.New(blobs.Config{Account: a.Name, Auth: authn})
+		bs := blobs.New(blobs.Config{Account: a.Name, Auth: authn})
+		blobRouter[a.Name] = bs
+		// A SAS naming a container's stored access policy (si) is checked
+		// against it; the Table and Queue services do not look theirs up
+		// yet, so such a SAS gets 403 there.
+		authn.SetPolicies(func(svc auth.Service, name, id string) (auth.AccessPolicy, bool) {
+			if svc == auth.Blob {
+				return bs.Policy(name, id)
+			}
+			return auth.AccessPolicy{}, false
+		})
 		queueRouter[a.Name] = queues.New(queues.Config{Account: a.Name, Auth: authn})
 	}
 	var tableHandler http.Handler = tableRouter.with(accts[0].Name)

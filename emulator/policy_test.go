@@ -1,0 +1,71 @@
+package emulator_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
+	"github.com/tablekit/tablekit/emulator"
+)
+
+// A service SAS naming a container's stored access policy (si) gets the
+// policy's permissions and times; an identifier the container does not
+// have gets 403.
+func TestBlobSASNamesAStoredAccessPolicy(t *testing.T) {
+	em := emulator.StartTB(t, nil)
+	ctx := context.Background()
+	svc, err := azblob.NewClientFromConnectionString(em.ConnectionString, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateContainer(ctx, "policies", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.UploadBuffer(ctx, "policies", "b", []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := svc.ServiceClient().NewContainerClient("policies")
+	now := time.Now().UTC()
+	if _, err := cc.SetAccessPolicy(ctx, &container.SetAccessPolicyOptions{ContainerACL: []*container.SignedIdentifier{{
+		ID:           to.Ptr("readers"),
+		AccessPolicy: &container.AccessPolicy{Start: to.Ptr(now.Add(-time.Hour)), Expiry: to.Ptr(now.Add(time.Hour)), Permission: to.Ptr("r")},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := azblob.NewSharedKeyCredential(em.AccountName, em.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(id string) int {
+		t.Helper()
+		qp, err := sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ContainerName: "policies", BlobName: "b", Identifier: id}.SignWithSharedKey(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, em.BlobURL+"/policies/b?"+qp.Encode(), nil)
+		req.Header.Set("x-ms-version", "2025-11-05")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK && string(body) != "hello" {
+			t.Errorf("Get Blob with si=%s: body %q", id, body)
+		}
+		return resp.StatusCode
+	}
+	if got := get("readers"); got != http.StatusOK {
+		t.Errorf("Get Blob with a SAS naming the container's policy: %d, want 200", got)
+	}
+	if got := get("nobody"); got != http.StatusForbidden {
+		t.Errorf("Get Blob with a SAS naming no policy of the container: %d, want 403", got)
+	}
+}
