@@ -37,6 +37,7 @@ import (
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
 
 // Config is what the service serves and how.
@@ -57,12 +58,12 @@ type Service struct {
 	names      []string // container names, sorted
 
 	clock clock
-	props serviceProperties // guarded by mu
+	props svcprops.Properties // guarded by mu
 }
 
 // New returns an empty Blob service.
 func New(cfg Config) *Service {
-	return &Service{cfg: cfg, containers: map[string]*container{}, props: defaultProperties()}
+	return &Service{cfg: cfg, containers: map[string]*container{}, props: svcprops.Defaults(true)}
 }
 
 // request is one request as the service parsed it.

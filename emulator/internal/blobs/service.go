@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
 
 // secondarySuffix ends the account segment of a request to the
@@ -15,40 +16,6 @@ import (
 // serves reads; the emulator's answers them from the same data, with no
 // replication lag.
 const secondarySuffix = "-secondary"
-
-// serviceProperties is the Blob service's properties document: a new
-// account's has analytics, soft delete and static websites off and no CORS
-// rules. Set Blob Service Properties replaces the elements it sends; the
-// others are kept as sent, the CORS rules parsed for package cors.
-type serviceProperties struct {
-	XMLName       xml.Name    `xml:"StorageServiceProperties"`
-	Logging       *rawElement `xml:"Logging"`
-	HourMetrics   *rawElement `xml:"HourMetrics"`
-	MinuteMetrics *rawElement `xml:"MinuteMetrics"`
-	Cors          *cors.Rules `xml:"Cors"`
-	// DefaultServiceVersion is kept and returned; the emulator answers
-	// each request in the version it asks for.
-	DefaultServiceVersion *string     `xml:"DefaultServiceVersion"`
-	DeleteRetain          *rawElement `xml:"DeleteRetentionPolicy"`
-	StaticWebsite         *rawElement `xml:"StaticWebsite"`
-}
-
-// rawElement is an element's content, kept as sent.
-type rawElement struct {
-	Inner []byte `xml:",innerxml"`
-}
-
-// defaultProperties are a new account's.
-func defaultProperties() serviceProperties {
-	return serviceProperties{
-		Logging:       &rawElement{[]byte(`<Version>1.0</Version><Delete>false</Delete><Read>false</Read><Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>`)},
-		HourMetrics:   &rawElement{[]byte(`<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>`)},
-		MinuteMetrics: &rawElement{[]byte(`<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>`)},
-		Cors:          &cors.Rules{},
-		DeleteRetain:  &rawElement{[]byte(`<Enabled>false</Enabled>`)},
-		StaticWebsite: &rawElement{[]byte(`<Enabled>false</Enabled>`)},
-	}
-}
 
 // serviceProperties is Get Blob Service Properties.
 func (s *Service) serviceProperties(q *request) *answer.Error {
@@ -65,26 +32,12 @@ func (s *Service) setServiceProperties(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	var p serviceProperties
-	if xml.Unmarshal(body, &p) != nil || (p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules) {
-		return answer.InvalidXMLDocument()
+	p, e := svcprops.Parse(body)
+	if e != nil {
+		return e
 	}
 	s.mu.Lock()
-	for _, f := range []struct{ to, from **rawElement }{
-		{&s.props.Logging, &p.Logging}, {&s.props.HourMetrics, &p.HourMetrics},
-		{&s.props.MinuteMetrics, &p.MinuteMetrics}, {&s.props.DeleteRetain, &p.DeleteRetain},
-		{&s.props.StaticWebsite, &p.StaticWebsite},
-	} {
-		if *f.from != nil {
-			*f.to = *f.from
-		}
-	}
-	if p.Cors != nil {
-		s.props.Cors = p.Cors
-	}
-	if p.DefaultServiceVersion != nil {
-		s.props.DefaultServiceVersion = p.DefaultServiceVersion
-	}
+	s.props.Merge(p)
 	s.mu.Unlock()
 	h := q.w.Header()
 	setCommon(h, q.r)
@@ -101,10 +54,7 @@ const maxPropertiesBody = 1 << 20
 func (s *Service) corsRules() []cors.Rule {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.props.Cors == nil {
-		return nil
-	}
-	return s.props.Cors.Rules
+	return s.props.CorsRules()
 }
 
 // preflight answers an OPTIONS request (Preflight Blob Request): without

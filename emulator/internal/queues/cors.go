@@ -12,10 +12,7 @@ import (
 func (s *Service) corsRules() []cors.Rule {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.props.Cors == nil {
-		return nil
-	}
-	return s.props.Cors.Rules
+	return s.props.CorsRules()
 }
 
 // preflight answers an OPTIONS request.

@@ -32,6 +32,7 @@ import (
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
 
 // Config is what the service serves and how.
@@ -51,7 +52,7 @@ type Service struct {
 
 	mu     sync.RWMutex
 	queues map[string]*queue
-	props  serviceProperties
+	props  svcprops.Properties
 
 	// lastTick is the last pop receipt's time stamp (100 ns ticks): each
 	// receipt gets a later one, so no two receipts are equal.
@@ -60,7 +61,7 @@ type Service struct {
 
 // New returns an empty Queue service.
 func New(cfg Config) *Service {
-	return &Service{cfg: cfg, queues: map[string]*queue{}, props: defaultProperties()}
+	return &Service{cfg: cfg, queues: map[string]*queue{}, props: svcprops.Defaults(false)}
 }
 
 // serverHeader is the Server header Azure's Queue service sends.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/body"
-	"github.com/tablekit/tablekit/emulator/internal/cors"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
 
 // serveService answers the account-level operations: List Queues, Get and
@@ -194,45 +194,6 @@ func endpoint(r *http.Request, account string) string {
 	return scheme + "://" + r.Host + "/" + account + "/"
 }
 
-// serviceProperties is the Queue service's properties document.
-type serviceProperties struct {
-	XMLName       xml.Name    `xml:"StorageServiceProperties"`
-	Logging       *logging    `xml:"Logging"`
-	HourMetrics   *metrics    `xml:"HourMetrics"`
-	MinuteMetrics *metrics    `xml:"MinuteMetrics"`
-	Cors          *cors.Rules `xml:"Cors"`
-}
-
-type logging struct {
-	Version         string    `xml:"Version"`
-	Delete          bool      `xml:"Delete"`
-	Read            bool      `xml:"Read"`
-	Write           bool      `xml:"Write"`
-	RetentionPolicy retention `xml:"RetentionPolicy"`
-}
-
-type metrics struct {
-	Version         string    `xml:"Version"`
-	Enabled         bool      `xml:"Enabled"`
-	IncludeAPIs     *bool     `xml:"IncludeAPIs"`
-	RetentionPolicy retention `xml:"RetentionPolicy"`
-}
-
-type retention struct {
-	Enabled bool `xml:"Enabled"`
-	Days    *int `xml:"Days"`
-}
-
-// defaultProperties are a new account's: analytics off, no CORS rules.
-func defaultProperties() serviceProperties {
-	return serviceProperties{
-		Logging:       &logging{Version: "1.0"},
-		HourMetrics:   &metrics{Version: "1.0"},
-		MinuteMetrics: &metrics{Version: "1.0"},
-		Cors:          &cors.Rules{},
-	}
-}
-
 // setProperties answers Set Queue Service Properties: the elements the
 // body holds replace the stored ones; those it leaves out stay.
 func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *answer.Error {
@@ -240,26 +201,12 @@ func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *answer.
 	if e != nil {
 		return e
 	}
-	var p serviceProperties
-	if err := xml.Unmarshal(body, &p); err != nil {
-		return answer.InvalidXMLDocument()
-	}
-	if p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules {
-		return answer.InvalidXMLDocument()
+	p, e := svcprops.Parse(body)
+	if e != nil {
+		return e
 	}
 	s.mu.Lock()
-	if p.Logging != nil {
-		s.props.Logging = p.Logging
-	}
-	if p.HourMetrics != nil {
-		s.props.HourMetrics = p.HourMetrics
-	}
-	if p.MinuteMetrics != nil {
-		s.props.MinuteMetrics = p.MinuteMetrics
-	}
-	if p.Cors != nil {
-		s.props.Cors = p.Cors
-	}
+	s.props.Merge(p)
 	s.mu.Unlock()
 	s.noContent(w, r, http.StatusAccepted)
 	return nil

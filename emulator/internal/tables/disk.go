@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 	"github.com/tablekit/tablekit/entity"
 )
 
@@ -327,7 +328,7 @@ var errGone = errors.New("table deleted")
 
 // setPropertiesDisk applies p to the service properties (setProperties)
 // and stores the result, durably.
-func (s *Service) setPropertiesDisk(p *serviceProperties) error {
+func (s *Service) setPropertiesDisk(p *svcprops.Properties) error {
 	s.d.tableMu.Lock()
 	defer s.d.tableMu.Unlock()
 	s.setProperties(p)

@@ -13,7 +13,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
-	"github.com/tablekit/tablekit/emulator/internal/cors"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -328,9 +328,9 @@ func (s *Service) serveService(q *request, method string) {
 		if !ok {
 			return
 		}
-		var p serviceProperties
-		if xml.Unmarshal(body, &p) != nil || (p.Cors != nil && len(p.Cors.Rules) > cors.MaxRules) {
-			s.fail(q, answer.InvalidXMLDocument())
+		p, e := svcprops.Parse(body)
+		if e != nil {
+			s.fail(q, e)
 			return
 		}
 		if s.d != nil {

@@ -66,6 +66,7 @@ import (
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/body"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
 
 // Load is the scale model's view of the work the service does. A nil
@@ -132,7 +133,7 @@ type Service struct {
 	tables map[string]*table // by tableKey
 
 	clock clock
-	props serviceProperties // Set Table Service Properties' document
+	props svcprops.Properties // Set Table Service Properties' document
 
 	rngMu sync.Mutex
 	rng   *rand.Rand // EarlyEnd's draws; nil without EarlyEnd
@@ -151,7 +152,7 @@ func (s *Service) EarlyEnds() (pages, empty int64) {
 
 // New returns an empty Table service.
 func New(cfg Config) *Service {
-	s := &Service{cfg: cfg, tables: map[string]*table{}, props: defaultProperties()}
+	s := &Service{cfg: cfg, tables: map[string]*table{}, props: svcprops.Defaults(false)}
 	if cfg.EarlyEnd != nil {
 		seed := uint64(cfg.EarlyEnd.Seed)
 		s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
