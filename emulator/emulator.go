@@ -200,7 +200,9 @@ type Options struct {
 	OAuth string
 	// Location is a directory where the services keep what they store,
 	// across restarts (Azurite's --location): the Table service's tables
-	// and entities in disk.TablesFile there, each write on disk before it
+	// and entities in disk.TablesFile there, the Queue service's queues and
+	// messages in disk.QueuesFile (the Blob service's containers and blobs
+	// stay in memory for now), each write on disk before it
 	// is answered, so a process killed at any moment loses no answered
 	// write and leaves no transaction half done. One emulator at a time
 	// may use a location: Start fails, naming the file, when another
@@ -248,6 +250,7 @@ type Instance struct {
 	servers  []*http.Server
 	model    *load.Model       // nil without Throttle or Scale
 	tables   []*tables.Service // one per account
+	queues   []*queues.Service // one per account
 	accounts []Account         // the accounts served, the first this Instance's
 	stopOnce sync.Once
 }
@@ -390,7 +393,13 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 			}
 			return auth.AccessPolicy{}, false
 		})
-		queueRouter[a.Name] = queues.New(queues.Config{Account: a.Name, Auth: authn})
+		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: o.Location})
+		if err != nil {
+			inst.Stop()
+			return nil, err
+		}
+		inst.queues = append(inst.queues, qs)
+		queueRouter[a.Name] = qs
 	}
 	var tableHandler http.Handler = tableRouter.with(accts[0].Name)
 	l := load.NewLatency(lat)
@@ -497,6 +506,11 @@ func (i *Instance) Stop() (err error) {
 		wg.Wait()
 		for _, t := range i.tables {
 			if cerr := t.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		for _, q := range i.queues {
+			if cerr := q.Close(); cerr != nil && err == nil {
 				err = cerr
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 )
 
 // startEmulatorProcess runs `tablekit emulator --location dir` and
@@ -93,6 +94,30 @@ func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
 			}
 		}()
 	}
+	// Four writers of queue messages beside them: every message answered
+	// 201 must be there after the kill.
+	qsvc, err := azqueue.NewServiceClientFromConnectionString(connStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qsvc.CreateQueue(ctx, "kill", nil); err != nil {
+		t.Fatal(err)
+	}
+	var msgAcked sync.Map // text -> true
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := qsvc.NewQueueClient("kill")
+			for n := 0; ctx.Err() == nil; n++ {
+				text := fmt.Sprintf("q%d-%d", w, n)
+				if _, err := q.EnqueueMessage(ctx, text, nil); err != nil {
+					return // killed
+				}
+				msgAcked.Store(text, true)
+			}
+		}()
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for sent.Load() < 40 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -155,6 +180,37 @@ func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("%d transactions answered before the SIGKILL; %d entity groups after it", len(acked), len(found))
+
+	qsvc, err = azqueue.NewServiceClientFromConnectionString(connStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	q := qsvc.NewQueueClient("kill")
+	for {
+		got, err := q.DequeueMessages(context.Background(), &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(32)), VisibilityTimeout: to.Ptr(int32(3600))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Messages) == 0 {
+			break
+		}
+		for _, m := range got.Messages {
+			stored[*m.MessageText] = true
+		}
+	}
+	answered := 0
+	msgAcked.Range(func(k, _ any) bool {
+		answered++
+		if !stored[k.(string)] {
+			t.Errorf("message %s was answered 201 and is lost", k)
+		}
+		return true
+	})
+	if answered == 0 {
+		t.Error("no message was answered before the kill")
+	}
+	t.Logf("%d messages answered before the SIGKILL; %d stored after it", answered, len(stored))
 
 	// --reset empties the location: no table is left.
 	second.Process.Kill()

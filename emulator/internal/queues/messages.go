@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 )
 
 // Azure's limits on messages (the published ones are azrules').
@@ -55,7 +56,11 @@ func (s *Service) serveMessages(w http.ResponseWriter, r *http.Request, q url.Va
 			return e
 		}
 		q.clear()
+		p := s.saveMessages(q, true, nil)
 		q.mu.Unlock()
+		if e := wait(p); e != nil {
+			return e
+		}
 		s.noContent(w, r, http.StatusNoContent)
 		return nil
 	}
@@ -217,7 +222,11 @@ func (s *Service) putMessage(w http.ResponseWriter, r *http.Request, qv url.Valu
 		PopReceipt: &receipt, TimeNextVisible: &next}
 	q.purge(now)
 	q.put(m)
+	p := s.saveMessages(q, false, nil, m)
 	q.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	s.writeXML(w, r, http.StatusCreated, &messagesList{Messages: []messageXML{answer}})
 	return nil
 }
@@ -242,13 +251,21 @@ func (s *Service) getMessages(w http.ResponseWriter, r *http.Request, qv url.Val
 	receipt := s.receipt(now, false)
 	next := now.Add(time.Duration(vt) * time.Second)
 	list := messagesList{Messages: []messageXML{}}
-	for _, m := range q.take(now, int(n)) {
+	taken := q.take(now, int(n))
+	for _, m := range taken {
 		m.nextVisible, m.receipt = next, receipt
 		m.dequeues++
 		q.fix(m)
 		list.Messages = append(list.Messages, s.describe(m, true))
 	}
+	var p *disk.Pending
+	if len(taken) > 0 || len(q.expired) > 0 {
+		p = s.saveMessages(q, false, nil, taken...)
+	}
 	q.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	s.writeXML(w, r, http.StatusOK, &list)
 	return nil
 }
@@ -351,7 +368,11 @@ func (s *Service) updateMessage(w http.ResponseWriter, r *http.Request, qv url.V
 	}
 	q.fix(m)
 	newReceipt := m.receipt
+	p := s.saveMessages(q, false, nil, m)
 	q.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	h := s.begin(w, r)
 	h.Set("x-ms-popreceipt", newReceipt)
 	h.Set("x-ms-time-next-visible", rfc1123(next))
@@ -371,11 +392,16 @@ func (s *Service) deleteMessage(w http.ResponseWriter, r *http.Request, qv url.V
 		return e
 	}
 	m, e := q.find(s.now(), id, receipt)
+	var p *disk.Pending
 	if e == nil {
 		q.remove(m)
+		p = s.saveMessages(q, false, []string{id})
 	}
 	q.mu.Unlock()
 	if e != nil {
+		return e
+	}
+	if e := wait(p); e != nil {
 		return e
 	}
 	s.noContent(w, r, http.StatusNoContent)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/headcase"
 )
 
@@ -122,8 +123,14 @@ func (s *Service) createQueue(w http.ResponseWriter, r *http.Request, name strin
 		s.noContent(w, r, http.StatusNoContent)
 		return nil
 	}
-	s.queues[name] = newQueue(name, md)
+	q := newQueue(name, md)
+	q.durable = s.store != nil
+	s.queues[name] = q
+	p := s.saveQueue(q, true)
 	s.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	s.noContent(w, r, http.StatusCreated)
 	return nil
 }
@@ -133,6 +140,10 @@ func (s *Service) deleteQueue(w http.ResponseWriter, r *http.Request, name strin
 	s.mu.Lock()
 	q := s.queues[name]
 	delete(s.queues, name)
+	var p *disk.Pending
+	if q != nil {
+		p = s.dropQueue(name)
+	}
 	s.mu.Unlock()
 	if q == nil {
 		return errQueueNotFound
@@ -141,6 +152,9 @@ func (s *Service) deleteQueue(w http.ResponseWriter, r *http.Request, name strin
 	q.gone = true
 	q.clear()
 	q.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }
@@ -193,7 +207,11 @@ func (s *Service) setMetadata(w http.ResponseWriter, r *http.Request, name strin
 		return e
 	}
 	q.metadata = md
+	p := s.saveQueue(q, false)
 	q.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }
@@ -266,7 +284,11 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 		return e
 	}
 	q.acl = doc.List
+	p := s.saveQueue(q, false)
 	q.mu.Unlock()
+	if e := wait(p); e != nil {
+		return e
+	}
 	s.noContent(w, r, http.StatusNoContent)
 	return nil
 }

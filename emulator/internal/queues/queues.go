@@ -44,6 +44,10 @@ type Config struct {
 	// Now is the service's clock: message visibility and expiry follow
 	// it. Nil means time.Now. Tests set it to move time forward.
 	Now func() time.Time
+	// Location, when set, is the directory the service keeps its state
+	// in (disk.QueuesFile), written through before each answer and loaded
+	// back by Open. Empty means memory only.
+	Location string
 }
 
 // Service is the Queue service of one emulator instance.
@@ -57,9 +61,12 @@ type Service struct {
 	// lastTick is the last pop receipt's time stamp (100 ns ticks): each
 	// receipt gets a later one, so no two receipts are equal.
 	lastTick atomic.Uint64
+
+	store *store // nil in memory only
 }
 
-// New returns an empty Queue service.
+// New returns an empty Queue service in memory (Config.Location is
+// Open's).
 func New(cfg Config) *Service {
 	return &Service{cfg: cfg, queues: map[string]*queue{}, props: svcprops.Defaults(false)}
 }

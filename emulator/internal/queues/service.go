@@ -207,7 +207,11 @@ func (s *Service) setProperties(w http.ResponseWriter, r *http.Request) *answer.
 	}
 	s.mu.Lock()
 	s.props.Merge(p)
+	pending := s.saveProperties()
 	s.mu.Unlock()
+	if e := wait(pending); e != nil {
+		return e
+	}
 	s.noContent(w, r, http.StatusAccepted)
 	return nil
 }

@@ -26,6 +26,10 @@ type queue struct {
 	visible  msgHeap[byVisible] // every message, by the time it becomes visible
 	expiring msgHeap[byExpiry]  // every message that can expire, by expiry
 	seq      uint64             // insertion order, to break ties
+	// durable is set when the service keeps a location: purge then
+	// notes the ids it drops in expired, for the next write to delete.
+	durable bool
+	expired []string
 }
 
 func newQueue(name string, metadata map[string]string) *queue {
@@ -69,7 +73,11 @@ func (q *queue) remove(m *message) {
 // purge removes the messages that have expired by now.
 func (q *queue) purge(now time.Time) {
 	for len(q.expiring) > 0 && !q.expiring[0].expires.After(now) {
-		q.remove(q.expiring[0])
+		m := q.expiring[0]
+		q.remove(m)
+		if q.durable {
+			q.expired = append(q.expired, m.id)
+		}
 	}
 }
 
@@ -78,6 +86,7 @@ func (q *queue) clear() {
 	q.byID = map[string]*message{}
 	q.visible = nil
 	q.expiring = nil
+	q.expired = nil
 }
 
 // take returns up to n messages visible at now, the earliest visible
