@@ -18,6 +18,14 @@
 // Options.Accounts serves several accounts on the same ports, each with
 // its own data (Instance.ConnectionStringFor gives each one's).
 //
+// # Data kept on disk
+//
+// By default everything is in memory and gone at Stop. Options.Location
+// keeps the Table and Queue services' data in a directory across restarts
+// and crashes, each write on disk before it is answered (the Blob service
+// stays in memory for now); ResetLocation empties one. docs/EMULATOR.md,
+// "Data kept on disk", has the figures.
+//
 // # HTTPS and tokens
 //
 // Options.HTTPS serves the three services over TLS with a certificate made

@@ -258,7 +258,7 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 			return answer.InvalidXMLDocument()
 		}
 	}
-	if len(doc.List) > 5 {
+	if len(doc.List) > azrules.MaxStoredAccessPolicies {
 		return answer.InvalidXMLDocument()
 	}
 	for _, si := range doc.List {
