@@ -21,10 +21,9 @@
 // # Data kept on disk
 //
 // By default everything is in memory and gone at Stop. Options.Location
-// keeps the Table and Queue services' data in a directory across restarts
-// and crashes, each write on disk before it is answered (the Blob service
-// stays in memory for now); ResetLocation empties one. docs/EMULATOR.md,
-// "Data kept on disk", has the figures.
+// keeps the three services' data in a directory across restarts and
+// crashes, each write on disk before it is answered; ResetLocation empties
+// one. docs/EMULATOR.md, "Data kept on disk", has the figures.
 //
 // # HTTPS and tokens
 //
@@ -207,15 +206,16 @@ type Options struct {
 	// Empty accepts Shared Key and SAS only.
 	OAuth string
 	// Location is a directory where the services keep what they store,
-	// across restarts (Azurite's --location): the Table service's tables
-	// and entities in disk.TablesFile there, the Queue service's queues and
-	// messages in disk.QueuesFile (the Blob service's containers and blobs
-	// stay in memory for now), each write on disk before it
-	// is answered, so a process killed at any moment loses no answered
-	// write and leaves no transaction half done. One emulator at a time
-	// may use a location: Start fails, naming the file, when another
-	// holds it. Empty means memory only (the default): nothing is kept
-	// after Stop.
+	// across restarts (Azurite's --location): tables and entities in
+	// tables.db, queues and messages in queues.db, containers and blobs in
+	// blobs.db (contents over 64 KiB in files of their own in blobdata/),
+	// each write on disk before it is answered, so a process killed at
+	// any moment loses no answered write and leaves no transaction half
+	// done. The development account (devstoreaccount1) keeps its data in
+	// the directory itself, any other account (Options.Accounts) in a
+	// directory of its name beneath it. One emulator at a time may use a
+	// location: Start fails, naming the file, when another holds it.
+	// Empty means memory only (the default): nothing is kept after Stop.
 	Location string
 
 	// timeouts replaces the servers' limits in this package's tests.
@@ -259,6 +259,7 @@ type Instance struct {
 	model    *load.Model       // nil without Throttle or Scale
 	tables   []*tables.Service // one per account
 	queues   []*queues.Service // one per account
+	blobs    []*blobs.Service  // one per account
 	accounts []Account         // the accounts served, the first this Instance's
 	stopOnce sync.Once
 }
@@ -324,9 +325,6 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Location != "" && len(accts) > 1 {
-		return nil, fmt.Errorf("emulator: location %s: several accounts are kept in memory only for now: use one account with a location", o.Location)
-	}
 	o.AccountName, o.AccountKey = accts[0].Name, accts[0].Keys[0]
 	tlsConfig, rootCAs, err := serverTLS(&o)
 	if err != nil {
@@ -375,8 +373,9 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		}
 		tcfg := tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad}
 		ts := tables.New(tcfg)
-		if o.Location != "" {
-			db, err := disk.Open(o.Location, disk.TablesFile)
+		location := accountLocation(o.Location, a.Name)
+		if location != "" {
+			db, err := disk.Open(location, disk.TablesFile)
 			if err != nil {
 				inst.Stop()
 				return nil, err
@@ -390,7 +389,12 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
-		bs := blobs.New(blobs.Config{Account: a.Name, Auth: authn})
+		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: location})
+		if err != nil {
+			inst.Stop()
+			return nil, err
+		}
+		inst.blobs = append(inst.blobs, bs)
 		blobRouter[a.Name] = bs
 		// A SAS naming a container's stored access policy (si) is checked
 		// against it; the Table and Queue services do not look theirs up
@@ -401,7 +405,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 			}
 			return auth.AccessPolicy{}, false
 		})
-		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: o.Location})
+		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: location})
 		if err != nil {
 			inst.Stop()
 			return nil, err
@@ -522,26 +526,68 @@ func (i *Instance) Stop() (err error) {
 				err = cerr
 			}
 		}
+		for _, b := range i.blobs {
+			if cerr := b.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
 	})
 	return err
 }
 
-// ResetLocation empties a location (Options.Location): it removes the
-// files the emulator keeps there, and nothing else, so that the next
-// Start begins with no table, queue or blob. It fails, removing nothing,
-// when an emulator holds the location.
-func ResetLocation(dir string) error {
-	for _, name := range []string{disk.TablesFile, disk.QueuesFile, disk.BlobsFile} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			continue
-		}
-		db, err := disk.Open(dir, name)
-		if err != nil {
-			return fmt.Errorf("emulator: reset: %w", err)
-		}
-		db.Close()
+// accountLocation is where account name keeps its data under location
+// root (Options.Location): the development account in root itself,
+// another in a directory of its name (account names are lowercase
+// letters and digits: no name climbs out of root). Empty for memory only.
+func accountLocation(root, name string) string {
+	if root == "" || name == azrules.DevAccountName {
+		return root
 	}
-	return disk.Reset(dir)
+	return filepath.Join(root, name)
+}
+
+// holdsData reports whether dir holds one of the services' databases.
+func holdsData(dir string) bool {
+	for _, name := range []string{disk.TablesFile, disk.QueuesFile, disk.BlobsFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ResetLocation empties a location (Options.Location): it removes the
+// files the emulator keeps there and in the directories of other accounts
+// beneath it, and nothing else, so that the next Start begins with no
+// table, queue or blob. It fails, removing nothing, when an emulator holds
+// the location.
+func ResetLocation(dir string) error {
+	dirs := []string{dir}
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if e.IsDir() && validAccountName(e.Name()) && holdsData(filepath.Join(dir, e.Name())) {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, d := range dirs {
+		for _, name := range []string{disk.TablesFile, disk.QueuesFile, disk.BlobsFile} {
+			if _, err := os.Stat(filepath.Join(d, name)); err != nil {
+				continue
+			}
+			db, err := disk.Open(d, name)
+			if err != nil {
+				return fmt.Errorf("emulator: reset: %w", err)
+			}
+			db.Close()
+		}
+	}
+	for _, d := range dirs {
+		if err := disk.Reset(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StartTB starts an emulator for one test (or benchmark) and stops it in

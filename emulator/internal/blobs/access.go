@@ -152,6 +152,7 @@ func (s *Service) setContainerACL(q *request) *answer.Error {
 	}
 	now, etag := s.clock.next()
 	c.access, c.acl, c.etag, c.modified = access, doc.List, etag, now
+	q.pending = s.saveContainer(c, false)
 	c.mu.Unlock()
 	setVersion(q, etag, now)
 	q.w.WriteHeader(http.StatusOK)

@@ -84,6 +84,7 @@ func (s *Service) appendBlock(q *request) *answer.Error {
 	b.data = append(b.data, data...)
 	b.appended++
 	b.modified, b.etag = s.clock.next()
+	q.pending = s.saveBlob(c, q.blob, b, content{appended: data, off: offset})
 	rh := setVersion(q, b.etag, b.modified)
 	rh.Set("x-ms-blob-append-offset", strconv.Itoa(offset))
 	rh.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.appended))

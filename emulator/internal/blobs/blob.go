@@ -226,11 +226,13 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 	switch {
 	case snaps == "only":
 		b.snapshots = nil
+		q.pending = s.saveBlob(c, q.blob, b, content{dropSnapshots: true})
 	case len(b.snapshots) > 0 && snaps == "":
 		c.mu.Unlock()
 		return errSnapshotsPresent
 	default:
 		c.remove(q.blob)
+		q.pending = s.saveBlob(c, q.blob, nil, content{})
 	}
 	c.mu.Unlock()
 	h := q.w.Header()
@@ -264,6 +266,7 @@ func (s *Service) update(q *request, change func(b *blob) *answer.Error, extra f
 	}
 	nb.modified, nb.etag = s.clock.next()
 	c.blobs[q.blob] = &nb
+	q.pending = s.saveBlob(c, q.blob, &nb, content{})
 	h := setVersion(q, nb.etag, nb.modified)
 	if extra != nil {
 		extra(h, &nb)

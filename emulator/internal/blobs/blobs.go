@@ -18,7 +18,9 @@
 // an anonymous read its container's public access level allows
 // (access.go), before the service does any work for it.
 //
-// State lives in memory. A service-wide lock guards the set of
+// State lives in memory; with a location (Config.Location, Open) every
+// change is also written through to disk before it is answered
+// (persist.go). A service-wide lock guards the set of
 // containers; each container has its own lock for its blobs, so work on
 // different containers never waits, and readers of one container wait
 // only for its writers while they copy out what they answer with. Blob
@@ -46,6 +48,11 @@ type Config struct {
 	Account string
 	// Auth checks every request. Nil allows every request.
 	Auth *auth.Authenticator
+	// Location, when set, is the directory the service keeps its state
+	// in (disk.BlobsFile, and disk.BlobDataDir for large contents),
+	// written through before each answer and loaded back by Open. Empty
+	// means memory only.
+	Location string
 }
 
 // Service is the Blob service of one emulator instance. It is safe for
@@ -59,9 +66,12 @@ type Service struct {
 
 	clock clock
 	props svcprops.Properties // guarded by mu
+
+	store *store // nil in memory only
 }
 
-// New returns an empty Blob service.
+// New returns an empty Blob service in memory (Config.Location is
+// Open's).
 func New(cfg Config) *Service {
 	return &Service{cfg: cfg, containers: map[string]*container{}, props: svcprops.Defaults(true)}
 }
@@ -76,6 +86,9 @@ type request struct {
 	secondary bool       // sent to the account's secondary endpoint
 	restype   string
 	comp      string
+	// pending is the commit of the change the request made, with a
+	// location: its answer waits for it (held).
+	pending *write
 }
 
 // ServeHTTP answers one request to the Blob service.
@@ -87,6 +100,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w = cors.Wrap(w, r, s.corsRules())
 	query := r.URL.Query()
 	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
+	if s.store != nil {
+		h := &held{ResponseWriter: w, q: q}
+		q.w = h
+		defer h.finish()
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	account, rest, _ := strings.Cut(path, "/")
 	switch account {

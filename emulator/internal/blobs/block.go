@@ -77,6 +77,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	}
 	now, etag := s.clock.next()
 	c.put(q.blob, &blob{kind: kind, data: data, meta: md, props: props, etag: etag, modified: now, created: now})
+	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
 	if kind == blockBlob {
 		// Azure answers a block blob's Put Blob with both sums, whichever
@@ -161,6 +162,7 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	}
 	st.order = append(st.order, id)
 	st.blocks[id] = data
+	q.pending = s.saveBlock(c, q.blob, st, id, data)
 	h := q.w.Header()
 	setCommon(h, q.r)
 	sums.set(h)
@@ -323,6 +325,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	}
 	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, props: props,
 		etag: etag, modified: now, created: created})
+	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
 	sums.set(rh)
 	rh.Set("x-ms-request-server-encrypted", "true")

@@ -34,6 +34,7 @@ func (s *Service) createContainer(q *request) *answer.Error {
 	s.containers[q.container] = c
 	i, _ := slices.BinarySearch(s.names, q.container)
 	s.names = slices.Insert(s.names, i, q.container)
+	q.pending = s.saveContainer(c, true)
 	s.mu.Unlock()
 	setVersion(q, etag, now)
 	q.w.WriteHeader(http.StatusCreated)
@@ -68,6 +69,7 @@ func (s *Service) deleteContainer(q *request) *answer.Error {
 	delete(s.containers, q.container)
 	i, _ := slices.BinarySearch(s.names, q.container)
 	s.names = slices.Delete(s.names, i, i+1)
+	q.pending = s.dropContainer(q.container)
 	s.mu.Unlock()
 	setCommon(q.w.Header(), q.r)
 	q.w.WriteHeader(http.StatusAccepted)
@@ -129,6 +131,7 @@ func (s *Service) setContainerMetadata(q *request) *answer.Error {
 	}
 	now, etag := s.clock.next()
 	c.meta, c.etag, c.modified = md, etag, now
+	q.pending = s.saveContainer(c, false)
 	c.mu.Unlock()
 	setVersion(q, etag, now)
 	q.w.WriteHeader(http.StatusOK)

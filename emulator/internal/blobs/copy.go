@@ -192,6 +192,7 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",
 			progress: size + "/" + size, completed: now}}
 	c.put(q.blob, nb)
+	q.pending = s.saveBlob(c, q.blob, nb, content{replace: true})
 	rh := setVersion(q, etag, now)
 	rh.Set("x-ms-copy-id", nb.copy.id)
 	rh.Set("x-ms-copy-status", "success")

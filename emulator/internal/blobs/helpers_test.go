@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -62,13 +63,72 @@ func startService(t testing.TB) (*blobs.Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := blobs.New(blobs.Config{
+	cfg := blobs.Config{
 		Account: azurite.AccountName,
 		Auth:    auth.New(auth.Account{Name: azurite.AccountName, Keys: [][]byte{key}}),
-	})
+	}
+	if onDisk {
+		cfg.Location = t.TempDir()
+	}
+	svc, err := blobs.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		srv.Close()
+		if cfg.Location != "" {
+			reopened(t, svc, cfg)
+		}
+	})
 	return svc, srv.URL + "/" + azurite.AccountName
+}
+
+// onDisk makes startService keep the service in a location (TestOnDisk).
+var onDisk bool
+
+// reopened closes svc, opens its location again and fails t unless the
+// service loaded back holds what svc held (State): whatever a test did,
+// every change it was answered for was written to the location.
+func reopened(t testing.TB, svc *blobs.Service, cfg blobs.Config) {
+	t.Helper()
+	want := svc.State()
+	if err := svc.Close(); err != nil {
+		t.Fatalf("closing the location: %v", err)
+	}
+	again, err := blobs.Open(cfg)
+	if err != nil {
+		t.Fatalf("opening the location again: %v", err)
+	}
+	defer again.Close()
+	if got := again.State(); got != want {
+		t.Errorf("the location loaded back differs from what the service held:\n%s", lineDiff(want, got))
+	}
+}
+
+// lineDiff lists the lines of want missing from got (-) and those of got
+// missing from want (+).
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // newClient returns the real azblob client, signing with the development

@@ -422,6 +422,7 @@ func (s *Service) leaseBlob(q *request) *answer.Error {
 	}
 	// Readers hold views, never the blob: the lease changes in place.
 	b.lease = l
+	q.pending = s.saveBlob(c, q.blob, b, content{})
 	answerLease(q, lr, l, now, b.etag, b.modified)
 	return nil
 }
@@ -455,6 +456,7 @@ func (s *Service) leaseContainer(q *request) *answer.Error {
 		return e
 	}
 	c.lease = l
+	q.pending = s.saveContainer(c, false)
 	answerLease(q, lr, l, now, c.etag, c.modified)
 	return nil
 }

@@ -38,6 +38,7 @@ func (s *Service) setServiceProperties(q *request) *answer.Error {
 	}
 	s.mu.Lock()
 	s.props.Merge(p)
+	q.pending = s.saveProperties()
 	s.mu.Unlock()
 	h := q.w.Header()
 	setCommon(h, q.r)

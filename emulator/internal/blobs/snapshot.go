@@ -73,6 +73,7 @@ func (s *Service) snapshotBlob(q *request) *answer.Error {
 		sb.meta = md
 	}
 	b.snapshots = append(slices.Clip(b.snapshots), snapshot{at: at, b: &sb})
+	q.pending = s.saveSnapshot(c, q.blob, at, &sb)
 	h := setVersion(q, b.etag, b.modified)
 	h.Set("x-ms-snapshot", at)
 	h.Set("x-ms-request-server-encrypted", "false")
@@ -110,6 +111,7 @@ func (s *Service) deleteSnapshot(q *request) *answer.Error {
 		return e
 	}
 	b.snapshots = slices.DeleteFunc(slices.Clone(b.snapshots), func(s snapshot) bool { return s.at == at })
+	q.pending = s.deleteSnapshotRecord(c, q.blob, at)
 	setCommon(q.w.Header(), q.r)
 	q.w.WriteHeader(http.StatusAccepted)
 	return nil

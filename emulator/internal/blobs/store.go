@@ -69,6 +69,9 @@ type blob struct {
 	// copy describes the Copy Blob that last wrote the blob; a write
 	// that replaces the blob otherwise clears it.
 	copy copyInfo
+	// file names the content's file in a location (persist.go), "" in
+	// memory or when the content is kept in the location's database.
+	file string
 	// snapshots are the blob's snapshots, oldest first; they stay with
 	// the blob when a write replaces it, and are never changed in place
 	// (a change makes a new slice).
