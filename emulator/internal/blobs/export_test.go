@@ -53,3 +53,11 @@ func (s *Service) State() string {
 	}
 	return b.String()
 }
+
+// SetInlineMax sets the largest content kept in the database instead of a
+// file of its own, and returns the setting before.
+func SetInlineMax(n int) int {
+	old := inlineMax
+	inlineMax = n
+	return old
+}
