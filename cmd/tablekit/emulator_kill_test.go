@@ -2,17 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 )
 
@@ -41,99 +46,157 @@ func startEmulatorProcess(t *testing.T, dir string, extra ...string) (*exec.Cmd,
 	return cmd, s.ConnectionString
 }
 
-// A SIGKILL during concurrent transactions loses none that was answered
-// and leaves none half applied: `tablekit emulator --location`, killed
-// under 8 writers of 100-entity transactions, starts again on the same
-// location with every acknowledged transaction whole and every other one
-// whole or absent. --reset then empties the location.
+// Three SIGKILLs during a load lose nothing that was answered and leave
+// no transaction half applied: `tablekit emulator --location` runs under
+// 8 writers of 100-entity transactions, 4 of queue messages, 3 of block
+// blobs (every other one past 64 KiB, so in a file of its own) and one of
+// an append blob, and is killed with SIGKILL three times, each time once
+// enough was answered; each start resumes on the same location. After the
+// third, every acknowledged transaction is there whole and every other
+// one whole or absent, every acknowledged message and blob is there with
+// its content, and the append blob holds every acknowledged block in
+// order. --reset then empties the location.
 func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
-	cmd, connStr := startEmulatorProcess(t, dir)
-	svc, err := aztables.NewServiceClientFromConnectionString(connStr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := svc.CreateTable(ctx, "kill", nil); err != nil {
-		t.Fatal(err)
-	}
-	c := svc.NewClient("kill")
-
-	const writers, size = 8, 100
+	const writers, size, rounds = 8, 100, 3
 	type txn struct {
 		pk string
 		n  int64
 	}
 	var (
-		mu    sync.Mutex
-		acked = map[txn]bool{} // answered 202 without error
-		sent  atomic.Int64
-		wg    sync.WaitGroup
+		mu        sync.Mutex
+		acked     = map[txn]bool{}    // transactions answered 202 without error
+		msgAcked  = map[string]bool{} // message texts answered 201
+		blobAcked = map[string][]byte{}
+		appended  []byte // the append blob's blocks answered, in order
 	)
-	for w := range writers {
+	var connStr string
+	for round := range rounds {
+		var cmd *exec.Cmd
+		cmd, connStr = startEmulatorProcess(t, dir)
+		ctx, cancel := context.WithCancel(context.Background())
+		svc, err := aztables.NewServiceClientFromConnectionString(connStr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qsvc, err := azqueue.NewServiceClientFromConnectionString(connStr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bsvc, err := azblob.NewClientFromConnectionString(connStr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			if _, err := svc.CreateTable(ctx, "kill", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := qsvc.CreateQueue(ctx, "kill", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bsvc.CreateContainer(ctx, "kill", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bsvc.ServiceClient().NewContainerClient("kill").NewAppendBlobClient("log").Create(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := svc.NewClient("kill")
+		var sent atomic.Int64
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pk := fmt.Sprintf("r%dw%d", round, w)
+				for n := int64(0); ctx.Err() == nil; n++ {
+					actions := make([]aztables.TransactionAction, size)
+					for i := range actions {
+						// Every other transaction rewrites the last one's
+						// entities: a torn one would leave them mixed.
+						actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace,
+							Entity: fmt.Appendf(nil, `{"PartitionKey":%q,"RowKey":"b%05d-%03d","Batch":%d}`, pk, n/2*2, i, n)}
+					}
+					if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
+						return // killed
+					}
+					sent.Add(1)
+					mu.Lock()
+					acked[txn{pk, n}] = true
+					mu.Unlock()
+				}
+			}()
+		}
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q := qsvc.NewQueueClient("kill")
+				for n := 0; ctx.Err() == nil; n++ {
+					text := fmt.Sprintf("r%dq%d-%d", round, w, n)
+					if _, err := q.EnqueueMessage(ctx, text, nil); err != nil {
+						return // killed
+					}
+					mu.Lock()
+					msgAcked[text] = true
+					mu.Unlock()
+				}
+			}()
+		}
+		for w := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; ctx.Err() == nil; n++ {
+					name := fmt.Sprintf("r%db%d-%d", round, w, n)
+					content := bytes.Repeat([]byte(name+" "), 1+n%2*8000) // 1 KiB-ish or past 64 KiB
+					if _, err := bsvc.UploadBuffer(ctx, "kill", name, content, nil); err != nil {
+						return // killed
+					}
+					mu.Lock()
+					blobAcked[name] = content
+					mu.Unlock()
+				}
+			}()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pk := fmt.Sprintf("w%d", w)
-			for n := int64(0); ctx.Err() == nil; n++ {
-				actions := make([]aztables.TransactionAction, size)
-				for i := range actions {
-					// Every other transaction rewrites the last one's
-					// entities: a torn one would leave them mixed.
-					actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace,
-						Entity: fmt.Appendf(nil, `{"PartitionKey":%q,"RowKey":"b%05d-%03d","Batch":%d}`, pk, n/2*2, i, n)}
-				}
-				if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
+			ab := bsvc.ServiceClient().NewContainerClient("kill").NewAppendBlobClient("log")
+			for n := 0; ctx.Err() == nil; n++ {
+				block := fmt.Appendf(nil, "round %d block %d\n", round, n)
+				mu.Lock()
+				at := int64(len(appended))
+				mu.Unlock()
+				// The position condition makes a lost answer's retry
+				// fail instead of appending twice.
+				_, err := ab.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(block)), &appendblob.AppendBlockOptions{
+					AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: &at}})
+				if err != nil {
 					return // killed
 				}
-				sent.Add(1)
 				mu.Lock()
-				acked[txn{pk, n}] = true
+				appended = append(appended, block...)
 				mu.Unlock()
 			}
 		}()
-	}
-	// Four writers of queue messages beside them: every message answered
-	// 201 must be there after the kill.
-	qsvc, err := azqueue.NewServiceClientFromConnectionString(connStr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := qsvc.CreateQueue(ctx, "kill", nil); err != nil {
-		t.Fatal(err)
-	}
-	var msgAcked sync.Map // text -> true
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			q := qsvc.NewQueueClient("kill")
-			for n := 0; ctx.Err() == nil; n++ {
-				text := fmt.Sprintf("q%d-%d", w, n)
-				if _, err := q.EnqueueMessage(ctx, text, nil); err != nil {
-					return // killed
-				}
-				msgAcked.Store(text, true)
-			}
-		}()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for sent.Load() < 40 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	cancel()
-	wg.Wait()
-	if len(acked) < 40 {
-		t.Fatalf("only %d transactions were answered before the kill", len(acked))
+		deadline := time.Now().Add(10 * time.Second)
+		for sent.Load() < 16 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil { // SIGKILL
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		cancel()
+		wg.Wait()
+		if sent.Load() < 16 {
+			t.Fatalf("round %d: only %d transactions were answered before the kill", round, sent.Load())
+		}
 	}
 
 	second, connStr := startEmulatorProcess(t, dir)
-	svc, err = aztables.NewServiceClientFromConnectionString(connStr, nil)
+	svc, err := aztables.NewServiceClientFromConnectionString(connStr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +242,9 @@ func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("transaction %d of %s was answered and is lost (found %v)", a.n, a.pk, got)
 		}
 	}
-	t.Logf("%d transactions answered before the SIGKILL; %d entity groups after it", len(acked), len(found))
+	t.Logf("%d transactions answered before the %d SIGKILLs; %d entity groups after them", len(acked), rounds, len(found))
 
-	qsvc, err = azqueue.NewServiceClientFromConnectionString(connStr, nil)
+	qsvc, err := azqueue.NewServiceClientFromConnectionString(connStr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,18 +262,41 @@ func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
 			stored[*m.MessageText] = true
 		}
 	}
-	answered := 0
-	msgAcked.Range(func(k, _ any) bool {
-		answered++
-		if !stored[k.(string)] {
-			t.Errorf("message %s was answered 201 and is lost", k)
+	for text := range msgAcked {
+		if !stored[text] {
+			t.Errorf("message %s was answered 201 and is lost", text)
 		}
-		return true
-	})
-	if answered == 0 {
-		t.Error("no message was answered before the kill")
 	}
-	t.Logf("%d messages answered before the SIGKILL; %d stored after it", answered, len(stored))
+	if len(msgAcked) == 0 {
+		t.Error("no message was answered before the kills")
+	}
+	t.Logf("%d messages answered before the SIGKILLs; %d stored after them", len(msgAcked), len(stored))
+
+	bsvc, err := azblob.NewClientFromConnectionString(connStr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) ([]byte, error) {
+		d, err := bsvc.DownloadStream(context.Background(), "kill", name, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Body.Close()
+		return io.ReadAll(d.Body)
+	}
+	for name, want := range blobAcked {
+		if got, err := read(name); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("blob %s was answered 201 and is lost or changed (%d bytes, %v; want %d)", name, len(got), err, len(want))
+		}
+	}
+	log, err := read("log")
+	if err != nil || !bytes.HasPrefix(log, appended) {
+		t.Errorf("the append blob holds %d bytes (%v), not every answered block in order (%d bytes)", len(log), err, len(appended))
+	}
+	if len(blobAcked) == 0 || len(appended) == 0 {
+		t.Errorf("%d blobs and %d appended bytes answered before the kills; want some of each", len(blobAcked), len(appended))
+	}
+	t.Logf("%d blobs and %d appended bytes answered before the SIGKILLs", len(blobAcked), len(appended))
 
 	// --reset empties the location: no table is left.
 	second.Process.Kill()
