@@ -78,19 +78,21 @@ trap 'rm -rf "$tmp"' EXIT
 
 inspect() { "$ENGINE" image inspect --format "$2" "$1"; }
 
-# check_config image entrypoint-json ports volumes
+# check_config image entrypoint-json ports volumes cmd-json
 check_config() {
-	local user entry ports vols
+	local user entry cmd ports vols
 	user=$(inspect "$1" '{{.Config.User}}')
 	[[ $user =~ ^[0-9]+(:[0-9]+)?$ && ${user%%:*} != 0 ]] || fail "$1: user \"$user\", want a number other than 0 (root)"
 	entry=$(inspect "$1" '{{json .Config.Entrypoint}}')
 	[ "$entry" = "$2" ] || fail "$1: entrypoint $entry, want $2"
+	cmd=$(inspect "$1" '{{json .Config.Cmd}}')
+	[ "$cmd" = "$5" ] || fail "$1: cmd $cmd, want $5"
 	ports=$(inspect "$1" '{{range $p, $_ := .Config.ExposedPorts}}{{$p}} {{end}}')
 	[ "$ports" = "$3" ] || fail "$1: exposed ports \"$ports\", want \"$3\""
 	vols=$(inspect "$1" '{{range $v, $_ := .Config.Volumes}}{{$v}} {{end}}')
 	[ "$vols" = "$4" ] || fail "$1: volumes \"$vols\", want \"$4\""
 	ports=${ports% } vols=${vols% }
-	echo "images: $1: user $user, entrypoint $entry, ports ${ports:-none}, volumes ${vols:-none}"
+	echo "images: $1: user $user, entrypoint $entry, cmd $cmd, ports ${ports:-none}, volumes ${vols:-none}"
 }
 
 # unpack image dir: the image's file system, from a container created (never
@@ -114,8 +116,8 @@ same() {
 
 emu=tablekit-emulator:$VERSION
 wrk=tablekit-worker:$VERSION
-check_config "$emu" '["/tablekit","emulator","--host","0.0.0.0"]' '10000/tcp 10001/tcp 10002/tcp ' '/data '
-check_config "$wrk" '["/tablekit-worker"]' '9090/tcp ' ''
+check_config "$emu" '["/tablekit","emulator","--host","0.0.0.0"]' '10000/tcp 10001/tcp 10002/tcp ' '/data ' '["--location","/data"]'
+check_config "$wrk" '["/tablekit-worker"]' '9090/tcp ' '' null
 
 unpack "$emu" "$tmp/emu"
 same emu tablekit "$OUT/tablekit"
@@ -131,14 +133,18 @@ for b in "$tmp/emu/tablekit" "$tmp/wrk/tablekit-worker"; do
 	"$GO" version -m "$b" | grep -q 'CGO_ENABLED=0' || fail "$b was not built with CGO_ENABLED=0"
 done
 echo "images: $("$tmp/emu/tablekit" --version), $("$tmp/wrk/tablekit-worker" --version)"
-# The emulator with the image's entrypoint arguments, on free ports.
-args=$(inspect "$emu" '{{range $i, $a := .Config.Entrypoint}}{{if $i}}{{$a}} {{end}}{{end}}')
+# The emulator with the image's entrypoint and default arguments, on free
+# ports, its /data a directory here.
+args=$(inspect "$emu" '{{range $i, $a := .Config.Entrypoint}}{{if $i}}{{$a}} {{end}}{{end}}{{range .Config.Cmd}}{{.}} {{end}}')
+args=${args//\/data/$tmp/data}
+mkdir -p "$tmp/data"
 # shellcheck disable=SC2086 # the arguments are words without spaces
 timeout --preserve-status -s TERM 5 "$tmp/emu/tablekit" $args --table-port 0 --queue-port 0 --blob-port 0 >"$tmp/emu.out" 2>"$tmp/emu.err" ||
 	fail "tablekit $args: exit $?: $(cat "$tmp/emu.err")"
 grep -q '^DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;' "$tmp/emu.out" ||
 	fail "tablekit $args printed no connection string: $(cat "$tmp/emu.out" "$tmp/emu.err")"
-echo "images: the emulator ran outside with its entrypoint's arguments (${args% }) and served"
+[ -f "$tmp/data/tables.db" ] || fail "tablekit $args kept nothing in $tmp/data"
+echo "images: the emulator ran outside with its entrypoint's and default arguments (${args% }) and served, keeping its data"
 
 for img in "$emu" "$wrk"; do
 	printf 'images: %-32s %s MB\n' "$img" "$(inspect "$img" '{{.Size}}' | awk '{printf "%.1f", $1/1e6}')"
