@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 	"github.com/tablekit/tablekit/entity"
 )
@@ -51,96 +52,32 @@ const scanChunk = 2048
 // bbolt's default (half) would leave every page half empty.
 const fillPercent = 0.9
 
-// maxGroup bounds how many writes share one commit.
-const maxGroup = 1024
-
 // diskStore keeps a Service's tables in a bbolt database. Reads run in
-// read transactions of their own; every write goes through one
-// goroutine (loop), which applies the writes waiting for it in one
-// transaction and commits them with one fsync (group commit): a write is
-// answered only once its commit is on disk, and many writers share the
-// cost of each sync.
+// read transactions of their own; every write goes through group, which
+// applies the writes waiting for it in one transaction and commits them
+// with one fsync (disk.Group: group commit, as the Queue and Blob
+// services commit theirs): a write is answered only once its commit is
+// on disk, and many writers share the cost of each sync.
 type diskStore struct {
 	db     *bolt.DB
 	cosmos bool
-
-	mu     sync.RWMutex // guards closed and the sends on reqs
-	closed bool
-	reqs   chan *commitReq
-	done   chan struct{} // closed when loop returns
+	group  *disk.Group
 
 	tableMu sync.Mutex // serializes table creations, deletions and ACL changes
 }
 
-// commitReq is one write waiting for the next commit: fn applies it in
-// the shared transaction (an error rolls back the whole commit), err
-// receives the commit's outcome.
-type commitReq struct {
-	fn  func(tx *bolt.Tx) error
-	err chan error
-}
-
-var errClosed = errors.New("emulator: the Table service's database is closed")
-
-// loop commits the waiting writes, as many as have queued since the last
-// commit, until reqs is closed.
-func (d *diskStore) loop() {
-	defer close(d.done)
-	group := make([]*commitReq, 0, maxGroup)
-	for req := range d.reqs {
-		group = append(group[:0], req)
-	drain:
-		for len(group) < maxGroup {
-			select {
-			case r, ok := <-d.reqs:
-				if !ok {
-					break drain
-				}
-				group = append(group, r)
-			default:
-				break drain
-			}
-		}
-		err := d.db.Update(func(tx *bolt.Tx) error {
-			for _, r := range group {
-				if err := r.fn(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		for _, r := range group {
-			r.err <- err
-		}
-	}
-}
-
 // submit applies fn in the next commit and returns once that commit is
-// durable (or has failed).
+// durable (or has failed). fn may run more than once (disk.Group runs
+// each write of a failed group again on its own): it sets what it
+// reports afresh each time.
 func (d *diskStore) submit(fn func(tx *bolt.Tx) error) error {
-	req := &commitReq{fn: fn, err: make(chan error, 1)}
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
-		return errClosed
-	}
-	d.reqs <- req
-	d.mu.RUnlock()
-	return <-req.err
+	return d.group.Submit(fn).Wait()
 }
 
 // close stops taking writes, waits for the last commit and closes the
 // database (after any read transaction still open).
 func (d *diskStore) close() error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return nil
-	}
-	d.closed = true
-	close(d.reqs)
-	d.mu.Unlock()
-	<-d.done
+	d.group.Close()
 	return d.db.Close()
 }
 
@@ -193,8 +130,7 @@ func Open(cfg Config, db *bolt.DB) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("emulator: location %s: %w", path, err)
 	}
-	s.d = &diskStore{db: db, cosmos: cfg.Cosmos, reqs: make(chan *commitReq, maxGroup), done: make(chan struct{})}
-	go s.d.loop()
+	s.d = &diskStore{db: db, cosmos: cfg.Cosmos, group: disk.NewGroup(db)}
 	return s, nil
 }
 
@@ -351,6 +287,7 @@ func (s *Service) writeDisk(t *table, ops []writeOp) (rows []*row, ts int64, i i
 	rows = make([]*row, len(ops))
 	keys := make([][]byte, len(ops))
 	err := s.d.submit(func(tx *bolt.Tx) error {
+		i, ae = 0, nil // afresh: the write may run again (submit)
 		b := tx.Bucket(entityBucket(t.id))
 		if b == nil {
 			i, ae = 0, errTableNotFound
