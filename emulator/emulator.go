@@ -396,20 +396,23 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		}
 		inst.blobs = append(inst.blobs, bs)
 		blobRouter[a.Name] = bs
-		// A SAS naming a container's stored access policy (si) is checked
-		// against it; the Table and Queue services do not look theirs up
-		// yet, so such a SAS gets 403 there.
-		authn.SetPolicies(func(svc auth.Service, name, id string) (auth.AccessPolicy, bool) {
-			if svc == auth.Blob {
-				return bs.Policy(name, id)
-			}
-			return auth.AccessPolicy{}, false
-		})
 		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: location})
 		if err != nil {
 			inst.Stop()
 			return nil, err
 		}
+		// A SAS naming a container's or a queue's stored access policy
+		// (si) is checked against it; the Table service does not look
+		// its tables' up yet, so such a SAS gets 403 there.
+		authn.SetPolicies(func(svc auth.Service, name, id string) (auth.AccessPolicy, bool) {
+			switch svc {
+			case auth.Blob:
+				return bs.Policy(name, id)
+			case auth.Queue:
+				return qs.Policy(name, id)
+			}
+			return auth.AccessPolicy{}, false
+		})
 		inst.queues = append(inst.queues, qs)
 		queueRouter[a.Name] = qs
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
 	"github.com/tablekit/tablekit/emulator"
 )
@@ -67,5 +70,56 @@ func TestBlobSASNamesAStoredAccessPolicy(t *testing.T) {
 	}
 	if got := get("nobody"); got != http.StatusForbidden {
 		t.Errorf("Get Blob with a SAS naming no policy of the container: %d, want 403", got)
+	}
+}
+
+// A queue SAS naming the queue's stored access policy (si) gets the
+// policy's permissions: peek with read, not put without add; an
+// identifier the queue does not have gets 403.
+func TestQueueSASNamesAStoredAccessPolicy(t *testing.T) {
+	em := emulator.StartTB(t, nil)
+	ctx := context.Background()
+	svc, err := azqueue.NewServiceClientFromConnectionString(em.ConnectionString, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := svc.NewQueueClient("policies")
+	if _, err := q.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := q.SetAccessPolicy(ctx, &azqueue.SetAccessPolicyOptions{QueueACL: []*azqueue.SignedIdentifier{{
+		ID:           to.Ptr("readers"),
+		AccessPolicy: &azqueue.AccessPolicy{Start: to.Ptr(now.Add(-time.Hour)), Expiry: to.Ptr(now.Add(time.Hour)), Permission: to.Ptr("r")},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := azqueue.NewSharedKeyCredential(em.AccountName, em.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, id string) int {
+		t.Helper()
+		qp, err := queuesas.QueueSignatureValues{Protocol: queuesas.ProtocolHTTPSandHTTP, QueueName: "policies", Identifier: id}.SignWithSharedKey(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, em.QueueURL+"/policies/messages?"+path+qp.Encode(), strings.NewReader("<QueueMessage><MessageText>x</MessageText></QueueMessage>"))
+		req.Header.Set("x-ms-version", "2018-03-28")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := do(http.MethodGet, "peekonly=true&", "readers"); got != http.StatusOK {
+		t.Errorf("Peek Messages with a SAS naming the queue's read policy: %d, want 200", got)
+	}
+	if got := do(http.MethodPost, "", "readers"); got != http.StatusForbidden {
+		t.Errorf("Put Message with a SAS naming the queue's read policy: %d, want 403", got)
+	}
+	if got := do(http.MethodGet, "peekonly=true&", "nobody"); got != http.StatusForbidden {
+		t.Errorf("Peek Messages with a SAS naming no policy of the queue: %d, want 403", got)
 	}
 }

@@ -1,13 +1,10 @@
 package blobs
 
 import (
-	"encoding/xml"
 	"net/http"
-	"strings"
-	"time"
 
-	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
 
@@ -69,24 +66,6 @@ func parsePublicAccess(h http.Header) (string, *answer.Error) {
 	}
 }
 
-// signedIdentifiers is a container's stored access policies document.
-type signedIdentifiers struct {
-	XMLName xml.Name           `xml:"SignedIdentifiers"`
-	List    []signedIdentifier `xml:"SignedIdentifier"`
-}
-
-// signedIdentifier is one stored access policy.
-type signedIdentifier struct {
-	ID     string       `xml:"Id"`
-	Policy accessPolicy `xml:"AccessPolicy"`
-}
-
-type accessPolicy struct {
-	Start      string `xml:"Start,omitempty"`
-	Expiry     string `xml:"Expiry,omitempty"`
-	Permission string `xml:"Permission,omitempty"`
-}
-
 // maxACLBody bounds a Set Container ACL body: five policies.
 const maxACLBody = 64 << 10
 
@@ -115,32 +94,9 @@ func (s *Service) setContainerACL(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	var doc signedIdentifiers
-	if len(body) > 0 {
-		if err := xml.Unmarshal(body, &doc); err != nil {
-			return answer.InvalidXMLDocument()
-		}
-	}
-	if len(doc.List) > azrules.MaxStoredAccessPolicies {
-		return answer.InvalidXMLDocument()
-	}
-	for _, si := range doc.List {
-		if si.ID == "" || len(si.ID) > 64 {
-			return answer.InvalidXMLDocument()
-		}
-		for _, r := range si.Policy.Permission {
-			if !strings.ContainsRune("racwdxyltmeopi", r) {
-				return answer.InvalidXMLDocument()
-			}
-		}
-		for _, t := range []string{si.Policy.Start, si.Policy.Expiry} {
-			if t == "" {
-				continue
-			}
-			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
-				return answer.InvalidXMLDocument()
-			}
-		}
+	list, e := acl.Parse(body, acl.ContainerPermissions)
+	if e != nil {
+		return e
 	}
 	c, e := s.lockContainer(q.container)
 	if e != nil {
@@ -151,7 +107,7 @@ func (s *Service) setContainerACL(q *request) *answer.Error {
 		return e
 	}
 	now, etag := s.clock.next()
-	c.access, c.acl, c.etag, c.modified = access, doc.List, etag, now
+	c.access, c.acl, c.etag, c.modified = access, list, etag, now
 	q.pending = s.saveContainer(c, false)
 	c.mu.Unlock()
 	setVersion(q, etag, now)
@@ -170,15 +126,6 @@ func (s *Service) Policy(container, id string) (auth.AccessPolicy, bool) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, si := range c.acl {
-		if si.ID != id {
-			continue
-		}
-		p := auth.AccessPolicy{Permission: si.Policy.Permission}
-		// Times were checked when the policy was set.
-		p.Start, _ = time.Parse(time.RFC3339Nano, si.Policy.Start)
-		p.Expiry, _ = time.Parse(time.RFC3339Nano, si.Policy.Expiry)
-		return p, !c.deleted
-	}
-	return auth.AccessPolicy{}, false
+	p, ok := acl.Find(c.acl, id)
+	return p, ok && !c.deleted
 }

@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
@@ -84,7 +85,7 @@ type containerRecord struct {
 	Modified time.Time          `json:"modified"`
 	Access   string             `json:"access,omitempty"`
 	Lease    *leaseRecord       `json:"lease,omitempty"`
-	ACL      []signedIdentifier `json:"acl,omitempty"`
+	ACL      []acl.Identifier `json:"acl,omitempty"`
 }
 
 func (c *container) record() containerRecord {

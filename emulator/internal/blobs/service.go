@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
@@ -93,7 +94,7 @@ func (s *Service) containerACL(q *request) *answer.Error {
 		return e
 	}
 	etag, modified, access, l := c.etag, c.modified, c.access, c.lease.current()
-	doc := signedIdentifiers{List: c.acl}
+	doc := acl.Document{List: c.acl}
 	c.mu.RUnlock()
 	// A lease ID given must be the container's lease (REST "Get
 	// Container ACL").

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 	"github.com/tablekit/tablekit/emulator/internal/headcase"
 )
 
@@ -24,7 +25,7 @@ type container struct {
 	modified time.Time
 	access   string // x-ms-blob-public-access: "", "blob" or "container"
 	lease    lease
-	acl      []signedIdentifier // stored access policies (Set Container ACL)
+	acl      []acl.Identifier // stored access policies (Set Container ACL)
 	blobs    map[string]*blob
 	names    []string // names of blobs (committed ones), sorted
 	staged   map[string]*staging

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
@@ -44,7 +45,7 @@ type store struct {
 // queueRecord is a queue as stored: what survives of it but its messages.
 type queueRecord struct {
 	Metadata map[string]string  `json:"metadata,omitempty"`
-	ACL      []signedIdentifier `json:"acl,omitempty"`
+	ACL      []acl.Identifier `json:"acl,omitempty"`
 }
 
 func (q *queue) record() queueRecord { return queueRecord{Metadata: q.metadata, ACL: q.acl} }

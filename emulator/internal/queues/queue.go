@@ -1,15 +1,15 @@
 package queues
 
 import (
-	"encoding/xml"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
+	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/emulator/internal/headcase"
 )
@@ -216,30 +216,13 @@ func (s *Service) setMetadata(w http.ResponseWriter, r *http.Request, name strin
 	return nil
 }
 
-// signedIdentifiers is a queue's access policies document.
-type signedIdentifiers struct {
-	XMLName xml.Name           `xml:"SignedIdentifiers"`
-	List    []signedIdentifier `xml:"SignedIdentifier"`
-}
-
-type signedIdentifier struct {
-	ID     string       `xml:"Id"`
-	Policy accessPolicy `xml:"AccessPolicy"`
-}
-
-type accessPolicy struct {
-	Start      string `xml:"Start,omitempty"`
-	Expiry     string `xml:"Expiry,omitempty"`
-	Permission string `xml:"Permission,omitempty"`
-}
-
 // getACL answers Get Queue ACL.
 func (s *Service) getACL(w http.ResponseWriter, r *http.Request, name string) *answer.Error {
 	q, e := s.locked(name)
 	if e != nil {
 		return e
 	}
-	doc := signedIdentifiers{List: append([]signedIdentifier(nil), q.acl...)}
+	doc := acl.Document{List: append([]acl.Identifier(nil), q.acl...)}
 	q.mu.Unlock()
 	s.writeXML(w, r, http.StatusOK, &doc)
 	return nil
@@ -252,38 +235,15 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 	if e != nil {
 		return e
 	}
-	var doc signedIdentifiers
-	if len(body) > 0 {
-		if err := xml.Unmarshal(body, &doc); err != nil {
-			return answer.InvalidXMLDocument()
-		}
-	}
-	if len(doc.List) > azrules.MaxStoredAccessPolicies {
-		return answer.InvalidXMLDocument()
-	}
-	for _, si := range doc.List {
-		if si.ID == "" || len(si.ID) > 64 {
-			return answer.InvalidXMLDocument()
-		}
-		for _, c := range si.Policy.Permission {
-			if !strings.ContainsRune("raup", c) {
-				return answer.InvalidXMLDocument()
-			}
-		}
-		for _, t := range []string{si.Policy.Start, si.Policy.Expiry} {
-			if t == "" {
-				continue
-			}
-			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
-				return answer.InvalidXMLDocument()
-			}
-		}
+	list, e := acl.Parse(body, acl.QueuePermissions)
+	if e != nil {
+		return e
 	}
 	q, e := s.locked(name)
 	if e != nil {
 		return e
 	}
-	q.acl = doc.List
+	q.acl = list
 	p := s.saveQueue(q, false)
 	q.mu.Unlock()
 	if e := wait(p); e != nil {
@@ -291,4 +251,19 @@ func (s *Service) setACL(w http.ResponseWriter, r *http.Request, name string) *a
 	}
 	s.noContent(w, r, http.StatusNoContent)
 	return nil
+}
+
+// Policy returns the stored access policy id of the queue named name, and
+// false when there is none: the Queue service's part of an
+// auth.PolicyLookup (auth.Authenticator.SetPolicies), for a SAS that names
+// a policy (si).
+func (s *Service) Policy(name, id string) (auth.AccessPolicy, bool) {
+	q, e := s.lookup(name)
+	if e != nil {
+		return auth.AccessPolicy{}, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p, ok := acl.Find(q.acl, id)
+	return p, ok && !q.gone
 }

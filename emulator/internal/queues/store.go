@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"time"
+
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 )
 
 // neverExpires is the expiration time of a message put with messagettl
@@ -21,7 +23,7 @@ type queue struct {
 	mu       sync.Mutex
 	gone     bool
 	metadata map[string]string // names as sent (readMetadata)
-	acl      []signedIdentifier
+	acl      []acl.Identifier
 	byID     map[string]*message
 	visible  msgHeap[byVisible] // every message, by the time it becomes visible
 	expiring msgHeap[byExpiry]  // every message that can expire, by expiry
