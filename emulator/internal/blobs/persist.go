@@ -80,11 +80,11 @@ type store struct {
 
 // containerRecord is a container as stored, but its blobs.
 type containerRecord struct {
-	Meta     [][2]string        `json:"meta,omitempty"`
-	ETag     string             `json:"etag"`
-	Modified time.Time          `json:"modified"`
-	Access   string             `json:"access,omitempty"`
-	Lease    *leaseRecord       `json:"lease,omitempty"`
+	Meta     [][2]string      `json:"meta,omitempty"`
+	ETag     string           `json:"etag"`
+	Modified time.Time        `json:"modified"`
+	Access   string           `json:"access,omitempty"`
+	Lease    *leaseRecord     `json:"lease,omitempty"`
 	ACL      []acl.Identifier `json:"acl,omitempty"`
 }
 

@@ -44,8 +44,8 @@ type store struct {
 
 // queueRecord is a queue as stored: what survives of it but its messages.
 type queueRecord struct {
-	Metadata map[string]string  `json:"metadata,omitempty"`
-	ACL      []acl.Identifier `json:"acl,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	ACL      []acl.Identifier  `json:"acl,omitempty"`
 }
 
 func (q *queue) record() queueRecord { return queueRecord{Metadata: q.metadata, ACL: q.acl} }
