@@ -401,11 +401,12 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 			inst.Stop()
 			return nil, err
 		}
-		// A SAS naming a container's or a queue's stored access policy
-		// (si) is checked against it; the Table service does not look
-		// its tables' up yet, so such a SAS gets 403 there.
+		// A SAS naming a table's, a container's or a queue's stored
+		// access policy (si) is checked against it.
 		authn.SetPolicies(func(svc auth.Service, name, id string) (auth.AccessPolicy, bool) {
 			switch svc {
+			case auth.Table:
+				return ts.Policy(name, id)
 			case auth.Blob:
 				return bs.Policy(name, id)
 			case auth.Queue:

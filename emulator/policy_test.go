@@ -2,19 +2,23 @@ package emulator_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator"
 )
 
@@ -122,4 +126,64 @@ func TestQueueSASNamesAStoredAccessPolicy(t *testing.T) {
 	if got := do(http.MethodGet, "peekonly=true&", "nobody"); got != http.StatusForbidden {
 		t.Errorf("Peek Messages with a SAS naming no policy of the queue: %d, want 403", got)
 	}
+}
+
+// A table SAS naming the table's stored access policy (si) gets the
+// policy's permissions: a read with read, not an insert without add; an
+// identifier the table does not have gets 403. Set Table ACL refuses a
+// letter a table's policy cannot hold, 400 InvalidXmlDocument, as Azurite
+// does.
+func TestTableSASNamesAStoredAccessPolicy(t *testing.T) {
+	em := emulator.StartTB(t, nil)
+	ctx := context.Background()
+	acct, err := tablekit.Connect(em.ConnectionString, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := acct.Tables().NewClient("policies")
+	if _, err := tc.CreateTable(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	policy := func(id, perm string) *aztables.SignedIdentifier {
+		return &aztables.SignedIdentifier{ID: to.Ptr(id), AccessPolicy: &aztables.AccessPolicy{
+			Start: to.Ptr(now.Add(-time.Hour)), Expiry: to.Ptr(now.Add(time.Hour)), Permission: to.Ptr(perm)}}
+	}
+	// (aztables refuses six policies itself, before any request.)
+	_, err = tc.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: []*aztables.SignedIdentifier{policy("w", "rw")}})
+	if !isCode(err, http.StatusBadRequest, "InvalidXmlDocument") {
+		t.Errorf("Set Table ACL with the letter w: %v, want 400 InvalidXmlDocument", err)
+	}
+	if _, err := tc.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: []*aztables.SignedIdentifier{policy("readers", "r")}}); err != nil {
+		t.Fatal(err)
+	}
+	client := func(id string) *aztables.Client {
+		t.Helper()
+		s, err := acct.TableSAS("policies", tablekit.TableSASPermissions{}, time.Time{}, time.Time{}, &tablekit.TableSASOptions{Identifier: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := aztables.NewClientWithNoCredential(s.URL(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := client("readers").GetEntity(ctx, "p", "r", nil); err != nil {
+		t.Errorf("a read with a SAS naming the table's read policy: %v", err)
+	}
+	if _, err := client("readers").AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r2"}`), nil); !isStatus(err, http.StatusForbidden) {
+		t.Errorf("an insert with a SAS naming the table's read policy: %v, want 403", err)
+	}
+	if _, err := client("nobody").GetEntity(ctx, "p", "r", nil); !isStatus(err, http.StatusForbidden) {
+		t.Errorf("a read with a SAS naming no policy of the table: %v, want 403", err)
+	}
+}
+
+func isCode(err error, status int, code string) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == status && re.ErrorCode == code
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
+	"github.com/tablekit/tablekit/emulator/internal/acl"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 	"github.com/tablekit/tablekit/keys"
@@ -363,7 +364,9 @@ func (s *Service) serveService(q *request, method string) {
 }
 
 // serveACL answers Get and Set Table ACL (?comp=acl): the stored access
-// policies, kept as the XML the client set.
+// policies, checked as the other services check theirs (acl.Parse: at
+// most five, permissions among r, a, u, d) and kept as the XML the client
+// set.
 func (s *Service) serveACL(q *request, name, method string) {
 	if q.r.URL.Query().Get("comp") != "acl" {
 		s.fail(q, errInvalidInput)
@@ -390,6 +393,10 @@ func (s *Service) serveACL(q *request, name, method string) {
 	case http.MethodPut:
 		body, ok := s.readBody(q, 1<<20)
 		if !ok {
+			return
+		}
+		if _, e := acl.Parse(body, acl.TablePermissions); e != nil {
+			s.fail(q, e)
 			return
 		}
 		if s.d != nil {
@@ -425,4 +432,23 @@ func nextTableName(k string, created time.Time) string {
 	ft := uint64(created.UnixNano()/100 + fileTimeOffset)
 	h := strconv.FormatUint(ft, 16)
 	return encodeToken(k + "\x01" + strings.Repeat("0", 16-len(h)) + h)
+}
+
+// Policy returns the stored access policy id of the table named name, and
+// false when there is none: the Table service's part of an
+// auth.PolicyLookup (auth.Authenticator.SetPolicies), for a SAS that names
+// a policy (si).
+func (s *Service) Policy(name, id string) (auth.AccessPolicy, bool) {
+	t := s.lookup(name)
+	if t == nil {
+		return auth.AccessPolicy{}, false
+	}
+	t.mu.RLock()
+	body := t.acl
+	t.mu.RUnlock()
+	list, e := acl.Parse(body, acl.TablePermissions)
+	if e != nil {
+		return auth.AccessPolicy{}, false
+	}
+	return acl.Find(list, id)
 }
