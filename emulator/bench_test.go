@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -152,9 +153,15 @@ func newSASClient(b *testing.B, connStr, table string) sasClient {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return sasClient{base: sas.Endpoint + "/" + table, query: sas.Query(), hc: benchHTTPClient(b)}
+}
+
+// benchHTTPClient is an HTTP client with a transport of its own, enough
+// idle connections kept for pointConcurrency requests in flight.
+func benchHTTPClient(b *testing.B) *http.Client {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}
 	b.Cleanup(tr.CloseIdleConnections)
-	return sasClient{base: sas.Endpoint + "/" + table, query: sas.Query(), hc: &http.Client{Transport: tr}}
+	return &http.Client{Transport: tr}
 }
 
 // entityURL is the URL of entity (pk, rk), which must need no escaping.
@@ -194,18 +201,10 @@ func (c sasClient) do(method, u string, body []byte, want int) error {
 
 // BenchmarkServicePointRead: point reads of one 1 KiB entity, 16 at once.
 func BenchmarkServicePointRead(b *testing.B) {
-	sides := startSides(b)
 	var rs []benchutil.Side
-	for _, s := range sides {
-		c := rawTable(b, s.connStr, "pointread")
-		if _, err := c.UpsertEntity(context.Background(), mustJSON(b, newRow(1)), nil); err != nil {
-			b.Fatal(err)
-		}
-		sc := newSASClient(b, s.connStr, "pointread")
-		u := sc.entityURL("p00000", "r0000001")
-		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
-			parallel(b, func() error { return sc.do(http.MethodGet, u, nil, http.StatusOK) })
-		}))
+	for _, s := range startSides(b) {
+		sc, _ := pointTable(b, s.connStr, "pointread")
+		rs = append(rs, benchutil.S(s.name, pointDriver(b, sc, "read")))
 	}
 	benchutil.RunSides(b, rs...)
 }
@@ -213,30 +212,63 @@ func BenchmarkServicePointRead(b *testing.B) {
 // BenchmarkServicePointWrite: upserts (insert-or-replace) of 1 KiB
 // entities over 16 partitions, 16 at once.
 func BenchmarkServicePointWrite(b *testing.B) {
-	sides := startSides(b)
 	var rs []benchutil.Side
-	for _, s := range sides {
-		rawTable(b, s.connStr, "pointwrite")
-		sc := newSASClient(b, s.connStr, "pointwrite")
-		type write struct {
-			url  string
-			body []byte
-		}
-		writes := make([]write, 4096)
-		for i := range writes {
-			r := newRow(i)
-			r.PartitionKey = "p" + strconv.Itoa(i%16)
-			writes[i] = write{sc.entityURL(r.PartitionKey, r.RowKey), mustJSON(b, r)}
-		}
-		var next atomic.Int64
-		rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
-			parallel(b, func() error {
-				w := writes[int(next.Add(1))%len(writes)]
-				return sc.do(http.MethodPut, w.url, w.body, http.StatusNoContent)
-			})
-		}))
+	for _, s := range startSides(b) {
+		sc, _ := pointTable(b, s.connStr, "pointwrite")
+		rs = append(rs, benchutil.S(s.name, pointDriver(b, sc, "write")))
 	}
 	benchutil.RunSides(b, rs...)
+}
+
+// pointTable creates table on the service at connStr with the entity the
+// point reads get, and returns a SAS client for it and that entity's URL.
+func pointTable(b *testing.B, connStr, table string) (sasClient, string) {
+	b.Helper()
+	c := rawTable(b, connStr, table)
+	if _, err := c.UpsertEntity(context.Background(), mustJSON(b, newRow(1)), nil); err != nil {
+		b.Fatal(err)
+	}
+	sc := newSASClient(b, connStr, table)
+	return sc, sc.entityURL("p00000", "r0000001")
+}
+
+// pointWrite is one pre-encoded upsert: its URL and its body.
+type pointWrite struct {
+	url  string
+	body []byte
+}
+
+// pointWrites are 4,096 upserts of 1 KiB entities over 16 partitions,
+// encoded for sc.
+func pointWrites(b *testing.B, sc sasClient) []pointWrite {
+	b.Helper()
+	writes := make([]pointWrite, 4096)
+	for i := range writes {
+		r := newRow(i)
+		r.PartitionKey = "p" + strconv.Itoa(i%16)
+		writes[i] = pointWrite{sc.entityURL(r.PartitionKey, r.RowKey), mustJSON(b, r)}
+	}
+	return writes
+}
+
+// pointDriver is the one driver of every point benchmark's sides: op
+// "read" gets the entity pointTable wrote, op "write" cycles through
+// pointWrites, 16 requests in flight, each answer's status checked and
+// its body discarded.
+func pointDriver(b *testing.B, sc sasClient, op string) func(b *testing.B) {
+	b.Helper()
+	u := sc.entityURL("p00000", "r0000001")
+	writes := pointWrites(b, sc)
+	var next atomic.Int64
+	return func(b *testing.B) {
+		parallel(b, func() error {
+			if op == "read" {
+				return sc.do(http.MethodGet, u, nil, http.StatusOK)
+			}
+			w := writes[int(next.Add(1))%len(writes)]
+			return sc.do(http.MethodPut, w.url, w.body, http.StatusNoContent)
+		})
+	}
 }
 
 // parallel runs op b.N times over pointConcurrency goroutines and reports
@@ -380,41 +412,87 @@ func BenchmarkLocationBulkLoad(b *testing.B) {
 
 // BenchmarkLocationPoint: point reads and upserts of 1 KiB entities, 16
 // at once, pre-encoded and pre-signed as in BenchmarkServicePointRead
-// and BenchmarkServicePointWrite, in memory and with a location.
+// and BenchmarkServicePointWrite (the same driver), in memory, with a
+// location, and against a ceiling (impl=ceiling): a bare net/http server
+// on loopback that reads each request's body and sends back the memory
+// side's answer to the same request, recorded once (status, headers,
+// body). The ceiling is what this client and net/http on both ends cost
+// on these cores; the rest of each side's time is the emulator's.
 func BenchmarkLocationPoint(b *testing.B) {
 	sides := locationSides(b)
 	for _, op := range []string{"read", "write"} {
 		b.Run("op="+op, func(b *testing.B) {
 			var rs []benchutil.Side
+			var ceiling sasClient
 			for _, s := range sides {
-				c := rawTable(b, s.connStr, "point"+op)
-				if _, err := c.UpsertEntity(context.Background(), mustJSON(b, newRow(1)), nil); err != nil {
-					b.Fatal(err)
+				sc, u := pointTable(b, s.connStr, "point"+op)
+				if s.name == "memory" {
+					method, body := http.MethodGet, []byte(nil)
+					if op == "write" {
+						w := pointWrites(b, sc)[0]
+						method, u, body = http.MethodPut, w.url, w.body
+					}
+					ceiling = ceilingClient(b, sc, recordAnswer(b, sc, method, u, body))
 				}
-				sc := newSASClient(b, s.connStr, "point"+op)
-				u := sc.entityURL("p00000", "r0000001")
-				type write struct {
-					url  string
-					body []byte
-				}
-				writes := make([]write, 4096)
-				for i := range writes {
-					r := newRow(i)
-					r.PartitionKey = "p" + strconv.Itoa(i%16)
-					writes[i] = write{sc.entityURL(r.PartitionKey, r.RowKey), mustJSON(b, r)}
-				}
-				var next atomic.Int64
-				rs = append(rs, benchutil.S(s.name, func(b *testing.B) {
-					parallel(b, func() error {
-						if op == "read" {
-							return sc.do(http.MethodGet, u, nil, http.StatusOK)
-						}
-						w := writes[int(next.Add(1))%len(writes)]
-						return sc.do(http.MethodPut, w.url, w.body, http.StatusNoContent)
-					})
-				}))
+				rs = append(rs, benchutil.S(s.name, pointDriver(b, sc, op)))
 			}
+			rs = append(rs, benchutil.S("ceiling", pointDriver(b, ceiling, op)))
 			benchutil.RunSides(b, rs...)
 		})
 	}
+}
+
+// cannedAnswer is one recorded answer of the emulator: what the ceiling
+// sends back to every request.
+type cannedAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// recordAnswer sends one request through sc and records its answer.
+func recordAnswer(b *testing.B, sc sasClient, method, u string, body []byte) cannedAnswer {
+	b.Helper()
+	resp, err := sc.send(method, u, body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatalf("%s %s: reading the answer: %v", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		b.Fatalf("%s %s: status %d: %s", method, u, resp.StatusCode, got)
+	}
+	b.Logf("the ceiling answers %s with %d, %d bytes, headers %v", method, resp.StatusCode, len(got), resp.Header)
+	return cannedAnswer{status: resp.StatusCode, header: resp.Header.Clone(), body: got}
+}
+
+// ceilingClient starts a bare net/http server on loopback that reads
+// every request's body and sends ans back, and returns sc aimed at it:
+// the same paths and queries (SAS included), another host.
+func ceilingClient(b *testing.B, sc sasClient, ans cannedAnswer) sasClient {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		h := w.Header()
+		for k, v := range ans.header {
+			h[k] = v
+		}
+		w.WriteHeader(ans.status)
+		_, _ = w.Write(ans.body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	base, err := url.Parse(sc.base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base.Host = ln.Addr().String()
+	return sasClient{base: base.String(), query: sc.query, hc: benchHTTPClient(b)}
 }

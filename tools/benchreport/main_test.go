@@ -74,3 +74,41 @@ BenchmarkWorker/concurrency=16/impl=tablekit-2   100   5000000 ns/op
 		}
 	}
 }
+
+// Sides that are all tablekit's (memory, disk) are listed alone and each
+// against the ceiling, paired by round; without a ceiling they are still
+// listed, not dropped.
+func TestReportSidesWithoutTablekitAgainstTheCeiling(t *testing.T) {
+	in := `pkg: github.com/tablekit/tablekit/emulator
+BenchmarkLocationPoint/op=read/impl=memory-2      100   100000 ns/op   10000 req/s
+BenchmarkLocationPoint/op=read/impl=disk-2        100   200000 ns/op    5000 req/s
+BenchmarkLocationPoint/op=read/impl=ceiling-2     100    50000 ns/op   20000 req/s
+BenchmarkLocationPoint/op=read/impl=disk#01-2     100   200000 ns/op    5000 req/s
+BenchmarkLocationPoint/op=read/impl=ceiling#01-2  100    80000 ns/op   12500 req/s
+BenchmarkLocationPoint/op=read/impl=memory#01-2   100   100000 ns/op   10000 req/s
+BenchmarkLocationPoint/op=read/impl=ceiling#02-2  100    90000 ns/op   11111 req/s
+BenchmarkLocationPoint/op=read/impl=memory#02-2   100   100000 ns/op   10000 req/s
+BenchmarkLocationPoint/op=read/impl=disk#02-2     100   100000 ns/op   10000 req/s
+BenchmarkLocationBulkLoad/impl=memory-2   1   1000000000 ns/op   30000 entities/s
+BenchmarkLocationBulkLoad/impl=disk-2     1   2000000000 ns/op   15000 entities/s
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	// memory: ceiling/memory per round 0.5, 0.8, 0.9: 80%; disk: 0.25, 0.4, 0.9: 40%.
+	for _, want := range []string{
+		"| emulator.LocationPoint/op=read impl=memory | 100.0 µs | 80.0 µs | 80% |",
+		"| emulator.LocationPoint/op=read impl=disk | 200.0 µs | 80.0 µs | 40% |",
+		"| emulator.LocationPoint/op=read/impl=memory | 100.0 µs, 10000 req/s | 3 |",
+		"| emulator.LocationBulkLoad/impl=disk | 2.00 s, 15000 entities/s | 1 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "op=read impl=ceiling |") {
+		t.Errorf("the ceiling is compared with itself:\n%s", got)
+	}
+}
