@@ -3,7 +3,6 @@ package tables
 import (
 	"bytes"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -30,7 +29,7 @@ func (s *Service) batch(q *request) {
 	// the request is authenticated before it is read (a table SAS for
 	// its own table, any permission), and each operation authorized once
 	// read.
-	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Name: q.r.URL.Query().Get("tn")}); !ok {
+	if _, ok := s.authorize(q, auth.Operation{ResourceType: 'o', Name: q.query.Get("tn")}); !ok {
 		return
 	}
 	body, ok := s.readBody(q, s.maxBody())
@@ -251,7 +250,7 @@ func (s *Service) batchReply(q *request, name string, ops []batchOp, rows []*row
 			b.WriteString("DataServiceVersion: 3.0;\r\n")
 			link := q.base + "/" + entityLink(name, rows[i].pk, rows[i].rk)
 			if !op.noContent {
-				sub := &request{r: q.r, base: q.base, fmt: minimal}
+				sub := &request{r: q.r, query: q.query, base: q.base, fmt: minimal}
 				entityBody = s.appendRow(nil, sub, name, rows[i], nil, s.metadata(sub, name, true, nil))
 				b.WriteString("Content-Type: " + minimal.contentType() + "\r\n")
 			}
@@ -324,9 +323,8 @@ func (s *Service) batchRetrieve(q *request, req answer.BatchRequest) {
 		s.fail(q, errInvalidInput)
 		return
 	}
-	inner := &http.Request{Header: req.Header, URL: &url.URL{RawQuery: req.Query.Encode()}}
-	f, ferr := formatOf(inner)
-	sub := &request{r: q.r, base: q.base, fmt: f}
+	f, ferr := formatOf(req.Query, req.Header)
+	sub := &request{r: q.r, query: q.query, base: q.base, fmt: f}
 	status, ae, etagValue := http.StatusOK, ferr, ""
 	var body []byte
 	if ae == nil {

@@ -180,7 +180,7 @@ func (s *Service) getEntity(q *request, name, pk, rk string) {
 		s.fail(q, errNotFound)
 		return
 	}
-	sel := parseSelect(q.r.URL.Query().Get("$select"))
+	sel := parseSelect(q.query.Get("$select"))
 	q.headers().Set("ETag", etag(r.ts))
 	q.reply(http.StatusOK, s.appendRow(nil, q, t.name, r, sel, s.metadata(q, t.name, true, sel)))
 }

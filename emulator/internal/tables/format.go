@@ -32,12 +32,13 @@ func (f format) contentType() string {
 	return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
 }
 
-// formatOf reads the format from $format, else the Accept header. A
-// client asking for Atom (XML) only is refused: the emulator answers JSON.
-func formatOf(r *http.Request) (format, *answer.Error) {
-	a := r.URL.Query().Get("$format")
+// formatOf reads the format from a request's $format, else its Accept
+// header. A client asking for Atom (XML) only is refused: the emulator
+// answers JSON.
+func formatOf(query url.Values, header http.Header) (format, *answer.Error) {
+	a := query.Get("$format")
 	if a == "" {
-		a = r.Header.Get("Accept")
+		a = header.Get("Accept")
 	}
 	a = strings.ToLower(strings.ReplaceAll(a, " ", ""))
 	switch {

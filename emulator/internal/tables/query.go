@@ -207,7 +207,7 @@ func (s *Service) queryEntities(q *request, name string) {
 	if !ok {
 		return
 	}
-	v := q.r.URL.Query()
+	v := q.query
 	top, f, e := pageOf(v, s.cfg.Cosmos)
 	if e != nil {
 		s.fail(q, e)

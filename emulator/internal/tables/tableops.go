@@ -199,7 +199,7 @@ func (s *Service) queryTables(q *request, one string) {
 		q.reply(http.StatusOK, s.appendTable(nil, q, t.name, q.base+"/$metadata#Tables/@Element"))
 		return
 	}
-	v := q.r.URL.Query()
+	v := q.query
 	top, f, e := pageOf(v, s.cfg.Cosmos)
 	if e != nil {
 		s.fail(q, e)
@@ -309,7 +309,7 @@ func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error
 // serveService answers the account-level requests: service properties
 // (GET and PUT ?restype=service&comp=properties) and statistics.
 func (s *Service) serveService(q *request, method string) {
-	v := q.r.URL.Query()
+	v := q.query
 	comp := v.Get("comp")
 	if v.Get("restype") != "service" || (comp != "properties" && comp != "stats") {
 		s.fail(q, errInvalidInput)
@@ -368,7 +368,7 @@ func (s *Service) serveService(q *request, method string) {
 // most five, permissions among r, a, u, d) and kept as the XML the client
 // set.
 func (s *Service) serveACL(q *request, name, method string) {
-	if q.r.URL.Query().Get("comp") != "acl" {
+	if q.query.Get("comp") != "acl" {
 		s.fail(q, errInvalidInput)
 		return
 	}

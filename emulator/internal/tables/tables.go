@@ -57,6 +57,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,6 +182,9 @@ type request struct {
 	r   *http.Request
 	id  string // x-ms-request-id
 	fmt format
+	// query is r's query, parsed once (a SAS in it makes a parse cost
+	// about as much as a point read's lookup).
+	query url.Values
 	// base is the account's URL as the client addressed it, for the
 	// odata.metadata and odata.id links.
 	base string
@@ -205,13 +209,13 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve answers one request with load as the scale model (nil: none).
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
-	q := &request{w: w, r: r, id: answer.RequestID(), load: load}
+	q := &request{w: w, r: r, id: answer.RequestID(), load: load, query: r.URL.Query()}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	q.base = scheme + "://" + r.Host + "/" + s.cfg.Account
-	f, ferr := formatOf(r)
+	f, ferr := formatOf(q.query, r.Header)
 	q.fmt = f
 	if r.Method == http.MethodOptions {
 		s.preflight(q)
@@ -242,7 +246,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 	}
 	// Get Table ACL answers XML whatever Accept says (aztables'
 	// GetAccessPolicy asks for application/xml).
-	if ferr != nil && method == http.MethodGet && !r.URL.Query().Has("comp") {
+	if ferr != nil && method == http.MethodGet && !q.query.Has("comp") {
 		s.fail(q, ferr)
 		return
 	}
@@ -271,7 +275,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 			return
 		}
 		s.batch(q)
-	case r.URL.Query().Has("comp"):
+	case q.query.Has("comp"):
 		s.serveACL(q, res.Name, method)
 	case res.HasKeys:
 		if e := answer.CheckURLKeys(res.PartitionKey, res.RowKey); e != nil {
