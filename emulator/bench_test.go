@@ -272,9 +272,12 @@ func pointDriver(b *testing.B, sc sasClient, op string) func(b *testing.B) {
 }
 
 // parallel runs op b.N times over pointConcurrency goroutines and reports
-// requests per second.
+// requests per second and the process's CPU per request (cpu-µs/req: the
+// client's, plus the service's when it runs in this process). CPU per
+// request moves less than throughput when other work shares the cores.
 func parallel(b *testing.B, op func() error) {
 	b.SetParallelism((pointConcurrency + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	cpu := benchutil.StartCPU()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -285,6 +288,7 @@ func parallel(b *testing.B, op func() error) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	cpu.Report(b, 1, "req")
 }
 
 // BenchmarkServicePage1M: one 1,000-entity page from the middle of a
