@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -169,11 +170,12 @@ func (c sasClient) entityURL(pk, rk string) string {
 	return c.base + "(PartitionKey='" + pk + "',RowKey='" + rk + "')?" + c.query
 }
 
-// send sends one request as the SDKs do (JSON, no metadata).
+// send sends one request as the SDKs do (JSON, no metadata). Its error
+// names the URL without its query, which holds the SAS's signature.
 func (c sasClient) send(method, u string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequest(method, u, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, redactedErr(method, u, err)
 	}
 	req.Header.Set("Accept", "application/json;odata=nometadata")
 	req.Header.Set("x-ms-version", "2019-02-02")
@@ -181,7 +183,27 @@ func (c sasClient) send(method, u string, body []byte) (*http.Response, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	return c.hc.Do(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, redactedErr(method, u, err)
+	}
+	return resp, nil
+}
+
+// redactedErr is err of a request to u, naming u without its query
+// (net/http's *url.Error names the whole URL).
+func redactedErr(method, u string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("%s %s: %w", method, withoutQuery(u), err)
+}
+
+// withoutQuery is u up to its query: what an error may name of a SAS URL.
+func withoutQuery(u string) string {
+	before, _, _ := strings.Cut(u, "?")
+	return before
 }
 
 // do sends one request and discards its answer's body; a status other
@@ -194,7 +216,7 @@ func (c sasClient) do(method, u string, body []byte, want int) error {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: status %d, want %d", method, u, resp.StatusCode, want)
+		return fmt.Errorf("%s %s: status %d, want %d", method, withoutQuery(u), resp.StatusCode, want)
 	}
 	return nil
 }
@@ -349,7 +371,7 @@ func pageLen(b *testing.B, sc sasClient, u string) int {
 		Value []json.RawMessage `json:"value"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		b.Fatalf("page at %s: status %d: %v", u, resp.StatusCode, err)
+		b.Fatalf("page at %s: status %d: %v", withoutQuery(u), resp.StatusCode, err)
 	}
 	return len(page.Value)
 }
@@ -467,10 +489,10 @@ func recordAnswer(b *testing.B, sc sasClient, method, u string, body []byte) can
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
 	if err != nil {
-		b.Fatalf("%s %s: reading the answer: %v", method, u, err)
+		b.Fatalf("%s %s: reading the answer: %v", method, withoutQuery(u), err)
 	}
 	if resp.StatusCode/100 != 2 {
-		b.Fatalf("%s %s: status %d: %s", method, u, resp.StatusCode, got)
+		b.Fatalf("%s %s: status %d: %s", method, withoutQuery(u), resp.StatusCode, got)
 	}
 	b.Logf("the ceiling answers %s with %d, %d bytes, headers %v", method, resp.StatusCode, len(got), resp.Header)
 	return cannedAnswer{status: resp.StatusCode, header: resp.Header.Clone(), body: got}
@@ -502,4 +524,23 @@ func ceilingClient(b *testing.B, sc sasClient, ans cannedAnswer) sasClient {
 	}
 	base.Host = ln.Addr().String()
 	return sasClient{base: base.String(), query: sc.query, hc: benchHTTPClient(b)}
+}
+
+// The benchmarks' client names no SAS signature in its errors: net/http's
+// own error names the whole URL, query included.
+func TestBenchClientErrorsNameNoSignature(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: the request fails
+	sc := sasClient{base: "http://" + addr + "/devstoreaccount1/t", query: "sv=2019-02-02&sig=SECRETSIG", hc: &http.Client{}}
+	err = sc.do(http.MethodGet, sc.entityURL("p", "r"), nil, http.StatusOK)
+	if err == nil {
+		t.Fatal("a request to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "SECRETSIG") || !strings.Contains(err.Error(), "/devstoreaccount1/t(PartitionKey='p',RowKey='r')") {
+		t.Errorf("error %q: want the URL's path and not its signature", err)
+	}
 }
