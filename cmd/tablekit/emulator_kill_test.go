@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,8 +27,20 @@ import (
 // returns the process and its connection string once it listens.
 func startEmulatorProcess(t *testing.T, dir string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	args := append([]string{"emulator", "--location", dir, "--table-port", "0", "--queue-port", "0", "--blob-port", "0", "--json"}, extra...)
-	cmd := exec.Command(binary(t), args...)
+	args := append([]string{"--location", dir, "--table-port", "0", "--queue-port", "0", "--blob-port", "0"}, extra...)
+	cmd, s := startEmulatorArgs(t, nil, args...)
+	return cmd, s.ConnectionString
+}
+
+// startEmulatorArgs runs `tablekit emulator --json args...` with env
+// added to the test's environment, and returns the process (killed at
+// the test's end) and the line it printed once it listens.
+func startEmulatorArgs(t *testing.T, env []string, args ...string) (*exec.Cmd, emulatorSummary) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"emulator", "--json"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -37,13 +51,13 @@ func startEmulatorProcess(t *testing.T, dir string, extra ...string) (*exec.Cmd,
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("tablekit emulator --location: no start line: %v", err)
+		t.Fatalf("tablekit emulator %s: no start line: %v", strings.Join(args, " "), err)
 	}
 	var s emulatorSummary
 	if err := json.Unmarshal([]byte(line), &s); err != nil || !s.OK {
-		t.Fatalf("tablekit emulator --location: start line %q: %v", line, err)
+		t.Fatalf("tablekit emulator %s: start line %q: %v", strings.Join(args, " "), line, err)
 	}
-	return cmd, s.ConnectionString
+	return cmd, s
 }
 
 // Three SIGKILLs during a load lose nothing that was answered and leave
