@@ -45,19 +45,36 @@ func startEmulatorArgs(t *testing.T, env []string, args ...string) (*exec.Cmd, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	stderr := &headWriter{max: 4 << 10}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("tablekit emulator %s: no start line: %v", strings.Join(args, " "), err)
+		cmd.Wait() // it ended: its stderr is all written
+		t.Fatalf("tablekit emulator %s: no start line: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.b.Bytes())
 	}
 	var s emulatorSummary
 	if err := json.Unmarshal([]byte(line), &s); err != nil || !s.OK {
 		t.Fatalf("tablekit emulator %s: start line %q: %v", strings.Join(args, " "), line, err)
 	}
 	return cmd, s
+}
+
+// headWriter keeps the first max bytes written to it: a process's
+// stderr, without holding a long request log.
+type headWriter struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if room := h.max - h.b.Len(); room > 0 {
+		h.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
 }
 
 // Three SIGKILLs during a load lose nothing that was answered and leave
