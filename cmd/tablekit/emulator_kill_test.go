@@ -180,7 +180,7 @@ func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
 				defer wg.Done()
 				for n := 0; ctx.Err() == nil; n++ {
 					name := fmt.Sprintf("r%db%d-%d", round, w, n)
-					content := bytes.Repeat([]byte(name+" "), 1+n%2*8000) // 1 KiB-ish or past 64 KiB
+					content := bytes.Repeat([]byte(name+" "), 1+n%2*10000) // a few bytes, or past 64 KiB (a name of 7 bytes or more)
 					if _, err := bsvc.UploadBuffer(ctx, "kill", name, content, nil); err != nil {
 						return // killed
 					}
