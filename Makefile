@@ -28,7 +28,7 @@ JSINTEROP_DIR := emulator/_jsinterop
 # npm ci writes node_modules/.package-lock.json last, with a fresh time.
 JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 
-.PHONY: test demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
+.PHONY: test test-setup go-checks demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
 
 # ---- make test ---------------------------------------------------------------
 
@@ -79,15 +79,26 @@ RACE_SKIP  := ^(TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebui
 AZURITE_ENV   := $(TEST_ENV) TABLEKIT_TEST_TARGET=azurite
 AZURITE_FLAGS := -count=1 -parallel 1 -timeout 15m -vet=off
 CLEAN_MODES   := ^TestConformance$$/^(rest|sdk)$$
-test: $(AZURITE) $(JSINTEROP) pyinterop-install
-	$(GO) vet ./...
-	$(GO) mod tidy -diff
-	$(GO) build -o $(EMULATOR_BIN) ./cmd/tablekit
+test: test-setup
 	$(TEST_ENV) $(GO) test -race -p 4 $(TEST_FLAGS) -skip '$(RACE_SKIP)' ./...
 	$(TEST_ENV) $(GO) test -p 3 $(TEST_FLAGS) -run '$(RACE_SKIP)' ./patterns/ ./tablecopy/ ./cmd/tablekit/
 	$(AZURITE_ENV) $(GO) test -race $(AZURITE_FLAGS) -run '$(CLEAN_MODES)' ./patterns/
 	$(AZURITE_ENV) $(GO) test $(AZURITE_FLAGS) -run '^(TestConformance.*|Example.*)$$' -skip '$(CLEAN_MODES)' \
 		./patterns/ ./consistency/ ./examples/...
+
+# Before the runs, the installs and Go's checks (vet, go.mod tidy, the
+# emulator binary) run side by side, in a make of their own with -j, so a
+# failure of any one still fails `make test`: npm ci keeps about one CPU
+# busy (it writes 365 MB of node_modules) and go vet, which on a fresh
+# clone compiles every package of the module, the other.
+test-setup:
+	$(MAKE) --no-print-directory -j 4 --output-sync=line \
+		$(AZURITE) $(JSINTEROP) pyinterop-install go-checks
+
+go-checks:
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(GO) build -o $(EMULATOR_BIN) ./cmd/tablekit
 
 # ---- make demo ---------------------------------------------------------------
 
