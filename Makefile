@@ -68,6 +68,16 @@ TEST_FLAGS := -count=1 -parallel 8 -timeout 15m -vet=off
 # commands are checked too.
 RACE_SKIP  := ^(TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebuildVerifyRepairUnderFaults|TestWritesUnderFaultsEndExact|TestAmbiguityCheckDoesNotHideRealConflicts|TestIndexMaintenanceUnderFaults|TestUpdateOutcomeKnownUnderFaults|TestDenormalizationQueryConformance|TestScanCountDeleteWhereExactWhenPagesEndEarly|TestIndexMaintenanceExactWhenPagesEndEarly|TestCopyBackupRestoreExactWhenPagesEndEarly|TestKilledResumeWhenPagesEndEarly|TestKilledCopyBackupRestoreResume|TestCopyBackupRestoreVerify|TestDistributedJobsSurviveAKilledWorker|TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker|TestDistributedIncrementalBackupToADirectoryAndAFilteredCopy)$$
 
+# go test builds and runs the packages in the order it is given them, and
+# ./... is alphabetical: patterns, the longest package, started 174 s into
+# the race run and ended it 101 s later (2026-11-28, load 5-11). Named first,
+# the longest packages start at once and the short ones fill the end: the
+# race run took 180 s instead of 283, its compile cached, the same CPU
+# (336 s against 315; load 5 against 5-11). (go test -race -json, the
+# packages' Elapsed, the longest first.)
+LONGEST_FIRST := ./patterns/ ./emulator/ ./integration/azurite/ ./tablecopy/ ./cmd/tablekit-worker/ \
+	./cmd/tablekit/ ./consistency/ ./emulator/internal/blobs/ ./emulator/internal/queues/ ./emulator/internal/tables/
+
 # The runs go one after the other: run at once, they starved the Azurites
 # they start of CPU. The last two run the conformance suite and every
 # Example on Azurite (strict), one test at a time (two conformance tests at
@@ -80,7 +90,7 @@ AZURITE_ENV   := $(TEST_ENV) TABLEKIT_TEST_TARGET=azurite
 AZURITE_FLAGS := -count=1 -parallel 1 -timeout 15m -vet=off
 CLEAN_MODES   := ^TestConformance$$/^(rest|sdk)$$
 test: test-setup
-	$(TEST_ENV) $(GO) test -race -p 4 $(TEST_FLAGS) -skip '$(RACE_SKIP)' ./...
+	$(TEST_ENV) $(GO) test -race -p 4 $(TEST_FLAGS) -skip '$(RACE_SKIP)' $(LONGEST_FIRST) ./...
 	$(TEST_ENV) $(GO) test -p 3 $(TEST_FLAGS) -run '$(RACE_SKIP)' ./patterns/ ./tablecopy/ ./cmd/tablekit/
 	$(AZURITE_ENV) $(GO) test -race $(AZURITE_FLAGS) -run '$(CLEAN_MODES)' ./patterns/
 	$(AZURITE_ENV) $(GO) test $(AZURITE_FLAGS) -run '^(TestConformance.*|Example.*)$$' -skip '$(CLEAN_MODES)' \
