@@ -291,7 +291,11 @@ func scanResumed(t *testing.T, tbl *patterns.Table[Employee], filter keys.Filter
 	_, err := tbl.Scan(ctx, filter, func(_ context.Context, items []Employee) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if pages++; pages > 12 {
+		// The crash comes at the 7th page: the smallest table scanned
+		// here (600 keys, pages of at most 50) has 12 pages at least.
+		// At the 13th, a scan whose pages all came full (no early end,
+		// no split) ended before it, and the test failed under load.
+		if pages++; pages > 6 {
 			return crash // not handled: the token does not cover it
 		}
 		for _, e := range items {
