@@ -41,7 +41,8 @@ import os
 import sys
 import threading
 import time
-import traceback
+
+from steps import failed, step
 
 try:
     from azure.core.exceptions import HttpResponseError
@@ -73,30 +74,6 @@ TXN_WRITERS, MSG_WRITERS, BLOB_WRITERS = 3, 2, 2
 # One try per request: a killed emulator ends a writer at once, and an
 # answer is never the second try's (whose first may have landed).
 NO_RETRY = {"retry_total": 0}
-
-failed = False
-
-
-def step(name, fn):
-    """Runs fn, which returns (problems, saw), and prints its line."""
-    global failed
-    start = time.monotonic()
-    out = {"step": name}
-    try:
-        problems, saw = fn()
-        out["ok"] = not problems
-        if problems:
-            out["problems"] = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
-        if saw is not None:
-            out["saw"] = saw
-    except Exception as e:  # noqa: BLE001 - the step failed unexpectedly: say where
-        out["ok"] = False
-        out["error"] = repr(e)[:500]
-        out["trace"] = traceback.format_exc().splitlines()[-6:]
-    out["ms"] = int((time.monotonic() - start) * 1000)
-    failed = failed or not out["ok"]
-    print(json.dumps(out), flush=True)
-
 
 def services():
     return (TableServiceClient.from_connection_string(CONN, **NO_RETRY),
@@ -163,7 +140,7 @@ def load():
         return [], {"lease": LEASE_ID, "origin": ORIGIN}
 
     step("load.setup", setup)
-    if failed:
+    if failed():
         return
 
     def writer(name, fn):
@@ -345,4 +322,4 @@ if MODE == "load":
     load()
 else:
     check()
-sys.exit(1 if failed else 0)
+sys.exit(1 if failed() else 0)

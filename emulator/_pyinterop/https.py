@@ -17,8 +17,9 @@ import json
 import os
 import sys
 import time
-import traceback
 import uuid
+
+from steps import failed, step
 
 try:
     from azure.core.credentials import AccessToken, AzureNamedKeyCredential
@@ -92,29 +93,6 @@ def refused(cred, name):
     return saw
 
 
-failed = False
-
-
-def step(name, fn):
-    global failed
-    start = time.monotonic()
-    out = {"step": name}
-    try:
-        problems, saw = fn()
-        out["ok"] = not problems
-        if problems:
-            out["problems"] = problems
-        if saw is not None:
-            out["saw"] = saw
-    except Exception as e:  # the step failed unexpectedly: say where
-        out["ok"] = False
-        out["error"] = repr(e)
-        out["trace"] = traceback.format_exc().splitlines()[-6:]
-    out["ms"] = int((time.monotonic() - start) * 1000)
-    failed = failed or not out["ok"]
-    print(json.dumps(out), flush=True)
-
-
 def suffix():
     return uuid.uuid4().hex[:8]
 
@@ -138,4 +116,4 @@ def expired():
 step("https.sharedKey", shared_key)
 step("https.bearer", bearer)
 step("https.expired", expired)
-sys.exit(1 if failed else 0)
+sys.exit(1 if failed() else 0)
