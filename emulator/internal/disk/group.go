@@ -23,9 +23,13 @@ var ErrClosed = errors.New("emulator: location closed")
 // for one commit, as with bolt.DB.Update (bolt.DB.Batch, by contrast,
 // waits up to its MaxBatchDelay for company).
 //
-// A service submits under the lock that orders its own changes in memory
-// and waits after releasing it: the database sees the changes in the order
-// memory saw them, and a write is answered only once it is on disk.
+// The Queue and Blob services, which keep their state in memory too,
+// submit under the lock that orders a change in memory and wait after
+// releasing it: the database sees the changes in the order memory saw
+// them, and a write is answered only once it is on disk. The Table
+// service, whose entities live in the database alone, checks and applies
+// a write inside its function and waits at once. All three share the
+// Group's commits with whatever else is in flight.
 type Group struct {
 	db *bolt.DB
 
