@@ -28,8 +28,8 @@ var ErrClosed = errors.New("emulator: location closed")
 // releasing it: the database sees the changes in the order memory saw
 // them, and a write is answered only once it is on disk. The Table
 // service, whose entities live in the database alone, checks and applies
-// a write inside its function and waits at once. All three share the
-// Group's commits with whatever else is in flight.
+// a write inside its function and waits at once. Each service has a
+// Group of its own, on its own database.
 type Group struct {
 	db *bolt.DB
 
