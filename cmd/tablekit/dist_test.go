@@ -35,6 +35,8 @@ type workerProc struct {
 	done    chan error
 	mu      sync.Mutex
 	log     strings.Builder
+	open    int           // ranges started and not yet done, by its log
+	opened  chan struct{} // closed and replaced at each "range started"
 }
 
 // startWorker starts a tablekit-worker on queue, with more flags.
@@ -58,16 +60,26 @@ func startWorkerOn(t *testing.T, conn, queue string, more ...string) *workerProc
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &workerProc{cmd: cmd, started: make(chan struct{}), done: make(chan error, 1)}
+	p := &workerProc{cmd: cmd, started: make(chan struct{}), done: make(chan error, 1), opened: make(chan struct{})}
 	go func() {
 		once := sync.Once{}
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
+			line := sc.Text()
 			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
+			p.log.WriteString(line + "\n")
+			switch {
+			case strings.Contains(line, `"range started"`):
+				p.open++
+				close(p.opened)
+				p.opened = make(chan struct{})
+			case p.open > 0 && (strings.Contains(line, `"range done"`) || strings.Contains(line, `"transaction failed`) ||
+				strings.Contains(line, `"transaction poisoned"`)):
+				p.open--
+			}
 			p.mu.Unlock()
-			if strings.Contains(sc.Text(), `"range started"`) {
+			if strings.Contains(line, `"range started"`) {
 				once.Do(func() { close(p.started) })
 			}
 		}
@@ -134,7 +146,7 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 
 	start := time.Now()
 	workers := []*workerProc{startWorker(t, queue), startWorker(t, queue), startWorker(t, queue)}
-	killInRange(t, workers[0], 50*time.Millisecond, 250*time.Millisecond)
+	killInRange(t, workers[0], 10*time.Millisecond, 70*time.Millisecond)
 	for i, w := range workers[1:] {
 		select {
 		case err := <-w.done:
@@ -346,7 +358,7 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	for range 4 {
 		workers = append(workers, startWorkerOn(t, em.ConnectionString, queue, "--concurrency", "1"))
 	}
-	killInRange(t, workers[0], 100*time.Millisecond, 200*time.Millisecond)
+	killInRange(t, workers[0], 10*time.Millisecond, 70*time.Millisecond)
 	drain(t, workers[1:]...)
 	t.Logf("4 workers, one killed, copied %d entities in %v on the model; %+v", len(es), time.Since(start).Round(time.Millisecond), em.Stats())
 
@@ -384,5 +396,23 @@ func killInRange(t *testing.T, w *workerProc, after, spread time.Duration) {
 		t.Fatalf("the worker started no range:\n%s", w.output())
 	}
 	time.Sleep(after + rand.N(spread))
+	// A range must not have ended by then: one ended, its state written
+	// as done, before its "range done" line, is not taken again. A quiet
+	// machine ran the first test's ranges in 180 to 230 ms, so the kill
+	// comes in the first 80 ms. Should every range the log shows have
+	// ended even so, the kill waits for the worker's next range.
+	for {
+		w.mu.Lock()
+		open, opened := w.open, w.opened
+		w.mu.Unlock()
+		if open > 0 {
+			break
+		}
+		select {
+		case <-opened:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the worker held no range for 30 s after its first:\n%s", w.output())
+		}
+	}
 	_ = w.cmd.Process.Kill()
 }
