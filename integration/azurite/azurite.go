@@ -203,13 +203,37 @@ func InstallHint() string {
 }
 
 // pinnedDir is tablekit's own npm project, next to this source file when
-// the source is on disk (in the repository or the module cache).
+// the source is on disk (in the repository or the module cache). In a
+// binary built with -trimpath (make test builds so) the file's name is
+// its import path: the project is then looked for in the tablekit
+// module that holds the current directory.
 func pinnedDir() string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return ""
 	}
-	dir := filepath.Join(filepath.Dir(file), "_npm")
+	if filepath.IsAbs(file) {
+		return npmProject(filepath.Join(filepath.Dir(file), "_npm"))
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if mod, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if !bytes.HasPrefix(mod, []byte("module github.com/tablekit/tablekit\n")) {
+				return ""
+			}
+			return npmProject(filepath.Join(d, "integration", "azurite", "_npm"))
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// npmProject is dir when it holds a package.json, else "".
+func npmProject(dir string) string {
 	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,18 @@ func TestMissingAzuriteNamesTheInstallCommand(t *testing.T) {
 	}
 	if hint := azurite.InstallHint(); !strings.Contains(hint, "npm") || !strings.Contains(hint, azurite.Version) && !strings.Contains(hint, "npm ci --prefix") {
 		t.Errorf("InstallHint %q does not give an npm command", hint)
+	}
+}
+
+// In the repository, the pinned install is found beside this package,
+// whether the test binary was built with -trimpath (as make test builds
+// it: source file names are then import paths) or without.
+func TestInstallHintNamesThePinnedProject(t *testing.T) {
+	dir, err := filepath.Abs("_npm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint := azurite.InstallHint(); !strings.Contains(hint, "npm ci --prefix "+dir+"`") {
+		t.Errorf("InstallHint = %q, want npm ci --prefix %s", hint, dir)
 	}
 }
