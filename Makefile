@@ -48,8 +48,9 @@ JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 EMULATOR_BIN := $(CURDIR)/bin/tablekit
 
 # Every run: every tier on (Azurite and the JS and Python SDKs are installed first),
-# the emulator binary above, 8 tests at once (-parallel 8: most of the fault
-# tests wait in azcore's retry delays, not on a CPU). The first two runs
+# the emulator binary above, 16 tests at once (testenv.Main's default, not
+# GOMAXPROCS: most of the fault tests wait in azcore's retry delays, not
+# on a CPU). The first two runs
 # test 4 and 3 packages at once (-p; the default is one per CPU): several
 # packages spend their time waiting (the worker's visibility timeouts, the
 # consistency worker's delays), and at -p 2 they held a CPU's place. The
@@ -60,7 +61,7 @@ EMULATOR_BIN := $(CURDIR)/bin/tablekit
 # 21 s of CPU (2026-11-28, this machine, load 9-11: go test -race -run '^$$'
 # ./... compiled beforehand, 52+21 s CPU with go test's vet, 39+13 without).
 TEST_ENV   := TABLEKIT_TEST_TIERS=all TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN)
-TEST_FLAGS := -count=1 -parallel 8 -timeout 15m -vet=off
+TEST_FLAGS := -count=1 -timeout 15m -vet=off
 
 # The race detector runs on every package, in one run. The long storage
 # tests of patterns, tablecopy and the commands named in RACE_SKIP run in a

@@ -31,6 +31,7 @@ var killEntities = flag.Int("kill-entities", 5000,
 // skewed layout of the scan's benchmarks: half in one partition, a
 // quarter in tiny partitions, a quarter under long shared prefixes.
 func TestKilledResumeWhenPagesEndEarly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := *killEntities
 	if n < 100 {
