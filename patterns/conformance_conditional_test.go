@@ -305,41 +305,45 @@ func TestConformanceLostRefusal(t *testing.T) {
 	for _, m := range []cfMode{{name: "rest"}, {name: "sdk", sdk: true}} {
 		for _, c := range cfRaceCases {
 			wg.Go(func() {
-				t.Run(m.name+"/"+c.name, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					plain := testenv.Account(t)
-					stage := &cfInterleave{host: hostOf(t, plain.TableEndpoint())}
-					acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-						PerRetryPolicies: []policy.Policy{stage},
-					}})
-					e := &cfRaceEnv{ctx: ctx, acct: acct, opts: &patterns.TableOptions{SDKPath: m.sdk}}
-					inc, count := c.build(t, e)
-					var errA error
-					other := func() { errA = inc() }
-					stage.other.Store(&other)
-					errB := inc()
-					if stage.other.Load() != nil {
-						t.Fatal("the race was not staged: the increment sent no write")
-					}
-					if errA != nil {
-						t.Fatalf("the other writer's increment: %v", errA)
-					}
-					got := count()
-					t.Logf("the second writer's increment: %v; the counter holds %d", errB, got)
-					switch {
-					case errB == nil && got == 1:
-						t.Errorf("%s: the write the service refused (412, the answer lost, azcore's retry refused too) reported success: two increments reported done, the counter holds 1", c.name)
-					case errB == nil && got != 2:
-						t.Errorf("%s: two increments reported done, the counter holds %d", c.name, got)
-					case errors.Is(errB, tablekit.ErrOutcomeUnknown) && got != 1 && got != 2:
-						t.Errorf("%s: one increment done and one unknown, the counter holds %d", c.name, got)
-					case errB != nil && !errors.Is(errB, tablekit.ErrOutcomeUnknown):
-						t.Errorf("%s: %v; want success (read again, increment again) or ErrOutcomeUnknown", c.name, errB)
-					}
-				})
+				t.Run(m.name+"/"+c.name, func(t *testing.T) { lostRefusal(t, m, c) })
 			})
 		}
 	}
 	wg.Wait()
+}
+
+// lostRefusal stages TestConformanceLostRefusal's race for case c in
+// mode m and checks how the second writer's increment ended.
+func lostRefusal(t *testing.T, m cfMode, c cfRaceCase) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	plain := testenv.Account(t)
+	stage := &cfInterleave{host: hostOf(t, plain.TableEndpoint())}
+	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		PerRetryPolicies: []policy.Policy{stage},
+	}})
+	e := &cfRaceEnv{ctx: ctx, acct: acct, opts: &patterns.TableOptions{SDKPath: m.sdk}}
+	inc, count := c.build(t, e)
+	var errA error
+	other := func() { errA = inc() }
+	stage.other.Store(&other)
+	errB := inc()
+	if stage.other.Load() != nil {
+		t.Fatal("the race was not staged: the increment sent no write")
+	}
+	if errA != nil {
+		t.Fatalf("the other writer's increment: %v", errA)
+	}
+	got := count()
+	t.Logf("the second writer's increment: %v; the counter holds %d", errB, got)
+	switch {
+	case errB == nil && got == 1:
+		t.Errorf("%s: the write the service refused (412, the answer lost, azcore's retry refused too) reported success: two increments reported done, the counter holds 1", c.name)
+	case errB == nil && got != 2:
+		t.Errorf("%s: two increments reported done, the counter holds %d", c.name, got)
+	case errors.Is(errB, tablekit.ErrOutcomeUnknown) && got != 1 && got != 2:
+		t.Errorf("%s: one increment done and one unknown, the counter holds %d", c.name, got)
+	case errB != nil && !errors.Is(errB, tablekit.ErrOutcomeUnknown):
+		t.Errorf("%s: %v; want success (read again, increment again) or ErrOutcomeUnknown", c.name, errB)
+	}
 }

@@ -27,16 +27,14 @@ func workerBinary(t *testing.T) string {
 	return testenv.Command(t, "../tablekit-worker")
 }
 
-// workerProc is a running tablekit-worker; started is closed on its first
-// "range started" log line.
+// workerProc is a running tablekit-worker, with what its log says.
 type workerProc struct {
-	cmd     *exec.Cmd
-	started chan struct{}
-	done    chan error
-	mu      sync.Mutex
-	log     strings.Builder
-	open    int           // ranges started and not yet done, by its log
-	opened  chan struct{} // closed and replaced at each "range started"
+	cmd    *exec.Cmd
+	done   chan error
+	mu     sync.Mutex
+	log    strings.Builder
+	open   int           // ranges started and not yet done, by its log
+	opened chan struct{} // closed and replaced at each "range started"
 }
 
 // startWorker starts a tablekit-worker on queue, with more flags.
@@ -60,9 +58,8 @@ func startWorkerOn(t *testing.T, conn, queue string, more ...string) *workerProc
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &workerProc{cmd: cmd, started: make(chan struct{}), done: make(chan error, 1), opened: make(chan struct{})}
+	p := &workerProc{cmd: cmd, done: make(chan error, 1), opened: make(chan struct{})}
 	go func() {
-		once := sync.Once{}
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -79,9 +76,6 @@ func startWorkerOn(t *testing.T, conn, queue string, more ...string) *workerProc
 				p.open--
 			}
 			p.mu.Unlock()
-			if strings.Contains(line, `"range started"`) {
-				once.Do(func() { close(p.started) })
-			}
 		}
 		p.done <- cmd.Wait()
 	}()
@@ -370,7 +364,7 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	}
 	// Read back past the model (its throttled reads took 10 s of the
 	// test's 36): the copy on the model is what the test is about.
-	direct, err := tablekit.Connect(strings.Replace(em.ConnectionString, em.TableURL, em.DirectTableURL, 1), nil)
+	direct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,33 +388,31 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 }
 
 // killInRange SIGKILLs w once it has started a range, after at least
-// after and up to spread more (at random): in the middle of the range,
-// when a range takes longer than after+spread.
+// after and up to spread more (at random), while its log shows a range
+// open: a range that ended, its state written as done, before its "range
+// done" line is not taken again. A quiet machine ran the first test's
+// ranges in 180 to 230 ms, so the tests kill in the first 80 ms; should
+// every range the log shows have ended even so, the kill waits for the
+// worker's next range.
 func killInRange(t *testing.T, w *workerProc, after, spread time.Duration) {
 	t.Helper()
-	select {
-	case <-w.started:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the worker started no range:\n%s", w.output())
+	waitOpen := func(timeout time.Duration, what string) {
+		for {
+			w.mu.Lock()
+			open, opened := w.open, w.opened
+			w.mu.Unlock()
+			if open > 0 {
+				return
+			}
+			select {
+			case <-opened:
+			case <-time.After(timeout):
+				t.Fatalf("%s:\n%s", what, w.output())
+			}
+		}
 	}
+	waitOpen(60*time.Second, "the worker started no range in 60 s")
 	time.Sleep(after + rand.N(spread))
-	// A range must not have ended by then: one ended, its state written
-	// as done, before its "range done" line, is not taken again. A quiet
-	// machine ran the first test's ranges in 180 to 230 ms, so the kill
-	// comes in the first 80 ms. Should every range the log shows have
-	// ended even so, the kill waits for the worker's next range.
-	for {
-		w.mu.Lock()
-		open, opened := w.open, w.opened
-		w.mu.Unlock()
-		if open > 0 {
-			break
-		}
-		select {
-		case <-opened:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the worker held no range for 30 s after its first:\n%s", w.output())
-		}
-	}
+	waitOpen(30*time.Second, "the worker held no range for 30 s after its first")
 	_ = w.cmd.Process.Kill()
 }
