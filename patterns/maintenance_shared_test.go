@@ -65,11 +65,12 @@ func mtOptions(reqs int64) *patterns.MaintenanceOptions {
 }
 
 // mtWant fails the test when the rendered entries are not want (lines in
-// any order).
+// any order). It sorts a copy: a caller's want... may be a package's
+// slice, which tests running at once pass (sorting it in place was a data
+// race between TestListIndexOption1VerifyRepair and Option2's).
 func mtWant(t *testing.T, what, got string, want ...string) {
 	t.Helper()
-	slices.Sort(want)
-	if w := strings.Join(want, "\n"); got != w {
+	if w := strings.Join(slices.Sorted(slices.Values(want)), "\n"); got != w {
 		t.Errorf("%s found:\n%s\nwant:\n%s", what, got, w)
 	}
 }
