@@ -247,9 +247,22 @@ func (a *MoveEntityArgs) dest() EntityRef {
 }
 
 // MoveEntity returns a KindMoveEntity step moving from to to, keeping the
-// entity's properties and their types exactly.
+// entity's own properties and their types exactly. The entity's views go
+// with it: the copies its CopiesProperty lists (an index's copies in other
+// partitions or tables, its rows in its own partition) are deleted, and
+// the destination carries none of the bookkeeping that named them
+// (CopiesProperty, IntentProperty and the primary key properties), so a moved indexed entity leaves no orphan.
 func MoveEntity(from, to EntityRef) Step {
 	return NewStep(KindMoveEntity, MoveEntityArgs{From: from, To: to})
+}
+
+// withoutBookkeeping returns e without the properties that describe its
+// place among its views (CopiesProperty, IntentProperty and the primary key properties).
+func withoutBookkeeping(e entity.Entity) entity.Entity {
+	for _, n := range bookkeeping {
+		delete(e.Properties, n)
+	}
+	return e
 }
 
 func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
@@ -260,18 +273,62 @@ func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 		return err
 	}
 	// The core's read-modify-write loop: read the source, copy it, delete
-	// it conditionally on the ETag read; a source updated meanwhile (412)
-	// is read and copied again, never lost.
-	_, err = from.Modify(ctx, a.From.PartitionKey, a.From.RowKey, func(stored []byte) (wire.Op, error) {
+	// it conditionally on the ETag read, with the views that live in its
+	// partition (one entity group transaction); a source updated meanwhile
+	// (412) is read and copied again, never lost. The copies elsewhere are
+	// deleted before the source (a redelivery after the source is gone no
+	// longer knows them) and again after it: a sync of the source that ran
+	// in between, and saw it still there, wrote them back.
+	var elsewhere []EntityRef
+	var sent []wire.Op
+	missing := map[EntityRef]bool{}
+	_, err = from.ModifyBatch(ctx, a.From.PartitionKey, a.From.RowKey, func(stored []byte, _ string) ([]wire.Op, error) {
 		p, err := decodeStored(a.From, stored)
 		if err != nil {
-			return wire.Op{}, err
+			return nil, err
 		}
-		if err := upsertEntity(ctx, ts, to.Table, withKeys(p, to.PartitionKey, to.RowKey, nil), wire.OpUpsertReplace); err != nil {
-			return wire.Op{}, err
+		specs, err := parseCopies(c.Kind, a.From, CopiesProperty, p)
+		if err != nil {
+			return nil, err
 		}
-		return wire.Op{Type: wire.OpDelete, PartitionKey: a.From.PartitionKey, RowKey: a.From.RowKey}, nil
-	}, &wire.ModifyOptions{MaxAttempts: maxReadRepair, Verb: "move-entity: delete", MustExist: true, Typed: true, Race: lostRace})
+		ops := []wire.Op{{Type: wire.OpDelete, PartitionKey: a.From.PartitionKey, RowKey: a.From.RowKey}}
+		elsewhere = elsewhere[:0]
+		for _, s := range specs {
+			r := s.Ref()
+			switch {
+			case s.Local && !missing[r]:
+				ops = append(ops, wire.Op{Type: wire.OpDelete, PartitionKey: r.PartitionKey, RowKey: r.RowKey})
+			case !s.Local:
+				elsewhere = append(elsewhere, r)
+			}
+		}
+		for _, r := range elsewhere {
+			if err := deleteEntityIfExists(ctx, ts, r, ""); err != nil {
+				return nil, err
+			}
+		}
+		if err := upsertEntity(ctx, ts, to.Table, withoutBookkeeping(withKeys(p, to.PartitionKey, to.RowKey, nil)), wire.OpUpsertReplace); err != nil {
+			return nil, err
+		}
+		sent = ops
+		return ops, nil
+	}, &wire.ModifyOptions{MaxAttempts: maxReadRepair, Verb: "move-entity: delete", MustExist: true, Typed: true, Race: func(err error) bool {
+		// A view of the source's partition already gone: what its
+		// deletion wanted; the next attempt leaves it out.
+		if i, ok := txIndex(err); ok && i > 0 && i < len(sent) && entityMissing(err) {
+			missing[EntityRef{Table: a.From.Table, PartitionKey: sent[i].PartitionKey, RowKey: sent[i].RowKey}] = true
+			return true
+		}
+		return lostRace(err)
+	}})
+	if err == nil {
+		for _, r := range elsewhere {
+			if err := deleteEntityIfExists(ctx, ts, r, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if !entityMissing(err) {
 		return modifyErr(err, lostRace)
 	}
@@ -283,6 +340,15 @@ func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 		return nil // done, by this or an earlier delivery
 	}
 	return Permanent(&wrapped{msg: "consistency: move-entity: neither " + a.From.String() + " nor " + to.String() + " exists", err: tablekit.ErrNotFound})
+}
+
+// txIndex reports the index of the failing operation of a transaction.
+func txIndex(err error) (int, bool) {
+	var te *tablekit.TransactionError
+	if errors.As(err, &te) && te.Index >= 0 {
+		return te.Index, true
+	}
+	return 0, false
 }
 
 // ---- put-blob / delete-blob ----
@@ -358,6 +424,12 @@ type CopySpec struct {
 	PartitionKey string   `json:"pk"`
 	RowKey       string   `json:"rk"`
 	Props        []string `json:"props,omitempty"`
+	// Local marks a view in the source's own table and partition, which
+	// the source's writer keeps in the source's entity group transaction
+	// (an intra-partition index copy, a log-tail row): sync-copies leaves
+	// it alone, and move-entity deletes it in the transaction that
+	// deletes the source.
+	Local bool `json:"local,omitempty"`
 }
 
 // Ref is the copy's location.
@@ -513,6 +585,9 @@ func applySyncCopies(ctx context.Context, c *Call, a *SyncCopiesArgs) error {
 			for _, s := range specs {
 				r := s.Ref()
 				desired[r] = true
+				if s.Local {
+					continue // the source's writer keeps it, in the source's transaction
+				}
 				stale[r] = true // written by this pass; removed by a later one if no longer desired
 				if err := upsertEntity(ctx, ts, r.Table, withKeys(p, r.PartitionKey, r.RowKey, s.Props), wire.OpUpsertReplace); err != nil {
 					return err
@@ -579,6 +654,9 @@ func parseCopies(kind string, src EntityRef, prop string, p entity.Entity) ([]Co
 		}
 		if sp.Ref() == src {
 			return nil, argsError(kind, "property "+prop+" of "+src.String()+" lists the source itself as a copy")
+		}
+		if sp.Local && (sp.Table != src.Table || sp.PartitionKey != src.PartitionKey) {
+			return nil, Permanent(argsError(kind, "property "+prop+" of "+src.String()+" lists "+sp.Ref().String()+" as local, outside the source's partition"))
 		}
 	}
 	return specs, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
+	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 )
 
@@ -20,20 +21,20 @@ const ReservedPrefix = "Tk"
 const (
 	// PropPrimaryPartitionKey holds, on an inter-partition index copy, the
 	// PartitionKey of the entity it copies.
-	PropPrimaryPartitionKey = "TkPrimaryPK"
+	PropPrimaryPartitionKey = consistency.PrimaryPartitionKeyProperty
 	// PropPrimaryRowKey holds, on an index copy, the RowKey of the entity
 	// it copies, so a lookup returns the primary's keys.
-	PropPrimaryRowKey = "TkPrimaryRK"
+	PropPrimaryRowKey = consistency.PrimaryRowKeyProperty
 	// PropCopies holds, on a primary entity of an EventualIndexedTable,
 	// the JSON list of the copies it should have (consistency.CopySpec):
 	// the worker's sync-copies step reads it, so the worker binary needs
 	// none of the application's code.
-	PropCopies = "TkCopies"
+	PropCopies = consistency.CopiesProperty
 	// PropIntent holds, on a primary entity of an EventualIndexedTable,
 	// the id of the write that last changed it. The write's sync-copies
 	// step expects it, so a worker that runs before the write has landed
 	// waits instead of syncing the copies to the old state.
-	PropIntent = "TkIntent"
+	PropIntent = consistency.IntentProperty
 )
 
 // MaxListUnits is the most UTF-16 code units a String property may hold
