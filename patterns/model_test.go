@@ -1,0 +1,358 @@
+package patterns_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/tools/testenv"
+)
+
+// mdOrder is the order store's entity: a customer's orders, found by
+// number in the customer's partition, by status across customers, and
+// newest first.
+type mdOrder struct {
+	PartitionKey string // customer
+	RowKey       string // order id
+	ETag         string
+	Timestamp    time.Time
+	Number       string
+	Status       string
+	Placed       time.Time
+	Total        float64
+	Note         string
+}
+
+// mdFixture is a Model of mdOrder with every kind of view: a unique
+// index in the order's partition, a tail, and a status index in a table
+// of its own kept by the worker.
+type mdFixture struct {
+	m        *patterns.Model[mdOrder]
+	q        *consistency.Queue
+	counter  *tablekit.RequestCounter
+	worker   *tablekit.Account
+	status   string
+	archive  string
+	contanr  string
+	workerMu sync.Mutex
+}
+
+func mdViews(statusTable string) patterns.Views[mdOrder] {
+	return patterns.Views[mdOrder]{
+		Indexes: []patterns.Index[mdOrder]{{Name: "number", Unique: true, Key: func(o *mdOrder) string { return o.Number }, Props: []string{"Number", "Status"}}},
+		EventualIndexes: []patterns.Index[mdOrder]{{Name: "status", Key: func(o *mdOrder) string { return o.Status },
+			Partition: func(o *mdOrder) string { return o.Status }, Table: statusTable, Props: []string{"Number", "Status", "Total"}}},
+		Tails: []patterns.Tail[mdOrder]{{Name: "recent", Time: func(o *mdOrder) time.Time { return o.Placed }, Props: []string{"Number", "Placed", "Total"}}},
+	}
+}
+
+func newMdFixture(t *testing.T) *mdFixture {
+	t.Helper()
+	acct, counter := testenv.CountingAccount(t)
+	f := &mdFixture{counter: counter, worker: testenv.Account(t), status: testenv.TableName(t), archive: testenv.TableName(t)}
+	f.q, f.contanr = testQueue(t, acct)
+	var err error
+	f.m, err = patterns.NewModel(acct, testenv.TableName(t), mdViews(f.status), &patterns.ModelOptions{Queue: f.q})
+	must(t, err)
+	must(t, f.m.CreateIfNotExists(context.Background(), nil))
+	arch, err := patterns.NewTable[mdOrder](f.worker, f.archive, nil)
+	must(t, err)
+	must(t, arch.CreateIfNotExists(context.Background(), nil))
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = f.m.Table().Drop(ctx, nil)
+		_ = arch.Drop(ctx, nil)
+		if st, err := patterns.NewTable[mdOrder](f.worker, f.status, nil); err == nil {
+			_ = st.Drop(ctx, nil)
+		}
+	})
+	counter.Reset()
+	return f
+}
+
+// drain runs a worker until the queue is empty.
+func (f *mdFixture) drain(t *testing.T) {
+	t.Helper()
+	w, err := consistency.NewWorker(f.worker, &consistency.WorkerOptions{
+		Queues: []string{f.q.Name()}, PollInterval: 50 * time.Millisecond,
+		Backoff: &consistency.Backoff{Delays: []time.Duration{0, time.Second}}, BlobContainer: f.contanr, Logger: testLogger(),
+	})
+	must(t, err)
+	stop := runWorker(t, w)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := f.worker.Queues().NewQueueClient(f.q.Name()).GetProperties(context.Background(), nil)
+		must(t, err)
+		if *resp.ApproximateMessagesCount == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker left %d messages", *resp.ApproximateMessagesCount)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	if n := w.Metrics().Poisoned(); n != 0 {
+		t.Errorf("the worker poisoned %d transactions", n)
+	}
+}
+
+// messages counts the Put Message requests the counter saw.
+func messages(c *tablekit.RequestCounter) int {
+	return strings.Count(c.Requests(), "/messages")
+}
+
+func mdOrd(cust, id, num, status string, placed time.Time, total float64) mdOrder {
+	return mdOrder{PartitionKey: cust, RowKey: id, Number: num, Status: status, Placed: placed, Total: total}
+}
+
+func numbers(t *testing.T, seq func(func(mdOrder, error) bool)) string {
+	t.Helper()
+	var out []string
+	for o, err := range seq {
+		must(t, err)
+		out = append(out, o.Number)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestModelOrderStore is the order store of a new user, on one Model and
+// no Tk name: orders by number in the customer's partition, by status
+// across customers, a customer's recent orders, and an archive through
+// the worker that takes every view with the order. Each operation's
+// requests and queue messages are the ones docs/PATTERNS.md states.
+func TestModelOrderStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newMdFixture(t)
+	c := f.counter
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+
+	o1 := mdOrd("c1", "o0001", "N1", "open", t0, 10)
+	must(t, f.m.Insert(ctx, &o1, nil))
+	if messages(c) != 1 {
+		t.Errorf("Insert sent %d messages, want 1", messages(c))
+	}
+	requests(t, c, 2, "Insert (enqueue, transaction)")
+	if o1.ETag == "" {
+		t.Error("Insert left the ETag empty")
+	}
+	for _, o := range []mdOrder{
+		mdOrd("c1", "o0002", "N2", "open", t0.Add(time.Hour), 20),
+		mdOrd("c1", "o0003", "N3", "shipped", t0.Add(2*time.Hour), 30),
+		mdOrd("c2", "o0004", "N4", "shipped", t0.Add(3*time.Hour), 40),
+	} {
+		must(t, f.m.Insert(ctx, &o, nil))
+	}
+	dup := mdOrd("c1", "o0009", "N2", "open", t0, 1)
+	var ce *patterns.IndexConflictError
+	if err := f.m.Insert(ctx, &dup, nil); !errors.As(err, &ce) || ce.Index != "number" {
+		t.Errorf("Insert of a taken number: %v, want an *IndexConflictError on number", err)
+	}
+	f.drain(t)
+	c.Reset()
+
+	if got, err := f.m.Lookup(ctx, "number", "c1", "N2", nil); err != nil || got.RowKey != "o0002" || got.Status != "open" {
+		t.Errorf("Lookup number N2 = %+v, %v", got, err)
+	}
+	requests(t, c, 1, "Lookup in the order's partition")
+	if got := numbers(t, f.m.Find(ctx, "status", "shipped", "", nil)); got != "" {
+		t.Errorf("Find status '' = %s", got)
+	}
+	c.Reset()
+	if got := numbers(t, f.m.Prefix(ctx, "status", "shipped", "", nil)); got != "N3,N4" {
+		t.Errorf("shipped orders = %s, want N3,N4", got)
+	}
+	requests(t, c, 1, "orders by status, across customers")
+	latest, err := f.m.Latest(ctx, "recent", "c1", 2, nil)
+	must(t, err)
+	requests(t, c, 1, "Latest")
+	if len(latest) != 2 || latest[0].Number != "N3" || latest[1].Number != "N2" || latest[0].RowKey != "o0003" {
+		t.Errorf("c1's 2 latest = %+v, want N3, N2", latest)
+	}
+
+	// An update of nothing any view carries: no intent.
+	_, err = f.m.Update(ctx, "c1", "o0001", func(o *mdOrder) error { o.Note = "gift"; return nil }, nil)
+	must(t, err)
+	if messages(c) != 0 {
+		t.Errorf("an update of nothing indexed sent %d messages", messages(c))
+	}
+	requests(t, c, 2, "Update of nothing an eventual view carries (read, transaction)")
+	// An update of an eventual index's value: the intent, then the write.
+	_, err = f.m.Update(ctx, "c1", "o0001", func(o *mdOrder) error { o.Status = "shipped"; return nil }, nil)
+	must(t, err)
+	requests(t, c, 3, "Update of an indexed value (read, enqueue, transaction)")
+	// Replace with a stale ETag is refused, with the views untouched.
+	o1.Status = "cancelled"
+	if err := f.m.Replace(ctx, &o1, nil); !tablekit.IsPreconditionFailed(err) {
+		t.Errorf("Replace with a stale ETag: %v", err)
+	}
+	c.Reset()
+	f.drain(t)
+	if got := numbers(t, f.m.Prefix(ctx, "status", "shipped", "", nil)); got != "N1,N3,N4" {
+		t.Errorf("shipped orders after the update = %s, want N1,N3,N4", got)
+	}
+
+	// Archive the shipped orders of c1 through the worker.
+	c.Reset()
+	must(t, f.m.Archive(ctx, "c1", "o0001", f.archive, nil))
+	requests(t, c, 1, "Archive (enqueue)")
+	must(t, f.m.Archive(ctx, "c1", "o0003", f.archive, nil))
+	f.drain(t)
+	if got := numbers(t, f.m.Prefix(ctx, "status", "shipped", "", nil)); got != "N4" {
+		t.Errorf("shipped orders after the archive = %s, want N4", got)
+	}
+	if latest, err := f.m.Latest(ctx, "recent", "c1", 10, nil); err != nil || len(latest) != 1 || latest[0].Number != "N2" {
+		t.Errorf("c1's latest after the archive = %+v, %v; want N2 alone", latest, err)
+	}
+	if _, err := f.m.Lookup(ctx, "number", "c1", "N1", nil); !tablekit.IsNotFound(err) {
+		t.Errorf("Lookup of an archived order: %v, want not found", err)
+	}
+	raw, err := patterns.NewTable[entity.Entity](f.worker, f.archive, nil)
+	must(t, err)
+	n := 0
+	for e, err := range raw.Query(ctx, keys.PK().Eq("c1"), &patterns.QueryOptions{SelectAll: true}) {
+		must(t, err)
+		n++
+		for p := range e.Properties {
+			if strings.HasPrefix(p, patterns.ReservedPrefix) && p != patterns.UpdateLogProperty {
+				t.Errorf("archived %s carries %s", e.RowKey, p)
+			}
+		}
+		if e.RowKey == "o0001" && e.Properties["Note"].V != "gift" {
+			t.Errorf("archived o0001 = %v", e.Properties)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d archived orders, want 2", n)
+	}
+	rep, err := f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 2 {
+		t.Errorf("Verify after the archive: %+v", rep)
+	}
+
+	// Delete: the intent, then the order and its partition's views at once.
+	o2, err := f.m.Get(ctx, "c1", "o0002", nil)
+	must(t, err)
+	c.Reset()
+	must(t, f.m.Delete(ctx, &o2, nil))
+	requests(t, c, 3, "Delete (read, enqueue, transaction)")
+	f.drain(t)
+	rep, err = f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 1 {
+		t.Errorf("Verify after the delete: %+v", rep)
+	}
+}
+
+// TestModelContendedUpdatesSendOneIntentEach: concurrent updates of one
+// order that lose races read and write again, and send no intent of their
+// own for an attempt that lost.
+func TestModelContendedUpdatesSendOneIntentEach(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newMdFixture(t)
+	o := mdOrd("c1", "o0001", "N1", "open", time.Now(), 0)
+	must(t, f.m.Insert(ctx, &o, nil))
+	f.counter.Reset()
+	const writers = 8
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.m.Update(ctx, "c1", "o0001", func(o *mdOrder) error { o.Total++; return nil }, nil)
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := messages(f.counter); got != writers {
+		t.Errorf("%d contended updates sent %d intents, want %d:\n%s", writers, got, writers, f.counter.Requests())
+	}
+	t.Logf("%d contended updates: %d requests", writers, f.counter.Count())
+	f.drain(t)
+	got, err := f.m.Get(ctx, "c1", "o0001", nil)
+	must(t, err)
+	if got.Total != writers {
+		t.Errorf("Total = %v, want %d", got.Total, writers)
+	}
+	rep, err := f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() {
+		t.Errorf("Verify: %+v", rep)
+	}
+}
+
+// TestModelVerifyRepair damages every kind of view by writing around the
+// Model, and checks that Verify names each and Repair mends them.
+func TestModelVerifyRepair(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newMdFixture(t)
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		o := mdOrd("c1", fmt.Sprintf("o%04d", i), fmt.Sprintf("N%d", i), "open", t0.Add(time.Duration(i)*time.Hour), float64(i))
+		must(t, f.m.Insert(ctx, &o, nil))
+	}
+	f.drain(t)
+	rep, err := f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 5 {
+		t.Fatalf("Verify of a kept Model: %+v", rep)
+	}
+	raw, err := patterns.NewTable[entity.Entity](f.worker, f.m.Table().Name(), nil)
+	must(t, err)
+	status, err := patterns.NewTable[entity.Entity](f.worker, f.status, nil)
+	must(t, err)
+	// A lost index row, a lost tail row, a primary written around the
+	// Model (stale views), a primary deleted alone (orphans everywhere).
+	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: "number_N0"}, &patterns.WriteOptions{Unconditional: true}))
+	var tailRK string
+	for e, err := range raw.Query(ctx, keys.And(keys.PK().Eq("c1"), keys.RK().Prefix("recent_")), nil) {
+		must(t, err)
+		tailRK = e.RowKey
+		break
+	}
+	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: tailRK}, &patterns.WriteOptions{Unconditional: true}))
+	plain, err := patterns.NewTable[mdOrder](f.worker, f.m.Table().Name(), nil)
+	must(t, err)
+	o2 := mdOrd("c1", "o0002", "N2x", "closed", t0, 2)
+	must(t, plain.Upsert(ctx, &o2, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}))
+	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: "o0003"}, &patterns.WriteOptions{Unconditional: true}))
+	rep, err = f.m.Verify(ctx, nil)
+	must(t, err)
+	if len(rep.Missing) < 2 || len(rep.Stale) == 0 || len(rep.Orphans) < 3 {
+		t.Errorf("Verify of damaged views: %d missing, %d stale, %d orphans, want at least 2, 1, 3:\n%+v", len(rep.Missing), len(rep.Stale), len(rep.Orphans), rep)
+	}
+	if _, err := f.m.Repair(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 4 {
+		t.Errorf("Verify after Repair: %+v", rep)
+	}
+	if got := numbers(t, f.m.Prefix(ctx, "status", "closed", "", nil)); got != "N2x" {
+		t.Errorf("closed orders after Repair = %s, want N2x", got)
+	}
+	n := 0
+	for _, err := range status.Query(ctx, keys.PK().Ge("status_"), &patterns.QueryOptions{AllowTableScan: true}) {
+		must(t, err)
+		n++
+	}
+	if n != 4 {
+		t.Errorf("%d status copies after Repair, want 4", n)
+	}
+}
