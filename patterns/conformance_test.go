@@ -115,6 +115,7 @@ var cfRepos = []struct {
 	{"Bucketed", cfBucketed},
 	{"PeriodTables", cfPeriodTables},
 	{"CompoundKeys", cfCompoundKeys},
+	{"Model", cfComposed},
 }
 
 // cfConcurrency bounds the runs at once: enough to overlap azcore's retry
