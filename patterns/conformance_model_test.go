@@ -85,7 +85,10 @@ func cfComposed(e *cfEnv) {
 			if e.do(3, "Update email of "+k, func() error {
 				_, err := x.Update(ctx, v.PartitionKey, v.RowKey, func(s *cfEmployee) error { s.Email = v.Email; return nil }, nil)
 				return err
-			}, func() bool { g, err := x.Get(ctx, v.PartitionKey, v.RowKey, nil); return err == nil && g.Email == v.Email }) {
+			}, func() bool {
+				g, err := x.Get(ctx, v.PartitionKey, v.RowKey, nil)
+				return err == nil && g.Email == v.Email
+			}) {
 				m.put(v)
 			}
 		case r < 6: // a value of an eventual index
@@ -100,7 +103,10 @@ func cfComposed(e *cfEnv) {
 				}
 				g.LastName = v.LastName
 				return x.Replace(ctx, &g, nil)
-			}, func() bool { g, err := x.Get(ctx, v.PartitionKey, v.RowKey, nil); return err == nil && g.LastName == v.LastName }) {
+			}, func() bool {
+				g, err := x.Get(ctx, v.PartitionKey, v.RowKey, nil)
+				return err == nil && g.LastName == v.LastName
+			}) {
 				m.put(v)
 			}
 		case r < 8:
