@@ -34,8 +34,11 @@ type Index[T any] struct {
 	// Unique makes the value the whole key of the copy. In an IndexedTable
 	// a second entity with the same value in the partition fails the whole
 	// transaction with tablekit.ErrAlreadyExists (an *IndexConflictError).
-	// Without Unique the copy's key is the value joined with the primary
-	// RowKey (keys.Join), so equal values coexist and Find lists them.
+	// Without Unique the copy's key is the value joined with the primary's
+	// keys (keys.Join), so equal values coexist and Find lists them: in an
+	// IndexedTable the value and the primary's RowKey (the primary shares
+	// the copy's partition), in an EventualIndexedTable the value, the
+	// primary's PartitionKey and its RowKey ("open_cust01_ord00013").
 	Unique bool
 	// Props lists the properties the copy carries (the guide: "you don't
 	// necessarily need to duplicate all the properties"); nil means all.

@@ -19,10 +19,14 @@ const ReservedPrefix = "Tk"
 // C# identifiers, so Azure accepts them, and start with ReservedPrefix.
 const (
 	// PropPrimaryPartitionKey holds, on an inter-partition index copy, the
-	// PartitionKey of the entity it copies.
+	// PartitionKey of the entity it copies. Every primary entity of an
+	// EventualIndexedTable carries its own, which the worker copies onto
+	// each copy with the other properties.
 	PropPrimaryPartitionKey = "TkPrimaryPK"
 	// PropPrimaryRowKey holds, on an index copy, the RowKey of the entity
-	// it copies, so a lookup returns the primary's keys.
+	// it copies, so a lookup returns the primary's keys. Every primary
+	// entity of an EventualIndexedTable carries its own, as with
+	// PropPrimaryPartitionKey.
 	PropPrimaryRowKey = "TkPrimaryRK"
 	// PropCopies holds, on a primary entity of an EventualIndexedTable,
 	// the JSON list of the copies it should have (consistency.CopySpec):
