@@ -256,7 +256,7 @@ type Instance struct {
 	RootCAs *x509.CertPool
 
 	servers  []*http.Server
-	conns    []*conns // servers[i]'s connections
+	conns    []*conns          // servers[i]'s connections
 	model    *load.Model       // nil without Throttle or Scale
 	tables   []*tables.Service // one per account
 	queues   []*queues.Service // one per account
