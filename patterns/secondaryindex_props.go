@@ -1,12 +1,12 @@
 package patterns
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // ReservedPrefix starts every property tablekit adds to an entity: the
@@ -161,7 +161,7 @@ func checkHiddenProps(what string, props []string, hidden ...string) error {
 	for _, p := range props {
 		for _, h := range hidden {
 			if p == h {
-				return fmt.Errorf("tablekit: %s: %w: the struct has a property named %s, which the pattern reserves", what, tablekit.ErrInvalidEntity, h)
+				return tkerr.Errorf("tablekit: %s: %w: the struct has a property named %s, which the pattern reserves", what, tablekit.ErrInvalidEntity, h)
 			}
 		}
 	}
