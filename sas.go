@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -174,10 +175,10 @@ func (s TableSAS) Format(f fmt.State, verb rune) {
 // for the other parameter errors. No error contains the key or signature.
 func (a *Account) TableSAS(table string, p TableSASPermissions, start, expiry time.Time, opts *TableSASOptions) (*TableSAS, error) {
 	if a.auth.Key == nil {
-		return nil, fmt.Errorf("tablekit: TableSAS for table %q: %w", table, ErrNoSharedKey)
+		return nil, tkerr.Errorf("tablekit: TableSAS for table %q: %w", table, ErrNoSharedKey)
 	}
 	if a.urls.table == "" {
-		return nil, fmt.Errorf("tablekit: TableSAS for table %q: %w", table, ErrNoEndpoint)
+		return nil, tkerr.Errorf("tablekit: TableSAS for table %q: %w", table, ErrNoEndpoint)
 	}
 	v := TableSASValues{Permissions: p, Start: start, Expiry: expiry, Table: table}
 	if opts != nil {
@@ -196,7 +197,7 @@ type TableSASValues struct {
 }
 
 func sasErr(table, msg string) error {
-	return fmt.Errorf("tablekit: TableSAS for table %q: %s: %w", table, msg, ErrInvalidSAS)
+	return tkerr.Errorf("tablekit: TableSAS for table %q: %s: %w", table, msg, ErrInvalidSAS)
 }
 
 // validate checks the values the way the service would, before anything
@@ -222,7 +223,7 @@ func (v *TableSASValues) validate() error {
 		{"EndPartitionKey", o.EndPartitionKey}, {"EndRowKey", o.EndRowKey},
 	} {
 		if err := keys.ValidateKey(k.name, k.val); err != nil {
-			return fmt.Errorf("tablekit: TableSAS for table %q: %w", v.Table, err)
+			return tkerr.Errorf("tablekit: TableSAS for table %q: %w", v.Table, err)
 		}
 	}
 	if o.StartRowKey != "" && o.StartPartitionKey == "" {

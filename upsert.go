@@ -1,8 +1,9 @@
 package tablekit
 
 import (
-	"fmt"
 	"strconv"
+
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // UpsertMode chooses what an upsert does to an entity that already
@@ -38,7 +39,7 @@ func (m UpsertMode) Valid() bool { return m == UpsertReplace || m == UpsertMerge
 // and aztables.UpdateMode use.
 func (m UpsertMode) MarshalText() ([]byte, error) {
 	if !m.Valid() {
-		return nil, fmt.Errorf("tablekit: %w: upsert mode %d is neither UpsertReplace nor UpsertMerge", ErrInvalidArgument, int(m))
+		return nil, tkerr.Errorf("tablekit: %w: upsert mode %d is neither UpsertReplace nor UpsertMerge", ErrInvalidArgument, int(m))
 	}
 	return []byte(m.String()), nil
 }
@@ -52,7 +53,7 @@ func (m *UpsertMode) UnmarshalText(b []byte) error {
 	case "merge", "Merge", "MERGE":
 		*m = UpsertMerge
 	default:
-		return fmt.Errorf("tablekit: %w: upsert mode %q is neither replace nor merge", ErrInvalidArgument, b)
+		return tkerr.Errorf("tablekit: %w: upsert mode %q is neither replace nor merge", ErrInvalidArgument, b)
 	}
 	return nil
 }

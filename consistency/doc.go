@@ -27,7 +27,7 @@
 // and, in the worker process (or the tablekit-worker binary):
 //
 //	w, _ := consistency.NewWorker(acct, &consistency.WorkerOptions{Queues: []string{"archive"}})
-//	err := w.Run(ctx) // until ctx is cancelled; then drains
+//	err := w.Run(ctx, nil) // until ctx is cancelled; then drains
 //
 // # The wire format
 //

@@ -256,6 +256,7 @@ type Instance struct {
 	RootCAs *x509.CertPool
 
 	servers  []*http.Server
+	conns    []*conns          // servers[i]'s connections
 	model    *load.Model       // nil without Throttle or Scale
 	tables   []*tables.Service // one per account
 	queues   []*queues.Service // one per account
@@ -462,14 +463,17 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		}
 		// No ReadTimeout or WriteTimeout: a body's and an answer's time
 		// grows with their size (guard), as Azure's does.
+		cs := new(conns)
 		srv := &http.Server{
 			Handler:           guard(s.name, s.handler, t, lg),
+			ConnState:         cs.track,
 			ReadHeaderTimeout: t.headerTimeout,
 			IdleTimeout:       t.idleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ErrorLog:          lg.errorLog(),
 		}
 		inst.servers = append(inst.servers, srv)
+		inst.conns = append(inst.conns, cs)
 		if tlsConfig != nil {
 			// Beneath headcase, which reads the decrypted request head.
 			ln = tls.NewListener(ln, tlsConfig)
@@ -504,16 +508,19 @@ func validAccountName(name string) bool {
 
 // Stop closes the services' listeners and connections, waiting up to 2 s
 // for requests in flight, then the location's databases (Options.Location;
-// their error is returned). It is safe to call more than once.
+// their error is returned). A connection with no request in flight is
+// closed at once, so Stop returns promptly when nothing is in flight. It
+// is safe to call more than once.
 func (i *Instance) Stop() (err error) {
 	i.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var wg sync.WaitGroup
-		for _, s := range i.servers {
+		for n, s := range i.servers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				i.conns[n].closeQuiet()
 				if s.Shutdown(ctx) != nil {
 					s.Close()
 				}

@@ -149,10 +149,12 @@ func (en *encoder) appendExtra(dst []byte, x *extraProp) ([]byte, error) {
 
 func (en *encoder) finish() error {
 	if en.count > MaxProperties {
-		return errType(en.typ, "", "has "+strconv.Itoa(en.count)+" custom properties; the Table service allows at most 252 (rule: property count)")
+		return errType(en.typ, "", "has "+strconv.Itoa(en.count)+" custom properties; the Table service allows at most 252 (rule: property count); "+
+			"patterns.WideEntities stores an entity of more across several")
 	}
 	if en.size > MaxEntitySize {
-		return errType(en.typ, "", "is "+strconv.Itoa(en.size)+" bytes by the service's size formula; the limit is 1 MiB (1048576 bytes) (rule: entity size)")
+		return errType(en.typ, "", "is "+strconv.Itoa(en.size)+" bytes by the service's size formula; the limit is 1 MiB (1048576 bytes) (rule: entity size); "+
+			"keep its largest values in blobs: []byte fields tagged `table:\"Name,blob\"` of a type stored with patterns.LargeEntities")
 	}
 	return nil
 }
@@ -260,7 +262,7 @@ func (en *encoder) appendField(dst []byte, f *field, fv reflect.Value) ([]byte, 
 		}
 		b := fv.Bytes()
 		if len(b) > MaxBinarySize {
-			return dst, en.fail(f, strconv.Itoa(len(b))+" bytes; Binary values are at most 65536 bytes (rule: binary size)", nil)
+			return dst, en.fail(f, strconv.Itoa(len(b))+" bytes; Binary values are at most 65536 bytes (rule: binary size)"+blobWayOut(f.name), nil)
 		}
 		dst = append(dst, ',')
 		dst = append(dst, f.ann...)
@@ -331,9 +333,22 @@ func (en *encoder) appendStringField(dst []byte, f *field, s string) ([]byte, in
 	dst = append(dst, f.key...)
 	dst, units, ok := appendString(dst, s)
 	if err := checkString(units, ok); err != nil {
+		if ok {
+			return dst[:start], 0, en.fail(f, err.Error()+blobWayOut(f.name), nil)
+		}
 		return dst[:start], 0, en.fail(f, err.Error(), nil)
 	}
 	return dst, 4 + 2*units, nil
+}
+
+// blobWayOut is what a refusal of a value too long for a property adds:
+// tablekit's way to store it, for the property name (a placeholder when
+// empty).
+func blobWayOut(name string) string {
+	if name == "" {
+		name = "Name"
+	}
+	return "; a longer value goes in a blob: a []byte field tagged `table:\"" + name + ",blob\"` of a type stored with patterns.LargeEntities"
 }
 
 func checkString(units int, ok bool) error {
@@ -379,6 +394,9 @@ func appendBareValue(dst []byte, v Value) ([]byte, int, error) {
 		var ok bool
 		dst, units, ok = appendString(dst, x)
 		if err := checkString(units, ok); err != nil {
+			if ok {
+				err = errRule(err.Error() + blobWayOut(""))
+			}
 			return dst, 0, err
 		}
 		size = 4 + 2*units
@@ -405,7 +423,7 @@ func appendBareValue(dst []byte, v Value) ([]byte, int, error) {
 		dst = append(dst, '"')
 	case []byte:
 		if len(x) > MaxBinarySize {
-			return dst, 0, errRule(strconv.Itoa(len(x)) + " bytes; Binary values are at most 65536 bytes (rule: binary size)")
+			return dst, 0, errRule(strconv.Itoa(len(x)) + " bytes; Binary values are at most 65536 bytes (rule: binary size)" + blobWayOut(""))
 		}
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, x)

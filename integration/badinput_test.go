@@ -174,6 +174,10 @@ func TestBadInputCatalogue(t *testing.T) {
 			_, err := keys.ParseFilter("PartitionKey eq 'p'; DROP TABLE x")
 			return err
 		}, tablekit.ErrInvalidFilter},
+		{"filter on a property the type does not have", func() error {
+			_, err := patterns.Collect(people.Query(ctx, keys.And(keys.PK().Eq("p"), keys.Prop("Nme").Eq("x")), nil))
+			return err
+		}, tablekit.ErrInvalidFilter},
 		{"table scan without opt-in", func() error {
 			_, err := patterns.Collect(people.Query(ctx, keys.Prop("Name").Eq("x"), nil))
 			return err
@@ -231,6 +235,9 @@ func TestBadInputCatalogue(t *testing.T) {
 			if err.Error() == "" || strings.Count(err.Error(), ":") == 0 {
 				t.Errorf("error %q does not say what went wrong where", err)
 			}
+			if n := strings.Count(err.Error(), "tablekit:"); n > 1 {
+				t.Errorf("error %q says tablekit: %d times, want once", err, n)
+			}
 			if n := counter.Count(); n != 0 {
 				t.Errorf("%d requests sent before the error:\n%s", n, counter.Requests())
 			}
@@ -286,4 +293,43 @@ func itoa(i int) string {
 		s = string(rune('0'+i%10)) + s
 	}
 	return s
+}
+
+// The service's refusals on the common paths say "tablekit:" once too.
+func TestServiceErrorsSayTablekitOnce(t *testing.T) {
+	ctx := context.Background()
+	acct, _ := testenv.CountingAccount(t)
+	people, err := patterns.NewTable[Person](acct, testenv.TableName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := people.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := Person{PartitionKey: "p", RowKey: "1"}
+	if err := people.Insert(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	stale := p
+	if err := people.Replace(ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"insert of an existing entity", people.Insert(ctx, &Person{PartitionKey: "p", RowKey: "1"}, nil)},
+		{"get of a missing entity", func() error { _, err := people.Get(ctx, "p", "2", nil); return err }()},
+		{"replace with a stale ETag", people.Replace(ctx, &stale, nil)},
+		{"a transaction that fails", func() error {
+			_, err := people.Transaction().Insert(&Person{PartitionKey: "p", RowKey: "1"}).Submit(ctx, nil)
+			return err
+		}()},
+	} {
+		if c.err == nil {
+			t.Errorf("%s: no error", c.name)
+		} else if n := strings.Count(c.err.Error(), "tablekit:"); n != 1 {
+			t.Errorf("%s: %q says tablekit: %d times, want once", c.name, c.err, n)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -79,7 +80,7 @@ func (t *Table[T]) Transaction() *Transaction[T] {
 		name: t.name,
 		codec: func(v any) (*entity.Codec, error) {
 			if v.(*T) == nil {
-				return nil, fmt.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+				return nil, tkerr.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
 			}
 			return t.codec, nil
 		},
@@ -211,7 +212,7 @@ func (x *txBuilder) addOp(op Op) {
 // written entity's new ETag and Timestamp into its value.
 func (x *txBuilder) submit(ctx context.Context, send func(context.Context, []Op) ([]OpResult, error)) ([]OpResult, error) {
 	if x.err != nil {
-		return nil, fmt.Errorf("tablekit: transaction on %s: %w", x.name, x.err)
+		return nil, tkerr.Errorf("tablekit: transaction on %s: %w", x.name, x.err)
 	}
 	results, err := send(ctx, x.ops)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -105,7 +106,7 @@ type BlobLog struct {
 // the container.
 func NewBlobLog(acct *tablekit.Account, containerName, source string, opts *BlobLogOptions) (*BlobLog, error) {
 	if acct == nil || acct.Blobs() == nil {
-		return nil, fmt.Errorf("tablekit: blob log %s: %w", source, tablekit.ErrNoEndpoint)
+		return nil, tkerr.Errorf("tablekit: blob log %s: %w", source, tablekit.ErrNoEndpoint)
 	}
 	if err := keys.ValidateContainerName(containerName); err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func NewBlobLog(acct *tablekit.Account, containerName, source string, opts *Blob
 	if source == "" || len(source) > 256 || strings.Trim(source, ".") == "" || strings.IndexFunc(source, func(r rune) bool {
 		return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
 	}) >= 0 {
-		return nil, fmt.Errorf("tablekit: blob log: %w: source %q must be 1 to 256 ASCII letters, digits, '-', '_' or '.'", tablekit.ErrInvalidName, source)
+		return nil, tkerr.Errorf("tablekit: blob log: %w: source %q must be 1 to 256 ASCII letters, digits, '-', '_' or '.'", tablekit.ErrInvalidName, source)
 	}
 	o := optsOf(opts)
 	if o.FlushSize <= 0 {

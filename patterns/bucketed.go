@@ -2,12 +2,12 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"reflect"
 	"sync"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -41,7 +41,7 @@ type Bucketed[T any] struct {
 // string field the repository can set. It makes no request.
 func NewBucketed[T any](acct *tablekit.Account, name string, buckets int, opts *BucketedOptions) (*Bucketed[T], error) {
 	if buckets < 2 || buckets > 1000 {
-		return nil, fmt.Errorf("tablekit: bucketed %s: %w: %d buckets; use 2 to 1000 (one bucket is a plain Table)", name, tablekit.ErrInvalidArgument, buckets)
+		return nil, tkerr.Errorf("tablekit: bucketed %s: %w: %d buckets; use 2 to 1000 (one bucket is a plain Table)", name, tablekit.ErrInvalidArgument, buckets)
 	}
 	o := optsOf(opts)
 	t, err := NewTable[T](acct, name, o.Table)
@@ -75,7 +75,7 @@ func (b *Bucketed[T]) PartitionKey(stream, rowKey string) string {
 
 func (b *Bucketed[T]) place(stream string, v *T) error {
 	if v == nil {
-		return fmt.Errorf("tablekit: bucketed %s: %w: nil *%s", b.t.name, tablekit.ErrInvalidEntity, b.t.codec.Type())
+		return tkerr.Errorf("tablekit: bucketed %s: %w: nil *%s", b.t.name, tablekit.ErrInvalidEntity, b.t.codec.Type())
 	}
 	_, rk := b.t.codec.Keys(v)
 	b.pk.set(reflect.ValueOf(v).Elem(), b.PartitionKey(stream, rk))
@@ -116,7 +116,7 @@ func (b *Bucketed[T]) Query(ctx context.Context, stream string, rows keys.Filter
 	return func(yield func(T, error) bool) {
 		var zero T
 		if _, ok := rows.PartitionKey(); ok {
-			yield(zero, fmt.Errorf("tablekit: bucketed %s: %w: the row filter names a PartitionKey; Query picks the buckets", b.t.name, tablekit.ErrInvalidArgument))
+			yield(zero, tkerr.Errorf("tablekit: bucketed %s: %w: the row filter names a PartitionKey; Query picks the buckets", b.t.name, tablekit.ErrInvalidArgument))
 			return
 		}
 		// The merge takes each bucket's rows as sorted; the buckets of a

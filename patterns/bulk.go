@@ -14,6 +14,7 @@ import (
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/bufpool"
 	"github.com/tablekit/tablekit/internal/throttle"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -194,7 +195,7 @@ func (t *Table[T]) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
 		o.MaxBatchBytes = defaultMaxBatchBytes
 	}
 	if !o.Mode.Valid() {
-		return o, 0, fmt.Errorf("tablekit: bulk write to %s: %w: mode %v is neither UpsertReplace nor UpsertMerge", t.name, tablekit.ErrInvalidArgument, o.Mode)
+		return o, 0, tkerr.Errorf("tablekit: bulk write to %s: %w: mode %v is neither UpsertReplace nor UpsertMerge", t.name, tablekit.ErrInvalidArgument, o.Mode)
 	}
 	if !o.Insert && o.Mode == UpsertMerge && t.codec.Encrypted() {
 		return o, 0, ErrEncryptedMerge
@@ -402,7 +403,7 @@ func (w *BulkWriter[T]) Write(items []T) (BulkResult, error) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return BulkResult{}, fmt.Errorf("tablekit: bulk write to %s: %w: the BulkWriter is closed", w.t.name, tablekit.ErrInvalidArgument)
+		return BulkResult{}, tkerr.Errorf("tablekit: bulk write to %s: %w: the BulkWriter is closed", w.t.name, tablekit.ErrInvalidArgument)
 	}
 	w.calls.Add(1)
 	w.mu.Unlock()

@@ -2,11 +2,11 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -49,7 +49,7 @@ func NewCompoundKeys[K, T any](acct *tablekit.Account, name, pattern string, opt
 		return nil, err
 	}
 	if tmpl.Parts() < 2 {
-		return nil, fmt.Errorf("tablekit: compound keys %q: %w: a compound key needs at least two parts", pattern, tablekit.ErrInvalidKey)
+		return nil, tkerr.Errorf("tablekit: compound keys %q: %w: a compound key needs at least two parts", pattern, tablekit.ErrInvalidKey)
 	}
 	return &CompoundKeys[K, T]{t: t, tmpl: tmpl}, nil
 }

@@ -2,11 +2,11 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"slices"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -23,7 +23,7 @@ import (
 // table and what needs the order ("LogTail.Latest").
 func (t *Table[T]) requireSorted(what string) error {
 	if err := t.w.Profile().RequireSortedResults(what); err != nil {
-		return fmt.Errorf("tablekit: %s: %w", t.name, err)
+		return tkerr.Errorf("tablekit: %s: %w", t.name, err)
 	}
 	return nil
 }
@@ -45,7 +45,7 @@ func inKeyOrder[T any](ctx context.Context, t *Table[T], f keys.Filter, opts *Qu
 	return func(yield func(T, error) bool) {
 		var zero T
 		if !o.SelectAll && len(o.Select) > 0 && (!slices.Contains(o.Select, "PartitionKey") || !slices.Contains(o.Select, "RowKey")) {
-			yield(zero, fmt.Errorf("tablekit: %s: %w: %s sorts the rows itself on %s and needs PartitionKey and RowKey in Select",
+			yield(zero, tkerr.Errorf("tablekit: %s: %w: %s sorts the rows itself on %s and needs PartitionKey and RowKey in Select",
 				t.name, tablekit.ErrUnsortedResults, what, t.w.Profile()))
 			return
 		}

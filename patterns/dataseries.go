@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -80,14 +81,14 @@ func NewDataSeries[V SeriesNumber](acct *tablekit.Account, name string, slots in
 		o.Prefix = "S"
 	}
 	if slots < 1 {
-		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots; a series needs at least one", name, tablekit.ErrInvalidEntity, slots)
+		return nil, tkerr.Errorf("tablekit: data series %s: %w: %d slots; a series needs at least one", name, tablekit.ErrInvalidEntity, slots)
 	}
 	if slots > maxSeriesSlots {
-		return nil, fmt.Errorf("tablekit: data series %s: %w: %d slots do not fit one entity (at most %d properties, one of them Add's write-id log); store the series as a wide entity (NewWideEntities) or in a blob",
+		return nil, tkerr.Errorf("tablekit: data series %s: %w: %d slots do not fit one entity (at most %d properties, one of them Add's write-id log); store the series as a wide entity (NewWideEntities) or in a blob",
 			name, tablekit.ErrInvalidEntity, slots, entity.MaxProperties)
 	}
 	if !seriesIdentifier(o.Prefix) {
-		return nil, fmt.Errorf("tablekit: data series %s: %w: slot prefix %q is not a C# identifier", name, tablekit.ErrInvalidEntity, o.Prefix)
+		return nil, tkerr.Errorf("tablekit: data series %s: %w: slot prefix %q is not a C# identifier", name, tablekit.ErrInvalidEntity, o.Prefix)
 	}
 	var to TableOptions
 	if o.Table != nil {
@@ -131,7 +132,7 @@ func (d *DataSeries[V]) Property(i int) string {
 
 func (d *DataSeries[V]) checkSlot(i int) error {
 	if i < 0 || i >= d.slots {
-		return fmt.Errorf("tablekit: data series %s: %w: slot %d is outside 0..%d", d.t.name, tablekit.ErrInvalidArgument, i, d.slots-1)
+		return tkerr.Errorf("tablekit: data series %s: %w: slot %d is outside 0..%d", d.t.name, tablekit.ErrInvalidArgument, i, d.slots-1)
 	}
 	return nil
 }
@@ -186,7 +187,7 @@ func (d *DataSeries[V]) Add(ctx context.Context, pk, rk string, i int, delta V, 
 		if stored != nil {
 			var cur entity.Entity
 			if err := d.t.codec.Unmarshal(stored, &cur); err != nil {
-				return Op{}, fmt.Errorf("tablekit: get %s: %w", d.t.describe(pk, rk), err)
+				return Op{}, tkerr.Errorf("tablekit: get %s: %w", d.t.describe(pk, rk), err)
 			}
 			old, err := d.slotValue(&cur, name)
 			if err != nil {
@@ -227,7 +228,7 @@ func (d *DataSeries[V]) Get(ctx context.Context, pk, rk string, opts *GetOptions
 // read. One request.
 func (d *DataSeries[V]) Delete(ctx context.Context, s *Series[V], opts *WriteOptions) error {
 	if s == nil {
-		return fmt.Errorf("tablekit: data series %s: %w: nil *Series", d.t.name, tablekit.ErrInvalidArgument)
+		return tkerr.Errorf("tablekit: data series %s: %w: nil *Series", d.t.name, tablekit.ErrInvalidArgument)
 	}
 	if err := validateKeys(s.PartitionKey, s.RowKey); err != nil {
 		return err
@@ -257,11 +258,11 @@ func (d *DataSeries[V]) slotValue(e *entity.Entity, name string) (V, error) {
 	case float64:
 		f = x
 	default:
-		return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s is %s, not a number",
+		return 0, tkerr.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s is %s, not a number",
 			d.t.name, e.PartitionKey, e.RowKey, tablekit.ErrInvalidEntity, name, p.Type)
 	}
 	if d.edm != entity.EdmDouble && (f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64) {
-		return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s holds %v, which is not an integer of the series' type",
+		return 0, tkerr.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s holds %v, which is not an integer of the series' type",
 			d.t.name, e.PartitionKey, e.RowKey, tablekit.ErrInvalidEntity, name, f)
 	}
 	if d.edm == entity.EdmDouble {
@@ -272,7 +273,7 @@ func (d *DataSeries[V]) slotValue(e *entity.Entity, name string) (V, error) {
 
 func (d *DataSeries[V]) fitInt(x int64, name string, e *entity.Entity) (V, error) {
 	if d.edm == entity.EdmInt32 && (x < math.MinInt32 || x > math.MaxInt32) {
-		return 0, fmt.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s holds %d, which does not fit an Int32",
+		return 0, tkerr.Errorf("tablekit: data series %s (PartitionKey %q, RowKey %q): %w: property %s holds %d, which does not fit an Int32",
 			d.t.name, e.PartitionKey, e.RowKey, tablekit.ErrInvalidEntity, name, x)
 	}
 	return V(x), nil

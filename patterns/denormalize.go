@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -128,11 +129,11 @@ func NewDenormalization[S, D any](acct *tablekit.Account, name string, targets f
 	o := optsOf(opts)
 	switch {
 	case source == nil || copy == nil:
-		return nil, fmt.Errorf("tablekit: NewDenormalization: %w: source and copy are required", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewDenormalization: %w: source and copy are required", tablekit.ErrInvalidArgument)
 	case (targets == nil) == (o.TargetsWhere == nil):
-		return nil, fmt.Errorf("tablekit: NewDenormalization: %w: give exactly one of targets and TargetsWhere", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewDenormalization: %w: give exactly one of targets and TargetsWhere", tablekit.ErrInvalidArgument)
 	case o.TargetsWhere != nil && (o.Link != nil || o.Unlink != nil):
-		return nil, fmt.Errorf("tablekit: NewDenormalization: %w: Link and Unlink keep a list of targets; with TargetsWhere there is none", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewDenormalization: %w: Link and Unlink keep a list of targets; with TargetsWhere there is none", tablekit.ErrInvalidArgument)
 	}
 	src, err := NewTable[S](acct, name, o.Table)
 	if err != nil {
@@ -247,7 +248,7 @@ func (x *Denormalization[S, D]) queryTargets(ctx context.Context, pk, rk string,
 	// Every property: the replace keeps the target's write-id log.
 	q, err := x.dst.prepare(keys.And(keys.PK().Eq(pk), x.where(s)), &QueryOptions{SelectAll: true})
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: update %s: TargetsWhere: %w", x.src.describe(pk, rk), err)
+		return nil, tkerr.Errorf("tablekit: update %s: TargetsWhere: %w", x.src.describe(pk, rk), err)
 	}
 	var out []denormTarget[D]
 	for raw, err := range rawRows(ctx, x.dst.w, q) {
@@ -266,7 +267,7 @@ func (x *Denormalization[S, D]) queryTargets(ctx context.Context, pk, rk string,
 		}
 		var d D
 		if err := x.dst.codec.Unmarshal(raw, &d); err != nil {
-			return nil, fmt.Errorf("tablekit: update %s: its target %s: %w", x.src.describe(pk, rk), strconv.Quote(meta.RowKey), err)
+			return nil, tkerr.Errorf("tablekit: update %s: its target %s: %w", x.src.describe(pk, rk), strconv.Quote(meta.RowKey), err)
 		}
 		x.dst.codec.SetMeta(&d, meta.ETag, time.Time{})
 		if x.source(&d) != rk {
@@ -329,7 +330,7 @@ func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string,
 		if srk != "" {
 			s, setag, sbody, err := x.src.read(ctx, pk, srk)
 			if err != nil {
-				return nil, fmt.Errorf("tablekit: update %s: its source: %w", x.dst.describe(pk, rk), err)
+				return nil, tkerr.Errorf("tablekit: update %s: its source: %w", x.dst.describe(pk, rk), err)
 			}
 			x.copy(&s, d)
 			op := Op{Type: OpMerge, PartitionKey: pk, RowKey: srk, Entity: wire.KeysOnly(pk, srk), ETag: setag}
@@ -347,7 +348,7 @@ func (x *Denormalization[S, D]) UpdateTarget(ctx context.Context, pk, rk string,
 			switch {
 			case tablekit.IsNotFound(err):
 			case err != nil:
-				return nil, fmt.Errorf("tablekit: update %s: its former source: %w", x.dst.describe(pk, rk), err)
+				return nil, tkerr.Errorf("tablekit: update %s: its former source: %w", x.dst.describe(pk, rk), err)
 			case slices.Contains(x.targets(&s), rk):
 				x.unlink(&s, rk)
 				b, err := x.src.marshalKeepLog(&s, sbody)

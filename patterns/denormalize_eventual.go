@@ -2,11 +2,11 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -72,7 +72,7 @@ type EventualDenormalizationOptions struct {
 // names. It makes no request.
 func NewEventualDenormalization[S any](acct *tablekit.Account, sourceTable string, q *consistency.Queue, targets func(s *S) []consistency.EntityRef, props map[string]string, opts *EventualDenormalizationOptions) (*EventualDenormalization[S], error) {
 	if q == nil || targets == nil || len(props) == 0 {
-		return nil, fmt.Errorf("tablekit: NewEventualDenormalization: %w: queue, targets and props are required", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewEventualDenormalization: %w: queue, targets and props are required", tablekit.ErrInvalidArgument)
 	}
 	// Validate the mapping now, as the worker would.
 	probe := consistency.NewStep(consistency.KindCopyProps, consistency.CopyPropsArgs{Source: consistency.EntityRef{Table: sourceTable, PartitionKey: "p", RowKey: "r"},
@@ -102,13 +102,13 @@ func NewEventualDenormalization[S any](acct *tablekit.Account, sourceTable strin
 func NewEventualDenormalizationWhere[S any](acct *tablekit.Account, sourceTable string, q *consistency.Queue, targetTable string, targetsWhere func(s *S) keys.Filter, props map[string]string, opts *EventualDenormalizationOptions) (*EventualDenormalization[S], error) {
 	const what = "NewEventualDenormalizationWhere"
 	if q == nil || targetsWhere == nil || len(props) == 0 {
-		return nil, fmt.Errorf("tablekit: %s: %w: queue, targetsWhere and props are required", what, tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: %s: %w: queue, targetsWhere and props are required", what, tablekit.ErrInvalidArgument)
 	}
 	if opts == nil || opts.Link == "" {
-		return nil, fmt.Errorf("tablekit: %s: %w: Link is required: the query finds candidates, the link decides which are the source's targets", what, tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: %s: %w: Link is required: the query finds candidates, the link decides which are the source's targets", what, tablekit.ErrInvalidArgument)
 	}
 	if err := keys.ValidateTableName(targetTable); err != nil {
-		return nil, fmt.Errorf("tablekit: %s: target table: %w", what, err)
+		return nil, tkerr.Errorf("tablekit: %s: target table: %w", what, err)
 	}
 	probe := consistency.CopyPropsWhere(consistency.CopyPropsWhereArgs{Source: consistency.EntityRef{Table: sourceTable, PartitionKey: "p", RowKey: "r"},
 		Table: targetTable, Props: props, Link: opts.Link, LinkValue: keys.Join("p", "r")})
@@ -135,7 +135,7 @@ func newEventualDenormalization[S any](what string, acct *tablekit.Account, sour
 		o.Delay = time.Second
 	}
 	if err := consistency.ValidateSteps(consistency.NewTransaction(probe)); err != nil {
-		return nil, fmt.Errorf("tablekit: %s: %w: %w", what, tablekit.ErrInvalidArgument, err)
+		return nil, tkerr.Errorf("tablekit: %s: %w: %w", what, tablekit.ErrInvalidArgument, err)
 	}
 	return &EventualDenormalization[S]{src: src, q: q, props: props, link: o.Link, delay: o.Delay}, nil
 }
@@ -227,10 +227,10 @@ func (x *EventualDenormalization[S]) queryStep(v *S, source consistency.EntityRe
 	f := x.where(v)
 	text, err := f.Build()
 	if err != nil {
-		return consistency.Step{}, fmt.Errorf("tablekit: update %s: targetsWhere: %w", x.src.describe(source.PartitionKey, source.RowKey), err)
+		return consistency.Step{}, tkerr.Errorf("tablekit: update %s: targetsWhere: %w", x.src.describe(source.PartitionKey, source.RowKey), err)
 	}
 	if keys.Classify(f) == keys.TableScan && !x.allowScan {
-		return consistency.Step{}, fmt.Errorf("tablekit: update %s: targetsWhere: %w: %s filter %q", x.src.describe(source.PartitionKey, source.RowKey), tablekit.ErrTableScan, x.table, text)
+		return consistency.Step{}, tkerr.Errorf("tablekit: update %s: targetsWhere: %w: %s filter %q", x.src.describe(source.PartitionKey, source.RowKey), tablekit.ErrTableScan, x.table, text)
 	}
 	return consistency.CopyPropsWhere(consistency.CopyPropsWhereArgs{Source: source, Table: x.table, Filter: text, Props: x.props,
 		Link: x.link, LinkValue: keys.Join(source.PartitionKey, source.RowKey), Expect: expect}), nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -88,17 +88,17 @@ func (ix *ListIndex[T]) parallelism() int {
 
 func validateListIndex[T any](what string, t *Table[T], ix *ListIndex[T]) error {
 	if !validIndexName(ix.Name) {
-		return fmt.Errorf("tablekit: %s: %w: list index name %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, ix.Name)
+		return tkerr.Errorf("tablekit: %s: %w: list index name %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if ix.Key == nil {
-		return fmt.Errorf("tablekit: %s: %w: list index %q has no Key function", what, tablekit.ErrInvalidArgument, ix.Name)
+		return tkerr.Errorf("tablekit: %s: %w: list index %q has no Key function", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if err := keys.ValidateKey("RowKey", ix.Prefix+"x"); ix.Prefix != "" && err != nil {
-		return fmt.Errorf("tablekit: %s: list index %q prefix: %w", what, ix.Name, err)
+		return tkerr.Errorf("tablekit: %s: list index %q prefix: %w", what, ix.Name, err)
 	}
 	if ix.Table != "" {
 		if err := keys.ValidateTableName(ix.Table); err != nil {
-			return fmt.Errorf("tablekit: %s: list index %q: %w", what, ix.Name, err)
+			return tkerr.Errorf("tablekit: %s: list index %q: %w", what, ix.Name, err)
 		}
 	}
 	return nil
@@ -163,13 +163,13 @@ func parseListEntity(table, pk, rk, prop string, value []byte, etag string) (lis
 	}
 	p, err := parseProps(value)
 	if err != nil {
-		return listEntity{}, fmt.Errorf("tablekit: %s: %w", describeKeys(table, pk, rk), err)
+		return listEntity{}, tkerr.Errorf("tablekit: %s: %w", describeKeys(table, pk, rk), err)
 	}
 	s, _ := p.str(prop)
 	var m memberList
 	if s != "" {
 		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			return listEntity{}, fmt.Errorf("tablekit: %s: property %s is not a JSON list of strings: %w", describeKeys(table, pk, rk), prop, err)
+			return listEntity{}, tkerr.Errorf("tablekit: %s: property %s is not a JSON list of strings: %w", describeKeys(table, pk, rk), prop, err)
 		}
 		slices.Sort(m)
 		m = slices.Compact(m)
@@ -197,7 +197,7 @@ func listOp(pk, rk, prop, index, value string, old listEntity, m memberList) (Op
 	p.setString(prop, s)
 	body, err := p.bytes()
 	if err != nil {
-		return Op{}, false, fmt.Errorf("tablekit: index %q entity (PartitionKey %q, RowKey %q): %w", index, pk, rk, err)
+		return Op{}, false, tkerr.Errorf("tablekit: index %q entity (PartitionKey %q, RowKey %q): %w", index, pk, rk, err)
 	}
 	if old.etag == "" {
 		return Op{Type: OpInsert, PartitionKey: pk, RowKey: rk, Entity: body}, true, nil
@@ -262,7 +262,7 @@ func lookupMembers[T any](ctx context.Context, t *Table[T], ix ListIndex[T], val
 	return func(yield func(T, error) bool) {
 		var zero T
 		if opts != nil && opts.Limit < 0 {
-			yield(zero, fmt.Errorf("tablekit: find in %s: %w: Limit %d is negative", t.name, tablekit.ErrInvalidArgument, opts.Limit))
+			yield(zero, tkerr.Errorf("tablekit: find in %s: %w: Limit %d is negative", t.name, tablekit.ErrInvalidArgument, opts.Limit))
 			return
 		}
 		m, err := members(ctx, value, nil)
@@ -315,7 +315,7 @@ func NewListIndexedTable[T any](acct *tablekit.Account, name string, ix ListInde
 		return nil, err
 	}
 	if ix.Table != "" || ix.Partition != "" {
-		return nil, fmt.Errorf("tablekit: %s: %w: list index %q sets Table or Partition; option 2 keeps index entities in the entity's partition (use NewEventualListIndexedTable for option 3)", what, tablekit.ErrInvalidArgument, ix.Name)
+		return nil, tkerr.Errorf("tablekit: %s: %w: list index %q sets Table or Partition; option 2 keeps index entities in the entity's partition (use NewEventualListIndexedTable for option 3)", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	return &ListIndexedTable[T]{t: t, ix: ix}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"iter"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -65,10 +65,10 @@ func NewBlobIndexedTable[T any](acct *tablekit.Account, name, container string, 
 		return nil, err
 	}
 	if err := keys.ValidateContainerName(container); err != nil {
-		return nil, fmt.Errorf("tablekit: %s: %w", what, err)
+		return nil, tkerr.Errorf("tablekit: %s: %w", what, err)
 	}
 	if acct.Blobs() == nil {
-		return nil, fmt.Errorf("tablekit: %s: %w", what, tablekit.ErrNoEndpoint)
+		return nil, tkerr.Errorf("tablekit: %s: %w", what, tablekit.ErrNoEndpoint)
 	}
 	return &BlobIndexedTable[T]{t: t, ix: ix, container: container, blobs: acct.Blobs()}, nil
 }
@@ -114,7 +114,7 @@ func (x *BlobIndexedTable[T]) read(ctx context.Context, value string) ([]Member,
 	var m []Member
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, "", fmt.Errorf("tablekit: index blob %s/%s: %w", x.container, name, err)
+			return nil, "", tkerr.Errorf("tablekit: index blob %s/%s: %w", x.container, name, err)
 		}
 	}
 	return m, *resp.ETag, nil
@@ -185,7 +185,7 @@ func (x *BlobIndexedTable[T]) changeMany(ctx context.Context, value string, add,
 			return err
 		}
 	}
-	return fmt.Errorf("tablekit: index blob %s/%s: gave up after %d attempts, it kept changing: %w", x.container, name, x.t.maxAttempts, lastErr)
+	return tkerr.Errorf("tablekit: index blob %s/%s: gave up after %d attempts, it kept changing: %w", x.container, name, x.t.maxAttempts, lastErr)
 }
 
 // Insert lists v under its value, then inserts it. Errors:
@@ -229,7 +229,7 @@ func (x *BlobIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func
 	}
 	if oldVal != "" && x.ix.Key(&v) != oldVal {
 		if err := x.change(ctx, oldVal, Member{pk, rk}, false); err != nil {
-			return v, fmt.Errorf("tablekit: updated %s but could not unlist it from %q (Find skips it; Rebuild removes it): %w", x.t.describe(pk, rk), oldVal, err)
+			return v, tkerr.Errorf("tablekit: updated %s but could not unlist it from %q (Find skips it; Rebuild removes it): %w", x.t.describe(pk, rk), oldVal, err)
 		}
 	}
 	return v, nil
@@ -249,7 +249,7 @@ func (x *BlobIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptio
 	pk, rk := x.t.codec.Keys(&old)
 	if val := x.ix.Key(&old); val != "" {
 		if err := x.change(ctx, val, Member{pk, rk}, false); err != nil {
-			return fmt.Errorf("tablekit: deleted %s but could not unlist it (Find skips it): %w", x.t.describe(pk, rk), err)
+			return tkerr.Errorf("tablekit: deleted %s but could not unlist it (Find skips it): %w", x.t.describe(pk, rk), err)
 		}
 	}
 	return nil

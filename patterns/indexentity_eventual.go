@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -63,7 +64,7 @@ func NewEventualListIndexedTable[T any](acct *tablekit.Account, name string, q *
 		x.ix.Partition = ix.Name
 	}
 	if err := keys.ValidateKey("PartitionKey", x.ix.Partition); err != nil {
-		return nil, fmt.Errorf("tablekit: %s: list index %q: %w", what, ix.Name, err)
+		return nil, tkerr.Errorf("tablekit: %s: list index %q: %w", what, ix.Name, err)
 	}
 	return x, nil
 }
@@ -131,7 +132,7 @@ func (x *EventualListIndexedTable[T]) encode(v *T, intent string) ([]byte, strin
 	}
 	if val := x.ix.Key(v); val != "" {
 		if err := keys.ValidateKey("RowKey", x.ix.Prefix+val); err != nil {
-			return nil, "", "", fmt.Errorf("tablekit: %s: list index %q value %q: %w", x.t.describe(pk, rk), x.ix.Name, val, err)
+			return nil, "", "", tkerr.Errorf("tablekit: %s: list index %q value %q: %w", x.t.describe(pk, rk), x.ix.Name, val, err)
 		}
 	}
 	p, err := parseProps(body)

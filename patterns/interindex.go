@@ -2,13 +2,13 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"slices"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -65,7 +65,7 @@ func openEventualTable[T any](acct *tablekit.Account, name string, q *consistenc
 		return nil, o, "", err
 	}
 	if q == nil {
-		return nil, o, "", fmt.Errorf("tablekit: %s: %w: the queue is nil", what, tablekit.ErrInvalidArgument)
+		return nil, o, "", tkerr.Errorf("tablekit: %s: %w: the queue is nil", what, tablekit.ErrInvalidArgument)
 	}
 	return t, o, what, nil
 }
@@ -94,7 +94,7 @@ func NewEventualIndexedTable[T any](acct *tablekit.Account, name string, q *cons
 			return nil, err
 		}
 		if _, dup := x.byName[ix.Name]; dup {
-			return nil, fmt.Errorf("tablekit: %s: %w: index name %q is used twice", what, tablekit.ErrInvalidArgument, ix.Name)
+			return nil, tkerr.Errorf("tablekit: %s: %w: index name %q is used twice", what, tablekit.ErrInvalidArgument, ix.Name)
 		}
 		x.byName[ix.Name] = i
 		if ix.Table != "" && x.tables[ix.Table] == nil {
@@ -158,7 +158,7 @@ func (x *EventualIndexedTable[T]) specs(v *T) ([]consistency.CopySpec, error) {
 		}
 		s := consistency.CopySpec{Table: x.indexTable(ix), PartitionKey: x.copyPK(ix, v, pk), RowKey: interRowKey(ix, val, pk, rk)}
 		if err := validateKeys(s.PartitionKey, s.RowKey); err != nil {
-			return nil, fmt.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
+			return nil, tkerr.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
 		}
 		props := ix.Props
 		if props == nil {
@@ -310,7 +310,7 @@ func (x *EventualIndexedTable[T]) Get(ctx context.Context, pk, rk string, opts *
 func (x *EventualIndexedTable[T]) index(name string) (*Index[T], error) {
 	i, ok := x.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrInvalidArgument, name)
+		return nil, tkerr.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrInvalidArgument, name)
 	}
 	return &x.indexes[i], nil
 }
@@ -327,7 +327,7 @@ func (x *EventualIndexedTable[T]) Lookup(ctx context.Context, index, part, value
 		return zero, err
 	}
 	if !ix.Unique {
-		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
+		return zero, tkerr.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
 	}
 	return getCopy(ctx, x.t, x.tables[x.indexTable(ix)].w, ix.Name+"_"+part, value)
 }
@@ -450,7 +450,7 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 			}
 			body, err := x.copyOf(p, s).bytes()
 			if err != nil {
-				return fmt.Errorf("tablekit: rebuild %s: copy %s: %w", x.t.name, s.Ref(), err)
+				return tkerr.Errorf("tablekit: rebuild %s: copy %s: %w", x.t.name, s.Ref(), err)
 			}
 			copies[g] = append(copies[g], Op{Type: OpUpsertReplace, PartitionKey: s.PartitionKey, RowKey: s.RowKey, Entity: body})
 		}
@@ -467,7 +467,7 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 		etag, _ := p.str(propETag)
 		body, err := m.bytes()
 		if err != nil {
-			return fmt.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
+			return tkerr.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
 		}
 		merges = append(merges, []Op{{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}})
 	}
@@ -514,7 +514,7 @@ func (x *EventualIndexedTable[T]) audit(ctx context.Context, a *audit) error {
 		}
 		v, err := decodeRow(x.t, p)
 		if err != nil {
-			return fmt.Errorf("tablekit: verify: %w", err)
+			return tkerr.Errorf("tablekit: verify: %w", err)
 		}
 		specs, err := x.specs(&v)
 		if err != nil {

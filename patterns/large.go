@@ -23,6 +23,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -133,10 +134,10 @@ type largeField struct {
 // be a struct type without EntityMarshaler/EntityUnmarshaler methods.
 func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opts *LargeEntitiesOptions) (*LargeEntities[T], error) {
 	if acct == nil {
-		return nil, fmt.Errorf("tablekit: NewLargeEntities: %w: account is nil", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewLargeEntities: %w: account is nil", tablekit.ErrInvalidArgument)
 	}
 	if acct.Blobs() == nil {
-		return nil, fmt.Errorf("tablekit: large entities %s: %w", name, tablekit.ErrNoEndpoint)
+		return nil, tkerr.Errorf("tablekit: large entities %s: %w", name, tablekit.ErrNoEndpoint)
 	}
 	if err := keys.ValidateContainerName(container); err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 	for _, f := range fields {
 		for _, p := range []string{f.prop, f.prop + LargeSizeSuffix, f.prop + LargeContentTypeSuffix, f.prop + LargeHashSuffix} {
 			if taken[p] {
-				return nil, fmt.Errorf("tablekit: large entities %s: %w: type %s: property %s of blob field %s is also used by another field", name, tablekit.ErrInvalidEntity, typ, p, f.goName)
+				return nil, tkerr.Errorf("tablekit: large entities %s: %w: type %s: property %s of blob field %s is also used by another field", name, tablekit.ErrInvalidEntity, typ, p, f.goName)
 			}
 			taken[p] = true
 		}
@@ -185,11 +186,11 @@ func NewLargeEntities[T any](acct *tablekit.Account, name, container string, opt
 // largeDerive reads T's blob tags and builds the type the codec sees.
 func largeDerive(typ reflect.Type) (derived reflect.Type, fields []largeField, err error) {
 	if typ.Kind() != reflect.Struct {
-		return nil, nil, fmt.Errorf("tablekit: large entities: %w: %s is not a struct type", tablekit.ErrInvalidEntity, typ)
+		return nil, nil, tkerr.Errorf("tablekit: large entities: %w: %s is not a struct type", tablekit.ErrInvalidEntity, typ)
 	}
 	for _, hook := range []reflect.Type{reflect.TypeFor[entity.EntityMarshaler](), reflect.TypeFor[entity.EntityUnmarshaler]()} {
 		if typ.Implements(hook) || reflect.PointerTo(typ).Implements(hook) {
-			return nil, nil, fmt.Errorf("tablekit: large entities: %w: type %s implements %s; blob fields need the struct codec", tablekit.ErrInvalidEntity, typ, hook)
+			return nil, nil, tkerr.Errorf("tablekit: large entities: %w: type %s implements %s; blob fields need the struct codec", tablekit.ErrInvalidEntity, typ, hook)
 		}
 	}
 	sfs := make([]reflect.StructField, typ.NumField())
@@ -205,10 +206,10 @@ func largeDerive(typ reflect.Type) (derived reflect.Type, fields []largeField, e
 			continue
 		}
 		if len(parts) != 2 {
-			return nil, nil, fmt.Errorf("tablekit: large entities: %w: type %s field %s: the blob option takes no other options (tag %q)", tablekit.ErrInvalidEntity, typ, sf.Name, tag)
+			return nil, nil, tkerr.Errorf("tablekit: large entities: %w: type %s field %s: the blob option takes no other options (tag %q)", tablekit.ErrInvalidEntity, typ, sf.Name, tag)
 		}
 		if sf.Type != reflect.TypeFor[[]byte]() || !sf.IsExported() || sf.Anonymous {
-			return nil, nil, fmt.Errorf("tablekit: large entities: %w: type %s field %s: the blob option needs an exported []byte field, not %s", tablekit.ErrInvalidEntity, typ, sf.Name, sf.Type)
+			return nil, nil, tkerr.Errorf("tablekit: large entities: %w: type %s field %s: the blob option needs an exported []byte field, not %s", tablekit.ErrInvalidEntity, typ, sf.Name, sf.Type)
 		}
 		prop := parts[0]
 		if prop == "" {
@@ -218,16 +219,16 @@ func largeDerive(typ reflect.Type) (derived reflect.Type, fields []largeField, e
 		sfs[i].Tag = `table:"-"`
 	}
 	if len(fields) == 0 {
-		return nil, nil, fmt.Errorf("tablekit: large entities: %w: type %s has no field tagged `table:\"Name,blob\"`; use Table[T]", tablekit.ErrInvalidEntity, typ)
+		return nil, nil, tkerr.Errorf("tablekit: large entities: %w: type %s has no field tagged `table:\"Name,blob\"`; use Table[T]", tablekit.ErrInvalidEntity, typ)
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			derived, fields, err = nil, nil, fmt.Errorf("tablekit: large entities: %w: type %s cannot be mirrored by reflect.StructOf (%v); avoid embedded types with methods", tablekit.ErrInvalidEntity, typ, r)
+			derived, fields, err = nil, nil, tkerr.Errorf("tablekit: large entities: %w: type %s cannot be mirrored by reflect.StructOf (%v); avoid embedded types with methods", tablekit.ErrInvalidEntity, typ, r)
 		}
 	}()
 	derived = reflect.StructOf(sfs)
 	if !derived.ConvertibleTo(typ) || !typ.ConvertibleTo(derived) {
-		return nil, nil, fmt.Errorf("tablekit: large entities: %w: type %s cannot be mirrored by reflect.StructOf", tablekit.ErrInvalidEntity, typ)
+		return nil, nil, tkerr.Errorf("tablekit: large entities: %w: type %s cannot be mirrored by reflect.StructOf", tablekit.ErrInvalidEntity, typ)
 	}
 	return derived, fields, nil
 }
@@ -268,7 +269,7 @@ func createContainer(ctx context.Context, acct *tablekit.Account, name string) e
 // body referencing them, with the infos of the blobs written.
 func (l *LargeEntities[T]) upload(ctx context.Context, v *T) (body []byte, pk, rk string, written []BlobInfo, err error) {
 	if v == nil {
-		return nil, "", "", nil, fmt.Errorf("tablekit: %s: %w: nil *%s", l.name, tablekit.ErrInvalidEntity, reflect.TypeFor[T]())
+		return nil, "", "", nil, tkerr.Errorf("tablekit: %s: %w: nil *%s", l.name, tablekit.ErrInvalidEntity, reflect.TypeFor[T]())
 	}
 	dv := reflect.ValueOf(v).Elem().Convert(l.derived)
 	base, err := l.codec.Marshal(dv.Interface())
@@ -363,7 +364,7 @@ func (l *LargeEntities[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions
 		return err
 	}
 	if mode == UpsertMerge {
-		return fmt.Errorf("tablekit: large entities %s: %w: UpsertMerge; a large entity is always written whole", l.name, tablekit.ErrInvalidArgument)
+		return tkerr.Errorf("tablekit: large entities %s: %w: UpsertMerge; a large entity is always written whole", l.name, tablekit.ErrInvalidArgument)
 	}
 	body, pk, rk, written, err := l.upload(ctx, v)
 	if err != nil {
@@ -400,7 +401,7 @@ func (l *LargeEntities[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions
 // tablekit.ErrNotFound. Three requests.
 func (l *LargeEntities[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	if v == nil {
-		return fmt.Errorf("tablekit: delete from %s: %w: nil *%s", l.name, tablekit.ErrInvalidArgument, reflect.TypeFor[T]())
+		return tkerr.Errorf("tablekit: delete from %s: %w: nil *%s", l.name, tablekit.ErrInvalidArgument, reflect.TypeFor[T]())
 	}
 	dv := reflect.New(l.derived)
 	dv.Elem().Set(reflect.ValueOf(v).Elem().Convert(l.derived))
@@ -450,7 +451,7 @@ func (l *LargeEntities[T]) cleanup(ctx context.Context, pk, rk string, blobs []B
 		tx.Add(consistency.BlobCleanup(b.Container, b.Name, src, b.Property))
 	}
 	if err := l.queue.Enqueue(ctx, tx, nil); err != nil {
-		return fmt.Errorf("tablekit: %s: the entity was written but the cleanup of its old blobs could not be enqueued (they stay as orphans): %w", l.describe(pk, rk), err)
+		return tkerr.Errorf("tablekit: %s: the entity was written but the cleanup of its old blobs could not be enqueued (they stay as orphans): %w", l.describe(pk, rk), err)
 	}
 	return nil
 }
@@ -484,7 +485,7 @@ func (l *LargeEntities[T]) getRaw(ctx context.Context, pk, rk string) ([]byte, s
 func (l *LargeEntities[T]) refs(raw []byte, pk, rk string) ([]BlobInfo, error) {
 	var e entity.Entity
 	if err := e.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("tablekit: get %s: %w", l.describe(pk, rk), err)
+		return nil, tkerr.Errorf("tablekit: get %s: %w", l.describe(pk, rk), err)
 	}
 	var out []BlobInfo
 	for _, f := range l.fields {
@@ -512,7 +513,7 @@ func (l *LargeEntities[T]) GetLazy(ctx context.Context, pk, rk string, opts *Get
 	}
 	dp := reflect.New(l.derived)
 	if err := l.codec.Unmarshal(raw, dp.Interface()); err != nil {
-		return v, nil, fmt.Errorf("tablekit: get %s: %w", l.describe(pk, rk), err)
+		return v, nil, tkerr.Errorf("tablekit: get %s: %w", l.describe(pk, rk), err)
 	}
 	l.codec.SetMeta(dp.Interface(), etag, TimestampFromETag(etag))
 	reflect.ValueOf(&v).Elem().Set(dp.Elem().Convert(reflect.TypeFor[T]()))

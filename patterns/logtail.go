@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -96,7 +97,7 @@ func (l *LogTail[T]) RowKey(at time.Time) string {
 // (tablekit.ErrOutcomeUnknown when the entity is there).
 func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time, opts *InsertOptions) (string, error) {
 	if v == nil {
-		return "", fmt.Errorf("tablekit: log tail %s: %w: nil *%s", l.t.name, tablekit.ErrInvalidEntity, l.t.codec.Type())
+		return "", tkerr.Errorf("tablekit: log tail %s: %w: nil *%s", l.t.name, tablekit.ErrInvalidEntity, l.t.codec.Type())
 	}
 	rk := l.RowKey(at)
 	l.rk.set(reflect.ValueOf(v).Elem(), rk)
@@ -108,7 +109,7 @@ func (l *LogTail[T]) Append(ctx context.Context, v *T, at time.Time, opts *Inser
 // request.
 func (l *LogTail[T]) Latest(ctx context.Context, pk string, n int, opts *LatestOptions) ([]T, error) {
 	if n < 1 || n > MaxPageSize {
-		return nil, fmt.Errorf("tablekit: log tail %s: %w: n %d is outside 1..%d", l.t.name, tablekit.ErrInvalidArgument, n, MaxPageSize)
+		return nil, tkerr.Errorf("tablekit: log tail %s: %w: n %d is outside 1..%d", l.t.name, tablekit.ErrInvalidArgument, n, MaxPageSize)
 	}
 	if err := keys.ValidateKey("PartitionKey", pk); err != nil {
 		return nil, err
@@ -240,7 +241,7 @@ func patternKeyFields[T any](t *Table[T]) (pk, rk patternKeyField, err error) {
 		}
 	}
 	if !okP || !okR {
-		return pk, rk, fmt.Errorf("tablekit: %w: type %s: the pattern sets keys itself and needs string PartitionKey and RowKey fields it can set", tablekit.ErrInvalidEntity, typ)
+		return pk, rk, tkerr.Errorf("tablekit: %w: type %s: the pattern sets keys itself and needs string PartitionKey and RowKey fields it can set", tablekit.ErrInvalidEntity, typ)
 	}
 	return pk, rk, nil
 }

@@ -9,7 +9,6 @@ package patterns
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"reflect"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -870,7 +870,7 @@ func decodeRow[T any](t *Table[T], p rawProps) (T, error) {
 	}
 	if err != nil {
 		pk, rk := rowKeys(p)
-		return v, fmt.Errorf("tablekit: %s: %w", t.describe(pk, rk), err)
+		return v, tkerr.Errorf("tablekit: %s: %w", t.describe(pk, rk), err)
 	}
 	return v, nil
 }

@@ -2,13 +2,13 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"iter"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -30,7 +30,7 @@ type MixedTable struct {
 // transport (SDKPath), nil means the defaults. It makes no request.
 func NewMixedTable(acct *tablekit.Account, name string, reg *entity.Registry, opts *MixedTableOptions) (*MixedTable, error) {
 	if acct == nil || reg == nil {
-		return nil, fmt.Errorf("tablekit: NewMixedTable: %w: account and registry are required", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewMixedTable: %w: account and registry are required", tablekit.ErrInvalidArgument)
 	}
 	var to *TableOptions
 	if opts != nil {
@@ -74,7 +74,7 @@ func (m *MixedTable) Encode(v any) (body []byte, pk, rk string, err error) {
 func (m *MixedTable) codecOf(v any) (*entity.Codec, error) {
 	k, ok := m.reg.KindOf(v)
 	if !ok {
-		return nil, fmt.Errorf("tablekit: %s: %w: type %T is not registered", m.name, entity.ErrUnknownKind, v)
+		return nil, tkerr.Errorf("tablekit: %s: %w: type %T is not registered", m.name, entity.ErrUnknownKind, v)
 	}
 	c, _ := m.reg.Codec(k)
 	return c, nil
@@ -186,7 +186,7 @@ func (m *MixedTable) write(ctx context.Context, verb string, add func(b *txBuild
 	x := m.Transaction()
 	add(&x.b)
 	if x.b.err != nil {
-		return fmt.Errorf("tablekit: %s on %s: %w", verb, m.name, x.b.err)
+		return tkerr.Errorf("tablekit: %s on %s: %w", verb, m.name, x.b.err)
 	}
 	_, err := x.b.submit(ctx, func(ctx context.Context, ops []Op) ([]OpResult, error) {
 		etag, err := m.w.Write(ctx, verb, ops[0])
@@ -204,7 +204,7 @@ func (m *MixedTable) Get(ctx context.Context, pk, rk string, opts *GetOptions) (
 	}
 	v, err := m.reg.Resolve(body)
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: get %s: %w", m.describe(pk, rk), err)
+		return nil, tkerr.Errorf("tablekit: get %s: %w", m.describe(pk, rk), err)
 	}
 	return v, nil
 }
@@ -231,7 +231,7 @@ func (m *MixedTable) Query(ctx context.Context, f keys.Filter, opts *QueryOption
 			}
 			v, err := m.reg.Resolve(raw)
 			if err != nil {
-				yield(nil, fmt.Errorf("tablekit: query %s: %w", m.name, err))
+				yield(nil, tkerr.Errorf("tablekit: query %s: %w", m.name, err))
 				return
 			}
 			if !yield(v, nil) {

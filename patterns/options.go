@@ -1,9 +1,8 @@
 package patterns
 
 import (
-	"fmt"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // The per-call options of the contract (see the package documentation):
@@ -84,7 +83,7 @@ func upsertMode(opts *UpsertOptions) (UpsertMode, error) {
 		return UpsertReplace, nil
 	}
 	if !opts.Mode.Valid() {
-		return 0, fmt.Errorf("tablekit: upsert: %w: mode %v is neither UpsertReplace nor UpsertMerge", tablekit.ErrInvalidArgument, opts.Mode)
+		return 0, tkerr.Errorf("tablekit: upsert: %w: mode %v is neither UpsertReplace nor UpsertMerge", tablekit.ErrInvalidArgument, opts.Mode)
 	}
 	return opts.Mode, nil
 }

@@ -3,7 +3,6 @@ package patterns
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -107,7 +107,7 @@ func (p *PeriodTables[T]) writable(at time.Time) (*Table[T], error) {
 	p.mu.Unlock()
 	if dropped {
 		name, _ := keys.PeriodTable(p.prefix, p.period, at)
-		return nil, fmt.Errorf("tablekit: write at %s into %s: %w", at.UTC().Format(time.RFC3339), name, ErrPeriodDropped)
+		return nil, tkerr.Errorf("tablekit: write at %s into %s: %w", at.UTC().Format(time.RFC3339), name, ErrPeriodDropped)
 	}
 	return p.Table(at)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -99,12 +100,12 @@ func (t *Table[T]) typedFilter(f keys.Filter, allow bool) (keys.Filter, error) {
 	}
 	if !allow {
 		if err := f.CheckProperties(func(name string) bool { return t.props[name] }); err != nil {
-			return keys.Filter{}, fmt.Errorf("tablekit: query %s: %w (type %s; set AllowUnknownProperties to send it anyway)", t.name, err, t.codec.Type())
+			return keys.Filter{}, tkerr.Errorf("tablekit: query %s: %w (type %s; set AllowUnknownProperties to send it anyway)", t.name, err, t.codec.Type())
 		}
 	}
 	typed, err := f.Retype(func(name string) string { return string(t.codec.PropertyType(name)) })
 	if err != nil {
-		return keys.Filter{}, fmt.Errorf("tablekit: query %s: %w (type %s)", t.name, err, t.codec.Type())
+		return keys.Filter{}, tkerr.Errorf("tablekit: query %s: %w (type %s)", t.name, err, t.codec.Type())
 	}
 	return typed, nil
 }
@@ -138,14 +139,14 @@ func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect
 	}
 	switch {
 	case o.Top < 0 || o.Top > MaxPageSize:
-		return query{}, fmt.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", table, tablekit.ErrInvalidArgument, o.Top, MaxPageSize)
+		return query{}, tkerr.Errorf("tablekit: query %s: %w: Top %d is outside 1..%d", table, tablekit.ErrInvalidArgument, o.Top, MaxPageSize)
 	case o.Top == 0:
 		q.top = MaxPageSize
 	default:
 		q.top = int32(o.Top)
 	}
 	if o.Limit < 0 {
-		return query{}, fmt.Errorf("tablekit: query %s: %w: negative Limit %d", table, tablekit.ErrInvalidArgument, o.Limit)
+		return query{}, tkerr.Errorf("tablekit: query %s: %w: negative Limit %d", table, tablekit.ErrInvalidArgument, o.Limit)
 	}
 	if !o.SelectAll {
 		sel := o.Select
@@ -154,7 +155,7 @@ func prepareQuery(table string, f keys.Filter, opts *QueryOptions, defaultSelect
 		}
 		for _, name := range sel {
 			if name == "" || strings.ContainsAny(name, ",()'\"") {
-				return query{}, fmt.Errorf("tablekit: query %s: %w: invalid property name %q in Select", table, tablekit.ErrInvalidArgument, name)
+				return query{}, tkerr.Errorf("tablekit: query %s: %w: invalid property name %q in Select", table, tablekit.ErrInvalidArgument, name)
 			}
 		}
 		q.selects = strings.Join(sel, ",")
@@ -204,7 +205,7 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 			}
 			*v = zero
 			if err := r.Decode(t.codec, v); err != nil {
-				yield(zero, fmt.Errorf("tablekit: query %s: %w", t.name, err))
+				yield(zero, tkerr.Errorf("tablekit: query %s: %w", t.name, err))
 				return
 			}
 			if !yield(*v, nil) {
@@ -267,7 +268,7 @@ func (t *Table[T]) Page(ctx context.Context, f keys.Filter, token string, opts *
 	for _, raw := range rows {
 		var v T
 		if err := t.codec.Unmarshal(raw, &v); err != nil {
-			return Page[T]{}, fmt.Errorf("tablekit: query %s: %w", t.name, err)
+			return Page[T]{}, tkerr.Errorf("tablekit: query %s: %w", t.name, err)
 		}
 		p.Items = append(p.Items, v)
 	}

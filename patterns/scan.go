@@ -15,6 +15,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -130,7 +131,7 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 				err = r.Err()
 			}
 			if err != nil {
-				return fmt.Errorf("tablekit: scan %s: %w", t.name, err)
+				return tkerr.Errorf("tablekit: scan %s: %w", t.name, err)
 			}
 		}
 		return fn(ctx, items)
@@ -165,7 +166,7 @@ func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *Sc
 		return nil, err
 	}
 	if n < 1 || n > 10_000 {
-		return nil, fmt.Errorf("tablekit: split scan of %s: %w: %d ranges is outside 1..10000", t.name, tablekit.ErrInvalidArgument, n)
+		return nil, tkerr.Errorf("tablekit: split scan of %s: %w: %d ranges is outside 1..10000", t.name, tablekit.ErrInvalidArgument, n)
 	}
 	whole := &scanRange{Hi: position{End: true}, Stop: position{End: true}}
 	ranges := []*scanRange{whole}

@@ -3,13 +3,13 @@ package patterns
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -34,8 +34,11 @@ type Index[T any] struct {
 	// Unique makes the value the whole key of the copy. In an IndexedTable
 	// a second entity with the same value in the partition fails the whole
 	// transaction with tablekit.ErrAlreadyExists (an *IndexConflictError).
-	// Without Unique the copy's key is the value joined with the primary
-	// RowKey (keys.Join), so equal values coexist and Find lists them.
+	// Without Unique the copy's key is the value joined with the primary's
+	// keys (keys.Join), so equal values coexist and Find lists them: in an
+	// IndexedTable the value and the primary's RowKey (the primary shares
+	// the copy's partition), in an EventualIndexedTable the value, the
+	// primary's PartitionKey and its RowKey ("open_cust01_ord00013").
 	Unique bool
 	// Props lists the properties the copy carries (the guide: "you don't
 	// necessarily need to duplicate all the properties"); nil means all.
@@ -132,7 +135,7 @@ func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index
 		return nil, err
 	}
 	if len(indexes) > maxIndexes {
-		return nil, fmt.Errorf("tablekit: %s: %w: %d indexes; an update that changes every indexed value takes 1 + 2 per index operations and a transaction holds %d, so at most %d indexes fit",
+		return nil, tkerr.Errorf("tablekit: %s: %w: %d indexes; an update that changes every indexed value takes 1 + 2 per index operations and a transaction holds %d, so at most %d indexes fit",
 			what, tablekit.ErrInvalidTransaction, len(indexes), MaxTransactionOps, maxIndexes)
 	}
 	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryRowKey); err != nil {
@@ -140,14 +143,14 @@ func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index
 	}
 	x := &IndexedTable[T]{t: t, indexes: slices.Clone(indexes), byName: map[string]int{}, primary: o.Primary}
 	if o.Primary != "" && !validIndexName(o.Primary) {
-		return nil, fmt.Errorf("tablekit: %s: %w: Primary %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, o.Primary)
+		return nil, tkerr.Errorf("tablekit: %s: %w: Primary %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, o.Primary)
 	}
 	for i, ix := range x.indexes {
 		if err := validateIndex(what, t, ix, false); err != nil {
 			return nil, err
 		}
 		if _, dup := x.byName[ix.Name]; dup || ix.Name == o.Primary {
-			return nil, fmt.Errorf("tablekit: %s: %w: index name %q is used twice", what, tablekit.ErrInvalidArgument, ix.Name)
+			return nil, tkerr.Errorf("tablekit: %s: %w: index name %q is used twice", what, tablekit.ErrInvalidArgument, ix.Name)
 		}
 		x.byName[ix.Name] = i
 	}
@@ -157,17 +160,17 @@ func NewIndexedTable[T any](acct *tablekit.Account, name string, indexes []Index
 
 func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) error {
 	if !validIndexName(ix.Name) {
-		return fmt.Errorf("tablekit: %s: %w: index name %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, ix.Name)
+		return tkerr.Errorf("tablekit: %s: %w: index name %q: use 1 to 64 ASCII letters and digits", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if ix.Key == nil {
-		return fmt.Errorf("tablekit: %s: %w: index %q has no Key function", what, tablekit.ErrInvalidArgument, ix.Name)
+		return tkerr.Errorf("tablekit: %s: %w: index %q has no Key function", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if !eventual && (ix.Table != "" || ix.Partition != nil) {
-		return fmt.Errorf("tablekit: %s: %w: index %q sets Table or Partition, which only an EventualIndexedTable (inter-partition index) can honour", what, tablekit.ErrInvalidArgument, ix.Name)
+		return tkerr.Errorf("tablekit: %s: %w: index %q sets Table or Partition, which only an EventualIndexedTable (inter-partition index) can honour", what, tablekit.ErrInvalidArgument, ix.Name)
 	}
 	if ix.Table != "" {
 		if err := keys.ValidateTableName(ix.Table); err != nil {
-			return fmt.Errorf("tablekit: %s: index %q: %w", what, ix.Name, err)
+			return tkerr.Errorf("tablekit: %s: index %q: %w", what, ix.Name, err)
 		}
 	}
 	for _, p := range ix.Props {
@@ -175,7 +178,7 @@ func validateIndex[T any](what string, t *Table[T], ix Index[T], eventual bool) 
 			continue
 		}
 		if !slices.Contains(t.codec.Select(), p) {
-			return fmt.Errorf("tablekit: %s: %w: index %q projects property %q, which %s does not have", what, tablekit.ErrInvalidArgument, ix.Name, p, t.codec.Type())
+			return tkerr.Errorf("tablekit: %s: %w: index %q projects property %q, which %s does not have", what, tablekit.ErrInvalidArgument, ix.Name, p, t.codec.Type())
 		}
 	}
 	return nil
@@ -220,11 +223,11 @@ func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []int
 		return nil, "", "", nil, err
 	}
 	if x.primary != "" && !strings.HasPrefix(rk, x.primary+"_") {
-		return nil, "", "", nil, fmt.Errorf("tablekit: %s: %w: RowKey %q does not start with the primary prefix %q", x.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, x.primary+"_")
+		return nil, "", "", nil, tkerr.Errorf("tablekit: %s: %w: RowKey %q does not start with the primary prefix %q", x.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, x.primary+"_")
 	}
 	for i := range x.indexes {
 		if strings.HasPrefix(rk, x.indexes[i].Name+"_") {
-			return nil, "", "", nil, fmt.Errorf("tablekit: %s: %w: RowKey %q starts with the prefix of index %q; set IndexedTableOptions.Primary or change the key", x.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, x.indexes[i].Name)
+			return nil, "", "", nil, tkerr.Errorf("tablekit: %s: %w: RowKey %q starts with the prefix of index %q; set IndexedTableOptions.Primary or change the key", x.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, x.indexes[i].Name)
 		}
 	}
 	var p rawProps
@@ -236,7 +239,7 @@ func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []int
 		}
 		crk := intraRowKey(ix, val, rk)
 		if err := keys.ValidateKey("RowKey", crk); err != nil {
-			return nil, "", "", nil, fmt.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
+			return nil, "", "", nil, tkerr.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
 		}
 		if p == nil {
 			if p, err = parseProps(body); err != nil {
@@ -247,7 +250,7 @@ func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []int
 		c.setString(PropPrimaryRowKey, rk)
 		cb, err := c.bytes()
 		if err != nil {
-			return nil, "", "", nil, fmt.Errorf("tablekit: %s: index %q copy: %w", x.t.describe(pk, rk), ix.Name, err)
+			return nil, "", "", nil, tkerr.Errorf("tablekit: %s: index %q copy: %w", x.t.describe(pk, rk), ix.Name, err)
 		}
 		copies = append(copies, intraCopy{index: ix.Name, value: val, rk: crk, body: cb, props: c})
 	}
@@ -403,7 +406,7 @@ func (x *IndexedTable[T]) index(name string) (ix *Index[T], primary bool, err er
 	}
 	i, ok := x.byName[name]
 	if !ok {
-		return nil, false, fmt.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrInvalidArgument, name)
+		return nil, false, tkerr.Errorf("tablekit: %s: %w: no index named %q", x.t.name, tablekit.ErrInvalidArgument, name)
 	}
 	return &x.indexes[i], false, nil
 }
@@ -425,7 +428,7 @@ func (x *IndexedTable[T]) Lookup(ctx context.Context, index, pk, value string, o
 		return x.t.Get(ctx, pk, x.primaryRK(value), opts)
 	}
 	if !ix.Unique {
-		return zero, fmt.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
+		return zero, tkerr.Errorf("tablekit: %s: %w: index %q is not unique; use Find", x.t.name, tablekit.ErrInvalidArgument, index)
 	}
 	return getCopy(ctx, x.t, x.t.w, pk, intraRowKey(ix, value, ""))
 }
@@ -447,7 +450,7 @@ func decodeCopy[T any](t *Table[T], row []byte) (T, error) {
 		err = t.codec.Unmarshal(b, &v)
 	}
 	if err != nil {
-		return v, fmt.Errorf("tablekit: %s: decode index copy: %w", t.name, err)
+		return v, tkerr.Errorf("tablekit: %s: decode index copy: %w", t.name, err)
 	}
 	return v, nil
 }

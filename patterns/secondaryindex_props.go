@@ -1,13 +1,13 @@
 package patterns
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // ReservedPrefix starts every property tablekit adds to an entity: the
@@ -20,10 +20,15 @@ const ReservedPrefix = "Tk"
 // C# identifiers, so Azure accepts them, and start with ReservedPrefix.
 const (
 	// PropPrimaryPartitionKey holds, on an inter-partition index copy, the
-	// PartitionKey of the entity it copies.
+	// PartitionKey of the entity it copies. Every primary entity of an
+	// EventualIndexedTable or a Model with EventualIndexes carries its
+	// own, which the worker copies onto each copy with the other
+	// properties.
 	PropPrimaryPartitionKey = consistency.PrimaryPartitionKeyProperty
 	// PropPrimaryRowKey holds, on an index copy, the RowKey of the entity
-	// it copies, so a lookup returns the primary's keys.
+	// it copies, so a lookup returns the primary's keys. Every primary
+	// entity of an EventualIndexedTable carries its own, as with
+	// PropPrimaryPartitionKey.
 	PropPrimaryRowKey = consistency.PrimaryRowKeyProperty
 	// PropCopies holds, on a primary entity of an EventualIndexedTable,
 	// the JSON list of the copies it should have (consistency.CopySpec):
@@ -158,7 +163,7 @@ func checkHiddenProps(what string, props []string, hidden ...string) error {
 	for _, p := range props {
 		for _, h := range hidden {
 			if p == h {
-				return fmt.Errorf("tablekit: %s: %w: the struct has a property named %s, which the pattern reserves", what, tablekit.ErrInvalidEntity, h)
+				return tkerr.Errorf("tablekit: %s: %w: the struct has a property named %s, which the pattern reserves", what, tablekit.ErrInvalidEntity, h)
 			}
 		}
 	}

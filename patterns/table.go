@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -87,7 +88,7 @@ type Table[T any] struct {
 // request; call CreateIfNotExists to create the table.
 func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*Table[T], error) {
 	if acct == nil {
-		return nil, fmt.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
 	}
 	o := optsOf(opts)
 	codec, err := entity.CodecOf(reflect.TypeFor[T](), o.Codec)
@@ -96,7 +97,7 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	}
 	for _, p := range codec.Select() {
 		if strings.HasPrefix(p, ReservedPrefix) {
-			return nil, fmt.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
+			return nil, tkerr.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
 		}
 	}
 	w, err := wire.Open(acct, name, o.wireOptions())
@@ -304,7 +305,7 @@ func (t *Table[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 // delete (wire.ModifyOptions.IfMatch).
 func (t *Table[T]) deleteTarget(v *T, opts *WriteOptions) (pk, rk, etag string, err error) {
 	if v == nil {
-		return "", "", "", fmt.Errorf("tablekit: delete from %s: %w: nil *%s", t.name, tablekit.ErrInvalidArgument, t.codec.Type())
+		return "", "", "", tkerr.Errorf("tablekit: delete from %s: %w: nil *%s", t.name, tablekit.ErrInvalidArgument, t.codec.Type())
 	}
 	pk, rk = t.codec.Keys(v)
 	if err := validateKeys(pk, rk); err != nil {
@@ -332,7 +333,7 @@ func (t *Table[T]) readForDelete(ctx context.Context, v *T, opts *WriteOptions) 
 		return old, "", err
 	}
 	if want != "" && want != etag {
-		return old, "", fmt.Errorf("tablekit: delete %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", t.describe(pk, rk), tablekit.ErrPreconditionFailed, etag, want)
+		return old, "", tkerr.Errorf("tablekit: delete %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", t.describe(pk, rk), tablekit.ErrPreconditionFailed, etag, want)
 	}
 	return old, etag, nil
 }
@@ -404,7 +405,7 @@ func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error,
 	m, err := t.w.ModifyBatch(ctx, pk, rk, func(stored []byte, etag string) ([]Op, error) {
 		var old T
 		if err := t.codec.Unmarshal(stored, &old); err != nil {
-			return nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+			return nil, tkerr.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
 		}
 		t.codec.SetMeta(&old, etag, time.Time{})
 		v = old
@@ -442,7 +443,7 @@ func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, 
 		return v, "", nil, err
 	}
 	if err := t.codec.Unmarshal(body, &v); err != nil {
-		return v, "", nil, fmt.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+		return v, "", nil, tkerr.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
 	}
 	t.codec.SetMeta(&v, etag, time.Time{})
 	return v, etag, body, nil
@@ -455,7 +456,7 @@ func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, e
 
 func (t *Table[T]) marshal(v *T) (body []byte, pk, rk string, err error) {
 	if v == nil {
-		return nil, "", "", fmt.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+		return nil, "", "", tkerr.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
 	}
 	body, err = t.codec.Marshal(v)
 	if err != nil {

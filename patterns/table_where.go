@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/throttle"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -198,7 +199,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		for i, raw := range p.rows {
 			k, err := rowPosition(raw)
 			if err != nil {
-				return fmt.Errorf("tablekit: delete from %s: %w", t.name, err)
+				return tkerr.Errorf("tablekit: delete from %s: %w", t.name, err)
 			}
 			if g != nil && (k.PK != g.ops[0].PartitionKey || len(g.ops) == MaxTransactionOps) {
 				b.dispatch(g)

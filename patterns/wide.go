@@ -2,13 +2,13 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -126,7 +126,7 @@ func (w *WideEntities) Get(ctx context.Context, pk, rk string, opts *GetOptions)
 	}
 	first, ok := chunks[0]
 	if !ok {
-		return nil, fmt.Errorf("tablekit: wide entity %s: %w", w.describe(pk, rk), tablekit.ErrNotFound)
+		return nil, tkerr.Errorf("tablekit: wide entity %s: %w", w.describe(pk, rk), tablekit.ErrNotFound)
 	}
 	count := 1
 	if v, ok := first.Properties[WideChunksProperty]; ok {
@@ -137,7 +137,7 @@ func (w *WideEntities) Get(ctx context.Context, pk, rk string, opts *GetOptions)
 	for i := 0; i < count; i++ {
 		c, ok := chunks[i]
 		if !ok {
-			return nil, fmt.Errorf("tablekit: wide entity %s: %w: physical entity %q of %d is missing", w.describe(pk, rk), tablekit.ErrInvalidEntity, WideChunkRowKey(rk, i), count)
+			return nil, tkerr.Errorf("tablekit: wide entity %s: %w: physical entity %q of %d is missing", w.describe(pk, rk), tablekit.ErrInvalidEntity, WideChunkRowKey(rk, i), count)
 		}
 		for name, v := range c.Properties {
 			if i == 0 && name == WideChunksProperty || name == UpdateLogProperty {
@@ -189,13 +189,13 @@ func (w *WideEntities) Upsert(ctx context.Context, e *WideEntity, opts *UpsertOp
 		return err
 	}
 	if mode == UpsertMerge {
-		return fmt.Errorf("tablekit: wide entities %s: %w: UpsertMerge cannot keep a wide entity's packing; Get it and Replace it", w.t.name, tablekit.ErrInvalidArgument)
+		return tkerr.Errorf("tablekit: wide entities %s: %w: UpsertMerge cannot keep a wide entity's packing; Get it and Replace it", w.t.name, tablekit.ErrInvalidArgument)
 	}
 	return w.write(ctx, e, OpUpsertReplace, "")
 }
 
 func (w *WideEntities) nilEntity() error {
-	return fmt.Errorf("tablekit: wide entity on %s: %w: nil *WideEntity", w.t.name, tablekit.ErrInvalidArgument)
+	return tkerr.Errorf("tablekit: wide entity on %s: %w: nil *WideEntity", w.t.name, tablekit.ErrInvalidArgument)
 }
 
 // write writes every physical entity of e in one transaction, the first
@@ -218,7 +218,7 @@ func (w *WideEntities) write(ctx context.Context, e *WideEntity, first OpType, e
 	for i, c := range chunks {
 		body, err := c.MarshalJSON()
 		if err != nil {
-			return fmt.Errorf("tablekit: wide entity %s: physical entity %d: %w", w.describe(e.PartitionKey, e.RowKey), i, err)
+			return tkerr.Errorf("tablekit: wide entity %s: physical entity %d: %w", w.describe(e.PartitionKey, e.RowKey), i, err)
 		}
 		op := Op{Type: OpUpsertReplace, PartitionKey: c.PartitionKey, RowKey: c.RowKey, Entity: body}
 		if i == 0 {
@@ -235,7 +235,7 @@ func (w *WideEntities) write(ctx context.Context, e *WideEntity, first OpType, e
 		}
 	}
 	if len(ops) > MaxTransactionOps {
-		return fmt.Errorf("tablekit: wide entity %s: %w: the write needs %d operations (%d physical entities, %d leftovers to delete); one transaction holds %d",
+		return tkerr.Errorf("tablekit: wide entity %s: %w: the write needs %d operations (%d physical entities, %d leftovers to delete); one transaction holds %d",
 			w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, len(ops), len(chunks), len(ops)-len(chunks), MaxTransactionOps)
 	}
 	results, err := w.t.w.Batch(ctx, ops)
@@ -272,7 +272,7 @@ func (w *WideEntities) Delete(ctx context.Context, e *WideEntity, opts *WriteOpt
 			return err
 		}
 		if etag != "" && cur.ETag != etag {
-			return fmt.Errorf("tablekit: delete wide entity %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrPreconditionFailed, cur.ETag, etag)
+			return tkerr.Errorf("tablekit: delete wide entity %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrPreconditionFailed, cur.ETag, etag)
 		}
 		rows, etag = cur.rows, cur.ETag
 	}
@@ -297,7 +297,7 @@ func (w *WideEntities) split(e *WideEntity) ([]entity.Entity, error) {
 	names := make([]string, 0, len(e.Properties))
 	for name := range e.Properties {
 		if name == WideChunksProperty {
-			return nil, fmt.Errorf("tablekit: wide entity %s: %w: property %s is reserved for the chunk count", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, name)
+			return nil, tkerr.Errorf("tablekit: wide entity %s: %w: property %s is reserved for the chunk count", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, name)
 		}
 		names = append(names, name)
 	}
@@ -314,7 +314,7 @@ func (w *WideEntities) split(e *WideEntity) ([]entity.Entity, error) {
 		ps := 8 + 2*azrules.UTF16Len(name) + wideValueSize(v)
 		if props+1 > entity.MaxProperties || size+ps > wideChunkBytes {
 			if len(chunks) == MaxWideChunks {
-				return nil, fmt.Errorf("tablekit: wide entity %s: %w: %d properties need more than %d physical entities", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, len(names), MaxWideChunks)
+				return nil, tkerr.Errorf("tablekit: wide entity %s: %w: %d properties need more than %d physical entities", w.describe(e.PartitionKey, e.RowKey), tablekit.ErrInvalidEntity, len(names), MaxWideChunks)
 			}
 			chunks = append(chunks, newChunk(len(chunks)))
 			props, size = 0, base

@@ -20,6 +20,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/buildinfo"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -120,22 +121,22 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 		o.Ranges = DefaultBackupRanges
 	}
 	if o.Ranges > 1000 {
-		return res, fmt.Errorf("tablekit: backup: %w: %d ranges; at most 1000", tablekit.ErrInvalidArgument, o.Ranges)
+		return res, tkerr.Errorf("tablekit: backup: %w: %d ranges; at most 1000", tablekit.ErrInvalidArgument, o.Ranges)
 	}
 	if len(tables) == 0 {
-		return res, fmt.Errorf("tablekit: backup: %w: no tables", tablekit.ErrInvalidArgument)
+		return res, tkerr.Errorf("tablekit: backup: %w: no tables", tablekit.ErrInvalidArgument)
 	}
 	if acct == nil || to == nil {
-		return res, fmt.Errorf("tablekit: backup: %w: nil account or location", tablekit.ErrInvalidArgument)
+		return res, tkerr.Errorf("tablekit: backup: %w: nil account or location", tablekit.ErrInvalidArgument)
 	}
 	seen := map[string]bool{}
 	for _, t := range tables {
 		if seen[t] {
-			return res, fmt.Errorf("tablekit: backup: %w: table %s given twice", tablekit.ErrInvalidArgument, t)
+			return res, tkerr.Errorf("tablekit: backup: %w: table %s given twice", tablekit.ErrInvalidArgument, t)
 		}
 		seen[t] = true
 		if _, err := patterns.NewTable[entity.Entity](acct, t, nil); err != nil {
-			return res, fmt.Errorf("tablekit: backup: %w", err)
+			return res, tkerr.Errorf("tablekit: backup: %w", err)
 		}
 	}
 	job := backupJob{Tables: tables, Kind: KindFull, Source: acct.Name() + " " + endpointOnly(acct.TableEndpoint())}
@@ -143,15 +144,15 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 	if o.Base != nil {
 		var err error
 		if base, err = ReadManifest(ctx, o.Base); err != nil {
-			return res, fmt.Errorf("tablekit: backup: base: %w", err)
+			return res, tkerr.Errorf("tablekit: backup: base: %w", err)
 		}
 		for _, t := range tables {
 			if base.table(t) == nil {
-				return res, fmt.Errorf("tablekit: backup: %w: the base %s holds no table %s", tablekit.ErrInvalidArgument, o.Base, t)
+				return res, tkerr.Errorf("tablekit: backup: %w: the base %s holds no table %s", tablekit.ErrInvalidArgument, o.Base, t)
 			}
 		}
 		if base.Kind == KindChanges {
-			return res, fmt.Errorf("tablekit: backup: %w: the base %s is a --since backup, with no key list to diff", tablekit.ErrInvalidArgument, o.Base)
+			return res, tkerr.Errorf("tablekit: backup: %w: the base %s is a --since backup, with no key list to diff", tablekit.ErrInvalidArgument, o.Base)
 		}
 		job.Kind, job.Base = KindIncremental, o.Base.reference(to)
 	} else if !o.Since.IsZero() {
@@ -180,15 +181,15 @@ func Backup(ctx context.Context, acct *tablekit.Account, tables []string, to *Lo
 	}
 	res.Entities, res.Skipped = b.stored.Load(), b.skipped.Load()
 	if err != nil {
-		return res, fmt.Errorf("tablekit: backup to %s: %w", to, err)
+		return res, tkerr.Errorf("tablekit: backup to %s: %w", to, err)
 	}
 	m := b.manifest()
 	body, _ := json.MarshalIndent(m, "", "  ")
 	if err := to.s.Put(ctx, manifestName, append(body, '\n')); err != nil {
-		return res, fmt.Errorf("tablekit: backup to %s: write %s: %w", to, manifestName, err)
+		return res, tkerr.Errorf("tablekit: backup to %s: write %s: %w", to, manifestName, err)
 	}
 	if err := to.s.Delete(ctx, checkpointName); err != nil {
-		return res, fmt.Errorf("tablekit: backup to %s: remove %s: %w", to, checkpointName, err)
+		return res, tkerr.Errorf("tablekit: backup to %s: remove %s: %w", to, checkpointName, err)
 	}
 	res.Manifest = m
 	return res, nil
@@ -368,10 +369,10 @@ func (b *backup) open(ctx context.Context) error {
 	mb, merr := b.to.get(ctx, manifestName)
 	cb, cerr := b.to.get(ctx, checkpointName)
 	if cerr != nil && !errors.Is(cerr, fs.ErrNotExist) {
-		return fmt.Errorf("tablekit: backup to %s: %w", b.to, cerr)
+		return tkerr.Errorf("tablekit: backup to %s: %w", b.to, cerr)
 	}
 	if merr != nil && !errors.Is(merr, fs.ErrNotExist) {
-		return fmt.Errorf("tablekit: backup to %s: %w", b.to, merr)
+		return tkerr.Errorf("tablekit: backup to %s: %w", b.to, merr)
 	}
 	if cerr == nil {
 		if err := json.Unmarshal(cb, &b.ck); err != nil || b.ck.Format != checkpointFormat {
@@ -381,14 +382,14 @@ func (b *backup) open(ctx context.Context) error {
 			return fmt.Errorf("tablekit: backup to %s: %s has version %d; this build resumes version %d only", b.to, checkpointName, b.ck.Version, ManifestVersion)
 		}
 		if !b.ck.Job.equal(b.job) {
-			return fmt.Errorf("tablekit: backup to %s: %w: an unfinished backup of other tables or options is there (%s); resume it with its own command, or delete %s", b.to, ErrBackupExists, describeJob(b.ck.Job), checkpointName)
+			return tkerr.Errorf("tablekit: backup to %s: %w: an unfinished backup of other tables or options is there (%s); resume it with its own command, or delete %s", b.to, ErrBackupExists, describeJob(b.ck.Job), checkpointName)
 		}
 		if merr == nil {
 			// Interrupted between writing the manifest and removing the
 			// checkpoint: the backup is complete.
 			var m Manifest
 			if err := json.Unmarshal(mb, &m); err != nil {
-				return fmt.Errorf("tablekit: backup to %s: %s: %w", b.to, manifestName, err)
+				return tkerr.Errorf("tablekit: backup to %s: %s: %w", b.to, manifestName, err)
 			}
 			b.complete = &m
 			return nil
@@ -404,7 +405,7 @@ func (b *backup) open(ctx context.Context) error {
 			b.complete = &m
 			return nil
 		}
-		return fmt.Errorf("tablekit: backup to %s: %w (%s of other tables or options); choose another location", b.to, ErrBackupExists, manifestName)
+		return tkerr.Errorf("tablekit: backup to %s: %w (%s of other tables or options); choose another location", b.to, ErrBackupExists, manifestName)
 	}
 	b.ck = backupCheckpoint{Format: checkpointFormat, Version: ManifestVersion, Job: b.job, Run: 1, Start: time.Now().UTC()}
 	for _, t := range b.job.Tables {
@@ -421,7 +422,7 @@ func (b *backup) open(ctx context.Context) error {
 	}
 	body, _ := json.Marshal(b.ck)
 	if err := b.to.s.Put(ctx, checkpointName, body); err != nil {
-		return fmt.Errorf("tablekit: backup to %s: write %s: %w", b.to, checkpointName, err)
+		return tkerr.Errorf("tablekit: backup to %s: write %s: %w", b.to, checkpointName, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -104,16 +105,16 @@ func Copy(ctx context.Context, src, dst *patterns.Table[entity.Entity], opts *Co
 		o.CheckpointTable = DefaultCheckpointTable
 	}
 	if src == nil || dst == nil {
-		return res, fmt.Errorf("tablekit: copy: %w: nil table", tablekit.ErrInvalidArgument)
+		return res, tkerr.Errorf("tablekit: copy: %w: nil table", tablekit.ErrInvalidArgument)
 	}
 	if src.Account() == dst.Account() && src.Name() == dst.Name() {
-		return res, fmt.Errorf("tablekit: copy %s: %w: source and target are the same table", src.Name(), tablekit.ErrInvalidArgument)
+		return res, tkerr.Errorf("tablekit: copy %s: %w: source and target are the same table", src.Name(), tablekit.ErrInvalidArgument)
 	}
 	if err := o.Filter.Err(); err != nil {
 		return res, err
 	}
 	if err := dst.CreateIfNotExists(ctx, nil); err != nil {
-		return res, fmt.Errorf("tablekit: copy: create %s: %w", dst.Name(), err)
+		return res, tkerr.Errorf("tablekit: copy: create %s: %w", dst.Name(), err)
 	}
 	var ck *copyCheckpoint
 	if !o.NoCheckpoint {
@@ -281,7 +282,7 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 		}
 	}
 	if err != nil {
-		return res, fmt.Errorf("tablekit: copy %s to %s: %w", src.Name(), dst.Name(), err)
+		return res, tkerr.Errorf("tablekit: copy %s to %s: %w", src.Name(), dst.Name(), err)
 	}
 	return res, nil
 }
@@ -400,21 +401,21 @@ const (
 func openCopyCheckpoint(ctx context.Context, src, dst *rows, o CopyOptions) (*copyCheckpoint, error) {
 	tbl, err := patterns.NewTable[entity.Entity](dst.Account(), o.CheckpointTable, nil)
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: copy: checkpoint table: %w", err)
+		return nil, tkerr.Errorf("tablekit: copy: checkpoint table: %w", err)
 	}
 	filter, _ := o.Filter.Build()
 	source := src.Account().Name() + " " + src.Account().TableEndpoint() + " " + src.Name()
 	h := sha256.Sum256([]byte(source + "\x00" + filter + "\x00" + fmt.Sprint(o.Insert)))
 	ck := &copyCheckpoint{tbl: tbl, pk: dst.Name(), rk: "copy-" + hex.EncodeToString(h[:16]), source: src.Account().Name() + "/" + src.Name()}
 	if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
-		return nil, fmt.Errorf("tablekit: copy: create checkpoint table %s: %w", o.CheckpointTable, err)
+		return nil, tkerr.Errorf("tablekit: copy: create checkpoint table %s: %w", o.CheckpointTable, err)
 	}
 	e, err := tbl.Get(ctx, ck.pk, ck.rk, nil)
 	if errors.Is(err, tablekit.ErrNotFound) || err == nil && o.Restart {
 		return ck, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: copy: read checkpoint in %s: %w", o.CheckpointTable, err)
+		return nil, tkerr.Errorf("tablekit: copy: read checkpoint in %s: %w", o.CheckpointTable, err)
 	}
 	var snap copySnapshot
 	if err := json.Unmarshal([]byte(getChunks(e)), &snap); err != nil {

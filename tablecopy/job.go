@@ -15,6 +15,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -249,27 +250,27 @@ func jobOpts(opts *JobOptions) JobOptions {
 func StartCopyJob(ctx context.Context, src, dst *rows, q *consistency.Queue, opts *JobOptions) (*Job, error) {
 	o := jobOpts(opts)
 	if src == nil || dst == nil || q == nil {
-		return nil, fmt.Errorf("tablekit: copy job: %w: nil table or queue", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: copy job: %w: nil table or queue", tablekit.ErrInvalidArgument)
 	}
 	if src.Account() == dst.Account() && src.Name() == dst.Name() {
-		return nil, fmt.Errorf("tablekit: copy job %s: %w: source and target are the same table", src.Name(), tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: copy job %s: %w: source and target are the same table", src.Name(), tablekit.ErrInvalidArgument)
 	}
 	if o.Ranges > 1000 {
-		return nil, fmt.Errorf("tablekit: copy job %s: %w: %d ranges; at most 1000", src.Name(), tablekit.ErrInvalidArgument, o.Ranges)
+		return nil, tkerr.Errorf("tablekit: copy job %s: %w: %d ranges; at most 1000", src.Name(), tablekit.ErrInvalidArgument, o.Ranges)
 	}
 	filter, err := o.Filter.Build()
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: copy job %s: %w", src.Name(), err)
+		return nil, tkerr.Errorf("tablekit: copy job %s: %w", src.Name(), err)
 	}
 	store, err := newTableJobStore(dst.Account(), o.CheckpointTable, "x")
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: copy job: checkpoint table: %w", err)
+		return nil, tkerr.Errorf("tablekit: copy job: checkpoint table: %w", err)
 	}
 	if err := dst.CreateIfNotExists(ctx, nil); err != nil {
-		return nil, fmt.Errorf("tablekit: copy job: create %s: %w", dst.Name(), err)
+		return nil, tkerr.Errorf("tablekit: copy job: create %s: %w", dst.Name(), err)
 	}
 	if err := store.tbl.CreateIfNotExists(ctx, nil); err != nil {
-		return nil, fmt.Errorf("tablekit: copy job: create checkpoint table %s: %w", o.CheckpointTable, err)
+		return nil, tkerr.Errorf("tablekit: copy job: create checkpoint table %s: %w", o.CheckpointTable, err)
 	}
 	now := time.Now().UTC()
 	rec := jobRecord{Format: jobFormat, Version: jobVersion, ID: newJobID(now), Op: JobCopy, Created: now, Queue: q.Name(),
@@ -307,33 +308,33 @@ func StartCopyJob(ctx context.Context, src, dst *rows, q *consistency.Queue, opt
 func StartBackupJob(ctx context.Context, acct *tablekit.Account, tables []string, to *Location, q *consistency.Queue, opts *JobOptions) (*Job, error) {
 	o := jobOpts(opts)
 	if acct == nil || to == nil || q == nil {
-		return nil, fmt.Errorf("tablekit: backup job: %w: nil account, location or queue", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: backup job: %w: nil account, location or queue", tablekit.ErrInvalidArgument)
 	}
 	if len(tables) == 0 {
-		return nil, fmt.Errorf("tablekit: backup job: %w: no tables", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: backup job: %w: no tables", tablekit.ErrInvalidArgument)
 	}
 	if o.Ranges*len(tables) > 1000 {
-		return nil, fmt.Errorf("tablekit: backup job to %s: %w: %d ranges; at most 1000 in all", to, tablekit.ErrInvalidArgument, o.Ranges*len(tables))
+		return nil, tkerr.Errorf("tablekit: backup job to %s: %w: %d ranges; at most 1000 in all", to, tablekit.ErrInvalidArgument, o.Ranges*len(tables))
 	}
 	seen := map[string]bool{}
 	for _, t := range tables {
 		if seen[t] {
-			return nil, fmt.Errorf("tablekit: backup job: %w: table %s given twice", tablekit.ErrInvalidArgument, t)
+			return nil, tkerr.Errorf("tablekit: backup job: %w: table %s given twice", tablekit.ErrInvalidArgument, t)
 		}
 		seen[t] = true
 		if _, err := patterns.NewTable[entity.Entity](acct, t, nil); err != nil {
-			return nil, fmt.Errorf("tablekit: backup job: %w", err)
+			return nil, tkerr.Errorf("tablekit: backup job: %w", err)
 		}
 	}
 	for _, name := range []string{manifestName, checkpointName} {
 		if _, err := to.get(ctx, name); err == nil {
-			return nil, fmt.Errorf("tablekit: backup job to %s: %w (%s); choose another location", to, ErrBackupExists, name)
+			return nil, tkerr.Errorf("tablekit: backup job to %s: %w (%s); choose another location", to, ErrBackupExists, name)
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("tablekit: backup job to %s: %w", to, err)
+			return nil, tkerr.Errorf("tablekit: backup job to %s: %w", to, err)
 		}
 	}
 	if o.Base != nil && !o.Since.IsZero() {
-		return nil, fmt.Errorf("tablekit: backup job to %s: %w: give Since or Base, not both", to, tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: backup job to %s: %w: give Since or Base, not both", to, tablekit.ErrInvalidArgument)
 	}
 	now := time.Now().UTC()
 	rec := jobRecord{Format: jobFormat, Version: jobVersion, ID: newJobID(now), Op: JobBackup, Created: now, Queue: q.Name(),
@@ -348,7 +349,7 @@ func StartBackupJob(ctx context.Context, acct *tablekit.Account, tables []string
 	case dirStore:
 		store, ref = dirJobStore{d: s}, storeRef{Location: rec.Location}
 	default:
-		return nil, fmt.Errorf("tablekit: backup job to %s: %w: a distributed backup goes to blob://CONTAINER/PREFIX or a directory", to, tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: backup job to %s: %w: a distributed backup goes to blob://CONTAINER/PREFIX or a directory", to, tablekit.ErrInvalidArgument)
 	}
 	switch {
 	case !o.Since.IsZero():
@@ -357,31 +358,31 @@ func StartBackupJob(ctx context.Context, acct *tablekit.Account, tables []string
 	case o.Base != nil:
 		base, err := ReadManifest(ctx, o.Base)
 		if err != nil {
-			return nil, fmt.Errorf("tablekit: backup job: base: %w", err)
+			return nil, tkerr.Errorf("tablekit: backup job: base: %w", err)
 		}
 		if base.Kind == KindChanges {
-			return nil, fmt.Errorf("tablekit: backup job: %w: the base %s is a --since backup, with no key list to diff", tablekit.ErrInvalidArgument, o.Base)
+			return nil, tkerr.Errorf("tablekit: backup job: %w: the base %s is a --since backup, with no key list to diff", tablekit.ErrInvalidArgument, o.Base)
 		}
 		for _, t := range tables {
 			if base.table(t) == nil {
-				return nil, fmt.Errorf("tablekit: backup job: %w: the base %s holds no table %s", tablekit.ErrInvalidArgument, o.Base, t)
+				return nil, tkerr.Errorf("tablekit: backup job: %w: the base %s holds no table %s", tablekit.ErrInvalidArgument, o.Base, t)
 			}
 		}
 		// The job record is not written yet: a start interrupted here
 		// leaves listings that the next start overwrites.
 		if _, _, err := store.load(ctx, jobName); err == nil {
-			return nil, fmt.Errorf("tablekit: backup job to %s: %w: %s holds a job already", to, ErrBackupExists, store.ref())
+			return nil, tkerr.Errorf("tablekit: backup job to %s: %w: %s holds a job already", to, ErrBackupExists, store.ref())
 		}
 		rec.Kind, rec.Base = KindIncremental, o.Base.reference(to)
 		for _, t := range tables {
 			tbl, err := patterns.NewTable[entity.Entity](acct, t, nil)
 			if err != nil {
-				return nil, fmt.Errorf("tablekit: backup job: %w", err)
+				return nil, tkerr.Errorf("tablekit: backup job: %w", err)
 			}
 			bt := base.table(t)
 			lf, df, err := listKeys(ctx, tbl, o.Base, bt, to, o.Parallel, nil)
 			if err != nil {
-				return nil, fmt.Errorf("tablekit: backup job to %s: %w", to, err)
+				return nil, tkerr.Errorf("tablekit: backup job to %s: %w", to, err)
 			}
 			rec.Lists = append(rec.Lists, jobList{Table: t, Since: bt.Start.Add(-o.SkewMargin).UTC(), Listing: lf, Deleted: df})
 		}
@@ -408,7 +409,7 @@ func accountOfBlob(b *blobStore) string {
 // the messages.
 func startJob(ctx context.Context, acct *tablekit.Account, rec jobRecord, store jobStore, ref storeRef, q *consistency.Queue, o JobOptions) (*Job, error) {
 	fail := func(err error) (*Job, error) {
-		return nil, fmt.Errorf("tablekit: %s job %s: %w", rec.Op, rec.ID, err)
+		return nil, tkerr.Errorf("tablekit: %s job %s: %w", rec.Op, rec.ID, err)
 	}
 	var states []rangeState
 	for _, t := range rec.Tables {
@@ -560,11 +561,11 @@ func ReadJob(ctx context.Context, ref string, acct *tablekit.Account, opts *JobS
 	if opts != nil && opts.QueueAccount != nil {
 		q, err := consistency.NewQueue(opts.QueueAccount, rec.Queue, nil)
 		if err != nil {
-			return nil, fmt.Errorf("tablekit: job %s: %w", rec.ID, err)
+			return nil, tkerr.Errorf("tablekit: job %s: %w", rec.ID, err)
 		}
 		recs, err := q.Poisoned(ctx, 32, nil)
 		if err != nil {
-			return nil, fmt.Errorf("tablekit: job %s: poison queue: %w", rec.ID, err)
+			return nil, tkerr.Errorf("tablekit: job %s: poison queue: %w", rec.ID, err)
 		}
 		for _, p := range recs {
 			if i, ok := strings.CutPrefix(p.TxID, rec.ID+".r"); ok {
@@ -627,9 +628,9 @@ func loadJob(ctx context.Context, store jobStore) (*jobRecord, []rangeState, err
 	data, _, err := store.load(ctx, jobName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("tablekit: job %s: no such job: %w", store.ref(), err)
+			return nil, nil, tkerr.Errorf("tablekit: job %s: no such job: %w", store.ref(), err)
 		}
-		return nil, nil, fmt.Errorf("tablekit: job %s: %w", store.ref(), err)
+		return nil, nil, tkerr.Errorf("tablekit: job %s: %w", store.ref(), err)
 	}
 	var rec jobRecord
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Format != jobFormat {
@@ -651,7 +652,7 @@ func loadJob(ctx context.Context, store jobStore) (*jobRecord, []rangeState, err
 				err = json.Unmarshal(data, &states[i])
 			}
 			if err != nil {
-				errs[i] = fmt.Errorf("tablekit: job %s range %d: %w", rec.ID, i, err)
+				errs[i] = tkerr.Errorf("tablekit: job %s range %d: %w", rec.ID, i, err)
 			}
 		}()
 	}
@@ -692,7 +693,7 @@ func RequeueJob(ctx context.Context, ref string, acct *tablekit.Account, q *cons
 			continue
 		}
 		if err := enqueueRange(ctx, q, *rec, sref, st.Index); err != nil {
-			return n, fmt.Errorf("tablekit: job %s: %w", rec.ID, err)
+			return n, tkerr.Errorf("tablekit: job %s: %w", rec.ID, err)
 		}
 		n++
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/buildinfo"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -101,7 +102,7 @@ type rangeRun struct {
 }
 
 func (r *rangeRun) errorf(format string, a ...any) error {
-	return fmt.Errorf("tablekit: job %s range %d: %w", r.args.Job, r.args.Range, fmt.Errorf(format, a...))
+	return tkerr.Errorf("tablekit: job %s range %d: %w", r.args.Job, r.args.Range, fmt.Errorf(format, a...))
 }
 
 // account finds the account of ref among those the worker connects to.
@@ -409,7 +410,7 @@ func FinishJob(ctx context.Context, ref string, acct *tablekit.Account) (*Manife
 	}
 	data, _, err := store.load(ctx, jobName)
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: job %s: %w", ref, err)
+		return nil, tkerr.Errorf("tablekit: job %s: %w", ref, err)
 	}
 	var rec jobRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
@@ -420,7 +421,7 @@ func FinishJob(ctx context.Context, ref string, acct *tablekit.Account) (*Manife
 	}
 	m, err := finishBackup(ctx, store, &rec, []*tablekit.Account{acct})
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: job %s: finish: %w", rec.ID, err)
+		return nil, tkerr.Errorf("tablekit: job %s: finish: %w", rec.ID, err)
 	}
 	return m, nil
 }

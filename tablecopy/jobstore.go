@@ -20,6 +20,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -165,7 +166,7 @@ func openJobStore(ref string, acct *tablekit.Account) (jobStore, error) {
 	if rest, ok := strings.CutPrefix(ref, TableJobScheme); ok {
 		table, id, _ := strings.Cut(rest, "/")
 		if table == "" || !validJobID(id) {
-			return nil, fmt.Errorf("tablekit: job %q: %w: want table://CHECKPOINTTABLE/JOBID or blob://CONTAINER/PREFIX", ref, tablekit.ErrInvalidArgument)
+			return nil, tkerr.Errorf("tablekit: job %q: %w: want table://CHECKPOINTTABLE/JOBID or blob://CONTAINER/PREFIX", ref, tablekit.ErrInvalidArgument)
 		}
 		return newTableJobStore(acct, table, id)
 	}
@@ -177,7 +178,7 @@ func openJobStore(ref string, acct *tablekit.Account) (jobStore, error) {
 		return blobJobStore{b: l.s.(*blobStore)}, nil
 	}
 	if ref == "" || strings.Contains(ref, "://") {
-		return nil, fmt.Errorf("tablekit: job %q: %w: want table://CHECKPOINTTABLE/JOBID, blob://CONTAINER/PREFIX or a backup's directory", ref, tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: job %q: %w: want table://CHECKPOINTTABLE/JOBID, blob://CONTAINER/PREFIX or a backup's directory", ref, tablekit.ErrInvalidArgument)
 	}
 	return dirJobStore{d: Dir(ref).s.(dirStore)}, nil
 }

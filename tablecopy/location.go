@@ -22,6 +22,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azrules"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // BlobScheme starts a Location in Blob storage: blob://CONTAINER/PREFIX.
@@ -66,15 +67,15 @@ func ParseLocation(s string, acct *tablekit.Account) (*Location, error) {
 	if rest, ok := strings.CutPrefix(s, BlobScheme); ok {
 		container, prefix, _ := strings.Cut(rest, "/")
 		if err := checkContainer(container); err != nil {
-			return nil, fmt.Errorf("tablekit: location %q: %w", s, err)
+			return nil, tkerr.Errorf("tablekit: location %q: %w", s, err)
 		}
 		if acct == nil || acct.Blobs() == nil {
-			return nil, fmt.Errorf("tablekit: location %q: %w: the account has no blob endpoint", s, tablekit.ErrInvalidArgument)
+			return nil, tkerr.Errorf("tablekit: location %q: %w: the account has no blob endpoint", s, tablekit.ErrInvalidArgument)
 		}
 		return Blob(acct.Blobs(), container, prefix), nil
 	}
 	if s == "" {
-		return nil, fmt.Errorf("tablekit: %w: empty location", tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: %w: empty location", tablekit.ErrInvalidArgument)
 	}
 	return Dir(s), nil
 }
@@ -162,7 +163,7 @@ func (l *Location) get(ctx context.Context, name string) ([]byte, error) {
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: read %s in %s: %w", name, l, err)
+		return nil, tkerr.Errorf("tablekit: read %s in %s: %w", name, l, err)
 	}
 	return b, nil
 }

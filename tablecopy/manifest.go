@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"sort"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // Names of a backup's objects in its Location.
@@ -152,13 +154,13 @@ func ReadManifest(ctx context.Context, l *Location) (*Manifest, error) {
 	b, err := l.get(ctx, manifestName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("tablekit: %s holds no finished backup (no %s): %w", l, manifestName, fs.ErrNotExist)
+			return nil, tkerr.Errorf("tablekit: %s holds no finished backup (no %s): %w", l, manifestName, fs.ErrNotExist)
 		}
 		return nil, err
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("tablekit: %s/%s: %w", l, manifestName, err)
+		return nil, tkerr.Errorf("tablekit: %s/%s: %w", l, manifestName, err)
 	}
 	if m.Format != ManifestFormat {
 		return nil, fmt.Errorf("tablekit: %s/%s: format %q is not %q", l, manifestName, m.Format, ManifestFormat)
@@ -235,7 +237,7 @@ func chain(ctx context.Context, l *Location) ([]*Manifest, []*Location, error) {
 		seen[m.Base] = true
 		base, err := l.resolve(m.Base)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tablekit: base of %s: %w", l, err)
+			return nil, nil, tkerr.Errorf("tablekit: base of %s: %w", l, err)
 		}
 		l = base
 	}

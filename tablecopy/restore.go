@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -100,7 +101,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 		o.Concurrency = 8
 	}
 	if from == nil || acct == nil {
-		return res, fmt.Errorf("tablekit: restore: %w: nil location or account", tablekit.ErrInvalidArgument)
+		return res, tkerr.Errorf("tablekit: restore: %w: nil location or account", tablekit.ErrInvalidArgument)
 	}
 	ms, ls, err := chain(ctx, from)
 	if err != nil {
@@ -113,7 +114,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 		return res, err
 	}
 	if o.ToTable != "" && len(names) != 1 {
-		return res, fmt.Errorf("tablekit: restore: %w: --to-table names one target, and %d tables are selected", tablekit.ErrInvalidArgument, len(names))
+		return res, tkerr.Errorf("tablekit: restore: %w: --to-table names one target, and %d tables are selected", tablekit.ErrInvalidArgument, len(names))
 	}
 	for _, n := range names {
 		target := n
@@ -121,7 +122,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 			target = o.ToTable
 		}
 		if _, err := patterns.NewTable[entity.Entity](acct, target, nil); err != nil {
-			return res, fmt.Errorf("tablekit: restore: %w", err)
+			return res, tkerr.Errorf("tablekit: restore: %w", err)
 		}
 		res.Tables[n] = target
 		for i, m := range ms {
@@ -176,7 +177,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 				return res, nil
 			}
 		case !errors.Is(err, fs.ErrNotExist):
-			return res, fmt.Errorf("tablekit: restore: %w", err)
+			return res, tkerr.Errorf("tablekit: restore: %w", err)
 		}
 		r.c = newCommitter(ctx, r.snapshot, r.persist)
 		if !r.resumed {
@@ -187,7 +188,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 			r.unlock()
 			if err := r.wait(ctx, v); err != nil {
 				r.c.close()
-				return res, fmt.Errorf("tablekit: restore: checkpoint %s in %s: %w", r.ckName, from, err)
+				return res, tkerr.Errorf("tablekit: restore: checkpoint %s in %s: %w", r.ckName, from, err)
 			}
 		}
 	}
@@ -204,7 +205,7 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 	}
 	res.Written, res.Skipped, res.Deleted, res.Throttled = r.written.Load(), r.skipped.Load(), r.deleted.Load(), r.throttled.Load()
 	if err != nil {
-		return res, fmt.Errorf("tablekit: restore from %s: %w", from, err)
+		return res, tkerr.Errorf("tablekit: restore from %s: %w", from, err)
 	}
 	return res, nil
 }
@@ -224,7 +225,7 @@ func selectTables(m *Manifest, want []string, l *Location) ([]string, error) {
 			for _, t := range m.Tables {
 				have = append(have, t.Name)
 			}
-			return nil, fmt.Errorf("tablekit: %w: the backup %s holds no table %s (it holds %v)", tablekit.ErrInvalidArgument, l, n, have)
+			return nil, tkerr.Errorf("tablekit: %w: the backup %s holds no table %s (it holds %v)", tablekit.ErrInvalidArgument, l, n, have)
 		}
 	}
 	return slices.Compact(slices.Clone(want)), nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -150,7 +151,7 @@ func VerifyBackup(ctx context.Context, from *Location, opts *VerifyOptions) ([]T
 		return nil, err
 	}
 	if o.ToTable != "" && len(names) != 1 {
-		return nil, fmt.Errorf("tablekit: verify: %w: --to-table names one table, and %d are selected", tablekit.ErrInvalidArgument, len(names))
+		return nil, tkerr.Errorf("tablekit: verify: %w: --to-table names one table, and %d are selected", tablekit.ErrInvalidArgument, len(names))
 	}
 	prog := &progressFunc{fn: o.Progress}
 	var total int64
@@ -196,12 +197,12 @@ func VerifyBackup(ctx context.Context, from *Location, opts *VerifyOptions) ([]T
 			}
 			tbl, err := patterns.NewTable[entity.Entity](o.Account, target, nil)
 			if err != nil {
-				return nil, fmt.Errorf("tablekit: verify: %w", err)
+				return nil, tkerr.Errorf("tablekit: verify: %w", err)
 			}
 			chk.Against = o.Account.Name() + "/" + target
 			got, err := tableState(ctx, tbl, keys.Filter{}, o.Parallel, func(p Progress) { prog.report(p) })
 			if err != nil {
-				return nil, fmt.Errorf("tablekit: verify: read %s: %w", target, err)
+				return nil, tkerr.Errorf("tablekit: verify: read %s: %w", target, err)
 			}
 			chk.Got = got.sum()
 			var mm []Mismatch
@@ -427,7 +428,7 @@ func Compare(ctx context.Context, a, b *patterns.Table[entity.Entity], opts *Ver
 	go func() { defer wg.Done(); sb, eb = tableState(ctx, b, o.Filter, o.Parallel, prog.report) }()
 	wg.Wait()
 	if err := errors.Join(ea, eb); err != nil {
-		return chk, fmt.Errorf("tablekit: compare %s with %s: %w", a.Name(), b.Name(), err)
+		return chk, tkerr.Errorf("tablekit: compare %s with %s: %w", a.Name(), b.Name(), err)
 	}
 	chk.Want, chk.Got = sa.sum(), sb.sum()
 	chk.Ranges, chk.Mismatches = diffStates(a.Name(), sa, sb, o.RangeKeys)

@@ -426,3 +426,25 @@ func TestPoisonListAndRequeue(t *testing.T) {
 		t.Fatalf("poison list --json after the requeue: %q", r.stdout)
 	}
 }
+
+// Without an account, the command says how to get one, a local emulator
+// included.
+func TestNoAccountNamesTheEmulator(t *testing.T) {
+	bin := binary(t)
+	cmd := exec.Command(bin, "tables")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AZURE_STORAGE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("tablekit tables without an account: %v, want exit 2\n%s", err, out)
+	}
+	for _, want := range []string{"AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true", "tablekit emulator"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not name %s:\n%s", want, out)
+		}
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/attempts"
 	"github.com/tablekit/tablekit/internal/errs"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // UpdateLogProperty is the property in which Modify records the ids of the
@@ -167,7 +168,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			return Modified{}, err
 		}
 		if o.IfMatch != "" && o.IfMatch != "*" && stored != nil && etag != o.IfMatch {
-			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity changed since the caller read it (stored ETag %s, expected %s)", o.Verb, label, errs.ErrPreconditionFailed, etag, o.IfMatch)
+			return Modified{}, tkerr.Errorf("tablekit: %s %s: %w: the entity changed since the caller read it (stored ETag %s, expected %s)", o.Verb, label, errs.ErrPreconditionFailed, etag, o.IfMatch)
 		}
 		ops, err := fn(stored, etag)
 		if errors.Is(err, ErrNoChange) {
@@ -185,7 +186,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 		switch {
 		case stored == nil && op.Type != OpInsert:
-			return Modified{}, fmt.Errorf("tablekit: %s %s: %w: the entity does not exist, so only an insert can follow", o.Verb, label, errs.ErrNotFound)
+			return Modified{}, tkerr.Errorf("tablekit: %s %s: %w: the entity does not exist, so only an insert can follow", o.Verb, label, errs.ErrNotFound)
 		case stored != nil && op.Type != OpReplace && op.Type != OpMerge && op.Type != OpDelete:
 			return Modified{}, fmt.Errorf("tablekit: %s %s: a change of an existing entity is a replace, merge or delete, not %v", o.Verb, label, op.Type)
 		}
@@ -201,15 +202,15 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 				log = log[len(log)-UpdateLogLen:]
 			}
 			if op.Entity, err = WithProp(op.Entity, UpdateLogProperty, strings.Join(log, " ")); err != nil {
-				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
+				return Modified{}, tkerr.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
 			}
 			// The log is one more property: the entity's limits hold with it.
 			var e entity.Entity
 			if err := e.UnmarshalJSON(op.Entity); err != nil {
-				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
+				return Modified{}, tkerr.Errorf("tablekit: %s %s: %w", o.Verb, label, err)
 			}
 			if err := e.Validate(); err != nil {
-				return Modified{}, fmt.Errorf("tablekit: %s %s: with the write-id log property %s: %w", o.Verb, label, UpdateLogProperty, err)
+				return Modified{}, tkerr.Errorf("tablekit: %s %s: with the write-id log property %s: %w", o.Verb, label, UpdateLogProperty, err)
 			}
 		}
 		if op.Type != OpInsert {
@@ -230,7 +231,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			results = []Result{{ETag: newETag}}
 		} else {
 			if werr = t.prof.ValidateTransaction(ops); werr != nil {
-				return Modified{}, fmt.Errorf("tablekit: %s %s: %w", o.Verb, label, werr)
+				return Modified{}, tkerr.Errorf("tablekit: %s %s: %w", o.Verb, label, werr)
 			}
 			sctx, end := t.span(wctx, "Client.SubmitTransaction")
 			results, werr = t.tr.batch(sctx, ops, label)
@@ -296,7 +297,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			return Modified{}, err
 		}
 	}
-	return Modified{}, fmt.Errorf("tablekit: %s %s: gave up after %d attempts, the entity kept changing: %w", o.Verb, label, o.MaxAttempts, lastErr)
+	return Modified{}, tkerr.Errorf("tablekit: %s %s: gave up after %d attempts, the entity kept changing: %w", o.Verb, label, o.MaxAttempts, lastErr)
 }
 
 // failedType is the type of the operation err names (a transaction's

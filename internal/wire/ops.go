@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/internal/errs"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -171,7 +172,7 @@ func validateOp(op Op) error {
 		return err
 	}
 	if op.Type != OpDelete && len(op.Entity) == 0 {
-		return fmt.Errorf("tablekit: %v of (%q, %q): %w: no entity body", op.Type, op.PartitionKey, op.RowKey, errs.ErrInvalidEntity)
+		return tkerr.Errorf("tablekit: %v of (%q, %q): %w: no entity body", op.Type, op.PartitionKey, op.RowKey, errs.ErrInvalidEntity)
 	}
 	return nil
 }

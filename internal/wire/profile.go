@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/internal/errs"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -85,10 +86,10 @@ func (p *Profile) ValidateOp(op Op) error {
 		return err
 	}
 	if err := p.ValidateKeys(op.PartitionKey, op.RowKey); err != nil {
-		return fmt.Errorf("tablekit: %v of (%q, %q) on %s: %w", op.Type, op.PartitionKey, op.RowKey, p.name, err)
+		return tkerr.Errorf("tablekit: %v of (%q, %q) on %s: %w", op.Type, op.PartitionKey, op.RowKey, p.name, err)
 	}
 	if err := p.validateProperties(op); err != nil {
-		return fmt.Errorf("tablekit: %v of (%q, %q): %w", op.Type, op.PartitionKey, op.RowKey, err)
+		return tkerr.Errorf("tablekit: %v of (%q, %q): %w", op.Type, op.PartitionKey, op.RowKey, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -21,6 +20,7 @@ import (
 	"github.com/tablekit/tablekit/internal/attempts"
 	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/internal/tablehttp"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // transport is one way of sending table operations: REST or the SDK. Both
@@ -98,7 +98,7 @@ func Open(acct Account, name string, opts *Options) (*Table, error) {
 		t.prof = opts.Profile
 	}
 	if err := t.prof.ValidateTableName(name); err != nil {
-		return nil, fmt.Errorf("tablekit: table %q on %s: %w", name, t.prof, err)
+		return nil, tkerr.Errorf("tablekit: table %q on %s: %w", name, t.prof, err)
 	}
 	if (opts == nil || !opts.SDKPath) && h != nil && !h.IsCosmos() {
 		t.tr = &restPath{h: h, table: name}
@@ -394,7 +394,7 @@ func (t *Table) Rows(ctx context.Context, q Query) iter.Seq2[[]byte, error] {
 // operations' RowKeys. One request, more only when it fails.
 func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 	if err := t.prof.ValidateTransaction(ops); err != nil {
-		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
+		return nil, tkerr.Errorf("tablekit: transaction on %s: %w", t.name, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -19,7 +19,6 @@ package wire
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"github.com/tablekit/tablekit/internal/attempts"
 	"github.com/tablekit/tablekit/internal/errs"
 	"github.com/tablekit/tablekit/internal/throttle"
+	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
 // azcoreStatusCodes are the statuses azcore retries when RetryOptions
@@ -201,7 +201,7 @@ func (t *Table) BatchLimited(ctx context.Context, ops []Op, lim *throttle.Limite
 		if slot != nil {
 			slot.Release()
 		}
-		return nil, fmt.Errorf("tablekit: transaction on %s: %w", t.name, err)
+		return nil, tkerr.Errorf("tablekit: transaction on %s: %w", t.name, err)
 	}
 	pk := ops[0].PartitionKey
 	label := t.name + " (PartitionKey " + strconv.Quote(pk) + ")"

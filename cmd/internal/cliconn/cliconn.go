@@ -89,7 +89,8 @@ func (o *Options) Connect(opts *tablekit.AccountOptions) (*tablekit.Account, err
 		}
 	}
 	if ep.Table == "" && ep.Queue == "" && ep.Blob == "" {
-		return nil, UsageError{"no account: set AZURE_STORAGE_CONNECTION_STRING, --connection-string, --account or the endpoint flags"}
+		return nil, UsageError{"no account: set AZURE_STORAGE_CONNECTION_STRING, --connection-string, --account or the endpoint flags; " +
+			"for a local emulator, start `tablekit emulator` and set AZURE_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true"}
 	}
 	cred, err := azidentity.NewDefaultAzureCredential(nil)
 	if err != nil {
