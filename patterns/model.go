@@ -3,7 +3,6 @@ package patterns
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -156,7 +156,7 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 	}
 	name1 := func(n string, at modelIndex) error {
 		if _, dup := m.byName[n]; dup {
-			return fmt.Errorf("tablekit: %s: %w: view name %q is used twice", what, tablekit.ErrInvalidArgument, n)
+			return tkerr.Errorf("tablekit: %s: %w: view name %q is used twice", what, tablekit.ErrInvalidArgument, n)
 		}
 		m.byName[n] = at
 		return nil
@@ -172,7 +172,7 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 	}
 	for _, tl := range views.Tails {
 		if tl.Time == nil {
-			return nil, fmt.Errorf("tablekit: %s: %w: tail %q has no Time function", what, tablekit.ErrInvalidArgument, tl.Name)
+			return nil, tkerr.Errorf("tablekit: %s: %w: tail %q has no Time function", what, tablekit.ErrInvalidArgument, tl.Name)
 		}
 		at := tl.Time
 		ix := Index[T]{Name: tl.Name, Props: tl.Props, Key: func(v *T) string {
@@ -190,7 +190,7 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 		m.local = append(m.local, localView[T]{Index: ix, tail: true})
 	}
 	if len(m.local) > maxIndexes {
-		return nil, fmt.Errorf("tablekit: %s: %w: %d views in the entity's partition; an update that changes each takes 1 + 2 per view operations and a transaction holds %d, so at most %d fit",
+		return nil, tkerr.Errorf("tablekit: %s: %w: %d views in the entity's partition; an update that changes each takes 1 + 2 per view operations and a transaction holds %d, so at most %d fit",
 			what, tablekit.ErrInvalidTransaction, len(m.local), MaxTransactionOps, maxIndexes)
 	}
 	for _, ix := range views.EventualIndexes {
@@ -210,7 +210,7 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 		}
 	}
 	if len(m.eventual) > 0 && m.q == nil {
-		return nil, fmt.Errorf("tablekit: %s: %w: EventualIndexes need ModelOptions.Queue, the queue their worker reads", what, tablekit.ErrInvalidArgument)
+		return nil, tkerr.Errorf("tablekit: %s: %w: EventualIndexes need ModelOptions.Queue, the queue their worker reads", what, tablekit.ErrInvalidArgument)
 	}
 	m.sel = append(slices.Clone(t.codec.Select()), PropPrimaryPartitionKey, PropPrimaryRowKey)
 	return m, nil
@@ -259,7 +259,7 @@ func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
 	}
 	for i := range m.local {
 		if strings.HasPrefix(rk, m.local[i].Name+"_") {
-			return nil, fmt.Errorf("tablekit: %s: %w: RowKey %q starts with the prefix of view %q, whose rows share the partition; change the key or the view's name", m.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, m.local[i].Name)
+			return nil, tkerr.Errorf("tablekit: %s: %w: RowKey %q starts with the prefix of view %q, whose rows share the partition; change the key or the view's name", m.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, m.local[i].Name)
 		}
 	}
 	s := &modelState{pk: pk, rk: rk}
@@ -279,14 +279,14 @@ func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
 		}
 		crk := intraRowKey(&ix.Index, val, rk)
 		if err := keys.ValidateKey("RowKey", crk); err != nil {
-			return nil, fmt.Errorf("tablekit: %s: view %q value %q: %w", m.t.describe(pk, rk), ix.Name, val, err)
+			return nil, tkerr.Errorf("tablekit: %s: view %q value %q: %w", m.t.describe(pk, rk), ix.Name, val, err)
 		}
 		c := s.props.project(pk, crk, m.projected(ix.Props))
 		c.setString(PropPrimaryPartitionKey, pk)
 		c.setString(PropPrimaryRowKey, rk)
 		cb, err := c.bytes()
 		if err != nil {
-			return nil, fmt.Errorf("tablekit: %s: view %q row: %w", m.t.describe(pk, rk), ix.Name, err)
+			return nil, tkerr.Errorf("tablekit: %s: view %q row: %w", m.t.describe(pk, rk), ix.Name, err)
 		}
 		s.locals = append(s.locals, intraCopy{index: ix.Name, value: val, rk: crk, body: cb, props: c})
 		list = append(list, consistency.CopySpec{Table: m.t.name, PartitionKey: pk, RowKey: crk, Local: true})
@@ -308,7 +308,7 @@ func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
 		sp := consistency.CopySpec{Table: tbl, PartitionKey: cpk, RowKey: interRowKey(ix, val, pk, rk),
 			Props: append(slices.Clone(m.projected(ix.Props)), PropPrimaryPartitionKey, PropPrimaryRowKey)}
 		if err := validateKeys(sp.PartitionKey, sp.RowKey); err != nil {
-			return nil, fmt.Errorf("tablekit: %s: view %q value %q: %w", m.t.describe(pk, rk), ix.Name, val, err)
+			return nil, tkerr.Errorf("tablekit: %s: view %q value %q: %w", m.t.describe(pk, rk), ix.Name, val, err)
 		}
 		s.specs = append(s.specs, sp)
 		list = append(list, sp)
@@ -328,7 +328,7 @@ func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
 		p.setString(PropIntent, intent)
 	}
 	if s.body, err = p.bytes(); err != nil {
-		return nil, fmt.Errorf("tablekit: %s: %w", m.t.describe(pk, rk), err)
+		return nil, tkerr.Errorf("tablekit: %s: %w", m.t.describe(pk, rk), err)
 	}
 	return s, nil
 }
@@ -602,7 +602,7 @@ func (m *Model[T]) overwrite(ctx context.Context, v *T, opts *WriteOptions, typ 
 // none does (a concurrent insert makes it start over).
 func (m *Model[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error {
 	if v == nil {
-		return fmt.Errorf("tablekit: %s: %w: nil *%s", m.t.name, tablekit.ErrInvalidEntity, m.t.codec.Type())
+		return tkerr.Errorf("tablekit: %s: %w: nil *%s", m.t.name, tablekit.ErrInvalidEntity, m.t.codec.Type())
 	}
 	typ := OpReplace
 	if opts != nil && opts.Mode == UpsertMerge {
@@ -624,7 +624,7 @@ func (m *Model[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error 
 			return err
 		}
 	}
-	return fmt.Errorf("tablekit: upsert %s: %w: inserted and deleted by others %d times", m.t.describe(pk, rk), tablekit.ErrPreconditionFailed, m.t.maxAttempts)
+	return tkerr.Errorf("tablekit: upsert %s: %w: inserted and deleted by others %d times", m.t.describe(pk, rk), tablekit.ErrPreconditionFailed, m.t.maxAttempts)
 }
 
 // Delete removes the entity with v's keys and its views: conditional on
@@ -658,13 +658,13 @@ type ArchiveOptions struct {
 // request; the entity moves when the worker has run.
 func (m *Model[T]) Archive(ctx context.Context, pk, rk, archive string, opts *ArchiveOptions) error {
 	if m.q == nil {
-		return fmt.Errorf("tablekit: archive %s: %w: the Model has no queue (ModelOptions.Queue)", m.t.describe(pk, rk), tablekit.ErrInvalidArgument)
+		return tkerr.Errorf("tablekit: archive %s: %w: the Model has no queue (ModelOptions.Queue)", m.t.describe(pk, rk), tablekit.ErrInvalidArgument)
 	}
 	if err := validateKeys(pk, rk); err != nil {
 		return err
 	}
 	if err := keys.ValidateTableName(archive); err != nil {
-		return fmt.Errorf("tablekit: archive %s: %w", m.t.describe(pk, rk), err)
+		return tkerr.Errorf("tablekit: archive %s: %w", m.t.describe(pk, rk), err)
 	}
 	o := optsOf(opts)
 	to := consistency.EntityRef{Table: archive, PartitionKey: o.PartitionKey, RowKey: o.RowKey}
@@ -681,7 +681,7 @@ func (m *Model[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T,
 func (m *Model[T]) view(name string) (*Index[T], bool, error) {
 	at, ok := m.byName[name]
 	if !ok {
-		return nil, false, fmt.Errorf("tablekit: %s: %w: no view named %q", m.t.name, tablekit.ErrInvalidArgument, name)
+		return nil, false, tkerr.Errorf("tablekit: %s: %w: no view named %q", m.t.name, tablekit.ErrInvalidArgument, name)
 	}
 	if at.eventual {
 		return &m.eventual[at.i], true, nil
@@ -709,7 +709,7 @@ func (m *Model[T]) Lookup(ctx context.Context, index, part, value string, opts *
 		return zero, err
 	}
 	if !ix.Unique {
-		return zero, fmt.Errorf("tablekit: %s: %w: view %q is not a unique index; use Find", m.t.name, tablekit.ErrInvalidArgument, index)
+		return zero, tkerr.Errorf("tablekit: %s: %w: view %q is not a unique index; use Find", m.t.name, tablekit.ErrInvalidArgument, index)
 	}
 	if eventual {
 		return getCopy(ctx, m.t, m.viewTable(ix).w, ix.Name+"_"+part, value)
@@ -788,10 +788,10 @@ func (m *Model[T]) search(ctx context.Context, index, part string, opts *QueryOp
 func (m *Model[T]) Latest(ctx context.Context, tail, pk string, n int, opts *LatestOptions) ([]T, error) {
 	at, ok := m.byName[tail]
 	if !ok || at.eventual || !m.local[at.i].tail {
-		return nil, fmt.Errorf("tablekit: %s: %w: no tail named %q", m.t.name, tablekit.ErrInvalidArgument, tail)
+		return nil, tkerr.Errorf("tablekit: %s: %w: no tail named %q", m.t.name, tablekit.ErrInvalidArgument, tail)
 	}
 	if n < 1 || n > MaxPageSize {
-		return nil, fmt.Errorf("tablekit: %s: %w: latest %d; n must be 1 to %d", m.t.name, tablekit.ErrInvalidArgument, n, MaxPageSize)
+		return nil, tkerr.Errorf("tablekit: %s: %w: latest %d; n must be 1 to %d", m.t.name, tablekit.ErrInvalidArgument, n, MaxPageSize)
 	}
 	if err := m.t.requireSorted("Model.Latest"); err != nil {
 		return nil, err

@@ -2,12 +2,12 @@ package patterns
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/tkerr"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -88,11 +88,11 @@ func (m *Model[T]) audit(ctx context.Context, a *audit) error {
 		}
 		v, err := decodeRow(m.t, p)
 		if err != nil {
-			return fmt.Errorf("tablekit: verify: %w", err)
+			return tkerr.Errorf("tablekit: verify: %w", err)
 		}
 		s, err := m.state(&v, "")
 		if err != nil {
-			return fmt.Errorf("tablekit: verify: %w", err)
+			return tkerr.Errorf("tablekit: verify: %w", err)
 		}
 		src := m.src(s.pk, s.rk)
 		_, listed := p.str(PropCopies)
