@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/tablecopy"
 	"github.com/tablekit/tablekit/tools/testenv"
@@ -83,15 +84,27 @@ func copyDir(t *testing.T, from string) string {
 	return to
 }
 
-// Restore and VerifyBackup find every kind of damage
-// to a segment on their own: content that is not gzip, or stops short,
-// and content that is valid gzip of valid entities and yet not the
-// manifest's (one entity missing, one extra, one twice, one changed).
-// Each is a *tablecopy.CorruptError naming the segment, and a restore of
-// it does not succeed.
-func TestDamagedSegmentIsCorruptError(t *testing.T) {
+// damagedCase is a backup whose first segment is damaged.
+type damagedCase struct {
+	name string
+	loc  *tablecopy.Location
+	seg  tablecopy.Segment // as the manifest says
+	// decodes is set for valid gzip of valid entities, got their count:
+	// the manifest's byte count of the segment is then the file's, as a
+	// rewrite of both would make it, so that only the segment's count
+	// and checksum can tell.
+	decodes bool
+	got     int64
+}
+
+// damagedBackups backs up a table of 300 entities and returns copies of
+// the backup with every kind of damage to its first segment: content
+// that is not gzip, or stops short, or a line not an entity, and valid
+// gzip of valid entities that are not the manifest's (one missing, one
+// extra, one twice, one changed).
+func damagedBackups(t *testing.T, acct *tablekit.Account) []damagedCase {
+	t.Helper()
 	ctx := context.Background()
-	acct := testenv.Account(t)
 	src := newRows(t, acct, true)
 	fill(t, src, 300, 3)
 	dir := t.TempDir()
@@ -104,71 +117,76 @@ func TestDamagedSegmentIsCorruptError(t *testing.T) {
 		t.Fatalf("the first segment holds %d entities; the cases need 3", seg.Entities)
 	}
 	lines := segmentLines(t, filepath.Join(dir, filepath.FromSlash(seg.File)))
-
-	changed := func(t *testing.T, ls [][]byte) [][]byte {
-		e, err := entity.ParseEntity(ls[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Properties["Int32"] = entity.Int32(-7)
-		return append(ls[:1:1], append([][]byte{entityLine(t, e)}, ls[2:]...)...)
+	changed := slices.Clone(lines)
+	e, err := entity.ParseEntity(changed[1])
+	if err != nil {
+		t.Fatal(err)
 	}
+	e.Properties["Int32"] = entity.Int32(-7)
+	changed[1] = entityLine(t, e)
 	n := seg.Entities
-	for _, tc := range []struct {
-		name string
-		file func(t *testing.T) []byte
-		// decodes is set for valid gzip of valid entities, got their
-		// count: the manifest's byte count of the segment is set to the
-		// file's, as a rewrite of both would, so that only the count
-		// and checksum can tell.
+	whole := gzipLines(t, lines)
+	var cases []damagedCase
+	for _, c := range []struct {
+		name    string
+		file    []byte
 		decodes bool
 		got     int64
 	}{
-		{"not gzip", func(*testing.T) []byte { return []byte("not gzip") }, false, 0},
-		{"cut short", func(t *testing.T) []byte { b := gzipLines(t, lines); return b[:len(b)/2] }, false, 0},
-		{"a line not an entity", func(t *testing.T) []byte {
-			return gzipLines(t, append(slices.Clone(lines), []byte(`{"PartitionKey":`)))
-		}, false, 0},
-		{"one entity missing", func(t *testing.T) []byte { return gzipLines(t, slices.Clone(lines)[1:]) }, true, n - 1},
-		{"one entity extra", func(t *testing.T) []byte {
-			return gzipLines(t, append(slices.Clone(lines), entityLine(t, testenv.EveryType("p000", "r00000x", 1))))
-		}, true, n + 1},
-		{"one entity twice", func(t *testing.T) []byte { return gzipLines(t, append(slices.Clone(lines), lines[0])) }, true, n + 1},
-		{"one entity changed", func(t *testing.T) []byte { return gzipLines(t, changed(t, slices.Clone(lines))) }, true, n},
+		{"not gzip", []byte("not gzip"), false, 0},
+		{"cut short", whole[:len(whole)/2], false, 0},
+		{"a line not an entity", gzipLines(t, append(slices.Clone(lines), []byte(`{"PartitionKey":`))), false, 0},
+		{"one entity missing", gzipLines(t, lines[1:]), true, n - 1},
+		{"one entity extra", gzipLines(t, append(slices.Clone(lines), entityLine(t, testenv.EveryType("p000", "r00000x", 1)))), true, n + 1},
+		{"one entity twice", gzipLines(t, append(slices.Clone(lines), lines[0])), true, n + 1},
+		{"one entity changed", gzipLines(t, changed), true, n},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := copyDir(t, dir)
-			file := tc.file(t)
-			if err := os.WriteFile(filepath.Join(d, filepath.FromSlash(seg.File)), file, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if tc.decodes {
-				setSegmentBytes(t, d, seg.File, int64(len(file)))
-			}
-			loc := tablecopy.Dir(d)
+		d := copyDir(t, dir)
+		if err := os.WriteFile(filepath.Join(d, filepath.FromSlash(seg.File)), c.file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if c.decodes {
+			setSegmentBytes(t, d, seg.File, int64(len(c.file)))
+		}
+		cases = append(cases, damagedCase{name: c.name, loc: tablecopy.Dir(d), seg: seg, decodes: c.decodes, got: c.got})
+	}
+	return cases
+}
 
-			checks, err := tablecopy.VerifyBackup(ctx, loc, nil)
+// VerifyBackup finds every kind of damage to a segment on its own (no
+// account to compare with), as a mismatch naming the segment.
+func TestVerifyBackupFindsDamagedSegment(t *testing.T) {
+	for _, tc := range damagedBackups(t, testenv.Account(t)) {
+		t.Run(tc.name, func(t *testing.T) {
+			checks, err := tablecopy.VerifyBackup(context.Background(), tc.loc, nil)
 			if err != nil || len(checks) != 1 || checks[0].OK() {
 				t.Fatalf("verify: %+v %v", checks, err)
 			}
-			found := false
 			for _, m := range checks[0].Mismatches {
-				found = found || m.Segment == seg.File
+				if m.Segment == tc.seg.File && m.Want.Count == tc.seg.Entities && (!tc.decodes || m.Got.Count == tc.got) {
+					return
+				}
 			}
-			if !found {
-				t.Errorf("verify names no mismatch of %s: %v", seg.File, checks[0].Mismatches)
-			}
+			t.Errorf("verify names no mismatch of %s (%d entities): %v", tc.seg.File, tc.got, checks[0].Mismatches)
+		})
+	}
+}
 
+// Restore of a backup with a damaged segment fails with a
+// *tablecopy.CorruptError naming the segment, whatever the damage.
+func TestRestoreRefusesDamagedSegment(t *testing.T) {
+	acct := testenv.Account(t)
+	for _, tc := range damagedBackups(t, acct) {
+		t.Run(tc.name, func(t *testing.T) {
 			dst := newRows(t, acct, false)
-			rres, err := tablecopy.Restore(ctx, loc, acct, &tablecopy.RestoreOptions{ToTable: dst.Name(), Parallel: 1})
+			res, err := tablecopy.Restore(context.Background(), tc.loc, acct, &tablecopy.RestoreOptions{ToTable: dst.Name(), Parallel: 1})
 			var ce *tablecopy.CorruptError
-			if !errors.As(err, &ce) || ce.File != seg.File || ce.Want.Count != seg.Entities || !strings.Contains(err.Error(), "segment "+seg.File) {
-				t.Fatalf("restore: %+v, %v; want a *CorruptError of %s", rres, err, seg.File)
+			if !errors.As(err, &ce) || ce.File != tc.seg.File || ce.Want.Count != tc.seg.Entities || !strings.Contains(err.Error(), "segment "+tc.seg.File) {
+				t.Fatalf("restore: %+v, %v; want a *CorruptError of %s", res, err, tc.seg.File)
 			}
 			if tc.decodes && (ce.Err != nil || ce.Got.Count != tc.got) {
 				t.Errorf("restore: %v; want the segment decoded, %d entities", err, tc.got)
 			}
-			t.Log(err)
 		})
 	}
 }
