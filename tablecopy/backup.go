@@ -883,8 +883,10 @@ func readSegment(ctx context.Context, l *Location, seg Segment, fn func(e entity
 }
 
 // readSegmentPages reads seg a page (gzip member) at a time, skipping the
-// first skip pages, and checks the whole segment's count and checksum
-// when it read all of it.
+// first skip pages (read and counted, not handed to fn), and checks the
+// whole segment's count and checksum at its end. Content that does not
+// decode, or does not match the manifest, is a *CorruptError; errors of
+// the store and fn's are returned as they are.
 func readSegmentPages(ctx context.Context, l *Location, seg Segment, skip int, fn func(index int, page []entity.Entity, hashes []uint64) error) error {
 	if seg.Bytes == 0 {
 		return nil
@@ -894,13 +896,22 @@ func readSegmentPages(ctx context.Context, l *Location, seg Segment, skip int, f
 		return fmt.Errorf("segment %s: %w", seg.File, err)
 	}
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 256<<10)
+	src := &readErr{r: r}
+	var sum Sum
+	// damaged is the error of content that does not decode: corruption,
+	// unless the store's reads failed.
+	damaged := func(err error) error {
+		if src.err != nil {
+			return fmt.Errorf("segment %s: %w", seg.File, err)
+		}
+		return &CorruptError{File: seg.File, Want: Sum{seg.Entities, mustHex(seg.Checksum)}, Got: sum, Err: err}
+	}
+	br := bufio.NewReaderSize(src, 256<<10)
 	zr, err := gzip.NewReader(br)
 	if err != nil {
-		return fmt.Errorf("segment %s: %w", seg.File, err)
+		return damaged(err)
 	}
 	zr.Multistream(false)
-	var sum Sum
 	for index := 0; ; index++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -915,11 +926,11 @@ func readSegmentPages(ctx context.Context, l *Location, seg Segment, skip int, f
 				line++
 				e, err := entity.ParseEntity(text)
 				if err != nil {
-					return fmt.Errorf("segment %s, page %d, line %d: %w", seg.File, index+1, line, err)
+					return damaged(fmt.Errorf("page %d, line %d: %w", index+1, line, err))
 				}
 				canon, err := Canonical(e)
 				if err != nil {
-					return fmt.Errorf("segment %s, page %d, line %d: %w", seg.File, index+1, line, err)
+					return damaged(fmt.Errorf("page %d, line %d: %w", index+1, line, err))
 				}
 				h := lineHash(canon)
 				sum.Add(h)
@@ -930,7 +941,7 @@ func readSegmentPages(ctx context.Context, l *Location, seg Segment, skip int, f
 				break
 			}
 			if rerr != nil {
-				return fmt.Errorf("segment %s, page %d: %w", seg.File, index+1, rerr)
+				return damaged(fmt.Errorf("page %d: %w", index+1, rerr))
 			}
 		}
 		if index >= skip {
@@ -943,16 +954,31 @@ func readSegmentPages(ctx context.Context, l *Location, seg Segment, skip int, f
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("segment %s, after page %d: %w", seg.File, index+1, err)
+			return damaged(fmt.Errorf("after page %d: %w", index+1, err))
 		}
 		zr.Multistream(false)
 	}
-	if skip == 0 {
-		if sum.Count != seg.Entities || hex64(sum.Hash) != seg.Checksum {
-			return &CorruptError{File: seg.File, Want: Sum{seg.Entities, mustHex(seg.Checksum)}, Got: sum}
-		}
+	// Skipped pages are read too: a resumed restore checks the whole
+	// segment as a first run does.
+	if sum.Count != seg.Entities || hex64(sum.Hash) != seg.Checksum {
+		return &CorruptError{File: seg.File, Want: Sum{seg.Entities, mustHex(seg.Checksum)}, Got: sum}
 	}
 	return nil
+}
+
+// readErr records the first error, other than io.EOF, of its reader: an
+// error of the store, not of the content.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 func mustHex(s string) uint64 {
@@ -960,17 +986,27 @@ func mustHex(s string) uint64 {
 	return h
 }
 
-// CorruptError is a backup file whose content does not match its
-// manifest.
+// CorruptError is a backup segment whose content does not match its
+// manifest: it does not decode (Err says why, Got counts the entities
+// before the damage), or its entities' count or checksum differ.
+// Restore, VerifyBackup and a job's completion return it (VerifyBackup as
+// a Mismatch) for every such segment, before any success.
 type CorruptError struct {
 	File      string
 	Want, Got Sum
+	Err       error
 }
 
-// Error names the file and both sums.
+// Error names the segment and both sums, or what did not decode.
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s holds %v; the manifest says %v", e.File, e.Got, e.Want)
+	if e.Err != nil {
+		return fmt.Sprintf("segment %s is damaged after %v: %v; the manifest says %v", e.File, e.Got, e.Err, e.Want)
+	}
+	return fmt.Sprintf("segment %s holds %v; the manifest says %v", e.File, e.Got, e.Want)
 }
+
+// Unwrap returns what did not decode (nil when the segment decoded).
+func (e *CorruptError) Unwrap() error { return e.Err }
 
 // maxLine bounds one segment line (an entity is at most 1 MiB on the
 // service; JSON escaping and base64 make its text larger).

@@ -219,7 +219,7 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 				err = c.wait(ctx, v)
 			}
 			if err == nil {
-				err = w.write(ctx, items, careful, nil)
+				err = w.writeAll(ctx, items, careful, nil, "a page")
 			}
 			if err != nil {
 				errMu.Lock()

@@ -21,6 +21,12 @@ import (
 // DefaultRestoreParallel is how many segments a restore writes at once.
 const DefaultRestoreParallel = 4
 
+// ErrIncomplete is wrapped by the error of a Restore or Copy whose writes
+// all succeeded and yet left fewer entities in the target than it read
+// from its source: a restore or copy that lost entities does not pass for
+// done.
+var ErrIncomplete = errors.New("tablekit: fewer entities written than read")
+
 // RestoreOptions configures Restore. A nil *RestoreOptions restores every
 // table of the backup under its own name.
 type RestoreOptions struct {
@@ -204,6 +210,12 @@ func Restore(ctx context.Context, from *Location, acct *tablekit.Account, opts *
 		}
 	}
 	res.Written, res.Skipped, res.Deleted, res.Throttled = r.written.Load(), r.skipped.Load(), r.deleted.Load(), r.throttled.Load()
+	if err == nil && !res.Resumed && res.Written+res.Skipped != r.total {
+		// Every page is checked as it is written; this is the whole
+		// restore's count against the manifests' (a resumed run wrote
+		// only the pages its checkpoint lacked).
+		err = fmt.Errorf("%d entities written, the backup holds %d (%w)", res.Written+res.Skipped, r.total, ErrIncomplete)
+	}
 	if err != nil {
 		return res, tkerr.Errorf("tablekit: restore from %s: %w", from, err)
 	}
@@ -419,7 +431,7 @@ func (r *restore) segment(ctx context.Context, st *restoreStep, l *Location, seg
 			}
 		}
 		careful := r.resumed && j < start+2
-		if err := w.write(ctx, page, careful, upsertKeys); err != nil {
+		if err := w.writeAll(ctx, page, careful, upsertKeys, "a page"); err != nil {
 			return fmt.Errorf("segment %s, page %d: %w", seg.File, j+1, err)
 		}
 		r.lock()

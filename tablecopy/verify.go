@@ -249,6 +249,8 @@ func checkTableBackup(ctx context.Context, l *Location, m *Manifest, t *TableBac
 		})
 		var ce *CorruptError
 		switch {
+		case errors.As(err, &ce) && ce.Err != nil:
+			mm = append(mm, Mismatch{Table: t.Name, Segment: seg.File, From: seg.First, To: seg.Last, Want: ce.Want, Got: ce.Got, Reason: ce.Error()})
 		case errors.As(err, &ce):
 			mm = append(mm, Mismatch{Table: t.Name, Segment: seg.File, From: seg.First, To: seg.Last, Want: ce.Want, Got: ce.Got})
 		case err != nil && ctx.Err() != nil:

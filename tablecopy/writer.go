@@ -119,18 +119,25 @@ const maxCarefulRows = 5000
 // interrupted run may have written already: the target's entities are
 // read first and those identical to the source are skipped, so nothing is
 // written twice and an insert does not trip over its own earlier write.
-func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool, upsertKeys func(k string) bool) error {
+//
+// It returns how many of items the target now holds as given (written,
+// or found identical): on success, len(items), which callers check, so a
+// page the writes lost part of does not pass for written.
+func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool, upsertKeys func(k string) bool) (int, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if len(items) == 0 {
-		return nil
+		return 0, nil
 	}
+	done := 0
 	if careful {
+		n := len(items)
 		var err error
 		if items, err = w.skipIdentical(ctx, items); err != nil {
-			return err
+			return 0, err
 		}
+		done += n - len(items)
 	}
 	var ins, ups []entity.Entity
 	for _, e := range items {
@@ -153,16 +160,17 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 		}
 		bw, err := w.bulk(part.insert)
 		if err != nil {
-			return fmt.Errorf("write to %s: %w", w.dst.Name(), err)
+			return done, fmt.Errorf("write to %s: %w", w.dst.Name(), err)
 		}
 		res, err := bw.Write(part.items)
 		w.written.Add(int64(res.Written))
+		done += res.Written
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		var be *patterns.BulkError
 		if err != nil && !errors.As(err, &be) {
-			return fmt.Errorf("write to %s: %w", w.dst.Name(), err)
+			return done, fmt.Errorf("write to %s: %w", w.dst.Name(), err)
 		}
 		failed = append(failed, res.Failed...)
 	}
@@ -170,15 +178,28 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 		// Another attempt at the same pages (a duplicate delivery of a
 		// distributed job's range) may have inserted them since the read
 		// back: an insert refused by an identical entity is not a failure.
+		n := len(failed)
 		var err error
 		if failed, err = w.dropIdentical(ctx, items, failed); err != nil {
-			return err
+			return done, err
 		}
+		done += n - len(failed)
 	}
 	if len(failed) == 0 {
-		return nil
+		return done, nil
 	}
-	return &WriteError{Table: w.dst.Name(), Failed: failed}
+	return done, &WriteError{Table: w.dst.Name(), Failed: failed}
+}
+
+// writeAll is write, failing when the target does not hold every one of
+// items afterwards though no write failed: what names, for the error,
+// the page written.
+func (w *writer) writeAll(ctx context.Context, items []entity.Entity, careful bool, upsertKeys func(k string) bool, what string) error {
+	n, err := w.write(ctx, items, careful, upsertKeys)
+	if err == nil && n != len(items) {
+		err = fmt.Errorf("%s: %d of its %d entities written (%w)", what, n, len(items), ErrIncomplete)
+	}
+	return err
 }
 
 // dropIdentical returns the failures other than inserts refused because

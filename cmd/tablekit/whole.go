@@ -360,6 +360,16 @@ func (a *app) finish(s summary, start time.Time, human string, err error) error 
 		s.Rate = float64(done) / s.Seconds
 	}
 	s.Requests = int64(a.counter.Take())
+	if err != nil {
+		// The command itself failed: its line says so, and claims none
+		// of the success its summary would (a restore of a damaged
+		// backup printed "restored 49 entities" before its error).
+		human = s.Command + " FAILED"
+		if s.Written > 0 {
+			human += fmt.Sprintf(" after writing %d entities", s.Written)
+		}
+		human += "; the error follows on stderr"
+	}
 	err = a.reportMismatches(s.Verified, err)
 	s.OK = err == nil
 	if err != nil {

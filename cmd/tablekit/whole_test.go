@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -320,5 +322,82 @@ func TestProgressLine(t *testing.T) {
 	writeProgress(&b, "copying", tablecopy.Progress{Table: "Orders", Entities: 100}, time.Second)
 	if strings.Contains(b.String(), "ETA") {
 		t.Errorf("an ETA without a known total: %q", b.String())
+	}
+}
+
+// A restore of a damaged backup fails, and says so first: no line claims
+// the entities it wrote before finding the damage, its line says it
+// failed, and stderr names the segment. verify finds the same damage.
+// The damage is valid gzip of valid entities (one missing, one changed)
+// under the manifest's byte count, or bytes that are not gzip.
+func TestRestoreOfDamagedBackupPrintsNoSuccess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acct := testenv.Account(t)
+	src := newRows(t)
+	fillRows(t, src, 50, 1)
+	dir := filepath.Join(t.TempDir(), "full")
+	mustRun(t, "", "backup", src.Name(), "--to", dir)
+	m, err := tablecopy.ReadManifest(ctx, tablecopy.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := m.Tables[0].Segments[0].File
+	path := filepath.Join(dir, filepath.FromSlash(file))
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rewrite is the segment's lines through edit, as one gzip member of
+	// at most the original's size.
+	rewrite := func(edit func(lines []string) []string) []byte {
+		zr, err := gzip.NewReader(bytes.NewReader(orig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := edit(strings.Split(strings.TrimSpace(string(text)), "\n"))
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write([]byte(strings.Join(lines, "\n") + "\n"))
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if buf.Len() > len(orig) {
+			t.Fatalf("the rewritten segment is %d bytes, more than its %d", buf.Len(), len(orig))
+		}
+		return buf.Bytes()
+	}
+	for i, tc := range []struct {
+		name string
+		file []byte
+	}{
+		{"one entity missing", rewrite(func(ls []string) []string { return ls[1:] })},
+		{"one entity changed", rewrite(func(ls []string) []string {
+			ls[3] = strings.Replace(ls[3], `"RowKey":"r00003"`, `"RowKey":"r00003x"`, 1)
+			return ls
+		})},
+		{"not gzip", []byte("not gzip")},
+	} {
+		if err := os.WriteFile(path, tc.file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dst := rowsNamed(t, acct, fmt.Sprintf("%sd%d", src.Name(), i))
+		r := run(t, "", "restore", "--from", dir, "--to-table", dst.Name())
+		if r.code != 1 || strings.Contains(r.stdout, "restored ") || !strings.HasPrefix(r.stdout, "restore FAILED") ||
+			!strings.Contains(r.stderr, "segment "+file) {
+			t.Errorf("%s: restore: exit %d\nstdout: %s\nstderr: %s", tc.name, r.code, r.stdout, r.stderr)
+		}
+		r = run(t, "", "restore", "--from", dir, "--to-table", dst.Name(), "--json")
+		if s := jsonSummary(t, r); r.code != 1 || s["ok"] != false || !strings.Contains(s["error"].(string), "segment "+file) {
+			t.Errorf("%s: restore --json: exit %d\nstdout: %s\nstderr: %s", tc.name, r.code, r.stdout, r.stderr)
+		}
+		r = run(t, "", "verify", "--from", dir, "--backup-only")
+		if r.code != 1 || !strings.Contains(r.stderr, "mismatch: table "+src.Name()+", segment "+file) {
+			t.Errorf("%s: verify: exit %d\nstdout: %s\nstderr: %s", tc.name, r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -346,6 +346,8 @@ func readBody(q *request, limit int64) ([]byte, *answer.Error) {
 		return nil, answer.MissingContentLength()
 	case body.TimedOut:
 		return nil, answer.OperationTimedOut()
+	case body.Unauthorized:
+		return nil, answer.InternalError()
 	}
 	return nil, answer.InvalidInput()
 }

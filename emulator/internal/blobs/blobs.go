@@ -38,6 +38,7 @@ import (
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/body"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
@@ -99,6 +100,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w = cors.Wrap(w, r, s.corsRules())
 	query := r.URL.Query()
+	r = body.Gate(r) // opened by authorize
 	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
 	if s.store != nil {
 		h := &held{ResponseWriter: w, q: q}
@@ -168,6 +170,7 @@ func (s *Service) authorized(q *request, op func(*request) *answer.Error, resour
 // refusal is the answer when every one is refused).
 func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Error {
 	if s.cfg.Auth == nil {
+		body.Open(q.r)
 		return nil
 	}
 	var first *answer.Error
@@ -177,6 +180,7 @@ func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Er
 			Name: q.container, Blob: q.blob,
 		})
 		if e == nil {
+			body.Open(q.r)
 			return nil
 		}
 		if first == nil {

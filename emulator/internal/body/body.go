@@ -13,6 +13,12 @@
 //
 // How long a body may take is the server's business (the emulator's
 // read deadline); a body cut by it ends in TimedOut.
+//
+// A service checks who is asking before it reads what they send: it
+// gates each request's body as the request arrives (Gate) and opens it
+// once the request is authorized (Open). Until then a read of the body
+// fails (Unauthorized) without reading a byte, so a handler that reads
+// before it authorizes fails every request, not only a stranger's.
 package body
 
 import (
@@ -28,18 +34,62 @@ type Failure uint8
 
 // The failures.
 const (
-	OK       Failure = iota
-	TooLarge         // the Content-Length, or the body read so far, is over the limit
-	Short            // the body ended before its Content-Length
-	TimedOut         // the server's read deadline cut the body
-	Broken           // the connection failed otherwise
-	Required         // the body has no Content-Length (Require's refusal)
+	OK           Failure = iota
+	TooLarge             // the Content-Length, or the body read so far, is over the limit
+	Short                // the body ended before its Content-Length
+	TimedOut             // the server's read deadline cut the body
+	Broken               // the connection failed otherwise
+	Required             // the body has no Content-Length (Require's refusal)
+	Unauthorized         // the body is gated, and the request not authorized (a handler's error)
 )
+
+// errGated is the error of a read of a gated body not opened.
+var errGated = errors.New("body: read before the request was authorized")
+
+// gate is a request body that refuses reads until open.
+type gate struct {
+	io.ReadCloser
+	open bool
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	if !g.open {
+		return 0, errGated
+	}
+	return g.ReadCloser.Read(p)
+}
+
+// Gate returns r with its body closed to reads until Open (r itself
+// when it has no body): a service gates a request as it arrives.
+func Gate(r *http.Request) *http.Request {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	g := *r
+	g.Body = &gate{ReadCloser: r.Body}
+	return &g
+}
+
+// Open opens the body Gate closed: the request is authorized.
+func Open(r *http.Request) {
+	if g, ok := r.Body.(*gate); ok {
+		g.open = true
+	}
+}
+
+// gated reports whether r's body is gated and not open.
+func gated(r *http.Request) bool {
+	g, ok := r.Body.(*gate)
+	return ok && !g.open
+}
 
 // Read reads r's body, at most limit bytes.
 func Read(r *http.Request, limit int64) ([]byte, Failure) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, OK
+	}
+	if gated(r) {
+		return nil, Unauthorized
 	}
 	n := r.ContentLength
 	if n > limit {
@@ -69,6 +119,9 @@ func Read(r *http.Request, limit int64) ([]byte, Failure) {
 // Require reads r's body as Read does, but refuses one without a
 // Content-Length (Required) without reading it.
 func Require(r *http.Request, limit int64) ([]byte, Failure) {
+	if r.Body != nil && gated(r) {
+		return nil, Unauthorized
+	}
 	if r.ContentLength < 0 {
 		return nil, Required
 	}
@@ -78,6 +131,8 @@ func Require(r *http.Request, limit int64) ([]byte, Failure) {
 // failure classifies a read error.
 func failure(err error) Failure {
 	switch {
+	case errors.Is(err, errGated):
+		return Unauthorized
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return TimedOut
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

@@ -31,6 +31,7 @@ import (
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
+	"github.com/tablekit/tablekit/emulator/internal/body"
 	"github.com/tablekit/tablekit/emulator/internal/cors"
 	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
@@ -107,6 +108,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w = cors.Wrap(w, r, s.corsRules())
+	r = body.Gate(r) // opened by authorize
 	if e := s.serve(w, r); e != nil {
 		writeError(w, r, e)
 	}
@@ -176,9 +178,13 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) *answer.Error {
 // authorize asks Config.Auth whether r may do the operation.
 func (s *Service) authorize(r *http.Request, resource, perm byte, name string) *answer.Error {
 	if s.cfg.Auth == nil {
+		body.Open(r)
 		return nil
 	}
 	_, e := s.cfg.Auth.Authorize(r, auth.Operation{Service: auth.Queue, ResourceType: resource, Permission: perm, Name: name})
+	if e == nil {
+		body.Open(r)
+	}
 	return e
 }
 

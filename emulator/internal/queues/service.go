@@ -233,6 +233,8 @@ func readBody(r *http.Request) ([]byte, *answer.Error) {
 		return nil, answer.RequestBodyTooLarge()
 	case body.TimedOut:
 		return nil, answer.OperationTimedOut()
+	case body.Unauthorized:
+		return nil, answer.InternalError()
 	}
 	return nil, answer.InvalidXMLDocument()
 }

@@ -209,6 +209,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve answers one request with load as the scale model (nil: none).
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
+	r = body.Gate(r) // opened by authorize
 	q := &request{w: w, r: r, id: answer.RequestID(), load: load, query: r.URL.Query()}
 	scheme := "http"
 	if r.TLS != nil {
@@ -310,6 +311,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, load Load) {
 // sent.
 func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 	if s.cfg.Auth == nil {
+		body.Open(q.r)
 		return &auth.Grant{}, true
 	}
 	op.Service = auth.Table
@@ -322,6 +324,7 @@ func (s *Service) authorize(q *request, op auth.Operation) (*auth.Grant, bool) {
 		s.fail(q, e)
 		return nil, false
 	}
+	body.Open(q.r)
 	if g == nil {
 		g = &auth.Grant{}
 	}
@@ -366,6 +369,8 @@ func (s *Service) readBody(q *request, limit int64) ([]byte, bool) {
 		s.fail(q, answer.RequestBodyTooLarge())
 	case body.TimedOut:
 		s.fail(q, answer.OperationTimedOut())
+	case body.Unauthorized:
+		s.fail(q, answer.InternalError())
 	default:
 		s.fail(q, errInvalidInput)
 	}
