@@ -299,3 +299,17 @@ func Unmarshal(data []byte, v any) error {
 	}
 	return c.Unmarshal(data, v)
 }
+
+// BlobField is a field tagged with the blob option (`table:"Items,blob"`):
+// a top-level []byte field whose value a repository keeps in a blob, with
+// the blob's name in the property Property. The codec neither writes nor
+// reads it; patterns.Model and patterns.LargeEntities keep it.
+type BlobField struct {
+	GoName   string // the Go field
+	Index    int    // the field's index in the struct
+	Property string // the property that holds the blob's name
+}
+
+// BlobFields returns the type's fields tagged with the blob option, in
+// declaration order.
+func (c *Codec) BlobFields() []BlobField { return append([]BlobField(nil), c.p.blobs...) }

@@ -81,6 +81,7 @@ type plan struct {
 	hookU      bool // *T implements EntityUnmarshaler
 	propHooks  bool // a field is a PropertyUnmarshaler: the decoder reads annotations for it
 	selectList []string
+	blobs      []BlobField // fields the codec leaves to a repository that keeps them in blobs
 
 	// When the keys and every property are fast fields, DataSize is
 	// sizeFixed (16 bytes a field) plus the lengths of the strings at
@@ -125,6 +126,7 @@ type tagOptions struct {
 	omitEmpty bool
 	json      bool
 	encrypt   bool
+	blob      bool
 	role      role
 }
 
@@ -146,6 +148,8 @@ func parseTag(t reflect.Type, goName, tag string) (tagOptions, error) {
 			o.json = true
 		case "encrypt":
 			o.encrypt = true
+		case "blob":
+			o.blob = true
 		case "pk":
 			r = rolePK
 		case "rk":
@@ -158,7 +162,7 @@ func parseTag(t reflect.Type, goName, tag string) (tagOptions, error) {
 			return o, errType(t, goName, "empty option in table tag "+strconv.Quote(tag))
 		default:
 			return o, errType(t, goName, "unknown option "+strconv.Quote(opt)+" in table tag "+strconv.Quote(tag)+
-				" (known: omitempty, json, encrypt, pk, rk, etag, timestamp)")
+				" (known: omitempty, json, encrypt, blob, pk, rk, etag, timestamp)")
 		}
 		if r != roleNone {
 			if o.role != roleNone && o.role != r {
@@ -180,7 +184,7 @@ type candidate struct {
 	name   string // wire name
 }
 
-func collect(root, t reflect.Type, index []int, prefix string, depth int, visiting map[reflect.Type]bool, out *[]candidate) error {
+func collect(root, t reflect.Type, index []int, prefix string, depth int, visiting map[reflect.Type]bool, out *[]candidate, blobs *[]BlobField) error {
 	visiting[t] = true
 	defer delete(visiting, t)
 	for i := 0; i < t.NumField(); i++ {
@@ -214,7 +218,7 @@ func collect(root, t reflect.Type, index []int, prefix string, depth int, visiti
 				if visiting[ft] {
 					continue
 				}
-				if err := collect(root, ft, idx, goName+".", depth+1, visiting, out); err != nil {
+				if err := collect(root, ft, idx, goName+".", depth+1, visiting, out, blobs); err != nil {
 					return err
 				}
 				continue
@@ -226,6 +230,13 @@ func collect(root, t reflect.Type, index []int, prefix string, depth int, visiti
 		name := sf.Name
 		if opts.named {
 			name = opts.name
+		}
+		if opts.blob {
+			if depth > 0 || sf.Anonymous || sf.Type != reflect.TypeFor[[]byte]() || opts.json || opts.encrypt || opts.omitEmpty || opts.role != roleNone {
+				return errType(root, goName, "the blob option needs a top-level []byte field and no other option (tag "+strconv.Quote(tag)+")")
+			}
+			*blobs = append(*blobs, BlobField{GoName: goName, Index: i, Property: name})
+			continue
 		}
 		*out = append(*out, candidate{sf: sf, index: idx, depth: depth, goName: goName, opts: opts, name: name})
 	}
@@ -244,7 +255,7 @@ func buildPlan(t reflect.Type) (*plan, error) {
 	lenient := p.hookM && p.hookU // properties are the hooks' business
 
 	var cands []candidate
-	if err := collect(t, t, nil, "", 0, map[reflect.Type]bool{}, &cands); err != nil {
+	if err := collect(t, t, nil, "", 0, map[reflect.Type]bool{}, &cands, &p.blobs); err != nil {
 		return nil, err
 	}
 	// Group by wire name (role fields by role), then pick the shallowest;

@@ -76,6 +76,9 @@ type ModelOptions struct {
 	// Delay keeps each enqueued intent invisible this long (default 1 s),
 	// as EventualIndexedTableOptions.Delay.
 	Delay time.Duration
+	// Container is the blob container of T's blob fields (`table:"Items,blob"`,
+	// see Model); required when T has one.
+	Container string
 }
 
 // Model is the repository of an entity type and all its views: one
@@ -117,6 +120,7 @@ type Model[T any] struct {
 	props    []string // T's properties, without keys and Timestamp
 	sel      []string // what a copy query selects
 	delay    time.Duration
+	blobs    modelBlobs
 }
 
 // localView is a view in the entity's partition: an intra-partition index
@@ -141,10 +145,11 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 	if o.Delay <= 0 {
 		o.Delay = time.Second
 	}
-	t, what, err := openTable[T](acct, name, o.Table, "NewModel")
+	t, err := newTable[T](acct, name, o.Table, true)
 	if err != nil {
 		return nil, err
 	}
+	what := "NewModel[" + t.codec.Type().String() + "]"
 	if err := checkHiddenProps(what, t.codec.Select(), PropPrimaryPartitionKey, PropPrimaryRowKey, PropCopies, PropIntent); err != nil {
 		return nil, err
 	}
@@ -202,7 +207,7 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 		}
 		m.eventual = append(m.eventual, ix)
 		if ix.Table != "" && m.tables[ix.Table] == nil {
-			it, err := NewTable[T](acct, ix.Table, o.Table)
+			it, err := newTable[T](acct, ix.Table, o.Table, true)
 			if err != nil {
 				return nil, err
 			}
@@ -212,8 +217,41 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 	if len(m.eventual) > 0 && m.q == nil {
 		return nil, tkerr.Errorf("tablekit: %s: %w: EventualIndexes need ModelOptions.Queue, the queue their worker reads", what, tablekit.ErrInvalidArgument)
 	}
+	if err := m.openBlobs(what, acct, o.Container); err != nil {
+		return nil, err
+	}
 	m.sel = append(slices.Clone(t.codec.Select()), PropPrimaryPartitionKey, PropPrimaryRowKey)
 	return m, nil
+}
+
+// openBlobs checks T's blob fields and the container that keeps them.
+func (m *Model[T]) openBlobs(what string, acct *tablekit.Account, container string) error {
+	m.blobs = modelBlobs{fields: m.t.codec.BlobFields(), container: container}
+	if len(m.blobs.fields) == 0 {
+		return nil
+	}
+	if acct.Blobs() == nil {
+		return tkerr.Errorf("tablekit: %s: %w: field %s is tagged blob", what, tablekit.ErrNoEndpoint, m.blobs.fields[0].GoName)
+	}
+	if container == "" {
+		return tkerr.Errorf("tablekit: %s: %w: field %s is tagged blob; set ModelOptions.Container", what, tablekit.ErrInvalidArgument, m.blobs.fields[0].GoName)
+	}
+	if err := keys.ValidateContainerName(container); err != nil {
+		return tkerr.Errorf("tablekit: %s: %w", what, err)
+	}
+	taken := map[string]bool{}
+	for _, p := range m.t.codec.Select() {
+		taken[p] = true
+	}
+	for _, f := range m.blobs.fields {
+		for _, p := range []string{f.Property, f.Property + LargeSizeSuffix, f.Property + LargeContentTypeSuffix, f.Property + LargeHashSuffix} {
+			if taken[p] {
+				return tkerr.Errorf("tablekit: %s: %w: property %s of blob field %s is also another field's", what, tablekit.ErrInvalidEntity, p, f.GoName)
+			}
+			taken[p] = true
+		}
+	}
+	return nil
 }
 
 // Table is the entity's table. Its own writes store exactly the caller's
@@ -226,6 +264,11 @@ func (m *Model[T]) Table() *Table[T] { return m.t }
 func (m *Model[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) error {
 	for _, t := range m.tables {
 		if err := t.CreateIfNotExists(ctx, opts); err != nil {
+			return err
+		}
+	}
+	if len(m.blobs.fields) > 0 {
+		if err := createContainer(ctx, m.t.acct, m.blobs.container); err != nil {
 			return err
 		}
 	}
@@ -246,10 +289,14 @@ type modelState struct {
 	locals []intraCopy
 	specs  []consistency.CopySpec // eventual views
 	props  rawProps               // the entity's properties, without the bookkeeping
+	intnt  string                 // the write's intent id
 }
 
-// state computes what v is written as, with intent as its intent id.
-func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
+func (s *modelState) intent() (string, bool) { return s.intnt, s.intnt != "" }
+
+// state computes what v is written as, with intent as its intent id and
+// its blob fields kept in the blobs refs names.
+func (m *Model[T]) state(v *T, intent string, refs map[string]BlobInfo) (*modelState, error) {
 	body, pk, rk, err := m.t.marshal(v)
 	if err != nil {
 		return nil, err
@@ -262,13 +309,20 @@ func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
 			return nil, tkerr.Errorf("tablekit: %s: %w: RowKey %q starts with the prefix of view %q, whose rows share the partition; change the key or the view's name", m.t.describe(pk, rk), tablekit.ErrInvalidKey, rk, m.local[i].Name)
 		}
 	}
-	s := &modelState{pk: pk, rk: rk}
-	if !m.hasViews() {
+	s := &modelState{pk: pk, rk: rk, intnt: intent}
+	if !m.hasViews() && len(refs) == 0 {
 		s.body = body
 		return s, nil
 	}
 	if s.props, err = parseProps(body); err != nil {
 		return nil, err
+	}
+	if !m.hasViews() {
+		setBlobProps(s.props, refs)
+		if s.body, err = s.props.bytes(); err != nil {
+			return nil, tkerr.Errorf("tablekit: %s: %w", m.t.describe(pk, rk), err)
+		}
+		return s, nil
 	}
 	var list []consistency.CopySpec
 	for i := range m.local {
@@ -321,6 +375,7 @@ func (m *Model[T]) state(v *T, intent string) (*modelState, error) {
 	for k, v := range s.props {
 		p[k] = v
 	}
+	setBlobProps(p, refs)
 	p.setString(PropCopies, enc)
 	if len(m.eventual) > 0 {
 		p.setString(PropPrimaryPartitionKey, pk)
@@ -397,17 +452,60 @@ func (m *Model[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error 
 	if len(m.eventual) > 0 {
 		intent = consistency.NewIntentID()
 	}
-	s, err := m.state(v, intent)
+	if _, err := m.state(v, intent, nil); err != nil {
+		return err // refused before any blob is uploaded
+	}
+	up := &blobUploads{}
+	pk, rk := m.t.codec.Keys(v)
+	refs, err := m.putBlobs(ctx, v, pk, rk, nil, up)
 	if err != nil {
+		m.forget(ctx, up, nil, err)
 		return err
 	}
+	s, err := m.state(v, intent, refs)
+	if err == nil {
+		err = m.insert(ctx, v, s, intent != "" || len(up.all) > 0)
+	}
+	m.forget(ctx, up, refs, err)
+	return err
+}
+
+// forget deletes the blobs a write uploaded and the entity does not name:
+// all of them when the write failed for sure, those it did not keep
+// otherwise. After an unknown outcome the stored entity may name any, and
+// all stay.
+func (m *Model[T]) forget(ctx context.Context, up *blobUploads, kept map[string]BlobInfo, err error) {
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) || len(up.all) == 0 {
+		return
+	}
+	if err != nil {
+		kept = nil
+	}
+	var drop []BlobInfo
+	for _, b := range up.all {
+		if k, ok := kept[b.Property]; !ok || k.Name != b.Name {
+			drop = append(drop, b)
+		}
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, b := range drop {
+		_, _ = m.t.acct.Blobs().DeleteBlob(ctx, b.Container, b.Name, nil)
+	}
+}
+
+// insert writes the new entity s: the intent first, then the entity and
+// its partition's views in one transaction.
+// unique says that s's body is this write's alone (an intent id, a fresh
+// blob name), which settles a lost answer exactly.
+func (m *Model[T]) insert(ctx context.Context, v *T, s *modelState, unique bool) error {
 	if len(s.specs) > 0 {
+		intent, _ := s.intent()
 		if err := m.enqueue(ctx, s.pk, s.rk, nil, intentOf(intent)); err != nil {
 			return err
 		}
 	}
 	if len(s.locals) == 0 {
-		etag, err := m.t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: s.pk, RowKey: s.rk, Entity: s.body, Unique: intent != ""})
+		etag, err := m.t.w.Write(ctx, "insert", Op{Type: OpInsert, PartitionKey: s.pk, RowKey: s.rk, Entity: s.body, Unique: unique})
 		if err != nil {
 			return err
 		}
@@ -415,7 +513,7 @@ func (m *Model[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error 
 		return nil
 	}
 	ops := make([]Op, 0, 1+len(s.locals))
-	ops = append(ops, Op{Type: OpInsert, PartitionKey: s.pk, RowKey: s.rk, Entity: s.body, Unique: intent != ""})
+	ops = append(ops, Op{Type: OpInsert, PartitionKey: s.pk, RowKey: s.rk, Entity: s.body, Unique: unique})
 	for _, c := range s.locals {
 		ops = append(ops, Op{Type: OpInsert, PartitionKey: s.pk, RowKey: c.rk, Entity: c.body, Owned: true})
 	}
@@ -447,6 +545,19 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 	del := mode.primary == OpDelete
 	var sent []Op
 	var locals []intraCopy
+	var refsBefore, refsAfter map[string]BlobInfo
+	up := &blobUploads{}
+	var prepare func(old *T, stored []byte) error
+	if fn != nil && len(m.blobs.fields) > 0 && !mode.repair {
+		// fn sees the blob fields as stored.
+		prepare = func(old *T, stored []byte) error {
+			refs, err := m.blobRefs(stored)
+			if err != nil {
+				return err
+			}
+			return m.loadBlobs(ctx, old, refs)
+		}
+	}
 	missing := map[string]bool{}
 	announced := map[consistency.EntityRef]bool{}
 	enqueued := false
@@ -455,18 +566,27 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 		intent = consistency.NewIntentID()
 	}
 	mo.Race = func(err error) bool { return m.race(err, sent, missing) }
-	v, err := m.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
-		before, err := m.state(old, "")
+	v, err := m.t.modifyWith(ctx, pk, rk, fn, prepare, func(old, v *T, stored []byte) ([]Op, error) {
+		before, err := m.state(old, "", nil)
 		if err != nil {
 			before = &modelState{} // the stored entity's keys or values were invalid: it had no such views
 		}
+		if refsBefore, err = m.blobRefs(stored); err != nil {
+			return nil, err
+		}
+		refsAfter = nil
 		var after *modelState
 		var ops []Op
 		if del {
 			after = &modelState{}
 			ops = []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}
 		} else {
-			if after, err = m.state(v, intent); err != nil {
+			if mode.repair {
+				refsAfter = refsBefore // a repair rewrites the entity as stored
+			} else if refsAfter, err = m.putBlobs(ctx, v, pk, rk, refsBefore, up); err != nil {
+				return nil, err
+			}
+			if after, err = m.state(v, intent, refsAfter); err != nil {
 				return nil, err
 			}
 			ops = []Op{{Type: mode.primary, PartitionKey: pk, RowKey: rk, Entity: after.body}}
@@ -529,10 +649,11 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 		sent = ops
 		return ops, nil
 	}, mo)
+	m.forget(ctx, up, refsAfter, err)
 	if err != nil {
 		return v, m.conflict(err, pk, sent, locals)
 	}
-	return v, nil
+	return v, m.dropBlobs(ctx, pk, rk, unnamed(refsBefore, refsAfter))
 }
 
 // race reports whether a failed write lost a race: the entity changed
@@ -671,10 +792,27 @@ func (m *Model[T]) Archive(ctx context.Context, pk, rk, archive string, opts *Ar
 	return m.q.Enqueue(ctx, consistency.NewTransaction(consistency.MoveEntity(m.src(pk, rk), to)), nil)
 }
 
-// Get reads the entity (pk, rk): a point query, one request;
+// Get reads the entity (pk, rk) and its blob fields: a point query, one
+// request, and one more per non-empty blob field (a blob whose content
+// does not match its entity's size or SHA-256 fails with ErrBlobCorrupt);
 // tablekit.ErrNotFound when there is none.
 func (m *Model[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
-	return m.t.Get(ctx, pk, rk, opts)
+	if len(m.blobs.fields) == 0 {
+		return m.t.Get(ctx, pk, rk, opts)
+	}
+	v, _, body, err := m.t.read(ctx, pk, rk)
+	if err != nil {
+		return v, err
+	}
+	refs, err := m.blobRefs(body)
+	if err == nil {
+		err = m.loadBlobs(ctx, &v, refs)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
 }
 
 // view returns the view called name.

@@ -90,7 +90,7 @@ func (m *Model[T]) audit(ctx context.Context, a *audit) error {
 		if err != nil {
 			return tkerr.Errorf("tablekit: verify: %w", err)
 		}
-		s, err := m.state(&v, "")
+		s, err := m.state(&v, "", nil)
 		if err != nil {
 			return tkerr.Errorf("tablekit: verify: %w", err)
 		}

@@ -1,6 +1,7 @@
 package patterns_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type mdOrder struct {
 	Placed       time.Time
 	Total        float64
 	Note         string
+	Items        []byte `table:"Items,blob"`
 }
 
 // mdFixture is a Model of mdOrder with every kind of view: a unique
@@ -43,7 +45,7 @@ type mdFixture struct {
 	status   string
 	archive  string
 	contanr  string
-	workerMu sync.Mutex
+	blobs    string // the Model's blob container
 }
 
 func mdViews(statusTable string) patterns.Views[mdOrder] {
@@ -61,17 +63,19 @@ func newMdFixture(t *testing.T) *mdFixture {
 	f := &mdFixture{counter: counter, worker: testenv.Account(t), status: testenv.TableName(t), archive: testenv.TableName(t)}
 	f.q, f.contanr = testQueue(t, acct)
 	var err error
-	f.m, err = patterns.NewModel(acct, testenv.TableName(t), mdViews(f.status), &patterns.ModelOptions{Queue: f.q})
+	f.blobs = testenv.ContainerName(t)
+	f.m, err = patterns.NewModel(acct, testenv.TableName(t), mdViews(f.status), &patterns.ModelOptions{Queue: f.q, Container: f.blobs})
 	must(t, err)
 	must(t, f.m.CreateIfNotExists(context.Background(), nil))
-	arch, err := patterns.NewTable[mdOrder](f.worker, f.archive, nil)
+	arch, err := patterns.NewModel(f.worker, f.archive, patterns.Views[mdOrder]{}, &patterns.ModelOptions{Container: f.blobs})
 	must(t, err)
 	must(t, arch.CreateIfNotExists(context.Background(), nil))
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = f.m.Table().Drop(ctx, nil)
-		_ = arch.Drop(ctx, nil)
-		if st, err := patterns.NewTable[mdOrder](f.worker, f.status, nil); err == nil {
+		_ = arch.Table().Drop(ctx, nil)
+		_, _ = f.worker.Blobs().DeleteContainer(ctx, f.blobs, nil)
+		if st, err := patterns.NewTable[entity.Entity](f.worker, f.status, nil); err == nil {
 			_ = st.Drop(ctx, nil)
 		}
 	})
@@ -326,10 +330,8 @@ func TestModelVerifyRepair(t *testing.T) {
 		break
 	}
 	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: tailRK}, &patterns.WriteOptions{Unconditional: true}))
-	plain, err := patterns.NewTable[mdOrder](f.worker, f.m.Table().Name(), nil)
-	must(t, err)
-	o2 := mdOrd("c1", "o0002", "N2x", "closed", t0, 2)
-	must(t, plain.Upsert(ctx, &o2, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}))
+	o2 := entity.Entity{PartitionKey: "c1", RowKey: "o0002", Properties: map[string]entity.Value{"Number": entity.String("N2x"), "Status": entity.String("closed")}}
+	must(t, raw.Upsert(ctx, &o2, &patterns.UpsertOptions{Mode: patterns.UpsertMerge}))
 	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: "o0003"}, &patterns.WriteOptions{Unconditional: true}))
 	rep, err = f.m.Verify(ctx, nil)
 	must(t, err)
@@ -355,4 +357,88 @@ func TestModelVerifyRepair(t *testing.T) {
 	if n != 4 {
 		t.Errorf("%d status copies after Repair, want 4", n)
 	}
+}
+
+// TestModelBlobFields: a Model keeps a field tagged blob in Blob storage,
+// with any view beside it: a write that keeps its content keeps its blob,
+// a new content gets a new blob and the old one goes through the worker,
+// the archive keeps naming it, and a delete has it go.
+func TestModelBlobFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newMdFixture(t)
+	c := f.counter
+	items := bytes.Repeat([]byte("sku-0001 x 2;"), 10_000) // 130,000 bytes: past a String property's 64 KiB
+	o := mdOrd("c1", "o0001", "N1", "open", time.Now(), 10)
+	o.Items = items
+	must(t, f.m.Insert(ctx, &o, nil))
+	requests(t, c, 3, "Insert with a blob field (upload, enqueue, transaction)")
+	got, err := f.m.Get(ctx, "c1", "o0001", nil)
+	must(t, err)
+	requests(t, c, 2, "Get with a blob field (entity, blob)")
+	if !bytes.Equal(got.Items, items) {
+		t.Fatalf("Get: %d bytes of items, want %d", len(got.Items), len(items))
+	}
+	if len(f.blobNames(t)) != 1 {
+		t.Errorf("blobs after Insert: %v", f.blobNames(t))
+	}
+	// An update that leaves the items as they are keeps their blob: fn sees
+	// them (one download), nothing is uploaded.
+	_, err = f.m.Update(ctx, "c1", "o0001", func(o *mdOrder) error {
+		if !bytes.Equal(o.Items, items) {
+			return fmt.Errorf("fn sees %d bytes of items, want %d", len(o.Items), len(items))
+		}
+		o.Status = "paid"
+		return nil
+	}, nil)
+	must(t, err)
+	requests(t, c, 4, "Update keeping the items (read, download, enqueue, transaction)")
+	// New items: a new blob, the old one removed by the worker.
+	_, err = f.m.Update(ctx, "c1", "o0001", func(o *mdOrder) error { o.Items = append(o.Items, "sku-0002 x 1;"...); return nil }, nil)
+	must(t, err)
+	f.drain(t)
+	names := f.blobNames(t)
+	got, err = f.m.Get(ctx, "c1", "o0001", nil)
+	must(t, err)
+	if len(names) != 1 || len(got.Items) != len(items)+13 {
+		t.Errorf("after new items: blobs %v, %d bytes of items", names, len(got.Items))
+	}
+	rep, err := f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() {
+		t.Errorf("Verify: %+v", rep)
+	}
+	// The archive keeps naming the blob.
+	must(t, f.m.Archive(ctx, "c1", "o0001", f.archive, nil))
+	f.drain(t)
+	arch, err := patterns.NewModel(f.worker, f.archive, patterns.Views[mdOrder]{}, &patterns.ModelOptions{Container: f.blobs})
+	must(t, err)
+	a, err := arch.Get(ctx, "c1", "o0001", nil)
+	must(t, err)
+	if len(a.Items) != len(items)+13 || a.Status != "paid" {
+		t.Errorf("archived order: %d bytes of items, status %q", len(a.Items), a.Status)
+	}
+	// A delete has the blob go.
+	must(t, arch.Delete(ctx, &a, nil))
+	if n := f.blobNames(t); len(n) != 0 {
+		t.Errorf("blobs after the delete: %v", n)
+	}
+	// A plain Table would drop the field: refused.
+	if _, err := patterns.NewTable[mdOrder](f.worker, f.archive, nil); !errors.Is(err, tablekit.ErrInvalidEntity) {
+		t.Errorf("NewTable of a type with a blob field: %v, want ErrInvalidEntity", err)
+	}
+}
+
+func (f *mdFixture) blobNames(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	pager := f.worker.Blobs().NewListBlobsFlatPager(f.blobs, nil)
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		must(t, err)
+		for _, b := range page.Segment.BlobItems {
+			out = append(out, *b.Name)
+		}
+	}
+	return out
 }

@@ -87,6 +87,12 @@ type Table[T any] struct {
 // struct tag fails at start-up rather than on the first write. It makes no
 // request; call CreateIfNotExists to create the table.
 func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*Table[T], error) {
+	return newTable[T](acct, name, opts, false)
+}
+
+// newTable is NewTable; blobs says that the caller keeps T's blob fields
+// (entity.Codec.BlobFields), which a plain Table would drop.
+func newTable[T any](acct *tablekit.Account, name string, opts *TableOptions, blobs bool) (*Table[T], error) {
 	if acct == nil {
 		return nil, tkerr.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
 	}
@@ -94,6 +100,9 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 	codec, err := entity.CodecOf(reflect.TypeFor[T](), o.Codec)
 	if err != nil {
 		return nil, err
+	}
+	if bf := codec.BlobFields(); len(bf) > 0 && !blobs {
+		return nil, tkerr.Errorf("tablekit: NewTable[%s]: %w: field %s is tagged blob, and a Table stores no blob (its writes would drop the field); use patterns.NewModel, which keeps it in Blob storage", codec.Type(), tablekit.ErrInvalidEntity, bf[0].GoName)
 	}
 	for _, p := range codec.Select() {
 		if strings.HasPrefix(p, ReservedPrefix) {
@@ -397,6 +406,12 @@ func (t *Table[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error,
 // the entity's new ETag (none when the write's response was lost and
 // others have written since).
 func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error, ops func(old, v *T) ([]Op, error), o wire.ModifyOptions) (T, error) {
+	return t.modifyWith(ctx, pk, rk, fn, nil, func(old, v *T, _ []byte) ([]Op, error) { return ops(old, v) }, o)
+}
+
+// modifyWith is modify with the stored entity's body given to ops, and
+// prepare, when set, called on the stored value before fn sees it.
+func (t *Table[T]) modifyWith(ctx context.Context, pk, rk string, fn func(*T) error, prepare func(old *T, stored []byte) error, ops func(old, v *T, stored []byte) ([]Op, error), o wire.ModifyOptions) (T, error) {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = t.maxAttempts
 	}
@@ -408,6 +423,11 @@ func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error,
 			return nil, tkerr.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
 		}
 		t.codec.SetMeta(&old, etag, time.Time{})
+		if prepare != nil {
+			if err := prepare(&old, stored); err != nil {
+				return nil, err
+			}
+		}
 		v = old
 		if fn != nil {
 			if err := fn(&v); err != nil {
@@ -417,7 +437,7 @@ func (t *Table[T]) modify(ctx context.Context, pk, rk string, fn func(*T) error,
 				return nil, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
 			}
 		}
-		return ops(&old, &v)
+		return ops(&old, &v, stored)
 	}, &o)
 	if err != nil {
 		var zero T
