@@ -38,14 +38,14 @@ type mdOrder struct {
 // index in the order's partition, a tail, and a status index in a table
 // of its own kept by the worker.
 type mdFixture struct {
-	m        *patterns.Model[mdOrder]
-	q        *consistency.Queue
-	counter  *tablekit.RequestCounter
-	worker   *tablekit.Account
-	status   string
-	archive  string
-	contanr  string
-	blobs    string // the Model's blob container
+	m       *patterns.Model[mdOrder]
+	q       *consistency.Queue
+	counter *tablekit.RequestCounter
+	worker  *tablekit.Account
+	status  string
+	archive string
+	contanr string
+	blobs   string // the Model's blob container
 }
 
 func mdViews(statusTable string) patterns.Views[mdOrder] {
