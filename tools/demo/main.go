@@ -10,7 +10,7 @@
 // non-zero when any example or the tablekit step fails, or the worker
 // dies. `make demo` runs it.
 //
-// The examples that need a worker (archive, employees, photos) run their
+// The examples that need a worker (archive, employees, orders, photos) run their
 // own consistency.Worker in-process when started alone (and in their
 // Example tests); the demo runs them with -external-worker so that they
 // rely on the tablekit-worker process instead, as a deployment would.
@@ -128,7 +128,7 @@ const externalWorker = "-external-worker"
 
 // workerQueues are the transaction queues of the examples that need a
 // worker (each example's main names its queue after itself).
-var workerQueues = []string{"archive", "employees", "photos"}
+var workerQueues = []string{"archive", "employees", "orders", "photos"}
 
 // workerProc is the background tablekit-worker.
 type workerProc struct {
