@@ -125,6 +125,17 @@
 // applied twice; BulkResult.Throttled and WhereResult.Throttled count the
 // answers.
 //
+// # One entity, several patterns
+//
+// Model is one repository for one type and the guide's patterns that
+// derive from it, declared as Views beside the struct: indexes in the
+// entity's partition and log tails (Tail), written in the entity's entity
+// group transaction; indexes in other partitions or tables, kept by the
+// consistency worker; fields tagged `table:"F,blob"` in Blob storage.
+// Every write of the Model keeps every view, Archive moves an entity with
+// its views through the worker, and Verify and Repair cover every view.
+// A per-pattern repository below is the easy way in for one pattern.
+//
 // # Queries and transactions ("Design for querying", "Entity group transactions")
 //
 // Table[T]: Get, Query, Page, Count, Transaction, SubmitOps, BulkWrite,

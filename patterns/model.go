@@ -775,8 +775,11 @@ type ArchiveOptions struct {
 // (the guide's eventually consistent transactions pattern, its own
 // example): it enqueues a consistency.MoveEntity step, which copies the
 // entity as it is when the worker runs, without the Model's bookkeeping,
-// and deletes it with every view. It needs ModelOptions.Queue. One
-// request; the entity moves when the worker has run.
+// and deletes it with every view. It needs ModelOptions.Queue, and the
+// table archive must exist (create it with its own repository: a Model
+// with no views reads the archived entities' blob fields back). One
+// request; the entity moves when the worker has run. The archived entity
+// keeps naming its blobs, which stay where they are.
 func (m *Model[T]) Archive(ctx context.Context, pk, rk, archive string, opts *ArchiveOptions) error {
 	if m.q == nil {
 		return tkerr.Errorf("tablekit: archive %s: %w: the Model has no queue (ModelOptions.Queue)", m.t.describe(pk, rk), tablekit.ErrInvalidArgument)
