@@ -110,6 +110,11 @@
 // writes envelopes as Azure Functions queue triggers read them; the worker
 // reads both forms.
 //
+// In a test, Worker.Drain applies what is visible in the queues and
+// returns, without the backoffs and polls Run waits for: after writes to
+// an EventualIndexedTable, advance the emulator's clock by the intents'
+// Delay (emulator.Instance.Advance), call Drain, then read the views.
+//
 // The guide's caveats hold: there is no isolation (a reader may see a
 // moved employee in both tables, never in neither), and consistency is
 // eventual. A writer that enqueues its intent before writing the source

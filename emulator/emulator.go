@@ -38,6 +38,17 @@
 //	client, err := azblob.NewClient(em.BlobURL, cred,
 //		&azblob.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: em.HTTPClient()}})
 //
+// # A clock the test controls
+//
+// What Azure does with time happens at once when a test says so:
+// Instance.Advance moves the emulator's clock forward, as miniredis's
+// FastForward does, and queue messages become visible or expire, leases
+// expire and finish breaking, SAS and token lifetimes end, without
+// waiting. The clock otherwise keeps real time:
+//
+//	_, err = q.EnqueueMessage(ctx, "later", &azqueue.EnqueueMessageOptions{VisibilityTimeout: to.Ptr[int32](30)})
+//	em.Advance(30 * time.Second) // the message is visible now
+//
 // # Azure's rules, not Azurite's
 //
 // The emulator applies Azure Table storage's rules always: the limits
@@ -262,6 +273,7 @@ type Instance struct {
 	queues   []*queues.Service // one per account
 	blobs    []*blobs.Service  // one per account
 	accounts []Account         // the accounts served, the first this Instance's
+	clock    *clock            // the services' time (Advance)
 	stopOnce sync.Once
 }
 
@@ -345,7 +357,8 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		scheme = "https"
 	}
 
-	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, RootCAs: rootCAs, accounts: accts}
+	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, RootCAs: rootCAs, accounts: accts, clock: new(clock)}
+	now := inst.clock.now
 	var tableLoad tables.Load
 	switch {
 	case o.Scale != nil:
@@ -369,10 +382,12 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	tableRouter, directRouter, blobRouter, queueRouter := accountRouter{}, accountRouter{}, accountRouter{}, accountRouter{}
 	for _, a := range accts {
 		authn := auth.New(auth.Account{Name: a.Name, Keys: a.decoded})
+		authn.SetClock(now)
+		authn.SetDateClock(time.Now) // clients date requests by the real clock
 		if o.OAuth == OAuthBasic {
 			authn.EnableBearer(true)
 		}
-		tcfg := tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad}
+		tcfg := tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad, Now: now}
 		ts := tables.New(tcfg)
 		location := accountLocation(o.Location, a.Name)
 		if location != "" {
@@ -390,14 +405,14 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
-		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: location})
+		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: location, Now: now})
 		if err != nil {
 			inst.Stop()
 			return nil, err
 		}
 		inst.blobs = append(inst.blobs, bs)
 		blobRouter[a.Name] = bs
-		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: location})
+		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: location, Now: now})
 		if err != nil {
 			inst.Stop()
 			return nil, err

@@ -55,8 +55,9 @@ Usage:
   tablekit-worker poison requeue --queue NAME [flags]   move poisoned messages back to the queue
   tablekit-worker enqueue        --queue NAME [flags] FILE.json
                                                         enqueue the transaction in FILE.json ("-" = stdin)
-  tablekit-worker --help                                this text (also tablekit-worker help
-                                                        [COMMAND], and COMMAND --help)
+  tablekit-worker --help                                this text (tablekit-worker help)
+  tablekit-worker COMMAND --help                        a command's usage and flags (also
+                                                        tablekit-worker help COMMAND)
   tablekit-worker --version                             the version, as the metrics' build_info gives it
 
 Connecting: set AZURE_STORAGE_CONNECTION_STRING (or --connection-string), or
@@ -93,6 +94,7 @@ Exit status: 0 success (run: drained after SIGTERM, SIGINT or --until-empty),
 // command is one subcommand: its flags and what it does.
 type command struct {
 	name    string
+	args    string // after the name, for the usage line
 	summary string
 	fs      *flag.FlagSet
 	run     func(ctx context.Context, args []string) error
@@ -174,10 +176,10 @@ func commands(c *config) []*command {
 	enq.BoolVar(&c.base64, "base64", false, "write the message base64-encoded, as an Azure Functions queue trigger expects; workers read both forms")
 
 	return []*command{
-		{name: "run", summary: "apply transactions until SIGTERM/SIGINT", fs: run, run: c.cmdRun},
-		{name: "poison list", summary: "show poisoned messages and their errors", fs: list, run: c.cmdPoisonList},
-		{name: "poison requeue", summary: "move poisoned messages back to their queue", fs: requeue, run: c.cmdPoisonRequeue},
-		{name: "enqueue", summary: "enqueue the transaction in FILE.json (\"-\" reads stdin)", fs: enq, run: c.cmdEnqueue},
+		{name: "run", args: "--queue NAME [flags]", summary: "apply transactions until SIGTERM/SIGINT", fs: run, run: c.cmdRun},
+		{name: "poison list", args: "--queue NAME [flags]", summary: "show poisoned messages and their errors", fs: list, run: c.cmdPoisonList},
+		{name: "poison requeue", args: "--queue NAME [flags]", summary: "move poisoned messages back to their queue", fs: requeue, run: c.cmdPoisonRequeue},
+		{name: "enqueue", args: "--queue NAME [flags] FILE.json", summary: "enqueue the transaction in FILE.json (\"-\" reads stdin)", fs: enq, run: c.cmdEnqueue},
 	}
 }
 
@@ -192,6 +194,18 @@ func usage(w io.Writer, cmds []*command) {
 		fmt.Fprintf(w, "\nFlags of %q (%s):\n", cmd.name, cmd.summary)
 		cliconn.PrintFlags(w, cmd.fs, common)
 	}
+}
+
+// commandUsage writes one command's help: its usage line, what it does,
+// its own flags, then those every command takes.
+func commandUsage(w io.Writer, cmd *command) {
+	fmt.Fprintf(w, "Usage: tablekit-worker %s %s\n\n%s.\n", cmd.name, cmd.args, strings.ToUpper(cmd.summary[:1])+cmd.summary[1:])
+	common := commonFlags()
+	fmt.Fprint(w, "\nFlags:\n")
+	cliconn.PrintFlags(w, cmd.fs, common)
+	fmt.Fprint(w, "\nFlags of every command:\n")
+	cliconn.PrintFlags(w, common, nil)
+	fmt.Fprint(w, "\nRun tablekit-worker --help for connecting, signals, the HTTP endpoints and\nthe exit statuses.\n")
 }
 
 // commonFlags is a flag set holding only the flags every command takes.
@@ -239,7 +253,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cmd := cmds[i]
 	if err := cliconn.FlagError(cmd.fs.Parse(rest)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usage(stdout, cmds)
+			commandUsage(stdout, cmd)
 			return 0
 		}
 		fmt.Fprintf(stderr, "tablekit-worker %s: %v; run tablekit-worker --help\n", cmd.name, err)

@@ -46,7 +46,7 @@ func TestHelpCommandAndItsSections(t *testing.T) {
 			}
 		})
 	}
-	for _, args := range [][]string{{"help", "bogus"}, {"help", "poison"}, {"help", "query", "extra"}} {
+	for _, args := range [][]string{{"help", "bogus"}, {"help", "poison", "bogus"}, {"help", "query", "extra"}} {
 		var out, errOut bytes.Buffer
 		if code := realMain(context.Background(), args, nil, &out, &errOut); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "unknown command") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and unknown command", args, code, out.String(), errOut.String())
@@ -162,7 +162,7 @@ func TestJSONOfEveryDataCommand(t *testing.T) {
 		t.Fatalf("import with a bad line: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	imp := jsonLines(t, "import --json", r.stdout)[0]
-	has(t, "import --json", imp, map[string]any{"command": "import", "ok": false, "table": dst, "imported": 1, "failed": 1, "error": "1 line(s) not imported (listed above)"})
+	has(t, "import --json", imp, map[string]any{"command": "import", "ok": false, "table": dst, "imported": 1, "failed": 1, "error": "1 line not imported (listed above)"})
 	if f, _ := imp["failures"].([]any); len(f) != 1 || fmt.Sprint(f[0].(map[string]any)["line"]) != "2" {
 		t.Errorf("import --json failures: %v", imp["failures"])
 	}

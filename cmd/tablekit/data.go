@@ -44,18 +44,24 @@ func parseFilter(s string) (keys.Filter, error) {
 	return f, nil
 }
 
-// scanRefused turns the library's table-scan refusal into a usage error
-// naming the flag.
-func scanRefused(err error) error {
-	if errors.Is(err, tablekit.ErrTableScan) {
-		return usagef("%v; add --allow-scan to read every partition", err)
+// checkScan is the rule query, count, export and delete share: a FILTER
+// that is a table scan (it pins no partition; the empty FILTER "" is the
+// whole table) runs only with --allow-scan, and is refused before any
+// request otherwise. given is false when the command was given no FILTER
+// at all: count and export then work on the whole table by their form,
+// as copy and backup do, and need no flag; a FILTER, even "", may be a
+// variable that came out wrong. The library's own check is then off: its
+// refusal speaks of Go options, this one of flags.
+func (a *app) checkScan(table string, f keys.Filter, given bool) error {
+	if !given || a.allowScan || keys.Classify(f) != keys.TableScan {
+		return nil
 	}
-	return err
+	if f.IsZero() {
+		return usagef("an empty FILTER is the whole table of %s: a table scan, which reads every partition; add --allow-scan to run it", table)
+	}
+	text, _ := f.Build()
+	return usagef("FILTER %q pins no partition (PartitionKey eq '...'): a table scan, which reads every partition of %s; add --allow-scan to run it", text, table)
 }
-
-// scanAllowed is whether a scan may run: --allow-scan, or no FILTER, as
-// then the user asked for the whole table.
-func (a *app) scanAllowed(f keys.Filter) bool { return a.allowScan || f.IsZero() }
 
 func (a *app) cmdTables(ctx context.Context, args []string) error {
 	o := &aztables.ListTablesOptions{}
@@ -115,11 +121,14 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 	if a.limit < 0 {
 		return usagef("--limit %d: want 0 or more", a.limit)
 	}
+	if err := a.checkScan(args[0], f, true); err != nil {
+		return err
+	}
 	tbl, err := a.table(args[0])
 	if err != nil {
 		return err
 	}
-	opts := &patterns.QueryOptions{SelectAll: a.sel == "", Top: a.top, AllowTableScan: a.allowScan}
+	opts := &patterns.QueryOptions{SelectAll: a.sel == "", Top: a.top, AllowTableScan: true}
 	if a.sel != "" {
 		// The service returns only what $select names: keep the keys and
 		// Timestamp, which every row prints.
@@ -140,7 +149,7 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 	for {
 		p, err := tbl.Page(ctx, f, token, opts)
 		if err != nil {
-			return scanRefused(err)
+			return err
 		}
 		pages++
 		class = p.Class
@@ -364,7 +373,7 @@ func cellValue(v entity.Value) string {
 }
 
 // tableAndFilter opens the table args[0] and reads the optional FILTER
-// args[1] (none: the whole table).
+// args[1] (none: the whole table), which checkScan must allow.
 func (a *app) tableAndFilter(args []string) (*rows, keys.Filter, error) {
 	var f keys.Filter
 	if len(args) > 1 {
@@ -372,6 +381,9 @@ func (a *app) tableAndFilter(args []string) (*rows, keys.Filter, error) {
 		if f, err = parseFilter(args[1]); err != nil {
 			return nil, f, err
 		}
+	}
+	if err := a.checkScan(args[0], f, len(args) > 1); err != nil {
+		return nil, f, err
 	}
 	tbl, err := a.table(args[0])
 	return tbl, f, err
@@ -384,9 +396,9 @@ func (a *app) cmdCount(ctx context.Context, args []string) error {
 	}
 	a.counter.Reset()
 	start := time.Now()
-	n, err := tbl.Count(ctx, f, &patterns.WhereOptions{AllowTableScan: a.scanAllowed(f), Parallel: a.parallel})
+	n, err := tbl.Count(ctx, f, &patterns.WhereOptions{AllowTableScan: true, Parallel: a.parallel})
 	if err != nil {
-		return scanRefused(err)
+		return err
 	}
 	if a.json {
 		text, _ := f.Build()
@@ -435,10 +447,6 @@ func (a *app) cmdExport(ctx context.Context, args []string) error {
 	if parallel <= 0 && keys.Classify(f) != keys.TableScan {
 		parallel = 1
 	}
-	if keys.Classify(f) == keys.TableScan && !a.scanAllowed(f) {
-		// Scan itself needs no opt-in: refuse here, as query does.
-		return scanRefused(fmt.Errorf("%w: %s filter %q", tablekit.ErrTableScan, args[0], args[1]))
-	}
 	_, err = tbl.Scan(ctx, f, func(_ context.Context, page []entity.Entity) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -452,8 +460,7 @@ func (a *app) cmdExport(ctx context.Context, args []string) error {
 	}, &patterns.ScanOptions{QueryOptions: patterns.QueryOptions{SelectAll: true}, Parallel: parallel})
 	if err != nil {
 		out.Flush()
-		err = scanRefused(err)
-		if a.json && !errors.As(err, new(usageError)) {
+		if a.json {
 			a.exportSummary(args[0], f, n, start, err)
 		}
 		return err
@@ -464,7 +471,7 @@ func (a *app) cmdExport(ctx context.Context, args []string) error {
 	if a.json {
 		return a.exportSummary(args[0], f, n, start, nil)
 	}
-	fmt.Fprintf(a.stderr, "exported %d entities from %s in %d requests (%v)\n", n, args[0], a.counter.Take(), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(a.stderr, "exported %s from %s in %s (%v)\n", cliconn.Count(n, "entity", "entities"), args[0], cliconn.Count(a.counter.Take(), "request", ""), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -593,8 +600,8 @@ func (a *app) cmdImport(ctx context.Context, args []string) (err error) {
 		// The service was over its target: the import slowed down.
 		throttled = fmt.Sprintf(", %d throttled and resent", res.Throttled)
 	}
-	fmt.Fprintf(a.stdout, "imported %d entities into %s in %d transactions (%v%s); %d line(s) failed\n",
-		res.Written, args[0], res.Requests, time.Since(start).Round(time.Millisecond), throttled, len(bad))
+	fmt.Fprintf(a.stdout, "imported %s into %s in %s (%v%s); %s failed\n",
+		cliconn.Count(res.Written, "entity", "entities"), args[0], cliconn.Count(res.Requests, "transaction", ""), time.Since(start).Round(time.Millisecond), throttled, cliconn.Count(len(bad), "line", ""))
 	return importErr(readErr, len(lineOf)+len(bad), len(bad))
 }
 
@@ -605,7 +612,7 @@ func importErr(readErr error, lines, bad int) error {
 		return fmt.Errorf("reading the input stopped after line %d: %w", lines, readErr)
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d line(s) not imported (listed above)", bad)
+		return fmt.Errorf("%s not imported (listed above)", cliconn.Count(bad, "line", ""))
 	}
 	return nil
 }
@@ -671,7 +678,7 @@ func (a *app) progress(read *atomic.Int64, start time.Time) func() {
 			case <-t.C:
 				n := read.Load()
 				rate := float64(n) / time.Since(start).Seconds()
-				fmt.Fprintf(a.stdout, "\r\033[Kimporting: %d entities read (%.0f/s)", n, rate)
+				fmt.Fprintf(a.stdout, "\r\033[Kimporting: %s read (%.0f/s)", cliconn.Count(n, "entity", "entities"), rate)
 			}
 		}
 	}()
@@ -683,7 +690,8 @@ func (a *app) progress(read *atomic.Int64, start time.Time) func() {
 
 func (a *app) cmdDelete(ctx context.Context, args []string) error {
 	var f keys.Filter
-	if len(args) == 2 {
+	given := len(args) == 2
+	if given {
 		if !a.yes {
 			return usagef("deleting what FILTER matches needs --yes (run \"tablekit count\" with it first)")
 		}
@@ -691,23 +699,21 @@ func (a *app) cmdDelete(ctx context.Context, args []string) error {
 		if f, err = parseFilter(args[1]); err != nil {
 			return err
 		}
-		if f.IsZero() {
-			return usagef("an empty FILTER would delete the whole table; drop the table instead")
-		}
 	}
 	if a.partition != "" {
 		f = keys.And(keys.PK().Eq(a.partition), f)
-	}
-	if f.IsZero() {
+	} else if !given {
 		return usagef("give --partition PK, or a FILTER and --yes")
+	}
+	if err := a.checkScan(args[0], f, given); err != nil {
+		return err
 	}
 	tbl, err := a.table(args[0])
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: a.allowScan, Concurrency: a.concurrency, Parallel: a.parallel})
-	err = scanRefused(err)
+	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: true, Concurrency: a.concurrency, Parallel: a.parallel})
 	if a.json {
 		if errors.As(err, new(usageError)) {
 			return err
@@ -723,9 +729,11 @@ func (a *app) cmdDelete(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	fmt.Fprintf(a.stdout, "deleted %d of %d matching entities from %s in %d pages and %d transactions (%v)",
-		res.Deleted, res.Matched, args[0], res.Pages, res.Transactions, time.Since(start).Round(time.Millisecond))
-	if res.Gone > 0 {
+	fmt.Fprintf(a.stdout, "deleted %d of %s from %s in %s and %s (%v)",
+		res.Deleted, cliconn.Count(res.Matched, "matching entity", "matching entities"), args[0], cliconn.Count(res.Pages, "page", ""), cliconn.Count(res.Transactions, "transaction", ""), time.Since(start).Round(time.Millisecond))
+	if res.Gone == 1 {
+		fmt.Fprint(a.stdout, "; 1 was already gone")
+	} else if res.Gone > 0 {
 		fmt.Fprintf(a.stdout, "; %d were already gone", res.Gone)
 	}
 	fmt.Fprintln(a.stdout)

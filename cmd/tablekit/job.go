@@ -67,7 +67,7 @@ func (a *app) started(ctx context.Context, job *tablecopy.Job, err error) error 
 	}
 	if a.whole.wait || a.whole.verify {
 		if !a.json {
-			fmt.Fprintf(a.stdout, "started %s job %s with %d ranges on queue %s\n", job.Op, job.Ref, job.Ranges, job.Queue)
+			fmt.Fprintf(a.stdout, "started %s job %s with %s on queue %s\n", job.Op, job.Ref, cliconn.Count(job.Ranges, "range", ""), job.Queue)
 		}
 		if a.whole.interval <= 0 {
 			a.whole.interval = 2 * time.Second
@@ -77,7 +77,7 @@ func (a *app) started(ctx context.Context, job *tablecopy.Job, err error) error 
 	if a.json {
 		return cliconn.JSONLine(a.stdout, jobSummary{Command: job.Op, OK: true, Job: job.Ref, ID: job.ID, Op: job.Op, Queue: job.Queue, Ranges: job.Ranges})
 	}
-	fmt.Fprintf(a.stdout, "started %s job %s with %d ranges on queue %s\nfollow it: tablekit job watch %s\n", job.Op, job.Ref, job.Ranges, job.Queue, job.Ref)
+	fmt.Fprintf(a.stdout, "started %s job %s with %s on queue %s\nfollow it: tablekit job watch %s\n", job.Op, job.Ref, cliconn.Count(job.Ranges, "range", ""), job.Queue, job.Ref)
 	return nil
 }
 
@@ -124,7 +124,7 @@ func describe(s *tablecopy.JobStatus, js jobSummary) string {
 	if s.Op == tablecopy.JobBackup {
 		what = fmt.Sprintf("%s of %v to %s", s.Op, s.Tables, s.Location)
 	}
-	return fmt.Sprintf("job %s (%s): %s, %d/%d ranges done, %d failed, %d entities (%.0f/s)", s.ID, what, js.State, js.RangesDone, js.Ranges, js.RangesFailed, js.Entities, js.Rate)
+	return fmt.Sprintf("job %s (%s): %s, %d/%s done, %d failed, %s (%.0f/s)", s.ID, what, js.State, js.RangesDone, cliconn.Count(js.Ranges, "range", ""), js.RangesFailed, cliconn.Count(js.Entities, "entity", "entities"), js.Rate)
 }
 
 // report prints js (JSON, or a line and the failed ranges).
@@ -134,7 +134,7 @@ func (a *app) report(s *tablecopy.JobStatus, js jobSummary) {
 		if r.Poisoned {
 			what = "poisoned"
 		}
-		fmt.Fprintf(a.stderr, "job %s range %d (table %s, %d attempts) %s: %s\n", s.ID, r.Index, r.Table, r.Attempts, what, r.Error)
+		fmt.Fprintf(a.stderr, "job %s range %d (table %s, %s) %s: %s\n", s.ID, r.Index, r.Table, cliconn.Count(r.Attempts, "attempt", ""), what, r.Error)
 	}
 	if a.json {
 		_ = cliconn.JSONLine(a.stdout, js) // a failed write to stdout: nothing left to tell
@@ -150,7 +150,7 @@ func (a *app) report(s *tablecopy.JobStatus, js jobSummary) {
 		if c.Against != "" {
 			against = c.Against
 		}
-		fmt.Fprintf(a.stdout, "%s %s against %s: %v in %d range(s)\n", state, c.Table, against, c.Want, c.Ranges)
+		fmt.Fprintf(a.stdout, "%s %s against %s: %v in %s\n", state, c.Table, against, c.Want, cliconn.Count(c.Ranges, "range", ""))
 	}
 }
 
@@ -225,7 +225,7 @@ func (a *app) watch(ctx context.Context, ref string) error {
 	}
 	err = a.reportMismatches(js.Verified, err)
 	if err == nil && !s.Complete {
-		err = fmt.Errorf("job %s: %d range(s) failed (listed above); fix the cause, then tablekit job requeue %s", s.ID, s.RangesFailed, ref)
+		err = fmt.Errorf("job %s: %s failed (listed above); fix the cause, then tablekit job requeue %s", s.ID, cliconn.Count(s.RangesFailed, "range", ""), ref)
 	}
 	js.OK = err == nil
 	if err != nil {
@@ -281,7 +281,7 @@ func (a *app) cmdJobRequeue(ctx context.Context, args []string) error {
 	if a.json {
 		return cliconn.JSONLine(a.stdout, jobRequeueSummary{Command: "job requeue", OK: true, Job: args[0], ID: s.ID, Queue: name, Sent: n})
 	}
-	fmt.Fprintf(a.stdout, "sent %d range message(s) of job %s to %s\n", n, s.ID, name)
+	fmt.Fprintf(a.stdout, "sent %s of job %s to %s\n", cliconn.Count(n, "range message", ""), s.ID, name)
 	return nil
 }
 

@@ -59,7 +59,8 @@ names, query's and export's entities, poison list's records) are one object
 each. Each command's --help lists its fields.
 
 Exit status: 0 success, 1 failure (a verification that found a difference
-is one), 2 usage error (a table scan refused without --allow-scan is one);
+is one), 2 usage error (a FILTER that is a table scan, "" included, refused
+without --allow-scan is one: query, count, export and delete share the rule);
 job status exits 3 while the job runs. Each command's --help says which of
 these it returns and when.
 `
@@ -151,8 +152,8 @@ is compared with: a constant is widened to a wider number type (5 matches an
 Int64 or Double 5) and never narrowed (5L matches no Int32); a property of
 another type is not compared (docs/EMULATOR.md, "Filters, as Azure
 evaluates them"). A FILTER that does not
-pin one partition is a table scan and needs --allow-scan. An empty FILTER
-("") is the whole table.`,
+pin one partition is a table scan and needs --allow-scan; so does an empty
+FILTER (""), the whole table.`,
 			jsonDoc: `rows are JSON lines (--format json, which --json requires); --explain's report
   is one object on stderr: {"command":"query","ok":true,"table","filter","class",
   "pages","requests","returned","scanned" (absent when not measured),
@@ -178,7 +179,8 @@ pin one partition is a table scan and needs --allow-scan. An empty FILTER
 			about: `Counts the entities of TABLE matching FILTER, or all of them without one,
 reading keys only ($select=PartitionKey,RowKey): one request per 1,000
 entities. A table scan reads key ranges in parallel (--parallel). A FILTER
-that is a table scan needs --allow-scan.`,
+that is a table scan, the empty FILTER ("") included, needs --allow-scan;
+without FILTER, count counts the whole table.`,
 			jsonDoc: `{"command":"count","ok":true,"table","filter","count","requests","seconds"}`,
 			example: "tablekit count Employees \"PartitionKey eq 'Sales'\"\n  tablekit count Employees --parallel 32 --json",
 			flags:   func(fs *flag.FlagSet) { scan(fs); parallel(fs); a.jsonFlag(fs, "print the count as a JSON object") },
@@ -193,7 +195,8 @@ DateTime, Guid and Binary property carries its @odata.type annotation, so
 Double, DateTime to 100 ns). A summary goes to stderr. A table scan (the
 whole table, without FILTER) reads key ranges in parallel (--parallel), so
 its lines come in no particular order; --parallel 1 keeps key order. A
-FILTER that is a table scan needs --allow-scan.`,
+FILTER that is a table scan, the empty FILTER ("") included, needs
+--allow-scan; without FILTER, export writes the whole table.`,
 			jsonDoc: `the entities are JSON lines on stdout with or without it; the summary on stderr
   is {"command":"export","ok","table","filter","exported","requests","seconds",
   "entitiesPerSecond","error"}, also when the export failed part way.`,
@@ -235,8 +238,9 @@ could not be read, or the service failed; 2 usage error, before any request.`,
 			about: `Deletes entities in entity group transactions of up to 100, reading their
 keys a page of 1,000 at a time: every entity of partition --partition, or
 those matching FILTER, which needs --yes (and --allow-scan when it is a table
-scan; its key ranges are read in parallel, --parallel). With both, the
-entities of the partition matching FILTER. Prints what it deleted.`,
+scan, the empty FILTER "" included; its key ranges are read in parallel,
+--parallel). With both, the entities of the partition matching FILTER. Prints
+what it deleted.`,
 			jsonDoc: `{"command":"delete","ok","table","filter","matched","deleted","gone","pages",
   "transactions","seconds","error"}: "gone" counts the matched entities deleted
   by someone else meanwhile; the summary is printed when the delete failed too.`,
@@ -447,7 +451,7 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	if len(pos) < cmd.minArgs || len(pos) > cmd.maxArgs {
-		fmt.Fprintf(a.stderr, "tablekit %s: want %s, got %d argument(s); run tablekit %s --help\n", cmd.name, strings.TrimSpace("arguments "+cmd.args), len(pos), cmd.name)
+		fmt.Fprintf(a.stderr, "tablekit %s: want %s, got %s; run tablekit %s --help\n", cmd.name, strings.TrimSpace("arguments "+cmd.args), cliconn.Count(len(pos), "argument", ""), cmd.name)
 		return 2
 	}
 	if cmd.needConn {

@@ -366,7 +366,7 @@ func (a *app) finish(s summary, start time.Time, human string, err error) error 
 		// backup printed "restored 49 entities" before its error).
 		human = s.Command + " FAILED"
 		if s.Written > 0 {
-			human += fmt.Sprintf(" after writing %d entities", s.Written)
+			human += " after writing " + cliconn.Count(s.Written, "entity", "entities")
 		}
 		human += "; the error follows on stderr"
 	}
@@ -390,7 +390,7 @@ func (a *app) finish(s summary, start time.Time, human string, err error) error 
 			if !c.OK() {
 				state = "DIFFERS"
 			}
-			fmt.Fprintf(a.stdout, "%s %s against %s: %v in %d range(s)\n", state, c.Table, against, c.Want, c.Ranges)
+			fmt.Fprintf(a.stdout, "%s %s against %s: %v in %s\n", state, c.Table, against, c.Want, cliconn.Count(c.Ranges, "range", ""))
 		}
 	}
 	return err
@@ -438,7 +438,7 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 		return usageError{err.Error()}
 	}
 	s := summary{Command: "copy", Written: res.Written, Skipped: res.Skipped, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
-	human := fmt.Sprintf("copied %d entities from %s to %s", res.Written, src.Name(), dst.Name())
+	human := fmt.Sprintf("copied %s from %s to %s", cliconn.Count(res.Written, "entity", "entities"), src.Name(), dst.Name())
 	if res.AlreadyComplete {
 		human = fmt.Sprintf("the copy of %s to %s is complete already (its checkpoint in %s says so); nothing to do, --restart copies again", src.Name(), dst.Name(), a.whole.checkpoint)
 	}
@@ -521,12 +521,12 @@ func (a *app) cmdBackup(ctx context.Context, args []string) error {
 		return usageError{err.Error()}
 	}
 	s := summary{Command: "backup", Written: res.Entities, Skipped: res.Skipped, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Manifest: res.Manifest, Seconds: time.Since(start).Seconds()}
-	human := fmt.Sprintf("backed up %d entities of %d table(s) to %s", res.Entities, len(args), to)
+	human := fmt.Sprintf("backed up %s of %s to %s", cliconn.Count(res.Entities, "entity", "entities"), cliconn.Count(len(args), "table", ""), to)
 	switch {
 	case res.AlreadyComplete:
 		human = fmt.Sprintf("the backup in %s is complete already; nothing to do", to)
 	case res.Resumed:
-		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already in the backup were skipped", res.Skipped)
+		human += fmt.Sprintf("; resumed from its checkpoint, %s already in the backup skipped", cliconn.Count(res.Skipped, "entity", "entities"))
 	}
 	if res.Manifest != nil {
 		kind := res.Manifest.Kind
@@ -562,12 +562,12 @@ func (a *app) cmdRestore(ctx context.Context, args []string) error {
 		return usageError{err.Error()}
 	}
 	s := summary{Command: "restore", Written: res.Written, Skipped: res.Skipped, Deleted: res.Deleted, Resumed: res.Resumed, AlreadyComplete: res.AlreadyComplete, Throttled: res.Throttled, Seconds: time.Since(start).Seconds()}
-	human := fmt.Sprintf("restored %d entities into %d table(s) from %s (%d backup(s) of the chain, %d keys deleted)", res.Written, len(res.Tables), from, res.Backups, res.Deleted)
+	human := fmt.Sprintf("restored %s into %s from %s (%s of the chain, %s deleted)", cliconn.Count(res.Written, "entity", "entities"), cliconn.Count(len(res.Tables), "table", ""), from, cliconn.Count(res.Backups, "backup", ""), cliconn.Count(res.Deleted, "key", ""))
 	if res.AlreadyComplete {
 		human = fmt.Sprintf("the restore from %s is complete already (its checkpoint says so); nothing to do, --restart restores again", from)
 	}
 	if res.Resumed {
-		human += fmt.Sprintf("; resumed from its checkpoint, %d entities already identical in the target were skipped", res.Skipped)
+		human += fmt.Sprintf("; resumed from its checkpoint, %s already identical in the target skipped", cliconn.Count(res.Skipped, "entity", "entities"))
 	}
 	if err == nil && w.verify {
 		bar = a.startProgress("verifying", time.Now())
@@ -615,7 +615,7 @@ func (a *app) cmdVerify(ctx context.Context, args []string) error {
 		s.TableEntities += c.Got.Count
 	}
 	s.Compared = s.BackupEntities + s.TableEntities
-	human := fmt.Sprintf("checked %d table(s) of %s: %d entities of the backup", len(checks), from, s.BackupEntities)
+	human := fmt.Sprintf("checked %s of %s: %s of the backup", cliconn.Count(len(checks), "table", ""), from, cliconn.Count(s.BackupEntities, "entity", "entities"))
 	if !w.backupOnly {
 		human += fmt.Sprintf(" compared with %d of the tables", s.TableEntities)
 	}
@@ -680,7 +680,7 @@ func (a *app) startProgress(verb string, start time.Time) *progressBar {
 // when the total is known.
 func writeProgress(w io.Writer, verb string, p tablecopy.Progress, elapsed time.Duration) {
 	rate := float64(p.Entities) / max(elapsed.Seconds(), 1e-3)
-	line := fmt.Sprintf("%s %s: %d entities (%.0f/s)", verb, p.Table, p.Entities, rate)
+	line := fmt.Sprintf("%s %s: %s (%.0f/s)", verb, p.Table, cliconn.Count(p.Entities, "entity", "entities"), rate)
 	if p.Skipped > 0 {
 		line += fmt.Sprintf(", %d skipped", p.Skipped)
 	}
@@ -705,7 +705,8 @@ func (a *app) reportMismatches(checks []tablecopy.TableCheck, err error) error {
 		}
 	}
 	if err == nil && mismatches > 0 {
-		err = fmt.Errorf("verification failed: %d range(s) or file(s) differ (listed above)", mismatches)
+		what := cliconn.Count(mismatches, "range or file differs", "ranges or files differ")
+		err = fmt.Errorf("verification failed: %s (listed above)", what)
 	}
 	return err
 }

@@ -117,7 +117,7 @@ func TestCopyBackupRestoreVerify(t *testing.T) {
 	container := testenv.ContainerName(t)
 	for i, to := range []string{filepath.Join(dir, "full"), "blob://" + container + "/nightly/full"} {
 		r = mustRun(t, "", "backup", src.Name(), "--to", to, "--verify", "--segment-size", "4KiB")
-		if !strings.Contains(r.stdout, fmt.Sprintf("backed up %d entities of 1 table(s)", len(es))) || !strings.Contains(r.stdout, "verified "+src.Name()) || r.stderr != "" {
+		if !strings.Contains(r.stdout, fmt.Sprintf("backed up %d entities of 1 table to", len(es))) || !strings.Contains(r.stdout, "verified "+src.Name()) || r.stderr != "" {
 			t.Fatalf("backup --to %s:\n%s\n%s", to, r.stdout, r.stderr)
 		}
 		restored := rowsNamed(t, acct, fmt.Sprintf("%sr%d", src.Name(), i))

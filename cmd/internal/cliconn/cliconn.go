@@ -141,7 +141,9 @@ func (r RedactingWriter) Write(p []byte) (int, error) {
 // help as "CMD --help" does. When there is nothing to run it answers
 // itself and returns index -1 with the exit status: usage(stderr) and 2
 // for no arguments, usage(stdout) and 0 for a help flag or a bare "help",
-// a message on stderr and 2 for an unknown command (after "help" too).
+// the list of a group's commands on stdout and 0 for "GROUP --help" or
+// "help GROUP" (the first word of several commands: "poison"), a message
+// on stderr and 2 for an unknown command (after "help" too).
 func PickCommand(prog string, args, names []string, usage func(io.Writer), stdout, stderr io.Writer) (index int, rest []string, status int) {
 	if len(args) == 0 {
 		usage(stderr)
@@ -161,6 +163,9 @@ func PickCommand(prog string, args, names []string, usage func(io.Writer), stdou
 				return i, []string{"--help"}, 0
 			}
 		}
+		if len(args) == 2 && groupUsage(stdout, prog, args[1], names) {
+			return -1, nil, 0
+		}
 		fmt.Fprintf(stderr, "%s help: unknown command %q; run %s --help for the list\n", prog, strings.Join(args[1:], " "), prog)
 		return -1, nil, 2
 	}
@@ -169,8 +174,33 @@ func PickCommand(prog string, args, names []string, usage func(io.Writer), stdou
 			return i, r, 0
 		}
 	}
+	if len(args) == 2 && isHelpFlag(args[1]) && groupUsage(stdout, prog, args[0], names) {
+		return -1, nil, 0
+	}
 	fmt.Fprintf(stderr, "%s: unknown command %q; run %s --help\n", prog, strings.Join(args, " "), prog)
 	return -1, nil, 2
+}
+
+func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
+
+// groupUsage lists the commands whose first word is group ("poison":
+// "poison list", "poison requeue") and reports whether there were any.
+func groupUsage(w io.Writer, prog, group string, names []string) bool {
+	var in []string
+	for _, name := range names {
+		if first, _, ok := strings.Cut(name, " "); ok && first == group {
+			in = append(in, name)
+		}
+	}
+	if len(in) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "Usage: %s %s COMMAND [flags]\n\nCommands:\n", prog, group)
+	for _, name := range in {
+		fmt.Fprintf(w, "  %s %s\n", prog, name)
+	}
+	fmt.Fprintf(w, "\nRun %s %s --help for a command's flags.\n", prog, in[0])
+	return true
 }
 
 // MatchCommand reports whether args start with the words of the command

@@ -61,7 +61,7 @@ func (p *PoisonList) Run(ctx context.Context, q *consistency.Queue, w io.Writer)
 			r.PoisonMessageID, r.TxID, r.MessageID, r.DequeueCount, r.Step, r.Kind, r.Permanent, r.At.Format(time.RFC3339), r.Error)
 	}
 	if !p.JSON {
-		fmt.Fprintf(w, "%d poisoned message(s) shown\n", len(recs))
+		fmt.Fprintf(w, "%s shown\n", Count(len(recs), "poisoned message", ""))
 	}
 	return nil
 }
@@ -103,6 +103,6 @@ func (p *PoisonRequeue) Run(ctx context.Context, q *consistency.Queue, w io.Writ
 		}
 		return err
 	}
-	fmt.Fprintf(w, "%d message(s) requeued to %s\n", n, q.Name())
+	fmt.Fprintf(w, "%s requeued to %s\n", Count(n, "message", ""), q.Name())
 	return err
 }

@@ -75,8 +75,12 @@ type Authenticator struct {
 	keys []*keyMAC
 	// policies looks up a stored access policy (si); nil knows none.
 	policies PolicyLookup
-	// now is the clock; time.Now unless a test sets it.
+	// now is the clock SAS and token lifetimes are checked on; time.Now
+	// unless set (SetClock).
 	now func() time.Time
+	// dateNow is the clock a Shared Key request's date is checked on; nil
+	// means now (SetDateClock).
+	dateNow func() time.Time
 	// bearer accepts bearer tokens (EnableBearer); bearerHTTPS says the
 	// services are served over TLS.
 	bearer, bearerHTTPS bool

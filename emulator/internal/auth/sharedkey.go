@@ -135,7 +135,11 @@ func (a *Authenticator) sharedKey(r *http.Request, svc Service, auth string) *an
 	if err != nil {
 		return authenticationFailed()
 	}
-	if d := a.now().Sub(t); d > dateSkew || d < -dateSkew {
+	now := a.now
+	if a.dateNow != nil {
+		now = a.dateNow
+	}
+	if d := now().Sub(t); d > dateSkew || d < -dateSkew {
 		return authenticationFailed() // "Request date header too old"
 	}
 	lite := scheme == "SharedKeyLite"

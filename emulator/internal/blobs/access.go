@@ -82,7 +82,7 @@ func (s *Service) setContainerACL(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}

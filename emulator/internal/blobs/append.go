@@ -31,7 +31,7 @@ func appendCondition(h http.Header, name string) (int64, *answer.Error) {
 // x-ms-blob-committed-block-count.
 func (s *Service) appendBlock(q *request) *answer.Error {
 	h := q.r.Header
-	cond, e := parseConditions(h)
+	cond, e := parseConditions(h, s.cfg.Now)
 	if e != nil {
 		return e
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/body"
@@ -43,7 +44,7 @@ func (s *Service) getBlob(q *request) *answer.Error {
 	}
 	if q.r.Method == http.MethodHead {
 		setCommon(h, q.r)
-		setBlobHeaders(h, v)
+		setBlobHeaders(h, v, s.cfg.Now)
 		h.Set("Content-Length", strconv.FormatInt(size, 10))
 		if v.props.contentMD5 != nil {
 			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
@@ -71,7 +72,7 @@ func (s *Service) getBlob(q *request) *answer.Error {
 		return answer.OutOfRangeInput()
 	}
 	setCommon(h, q.r)
-	setBlobHeaders(h, v)
+	setBlobHeaders(h, v, s.cfg.Now)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	status := http.StatusOK
 	switch {
@@ -97,7 +98,7 @@ func (s *Service) getBlob(q *request) *answer.Error {
 // sees it; otherwise the answer: a condition that cannot be read,
 // ContainerNotFound, a failed condition, or BlobNotFound.
 func (s *Service) readBlob(q *request) (view, *answer.Error) {
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return view{}, e
 	}
@@ -156,7 +157,7 @@ func parseRange(h http.Header) (start, end int64, ok bool) {
 
 // setBlobHeaders sets the headers Get Blob and Get Blob Properties
 // share.
-func setBlobHeaders(h http.Header, v view) {
+func setBlobHeaders(h http.Header, v view, now func() time.Time) {
 	h.Set("Last-Modified", httpTime(v.modified))
 	h.Set("x-ms-creation-time", httpTime(v.created))
 	h.Set("ETag", v.etag)
@@ -172,7 +173,7 @@ func setBlobHeaders(h http.Header, v view) {
 			h.Set("x-ms-blob-sealed", "true")
 		}
 	}
-	setLeaseHeaders(h, v.lease.current())
+	setLeaseHeaders(h, v.lease.current(now))
 	setCopyHeaders(h, v.copy)
 	h.Set("x-ms-server-encrypted", "true")
 	h.Set("Accept-Ranges", "bytes")
@@ -206,7 +207,7 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 	if q.query.Has("snapshot") {
 		return s.deleteSnapshot(q)
 	}
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -246,7 +247,7 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 // conditions, with the write's time and ETag; change may refuse. It
 // answers 200 with ETag and Last-Modified, plus what extra sets.
 func (s *Service) update(q *request, change func(b *blob) *answer.Error, extra func(h http.Header, b *blob)) *answer.Error {
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}

@@ -54,6 +54,10 @@ type Config struct {
 	// written through before each answer and loaded back by Open. Empty
 	// means memory only.
 	Location string
+	// Now is the service's clock: leases expire and break, and writes
+	// take their times (Last-Modified, ETags, snapshots), by it. Nil
+	// means time.Now.
+	Now func() time.Time
 }
 
 // Service is the Blob service of one emulator instance. It is safe for
@@ -74,7 +78,12 @@ type Service struct {
 // New returns an empty Blob service in memory (Config.Location is
 // Open's).
 func New(cfg Config) *Service {
-	return &Service{cfg: cfg, containers: map[string]*container{}, props: svcprops.Defaults(true)}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{cfg: cfg, containers: map[string]*container{}, props: svcprops.Defaults(true)}
+	s.clock.read = cfg.Now
+	return s
 }
 
 // request is one request as the service parsed it.
@@ -351,6 +360,7 @@ func setVersion(q *request, etag string, modified time.Time) http.Header {
 // ETags are, made unique and increasing even when two writes share a
 // tick.
 type clock struct {
+	read func() time.Time // Config.Now
 	mu   sync.Mutex
 	last int64
 }
@@ -361,7 +371,7 @@ const ticksTo1970 = 621355968000000000
 
 // next returns the time of a write and its ETag.
 func (c *clock) next() (time.Time, string) {
-	now := time.Now().UTC()
+	now := c.read().UTC()
 	t := now.UnixNano()/100 + ticksTo1970
 	c.mu.Lock()
 	if t <= c.last {

@@ -38,7 +38,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	default:
 		return answer.InvalidHeader("x-ms-blob-type", v)
 	}
-	cond, md, props, e := parseWrite(h, true)
+	cond, md, props, e := parseWrite(h, true, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -136,7 +136,7 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	defer c.mu.Unlock()
 	if b := c.blobs[q.blob]; b != nil {
 		// "Required if the blob has an active lease" (REST "Put Block").
-		if e := checkLease(b.lease.current(), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
+		if e := checkLease(b.lease.current(s.cfg.Now), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
 			return e
 		}
 		if b.kind != blockBlob {
@@ -243,7 +243,7 @@ func parseBlockList(data []byte) ([]listEntry, *answer.Error) {
 // uncommitted blocks are discarded. 201.
 func (s *Service) putBlockList(q *request) *answer.Error {
 	h := q.r.Header
-	cond, md, props, e := parseWrite(h, false)
+	cond, md, props, e := parseWrite(h, false, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -359,7 +359,7 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	default:
 		return answer.InvalidQueryParameter("blocklisttype", v, "")
 	}
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -413,8 +413,8 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 // Blob, Put Block List) in this order, the first refused answering: the
 // conditions, the metadata, the content properties (blobProps; plain
 // for Put Blob).
-func parseWrite(h http.Header, plain bool) (conditions, metadata, contentProps, *answer.Error) {
-	cond, e := parseConditions(h)
+func parseWrite(h http.Header, plain bool, now func() time.Time) (conditions, metadata, contentProps, *answer.Error) {
+	cond, e := parseConditions(h, now)
 	if e != nil {
 		return conditions{}, nil, contentProps{}, e
 	}

@@ -24,6 +24,8 @@ type conditions struct {
 	// Metadata, Set Container ACL, Snapshot Blob): a lease ID given must
 	// match, none is needed.
 	leaseOptional bool
+	// now is the service's clock, which a lease is checked at.
+	now func() time.Time
 }
 
 // parseConditions reads If-Match, If-None-Match, If-Modified-Since and
@@ -34,8 +36,8 @@ type conditions struct {
 // service operations", docs); elsewhere a list is 400
 // MultipleConditionHeadersNotSupported. A date it cannot read is
 // ignored, as HTTP says.
-func parseConditions(h http.Header) (conditions, *answer.Error) {
-	var c conditions
+func parseConditions(h http.Header, now func() time.Time) (conditions, *answer.Error) {
+	c := conditions{now: now}
 	v := h.Get("x-ms-version")
 	c.readLists = v == "" || v >= "2013-08-15"
 	c.list = strings.Contains(h.Get("If-Match"), ",") || strings.Contains(h.Get("If-None-Match"), ",")
@@ -117,7 +119,7 @@ func (c conditions) lease(exists bool, l lease, required bool) *answer.Error {
 	if c.onContainer {
 		errs = containerLeaseErrors
 	}
-	return checkLease(l.current(), c.leaseID, required, errs)
+	return checkLease(l.current(c.now), c.leaseID, required, errs)
 }
 
 // readConditions is read without the lease.

@@ -44,7 +44,7 @@ func (s *Service) createContainer(q *request) *answer.Error {
 // deleteContainer is Delete Container: 202, 404 ContainerNotFound, or
 // 412 when If-Modified-Since or If-Unmodified-Since fails.
 func (s *Service) deleteContainer(q *request) *answer.Error {
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -83,7 +83,7 @@ func (s *Service) containerProperties(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	md, etag, modified, access, l := c.meta, c.etag, c.modified, c.access, c.lease.current()
+	md, etag, modified, access, l := c.meta, c.etag, c.modified, c.access, c.lease.current(s.cfg.Now)
 	c.mu.RUnlock()
 	cond := conditions{leaseID: q.r.Header.Get("x-ms-lease-id"), onContainer: true}
 	if e := cond.lease(true, l, false); e != nil {
@@ -109,7 +109,7 @@ func (s *Service) containerProperties(q *request) *answer.Error {
 // setContainerMetadata is Set Container Metadata: it replaces the
 // metadata. Only If-Modified-Since applies.
 func (s *Service) setContainerMetadata(q *request) *answer.Error {
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -258,7 +258,7 @@ func (s *Service) listContainers(q *request) *answer.Error {
 	}
 	s.mu.RUnlock()
 	out.Containers = []xmlContainer{}
-	now := time.Now()
+	now := s.cfg.Now()
 	for _, c := range cs {
 		c.mu.RLock()
 		var x xmlContainer

@@ -96,7 +96,7 @@ func (s *Service) authorizeSource(q *request, u *url.URL, src copySource) *answe
 }
 
 // sourceConditions are the x-ms-source-if-* headers as conditions.
-func sourceConditions(h http.Header) (conditions, *answer.Error) {
+func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.Error) {
 	sh := http.Header{}
 	for k, name := range map[string]string{"If-Match": "x-ms-source-if-match", "If-None-Match": "x-ms-source-if-none-match",
 		"If-Modified-Since": "x-ms-source-if-modified-since", "If-Unmodified-Since": "x-ms-source-if-unmodified-since"} {
@@ -104,7 +104,7 @@ func sourceConditions(h http.Header) (conditions, *answer.Error) {
 			sh.Set(k, v)
 		}
 	}
-	return parseConditions(sh)
+	return parseConditions(sh, now)
 }
 
 // copyBlob is Copy Blob (PUT with x-ms-copy-source) and, with
@@ -119,11 +119,11 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	cond, e := parseConditions(h)
+	cond, e := parseConditions(h, s.cfg.Now)
 	if e != nil {
 		return e
 	}
-	scond, e := sourceConditions(h)
+	scond, e := sourceConditions(h, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -229,7 +229,7 @@ func (s *Service) abortCopy(q *request) *answer.Error {
 	if b == nil {
 		return errBlobNotFound
 	}
-	if e := checkLease(v.lease.current(), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
+	if e := checkLease(v.lease.current(s.cfg.Now), q.r.Header.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
 		return e
 	}
 	if v.copy.id != id {

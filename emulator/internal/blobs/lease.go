@@ -65,12 +65,12 @@ func (l lease) at(now time.Time) lease {
 	return l
 }
 
-// current is the lease as it stands now. Only a fixed lease or a
+// current is the lease as it stands at now(). Only a fixed lease or a
 // breaking one changes with the clock, so the others never read it: a
 // blob without a lease costs a read or write nothing.
-func (l lease) current() lease {
+func (l lease) current(now func() time.Time) lease {
 	if l.state == leaseLeased && l.seconds > 0 || l.state == leaseBreaking {
-		return l.at(time.Now())
+		return l.at(now())
 	}
 	return l
 }
@@ -396,7 +396,7 @@ func (s *Service) leaseBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -415,7 +415,7 @@ func (s *Service) leaseBlob(q *request) *answer.Error {
 	if e := cond.writeConditions(true, b.etag, b.modified); e != nil {
 		return e
 	}
-	now := time.Now()
+	now := s.cfg.Now()
 	l, e := lr.apply(b.lease.at(now), now, blobLeaseErrors)
 	if e != nil {
 		return e
@@ -435,7 +435,7 @@ func (s *Service) leaseContainer(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -450,7 +450,7 @@ func (s *Service) leaseContainer(q *request) *answer.Error {
 	if e := cond.writeConditions(true, c.etag, c.modified); e != nil {
 		return e
 	}
-	now := time.Now()
+	now := s.cfg.Now()
 	l, e := lr.apply(c.lease.at(now), now, containerLeaseErrors)
 	if e != nil {
 		return e

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -138,7 +139,7 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 					out.NextMarker, full = encodeMarker(name+markerSnapshot+sn.at), true
 					break
 				}
-				x := blobXML(name, sn.b, p)
+				x := blobXML(name, sn.b, p, s.cfg.Now)
 				x.Snapshot = sn.at
 				out.Blobs.Items = append(out.Blobs.Items, x)
 			}
@@ -149,7 +150,7 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 		if full {
 			break
 		}
-		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, b, p))
+		out.Blobs.Items = append(out.Blobs.Items, blobXML(name, b, p, s.cfg.Now))
 		i++
 	}
 	c.mu.RUnlock()
@@ -157,7 +158,7 @@ func (s *Service) listBlobs(q *request) *answer.Error {
 }
 
 // blobXML is one blob as a listing shows it. The ETag is unquoted there.
-func blobXML(name string, b *blob, p listParams) xmlBlob {
+func blobXML(name string, b *blob, p listParams, now func() time.Time) xmlBlob {
 	x := xmlBlob{Name: blobNameXML(name)}
 	pr := &x.Properties
 	pr.CreationTime = httpTime(b.created)
@@ -183,7 +184,7 @@ func blobXML(name string, b *blob, p listParams) xmlBlob {
 		sealed := b.sealed
 		pr.Sealed = &sealed
 	}
-	l := b.lease.current()
+	l := b.lease.current(now)
 	pr.LeaseStatus, pr.LeaseState, pr.LeaseDuration = l.status(), l.state.String(), l.duration()
 	pr.ServerEncrypted = true
 	if p.copy && b.copy.id != "" {

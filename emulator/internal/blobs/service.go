@@ -3,7 +3,6 @@ package blobs
 import (
 	"encoding/xml"
 	"net/http"
-	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/acl"
@@ -82,7 +81,7 @@ func (s *Service) serviceStats(q *request) *answer.Error {
 		Status  string   `xml:"GeoReplication>Status"`
 		Sync    string   `xml:"GeoReplication>LastSyncTime"`
 	}
-	st.Status, st.Sync = "live", httpTime(time.Now())
+	st.Status, st.Sync = "live", httpTime(s.cfg.Now())
 	return writeXMLBody(q, &st)
 }
 
@@ -93,7 +92,7 @@ func (s *Service) containerACL(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	etag, modified, access, l := c.etag, c.modified, c.access, c.lease.current()
+	etag, modified, access, l := c.etag, c.modified, c.access, c.lease.current(s.cfg.Now)
 	doc := acl.Document{List: c.acl}
 	c.mu.RUnlock()
 	// A lease ID given must be the container's lease (REST "Get

@@ -39,7 +39,7 @@ func (b *blob) snapshotAt(at string) *blob {
 // apply; a lease ID given must be the blob's lease, none is needed (REST
 // "Snapshot Blob"). 201 with x-ms-snapshot.
 func (s *Service) snapshotBlob(q *request) *answer.Error {
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -57,7 +57,7 @@ func (s *Service) snapshotBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	t := time.Now().UTC().Truncate(100 * time.Nanosecond)
+	t := s.cfg.Now().UTC().Truncate(100 * time.Nanosecond)
 	if n := len(b.snapshots); n > 0 {
 		// Names are unique and increasing even when two snapshots share
 		// a tick.
@@ -90,7 +90,7 @@ func (s *Service) deleteSnapshot(q *request) *answer.Error {
 		// Blob").
 		return answer.InvalidHeader("x-ms-delete-snapshots", v)
 	}
-	cond, e := parseConditions(q.r.Header)
+	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}

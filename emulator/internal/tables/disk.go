@@ -192,7 +192,7 @@ func (s *Service) createTableDisk(k, name string) (*table, error) {
 	if s.lookup(name) != nil {
 		return nil, nil
 	}
-	t := &table{name: name, created: time.Now()}
+	t := &table{name: name, created: s.cfg.Now()}
 	err := s.d.submit(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTables)
 		id, err := tb.NextSequence()

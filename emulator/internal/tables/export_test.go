@@ -21,7 +21,7 @@ func (s *Service) Put(table string, es []entity.Entity) {
 	s.mu.Lock()
 	t := s.tables[s.tableKey(table)]
 	if t == nil {
-		t = newTable(table, s.cfg.Cosmos)
+		t = newTable(table, s.cfg.Cosmos, s.cfg.Now())
 		s.tables[s.tableKey(table)] = t
 	}
 	s.mu.Unlock()

@@ -149,12 +149,12 @@ type table struct {
 // entities).
 const btreeDegree = 32
 
-func newTable(name string, cosmos bool) *table {
+func newTable(name string, cosmos bool, created time.Time) *table {
 	less := lessStorage
 	if cosmos {
 		less = lessCosmos
 	}
-	return &table{name: name, rows: btree.NewG(btreeDegree, less), created: time.Now()}
+	return &table{name: name, rows: btree.NewG(btreeDegree, less), created: created}
 }
 
 // lessStorage is Azure Table storage's order: PartitionKey, then RowKey,
@@ -212,12 +212,13 @@ func (s *Service) lookup(name string) *table {
 // DateTime precision), strictly increasing, so every write of an entity
 // gets a new ETag.
 type clock struct {
+	read func() time.Time // Config.Now
 	mu   sync.Mutex
 	last int64
 }
 
 func (c *clock) now() int64 {
-	t := time.Now().UnixNano() / 100 * 100
+	t := c.read().UnixNano() / 100 * 100
 	c.mu.Lock()
 	if t <= c.last {
 		t = c.last + 100

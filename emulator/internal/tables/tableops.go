@@ -89,7 +89,7 @@ func (s *Service) createTable(q *request) {
 			s.fail(q, errTableExists)
 			return
 		}
-		s.tables[k] = newTable(name, s.cfg.Cosmos)
+		s.tables[k] = newTable(name, s.cfg.Cosmos, s.cfg.Now())
 		s.mu.Unlock()
 	}
 

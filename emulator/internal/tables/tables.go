@@ -61,6 +61,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -123,6 +124,9 @@ type Config struct {
 	EarlyEnd *EarlyEnd
 	// Load is the scale model; nil means none.
 	Load Load
+	// Now is the service's clock: entities' Timestamps and tables'
+	// creation times follow it. Nil means time.Now.
+	Now func() time.Time
 }
 
 // Service is the Table service of one emulator instance. It is safe for
@@ -153,7 +157,11 @@ func (s *Service) EarlyEnds() (pages, empty int64) {
 
 // New returns an empty Table service.
 func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Service{cfg: cfg, tables: map[string]*table{}, props: svcprops.Defaults(false)}
+	s.clock.read = cfg.Now
 	if cfg.EarlyEnd != nil {
 		seed := uint64(cfg.EarlyEnd.Seed)
 		s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
