@@ -71,12 +71,23 @@ type CopyResult struct {
 	// Throttled counts the service's throttling answers, each retried
 	// (patterns.BulkResult.Throttled).
 	Throttled int64
+	// ViewsElsewhere counts the entities copied under another table name
+	// whose views in other tables the copy does not carry: their list of
+	// views names the target's table alone (see Copy), and the target's
+	// patterns.Model.Repair writes the rest.
+	ViewsElsewhere int64
 }
 
 // Copy copies the entities of src (every one, or those matching
 // opts.Filter) into dst, creating dst if needed, through dst.BulkWrite.
 // Every property is copied exactly as stored, of every EDM type, Tk*
-// properties included; Timestamp and ETag are the target's own.
+// properties included; Timestamp and ETag are the target's own. One
+// exception: under another table name, the list of views an entity
+// carries (consistency.CopiesProperty, a patterns.Model's) names the
+// target's table instead of the source's, and leaves out the views in
+// other tables, which the copy does not carry (CopyResult.ViewsElsewhere
+// counts such entities): a move of a copied entity must not delete the
+// source's views.
 //
 // Copy is resumable: unless opts.NoCheckpoint, it keeps a checkpoint
 // beside the target (an entity of opts.CheckpointTable in dst's account)
@@ -155,7 +166,7 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 		parallel = patterns.DefaultScanParallel
 	}
 	// Concurrency is per key range; the job's writer shares it.
-	w := newWriter(ctx, dst, o.Insert, o.Concurrency*parallel)
+	w := newWriter(ctx, dst, src.Name(), o.Insert, o.Concurrency*parallel)
 	prog := &progressFunc{fn: o.Progress}
 	var st copyState
 	var c *committer
@@ -270,6 +281,7 @@ func copyFrom(ctx context.Context, src, dst *rows, o CopyOptions, ck *copyCheckp
 	}
 	w.close()
 	res.Written, res.Skipped, res.Requests, res.Throttled = w.written.Load(), w.skipped.Load(), w.requests.Load(), w.throttled.Load()
+	res.ViewsElsewhere = w.elsewhere.Load()
 	if c != nil {
 		if err == nil {
 			c.mu.Lock()

@@ -364,7 +364,7 @@ func (r *restore) step(ctx context.Context, st *restoreStep) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Concurrency is per segment; the job's writer shares it.
-	w := newWriter(ctx, dst, r.o.Insert, r.o.Concurrency*r.o.Parallel)
+	w := newWriter(ctx, dst, "", r.o.Insert, r.o.Concurrency*r.o.Parallel) // a restore writes exactly what the backup holds
 	defer func() {
 		w.close()
 		r.written.Add(w.written.Load())

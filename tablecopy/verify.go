@@ -383,6 +383,12 @@ func diffRanges(table string, want, got state, rs []KeyRange) (int, []Mismatch) 
 // tableState reads every entity of tbl (a parallel scan) and returns each
 // key's EntityHash.
 func tableState(ctx context.Context, tbl *rows, filter keys.Filter, parallel int, progress func(Progress)) (state, error) {
+	return tableStateAs(ctx, tbl, "", filter, parallel, progress)
+}
+
+// tableStateAs is tableState of tbl's entities as a copy to the table as
+// holds them (retargetViews); an empty as means as they are.
+func tableStateAs(ctx context.Context, tbl *rows, as string, filter keys.Filter, parallel int, progress func(Progress)) (state, error) {
 	s := state{}
 	var mu sync.Mutex
 	err := scan(ctx, tbl, scanSpec{filter: filter, parallel: parallel, progress: func(p patterns.ScanProgress) {
@@ -390,6 +396,9 @@ func tableState(ctx context.Context, tbl *rows, filter keys.Filter, parallel int
 			progress(Progress{Table: tbl.Name(), Phase: "verify", Entities: p.Rows, Ranges: p.Ranges, RangesDone: p.RangesDone})
 		}
 	}}, func(_ context.Context, items []entity.Entity) error {
+		if as != "" {
+			items, _ = retargetAll(items, tbl.Name(), as)
+		}
 		hs := make([]uint64, len(items))
 		for i, e := range items {
 			h, err := EntityHash(e)
@@ -411,7 +420,8 @@ func tableState(ctx context.Context, tbl *rows, filter keys.Filter, parallel int
 // Compare reads tables a (the expected side, a copy's source) and b
 // (a copy's target) and compares their entities (keys and properties;
 // not Timestamp or ETag), range by range: all of them, or those matching
-// opts.Filter on both sides.
+// opts.Filter on both sides. a's entities are compared as Copy writes them
+// under b's name (their list of views renamed, see Copy).
 func Compare(ctx context.Context, a, b *patterns.Table[entity.Entity], opts *VerifyOptions) (TableCheck, error) {
 	o := VerifyOptions{}
 	if opts != nil {
@@ -426,7 +436,7 @@ func Compare(ctx context.Context, a, b *patterns.Table[entity.Entity], opts *Ver
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); sa, ea = tableState(ctx, a, o.Filter, o.Parallel, prog.report) }()
+	go func() { defer wg.Done(); sa, ea = tableStateAs(ctx, a, b.Name(), o.Filter, o.Parallel, prog.report) }()
 	go func() { defer wg.Done(); sb, eb = tableState(ctx, b, o.Filter, o.Parallel, prog.report) }()
 	wg.Wait()
 	if err := errors.Join(ea, eb); err != nil {

@@ -23,22 +23,25 @@ import (
 type writer struct {
 	ctx         context.Context // the job's: it governs every write
 	dst         *rows
-	insert      bool // refuse existing entities
-	concurrency int  // BulkOptions.Concurrency of the job, in all
+	from        string // the source table's name: views named by it are renamed to dst's (retargetViews)
+	insert      bool   // refuse existing entities
+	concurrency int    // BulkOptions.Concurrency of the job, in all
 
 	mu      sync.Mutex
 	writers [2]*patterns.BulkWriter[entity.Entity] // upserts, inserts; made when first used
 	closed  bool
 
 	written, skipped atomic.Int64
+	elsewhere        atomic.Int64 // entities whose views in other tables were left out (retargetViews)
 	requests         atomic.Int64
 	throttled        atomic.Int64
 }
 
-// newWriter returns a writer to dst for the job ctx governs, with at most
-// concurrency transactions in flight in all; close it when done.
-func newWriter(ctx context.Context, dst *rows, insert bool, concurrency int) *writer {
-	return &writer{ctx: ctx, dst: dst, insert: insert, concurrency: concurrency}
+// newWriter returns a writer to dst, of entities read from the table from,
+// for the job ctx governs, with at most concurrency transactions in flight
+// in all; close it when done.
+func newWriter(ctx context.Context, dst *rows, from string, insert bool, concurrency int) *writer {
+	return &writer{ctx: ctx, dst: dst, from: from, insert: insert, concurrency: concurrency}
 }
 
 // bulk returns the job's BulkWriter for inserts or upserts.
@@ -130,6 +133,8 @@ func (w *writer) write(ctx context.Context, items []entity.Entity, careful bool,
 	if len(items) == 0 {
 		return 0, nil
 	}
+	items, left := retargetAll(items, w.from, w.dst.Name())
+	w.elsewhere.Add(left)
 	done := 0
 	if careful {
 		n := len(items)

@@ -325,6 +325,9 @@ type summary struct {
 	Written int64  `json:"written"`
 	Skipped int64  `json:"skipped"`
 	Deleted int64  `json:"deleted,omitempty"`
+	// ViewsElsewhere is copy's: entities whose views in other tables the
+	// copy did not carry (tablecopy.CopyResult.ViewsElsewhere).
+	ViewsElsewhere int64 `json:"viewsElsewhere,omitempty"`
 	// Throttled counts throttling answers of the target, each retried.
 	Throttled int64 `json:"throttled,omitempty"`
 	Resumed   bool  `json:"resumed"`
@@ -444,6 +447,10 @@ func (a *app) cmdCopy(ctx context.Context, args []string) error {
 	}
 	if res.Resumed {
 		human += fmt.Sprintf("; resumed from a checkpoint, %d already in %s were skipped", res.Skipped, dst.Name())
+	}
+	if res.ViewsElsewhere > 0 {
+		s.ViewsElsewhere = res.ViewsElsewhere
+		human += fmt.Sprintf("; %s of a patterns.Model name views in other tables, which a copy does not carry: their lists now name %s alone, and the Model's Repair on %s writes the rest", cliconn.Count(res.ViewsElsewhere, "entity", "entities"), dst.Name(), dst.Name())
 	}
 	if err == nil && a.whole.verify {
 		var chk tablecopy.TableCheck
