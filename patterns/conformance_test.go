@@ -421,6 +421,11 @@ func (e *cfEnv) hammer(keys []string, workers, rounds int, what string, inc func
 		}()
 	}
 	wg.Wait()
+	applied, maybe := 0, 0
+	for _, c := range tally {
+		applied, maybe = applied+c.applied, maybe+c.maybe
+	}
+	e.t.Logf("hammer %s: %d contended calls, %d applied, %d ErrOutcomeUnknown", what, workers*rounds*len(keys), applied, maybe)
 	return tally
 }
 

@@ -341,6 +341,27 @@ func faultSeed(t *testing.T, def uint64) uint64 {
 	return testenv.Seed(t, def)
 }
 
+// faultSeedRuns is how many seeds overFaultSeeds runs a test with.
+const faultSeedRuns = 3
+
+// overFaultSeeds runs test once per seed, each in a parallel subtest
+// named by it: faultSeed's (def, or TABLEKIT_TEST_SEED's) and the ones
+// after it. One fixed seed met an order or a settlement only by the
+// accident of where its faults fell (a write that enqueued its intent
+// after the primary failed under seed 7 and passed under others); a
+// failing subtest's seed, set in TABLEKIT_TEST_SEED, replays it first.
+func overFaultSeeds(t *testing.T, def uint64, test func(t *testing.T, seed uint64)) {
+	t.Helper()
+	base := faultSeed(t, def)
+	for i := range uint64(faultSeedRuns) {
+		seed := base + i
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			test(t, seed)
+		})
+	}
+}
+
 var workerLog = flag.Bool("worker-log", false, "log what the workers of the fault and conformance tests do, to stderr")
 
 // testLogger discards worker logs unless -worker-log is set.
@@ -373,15 +394,16 @@ func faultyAccount(t *testing.T, mode faults.RetryMode, rate float64, seed uint6
 // intra-partition and 10 inter-partition entities instead of 40 and 20.
 func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	t.Parallel()
-	inRetryModes(t, indexMaintenanceUnderFaults, [2]int{40, 20}, [2]int{24, 10})
+	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, size [2]int) {
+		overFaultSeeds(t, 7, func(t *testing.T, seed uint64) { indexMaintenanceUnderFaults(t, mode, size, seed) })
+	}, [2]int{40, 20}, [2]int{24, 10})
 }
 
 // indexMaintenanceUnderFaults writes size[0] intra-partition and size[1]
-// inter-partition entities.
-func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]int) {
+// inter-partition entities under faults drawn from seed.
+func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]int, seed uint64) {
 	n, m := size[0], size[1]
 	ctx := context.Background()
-	seed := faultSeed(t, 7)
 	acct, fp := faultyAccount(t, mode, 0.10, seed)
 	email := func(e *Employee) string { return e.Email }
 
@@ -401,11 +423,23 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 			t.Fatalf("insert %d under faults: %v", i, err)
 		}
 	}
+	// An Update whose outcome is left open (ErrOutcomeUnknown) is allowed
+	// and counted, as in the conformance suite: its entity may then hold
+	// either email, with its copy.
+	maybe := map[int]bool{}
+	unknown := func(what string, i int, err error) bool {
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
+			return false
+		}
+		t.Logf("outcome unknown: %s %d: %v", what, i, err)
+		maybe[i] = true
+		return true
+	}
 	for i := 0; i < n; i += 2 {
 		if _, err := intra.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *Employee) error {
 			e.Email = fmt.Sprintf("new%d@contoso.com", i)
 			return nil
-		}, nil); err != nil {
+		}, nil); err != nil && !unknown("update", i, err) {
 			t.Fatalf("update %d under faults: %v", i, err)
 		}
 	}
@@ -422,7 +456,12 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	primaries := 0
 	for i := 0; i < n; i++ {
 		rk := fmt.Sprintf("empid_%06d", i)
-		got, err := intra.Lookup(ctx, "email", "Sales", map[bool]string{true: fmt.Sprintf("new%d@contoso.com", i), false: fmt.Sprintf("e%d@contoso.com", i)}[i%2 == 0], nil)
+		email := map[bool]string{true: fmt.Sprintf("new%d@contoso.com", i), false: fmt.Sprintf("e%d@contoso.com", i)}[i%2 == 0]
+		got, err := intra.Lookup(ctx, "email", "Sales", email, nil)
+		if maybe[i] && errors.Is(err, tablekit.ErrNotFound) {
+			email = fmt.Sprintf("e%d@contoso.com", i) // the update did not land
+			got, err = intra.Lookup(ctx, "email", "Sales", email, nil)
+		}
 		deleted := i%4 == 1
 		switch {
 		case deleted && !errors.Is(err, tablekit.ErrNotFound):
@@ -437,7 +476,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	if len(rows) != 2*primaries {
 		t.Errorf("%d rows in the partition for %d primaries: copies are missing or orphaned", len(rows), primaries)
 	}
-	t.Logf("intra-partition: %d faults injected", fp.Injected())
+	t.Logf("intra-partition: %d faults injected, %d updates ErrOutcomeUnknown", fp.Injected(), len(maybe))
 
 	// Inter-partition: the writer and the worker both run on faulty
 	// accounts.
@@ -465,7 +504,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	}
 	for i := 0; i < m; i += 3 {
 		pk := []string{"Sales", "HR"}[i%2]
-		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil {
+		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil && !unknown("inter update", i, err) {
 			t.Fatalf("inter update %d under faults: %v", i, err)
 		}
 	}

@@ -159,7 +159,7 @@ func (t *Table) batchApplied(ctx context.Context, ops []Op, marked int, id strin
 	}
 	for _, op := range ops {
 		s, etag := stored[op.RowKey], etags[op.RowKey]
-		if op.refutedBy(s, etag) || s != nil && t.clock.writtenBefore(etag, first) {
+		if t.refuted(op, s, etag, first) {
 			return nil, no
 		}
 	}

@@ -14,10 +14,14 @@ package wire
 // the stored log still holds the anchor, the write that followed the
 // anchor is the one that consumed that state, and if it is not ours, ours
 // never landed, so the change is safely applied again. An entity read with
-// no log gets an anchor derived from its ETag. When the anchor has been
-// pushed out of the log by later writers (UpdateLogLen of them), nothing
-// can tell, and Modify returns tablekit.ErrOutcomeUnknown rather than risk
-// applying the change twice.
+// no log gets an anchor derived from its ETag. An entity still at the
+// version the write was conditional on shows that it never landed, log or
+// none (a write that lands changes the ETag); should the write reach the
+// service after that read-back, the next attempt's read finds its id and
+// stops there. When the anchor has been pushed out of the log by later
+// writers (UpdateLogLen of them), or a write that keeps no log replaced
+// the entity since, nothing can tell, and Modify returns
+// tablekit.ErrOutcomeUnknown rather than risk applying the change twice.
 
 import (
 	"bytes"
@@ -152,6 +156,11 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 	once.MaxRetries = -1
 	transient := 0
 	var lastErr error
+	// unlanded holds the writes of the attempts whose open outcome a
+	// read-back settled as not landed: should one reach the service after
+	// that read-back, the next read shows id in the log, and the loop
+	// stops there instead of applying the change a second time.
+	var unlanded [][]Op
 	for attempt := 0; attempt < o.MaxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return Modified{}, err
@@ -166,6 +175,9 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 		if err != nil {
 			return Modified{}, err
+		}
+		if len(unlanded) > 0 && slices.Contains(ReadLog(stored), id) {
+			return lateLanding(unlanded, id, stored, etag), nil
 		}
 		if o.IfMatch != "" && o.IfMatch != "*" && stored != nil && etag != o.IfMatch {
 			return Modified{}, tkerr.Errorf("tablekit: %s %s: %w: the entity changed since the caller read it (stored ETag %s, expected %s)", o.Verb, label, errs.ErrPreconditionFailed, etag, o.IfMatch)
@@ -263,7 +275,13 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			}
 			v := landed(op, id, anchor, anchorOf(nil, etag), now)
 			if t.noLog {
-				v = landedWithoutLog(op, etag, now, nowETag)
+				v = landedWithoutLog(op, now)
+			}
+			if v != yes && t.refuted(op, now, nowETag, tries.First()) {
+				// The state the write was conditional on, still there
+				// (or one older than the write): it never landed, however
+				// the log reads (none: an entity no Modify wrote yet).
+				v = no
 			}
 			switch v {
 			case yes:
@@ -276,6 +294,7 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 			case unknown:
 				return Modified{}, outcomeUnknown(o.Verb, label, werr)
 			}
+			unlanded = append(unlanded, ops)
 		default:
 			if !race(werr) {
 				return Modified{}, werr
@@ -298,6 +317,28 @@ func (t *Table) ModifyBatch(ctx context.Context, pk, rk string, fn func(stored [
 		}
 	}
 	return Modified{}, tkerr.Errorf("tablekit: %s %s: gave up after %d attempts, the entity kept changing: %w", o.Verb, label, o.MaxAttempts, lastErr)
+}
+
+// lateLanding is the outcome of a Modify one of whose attempts, settled as
+// not landed (unlanded, oldest first), reached the service after all: the
+// entity read, stored with etag, holds its id.
+// An attempt can land only while the state it was conditional on is still
+// there, so the one that did is among the latest, all conditional on one
+// state: the latest whose effect shows is taken, else the latest.
+func lateLanding(unlanded [][]Op, id string, stored []byte, etag string) Modified {
+	ops := unlanded[len(unlanded)-1]
+	for _, u := range slices.Backward(unlanded) {
+		if showsEffect(u[0], stored) {
+			ops = u
+			break
+		}
+	}
+	if log := ReadLog(stored); log[len(log)-1] != id {
+		etag = "" // later writers followed it
+	}
+	results := make([]Result, len(ops))
+	results[0].ETag = etag
+	return Modified{Op: ops[0], Ops: ops, Results: results, ETag: etag, Written: true}
 }
 
 // failedType is the type of the operation err names (a transaction's
@@ -351,19 +392,17 @@ func landed(op Op, id, anchor, etagAnchor string, now []byte) verdict {
 	return unknown
 }
 
-// landedWithoutLog tells from the entity read back (nil when absent, with
-// nowETag) whether op, conditional on the version etag (none for an
-// insert), landed, on a table that keeps no write-id log: only the state
-// op was conditional on, still there, proves that it did not, and only a
-// delete's absence that it did. Equal content proves nothing: another
-// writer that read the same version may have written the same bytes.
-func landedWithoutLog(op Op, etag string, now []byte, nowETag string) verdict {
+// landedWithoutLog tells from the entity read back (nil when absent)
+// whether op landed, on a table that keeps no write-id log: only a
+// delete's absence proves that it did, and an insert's that it did not
+// (Table.refuted settles the rest that can be). Equal content proves
+// nothing: another writer that read the same version may have written the
+// same bytes.
+func landedWithoutLog(op Op, now []byte) verdict {
 	switch {
 	case op.Type == OpDelete && now == nil:
 		return yes
 	case op.Type == OpInsert && now == nil:
-		return no
-	case op.Type != OpInsert && now != nil && nowETag == etag:
 		return no
 	}
 	return unknown

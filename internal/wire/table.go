@@ -250,8 +250,7 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 	if rerr != nil {
 		return "", outcomeUnknown(verb, label, err)
 	}
-	first := tries.First()
-	if op.refutedBy(stored, storedETag) || stored != nil && (unchangedSince(storedETag, err, elapsed) || t.clock.writtenBefore(storedETag, first)) {
+	if t.refuted(op, stored, storedETag, tries.First()) || stored != nil && unchangedSince(storedETag, err, elapsed) {
 		// Nothing there for an insert, the version the write was
 		// conditional on, or a state older than the write's first
 		// attempt: no attempt landed, and the failure is the service's
@@ -270,6 +269,16 @@ func (t *Table) Write(ctx context.Context, verb string, op Op) (string, error) {
 		return storedETag, nil
 	}
 	return "", outcomeUnknown(verb, label, err)
+}
+
+// refuted reports whether the entity read back (nil when absent, with
+// storedETag) proves that op, whose first attempt was sent at first, never
+// landed: op.refutedBy (an insert finds nothing, a conditional write's
+// entity still has the version it was conditional on: a write that lands
+// always changes the ETag), or the service stamped the stored state before
+// that first attempt left. Write, Batch and Modify settle by it alike.
+func (t *Table) refuted(op Op, stored []byte, storedETag string, first time.Time) bool {
+	return op.refutedBy(stored, storedETag) || stored != nil && t.clock.writtenBefore(storedETag, first)
 }
 
 // unchangedSince reports whether the entity whose ETag is etag was last

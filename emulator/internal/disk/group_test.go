@@ -52,6 +52,50 @@ func TestGroupCommitsInOrder(t *testing.T) {
 	})
 }
 
+// TestGroupWaitReturnsAfterItsCommit: Wait returns only once its own
+// write is committed, whichever writer ran the commit and however the
+// writes fell into transactions: a read transaction begun as Wait returns
+// finds the write. 32 writers make 40 writes each, each waiting on its
+// write while others commit theirs.
+func TestGroupWaitReturnsAfterItsCommit(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "loc"), QueuesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	g := NewGroup(db)
+	defer g.Close()
+	const writers, each = 32, 40
+	var missing atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				key := binary.BigEndian.AppendUint64(nil, uint64(w*each+i))
+				if err := g.Submit(func(tx *bolt.Tx) error { return tx.Bucket([]byte("b")).Put(key, key) }).Wait(); err != nil {
+					t.Error(err)
+					return
+				}
+				db.View(func(tx *bolt.Tx) error {
+					if tx.Bucket([]byte("b")).Get(key) == nil {
+						missing.Add(1)
+					}
+					return nil
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if n := missing.Load(); n > 0 {
+		t.Errorf("%d of %d writes not committed when their Wait returned", n, writers*each)
+	}
+}
+
 // BenchmarkCommit compares a transaction (and its fsyncs) per write with
 // Group, for 1 and 16 writers of 100 bytes each:
 //

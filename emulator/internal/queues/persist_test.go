@@ -2,8 +2,12 @@ package queues
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,5 +96,46 @@ func BenchmarkLocationOpen(b *testing.B) {
 			b.Fatalf("%d messages loaded", len(s.queues["qqq"].byID))
 		}
 		s.Close()
+	}
+}
+
+// TestPutMessageAnsweredAfterCommit: a 201 from Put Message means the
+// message is in the location's database already, with no Stop or Close
+// to write it: 16 senders put 25 messages each, and a read transaction
+// begun as each answer arrives finds the message by the id it names.
+func TestPutMessageAnsweredAfterCommit(t *testing.T) {
+	s, err := Open(Config{Account: "acct", Location: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storeMessages(t, s, "qqq", 0)
+	const senders, each = 16, 25
+	var wg sync.WaitGroup
+	var missing atomic.Int64
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, httptest.NewRequest("POST", "/acct/qqq/messages", strings.NewReader("<QueueMessage><MessageText>m</MessageText></QueueMessage>")))
+				var got messagesList
+				if w.Code != 201 || xml.Unmarshal(w.Body.Bytes(), &got) != nil || len(got.Messages) != 1 {
+					t.Errorf("Put Message: %d %s", w.Code, w.Body)
+					return
+				}
+				s.store.db.View(func(tx *bolt.Tx) error {
+					if queueBucket(tx, "qqq").Bucket(bucketMessages).Get([]byte(got.Messages[0].ID)) == nil {
+						missing.Add(1)
+					}
+					return nil
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if n := missing.Load(); n > 0 {
+		t.Errorf("%d of %d messages answered 201 before they were committed", n, senders*each)
 	}
 }
