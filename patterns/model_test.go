@@ -442,3 +442,57 @@ func (f *mdFixture) blobNames(t *testing.T) []string {
 	}
 	return out
 }
+
+// TestModelBulkWriteAndDeleteWhere: the bulk paths keep every view too.
+func TestModelBulkWriteAndDeleteWhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newMdFixture(t)
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	var items []mdOrder
+	for i := range 20 {
+		items = append(items, mdOrd(fmt.Sprintf("c%d", i%2), fmt.Sprintf("o%04d", i), fmt.Sprintf("N%d", i), []string{"open", "shipped"}[i%3%2], t0.Add(time.Duration(i)*time.Minute), float64(i)))
+	}
+	items[3].Items = []byte("sku-3")
+	res, err := f.m.BulkWrite(ctx, items, &patterns.BulkOptions{Insert: true})
+	must(t, err)
+	if res.Written != 20 {
+		t.Errorf("BulkWrite wrote %d, want 20", res.Written)
+	}
+	dup := []mdOrder{items[0]}
+	if _, err := f.m.BulkWrite(ctx, dup, &patterns.BulkOptions{Insert: true}); !tablekit.IsAlreadyExists(err) {
+		t.Errorf("BulkWrite with Insert of an existing order: %v", err)
+	}
+	items[5].Status = "cancelled"
+	_, err = f.m.BulkWrite(ctx, items[4:6], nil) // upserts: replace
+	must(t, err)
+	f.drain(t)
+	rep, err := f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 20 {
+		t.Errorf("Verify after BulkWrite: %+v", rep)
+	}
+	if got := numbers(t, f.m.Prefix(ctx, "status", "cancelled", "", nil)); got != "N5" {
+		t.Errorf("cancelled = %s, want N5", got)
+	}
+	if _, err := f.m.DeleteWhere(ctx, keys.PK().Ge(""), nil); !errors.Is(err, tablekit.ErrTableScan) {
+		t.Errorf("DeleteWhere of a table scan without AllowTableScan: %v", err)
+	}
+	wr, err := f.m.DeleteWhere(ctx, keys.PK().Eq("c1"), nil)
+	must(t, err)
+	if wr.Matched != 10 || wr.Deleted != 10 {
+		t.Errorf("DeleteWhere c1: %+v, want 10 matched and deleted", wr)
+	}
+	f.drain(t)
+	rep, err = f.m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 10 {
+		t.Errorf("Verify after DeleteWhere: %+v", rep)
+	}
+	if l, err := f.m.Latest(ctx, "recent", "c1", 10, nil); err != nil || len(l) != 0 {
+		t.Errorf("c1's tail after DeleteWhere: %d rows, %v", len(l), err)
+	}
+	if n := f.blobNames(t); len(n) != 0 {
+		t.Errorf("blobs after deleting the order that had items: %v", n)
+	}
+}
