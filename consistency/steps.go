@@ -460,6 +460,9 @@ type SyncCopiesArgs struct {
 	Previous []EntityRef  `json:"previous,omitempty"`
 	Property string       `json:"property"`
 	Expect   *Expectation `json:"expect,omitempty"`
+	// Local writes the copies the source lists as local too (a repair:
+	// otherwise the source's own writer keeps them, in its transaction).
+	Local bool `json:"local,omitempty"`
 }
 
 // Expectation is the state of a source entity once its writer's write has
@@ -585,11 +588,11 @@ func applySyncCopies(ctx context.Context, c *Call, a *SyncCopiesArgs) error {
 			for _, s := range specs {
 				r := s.Ref()
 				desired[r] = true
-				if s.Local {
+				if s.Local && !a.Local {
 					continue // the source's writer keeps it, in the source's transaction
 				}
 				stale[r] = true // written by this pass; removed by a later one if no longer desired
-				if err := upsertEntity(ctx, ts, r.Table, withKeys(p, r.PartitionKey, r.RowKey, s.Props), wire.OpUpsertReplace); err != nil {
+				if err := upsertEntity(ctx, ts, r.Table, copyOf(p, a.Source, s), wire.OpUpsertReplace); err != nil {
 					return err
 				}
 			}
@@ -660,6 +663,20 @@ func parseCopies(kind string, src EntityRef, prop string, p entity.Entity) ([]Co
 		}
 	}
 	return specs, nil
+}
+
+// copyOf is the copy s of the source entity p (at src): p's properties
+// that s names, under s's keys; the primary key properties, when s names
+// them, hold src's keys whether or not p carries them.
+func copyOf(p entity.Entity, src EntityRef, s CopySpec) entity.Entity {
+	c := withKeys(p, s.PartitionKey, s.RowKey, s.Props)
+	if slices.Contains(s.Props, PrimaryPartitionKeyProperty) {
+		c.Properties[PrimaryPartitionKeyProperty] = entity.String(src.PartitionKey)
+	}
+	if slices.Contains(s.Props, PrimaryRowKeyProperty) {
+		c.Properties[PrimaryRowKeyProperty] = entity.String(src.RowKey)
+	}
+	return c
 }
 
 func sortedRefs(m map[EntityRef]bool) []EntityRef {

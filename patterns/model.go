@@ -343,7 +343,8 @@ func (m *Model[T]) state(v *T, intent string, refs map[string]BlobInfo) (*modelS
 			return nil, tkerr.Errorf("tablekit: %s: view %q row: %w", m.t.describe(pk, rk), ix.Name, err)
 		}
 		s.locals = append(s.locals, intraCopy{index: ix.Name, value: val, rk: crk, body: cb, props: c})
-		list = append(list, consistency.CopySpec{Table: m.t.name, PartitionKey: pk, RowKey: crk, Local: true})
+		list = append(list, consistency.CopySpec{Table: m.t.name, PartitionKey: pk, RowKey: crk, Local: true,
+			Props: append(slices.Clone(m.projected(ix.Props)), PropPrimaryPartitionKey, PropPrimaryRowKey)})
 	}
 	for i := range m.eventual {
 		ix := &m.eventual[i]

@@ -496,3 +496,53 @@ func TestModelBulkWriteAndDeleteWhere(t *testing.T) {
 		t.Errorf("blobs after deleting the order that had items: %v", n)
 	}
 }
+
+// TestVerifyViewsWithoutTheType: what the entities list is enough to find
+// and mend their views, without their Go type (tablekit views).
+func TestVerifyViewsWithoutTheType(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newMdFixture(t)
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 4 {
+		o := mdOrd("c1", fmt.Sprintf("o%04d", i), fmt.Sprintf("N%d", i), "open", t0.Add(time.Duration(i)*time.Hour), float64(i))
+		must(t, f.m.Insert(ctx, &o, nil))
+	}
+	f.drain(t)
+	table := f.m.Table().Name()
+	rep, err := patterns.VerifyViews(ctx, f.worker, table, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 4 {
+		t.Fatalf("VerifyViews of a kept Model: %+v", rep)
+	}
+	raw, err := patterns.NewTable[entity.Entity](f.worker, table, nil)
+	must(t, err)
+	status, err := patterns.NewTable[entity.Entity](f.worker, f.status, nil)
+	must(t, err)
+	// A lost number row, a stale status copy, a status copy of no order,
+	// an order deleted alone.
+	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: "number_N0"}, &patterns.WriteOptions{Unconditional: true}))
+	must(t, status.Upsert(ctx, &entity.Entity{PartitionKey: "status_open", RowKey: "open_c1_o0001", Properties: map[string]entity.Value{
+		"Number": entity.String("N1"), "Status": entity.String("open"), "Total": entity.Double(99),
+		patterns.PropPrimaryPartitionKey: entity.String("c1"), patterns.PropPrimaryRowKey: entity.String("o0001")}}, nil))
+	must(t, status.Upsert(ctx, &entity.Entity{PartitionKey: "status_open", RowKey: "open_c1_o0777", Properties: map[string]entity.Value{
+		patterns.PropPrimaryPartitionKey: entity.String("c1"), patterns.PropPrimaryRowKey: entity.String("o0777")}}, nil))
+	must(t, raw.Delete(ctx, &entity.Entity{PartitionKey: "c1", RowKey: "o0003"}, &patterns.WriteOptions{Unconditional: true}))
+	rep, err = patterns.VerifyViews(ctx, f.worker, table, nil)
+	must(t, err)
+	if len(rep.Missing) != 1 || len(rep.Stale) != 1 || len(rep.Orphans) != 4 {
+		t.Errorf("VerifyViews of damaged views: missing %v, stale %v, orphans %v; want 1, 1 and 4 (o0777's copy, o0003's number, tail and status rows)", rep.Missing, rep.Stale, rep.Orphans)
+	}
+	_, err = patterns.RepairViews(ctx, f.worker, table, nil)
+	must(t, err)
+	rep, err = patterns.VerifyViews(ctx, f.worker, table, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 3 {
+		t.Errorf("VerifyViews after RepairViews: %+v", rep)
+	}
+	mrep, err := f.m.Verify(ctx, nil)
+	must(t, err)
+	if !mrep.OK() {
+		t.Errorf("the Model's Verify after RepairViews: %+v", mrep)
+	}
+}
