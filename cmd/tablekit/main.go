@@ -93,6 +93,7 @@ type app struct {
 	// flags of the commands (each command registers only its own)
 	format, sel, partition, queue, container string
 	explain, allowScan, upsert, yes, create  bool
+	repair                                   bool // views --repair
 	json                                     bool // --json, of every command that has it
 	top, limit, concurrency, parallel        int
 	poisonList                               cliconn.PoisonList
@@ -232,6 +233,33 @@ could not be read, or the service failed; 2 usage error, before any request.`,
 				a.jsonFlag(fs, "print the summary as a JSON object")
 			},
 			run: a.cmdImport,
+		},
+		{
+			name: "views", args: "TABLE", summary: "check (and with --repair mend) the views TABLE's entities list", minArgs: 1, maxArgs: 1, needConn: true,
+			about: `Checks the views of a patterns.Model's (or an EventualIndexedTable's) entities
+without their Go type, from what each entity lists in its TkCopies property,
+as the stock tablekit-worker sees them: each listed view (an index copy, a
+tail row, in the entity's partition or in another table) must exist and hold
+the entity's properties it names, and a view row that names an entity of
+TABLE that does not list it is stale, or an orphan when that entity is gone.
+It scans TABLE whole (in parallel, --parallel) and, in the other tables the
+lists name, the partitions of each view. With --repair it mends what it
+found with the worker's own sync-copies step, applied at once, entity by
+entity, then checks again. Prints what it found; a view an entity should have
+but does not list is the Model's Verify's to find (it knows the views'
+declaration).`,
+			jsonDoc: `{"command":"views","ok","table","entities","missing","stale","orphans",
+  "entries":[{"problem","view","entry","entity"}],"repaired","seconds"}: "ok" is
+  false when views are wrong (after the repair, with --repair).`,
+			exits: `0 every view as listed; 1 views wrong (or still wrong after --repair), or
+the service failed; 2 usage error, before any request.`,
+			example: "tablekit views Orders\n  tablekit views Orders --repair --json",
+			flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&a.repair, "repair", false, "mend what the check finds, then check again")
+				parallel(fs)
+				a.jsonFlag(fs, "print the report as a JSON object")
+			},
+			run: a.cmdViews,
 		},
 		{
 			name: "delete", args: "TABLE [FILTER]", summary: "delete a partition (--partition) or the entities matching FILTER (--yes)", minArgs: 1, maxArgs: 2, needConn: true,
