@@ -154,6 +154,33 @@ func TestCheckBatch(t *testing.T) {
 	}
 }
 
+// TestBatchMessageIndex: Azure prefixes a refused operation's message
+// with its index, but not in a change set of one operation (412 alone in
+// its change set: no prefix, 2017 and 2021; 404 at index 0 of three: "0:").
+func TestBatchMessageIndex(t *testing.T) {
+	failed := answer.New(412, "UpdateConditionNotSatisfied", "The update condition specified in the request was not satisfied.")
+	for _, c := range []struct {
+		index, ops int
+		want       string
+	}{
+		{0, 1, failed.Message},
+		{0, 2, "0:" + failed.Message},
+		{0, 3, "0:" + failed.Message},
+		{3, 4, "3:" + failed.Message},
+	} {
+		be := &answer.BatchError{Index: c.index, Operations: c.ops, Err: failed}
+		if got := be.Message(); got != c.want {
+			t.Errorf("operation %d of %d: %q, want %q", c.index, c.ops, got, c.want)
+		}
+	}
+	one := answer.CheckBatch([]answer.BatchOp{{Table: "t", PartitionKey: "a", RowKey: "1", Entity: ptr(wide(253))}})
+	if one == nil || one.Message() != one.Err.Message {
+		t.Errorf("a one-operation change set refused by CheckBatch: %v, want no index", one)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func TestKeyRange(t *testing.T) {
 	if answer.KeyRangeOf(url.Values{"spk": {"a"}}) != nil {
 		t.Error("a range without a signature")
