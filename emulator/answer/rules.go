@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"unicode/utf16"
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
@@ -180,10 +181,30 @@ func CheckQuery(q url.Values) *Error {
 		case errors.Is(err, keys.ErrUnsupportedFilter):
 			return FilterNotImplemented()
 		case err != nil:
-			return InvalidInput()
+			return InvalidFilter(f, err)
 		}
 	}
 	return nil
+}
+
+// InvalidFilter is Azure's 400 InvalidInput to the $filter text f that
+// keys.ParseFilter refused with err. Where a complete expression is
+// followed by a token that cannot continue it, Azure names the position
+// just past that token, in UTF-16 code units from 0 ("Syntax error at
+// position 7 in 'aaa bbb ccc'.", the Python SDK's recorded
+// test_query_invalid_filter, 2021; "... position 23 in 'property1 eq
+// 1'invalid”.", CloudStub's tests against an account); other malformed
+// filters have the generic message.
+func InvalidFilter(f string, err error) *Error {
+	var fe *keys.FilterError
+	if !errors.As(err, &fe) || fe.TokenEnd <= 0 || fe.TokenEnd > len(f) {
+		return InvalidInput()
+	}
+	pos := 0
+	for _, r := range f[:fe.TokenEnd] {
+		pos += utf16.RuneLen(r)
+	}
+	return badRequest(CodeInvalidInput, "Syntax error at position "+strconv.Itoa(pos)+" in '"+f+"'.")
 }
 
 // FilterNotImplemented is Azure's 501 NotImplemented to a well-formed

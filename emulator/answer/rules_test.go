@@ -262,3 +262,24 @@ func TestWriteBatchError(t *testing.T) {
 		t.Errorf("inner error %+v", e)
 	}
 }
+
+// TestInvalidFilterPosition: Azure names the position just past the token
+// that cannot follow a complete expression (the Python SDK's recorded
+// "Syntax error at position 7 in 'aaa bbb ccc'."), in UTF-16 code units;
+// other malformed filters have the generic message.
+func TestInvalidFilterPosition(t *testing.T) {
+	for _, c := range []struct{ filter, want string }{
+		{"aaa bbb ccc", "Syntax error at position 7 in 'aaa bbb ccc'."},
+		{"This is not a valid filter.", "Syntax error at position 7 in 'This is not a valid filter.'."},
+		{"a eq 1 'x''y' z", "Syntax error at position 13 in 'a eq 1 'x''y' z'."},
+		{"é eq 1 bb", "Syntax error at position 9 in 'é eq 1 bb'."},
+		{"a eq '\U0001F600' bb", "Syntax error at position 12 in 'a eq '\U0001F600' bb'."},
+		{"a eq", answer.MsgInvalidInput},
+		{"a eq 'x", answer.MsgInvalidInput},
+	} {
+		got := answer.CheckQuery(url.Values{"$filter": {c.filter}})
+		if got == nil || got.Status != 400 || got.Code != answer.CodeInvalidInput || got.Message != c.want {
+			t.Errorf("%q: %v, want 400 InvalidInput %q", c.filter, got, c.want)
+		}
+	}
+}

@@ -301,7 +301,7 @@ func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error
 	case errors.Is(err, keys.ErrUnsupportedFilter):
 		return 0, keys.Filter{}, errFilterNotImplemented
 	case err != nil:
-		return 0, keys.Filter{}, errInvalidInput
+		return 0, keys.Filter{}, answer.InvalidFilter(filter, err)
 	}
 	return top, f, nil
 }
