@@ -114,6 +114,9 @@ func decodeEntityInto(data []byte, typ reflect.Type, hasPK, hasRK *bool) (Entity
 				if e.ETag, err = str(); err != nil {
 					return e, err
 				}
+			case key == "Timestamp" && kind == jNull:
+				// A client's null Timestamp says nothing: the service
+				// sets it (Azure answers such an insert 204).
 			case key == "Timestamp":
 				ts, err := str()
 				if err != nil {

@@ -40,6 +40,11 @@ type FilterError struct {
 	// Unsupported is set for a well-formed filter of a form the service
 	// does not implement (see ErrUnsupportedFilter).
 	Unsupported bool
+	// TokenEnd is set when a complete expression is followed by a token
+	// that cannot continue it ("aaa bbb ccc": bbb): the byte offset just
+	// past that token, where Azure's parser reports the syntax error
+	// (Offset is the token's start). It is 0 otherwise.
+	TokenEnd int
 }
 
 func (e *FilterError) Error() string {

@@ -56,7 +56,9 @@ func ParseFilter(s string) (Filter, error) {
 	}
 	p.spaces()
 	if p.pos < len(s) {
-		return Filter{}, p.errf("unexpected %q after the expression", p.rest())
+		err := p.errf("unexpected %q after the expression", p.rest()).(*FilterError)
+		err.TokenEnd = p.tokenEnd()
+		return Filter{}, err
 	}
 	f := Filter{n: n}
 	if err := azrules.CheckFilterComparisons(n.comparisons()); err != nil {
@@ -72,6 +74,28 @@ type parser struct {
 
 func (p *parser) errf(format string, args ...any) error {
 	return &FilterError{Offset: p.pos, Rule: fmt.Sprintf(format, args...)}
+}
+
+// tokenEnd is the offset just past the token at p.pos: a word, a quoted
+// string (its doubled quotes kept inside it), or one other character.
+func (p *parser) tokenEnd() int {
+	q := &parser{s: p.s, pos: p.pos}
+	if w := q.word(); w != "" {
+		return q.pos
+	}
+	if c := p.s[p.pos]; c == '\'' || c == '"' {
+		for i := p.pos + 1; i < len(p.s); i++ {
+			if p.s[i] == c {
+				if i+1 < len(p.s) && p.s[i+1] == c {
+					i++
+					continue
+				}
+				return i + 1
+			}
+		}
+		return len(p.s)
+	}
+	return p.pos + 1
 }
 
 func (p *parser) rest() string {
@@ -236,7 +260,9 @@ func (p *parser) comparison() (*node, error) {
 		if w != "" && w != "and" && w != "or" {
 			p.pos = afterLeft
 			p.spaces()
-			return nil, p.errf("expected eq, ne, gt, ge, lt or le, and, or or the end, found %q", w)
+			err := p.errf("expected eq, ne, gt, ge, lt or le, and, or or the end, found %q", w).(*FilterError)
+			err.TokenEnd = p.pos + len(w)
+			return nil, err
 		}
 		p.pos = afterLeft
 		switch {

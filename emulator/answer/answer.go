@@ -224,7 +224,8 @@ func WriteUnknownVersion(w http.ResponseWriter, r *http.Request, v string, table
 // does: 202 Accepted, and a multipart body holding one change-set
 // response with the failing operation's status line, its headers in
 // Azure's order (Preference-Applied when e has one) and an OData error
-// whose message starts with "N:", N the operation's 0-based index.
+// whose message starts with "N:", N the operation's 0-based index
+// (BatchError.Message: not in a one-operation change set).
 func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	id := RequestID()
 	batch, changeset := "batchresponse_"+RequestID(), "changesetresponse_"+RequestID()

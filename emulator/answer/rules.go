@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"unicode/utf16"
 
 	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/entity"
@@ -180,10 +181,30 @@ func CheckQuery(q url.Values) *Error {
 		case errors.Is(err, keys.ErrUnsupportedFilter):
 			return FilterNotImplemented()
 		case err != nil:
-			return InvalidInput()
+			return InvalidFilter(f, err)
 		}
 	}
 	return nil
+}
+
+// InvalidFilter is Azure's 400 InvalidInput to the $filter text f that
+// keys.ParseFilter refused with err. Where a complete expression is
+// followed by a token that cannot continue it, Azure names the position
+// just past that token, in UTF-16 code units from 0 ("Syntax error at
+// position 7 in 'aaa bbb ccc'.", the Python SDK's recorded
+// test_query_invalid_filter, 2021; "... position 23 in 'property1 eq
+// 1'invalid”.", CloudStub's tests against an account); other malformed
+// filters have the generic message.
+func InvalidFilter(f string, err error) *Error {
+	var fe *keys.FilterError
+	if !errors.As(err, &fe) || fe.TokenEnd <= 0 || fe.TokenEnd > len(f) {
+		return InvalidInput()
+	}
+	pos := 0
+	for _, r := range f[:fe.TokenEnd] {
+		pos += utf16.RuneLen(r)
+	}
+	return badRequest(CodeInvalidInput, "Syntax error at position "+strconv.Itoa(pos)+" in '"+f+"'.")
 }
 
 // FilterNotImplemented is Azure's 501 NotImplemented to a well-formed
@@ -220,6 +241,10 @@ type BatchError struct {
 	// each answered 400 after the first's answer
 	// (AppendRefusedChangeSets).
 	ExtraChangeSets int
+	// Operations is the change set's number of operations, 0 when not
+	// known: Azure leaves the index out of a one-operation change set's
+	// message (Message).
+	Operations int
 }
 
 func (e *BatchError) Error() string {
@@ -227,8 +252,21 @@ func (e *BatchError) Error() string {
 }
 
 // Message is the message as the service writes it inside the batch
-// response: the operation's index, a colon, the message.
-func (e *BatchError) Message() string { return strconv.Itoa(e.Index) + ":" + e.Err.Message }
+// response: the operation's index, a colon, the message; the message
+// alone when the change set holds one operation. Azure's recorded answers
+// agree: a one-operation change set refused with 412 has no prefix (the
+// Python SDK's test_batch_update_if_doesnt_match, 2017 and 2021), while
+// index 0 of a three-operation one has "0:" (404 TableNotFound, the
+// JavaScript SDK's batch_operations recordings of 2020 and 2021), and so
+// has a 412 at index 0 of two operations (the Python SDK's
+// test_batch_update_if_doesnt_match of 2013, an assertion on a live run):
+// the rule is the change set's size, not the index or the status.
+func (e *BatchError) Message() string {
+	if e.Operations == 1 {
+		return e.Err.Message
+	}
+	return strconv.Itoa(e.Index) + ":" + e.Err.Message
+}
 
 // CheckBatch applies the rules of "Performing entity group transactions"
 // to ops, in Azure's order: at most MaxBatchOperations operations (the
@@ -236,6 +274,15 @@ func (e *BatchError) Message() string { return strconv.Itoa(e.Index) + ":" + e.E
 // the first operation's PartitionKey, one operation per entity, and
 // CheckEntity. It returns nil when ops pass (an empty ops included).
 func CheckBatch(ops []BatchOp) *BatchError {
+	be := checkBatch(ops)
+	if be != nil {
+		be.Operations = len(ops)
+	}
+	return be
+}
+
+// checkBatch is CheckBatch but for the error's Operations.
+func checkBatch(ops []BatchOp) *BatchError {
 	if len(ops) > MaxBatchOperations {
 		return &BatchError{Index: MaxBatchOperations - 1, Err: badRequest(CodeInvalidInput, MsgTooManyOperations)}
 	}

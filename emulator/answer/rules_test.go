@@ -154,6 +154,33 @@ func TestCheckBatch(t *testing.T) {
 	}
 }
 
+// TestBatchMessageIndex: Azure prefixes a refused operation's message
+// with its index, but not in a change set of one operation (412 alone in
+// its change set: no prefix, 2017 and 2021; 404 at index 0 of three: "0:").
+func TestBatchMessageIndex(t *testing.T) {
+	failed := answer.New(412, "UpdateConditionNotSatisfied", "The update condition specified in the request was not satisfied.")
+	for _, c := range []struct {
+		index, ops int
+		want       string
+	}{
+		{0, 1, failed.Message},
+		{0, 2, "0:" + failed.Message},
+		{0, 3, "0:" + failed.Message},
+		{3, 4, "3:" + failed.Message},
+	} {
+		be := &answer.BatchError{Index: c.index, Operations: c.ops, Err: failed}
+		if got := be.Message(); got != c.want {
+			t.Errorf("operation %d of %d: %q, want %q", c.index, c.ops, got, c.want)
+		}
+	}
+	one := answer.CheckBatch([]answer.BatchOp{{Table: "t", PartitionKey: "a", RowKey: "1", Entity: ptr(wide(253))}})
+	if one == nil || one.Message() != one.Err.Message {
+		t.Errorf("a one-operation change set refused by CheckBatch: %v, want no index", one)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func TestKeyRange(t *testing.T) {
 	if answer.KeyRangeOf(url.Values{"spk": {"a"}}) != nil {
 		t.Error("a range without a signature")
@@ -233,5 +260,26 @@ func TestWriteBatchError(t *testing.T) {
 	}
 	if e.OData.Code != answer.CodeInvalidDuplicateRow || !odataMessage.MatchString(e.OData.Message.Value) {
 		t.Errorf("inner error %+v", e)
+	}
+}
+
+// TestInvalidFilterPosition: Azure names the position just past the token
+// that cannot follow a complete expression (the Python SDK's recorded
+// "Syntax error at position 7 in 'aaa bbb ccc'."), in UTF-16 code units;
+// other malformed filters have the generic message.
+func TestInvalidFilterPosition(t *testing.T) {
+	for _, c := range []struct{ filter, want string }{
+		{"aaa bbb ccc", "Syntax error at position 7 in 'aaa bbb ccc'."},
+		{"This is not a valid filter.", "Syntax error at position 7 in 'This is not a valid filter.'."},
+		{"a eq 1 'x''y' z", "Syntax error at position 13 in 'a eq 1 'x''y' z'."},
+		{"é eq 1 bb", "Syntax error at position 9 in 'é eq 1 bb'."},
+		{"a eq '\U0001F600' bb", "Syntax error at position 12 in 'a eq '\U0001F600' bb'."},
+		{"a eq", answer.MsgInvalidInput},
+		{"a eq 'x", answer.MsgInvalidInput},
+	} {
+		got := answer.CheckQuery(url.Values{"$filter": {c.filter}})
+		if got == nil || got.Status != 400 || got.Code != answer.CodeInvalidInput || got.Message != c.want {
+			t.Errorf("%q: %v, want 400 InvalidInput %q", c.filter, got, c.want)
+		}
 	}
 }

@@ -260,6 +260,11 @@ func (f *restPath) batch(ctx context.Context, ops []Op, label string) ([]Result,
 		resp.Body = io.NopCloser(bytes.NewReader(bytes.Clone(payload)))
 		mapped := errs.MapError(runtime.NewResponseError(resp), "transaction on", label)
 		var te *errs.TransactionError
+		if errors.As(mapped, &te) && te.Index < 0 && len(ops) == 1 {
+			// Azure names no index when the change set holds one
+			// operation (emulator/answer.BatchError.Message).
+			te.Index = 0
+		}
 		if failed || errors.As(mapped, &te) {
 			return nil, mapped
 		}

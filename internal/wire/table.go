@@ -429,6 +429,10 @@ func (t *Table) Batch(ctx context.Context, ops []Op) ([]Result, error) {
 func (t *Table) settleBatch(ctx context.Context, ops []Op, marked int, id string, tries *attempts.Counter, label string, err error) ([]Result, error) {
 	open := IsTransientOrLost(err)
 	var te *errs.TransactionError
+	if errors.As(err, &te) && te.Index < 0 && len(ops) == 1 {
+		// Azure names no index when the change set holds one operation.
+		te.Index = 0
+	}
 	if !open && tries.Load() > 1 && errors.As(err, &te) && te.Index >= 0 && te.Index < len(ops) {
 		open = openOutcome(ops[te.Index].Type, err, tries.Load())
 	}

@@ -2,7 +2,12 @@
 // ACL, Set Queue ACL and Set Table ACL (a SignedIdentifiers XML body), read
 // and checked once for the three services: at most azrules.MaxStoredAccessPolicies policies, ids
 // of 1 to 64 characters, permissions among the service's letters, start
-// and expiry times in ISO 8601; anything else is 400 InvalidXmlDocument,
+// and expiry times in one of the ISO 8601 forms Azure takes (a date alone
+// included, kept as midnight UTC and read back in Azure's form,
+// 2011-10-11T00:00:00.0000000Z: the Python SDK's recorded
+// test_set_table_acl_with_signed_identifiers of 2017, strong, and of 2021,
+// which reads 2021-06-08T02:05:09Z back as 2021-06-08T02:05:09.0000000Z);
+// anything else is 400 InvalidXmlDocument,
 // as Azure documents the limits (REST "Set Container ACL", "Set Queue
 // ACL", "Set Table ACL", "Define a stored access policy"). The error code
 // is Azurite 3.37's for six policies or a letter out of place on each
@@ -55,7 +60,7 @@ type Policy struct {
 
 // Parse reads a Set ... ACL body whose permissions must be among letters
 // (ContainerPermissions, QueuePermissions, TablePermissions). An empty body is no policy
-// (it removes them all).
+// (it removes them all). The policies' times come back in Azure's form.
 func Parse(body []byte, letters string) ([]Identifier, *answer.Error) {
 	var doc Document
 	if len(body) > 0 {
@@ -66,7 +71,8 @@ func Parse(body []byte, letters string) ([]Identifier, *answer.Error) {
 	if len(doc.List) > azrules.MaxStoredAccessPolicies {
 		return nil, answer.InvalidXMLDocument()
 	}
-	for _, si := range doc.List {
+	for i := range doc.List {
+		si := &doc.List[i]
 		if si.ID == "" || len(si.ID) > maxIDLength {
 			return nil, answer.InvalidXMLDocument()
 		}
@@ -75,16 +81,43 @@ func Parse(body []byte, letters string) ([]Identifier, *answer.Error) {
 				return nil, answer.InvalidXMLDocument()
 			}
 		}
-		for _, t := range []string{si.Policy.Start, si.Policy.Expiry} {
-			if t == "" {
+		for _, t := range []*string{&si.Policy.Start, &si.Policy.Expiry} {
+			if *t == "" {
 				continue
 			}
-			if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
+			v, ok := parseTime(*t)
+			if !ok {
 				return nil, answer.InvalidXMLDocument()
 			}
+			*t = v.Format(azureTime)
 		}
 	}
 	return doc.List, nil
+}
+
+// azureTime is the form Azure reads a policy's times back in: UTC, seven
+// fractional digits.
+const azureTime = "2006-01-02T15:04:05.0000000Z"
+
+// timeForms are the ISO 8601 forms a policy's time may take, as a SAS's
+// st and se may (REST "Create a service SAS": a date, a date with hours
+// and minutes, with seconds, with a fraction; Z or an offset).
+var timeForms = []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02"}
+
+// parseTime reads a policy's time in one of timeForms, in UTC.
+func parseTime(s string) (time.Time, bool) {
+	for _, f := range timeForms {
+		if t, err := time.Parse(f, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Marshal writes list as Get ... ACL answers it, times in Azure's form.
+func Marshal(list []Identifier) []byte {
+	b, _ := xml.Marshal(Document{List: list})
+	return append([]byte(xml.Header[:len(xml.Header)-1]), b...)
 }
 
 // Find returns the policy id of list as the Authenticator checks a SAS
@@ -96,8 +129,8 @@ func Find(list []Identifier, id string) (auth.AccessPolicy, bool) {
 		}
 		p := auth.AccessPolicy{Permission: si.Policy.Permission}
 		// Times were checked when the policy was set.
-		p.Start, _ = time.Parse(time.RFC3339Nano, si.Policy.Start)
-		p.Expiry, _ = time.Parse(time.RFC3339Nano, si.Policy.Expiry)
+		p.Start, _ = parseTime(si.Policy.Start)
+		p.Expiry, _ = parseTime(si.Policy.Expiry)
 		return p, true
 	}
 	return auth.AccessPolicy{}, false

@@ -23,7 +23,8 @@ type batchOp struct {
 // batch answers an entity group transaction: one change set of at most
 // 100 operations on one partition, each entity once, all applied or none.
 // The answer is 202 with a multipart body: each operation's response, or
-// the failing operation's alone, its message prefixed with its index.
+// the failing operation's alone, its message prefixed with its index
+// unless it is the only one (answer.BatchError.Message).
 func (s *Service) batch(q *request) {
 	// The operations, and the permissions they need, are in the body:
 	// the request is authenticated before it is read (a table SAS for
@@ -192,6 +193,7 @@ func batchFail(q *request, ops []batchOp, be *answer.BatchError) {
 		be.Preference = preference(ops[be.Index])
 	}
 	be.ExtraChangeSets = q.extraChangeSets
+	be.Operations = len(ops)
 	answer.WriteBatchError(q.w, q.r, be)
 }
 

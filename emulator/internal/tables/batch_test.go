@@ -140,6 +140,12 @@ func TestTablekit(t *testing.T) {
 	if !errors.As(err, &te) || te.Index != 1 || te.StatusCode != http.StatusConflict || te.Code != "EntityAlreadyExists" {
 		t.Fatalf("failed transaction: %v, want operation 1, 409 EntityAlreadyExists", err)
 	}
+	// Alone in its change set, the failing operation has no index in
+	// Azure's message; the client still names it.
+	_, err = tb.Transaction().Insert(&Rec{PartitionKey: "p", RowKey: "b03"}).Submit(ctx, nil)
+	if !errors.As(err, &te) || te.Index != 0 || te.Code != "EntityAlreadyExists" || strings.HasPrefix(te.Message, "0:") {
+		t.Fatalf("failed one-operation transaction: %v (index %d, message %q), want operation 0, 409 EntityAlreadyExists", err, te.Index, te.Message)
+	}
 
 	// Pages of 4 through the opaque token, then all at once.
 	var rows []string

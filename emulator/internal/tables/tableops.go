@@ -301,7 +301,7 @@ func pageOf(v map[string][]string, cosmos bool) (int, keys.Filter, *answer.Error
 	case errors.Is(err, keys.ErrUnsupportedFilter):
 		return 0, keys.Filter{}, errFilterNotImplemented
 	case err != nil:
-		return 0, keys.Filter{}, errInvalidInput
+		return 0, keys.Filter{}, answer.InvalidFilter(filter, err)
 	}
 	return top, f, nil
 }
@@ -365,8 +365,8 @@ func (s *Service) serveService(q *request, method string) {
 
 // serveACL answers Get and Set Table ACL (?comp=acl): the stored access
 // policies, checked as the other services check theirs (acl.Parse: at
-// most five, permissions among r, a, u, d) and kept as the XML the client
-// set.
+// most five, permissions among r, a, u, d) and kept as Azure reads them
+// back (acl.Marshal: times in its form).
 func (s *Service) serveACL(q *request, name, method string) {
 	if q.query.Get("comp") != "acl" {
 		s.fail(q, errInvalidInput)
@@ -395,10 +395,12 @@ func (s *Service) serveACL(q *request, name, method string) {
 		if !ok {
 			return
 		}
-		if _, e := acl.Parse(body, acl.TablePermissions); e != nil {
+		list, e := acl.Parse(body, acl.TablePermissions)
+		if e != nil {
 			s.fail(q, e)
 			return
 		}
+		body = acl.Marshal(list)
 		if s.d != nil {
 			switch err := s.setACLDisk(t, body); {
 			case errors.Is(err, errGone):
