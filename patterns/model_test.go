@@ -546,3 +546,47 @@ func TestVerifyViewsWithoutTheType(t *testing.T) {
 		t.Errorf("the Model's Verify after RepairViews: %+v", mrep)
 	}
 }
+
+// TestModelCostsNoMoreThanItsParts: a Model with one view costs what the
+// pattern's own repository costs, and views combined cost no more than
+// the dearest of them.
+func TestModelCostsNoMoreThanItsParts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	number := patterns.Index[mdOrder]{Name: "number", Unique: true, Key: func(o *mdOrder) string { return o.Number }}
+	status := patterns.Index[mdOrder]{Name: "status", Key: func(o *mdOrder) string { return o.Status }, Partition: func(o *mdOrder) string { return o.Status }}
+	recent := patterns.Tail[mdOrder]{Name: "recent", Time: func(o *mdOrder) time.Time { return o.Placed }}
+	for _, c := range []struct {
+		name                          string
+		views                         patterns.Views[mdOrder]
+		insert, update, upd0, delete_ int64 // upd0: an update of nothing an eventual view carries
+	}{
+		{"nothing (Table)", patterns.Views[mdOrder]{}, 1, 2, 2, 2},
+		{"an index in the partition (IndexedTable)", patterns.Views[mdOrder]{Indexes: []patterns.Index[mdOrder]{number}}, 1, 2, 2, 2},
+		{"a tail", patterns.Views[mdOrder]{Tails: []patterns.Tail[mdOrder]{recent}}, 1, 2, 2, 2},
+		{"an index elsewhere (EventualIndexedTable)", patterns.Views[mdOrder]{EventualIndexes: []patterns.Index[mdOrder]{status}}, 2, 3, 3, 3},
+		{"all three", patterns.Views[mdOrder]{Indexes: []patterns.Index[mdOrder]{number}, Tails: []patterns.Tail[mdOrder]{recent}, EventualIndexes: []patterns.Index[mdOrder]{status}}, 2, 3, 3, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			acct, counter := testenv.CountingAccount(t)
+			q, _ := testQueue(t, acct)
+			m, err := patterns.NewModel(acct, testenv.TableName(t), c.views, &patterns.ModelOptions{Queue: q, Container: testenv.ContainerName(t)})
+			must(t, err)
+			must(t, m.CreateIfNotExists(ctx, nil))
+			t.Cleanup(func() { _ = m.Table().Drop(context.Background(), nil) })
+			counter.Reset()
+			o := mdOrd("c1", "o1", "N1", "open", time.Now(), 1)
+			must(t, m.Insert(ctx, &o, nil))
+			requests(t, counter, c.insert, "Insert")
+			_, err = m.Update(ctx, "c1", "o1", func(o *mdOrder) error { o.Status = "paid"; return nil }, nil)
+			must(t, err)
+			requests(t, counter, c.update, "Update of an indexed value")
+			_, err = m.Update(ctx, "c1", "o1", func(o *mdOrder) error { o.Total++; return nil }, nil)
+			must(t, err)
+			requests(t, counter, c.upd0, "Update of the total (which the status copy carries: Props nil)")
+			must(t, m.Delete(ctx, &o, &patterns.WriteOptions{Unconditional: true}))
+			requests(t, counter, c.delete_, "Delete")
+		})
+	}
+}
