@@ -280,6 +280,7 @@ func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 	// longer knows them) and again after it: a sync of the source that ran
 	// in between, and saw it still there, wrote them back.
 	var elsewhere []EntityRef
+	var lists []IndexListArgs
 	var sent []wire.Op
 	missing := map[EntityRef]bool{}
 	_, err = from.ModifyBatch(ctx, a.From.PartitionKey, a.From.RowKey, func(stored []byte, _ string) ([]wire.Op, error) {
@@ -293,19 +294,20 @@ func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 		}
 		ops := []wire.Op{{Type: wire.OpDelete, PartitionKey: a.From.PartitionKey, RowKey: a.From.RowKey}}
 		elsewhere = elsewhere[:0]
+		lists = lists[:0]
 		for _, s := range specs {
 			r := s.Ref()
 			switch {
+			case s.List != "":
+				lists = append(lists, IndexListArgs{Index: r, Property: s.List, Member: s.Member})
 			case s.Local && !missing[r]:
 				ops = append(ops, wire.Op{Type: wire.OpDelete, PartitionKey: r.PartitionKey, RowKey: r.RowKey})
 			case !s.Local:
 				elsewhere = append(elsewhere, r)
 			}
 		}
-		for _, r := range elsewhere {
-			if err := deleteEntityIfExists(ctx, ts, r, ""); err != nil {
-				return nil, err
-			}
+		if err := dropViews(ctx, ts, elsewhere, lists); err != nil {
+			return nil, err
 		}
 		if err := upsertEntity(ctx, ts, to.Table, withoutBookkeeping(withKeys(p, to.PartitionKey, to.RowKey, nil)), wire.OpUpsertReplace); err != nil {
 			return nil, err
@@ -322,12 +324,7 @@ func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 		return lostRace(err)
 	}})
 	if err == nil {
-		for _, r := range elsewhere {
-			if err := deleteEntityIfExists(ctx, ts, r, ""); err != nil {
-				return err
-			}
-		}
-		return nil
+		return dropViews(ctx, ts, elsewhere, lists)
 	}
 	if !entityMissing(err) {
 		return modifyErr(err, lostRace)
@@ -340,6 +337,26 @@ func applyMoveEntity(ctx context.Context, c *Call, a *MoveEntityArgs) error {
 		return nil // done, by this or an earlier delivery
 	}
 	return Permanent(&wrapped{msg: "consistency: move-entity: neither " + a.From.String() + " nor " + to.String() + " exists", err: tablekit.ErrNotFound})
+}
+
+// dropViews deletes the copies refs and takes the members out of the
+// lists of lists: the views of an entity that moves.
+func dropViews(ctx context.Context, ts *tableSet, refs []EntityRef, lists []IndexListArgs) error {
+	for _, r := range refs {
+		if err := deleteEntityIfExists(ctx, ts, r, ""); err != nil {
+			return err
+		}
+	}
+	for i := range lists {
+		idx, err := ts.table(lists[i].Index.Table)
+		if err != nil {
+			return err
+		}
+		if err := setMembership(ctx, idx, &lists[i], false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // txIndex reports the index of the failing operation of a transaction.
@@ -430,6 +447,13 @@ type CopySpec struct {
 	// it alone, and move-entity deletes it in the transaction that
 	// deletes the source.
 	Local bool `json:"local,omitempty"`
+	// List, when set, makes the view a membership rather than a copy: the
+	// entity at Table, PartitionKey, RowKey is an index entity whose
+	// string property List holds Member among its members (the index
+	// entities pattern, kept by index-list steps). sync-copies leaves it
+	// alone, and move-entity takes Member out of the list.
+	List   string `json:"list,omitempty"`
+	Member string `json:"member,omitempty"`
 }
 
 // Ref is the copy's location.
@@ -586,6 +610,9 @@ func applySyncCopies(ctx context.Context, c *Call, a *SyncCopiesArgs) error {
 				return err
 			}
 			for _, s := range specs {
+				if s.List != "" {
+					continue // a membership, which index-list steps keep
+				}
 				r := s.Ref()
 				desired[r] = true
 				if s.Local && !a.Local {
@@ -657,6 +684,9 @@ func parseCopies(kind string, src EntityRef, prop string, p entity.Entity) ([]Co
 		}
 		if sp.Ref() == src {
 			return nil, argsError(kind, "property "+prop+" of "+src.String()+" lists the source itself as a copy")
+		}
+		if (sp.List == "") != (sp.Member == "") || sp.List != "" && sp.Local {
+			return nil, Permanent(argsError(kind, "property "+prop+" of "+src.String()+" lists "+sp.Ref().String()+" with a list and no member, a member and no list, or as a local list"))
 		}
 		if sp.Local && (sp.Table != src.Table || sp.PartitionKey != src.PartitionKey) {
 			return nil, Permanent(argsError(kind, "property "+prop+" of "+src.String()+" lists "+sp.Ref().String()+" as local, outside the source's partition"))

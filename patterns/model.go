@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
@@ -49,6 +50,14 @@ type Views[T any] struct {
 	// RowKey that sorts newest first (Name + "_" + the inverted ticks of
 	// Time(v) + "_" + RowKey), read with Latest.
 	Tails []Tail[T]
+	// Lists are index entities (the guide's option 3, as in
+	// EventualListIndexedTable): one entity per value, in Table (the
+	// entity's table when empty) and partition Partition (Name when
+	// empty), under the RowKey Prefix + value, whose list property holds
+	// the keys (keys.Join(PartitionKey, RowKey)) of the entities with that
+	// value in every partition; kept by the worker's index-list step, read
+	// with Listed. They need ModelOptions.Queue.
+	Lists []ListIndex[T]
 }
 
 // Tail declares a log tail of a Model (the guide's log tail pattern): the
@@ -115,6 +124,7 @@ type Model[T any] struct {
 	q        *consistency.Queue
 	local    []localView[T]
 	eventual []Index[T]
+	lists    []ListIndex[T]
 	byName   map[string]modelIndex
 	tables   map[string]*Table[T]
 	props    []string // T's properties, without keys and Timestamp
@@ -133,6 +143,7 @@ type localView[T any] struct {
 // modelIndex locates a view by name.
 type modelIndex struct {
 	eventual bool
+	list     bool
 	i        int
 }
 
@@ -214,8 +225,33 @@ func NewModel[T any](acct *tablekit.Account, name string, views Views[T], opts *
 			m.tables[ix.Table] = it
 		}
 	}
-	if len(m.eventual) > 0 && m.q == nil {
-		return nil, tkerr.Errorf("tablekit: %s: %w: EventualIndexes need ModelOptions.Queue, the queue their worker reads", what, tablekit.ErrInvalidArgument)
+	for _, ix := range views.Lists {
+		if err := validateListIndex(what, t, &ix); err != nil {
+			return nil, err
+		}
+		if ix.Partition == "" {
+			ix.Partition = ix.Name
+		}
+		if err := keys.ValidateKey("PartitionKey", ix.Partition); err != nil {
+			return nil, tkerr.Errorf("tablekit: %s: list %q: %w", what, ix.Name, err)
+		}
+		if err := checkHiddenProps(what, t.codec.Select(), listProp(&ix)); err != nil {
+			return nil, err
+		}
+		if err := name1(ix.Name, modelIndex{list: true, i: len(m.lists)}); err != nil {
+			return nil, err
+		}
+		m.lists = append(m.lists, ix)
+		if ix.Table != "" && m.tables[ix.Table] == nil {
+			it, err := newTable[T](acct, ix.Table, o.Table, true)
+			if err != nil {
+				return nil, err
+			}
+			m.tables[ix.Table] = it
+		}
+	}
+	if m.queued() && m.q == nil {
+		return nil, tkerr.Errorf("tablekit: %s: %w: EventualIndexes and Lists need ModelOptions.Queue, the queue their worker reads", what, tablekit.ErrInvalidArgument)
 	}
 	if err := m.openBlobs(what, acct, o.Container); err != nil {
 		return nil, err
@@ -279,7 +315,27 @@ func (m *Model[T]) CreateIfNotExists(ctx context.Context, opts *CreateOptions) e
 }
 
 // hasViews reports whether the entities carry the list of their views.
-func (m *Model[T]) hasViews() bool { return len(m.local) > 0 || len(m.eventual) > 0 }
+func (m *Model[T]) hasViews() bool { return len(m.local) > 0 || m.queued() }
+
+// queued reports whether some views are kept by the worker.
+func (m *Model[T]) queued() bool { return len(m.eventual) > 0 || len(m.lists) > 0 }
+
+// listProp is the property that holds an entity's value of list ix, which
+// the index-list step reads.
+func listProp[T any](ix *ListIndex[T]) string { return "TkList" + ix.Name }
+
+// listTable is the table of list ix's index entities.
+func (m *Model[T]) listTable(ix *ListIndex[T]) *Table[T] {
+	if ix.Table != "" {
+		return m.tables[ix.Table]
+	}
+	return m.t
+}
+
+// listRef is the index entity of list ix for value.
+func (m *Model[T]) listRef(ix *ListIndex[T], value string) consistency.EntityRef {
+	return consistency.EntityRef{Table: m.listTable(ix).name, PartitionKey: ix.Partition, RowKey: ix.Prefix + value}
+}
 
 // modelState is an entity as a Model writes it: its body, keys, the rows of
 // its partition's views and the specs of its views elsewhere.
@@ -288,6 +344,7 @@ type modelState struct {
 	pk, rk string
 	locals []intraCopy
 	specs  []consistency.CopySpec // eventual views
+	lists  []string               // the entity's value in each list ("" when in none)
 	props  rawProps               // the entity's properties, without the bookkeeping
 	intnt  string                 // the write's intent id
 }
@@ -368,6 +425,20 @@ func (m *Model[T]) state(v *T, intent string, refs map[string]BlobInfo) (*modelS
 		s.specs = append(s.specs, sp)
 		list = append(list, sp)
 	}
+	s.lists = make([]string, len(m.lists))
+	for i := range m.lists {
+		ix := &m.lists[i]
+		val := ix.Key(v)
+		s.lists[i] = val
+		if val == "" {
+			continue
+		}
+		ref := m.listRef(ix, val)
+		if err := keys.ValidateKey("RowKey", ref.RowKey); err != nil {
+			return nil, tkerr.Errorf("tablekit: %s: list %q value %q: %w", m.t.describe(pk, rk), ix.Name, val, err)
+		}
+		list = append(list, consistency.CopySpec{Table: ref.Table, PartitionKey: ref.PartitionKey, RowKey: ref.RowKey, List: ix.property(), Member: keys.Join(pk, rk)})
+	}
 	enc, err := consistency.EncodeCopies(list...)
 	if err != nil {
 		return nil, err
@@ -381,7 +452,12 @@ func (m *Model[T]) state(v *T, intent string, refs map[string]BlobInfo) (*modelS
 	if len(m.eventual) > 0 {
 		p.setString(PropPrimaryPartitionKey, pk)
 		p.setString(PropPrimaryRowKey, rk)
+	}
+	if m.queued() {
 		p.setString(PropIntent, intent)
+	}
+	for i := range m.lists {
+		p.setString(listProp(&m.lists[i]), s.lists[i])
 	}
 	if s.body, err = p.bytes(); err != nil {
 		return nil, tkerr.Errorf("tablekit: %s: %w", m.t.describe(pk, rk), err)
@@ -419,12 +495,62 @@ func (m *Model[T]) src(pk, rk string) consistency.EntityRef {
 	return consistency.EntityRef{Table: m.t.name, PartitionKey: pk, RowKey: rk}
 }
 
-// enqueue sends the intent to sync the eventual views of (pk, rk).
-func (m *Model[T]) enqueue(ctx context.Context, pk, rk string, previous []consistency.EntityRef, expect consistency.Expectation) error {
-	tx := consistency.NewTransaction(consistency.NewStep(consistency.KindSyncCopies, consistency.SyncCopiesArgs{
-		Source: m.src(pk, rk), Previous: previous, Property: PropCopies, Expect: &expect,
-	}))
+// enqueue sends the intent to keep the views of (pk, rk) the worker keeps:
+// with sync, a sync-copies step for the copies elsewhere (previous are
+// those the entity had), and an index-list step for each list value of
+// lists, all in one message.
+func (m *Model[T]) enqueue(ctx context.Context, pk, rk string, sync bool, previous []consistency.EntityRef, lists []listValue, expect consistency.Expectation) error {
+	tx := consistency.NewTransaction()
+	if sync {
+		tx.Add(consistency.NewStep(consistency.KindSyncCopies, consistency.SyncCopiesArgs{
+			Source: m.src(pk, rk), Previous: previous, Property: PropCopies, Expect: &expect,
+		}))
+	}
+	for _, lv := range lists {
+		ix := &m.lists[lv.list]
+		eq, _ := json.Marshal(lv.value) // a string always encodes
+		tx.Add(consistency.IndexList(consistency.IndexListArgs{
+			Index: m.listRef(ix, lv.value), Property: ix.property(), Member: keys.Join(pk, rk),
+			Source: m.src(pk, rk), Where: listProp(ix), Equals: eq, Expect: &expect,
+		}))
+	}
+	if len(tx.Steps) == 0 {
+		return nil
+	}
 	return m.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: m.delay})
+}
+
+// listValue is a value of one of a Model's lists.
+type listValue struct {
+	list  int
+	value string
+}
+
+// listChanges returns the list values whose membership a write from
+// before to after changes (both the old and the new value of a list),
+// leaving out those in done, which it adds them to.
+func listChanges(before, after *modelState, n int, done map[listValue]bool) []listValue {
+	var out []listValue
+	for i := range n {
+		var ov, nv string
+		if i < len(before.lists) {
+			ov = before.lists[i]
+		}
+		if i < len(after.lists) {
+			nv = after.lists[i]
+		}
+		if ov == nv {
+			continue
+		}
+		for _, v := range []string{nv, ov} {
+			lv := listValue{i, v}
+			if v != "" && !done[lv] {
+				done[lv] = true
+				out = append(out, lv)
+			}
+		}
+	}
+	return out
 }
 
 // conflict names the unique view whose value is taken.
@@ -450,7 +576,7 @@ func (m *Model[T]) conflict(err error, pk string, ops []Op, locals []intraCopy) 
 // two with EventualIndexes.
 func (m *Model[T]) Insert(ctx context.Context, v *T, opts *InsertOptions) error {
 	intent := ""
-	if len(m.eventual) > 0 {
+	if m.queued() {
 		intent = consistency.NewIntentID()
 	}
 	if _, err := m.state(v, intent, nil); err != nil {
@@ -499,9 +625,10 @@ func (m *Model[T]) forget(ctx context.Context, up *blobUploads, kept map[string]
 // unique says that s's body is this write's alone (an intent id, a fresh
 // blob name), which settles a lost answer exactly.
 func (m *Model[T]) insert(ctx context.Context, v *T, s *modelState, unique bool) error {
-	if len(s.specs) > 0 {
+	if m.queued() {
 		intent, _ := s.intent()
-		if err := m.enqueue(ctx, s.pk, s.rk, nil, intentOf(intent)); err != nil {
+		lists := listChanges(&modelState{}, s, len(m.lists), map[listValue]bool{})
+		if err := m.enqueue(ctx, s.pk, s.rk, len(s.specs) > 0, nil, lists, intentOf(intent)); err != nil {
 			return err
 		}
 	}
@@ -561,9 +688,10 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 	}
 	missing := map[string]bool{}
 	announced := map[consistency.EntityRef]bool{}
+	listed := map[listValue]bool{}
 	enqueued := false
 	intent := ""
-	if len(m.eventual) > 0 {
+	if m.queued() {
 		intent = consistency.NewIntentID()
 	}
 	mo.Race = func(err error) bool { return m.race(err, sent, missing) }
@@ -615,7 +743,7 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 			}
 			ops = append(ops, Op{Type: typ, PartitionKey: pk, RowKey: c.rk, Entity: c.body, Owned: true})
 		}
-		if len(m.eventual) > 0 && !mode.repair {
+		if m.queued() && !mode.repair {
 			// An intent is due when the eventual views change, or when
 			// the entity as read has views that the intents sent so far
 			// did not name and that it no longer wants (a writer got
@@ -633,17 +761,24 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 					fresh = true
 				}
 			}
-			if fresh || !enqueued && (del || m.eventualChanged(before, after)) {
+			sync := fresh || !enqueued && len(m.eventual) > 0 && (del || m.eventualChanged(before, after))
+			lists := listChanges(before, after, len(m.lists), listed)
+			if sync || len(lists) > 0 {
 				expect := intentOf(intent)
 				if del {
 					expect = consistency.Expectation{Absent: true}
 				}
-				if err := m.enqueue(ctx, pk, rk, prev, expect); err != nil {
+				if err := m.enqueue(ctx, pk, rk, sync, prev, lists, expect); err != nil {
+					for _, lv := range lists {
+						delete(listed, lv) // not sent
+					}
 					return nil, err
 				}
-				enqueued = true
-				for _, r := range prev {
-					announced[r] = true
+				if sync {
+					enqueued = true
+					for _, r := range prev {
+						announced[r] = true
+					}
 				}
 			}
 		}
@@ -825,6 +960,9 @@ func (m *Model[T]) view(name string) (*Index[T], bool, error) {
 	if !ok {
 		return nil, false, tkerr.Errorf("tablekit: %s: %w: no view named %q", m.t.name, tablekit.ErrInvalidArgument, name)
 	}
+	if at.list {
+		return nil, false, tkerr.Errorf("tablekit: %s: %w: view %q is a list; read it with Listed or ListMembers", m.t.name, tablekit.ErrInvalidArgument, name)
+	}
 	if at.eventual {
 		return &m.eventual[at.i], true, nil
 	}
@@ -929,7 +1067,7 @@ func (m *Model[T]) search(ctx context.Context, index, part string, opts *QueryOp
 // tail's properties and no ETag.
 func (m *Model[T]) Latest(ctx context.Context, tail, pk string, n int, opts *LatestOptions) ([]T, error) {
 	at, ok := m.byName[tail]
-	if !ok || at.eventual || !m.local[at.i].tail {
+	if !ok || at.eventual || at.list || !m.local[at.i].tail {
 		return nil, tkerr.Errorf("tablekit: %s: %w: no tail named %q", m.t.name, tablekit.ErrInvalidArgument, tail)
 	}
 	if n < 1 || n > MaxPageSize {
@@ -946,4 +1084,53 @@ func (m *Model[T]) Latest(ctx context.Context, tail, pk string, n int, opts *Lat
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// list returns the list called name.
+func (m *Model[T]) list(name string) (*ListIndex[T], error) {
+	at, ok := m.byName[name]
+	if !ok || !at.list {
+		return nil, tkerr.Errorf("tablekit: %s: %w: no list named %q", m.t.name, tablekit.ErrInvalidArgument, name)
+	}
+	return &m.lists[at.i], nil
+}
+
+// ListMembers returns the keys of the entities list lists under value, in
+// every partition: one request (none listed is an empty list, not an
+// error). The list lags the entities until the worker has run.
+func (m *Model[T]) ListMembers(ctx context.Context, list, value string, opts *GetOptions) ([]Member, error) {
+	ix, err := m.list(list)
+	if err != nil {
+		return nil, err
+	}
+	ref := m.listRef(ix, value)
+	le, err := readListEntity(ctx, m.listTable(ix).w, ref.PartitionKey, ref.RowKey, ix.property())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Member, 0, len(le.members))
+	for _, mk := range le.members {
+		parts, err := keys.Split(mk)
+		if err != nil || len(parts) != 2 {
+			return nil, tkerr.Errorf("tablekit: index entity %s lists %q, which is not a keys.Join(PartitionKey, RowKey)", ref, mk)
+		}
+		out = append(out, Member{PartitionKey: parts[0], RowKey: parts[1]})
+	}
+	return out, nil
+}
+
+// Listed returns the entities whose value in list is value, in every
+// partition ("every employee named Jones"): one request for the index
+// entity, then one read per member, in parallel up to
+// ListIndex.Parallelism; a member whose entity is gone or has another
+// value now (the worker has not caught up) is skipped. Blob fields are
+// not read (Get reads them).
+func (m *Model[T]) Listed(ctx context.Context, list, value string, opts *QueryOptions) iter.Seq2[T, error] {
+	ix, err := m.list(list)
+	if err != nil {
+		return errSeq[T](err)
+	}
+	return lookupMembers(ctx, m.t, *ix, value, func(ctx context.Context, value string, o *GetOptions) ([]Member, error) {
+		return m.ListMembers(ctx, list, value, o)
+	}, opts)
 }

@@ -85,7 +85,7 @@ func (m *Model[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 		if err != nil {
 			return res, err
 		}
-		if _, _, isView := m.viewOf(m.t.name, p); isView {
+		if _, _, isView := m.viewOf(m.t.name, p); isView || m.listEntity(m.t.name, p) != nil {
 			continue
 		}
 		pk, rk := rowKeys(p)

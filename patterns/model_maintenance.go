@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -83,7 +84,7 @@ func (m *Model[T]) audit(ctx context.Context, a *audit) error {
 		if err != nil {
 			return err
 		}
-		if held(m.t.name, p) {
+		if held(m.t.name, p) || m.listEntity(m.t.name, p) != nil {
 			continue
 		}
 		v, err := decodeRow(m.t, p)
@@ -106,6 +107,41 @@ func (m *Model[T]) audit(ctx context.Context, a *audit) error {
 			c.setString(PropPrimaryPartitionKey, s.pk)
 			c.setString(PropPrimaryRowKey, s.rk)
 			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: m.eventualName(s, i), Entry: sp.Ref(), Primary: src}, key: sp.Ref().String(), props: c})
+		}
+		for i, val := range s.lists {
+			if val == "" {
+				continue
+			}
+			ref := m.listRef(&m.lists[i], val)
+			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: m.lists[i].Name, Value: val, Entry: ref, Primary: src}, list: true,
+				key: ref.String() + "|" + keys.Join(s.pk, s.rk)})
+		}
+	}
+	for i := range m.lists {
+		ix := &m.lists[i]
+		f := keys.PK().Eq(ix.Partition)
+		if ix.Prefix != "" {
+			f = keys.And(f, keys.RK().Prefix(ix.Prefix))
+		}
+		for p, err := range scanRows(ctx, m.listTable(ix).w, f, 1) {
+			if err != nil {
+				return err
+			}
+			pk, rk := rowKeys(p)
+			ref := consistency.EntityRef{Table: m.listTable(ix).name, PartitionKey: pk, RowKey: rk}
+			text, _ := p.str(ix.property())
+			members, err := consistency.DecodeMembers(text)
+			if err != nil {
+				return tkerr.Errorf("tablekit: verify: index entity %s: %w", ref, err)
+			}
+			for _, mk := range members {
+				parts, err := keys.Split(mk)
+				if err != nil || len(parts) != 2 {
+					return tkerr.Errorf("tablekit: verify: index entity %s lists %q, which is not a keys.Join(PartitionKey, RowKey)", ref, mk)
+				}
+				a.holds(&ixEntry{IndexEntry: IndexEntry{Index: ix.Name, Value: strings.TrimPrefix(rk, ix.Prefix), Entry: ref, Primary: m.src(parts[0], parts[1])},
+					list: true, key: ref.String() + "|" + mk})
+			}
 		}
 	}
 	scanned := map[string]bool{m.t.name: true}
@@ -153,7 +189,7 @@ func (m *Model[T]) repair(ctx context.Context, a *audit) error {
 		var stale []string
 		var prev []consistency.EntityRef
 		for _, e := range byPrimary[src] {
-			if e.Problem == IndexMissing || e.Entry == (consistency.EntityRef{}) {
+			if e.Problem == IndexMissing || e.Entry == (consistency.EntityRef{}) || e.list {
 				continue
 			}
 			if e.Entry.Table == m.t.name && e.Entry.PartitionKey == src.PartitionKey {
@@ -184,9 +220,41 @@ func (m *Model[T]) repair(ctx context.Context, a *audit) error {
 				return err
 			}
 		}
-		if len(m.eventual) == 0 && len(prev) == 0 {
+		tx := consistency.NewTransaction()
+		if len(m.eventual) > 0 || len(prev) > 0 {
+			tx.Add(consistency.SyncCopies(src, PropCopies, prev...))
+		}
+		for _, e := range byPrimary[src] {
+			if !e.list {
+				continue
+			}
+			ix, err := m.list(e.Index)
+			if err != nil {
+				return err
+			}
+			eq, _ := json.Marshal(e.Value)
+			// Lists the entity, or takes it out, as it is now.
+			tx.Add(consistency.IndexList(consistency.IndexListArgs{Index: e.Entry, Property: ix.property(), Member: keys.Join(src.PartitionKey, src.RowKey),
+				Source: src, Where: listProp(ix), Equals: eq}))
+		}
+		if len(tx.Steps) == 0 {
 			return nil
 		}
-		return consistency.Apply(ctx, m.t.acct, consistency.NewTransaction(consistency.SyncCopies(src, PropCopies, prev...)), nil, nil)
+		return consistency.Apply(ctx, m.t.acct, tx, nil, nil)
 	})
+}
+
+// listEntity returns the list whose index entity a row of table is, nil
+// when it is none.
+func (m *Model[T]) listEntity(table string, p rawProps) *ListIndex[T] {
+	pk, rk := rowKeys(p)
+	for i := range m.lists {
+		ix := &m.lists[i]
+		if m.listTable(ix).name == table && pk == ix.Partition && strings.HasPrefix(rk, ix.Prefix) {
+			if _, ok := p[ix.property()]; ok {
+				return ix
+			}
+		}
+	}
+	return nil
 }

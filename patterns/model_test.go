@@ -590,3 +590,101 @@ func TestModelCostsNoMoreThanItsParts(t *testing.T) {
 		})
 	}
 }
+
+// TestModelLists: index entities across partitions (the guide's option 3)
+// as a Model's view: listed by the worker from one message per write, with
+// the other views; moved out of the list by an archive; verified and
+// repaired with the rest.
+func TestModelLists(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acct, counter := testenv.CountingAccount(t)
+	worker := testenv.Account(t)
+	q, container := testQueue(t, acct)
+	lists := testenv.TableName(t)
+	views := mdViews(testenv.TableName(t))
+	views.Lists = []patterns.ListIndex[mdOrder]{{Name: "bystatus", Key: func(o *mdOrder) string { return o.Status }, Table: lists, Property: "Orders"}}
+	m, err := patterns.NewModel(acct, testenv.TableName(t), views, &patterns.ModelOptions{Queue: q, Container: testenv.ContainerName(t)})
+	must(t, err)
+	must(t, m.CreateIfNotExists(ctx, nil))
+	archive, err := patterns.NewTable[entity.Entity](worker, testenv.TableName(t), nil)
+	must(t, err)
+	must(t, archive.CreateIfNotExists(ctx, nil))
+	t.Cleanup(func() {
+		for _, n := range []string{m.Table().Name(), lists, archive.Name(), views.EventualIndexes[0].Table} {
+			_, _ = worker.Tables().DeleteTable(context.Background(), n, nil)
+		}
+	})
+	drain := func() {
+		w, err := consistency.NewWorker(worker, &consistency.WorkerOptions{Queues: []string{q.Name()}, PollInterval: 50 * time.Millisecond,
+			Backoff: &consistency.Backoff{Delays: []time.Duration{0, time.Second}}, BlobContainer: container, Logger: testLogger()})
+		must(t, err)
+		stop := runWorker(t, w)
+		for {
+			resp, err := worker.Queues().NewQueueClient(q.Name()).GetProperties(ctx, nil)
+			must(t, err)
+			if *resp.ApproximateMessagesCount == 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		stop()
+	}
+	listed := func(status string) string {
+		var out []string
+		for o, err := range m.Listed(ctx, "bystatus", status, nil) {
+			must(t, err)
+			out = append(out, o.PartitionKey+"/"+o.RowKey)
+		}
+		return strings.Join(out, ",")
+	}
+	counter.Reset()
+	o := mdOrd("c1", "o1", "N1", "open", time.Now(), 1)
+	must(t, m.Insert(ctx, &o, nil))
+	if n := messages(counter); n != 1 {
+		t.Errorf("Insert with an eventual index and a list sent %d messages, want 1", n)
+	}
+	requests(t, counter, 2, "Insert (enqueue, transaction)")
+	for _, o := range []mdOrder{mdOrd("c2", "o2", "N2", "open", time.Now(), 2), mdOrd("c2", "o3", "N3", "shipped", time.Now(), 3)} {
+		must(t, m.Insert(ctx, &o, nil))
+	}
+	drain()
+	if got := listed("open"); got != "c1/o1,c2/o2" {
+		t.Errorf("listed open = %s", got)
+	}
+	_, err = m.Update(ctx, "c2", "o2", func(o *mdOrder) error { o.Status = "shipped"; return nil }, nil)
+	must(t, err)
+	drain()
+	if got, got2 := listed("open"), listed("shipped"); got != "c1/o1" || got2 != "c2/o2,c2/o3" {
+		t.Errorf("after the update: open = %s, shipped = %s", got, got2)
+	}
+	must(t, m.Archive(ctx, "c2", "o3", archive.Name(), nil))
+	drain()
+	if members, err := m.ListMembers(ctx, "bystatus", "shipped", nil); err != nil || len(members) != 1 || members[0].RowKey != "o2" {
+		t.Errorf("shipped members after archiving o3: %v, %v", members, err)
+	}
+	rep, err := m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() || rep.Primaries != 2 {
+		t.Errorf("Verify: %+v", rep)
+	}
+	// A member lost, and one of no order: Verify names them, Repair mends.
+	raw, err := patterns.NewTable[entity.Entity](worker, lists, nil)
+	must(t, err)
+	must(t, raw.Upsert(ctx, &entity.Entity{PartitionKey: "bystatus", RowKey: "open", Properties: map[string]entity.Value{"Orders": entity.String(`["c9_o9"]`)}}, nil))
+	rep, err = m.Verify(ctx, nil)
+	must(t, err)
+	if len(rep.Missing) != 1 || len(rep.Orphans) != 1 {
+		t.Errorf("Verify of a damaged list: missing %v, orphans %v", rep.Missing, rep.Orphans)
+	}
+	_, err = m.Repair(ctx, nil)
+	must(t, err)
+	rep, err = m.Verify(ctx, nil)
+	must(t, err)
+	if !rep.OK() {
+		t.Errorf("Verify after Repair: %+v", rep)
+	}
+	if got := listed("open"); got != "c1/o1" {
+		t.Errorf("listed open after Repair = %s", got)
+	}
+}
