@@ -50,6 +50,28 @@ func queueEnv(t testing.TB) (context.Context, *tablekit.Account, *Queue) {
 	return context.Background(), acct, newQueue(t, acct)
 }
 
+// clockEnv is queueEnv on a service whose clock the test moves
+// (testenv.ClockAccount): an emulator of the test's own, or on Azurite or
+// an account the shared service, whose clock only real time moves.
+func clockEnv(t testing.TB) (context.Context, *tablekit.Account, *Queue, *testenv.Clock) {
+	t.Helper()
+	acct, clock := testenv.ClockAccount(t)
+	return context.Background(), acct, newQueue(t, acct), clock
+}
+
+// letRedeliveriesShow waits long enough for a message a worker applied
+// but did not delete to be delivered again, so that a test can check
+// that none was: its visibility timeout (at most 1 s in the tests that
+// call it) passed on the test's clock, then three polls of the workers
+// (each poll at most poll); where the clock does not move, 1.5 s.
+func letRedeliveriesShow(clock *testenv.Clock, poll time.Duration) {
+	if clock.Advance(time.Minute) {
+		time.Sleep(3 * poll)
+		return
+	}
+	time.Sleep(1500 * time.Millisecond)
+}
+
 // queuePair creates a queue (plain, with default options) and returns it
 // with a second Queue on the same queue and blob container with options o.
 func queuePair(t testing.TB, acct *tablekit.Account, o QueueOptions) (plain, q *Queue) {

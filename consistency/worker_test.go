@@ -16,9 +16,10 @@ import (
 // TestPoisonAfterLimit: a transaction that keeps failing with a
 // retryable error is delivered MaxDequeueCount times, then lands in the
 // poison queue with its last error; Requeue brings it back and a fixed
-// handler applies it.
+// handler applies it. The backoff before the third delivery passes on
+// the test's clock (real time on Azurite or an account).
 func TestPoisonAfterLimit(t *testing.T) {
-	ctx, acct, q := queueEnv(t)
+	ctx, acct, q, clock := clockEnv(t)
 	var calls atomic.Int64
 	var fixed atomic.Bool
 	var applied atomic.Int64
@@ -39,6 +40,9 @@ func TestPoisonAfterLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := startWorker(t, w)
+	// fastBackoff: the second delivery at once, the third a second on.
+	testenv.WaitFor(t, 20*time.Second, "the second failure", func() bool { return w.Metrics().Retried() == 2 && w.Metrics().InFlight() == 0 })
+	clock.Pass(time.Second)
 	testenv.WaitFor(t, 20*time.Second, "the poison queue", func() bool { return w.Metrics().Poisoned() == 1 })
 	stop()
 	if calls.Load() != 3 || w.Metrics().Retried() != 2 {
@@ -122,9 +126,10 @@ func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 }
 
 // TestVisibilityExtension: a step slower than the visibility timeout is
-// not redelivered to another worker while it runs.
+// not redelivered to another worker while it runs. The step runs in real
+// time, as the worker's extensions do.
 func TestVisibilityExtension(t *testing.T) {
-	ctx, acct, q := queueEnv(t)
+	ctx, acct, q, clock := clockEnv(t)
 	var calls atomic.Int64
 	slow := func(ctx context.Context, c *Call) error {
 		calls.Add(1)
@@ -148,7 +153,7 @@ func TestVisibilityExtension(t *testing.T) {
 		startWorker(t, w)
 	}
 	testenv.WaitFor(t, 20*time.Second, "the slow transaction", func() bool { return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == 1 })
-	time.Sleep(1500 * time.Millisecond) // a redelivery would show up now
+	letRedeliveriesShow(clock, 50*time.Millisecond)
 	if calls.Load() != 1 {
 		t.Fatalf("slow step ran %d times, want 1", calls.Load())
 	}

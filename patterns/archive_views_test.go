@@ -38,7 +38,7 @@ func TestArchivingAnIndexedEntityLeavesNoCopy(t *testing.T) {
 	for i := range emps {
 		must(t, f.x.Insert(ctx, &emps[i], nil))
 	}
-	interWait(t, "the worker to write the copies", func() bool { return f.queueEmpty(t) && len(ixIDs(t, f.x.Prefix(ctx, "empid", "Sales", "", nil))) == 3 })
+	f.wait(t, "the worker to write the copies", func() bool { return f.queueEmpty(t) && len(ixIDs(t, f.x.Prefix(ctx, "empid", "Sales", "", nil))) == 3 })
 
 	src := f.x.Table().Name()
 	for _, e := range emps[:2] {
@@ -47,7 +47,7 @@ func TestArchivingAnIndexedEntityLeavesNoCopy(t *testing.T) {
 			consistency.EntityRef{Table: archive}))
 		must(t, f.q.Enqueue(ctx, tx, nil))
 	}
-	interWait(t, "the worker to archive two employees", func() bool {
+	f.wait(t, "the worker to archive two employees", func() bool {
 		n := 0
 		for _, err := range plain.Query(ctx, keys.PK().Eq("Sales"), &patterns.QueryOptions{SelectAll: true}) {
 			if err == nil {

@@ -29,12 +29,15 @@ type interFixture struct {
 	idTable string
 	// container is the queue's blob container.
 	container string
+	// clock is the service's (testenv.ClockConnectionString).
+	clock *testenv.Clock
 }
 
 func newInterFixture(t *testing.T) *interFixture {
 	t.Helper()
-	acct, counter := testenv.CountingAccount(t)
-	f := &interFixture{counter: counter, worker: testenv.Account(t), idTable: testenv.TableName(t)}
+	cs, clock := testenv.ClockConnectionString(t)
+	acct, counter := testenv.CountingAccountOn(t, cs)
+	f := &interFixture{counter: counter, worker: testenv.AccountOn(t, cs, nil), idTable: testenv.TableName(t), clock: clock}
 	f.q, f.container = testQueue(t, acct)
 	var err error
 	f.x, err = patterns.NewEventualIndexedTable(acct, testenv.TableName(t), f.q, []patterns.Index[ixEmployee]{
@@ -87,6 +90,15 @@ func interWait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// wait is interWait once the intents' Delay (1 s) and a worker's backoff
+// or visibility timeout of at most 1 s have passed on the fixture's
+// clock, where it moves; where it does not, interWait waits for them.
+func (f *interFixture) wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	f.clock.Advance(time.Second)
+	interWait(t, what, cond)
+}
+
 func (f *interFixture) queueEmpty(t *testing.T) bool {
 	t.Helper()
 	resp, err := f.worker.Queues().NewQueueClient(f.q.Name()).GetProperties(context.Background(), nil)
@@ -114,7 +126,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 	} {
 		must(t, f.x.Insert(ctx, &e, nil))
 	}
-	interWait(t, "the worker to write the copies", func() bool {
+	f.wait(t, "the worker to write the copies", func() bool {
 		n := 0
 		for _, err := range f.x.Prefix(ctx, "empid", "Sales", "", nil) {
 			if err == nil {
@@ -155,7 +167,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Update (read, enqueue, write)")
-	interWait(t, "the email copy to move", func() bool {
+	f.wait(t, "the email copy to move", func() bool {
 		_, errOld := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
 		_, errNew := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com", nil)
 		return tablekit.IsNotFound(errOld) && errNew == nil
@@ -165,7 +177,7 @@ func TestEventualIndexGuideQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests(t, c, 3, "Delete (read, enqueue, delete)")
-	interWait(t, "the copies to go", func() bool {
+	f.wait(t, "the copies to go", func() bool {
 		_, e1 := f.x.Lookup(ctx, "email", "Sales", "john.jones@contoso.com", nil)
 		_, e2 := f.x.Lookup(ctx, "empid", "Sales", "000223", nil)
 		return tablekit.IsNotFound(e1) && tablekit.IsNotFound(e2)
@@ -201,7 +213,7 @@ func TestEventualIndexConvergesUnderDuplicatedAndReorderedDeliveries(t *testing.
 	}
 	// Then the queue's own (now late) deliveries.
 	f.startWorker(t)
-	interWait(t, "the queue to drain", func() bool { return f.queueEmpty(t) })
+	f.wait(t, "the queue to drain", func() bool { return f.queueEmpty(t) })
 	if got := f.copies(t, "email", "Sales"); got != "[d@contoso.com|000223]" {
 		t.Errorf("after the late deliveries the email copies are %s", got)
 	}
@@ -220,7 +232,7 @@ func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
 	// message stays hidden for its visibility timeout, then comes back.
 	qc := f.worker.Queues().NewQueueClient(f.q.Name())
 	var got azqueue.DequeueMessagesResponse
-	interWait(t, "the intent to become visible", func() bool {
+	f.wait(t, "the intent to become visible", func() bool {
 		var err error
 		got, err = qc.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{VisibilityTimeout: to.Ptr(int32(1))})
 		if err != nil {
@@ -229,7 +241,7 @@ func TestEventualIndexConvergesAfterAWorkerCrash(t *testing.T) {
 		return len(got.Messages) == 1
 	})
 	f.startWorker(t)
-	interWait(t, "the redelivered intent to be applied", func() bool {
+	f.wait(t, "the redelivered intent to be applied", func() bool {
 		_, err := f.x.Lookup(ctx, "email", "Sales", "jonesj@contoso.com", nil)
 		return err == nil && f.queueEmpty(t)
 	})

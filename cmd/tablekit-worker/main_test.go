@@ -282,9 +282,12 @@ func entityJSON(t *testing.T, acct *tablekit.Account, table, pk, rk string) map[
 // TestCrashBetweenStepsAndRestart kills a worker with SIGKILL in the middle
 // of a 60-step archive transaction; a restarted worker finishes it, the
 // message is not lost, and every employee ends in Archive exactly as it
-// was in Current.
+// was in Current. The killed worker's visibility timeout passes on the
+// test's clock (real time on Azurite or an account).
 func TestCrashBetweenStepsAndRestart(t *testing.T) {
-	acct := testenv.Account(t)
+	cs, clock := testenv.ClockConnectionString(t)
+	acct := testenv.AccountOn(t, cs, nil)
+	env := append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+cs)
 	ctx := context.Background()
 	current, archive := createTable(t, acct), createTable(t, acct)
 	qname := queueName(t)
@@ -313,7 +316,7 @@ func TestCrashBetweenStepsAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"run", "--queue", qname, "--visibility", "2s", "--poll", "100ms", "--backoff", "0s", "--log-level", "debug", "--metrics-addr", ""}
-	w1 := start(t, args...)
+	w1 := startEnv(t, env, args...)
 	w1.waitLine(t, 30*time.Second, "step 2 applied", func(l map[string]any) bool {
 		return l["msg"] == "step applied" && l["step"] == 2.0
 	})
@@ -331,7 +334,10 @@ func TestCrashBetweenStepsAndRestart(t *testing.T) {
 		t.Fatalf("after the crash %d in Current + %d in Archive < %d: an employee vanished", left, moved, n)
 	}
 
-	w2 := start(t, args...)
+	// The message comes back once the killed worker's hold on it, 2 s
+	// at most, runs out.
+	clock.Pass(2 * time.Second)
+	w2 := startEnv(t, env, args...)
 	done := w2.waitLine(t, 30*time.Second, "the transaction applied", func(l map[string]any) bool {
 		return l["msg"] == "transaction applied"
 	})

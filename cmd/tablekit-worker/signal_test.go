@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -114,13 +115,23 @@ func TestSignalAtAnyMoment(t *testing.T) {
 }
 
 // TestUntilEmptyCLI: "run --until-empty" applies what is queued, including
-// a message enqueued with a delay, and exits 0 by itself; on an empty queue
-// it exits at once. Its /livez and /readyz answer while it runs.
+// a message enqueued with a delay, and exits 0 by itself, not before the
+// delayed message is applied; on an empty queue it exits at once. Its
+// /livez and /readyz answer while it runs. The delay passes on the test's
+// clock (real time on Azurite or an account).
 func TestUntilEmptyCLI(t *testing.T) {
-	acct := testenv.Account(t)
+	cs, clock := testenv.ClockConnectionString(t)
+	acct := testenv.AccountOn(t, cs, nil)
+	env := append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+cs)
 	ctx := context.Background()
 	table := createTable(t, acct)
-	q := newQueue(t)
+	q, err := consistency.NewQueue(acct, queueName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		b, _ := json.Marshal(map[string]any{"PartitionKey": "p", "RowKey": strconv.Itoa(i)})
 		var o *consistency.EnqueueOptions
@@ -131,13 +142,22 @@ func TestUntilEmptyCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := start(t, "run", "--queue", q.Name(), "--until-empty", "--poll", "200ms", "--metrics-addr", "127.0.0.1:0")
+	p := startEnv(t, env, "run", "--queue", q.Name(), "--until-empty", "--poll", "100ms", "--metrics-addr", "127.0.0.1:0")
 	addr := p.waitLine(t, 30*time.Second, "the metrics address", func(l map[string]any) bool { return l["msg"] == "metrics listening" })["addr"].(string)
 	if code := status(t, "http://"+addr+"/livez"); code != http.StatusOK {
 		t.Errorf("/livez: %d", code)
 	}
 	p.waitLine(t, 30*time.Second, "the worker to start", func(l map[string]any) bool { return l["msg"] == "worker started" })
 	testenv.WaitFor(t, 10*time.Second, "/readyz 200", func() bool { return status(t, "http://"+addr+"/readyz") == http.StatusOK })
+	// The four visible ones applied, the delayed one not visible yet: the
+	// worker polls on.
+	testenv.WaitFor(t, 10*time.Second, "the visible transactions", func() bool { return count(t, acct, table) == 4 })
+	select {
+	case <-p.done:
+		t.Fatalf("the worker exited with the delayed message not applied; log:\n%s", p.log())
+	case <-time.After(300 * time.Millisecond): // three polls
+	}
+	clock.Pass(2 * time.Second)
 	log := p.stopped(t, 60*time.Second)
 	if !strings.Contains(log, `"msg":"queues empty; stopping"`) {
 		t.Fatalf("no empty-queue stop; log:\n%s", log)
@@ -147,7 +167,7 @@ func TestUntilEmptyCLI(t *testing.T) {
 	}
 
 	cmd := exec.Command(binary(t), "run", "--queue", q.Name(), "--until-empty", "--metrics-addr", "")
-	cmd.Env = workerEnv(t)
+	cmd.Env = env
 	done := make(chan error, 1)
 	go func() { done <- cmd.Run() }()
 	select {

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tablekit/tablekit/emulator"
 )
@@ -38,9 +41,10 @@ type emulatorFlags struct {
 	blobKeepAlive, queueKeepAlive, tableKeepAlive int
 	extentMemoryLimit                             float64
 
-	silent bool   // no request log on stderr
-	debug  string // the debug log's file
-	reset  bool
+	silent    bool   // no request log on stderr
+	debug     string // the debug log's file
+	reset     bool
+	testClock bool // clock commands on stdin (emulator.Instance.Advance)
 }
 
 func (f *emulatorFlags) register(fs *flag.FlagSet) {
@@ -64,6 +68,7 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.debug, "debug", "", "append a debug log to this file: each request's and answer's headers (credentials redacted) and the servers' own errors, as Azurite's flag of that name")
 	fs.StringVar(&f.opts.Location, "location", "", "directory where the emulator keeps its data across restarts, as Azurite's --location (default: memory only, nothing kept)")
 	fs.BoolVar(&f.reset, "reset", false, "empty --location before starting: remove the emulator's files there (tables, queues, blobs), and nothing else")
+	fs.BoolVar(&f.testClock, "test-clock", false, `for tests only: read clock commands on stdin, "advance DURATION" (Go's syntax: 1s, 90m) and "now", each answered on stdout by "now TIME" (RFC 3339, the emulator's time after it) or "error: ..."; queue visibility and time to live, leases, SAS and token times follow the moved clock. Off by default: only the process holding stdin can move it`)
 	fs.Float64Var(&f.scale, "scale", 0, "run the scale model (partition servers, page service times, Azure's targets) with every rate multiplied by this (1: Azure's; 0: no model)")
 
 	// Azurite's names, so that its command line runs unchanged.
@@ -203,9 +208,44 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 	if names := inst.Accounts(); len(names) > 1 {
 		fmt.Fprintf(a.stderr, "tablekit emulator: accounts %s (%s), on the same ports by path\n", strings.Join(names, ", "), emulator.AccountsEnv)
 	}
+	if a.emu.testClock {
+		fmt.Fprintln(a.stderr, `tablekit emulator: --test-clock: "advance DURATION" or "now" on stdin moves or reads the clock (for tests only)`)
+		go clockCommands(a.stdin, a.stdout, inst)
+	}
 	<-ctx.Done()
 	fmt.Fprintln(a.stderr, "tablekit emulator: stopping")
 	return nil
+}
+
+// clockCommands answers --test-clock's commands, one a line of in, until
+// in ends: "advance DURATION" moves inst's clock forward, "now" reads it;
+// each is answered by a line on out, "now TIME" or "error: WHY". The
+// answer comes once the clock has moved, so a test that waits for it
+// knows that the services follow the new time.
+func clockCommands(in io.Reader, out io.Writer, inst *emulator.Instance) {
+	if in == nil {
+		return
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		word, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		switch word {
+		case "":
+			continue
+		case "advance":
+			d, err := time.ParseDuration(strings.TrimSpace(arg))
+			if err != nil || d < 0 {
+				fmt.Fprintf(out, "error: advance %q: want a positive duration, such as 1s or 90m\n", strings.TrimSpace(arg))
+				continue
+			}
+			inst.Advance(d)
+		case "now":
+		default:
+			fmt.Fprintf(out, "error: %q: want \"advance DURATION\" or \"now\"\n", word)
+			continue
+		}
+		fmt.Fprintln(out, "now", inst.Now().UTC().Format(time.RFC3339Nano))
+	}
 }
 
 // cmdEmulatorCert writes a local certificate authority and a server

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator"
@@ -201,4 +205,81 @@ func TestEmulatorJSONAndAPortInUse(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
 	}
+}
+
+// emulator --test-clock moves its clock by the commands on stdin, each
+// answered by a line on stdout; a delayed queue message becomes visible
+// an hour on with no wait. Without the flag, stdin moves nothing.
+func TestEmulatorTestClock(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	in, commands := io.Pipe()
+	defer commands.Close()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain(ctx, []string{"emulator", "--table-port", "0", "--queue-port", "0", "--blob-port", "0", "--silent", "--test-clock"}, in, &stdout, &stderr)
+	}()
+	lines := func(n int) []string {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if l := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n"); len(l) >= n && stdout.String() != "" {
+				return l
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d lines on stdout within 10 s: %q; stderr: %s", n, stdout.String(), stderr.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	acct, err := tablekit.Connect(lines(1)[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc := acct.Queues().NewQueueClient("later")
+	if _, err := qc.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qc.EnqueueMessage(ctx, "in an hour", &azqueue.EnqueueMessageOptions{VisibilityTimeout: to.Ptr(int32(3600))}); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	io.WriteString(commands, "advance 1h\nadvance -1s\nrewind 1h\nnow\n")
+	got := lines(5)[1:]
+	for i, want := range []string{"now ", `error: advance "-1s": want a positive duration`, `error: "rewind": want "advance DURATION" or "now"`, "now "} {
+		if !strings.HasPrefix(got[i], want) {
+			t.Errorf("answer %d: %q; want %q...", i, got[i], want)
+		}
+	}
+	if now, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(got[3], "now ")); err != nil || now.Before(before.Add(time.Hour)) {
+		t.Errorf("now after advancing an hour: %q (%v); want an hour past %v", got[3], err, before)
+	}
+	resp, err := qc.DequeueMessages(ctx, nil)
+	if err != nil || len(resp.Messages) != 1 {
+		t.Errorf("receive an hour on: %v messages, %v; want the delayed one", len(resp.Messages), err)
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
+	}
+
+	// Off by default: the same commands on stdin are not read.
+	ctx2, stop2 := context.WithCancel(context.Background())
+	defer stop2()
+	var stdout2 syncBuffer
+	go func() {
+		done <- realMain(ctx2, []string{"emulator", "--table-port", "0", "--queue-port", "0", "--blob-port", "0", "--silent"}, strings.NewReader("advance 1h\nnow\n"), &stdout2, &stderr)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout2.String(), "\n"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no connection string within 10 s")
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if out := stdout2.String(); strings.Count(out, "\n") != 1 {
+		t.Errorf("without --test-clock, stdout: %q; want the connection string alone", out)
+	}
+	stop2()
+	<-done
 }

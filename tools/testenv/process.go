@@ -3,7 +3,9 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -29,6 +31,11 @@ const EnvEmulatorBinary = "TABLEKIT_TEST_EMULATOR"
 type emulatorProcess struct {
 	proc     *childproc.Process
 	stopOnce sync.Once
+
+	// With --test-clock: the process's stdin and the lines it answers.
+	clockMu  sync.Mutex
+	clockIn  io.WriteCloser
+	clockOut chan string
 }
 
 // Stop ends the process (SIGTERM, then SIGKILL after 5 s).
@@ -39,33 +46,47 @@ func (p *emulatorProcess) Stop() error {
 
 // startEmulator starts an emulator, ending pages early as ee says (nil:
 // never): in a process of its own when EnvEmulatorBinary is set, else in
-// the test binary.
-func startEmulator(ctx context.Context, ee *emulator.EarlyEnd) (interface{ Stop() error }, string, error) {
+// the test binary. With testClock, its clock can be moved: advance moves
+// it (`tablekit emulator --test-clock` in a process of its own); else
+// advance is nil.
+func startEmulator(ctx context.Context, ee *emulator.EarlyEnd, testClock bool) (s interface{ Stop() error }, connStr string, advance func(time.Duration) error, err error) {
 	bin := strings.TrimSpace(os.Getenv(EnvEmulatorBinary))
 	if bin == "" {
 		inst, err := emulator.Start(ctx, &emulator.Options{EarlyEnd: ee})
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
-		return inst, inst.ConnectionString, nil
+		if testClock {
+			advance = func(d time.Duration) error { inst.Advance(d); return nil }
+		}
+		return inst, inst.ConnectionString, advance, nil
 	}
 	args := []string{"emulator", "--silent", "--blob-port", "0", "--queue-port", "0", "--table-port", "0"}
 	if ee != nil {
 		args = append(args, "--early-end", strconv.FormatFloat(ee.Probability, 'g', -1, 64), "--seed", strconv.FormatInt(ee.Seed, 10))
 	}
+	if testClock {
+		args = append(args, "--test-clock")
+	}
 	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, err)
+		return nil, "", nil, fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, err)
+	}
+	p := &emulatorProcess{}
+	if testClock {
+		if p.clockIn, err = cmd.StdinPipe(); err != nil {
+			return nil, "", nil, fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, err)
+		}
+		p.clockOut = make(chan string, 1)
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{w: &stderr}
-	proc, err := childproc.Start(cmd)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, err)
+	if p.proc, err = childproc.Start(cmd); err != nil {
+		return nil, "", nil, fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, err)
 	}
-	p := &emulatorProcess{proc: proc}
-	// The command prints its connection string as its first line.
+	// The command prints its connection string as its first line, then
+	// answers the clock's commands a line each.
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -74,21 +95,52 @@ func startEmulator(ctx context.Context, ee *emulator.EarlyEnd) (interface{ Stop(
 		}
 		close(line)
 		for sc.Scan() {
+			if p.clockOut != nil {
+				p.clockOut <- sc.Text()
+			}
+		}
+		if p.clockOut != nil {
+			close(p.clockOut)
 		}
 	}()
 	select {
 	case cs, ok := <-line:
 		if ok && strings.Contains(cs, "TableEndpoint=") {
-			return p, cs, nil
+			if testClock {
+				advance = p.advance
+			}
+			return p, cs, advance, nil
 		}
 		p.Stop()
-		return nil, "", fmt.Errorf("%s=%s: `emulator` printed %q, not a connection string: %s", EnvEmulatorBinary, bin, cs, cmd.Stderr)
+		return nil, "", nil, fmt.Errorf("%s=%s: `emulator` printed %q, not a connection string: %s", EnvEmulatorBinary, bin, cs, cmd.Stderr)
 	case <-ctx.Done():
 		p.Stop()
-		return nil, "", fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, ctx.Err())
+		return nil, "", nil, fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, ctx.Err())
 	case <-time.After(30 * time.Second):
 		p.Stop()
-		return nil, "", fmt.Errorf("%s=%s: no connection string within 30 s: %s", EnvEmulatorBinary, bin, cmd.Stderr)
+		return nil, "", nil, fmt.Errorf("%s=%s: no connection string within 30 s: %s", EnvEmulatorBinary, bin, cmd.Stderr)
+	}
+}
+
+// advance moves the process's clock forward by d (--test-clock) and
+// returns once the process says it has.
+func (p *emulatorProcess) advance(d time.Duration) error {
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	if _, err := fmt.Fprintf(p.clockIn, "advance %s\n", d); err != nil {
+		return fmt.Errorf("advance the emulator process's clock: %w", err)
+	}
+	select {
+	case ans, ok := <-p.clockOut:
+		if !ok {
+			return errors.New("advance the emulator process's clock: it closed its stdout")
+		}
+		if !strings.HasPrefix(ans, "now ") {
+			return fmt.Errorf("advance the emulator process's clock: it answered %q", ans)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("advance the emulator process's clock: no answer within 10 s")
 	}
 }
 
@@ -96,7 +148,7 @@ func startEmulator(ctx context.Context, ee *emulator.EarlyEnd) (interface{ Stop(
 // the test ends.
 func startEmulatorTB(t testing.TB, ee *emulator.EarlyEnd) string {
 	t.Helper()
-	s, cs, err := startEmulator(context.Background(), ee)
+	s, cs, _, err := startEmulator(context.Background(), ee, false)
 	if err != nil {
 		t.Fatalf("testenv: cannot start the emulator: %v", err)
 	}

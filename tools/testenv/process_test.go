@@ -22,7 +22,7 @@ func TestEmulatorInAProcessOfItsOwn(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	t.Setenv(EnvEmulatorBinary, bin)
-	s, cs, err := startEmulator(context.Background(), nil)
+	s, cs, _, err := startEmulator(context.Background(), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestEmulatorInAProcessOfItsOwn(t *testing.T) {
 
 	missing := filepath.Join(t.TempDir(), "missing")
 	t.Setenv(EnvEmulatorBinary, missing)
-	if s, _, err := startEmulator(context.Background(), nil); err == nil {
+	if s, _, _, err := startEmulator(context.Background(), nil, false); err == nil {
 		s.Stop()
 		t.Fatal("started an emulator with a missing binary")
 	} else if !strings.Contains(err.Error(), missing) {

@@ -140,7 +140,7 @@ func exactConnectionString() (string, error) {
 	if !EarlyEnd() {
 		return connStr, nil
 	}
-	plainOnce.Do(func() { plain, plainConn, plainErr = startEmulator(context.Background(), nil) })
+	plainOnce.Do(func() { plain, plainConn, _, plainErr = startEmulator(context.Background(), nil, false) })
 	if plainErr != nil {
 		return "", plainErr
 	}
@@ -163,7 +163,7 @@ func start() {
 				startErr = err
 				return
 			}
-			stopper, connStr, startErr = startEmulator(context.Background(), ee)
+			stopper, connStr, _, startErr = startEmulator(context.Background(), ee, false)
 		case TargetAzurite:
 			if err := needs(TierAzurite); err != nil {
 				startErr = fmt.Errorf("%s=%s: %w", EnvTarget, os.Getenv(EnvTarget), err)
