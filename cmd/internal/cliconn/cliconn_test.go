@@ -195,7 +195,8 @@ func TestPickCommandHelp(t *testing.T) {
 		{[]string{"--help"}, -1, nil, 0, "USAGE", ""},
 		{[]string{"help", "query"}, 0, []string{"--help"}, 0, "", ""},
 		{[]string{"help", "poison", "list"}, 1, []string{"--help"}, 0, "", ""},
-		{[]string{"help", "poison"}, -1, nil, 2, "", `unknown command "poison"`},
+		{[]string{"help", "poison"}, -1, nil, 0, "Usage: prog poison COMMAND [flags]\n\nCommands:\n  prog poison list\n\nRun prog poison list --help for a command's flags.\n", ""},
+		{[]string{"help", "bogus"}, -1, nil, 2, "", `unknown command "bogus"`},
 		{[]string{"help", "query", "x"}, -1, nil, 2, "", `unknown command "query x"`},
 		{[]string{"query", "--help"}, 0, []string{"--help"}, 0, "", ""},
 	}
