@@ -16,7 +16,8 @@ import (
 // cfComposedViews is the guide's employee with every view a Model keeps:
 // by email in its department (an index in its partition, in its
 // transaction), by last name across the company and by id (indexes in
-// other tables, kept by the worker), and a tail of its department by age.
+// other tables, kept by the worker), listed by last name (index entities,
+// kept by the worker), and a tail of its department by age.
 func cfComposedViews(lastTable, idTable string) patterns.Views[cfEmployee] {
 	return patterns.Views[cfEmployee]{
 		Indexes: []patterns.Index[cfEmployee]{cfEmailIndex()},
@@ -26,6 +27,7 @@ func cfComposedViews(lastTable, idTable string) patterns.Views[cfEmployee] {
 			{Name: "empid", Unique: true, Key: func(v *cfEmployee) string { return v.EmployeeID }, Table: idTable},
 		},
 		Tails: []patterns.Tail[cfEmployee]{{Name: "byage", Time: cfAgeTime, Props: []string{"EmployeeID", "Age"}}},
+		Lists: []patterns.ListIndex[cfEmployee]{{Name: "bylast", Key: func(v *cfEmployee) string { return v.LastName }, Table: lastTable}},
 	}
 }
 
@@ -33,7 +35,7 @@ func cfAgeTime(v *cfEmployee) time.Time {
 	return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(v.Age) * time.Hour)
 }
 
-// cfComposed: a Model over one type with four views, driven by a random
+// cfComposed: a Model over one type with five views, driven by a random
 // mix of inserts, updates of indexed values, deletes and archives through
 // the worker, then concurrent increments; after the worker drains, every
 // surviving and archived employee is exactly as last written, every view
@@ -171,6 +173,14 @@ func cfComposed(e *cfEnv) {
 		}
 		if !found {
 			e.t.Errorf("Model: Find by last name %s does not return %s", stored.LastName, k)
+		}
+		found = false
+		for g, err := range x.Listed(ctx, "bylast", stored.LastName, nil) {
+			e.must(err, "Listed by last name")
+			found = found || g.PartitionKey == v.PartitionKey && g.RowKey == v.RowKey
+		}
+		if !found {
+			e.t.Errorf("Model: the %s list does not name %s", stored.LastName, k)
 		}
 	}
 	for _, k := range archived.keys() {
