@@ -140,14 +140,18 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, e)
 		return
 	}
+	resource := byte('o')
+	if q.container == "" {
+		resource = 's'
+	} else if q.blob == "" {
+		resource = 'c'
+	}
 	if q.secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		resource := byte('o')
-		if q.container == "" {
-			resource = 's'
-		} else if q.blob == "" {
-			resource = 'c'
-		}
 		writeError(w, r, s.refuse(q, resource, answer.SecondaryWrite()))
+		return
+	}
+	if e := unserved(q); e != nil {
+		writeError(w, r, s.refuse(q, resource, e))
 		return
 	}
 	switch {
