@@ -257,7 +257,7 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.refuse(q, 'o', errNotImplemented("blob versions"))
 	}
 	read := m == http.MethodGet || m == http.MethodHead
-	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist") || m == http.MethodDelete && q.comp == "") {
+	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags") || m == http.MethodDelete && q.comp == "") {
 		// A snapshot is read-only: only its reads and its delete take the
 		// parameter.
 		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
@@ -307,6 +307,10 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.authorized(q, s.setBlobProperties, 'o', 'w')
 	case m == http.MethodPut && q.comp == "lease":
 		return s.authorized(q, s.leaseBlob, 'o', 'w')
+	case m == http.MethodGet && q.comp == "tags":
+		return s.authorized(q, s.getBlobTags, 'o', 't')
+	case m == http.MethodPut && q.comp == "tags":
+		return s.authorized(q, s.setBlobTags, 'o', 't')
 	}
 	return s.refuse(q, 'o', unsupported(q))
 }

@@ -39,6 +39,8 @@ func testOnDisk(t *testing.T) {
 		{"AppendToSealedBlob", TestAppendToSealedBlob},
 		{"NoCredentials", TestNoCredentials},
 		{"CopyBlob", TestCopyBlob},
+		{"BlobIndexTags", TestBlobIndexTags},
+		{"BlobIndexTagLimits", TestBlobIndexTagLimits},
 		{"BlobLeases", TestBlobLeases},
 		{"ContainerLeases", TestContainerLeases},
 		{"ETagsChangeOnEveryWrite", TestETagsChangeOnEveryWrite},

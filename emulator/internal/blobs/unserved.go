@@ -11,7 +11,6 @@ import (
 // had done what they ask (a tier set, a policy held, a key used) and do
 // something else.
 var unservedHeaders = []struct{ name, what string }{
-	{"x-ms-tags", "blob index tags (x-ms-tags)"},
 	{"x-ms-if-tags", "conditions on blob index tags (x-ms-if-tags)"},
 	{"x-ms-source-if-tags", "conditions on blob index tags (x-ms-source-if-tags)"},
 	{"x-ms-copy-source-tag-option", "copying blob index tags (x-ms-copy-source-tag-option)"},
