@@ -127,6 +127,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.container, q.blob, _ = strings.Cut(rest, "/")
+	if q.container != "" && q.blob == "" && q.restype != "container" && !accountInfo(q) {
+		// One segment after the account names a blob of the root
+		// container (REST "Working with the root container"):
+		// /ACCOUNT/BLOB is /ACCOUNT/$root/BLOB.
+		q.container, q.blob = rootContainer, q.container
+	}
 	// Names are checked on every request, as Azure does, before anything
 	// else.
 	var e *answer.Error
@@ -157,18 +163,30 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case q.container == "":
 		e = s.serveAccount(q)
-	case q.blob == "" && q.restype == "container":
-		e = s.serveContainer(q)
+	case accountInfo(q):
+		// Get Account Information answers at a container's or a blob's
+		// URL as at the account's (REST "Get Account Information": the
+		// request may name a container or a blob, for a service SAS on
+		// it, from version 2018-03-28).
+		e = s.authorized(q, s.accountProperties, resource, 'r')
 	case q.blob == "":
-		// A container's root blob ($root) is not emulated: a path with
-		// one segment and no restype=container names no resource here.
-		e = s.refuse(q, 'c', answer.InvalidURI())
+		e = s.serveContainer(q)
 	default:
 		e = s.serveBlob(q)
 	}
 	if e != nil {
 		writeError(w, r, e)
 	}
+}
+
+// rootContainer is the container a blob addressed without one is in.
+const rootContainer = "$root"
+
+// accountInfo says whether q is Get Account Information
+// (restype=account&comp=properties, GET or HEAD).
+func accountInfo(q *request) bool {
+	m := q.r.Method
+	return (m == http.MethodGet || m == http.MethodHead) && q.restype == "account" && q.comp == "properties"
 }
 
 // authorized runs op once q is authorized for it (authorize).
@@ -332,7 +350,8 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (tags, page blobs, tiers, ...) is
+// Blob service the emulator leaves out (page blobs, tiers, Query Blob
+// Contents, Find Blobs by Tags, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
@@ -340,7 +359,7 @@ func unsupported(q *request) *answer.Error {
 		return answer.UnsupportedHTTPVerb()
 	case "tags", "page", "pagelist", "acl", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
-		"stats", "properties", "incrementalcopy", "rename":
+		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}
 	return answer.InvalidQueryParameter("comp", q.comp, "")

@@ -41,6 +41,7 @@ func testOnDisk(t *testing.T) {
 		{"CopyBlob", TestCopyBlob},
 		{"BlobIndexTags", TestBlobIndexTags},
 		{"BlobIndexTagLimits", TestBlobIndexTagLimits},
+		{"RootContainer", TestRootContainer},
 		{"BlobLeases", TestBlobLeases},
 		{"ContainerLeases", TestContainerLeases},
 		{"ETagsChangeOnEveryWrite", TestETagsChangeOnEveryWrite},
