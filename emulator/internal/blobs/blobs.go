@@ -3,8 +3,8 @@
 // metadata, access policy and public access, list), block blobs (put
 // blob, put block, put block list, get block list), append blobs
 // (create, append block with its conditions, seal), and for every blob
-// get (with ranges), properties, metadata, delete and list (prefix,
-// delimiter, continuation), leases (lease.go), copies within the account
+// get (with ranges), properties, metadata, index tags (tags.go), delete
+// and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
 // (copy.go) and snapshots (snapshot.go), under Azure's conditional
 // headers and lease conditions, with Azure's status
 // codes, error codes and messages (and the elements naming a refused
@@ -275,6 +275,11 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.refuse(q, 'o', errNotImplemented("blob versions"))
 	}
 	read := m == http.MethodGet || m == http.MethodHead
+	if q.query.Has("snapshot") && m == http.MethodPut && q.comp == "tags" {
+		// Azure sets a snapshot's tags (from version 2020-08-04); the
+		// emulator's snapshots keep the tags their blob had.
+		return s.refuse(q, 'o', errNotImplemented("Set Blob Tags on a snapshot"))
+	}
 	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags") || m == http.MethodDelete && q.comp == "") {
 		// A snapshot is read-only: only its reads and its delete take the
 		// parameter.

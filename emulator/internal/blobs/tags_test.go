@@ -57,6 +57,14 @@ func TestBlobIndexTags(t *testing.T) {
 		t.Errorf("Set Blob Tags changed ETag or Last-Modified: %v %v, then %v %v", *props.ETag, props.LastModified, *after.ETag, after.LastModified)
 	}
 
+	snap := must[blob.CreateSnapshotResponse](t, "snapshot")(bb.CreateSnapshot(ctx, nil))
+	snapClient := must[*blob.Client](t, "snapshot client")(bb.BlobClient().WithSnapshot(*snap.Snapshot))
+	if got := tagsOf(t, snapClient); !maps.Equal(got, set) {
+		t.Errorf("the snapshot's tags: %v, want %v", got, set)
+	}
+	_, err := snapClient.SetTags(ctx, map[string]string{"on": "snapshot"}, nil)
+	wantFailure(t, "Set Blob Tags on a snapshot", err, http.StatusNotImplemented, "NotImplemented")
+
 	pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Tags: true}})
 	page := must[container.ListBlobsFlatResponse](t, "list")(pager.NextPage(ctx))
 	if n := len(page.Segment.BlobItems); n != 1 {
@@ -101,7 +109,7 @@ func TestBlobIndexTags(t *testing.T) {
 		t.Errorf("Copy Blob copied the source's tags: %v", got)
 	}
 
-	_, err := cc.NewBlobClient("missing").GetTags(ctx, nil)
+	_, err = cc.NewBlobClient("missing").GetTags(ctx, nil)
 	wantFailure(t, "Get Blob Tags of a missing blob", err, http.StatusNotFound, "BlobNotFound")
 	_, err = cc.NewBlobClient("missing").SetTags(ctx, set, nil)
 	wantFailure(t, "Set Blob Tags of a missing blob", err, http.StatusNotFound, "BlobNotFound")
