@@ -24,6 +24,12 @@ type Account struct {
 // from, which `tablekit emulator` reads too: ParseAccounts' format.
 const AccountsEnv = "AZURITE_ACCOUNTS"
 
+// SkipAPIVersionCheckEnv is the environment variable Azurite reads as
+// --skipApiVersionCheck, which `tablekit emulator` reads too: exactly
+// "true" (case-sensitive, as Azurite's README says) sets
+// Options.SkipAPIVersionCheck; any other value leaves the flag to say.
+const SkipAPIVersionCheckEnv = "AZURITE_SKIP_API_VERSION_CHECK"
+
 // ParseAccounts reads accounts in the format of Azurite's AZURITE_ACCOUNTS:
 // "account1:key1[:key2];account2:key1[:key2];...", keys in base64, empty
 // entries (a trailing ";") skipped. Where Azurite falls back to the

@@ -61,6 +61,26 @@ func TestAzuriteCommandLine(t *testing.T) {
 			env:     map[string]string{emulator.AccountsEnv: "account1:a2V5MQ==:a2V5Mg==;account2:a2V5Mw=="},
 		},
 	}
+	for _, c := range []struct {
+		env  string
+		flag bool
+		want bool
+	}{
+		{"true", false, true},
+		{"", false, false},
+		{"TRUE", false, false}, // only the exact value, as Azurite's README says
+		{"1", false, false},
+		{"false", true, true}, // the flag wins, whatever the variable says
+	} {
+		var args []string
+		if c.flag {
+			args = []string{"--skipApiVersionCheck"}
+		}
+		o, err := emulatorOptions(t, args, map[string]string{emulator.SkipAPIVersionCheckEnv: c.env})
+		if err != nil || o.SkipAPIVersionCheck != c.want {
+			t.Errorf("%s=%q, flag %v: SkipAPIVersionCheck %v (%v), want %v", emulator.SkipAPIVersionCheckEnv, c.env, c.flag, o.SkipAPIVersionCheck, err, c.want)
+		}
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			az, err := emulatorOptions(t, strings.Fields(c.azurite), c.env)

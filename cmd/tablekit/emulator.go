@@ -59,7 +59,7 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.opts.CertPassword, "pwd", "", "password of a PFX --cert, as Azurite's --pwd")
 	fs.StringVar(&f.opts.OAuth, "oauth", "", `accept Microsoft Entra ID bearer tokens: "basic" (audience, issuer and lifetime checked, not the signature), as Azurite's --oauth; needs --cert`)
 	fs.BoolVar(&f.opts.Cosmos, "cosmos", false, "answer as the Cosmos DB Table API does (its name and size rules, unsorted results)")
-	fs.BoolVar(&f.opts.SkipAPIVersionCheck, "skipApiVersionCheck", false, "serve any x-ms-version, as Azurite's flag of that name does (default: 400 InvalidHeaderValue for a version after "+emulator.NewestServiceVersion+" or unpublished)")
+	fs.BoolVar(&f.opts.SkipAPIVersionCheck, "skipApiVersionCheck", false, "serve any x-ms-version, as Azurite's flag of that name does; so does AZURITE_SKIP_API_VERSION_CHECK=true (default: 400 InvalidHeaderValue for a version after "+emulator.NewestServiceVersion+" or unpublished)")
 	fs.Float64Var(&f.earlyEnd, "early-end", 0, "probability (0 to 1) that a query page ends early with a continuation, as Azure's may")
 	fs.Int64Var(&f.earlyEndSeed, "seed", 1, "seed of --early-end's choices")
 	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")
@@ -99,8 +99,9 @@ func (f *emulatorFlags) given(name string) bool {
 	return seen
 }
 
-// options turns the flags, and AZURITE_ACCOUNTS as getenv reads it, into
-// the emulator's options.
+// options turns the flags, and AZURITE_ACCOUNTS and
+// AZURITE_SKIP_API_VERSION_CHECK as getenv reads them, into the
+// emulator's options.
 func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, error) {
 	o := f.opts
 	if f.earlyEnd < 0 || f.earlyEnd > 1 {
@@ -148,6 +149,9 @@ func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, e
 	}
 	if f.given("extentMemoryLimit") && !f.inMemory {
 		return o, usagef("--extentMemoryLimit is only supported with --inMemoryPersistence (as in Azurite)")
+	}
+	if getenv(emulator.SkipAPIVersionCheckEnv) == "true" {
+		o.SkipAPIVersionCheck = true
 	}
 	if env := getenv(emulator.AccountsEnv); env != "" {
 		if f.given("account") || f.given("account-key") {

@@ -178,6 +178,7 @@ func setBlobHeaders(h http.Header, v view, now func() time.Time) {
 	h.Set("x-ms-server-encrypted", "true")
 	h.Set("Accept-Ranges", "bytes")
 	setMetadataHeaders(h, v.meta)
+	setTagCount(h, v.tags)
 }
 
 func setIf(h http.Header, k, v string) {

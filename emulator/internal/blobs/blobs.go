@@ -3,8 +3,8 @@
 // metadata, access policy and public access, list), block blobs (put
 // blob, put block, put block list, get block list), append blobs
 // (create, append block with its conditions, seal), and for every blob
-// get (with ranges), properties, metadata, delete and list (prefix,
-// delimiter, continuation), leases (lease.go), copies within the account
+// get (with ranges), properties, metadata, index tags (tags.go), delete
+// and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
 // (copy.go) and snapshots (snapshot.go), under Azure's conditional
 // headers and lease conditions, with Azure's status
 // codes, error codes and messages (and the elements naming a refused
@@ -127,6 +127,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.container, q.blob, _ = strings.Cut(rest, "/")
+	if q.container != "" && q.blob == "" && q.restype != "container" && !accountInfo(q) {
+		// One segment after the account names a blob of the root
+		// container (REST "Working with the root container"):
+		// /ACCOUNT/BLOB is /ACCOUNT/$root/BLOB.
+		q.container, q.blob = rootContainer, q.container
+	}
 	// Names are checked on every request, as Azure does, before anything
 	// else.
 	var e *answer.Error
@@ -140,31 +146,47 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, e)
 		return
 	}
+	resource := byte('o')
+	if q.container == "" {
+		resource = 's'
+	} else if q.blob == "" {
+		resource = 'c'
+	}
 	if q.secondary && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		resource := byte('o')
-		if q.container == "" {
-			resource = 's'
-		} else if q.blob == "" {
-			resource = 'c'
-		}
 		writeError(w, r, s.refuse(q, resource, answer.SecondaryWrite()))
+		return
+	}
+	if e := unserved(q); e != nil {
+		writeError(w, r, s.refuse(q, resource, e))
 		return
 	}
 	switch {
 	case q.container == "":
 		e = s.serveAccount(q)
-	case q.blob == "" && q.restype == "container":
-		e = s.serveContainer(q)
+	case accountInfo(q):
+		// Get Account Information answers at a container's or a blob's
+		// URL as at the account's (REST "Get Account Information": the
+		// request may name a container or a blob, for a service SAS on
+		// it, from version 2018-03-28).
+		e = s.authorized(q, s.accountProperties, resource, 'r')
 	case q.blob == "":
-		// A container's root blob ($root) is not emulated: a path with
-		// one segment and no restype=container names no resource here.
-		e = s.refuse(q, 'c', answer.InvalidURI())
+		e = s.serveContainer(q)
 	default:
 		e = s.serveBlob(q)
 	}
 	if e != nil {
 		writeError(w, r, e)
 	}
+}
+
+// rootContainer is the container a blob addressed without one is in.
+const rootContainer = "$root"
+
+// accountInfo says whether q is Get Account Information
+// (restype=account&comp=properties, GET or HEAD).
+func accountInfo(q *request) bool {
+	m := q.r.Method
+	return (m == http.MethodGet || m == http.MethodHead) && q.restype == "account" && q.comp == "properties"
 }
 
 // authorized runs op once q is authorized for it (authorize).
@@ -253,7 +275,12 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.refuse(q, 'o', errNotImplemented("blob versions"))
 	}
 	read := m == http.MethodGet || m == http.MethodHead
-	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist") || m == http.MethodDelete && q.comp == "") {
+	if q.query.Has("snapshot") && m == http.MethodPut && q.comp == "tags" {
+		// Azure sets a snapshot's tags (from version 2020-08-04); the
+		// emulator's snapshots keep the tags their blob had.
+		return s.refuse(q, 'o', errNotImplemented("Set Blob Tags on a snapshot"))
+	}
+	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags") || m == http.MethodDelete && q.comp == "") {
 		// A snapshot is read-only: only its reads and its delete take the
 		// parameter.
 		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
@@ -303,6 +330,10 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.authorized(q, s.setBlobProperties, 'o', 'w')
 	case m == http.MethodPut && q.comp == "lease":
 		return s.authorized(q, s.leaseBlob, 'o', 'w')
+	case m == http.MethodGet && q.comp == "tags":
+		return s.authorized(q, s.getBlobTags, 'o', 't')
+	case m == http.MethodPut && q.comp == "tags":
+		return s.authorized(q, s.setBlobTags, 'o', 't')
 	}
 	return s.refuse(q, 'o', unsupported(q))
 }
@@ -324,7 +355,8 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (tags, page blobs, tiers, ...) is
+// Blob service the emulator leaves out (page blobs, tiers, Query Blob
+// Contents, Find Blobs by Tags, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
@@ -332,7 +364,7 @@ func unsupported(q *request) *answer.Error {
 		return answer.UnsupportedHTTPVerb()
 	case "tags", "page", "pagelist", "acl", "tier", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
-		"stats", "properties", "incrementalcopy", "rename":
+		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}
 	return answer.InvalidQueryParameter("comp", q.comp, "")

@@ -42,6 +42,10 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	tags, _, e := parseTagsHeader(h)
+	if e != nil {
+		return e
+	}
 	var data []byte
 	var sums checksums
 	if kind == blockBlob {
@@ -76,7 +80,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 		return e
 	}
 	now, etag := s.clock.next()
-	c.put(q.blob, &blob{kind: kind, data: data, meta: md, props: props, etag: etag, modified: now, created: now})
+	c.put(q.blob, &blob{kind: kind, data: data, meta: md, tags: tags, props: props, etag: etag, modified: now, created: now})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
 	if kind == blockBlob {
@@ -247,6 +251,10 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	tags, _, e := parseTagsHeader(h)
+	if e != nil {
+		return e
+	}
 	body, e := readBody(q, maxBlockListBody)
 	if e != nil {
 		return e
@@ -323,7 +331,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, props: props,
+	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, props: props,
 		etag: etag, modified: now, created: created})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)

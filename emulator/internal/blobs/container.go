@@ -148,6 +148,7 @@ type listParams struct {
 	maxGiven                  bool
 	metadata                  bool
 	snapshots, copy           bool // include=snapshots, include=copy
+	tags                      bool // include=tags
 }
 
 // parseList reads prefix, marker, maxresults and include. maxresults
@@ -181,6 +182,8 @@ func parseList(q *request, includes []string) (listParams, *answer.Error) {
 				p.snapshots = true
 			case "copy":
 				p.copy = true
+			case "tags":
+				p.tags = true
 			}
 		}
 	}

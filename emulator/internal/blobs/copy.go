@@ -131,6 +131,10 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	tags, _, e := parseTagsHeader(h)
+	if e != nil {
+		return e
+	}
 	if e := s.authorizeSource(q, u, src); e != nil {
 		return e
 	}
@@ -188,7 +192,7 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	size := strconv.Itoa(len(v.data))
 	nb := &blob{kind: v.kind, data: slices.Clip(v.data), blocks: blocks, appended: v.appended,
 		sealed: v.sealed && strings.EqualFold(h.Get("x-ms-seal-blob"), "true"),
-		meta:   md, props: v.props, etag: etag, modified: now, created: created,
+		meta:   md, tags: tags, props: v.props, etag: etag, modified: now, created: created,
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",
 			progress: size + "/" + size, completed: now}}
 	c.put(q.blob, nb)

@@ -44,6 +44,7 @@ type xmlBlobProps struct {
 	CopyCompletionTime string `xml:"CopyCompletionTime,omitempty"`
 	ServerEncrypted    bool   `xml:"ServerEncrypted"`
 	Sealed             *bool  `xml:"Sealed,omitempty"`
+	TagCount           int    `xml:"TagCount,omitempty"`
 }
 
 type xmlBlob struct {
@@ -52,6 +53,7 @@ type xmlBlob struct {
 	Snapshot   string       `xml:"Snapshot,omitempty"`
 	Properties xmlBlobProps `xml:"Properties"`
 	Metadata   *xmlMetadata `xml:"Metadata,omitempty"`
+	Tags       *xmlTags     `xml:"Tags,omitempty"`
 }
 
 type xmlBlobPrefix struct {
@@ -74,8 +76,8 @@ type xmlBlobList struct {
 }
 
 // The include values List Blobs accepts. Those the emulator has nothing
-// for (no versions, soft-deleted blobs or tags exist in it) list nothing
-// more; uncommittedblobs is not emulated.
+// for (no versions or soft-deleted blobs exist in it) list nothing more;
+// uncommittedblobs is not emulated.
 var blobIncludes = []string{"metadata", "snapshots", "uncommittedblobs", "copy", "deleted", "tags",
 	"versions", "deletedwithversions", "immutabilitypolicy", "legalhold", "permissions"}
 
@@ -194,6 +196,10 @@ func blobXML(name string, b *blob, p listParams, now func() time.Time) xmlBlob {
 	if p.metadata {
 		md := xmlMetadata(b.meta)
 		x.Metadata = &md
+	}
+	pr.TagCount = len(b.tags)
+	if p.tags && len(b.tags) > 0 {
+		x.Tags = tagsXML(b.tags)
 	}
 	return x
 }

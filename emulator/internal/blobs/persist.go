@@ -145,6 +145,7 @@ type blobRecord struct {
 	Appended int           `json:"appended,omitempty"`
 	Sealed   bool          `json:"sealed,omitempty"`
 	Meta     [][2]string   `json:"meta,omitempty"`
+	Tags     [][2]string   `json:"tags,omitempty"`
 	Props    propsRecord   `json:"props"`
 	ETag     string        `json:"etag"`
 	Modified time.Time     `json:"modified"`
@@ -175,6 +176,9 @@ func (b *blob) record() blobRecord {
 			ContentLanguage: b.props.contentLanguage, ContentDisposition: b.props.contentDisposition,
 			CacheControl: b.props.cacheControl, ContentMD5: b.props.contentMD5},
 		Lease: b.lease.record()}
+	if len(b.tags) > 0 {
+		r.Tags = metaRecord(metadata(b.tags))
+	}
 	if b.copy != (copyInfo{}) {
 		r.Copy = &copyRecord{ID: b.copy.id, Source: b.copy.source, Status: b.copy.status,
 			Progress: b.copy.progress, Completed: b.copy.completed}
@@ -191,7 +195,7 @@ func (r blobRecord) blob(data []byte) *blob {
 		props: contentProps{contentType: r.Props.ContentType, contentEncoding: r.Props.ContentEncoding,
 			contentLanguage: r.Props.ContentLanguage, contentDisposition: r.Props.ContentDisposition,
 			cacheControl: r.Props.CacheControl, contentMD5: r.Props.ContentMD5},
-		lease: r.Lease.lease()}
+		lease: r.Lease.lease(), tags: tagSet(fromMetaRecord(r.Tags))}
 	if c := r.Copy; c != nil {
 		b.copy = copyInfo{id: c.ID, source: c.Source, status: c.Status, progress: c.Progress, completed: c.Completed}
 	}

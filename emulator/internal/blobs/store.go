@@ -60,6 +60,8 @@ type blob struct {
 	appended int
 	sealed   bool
 	meta     metadata
+	// tags are the blob's index tags (tags.go).
+	tags     tagSet
 	props    contentProps
 	etag     string
 	modified time.Time
@@ -115,6 +117,7 @@ type view struct {
 	committed int
 	sealed    bool
 	meta      metadata
+	tags      tagSet
 	props     contentProps
 	etag      string
 	modified  time.Time
@@ -129,7 +132,7 @@ func (b *blob) view() view {
 	if b.kind == appendBlob {
 		n = b.appended
 	}
-	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta,
+	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
 		props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
 		copy: b.copy, appended: b.appended}
 }
