@@ -220,8 +220,13 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *Wr
 // Members returns the keys of the entities listed under value, in every
 // partition (one request; none listed is an empty list, not an error).
 func (x *EventualListIndexedTable[T]) Members(ctx context.Context, value string, opts *GetOptions) ([]Member, error) {
-	ref := x.indexRef(value)
-	le, err := readListEntity(ctx, x.it.w, ref.PartitionKey, ref.RowKey, x.ix.property())
+	return readMembers(ctx, x.it.w, x.indexRef(value), x.ix.property())
+}
+
+// readMembers reads the members that the list property prop of the index
+// entity ref holds (none when it does not exist).
+func readMembers(ctx context.Context, w *wire.Table, ref consistency.EntityRef, prop string) ([]Member, error) {
+	le, err := readListEntity(ctx, w, ref.PartitionKey, ref.RowKey, prop)
 	if err != nil {
 		return nil, err
 	}

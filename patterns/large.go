@@ -316,12 +316,21 @@ func (l *LargeEntities[T]) upload(ctx context.Context, v *T) (body []byte, pk, r
 // for a blob name (azrules.MaxBlobNameUnits, 1,024 UTF-16 code units) are
 // replaced by their hash.
 func (l *LargeEntities[T]) blobName(pk, rk, prop string) string {
+	return newBlobName(l.name, pk, rk, prop)
+}
+
+// newBlobName is a new blob's name for property prop of the entity (pk,
+// rk) of table: "<table>/<pk>/<rk>/<prop>.<random>"; keys cannot hold '/',
+// so the parts stay apart. Keys too long for a blob name
+// (azrules.MaxBlobNameUnits, 1,024 UTF-16 code units) are replaced by
+// their hash.
+func newBlobName(table, pk, rk, prop string) string {
 	var rnd [16]byte
 	_, _ = rand.Read(rnd[:]) // never fails (crypto/rand)
-	name := l.name + "/" + pk + "/" + rk + "/" + prop + "." + hex.EncodeToString(rnd[:])
+	name := table + "/" + pk + "/" + rk + "/" + prop + "." + hex.EncodeToString(rnd[:])
 	if azrules.CheckBlobNameLength(name) != nil {
 		h := sha256.Sum256([]byte(pk + "\x00" + rk))
-		name = l.name + "/" + hex.EncodeToString(h[:]) + "/" + prop + "." + hex.EncodeToString(rnd[:])
+		name = table + "/" + hex.EncodeToString(h[:]) + "/" + prop + "." + hex.EncodeToString(rnd[:])
 	}
 	return name
 }

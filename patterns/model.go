@@ -555,16 +555,7 @@ func listChanges(before, after *modelState, n int, done map[listValue]bool) []li
 
 // conflict names the unique view whose value is taken.
 func (m *Model[T]) conflict(err error, pk string, ops []Op, locals []intraCopy) error {
-	i, ok := transactionIndex(err)
-	if !ok || !errors.Is(err, tablekit.ErrAlreadyExists) || i == 0 || i >= len(ops) {
-		return err
-	}
-	for _, c := range locals {
-		if c.rk == ops[i].RowKey {
-			return &IndexConflictError{Table: m.t.name, Index: c.index, PartitionKey: pk, Value: c.value, Err: err}
-		}
-	}
-	return err
+	return intraConflict(m.t.name, err, pk, ops, locals)
 }
 
 // Insert adds v with its views: the intent for the eventual ones first
@@ -694,7 +685,7 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 	if m.queued() {
 		intent = consistency.NewIntentID()
 	}
-	mo.Race = func(err error) bool { return m.race(err, sent, missing) }
+	mo.Race = func(err error) bool { return intraRace(err, sent, missing) }
 	v, err := m.t.modifyWith(ctx, pk, rk, fn, prepare, func(old, v *T, stored []byte) ([]Op, error) {
 		before, err := m.state(old, "", nil)
 		if err != nil {
@@ -790,21 +781,6 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 		return v, m.conflict(err, pk, sent, locals)
 	}
 	return v, m.dropBlobs(ctx, pk, rk, unnamed(refsBefore, refsAfter))
-}
-
-// race reports whether a failed write lost a race: the entity changed
-// (412 on its own operation), or a view row it deletes is gone (recorded
-// in missing, so the next attempt leaves that deletion out).
-func (m *Model[T]) race(err error, ops []Op, missing map[string]bool) bool {
-	i, ok := transactionIndex(err)
-	switch {
-	case !ok || i == 0:
-		return errors.Is(err, tablekit.ErrPreconditionFailed)
-	case i < len(ops) && ops[i].Type == OpDelete && errors.Is(err, tablekit.ErrNotFound):
-		missing[ops[i].RowKey] = true
-		return true
-	}
-	return false
 }
 
 // Update reads the entity, calls fn on it and writes it with its views
@@ -1103,20 +1079,7 @@ func (m *Model[T]) ListMembers(ctx context.Context, list, value string, opts *Ge
 	if err != nil {
 		return nil, err
 	}
-	ref := m.listRef(ix, value)
-	le, err := readListEntity(ctx, m.listTable(ix).w, ref.PartitionKey, ref.RowKey, ix.property())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Member, 0, len(le.members))
-	for _, mk := range le.members {
-		parts, err := keys.Split(mk)
-		if err != nil || len(parts) != 2 {
-			return nil, tkerr.Errorf("tablekit: index entity %s lists %q, which is not a keys.Join(PartitionKey, RowKey)", ref, mk)
-		}
-		out = append(out, Member{PartitionKey: parts[0], RowKey: parts[1]})
-	}
-	return out, nil
+	return readMembers(ctx, m.listTable(ix).w, m.listRef(ix, value), ix.property())
 }
 
 // Listed returns the entities whose value in list is value, in every

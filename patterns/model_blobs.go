@@ -3,7 +3,6 @@ package patterns
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/azrules"
 	"github.com/tablekit/tablekit/consistency"
 	"github.com/tablekit/tablekit/entity"
 	"github.com/tablekit/tablekit/internal/tkerr"
@@ -112,7 +110,7 @@ func (m *Model[T]) putBlobs(ctx context.Context, v *T, pk, rk string, old map[st
 			refs[f.Property] = b
 			continue
 		}
-		b := BlobInfo{Field: f.GoName, Property: f.Property, Container: m.blobs.container, Name: m.blobName(pk, rk, f.Property),
+		b := BlobInfo{Field: f.GoName, Property: f.Property, Container: m.blobs.container, Name: newBlobName(m.t.name, pk, rk, f.Property),
 			Size: int64(len(data)), ContentType: http.DetectContentType(data), SHA256: sum}
 		_, err := m.t.acct.Blobs().UploadBuffer(ctx, b.Container, b.Name, data, &azblob.UploadBufferOptions{
 			HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &b.ContentType},
@@ -124,19 +122,6 @@ func (m *Model[T]) putBlobs(ctx context.Context, v *T, pk, rk string, old map[st
 		refs[f.Property] = b
 	}
 	return refs, nil
-}
-
-// blobName is "<table>/<pk>/<rk>/<property>.<random>", or with the keys'
-// hash where they make the name too long (as LargeEntities names them).
-func (m *Model[T]) blobName(pk, rk, prop string) string {
-	var rnd [16]byte
-	_, _ = rand.Read(rnd[:])
-	name := m.t.name + "/" + pk + "/" + rk + "/" + prop + "." + hex.EncodeToString(rnd[:])
-	if azrules.CheckBlobNameLength(name) != nil {
-		h := sha256.Sum256([]byte(pk + "\x00" + rk))
-		name = m.t.name + "/" + hex.EncodeToString(h[:]) + "/" + prop + "." + hex.EncodeToString(rnd[:])
-	}
-	return name
 }
 
 // setBlobProps names refs' blobs in the entity's properties p.

@@ -260,13 +260,20 @@ func (x *IndexedTable[T]) encode(v *T) (body []byte, pk, rk string, copies []int
 // conflict turns a failed transaction into an *IndexConflictError when a
 // unique copy's insert failed.
 func (x *IndexedTable[T]) conflict(err error, pk string, ops []Op, copies []intraCopy) error {
+	return intraConflict(x.t.name, err, pk, ops, copies)
+}
+
+// intraConflict turns a failed transaction of table's ops into an
+// *IndexConflictError when the insert of one of copies (a unique index's
+// row in the entity's partition) failed.
+func intraConflict(table string, err error, pk string, ops []Op, copies []intraCopy) error {
 	i, ok := transactionIndex(err)
-	if !ok || !errors.Is(err, tablekit.ErrAlreadyExists) || i == 0 {
+	if !ok || !errors.Is(err, tablekit.ErrAlreadyExists) || i == 0 || i >= len(ops) {
 		return err
 	}
 	for _, c := range copies {
 		if c.rk == ops[i].RowKey {
-			return &IndexConflictError{Table: x.t.name, Index: c.index, PartitionKey: pk, Value: c.value, Err: err}
+			return &IndexConflictError{Table: table, Index: c.index, PartitionKey: pk, Value: c.value, Err: err}
 		}
 	}
 	return err
@@ -371,12 +378,19 @@ func (x *IndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) 
 }
 
 // race reports whether the failed write of ops lost a race and the
-// read-modify-write should start over: the entity changed since it was
-// read (412 on the entity's own operation), or a copy the write deletes
-// does not exist (an index added after the entity was written, or a copy
-// already gone), which it records in missing so the next attempt leaves
-// that deletion out: the copy's absence is what the deletion wanted.
+// read-modify-write should start over (see intraRace).
 func (x *IndexedTable[T]) race(err error, ops []Op, missing map[string]bool) bool {
+	return intraRace(err, ops, missing)
+}
+
+// intraRace reports whether the failed write of ops (an entity's
+// operation first, then its rows in its partition) lost a race and the
+// read-modify-write should start over: the entity changed since it was
+// read (412 on the entity's own operation), or a row the write deletes
+// does not exist (a view added after the entity was written, or a row
+// already gone), which it records in missing so the next attempt leaves
+// that deletion out: the row's absence is what the deletion wanted.
+func intraRace(err error, ops []Op, missing map[string]bool) bool {
 	i, ok := transactionIndex(err)
 	switch {
 	case !ok || i == 0:
