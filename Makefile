@@ -172,8 +172,10 @@ fuzz:
 # ---- make images -------------------------------------------------------------
 
 # tablekit-emulator:$(VERSION) and tablekit-worker:$(VERSION), FROM scratch
-# with static binaries built here, so nothing is pulled: docker when its
-# daemon answers, else podman (ENGINE=podman or docker to choose). The
+# with static binaries built here, so nothing is pulled, each a manifest list
+# of linux/amd64 and linux/arm64 (cross-compiled: no emulation); docker when
+# its daemon answers (its containerd image store holds the lists), else
+# podman (ENGINE=podman or docker to choose). The
 # image files are in build/; build/images.sh builds the images and checks
 # their configuration, their contents and their binaries (docs/DEPLOY.md,
 # "The image", says how to push them). VERSION is git describe's by default

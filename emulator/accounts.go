@@ -137,13 +137,16 @@ func (i *Instance) ConnectionStringFor(name string) (string, error) {
 		if a.Name != name {
 			continue
 		}
-		blob, queue, table := i.urlFor(i.BlobURL, name), i.urlFor(i.QueueURL, name), i.urlFor(i.TableURL, name)
-		proto, _, _ := strings.Cut(blob, ":")
+		var proto, endpoints string
+		for _, e := range []struct{ key, url string }{{"BlobEndpoint", i.BlobURL}, {"QueueEndpoint", i.QueueURL}, {"TableEndpoint", i.TableURL}} {
+			if e.url == "" {
+				continue // not served (Options.Services)
+			}
+			proto, _, _ = strings.Cut(e.url, ":")
+			endpoints += ";" + e.key + "=" + i.urlFor(e.url, name)
+		}
 		return "DefaultEndpointsProtocol=" + proto + ";AccountName=" + name +
-			";AccountKey=" + a.Keys[0] +
-			";BlobEndpoint=" + blob +
-			";QueueEndpoint=" + queue +
-			";TableEndpoint=" + table + ";", nil
+			";AccountKey=" + a.Keys[0] + endpoints + ";", nil
 	}
 	return "", fmt.Errorf("emulator: account %q is not served (served: %s)", name, strings.Join(i.Accounts(), ", "))
 }

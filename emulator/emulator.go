@@ -17,6 +17,8 @@
 // well-known development account and key, or the ones Options chooses.
 // Options.Accounts serves several accounts on the same ports, each with
 // its own data (Instance.ConnectionStringFor gives each one's).
+// Options.Services serves some of the three services only, as Azurite's
+// azurite-blob, azurite-queue and azurite-table each serve one.
 //
 // # Data kept on disk
 //
@@ -82,7 +84,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,9 +232,72 @@ type Options struct {
 	// location: Start fails, naming the file, when another holds it.
 	// Empty means memory only (the default): nothing is kept after Stop.
 	Location string
+	// Services are the services Start serves, as Azurite's azurite-blob,
+	// azurite-queue and azurite-table each serve one. Nil or empty means
+	// all three. A service left out does not listen: its URL in the
+	// Instance is empty and the connection string has no endpoint for
+	// it; nor is its data opened in Location, so that another emulator
+	// may serve it from the same directory, as Azurite's separate
+	// services share one. Start fails on a name it does not know or
+	// given twice.
+	Services []Service
 
 	// timeouts replaces the servers' limits in this package's tests.
 	timeouts *timeouts
+}
+
+// Service names one of the emulator's services (Options.Services).
+type Service string
+
+// The three services, as Azurite's command names them (azurite-blob,
+// azurite-queue, azurite-table) and in the order it starts them.
+const (
+	BlobService  Service = "blob"
+	QueueService Service = "queue"
+	TableService Service = "table"
+)
+
+// AllServices are the three services, in the order Azurite starts them.
+var AllServices = []Service{BlobService, QueueService, TableService}
+
+// ParseServices reads a comma-separated list of services ("blob,table"),
+// as tablekit emulator --services takes it; an empty list is all three.
+func ParseServices(list string) ([]Service, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []Service
+	for _, name := range strings.Split(list, ",") {
+		out = append(out, Service(strings.ToLower(strings.TrimSpace(name))))
+	}
+	if _, err := servedSet(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// servedSet is the set of services a list names: all three for none, an
+// error for a name that is not a service or given twice.
+func servedSet(list []Service) (map[Service]bool, error) {
+	set := make(map[Service]bool, len(AllServices))
+	if len(list) == 0 {
+		for _, s := range AllServices {
+			set[s] = true
+		}
+		return set, nil
+	}
+	for _, s := range list {
+		switch s {
+		case BlobService, QueueService, TableService:
+		default:
+			return nil, fmt.Errorf("emulator: service %q: want blob, queue or table", string(s))
+		}
+		if set[s] {
+			return nil, fmt.Errorf("emulator: service %q given twice", string(s))
+		}
+		set[s] = true
+	}
+	return set, nil
 }
 
 // ThrottleOptions sets the scalability targets: 2,000 entities a second
@@ -253,7 +320,8 @@ type Instance struct {
 	// ConnectionString has explicit endpoints and the account's key.
 	ConnectionString string
 	// BlobURL, QueueURL and TableURL are the service endpoints, such as
-	// http://127.0.0.1:41234/devstoreaccount1.
+	// http://127.0.0.1:41234/devstoreaccount1; empty for a service not
+	// served (Options.Services).
 	BlobURL, QueueURL, TableURL string
 	// DirectTableURL serves the same tables as TableURL without Latency,
 	// Throttle and Scale (on a port of its own when any is set; else it
@@ -320,8 +388,9 @@ func delayed(l *load.Latency, h http.Handler) http.Handler {
 	})
 }
 
-// Start starts the Table, Queue and Blob services in this process and
-// returns once they accept connections. ctx bounds the startup only; the
+// Start starts the Table, Queue and Blob services (those
+// Options.Services names) in this process and returns once they accept
+// connections. ctx bounds the startup only; the
 // services run until Stop.
 func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	var o Options
@@ -337,6 +406,18 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	accts, err := o.accounts()
 	if err != nil {
 		return nil, err
+	}
+	served, err := servedSet(o.Services)
+	if err != nil {
+		return nil, err
+	}
+	// A service not served keeps its data in memory, where nothing
+	// reaches it: its file in Location stays free for another emulator.
+	locationOf := func(s Service, name string) string {
+		if !served[s] {
+			return ""
+		}
+		return accountLocation(o.Location, name)
 	}
 	o.AccountName, o.AccountKey = accts[0].Name, accts[0].Keys[0]
 	tlsConfig, rootCAs, err := serverTLS(&o)
@@ -389,8 +470,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		}
 		tcfg := tables.Config{Account: a.Name, Auth: authn, Cosmos: o.Cosmos, EarlyEnd: o.EarlyEnd, Load: tableLoad, Now: now}
 		ts := tables.New(tcfg)
-		location := accountLocation(o.Location, a.Name)
-		if location != "" {
+		if location := locationOf(TableService, a.Name); location != "" {
 			db, err := disk.Open(location, disk.TablesFile)
 			if err != nil {
 				inst.Stop()
@@ -405,14 +485,14 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
-		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: location, Now: now})
+		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: locationOf(BlobService, a.Name), Now: now})
 		if err != nil {
 			inst.Stop()
 			return nil, err
 		}
 		inst.blobs = append(inst.blobs, bs)
 		blobRouter[a.Name] = bs
-		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: location, Now: now})
+		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: locationOf(QueueService, a.Name), Now: now})
 		if err != nil {
 			inst.Stop()
 			return nil, err
@@ -451,7 +531,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	// were sent in (headcase); the Table service has none, and its
 	// connections are Go's own.
 	type service struct {
-		name     string // in the request log
+		name     Service // in the request log
 		port     int
 		handler  http.Handler
 		url      *string
@@ -462,7 +542,8 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		{"queue", o.QueuePort, queueHandler, &inst.QueueURL, true},
 		{"table", o.TablePort, tableHandler, &inst.TableURL, false},
 	}
-	if tableLoad != nil || !l.Zero() {
+	services = slices.DeleteFunc(services, func(s service) bool { return !served[s.name] })
+	if served[TableService] && (tableLoad != nil || !l.Zero()) {
 		services = append(services, service{"table-direct", 0, directTables, &inst.DirectTableURL, false})
 	}
 	t := &defaultTimeouts
@@ -480,7 +561,7 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		// grows with their size (guard), as Azure's does.
 		cs := new(conns)
 		srv := &http.Server{
-			Handler:           guard(s.name, s.handler, t, lg),
+			Handler:           guard(string(s.name), s.handler, t, lg),
 			ConnState:         cs.track,
 			ReadHeaderTimeout: t.headerTimeout,
 			IdleTimeout:       t.idleTimeout,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,14 @@ type emulatorFlags struct {
 	debug     string // the debug log's file
 	reset     bool
 	testClock bool // clock commands on stdin (emulator.Instance.Advance)
+
+	services string // --services: a list for emulator.ParseServices
+	status   string // --status: the file tablekit emulator health reads
+	// azurite is the Azurite command being run (azurite, azurite-blob,
+	// ...; see azurite.go), "" for tablekit emulator.
+	azurite string
+	// healthTimeout bounds each request of tablekit emulator health.
+	healthTimeout time.Duration
 }
 
 func (f *emulatorFlags) register(fs *flag.FlagSet) {
@@ -65,10 +74,15 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")
 	fs.BoolVar(&f.throttle, "throttle", false, "answer 503 ServerBusy over Azure's targets (2,000 entities/s a partition, 20,000 an account)")
 	fs.BoolVar(&f.silent, "silent", false, "no request log (default: a line per request on stderr, without keys, signatures or tokens), as Azurite's flag of that name")
+	fs.BoolVar(&f.silent, "s", false, "Azurite's short name for --silent")
 	fs.StringVar(&f.debug, "debug", "", "append a debug log to this file: each request's and answer's headers (credentials redacted) and the servers' own errors, as Azurite's flag of that name")
-	fs.StringVar(&f.opts.Location, "location", "", "directory where the emulator keeps its data across restarts, as Azurite's --location (default: memory only, nothing kept)")
+	fs.StringVar(&f.debug, "d", "", "Azurite's short name for --debug")
+	fs.StringVar(&f.opts.Location, "location", "", "directory where the emulator keeps its data across restarts, as Azurite's --location (default: memory only, nothing kept; under Azurite's command names, the current directory, as Azurite's)")
+	fs.StringVar(&f.opts.Location, "l", "", "Azurite's short name for --location")
 	fs.BoolVar(&f.reset, "reset", false, "empty --location before starting: remove the emulator's files there (tables, queues, blobs), and nothing else")
 	fs.BoolVar(&f.testClock, "test-clock", false, `for tests only: read clock commands on stdin, "advance DURATION" (Go's syntax: 1s, 90m) and "now", each answered on stdout by "now TIME" (RFC 3339, the emulator's time after it) or "error: ..."; queue visibility and time to live, leases, SAS and token times follow the moved clock. Off by default: only the process holding stdin can move it`)
+	fs.StringVar(&f.services, "services", "", "the services to serve, a comma-separated list of blob, queue and table (default: all three; Azurite serves one with azurite-blob, azurite-queue, azurite-table, which tablekit runs too)")
+	fs.StringVar(&f.status, "status", "", "write the services' URLs to this file once they listen, for tablekit emulator health, and remove it when stopping (default: $"+statusEnv+", which the image sets)")
 	fs.Float64Var(&f.scale, "scale", 0, "run the scale model (partition servers, page service times, Azure's targets) with every rate multiplied by this (1: Azure's; 0: no model)")
 
 	// Azurite's names, so that its command line runs unchanged.
@@ -131,11 +145,27 @@ func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, e
 	if o.CertFile != "" && o.KeyFile != "" && o.CertPassword != "" {
 		return o, usagef("--pwd is for a PFX --cert, given without --key")
 	}
-	// One listen address for the three services: Azurite's per-service
-	// hosts are taken when they agree.
+	services, err := emulator.ParseServices(f.services)
+	if err != nil {
+		return o, usagef("--services: %v", err)
+	}
+	if only, ok := azuriteServes[f.azurite]; ok && only != "" {
+		if f.given("services") {
+			return o, usagef("--services: %s serves the %s service alone", f.azurite, only)
+		}
+		services = []emulator.Service{only}
+	}
+	o.Services = services
+	served := func(s emulator.Service) bool { return len(services) == 0 || slices.Contains(services, s) }
+	// One listen address for the services: Azurite's per-service hosts
+	// are taken when they agree; a service not served has no say, as
+	// azurite-blob ignores --tableHost.
 	var named []string
-	for _, h := range []struct{ flag, value string }{{"host", o.Host}, {"blobHost", f.blobHost}, {"queueHost", f.queueHost}, {"tableHost", f.tableHost}} {
-		if !f.given(h.flag) {
+	for _, h := range []struct {
+		flag, value string
+		service     emulator.Service
+	}{{"host", o.Host, ""}, {"blobHost", f.blobHost, emulator.BlobService}, {"queueHost", f.queueHost, emulator.QueueService}, {"tableHost", f.tableHost, emulator.TableService}} {
+		if !f.given(h.flag) || h.service != "" && !served(h.service) {
 			continue
 		}
 		if len(named) > 0 && h.value != o.Host {
@@ -144,8 +174,13 @@ func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, e
 		o.Host = h.value
 		named = append(named, h.flag)
 	}
-	if f.inMemory && f.given("location") {
+	location := f.given("location") || f.given("l")
+	if f.inMemory && location {
 		return o, usagef("--inMemoryPersistence does not go with --location (Azurite refuses them together too)")
+	}
+	if f.azurite != "" && !location && !f.inMemory {
+		// Azurite keeps its data in the current directory by default.
+		o.Location = "."
 	}
 	if f.given("extentMemoryLimit") && !f.inMemory {
 		return o, usagef("--extentMemoryLimit is only supported with --inMemoryPersistence (as in Azurite)")
@@ -196,7 +231,34 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer inst.Stop()
-	if a.json {
+	status := a.emu.status
+	if status == "" {
+		status = os.Getenv(statusEnv)
+	}
+	if status != "" {
+		if err := writeStatus(status, inst); err != nil {
+			return err
+		}
+		defer os.Remove(status)
+	}
+	if a.emu.azurite != "" {
+		// Azurite's own lines on stdout, which Testcontainers and other
+		// tools wait for; the connection string goes to stderr.
+		for _, line := range azuriteStartLines(a.emu.azurite, &o, inst) {
+			fmt.Fprintln(a.stdout, line)
+		}
+		fmt.Fprintln(a.stderr, inst.ConnectionString)
+		defer func() {
+			closing, closed := azuriteCloseLines(inst)
+			for _, line := range closing {
+				fmt.Fprintln(a.stdout, line)
+			}
+			inst.Stop()
+			for _, line := range closed {
+				fmt.Fprintln(a.stdout, line)
+			}
+		}()
+	} else if a.json {
 		// Not cliconn.JSONLine: it redacts, and the connection string is
 		// what the user asked for, key included, as without --json.
 		enc := json.NewEncoder(a.stdout)
@@ -208,7 +270,13 @@ func (a *app) cmdEmulator(ctx context.Context, _ []string) error {
 	} else {
 		fmt.Fprintln(a.stdout, inst.ConnectionString)
 	}
-	fmt.Fprintf(a.stderr, "tablekit emulator: Table %s, Queue %s, Blob %s; stop with Ctrl-C or SIGTERM\n", inst.TableURL, inst.QueueURL, inst.BlobURL)
+	var urls []string
+	for _, u := range []struct{ name, url string }{{"Table", inst.TableURL}, {"Queue", inst.QueueURL}, {"Blob", inst.BlobURL}} {
+		if u.url != "" {
+			urls = append(urls, u.name+" "+u.url)
+		}
+	}
+	fmt.Fprintf(a.stderr, "tablekit emulator: %s; stop with Ctrl-C or SIGTERM\n", strings.Join(urls, ", "))
 	if names := inst.Accounts(); len(names) > 1 {
 		fmt.Fprintf(a.stderr, "tablekit emulator: accounts %s (%s), on the same ports by path\n", strings.Join(names, ", "), emulator.AccountsEnv)
 	}

@@ -332,6 +332,21 @@ NODE_EXTRA_CA_CERTS (Node.js) naming ca.pem.`,
 			run: a.cmdEmulatorCert,
 		},
 		{
+			// Before "emulator", as "emulator cert".
+			name: "emulator health", summary: "check that a running emulator's services answer (the image's healthcheck)",
+			about: `Reads the file where a running emulator wrote its services' URLs (its --status,
+or $TABLEKIT_EMULATOR_STATUS, which the emulator's image sets for both) and
+asks each service whether it answers, as a container's healthcheck does
+without a shell: the services the emulator's command serves, on its ports.`,
+			exits:   "0 every service listed answers; 1 one does not, or the file is missing (not\nlistening yet); 2 usage error (no file named).",
+			example: "tablekit emulator health --status /run/tablekit/emulator.json",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&a.emu.status, "status", "", "the file the emulator's --status names (default: $"+statusEnv+")")
+				fs.DurationVar(&a.emu.healthTimeout, "timeout", healthTimeoutDefault, "time each service has to answer")
+			},
+			run: a.cmdEmulatorHealth,
+		},
+		{
 			name: "emulator", summary: "run tablekit's Azure Storage emulator (Table, Queue, Blob) until stopped",
 			about: `Runs tablekit's emulator of the Table, Queue and Blob services on loopback
 ports (Azurite's and Storage Explorer's defaults unless given), answering as
@@ -351,6 +366,10 @@ error.`,
 			},
 			run: a.cmdEmulator,
 		},
+		a.azuriteCommand("azurite", "all three services", "azurite --blobHost 0.0.0.0 --queueHost 0.0.0.0 --tableHost 0.0.0.0 --location /data"),
+		a.azuriteCommand("azurite-blob", "the Blob service alone", "azurite-blob --blobHost 0.0.0.0 --blobPort 10000"),
+		a.azuriteCommand("azurite-queue", "the Queue service alone", "azurite-queue --queueHost 0.0.0.0 --queuePort 10001"),
+		a.azuriteCommand("azurite-table", "the Table service alone", "azurite-table --tableHost 0.0.0.0 --tablePort 10002"),
 		{
 			name: "version", summary: "print tablekit's version (also tablekit --version)",
 			about:   "Prints the version of tablekit this binary was built from, as backup manifests\nrecord it: v0.1.0 for a release, a pseudo-version naming the commit for a build\nfrom a clone, or (devel) when the build recorded no version.",
@@ -440,7 +459,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	os.Exit(realMain(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(realMain(ctx, azuriteArgs(os.Args[0], os.Args[1:]), os.Stdin, os.Stdout, os.Stderr))
 }
 
 // isTerminal reports whether w is a character device (a terminal).
