@@ -205,7 +205,9 @@ func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transactio
 		if err := h(ctx, c); err != nil {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
 		}
-		log.Debug("step applied", "tx", tx.ID, "step", i, "kind", s.Kind)
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("step applied", "tx", tx.ID, "step", i, "kind", s.Kind)
+		}
 	}
 	return nil
 }

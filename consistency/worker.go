@@ -570,7 +570,6 @@ func (w *Worker) keepAlive(q *workerQueue, l *lease) {
 func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	m := l.msg
 	count := deref(m.DequeueCount)
-	log := w.log.With("queue", q.name, "message", l.id, "dequeue_count", count)
 	env, err := decodeMessage(l.text)
 
 	ctx := workCtx
@@ -578,13 +577,18 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		if validTraceParent(env.TraceParent) && len(env.TraceState) <= maxTraceState {
 			ctx = w.opts.Propagator.Extract(ctx, env.TraceParent, env.TraceState)
 		} else {
-			log.Debug("ignoring an invalid trace context", "traceparent", env.TraceParent)
+			w.messageLog(q, l, count, "").Debug("ignoring an invalid trace context", "traceparent", env.TraceParent)
 		}
 	}
-	ctx, endSpan := startSpan(ctx, w.tracer, "Worker.ProcessMessage", tracing.SpanKindConsumer,
-		tracing.Attribute{Key: "messaging.destination.name", Value: q.name},
-		tracing.Attribute{Key: "messaging.message.id", Value: l.id},
-		tracing.Attribute{Key: "messaging.message.delivery_count", Value: count})
+	// Without a tracing provider no span is started: its attributes would
+	// be built for nothing, per message.
+	endSpan := func(error) {}
+	if w.tracer.Enabled() {
+		ctx, endSpan = startSpan(ctx, w.tracer, "Worker.ProcessMessage", tracing.SpanKindConsumer,
+			tracing.Attribute{Key: "messaging.destination.name", Value: q.name},
+			tracing.Attribute{Key: "messaging.message.id", Value: l.id},
+			tracing.Attribute{Key: "messaging.message.delivery_count", Value: count})
+	}
 	var spanErr error
 	defer func() { endSpan(spanErr) }()
 
@@ -600,7 +604,7 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 			rec.TxID = env.ID
 		}
 		spanErr = errors.New(rec.Error)
-		w.poison(sctx, q, l, rec, log)
+		w.poison(sctx, q, l, rec, w.messageLog(q, l, count, ""))
 		return
 	}
 
@@ -610,8 +614,15 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	if err == nil {
 		tx, blob, parsed, err = w.decode(ctx, env)
 	}
+	// The message's logger carries its attributes without formatting them
+	// until a record is written (withAttrs); the transaction's id is on it
+	// once the transaction is decoded.
+	txID := ""
 	if err == nil {
-		log = log.With("tx", tx.ID)
+		txID = tx.ID
+	}
+	log := w.messageLog(q, l, count, txID)
+	if err == nil {
 		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, count, w.opts.MaxDequeueCount, log)
 	}
 	l.stopKeeper()
@@ -633,7 +644,9 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		if m.InsertionTime != nil {
 			w.metrics.age.observe(time.Since(*m.InsertionTime))
 		}
-		log.Debug("transaction applied", "duration", time.Since(l.received))
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("transaction applied", "duration", time.Since(l.received))
+		}
 	case workCtx.Err() != nil:
 		w.releaseLease(sctx, q, l, 0, log)
 		w.metrics.released.Add(1)
@@ -657,6 +670,17 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		w.metrics.retried.Add(1)
 		w.releaseLease(sctx, q, l, delay, log)
 	}
+}
+
+// messageLog is the logger of one message: the worker's, with the
+// queue, the message id, the dequeue count and the transaction id (when
+// known) on every record.
+func (w *Worker) messageLog(q *workerQueue, l *lease, count int64, txID string) *slog.Logger {
+	attrs := []slog.Attr{slog.String("queue", q.name), slog.String("message", l.id), slog.Int64("dequeue_count", count)}
+	if txID != "" {
+		attrs = append(attrs, slog.String("tx", txID))
+	}
+	return withAttrs(w.log, attrs...)
 }
 
 // decode returns the envelope's transaction, fetching it from its blob
