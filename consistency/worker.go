@@ -97,6 +97,7 @@ type Worker struct {
 	metrics   *Metrics
 	tracer    tracing.Tracer
 	queues    []*workerQueue
+	keeper    *keeper // extends the visibility of held messages
 	running   atomic.Bool
 	draining  atomic.Bool
 	received  atomic.Bool // a receive has succeeded since Run started
@@ -156,6 +157,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{acct: acct, tables: newTableSet(acct), opts: o, backoff: DefaultBackoff, reg: o.Registry, log: o.Logger, metrics: &Metrics{}, tracer: newTracer(acct)}
+	w.keeper = newKeeper(w)
 	if o.Backoff != nil {
 		w.backoff = *o.Backoff
 	}
@@ -494,19 +496,23 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // lease is a received message whose pop receipt changes with every
-// visibility update. Its keeper extends the visibility from the receive
-// until stopKeeper.
+// visibility update. The worker's keeper extends its visibility from the
+// receive until stopKeeper.
 type lease struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // held during a visibility update
 	id       string
 	pop      string
 	text     string
 	lost     bool // the service no longer knows this receipt
+	stopped  bool // stopKeeper was called: no more updates
 	msg      *azqueue.DequeuedMessage
 	received time.Time
-	stop     chan struct{}
-	stopOnce sync.Once
-	keeper   sync.WaitGroup
+	k        *keeper
+	q        *workerQueue
+
+	// Guarded by k.mu.
+	due  time.Time // when the next update is due
+	busy bool      // an update is in flight
 }
 
 func (l *lease) receipt() string {
@@ -518,35 +524,99 @@ func (l *lease) receipt() string {
 // stopKeeper stops extending the visibility and waits for an update in
 // flight, so that the pop receipt is known.
 func (l *lease) stopKeeper() {
-	l.stopOnce.Do(func() { close(l.stop) })
-	l.keeper.Wait()
+	l.k.remove(l)
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
 }
 
-// hold returns the lease of a received message, with its keeper started.
+// hold returns the lease of a received message, its visibility kept.
 func (w *Worker) hold(q *workerQueue, m *azqueue.DequeuedMessage) *lease {
-	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), msg: m, received: time.Now(), stop: make(chan struct{})}
-	l.keeper.Add(1)
-	go func() { defer l.keeper.Done(); w.keepAlive(q, l) }()
+	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), msg: m, received: time.Now(), k: w.keeper, q: q}
+	w.keeper.add(l)
 	return l
 }
 
-// keepAlive extends the message's visibility every third of the timeout
-// until l.stop is closed or the lease is lost. An update in flight when
-// stop closes completes, so the pop receipt stays known.
-func (w *Worker) keepAlive(q *workerQueue, l *lease) {
-	period := w.opts.VisibilityTimeout / 3
-	vis := seconds(w.opts.VisibilityTimeout)
-	t := time.NewTicker(period)
+// keeper extends the visibility of the messages a worker holds, every
+// third of the visibility timeout from the receive until the message is
+// settled. One goroutine serves every held message, and runs only while
+// some are held: a goroutine and a ticker per message were a cost the
+// profile showed per transaction, for an update most messages never need.
+type keeper struct {
+	w       *Worker
+	mu      sync.Mutex
+	held    map[*lease]struct{}
+	running bool
+	idle    chan struct{} // a remove left nothing held
+}
+
+func newKeeper(w *Worker) *keeper {
+	return &keeper{w: w, held: map[*lease]struct{}{}, idle: make(chan struct{}, 1)}
+}
+
+// period is the time between two updates of a message's visibility.
+func (k *keeper) period() time.Duration { return k.w.opts.VisibilityTimeout / 3 }
+
+func (k *keeper) add(l *lease) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	l.due = l.received.Add(k.period())
+	k.held[l] = struct{}{}
+	if !k.running {
+		k.running = true
+		go k.loop()
+	}
+}
+
+func (k *keeper) remove(l *lease) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.held, l)
+	if len(k.held) == 0 {
+		select {
+		case k.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loop starts the updates that are due, checking every ninth of the
+// visibility timeout (an update is thus sent between a third and four
+// ninths of the timeout after the previous one), until nothing is held.
+func (k *keeper) loop() {
+	t := time.NewTicker(k.period() / 3)
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stop:
-			return
 		case <-t.C:
+		case <-k.idle:
 		}
-		l.mu.Lock()
+		now := time.Now()
+		k.mu.Lock()
+		if len(k.held) == 0 {
+			k.running = false
+			k.mu.Unlock()
+			return
+		}
+		for l := range k.held {
+			if !l.busy && !now.Before(l.due) {
+				l.busy = true
+				go k.extend(l)
+			}
+		}
+		k.mu.Unlock()
+	}
+}
+
+// extend updates l's visibility. It holds l.mu meanwhile, so that
+// stopKeeper waits for it and the pop receipt stays known.
+func (k *keeper) extend(l *lease) {
+	w, q := k.w, l.q
+	l.mu.Lock()
+	lost := l.lost
+	if !l.stopped && !lost {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.VisibilityTimeout)
-		resp, err := q.qc.UpdateMessage(ctx, l.id, l.pop, l.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(vis)})
+		resp, err := q.qc.UpdateMessage(ctx, l.id, l.pop, l.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(seconds(w.opts.VisibilityTimeout))})
 		cancel()
 		if err == nil && resp.PopReceipt != nil {
 			l.pop = *resp.PopReceipt
@@ -557,12 +627,16 @@ func (w *Worker) keepAlive(q *workerQueue, l *lease) {
 			}
 			w.log.Warn("cannot extend visibility", "queue", q.name, "message", l.id, "error", err)
 		}
-		lost := l.lost
-		l.mu.Unlock()
-		if lost {
-			return
-		}
+		lost = l.lost
 	}
+	l.mu.Unlock()
+	k.mu.Lock()
+	l.busy = false
+	l.due = time.Now().Add(k.period())
+	if lost {
+		delete(k.held, l)
+	}
+	k.mu.Unlock()
 }
 
 // process applies one message and settles it: deleted, released for a
