@@ -26,13 +26,16 @@ type WorkerOptions struct {
 	// queues (default 16). Steps of one transaction run in order.
 	Concurrency int
 	// BatchSize is the most messages one receive asks for (1 to 32;
-	// default Concurrency, at most 32). It is also how many received
+	// default twice Concurrency, at most 32). It is also how many received
 	// messages each queue keeps waiting for a free slot, so that a slot
 	// that frees starts the next transaction without a round trip: a
 	// worker holds at most Concurrency messages being processed plus
 	// BatchSize waiting per queue, and receives again when no more than
-	// half of BatchSize is waiting. The visibility of waiting messages is
-	// extended like that of running ones.
+	// half of BatchSize is waiting. The default makes such a receive ask
+	// for about Concurrency messages, so that a backlog costs one receive
+	// per Concurrency transactions, not one per half of them. The
+	// visibility of waiting messages is extended like that of running
+	// ones.
 	BatchSize int
 	// VisibilityTimeout hides a received message from other workers
 	// (whole seconds, default 30 s). From the receive until the message is
@@ -129,7 +132,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 		o.Concurrency = 16
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = o.Concurrency
+		o.BatchSize = 2 * o.Concurrency
 	}
 	o.BatchSize = min(o.BatchSize, 32)
 	if o.VisibilityTimeout <= 0 {
