@@ -244,23 +244,34 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	defer stopReceiving()
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	sem := make(chan struct{}, w.opts.Concurrency)
 	// Messages run on Concurrency long-lived goroutines: a goroutine
 	// started for each one would grow its stack again for every message
 	// (the SDK's call depth), a cost the profile showed per transaction.
-	run := make(chan func(), w.opts.Concurrency)
+	// A queue's dispatcher hands a message to an idle runner over run,
+	// which has no buffer: the handoff itself is the free slot, with no
+	// semaphore or closure per message.
+	run := make(chan job)
+	var work, loops sync.WaitGroup
 	var runners sync.WaitGroup
 	for range w.opts.Concurrency {
 		runners.Add(1)
 		go func() {
 			defer runners.Done()
-			for fn := range run {
-				fn()
+			for j := range run {
+				w.metrics.inFlight.Add(1)
+				j.q.waiting.Add(-1)
+				w.metrics.waiting.Add(-1)
+				select {
+				case j.taken <- struct{}{}:
+				default:
+				}
+				w.process(workCtx, j.q, j.l)
+				w.metrics.inFlight.Add(-1)
+				work.Done()
 			}
 		}()
 	}
 	defer func() { close(run); runners.Wait() }()
-	var work, loops sync.WaitGroup
 	var emptied atomic.Bool
 	onEmpty := func() {
 		if w.queuesEmpty(recvCtx) && emptied.CompareAndSwap(false, true) {
@@ -272,7 +283,7 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.receiveLoop(recvCtx, workCtx, q, sem, run, &work, onEmpty)
+			w.receiveLoop(recvCtx, workCtx, q, run, &work, onEmpty)
 		}()
 	}
 	if w.opts.DepthInterval > 0 {
@@ -351,11 +362,19 @@ func (w *Worker) depthLoop(ctx context.Context) {
 	}
 }
 
+// job is a received message handed to a runner; the runner signals taken
+// once it has moved the message from waiting to in flight.
+type job struct {
+	q     *workerQueue
+	l     *lease
+	taken chan<- struct{}
+}
+
 // receiveLoop keeps up to BatchSize received messages of q waiting for a
-// slot of sem, receiving again when at most half of them are left; a
-// dispatcher starts each waiting message when a slot frees, or releases it
+// runner, receiving again when at most half of them are left; a
+// dispatcher hands each waiting message to an idle runner, or releases it
 // once ctx is cancelled.
-func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, run chan<- func(), work *sync.WaitGroup, onEmpty func()) {
+func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, run chan<- job, work *sync.WaitGroup, onEmpty func()) {
 	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
@@ -365,7 +384,7 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 	dispatcher.Add(1)
 	go func() {
 		defer dispatcher.Done()
-		w.dispatch(ctx, workCtx, q, queued, taken, sem, run, work)
+		w.dispatch(ctx, workCtx, q, queued, taken, run, work)
 	}()
 	defer func() { close(queued); dispatcher.Wait() }()
 	for {
@@ -442,18 +461,16 @@ func (p *pollWait) next() time.Duration {
 // reset starts the schedule again after a receive that found messages.
 func (p *pollWait) reset() { p.cur = p.first }
 
-// dispatch starts each queued message on run when a slot of sem is free;
-// once ctx is cancelled it releases the rest instead. It returns when
-// queued is closed and empty.
-func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan<- struct{}, sem chan struct{}, run chan<- func(), work *sync.WaitGroup) {
+// dispatch hands each queued message to an idle runner of run, which
+// moves it from waiting to in flight; once ctx is cancelled it releases
+// the rest instead. It returns when queued is closed and empty.
+func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan struct{}, run chan<- job, work *sync.WaitGroup) {
 	for l := range queued {
-		start := false
+		work.Add(1)
 		if ctx.Err() == nil {
 			select {
-			case sem <- struct{}{}:
-				if start = ctx.Err() == nil; !start {
-					<-sem
-				}
+			case run <- job{q: q, l: l, taken: taken}:
+				continue
 			case <-ctx.Done():
 			}
 		}
@@ -462,19 +479,6 @@ func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <
 		select {
 		case taken <- struct{}{}:
 		default:
-		}
-		work.Add(1)
-		if start {
-			w.metrics.inFlight.Add(1)
-			// run has a buffer of Concurrency and sem admits that many:
-			// this send never waits for more than a runner's return.
-			run <- func() {
-				defer work.Done()
-				defer func() { <-sem }()
-				defer w.metrics.inFlight.Add(-1)
-				w.process(workCtx, q, l)
-			}
-			continue
 		}
 		go func() {
 			defer work.Done()
