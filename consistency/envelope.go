@@ -224,13 +224,15 @@ func messageBody(text string) []byte {
 // rejected so that a newer writer's envelope is not half-understood.
 func decodeEnvelope(data []byte) (*envelope, error) {
 	var env envelope
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
-		return nil, malformed("not a JSON envelope (nor one encoded in base64)", err)
-	}
-	if dec.More() {
-		return nil, malformed("trailing data after the envelope", nil)
+	if !decodeKnown(data, &env) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&env); err != nil {
+			return nil, malformed("not a JSON envelope (nor one encoded in base64)", err)
+		}
+		if dec.More() {
+			return nil, malformed("trailing data after the envelope", nil)
+		}
 	}
 	if env.V != Version {
 		return nil, malformed("envelope version "+strconv.Itoa(env.V)+", this worker reads version "+strconv.Itoa(Version), nil)

@@ -54,6 +54,9 @@ func (c *Call) Decode(v any) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
 	}
+	if decodeKnown(args, v) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
