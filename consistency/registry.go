@@ -135,15 +135,17 @@ func ValidateSteps(tx *Transaction) error { return defaultRegistry.validate(tx) 
 // built-in handler: a built-in kind replaced with Handle is left to its
 // handler.
 func (r *Registry) validate(tx *Transaction) error {
-	_, err := r.parse(tx)
+	_, err := r.parse(tx, false)
 	return err
 }
 
 // parse is validate, returning the arguments of the built-in steps as
 // their validation decoded them (nil for the other steps), for the apply
 // that follows: runStepsOn does not decode them a second time.
-func (r *Registry) parse(tx *Transaction) ([]any, error) {
-	if err := tx.Validate(); err != nil {
+//
+// argsDecoded says tx was decoded from an envelope (Transaction.validate).
+func (r *Registry) parse(tx *Transaction, argsDecoded bool) ([]any, error) {
+	if err := tx.validate(argsDecoded); err != nil {
 		return nil, err
 	}
 	parsed := make([]any, len(tx.Steps))
@@ -178,7 +180,7 @@ func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Re
 	if reg == nil {
 		reg = defaultRegistry
 	}
-	parsed, err := reg.parse(tx)
+	parsed, err := reg.parse(tx, false)
 	if err != nil {
 		return err
 	}

@@ -772,7 +772,7 @@ func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *Blob
 		// Every step is checked before the first one runs: a message put
 		// on the queue without Enqueue (or by an older writer) gets the
 		// checks Enqueue makes, Azure's limits included.
-		parsed, err := w.reg.parse(tx)
+		parsed, err := w.reg.parse(tx, true)
 		return tx, nil, parsed, err
 	}
 	body, err := downloadBlob(ctx, w.acct, *env.Blob)
@@ -789,7 +789,7 @@ func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *Blob
 	if tx.ID != env.ID {
 		return nil, nil, nil, malformed("the blob holds transaction "+strconv.Quote(tx.ID)+", the message names "+strconv.Quote(env.ID), nil)
 	}
-	parsed, err := w.reg.parse(tx)
+	parsed, err := w.reg.parse(tx, true)
 	return tx, env.Blob, parsed, err
 }
 
