@@ -25,17 +25,17 @@ type WorkerOptions struct {
 	// Concurrency bounds the transactions processed at once, over all
 	// queues (default 16). Steps of one transaction run in order.
 	Concurrency int
-	// BatchSize is the most messages one receive asks for (1 to 32;
-	// default twice Concurrency, at most 32). It is also how many received
-	// messages each queue keeps waiting for a free slot, so that a slot
-	// that frees starts the next transaction without a round trip: a
-	// worker holds at most Concurrency messages being processed plus
-	// BatchSize waiting per queue, and receives again when no more than
-	// half of BatchSize is waiting. The default makes such a receive ask
-	// for about Concurrency messages, so that a backlog costs one receive
-	// per Concurrency transactions, not one per half of them. The
-	// visibility of waiting messages is extended like that of running
-	// ones.
+	// BatchSize is how many messages one receive asks for (1 to 32;
+	// default twice Concurrency, at most 32). Received messages wait in
+	// the worker for a free slot, so that a slot that frees starts the
+	// next transaction without a round trip: each queue receives again
+	// when no more than half of BatchSize is waiting, asking for a whole
+	// BatchSize (a receive costs one request, and one billed operation,
+	// whatever it returns), so a worker holds at most Concurrency messages
+	// being processed plus one and a half BatchSize waiting per queue.
+	// With the defaults a backlog costs one receive per 2 x Concurrency
+	// transactions, at most 32. The visibility of waiting messages is
+	// extended like that of running ones.
 	BatchSize int
 	// VisibilityTimeout hides a received message from other workers
 	// (whole seconds, default 30 s). From the receive until the message is
@@ -370,15 +370,15 @@ type job struct {
 	taken chan<- struct{}
 }
 
-// receiveLoop keeps up to BatchSize received messages of q waiting for a
-// runner, receiving again when at most half of them are left; a
-// dispatcher hands each waiting message to an idle runner, or releases it
-// once ctx is cancelled.
+// receiveLoop keeps received messages of q waiting for a runner,
+// receiving a whole BatchSize again when at most half of one is left (so
+// at most one and a half BatchSize wait); a dispatcher hands each waiting
+// message to an idle runner, or releases it once ctx is cancelled.
 func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, run chan<- job, work *sync.WaitGroup, onEmpty func()) {
 	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
-	queued := make(chan *lease, batch)
+	queued := make(chan *lease, batch+batch/2)
 	taken := make(chan struct{}, 1)
 	var dispatcher sync.WaitGroup
 	dispatcher.Add(1)
@@ -398,7 +398,7 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, run c
 		if ctx.Err() != nil {
 			return
 		}
-		n := batch - q.waiting.Load()
+		n := batch
 		// The receive is not cancelled by ctx: messages the service hands
 		// out must reach this process, to be processed or released.
 		rctx, cancel := context.WithTimeout(workCtx, 30*time.Second)
