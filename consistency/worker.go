@@ -247,31 +247,44 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	// Messages run on Concurrency long-lived goroutines: a goroutine
 	// started for each one would grow its stack again for every message
 	// (the SDK's call depth), a cost the profile showed per transaction.
-	// A queue's dispatcher hands a message to an idle runner over run,
-	// which has no buffer: the handoff itself is the free slot, with no
-	// semaphore or closure per message.
-	run := make(chan job)
+	// The queues' receive loops put what they receive on ready, and an
+	// idle runner takes it from there: no goroutine between a receive and
+	// a runner, no semaphore or closure per message. ready holds what
+	// every queue may keep waiting, so a receive loop never blocks on it.
+	capacity := 0
+	for range w.queues {
+		capacity += w.opts.BatchSize + w.opts.BatchSize/2
+	}
+	ready := make(chan job, capacity)
 	var work, loops sync.WaitGroup
 	var runners sync.WaitGroup
 	for range w.opts.Concurrency {
 		runners.Add(1)
 		go func() {
 			defer runners.Done()
-			for j := range run {
-				w.metrics.inFlight.Add(1)
-				j.q.waiting.Add(-1)
-				w.metrics.waiting.Add(-1)
-				select {
-				case j.taken <- struct{}{}:
-				default:
+			for j := range ready {
+				if recvCtx.Err() != nil {
+					// Draining: a message not started is released.
+					w.release(workCtx, j, &work)
+					continue
 				}
+				w.metrics.inFlight.Add(1)
+				w.unwait(j)
 				w.process(workCtx, j.q, j.l)
 				w.metrics.inFlight.Add(-1)
 				work.Done()
 			}
 		}()
 	}
-	defer func() { close(run); runners.Wait() }()
+	defer runners.Wait()
+	readyOpen := true
+	closeReady := func() {
+		if readyOpen {
+			readyOpen = false
+			close(ready)
+		}
+	}
+	defer closeReady()
 	var emptied atomic.Bool
 	onEmpty := func() {
 		if w.queuesEmpty(recvCtx) && emptied.CompareAndSwap(false, true) {
@@ -283,7 +296,7 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.receiveLoop(recvCtx, workCtx, q, run, &work, onEmpty)
+			w.receiveLoop(recvCtx, q, ready, &work, onEmpty)
 		}()
 	}
 	if w.opts.DepthInterval > 0 {
@@ -296,6 +309,16 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	w.log.Info("worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency, "batch", w.opts.BatchSize, "until_empty", w.opts.UntilEmpty)
 	loops.Wait()
 	w.draining.Store(true)
+	// The messages still waiting are released at once, by this
+	// goroutine and by every idle runner, while busy runners finish.
+	closeReady()
+	work.Add(1)
+	go func() {
+		defer work.Done()
+		for j := range ready {
+			w.release(workCtx, j, &work)
+		}
+	}()
 	w.log.Info("worker draining", "in_flight", w.metrics.InFlight())
 	done := make(chan struct{})
 	go func() { work.Wait(); close(done) }()
@@ -362,31 +385,44 @@ func (w *Worker) depthLoop(ctx context.Context) {
 	}
 }
 
-// job is a received message handed to a runner; the runner signals taken
-// once it has moved the message from waiting to in flight.
+// job is a received message waiting for a runner; the runner signals
+// taken once it has moved the message from waiting to in flight.
 type job struct {
 	q     *workerQueue
 	l     *lease
 	taken chan<- struct{}
 }
 
-// receiveLoop keeps received messages of q waiting for a runner,
+// unwait counts j as no longer waiting and tells its receive loop.
+func (w *Worker) unwait(j job) {
+	j.q.waiting.Add(-1)
+	w.metrics.waiting.Add(-1)
+	select {
+	case j.taken <- struct{}{}:
+	default:
+	}
+}
+
+// release hands a message that was not started back to its queue,
+// visible again at once.
+func (w *Worker) release(workCtx context.Context, j job, work *sync.WaitGroup) {
+	defer work.Done()
+	w.unwait(j)
+	j.l.stopKeeper()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(workCtx), 30*time.Second)
+	defer cancel()
+	w.releaseLease(sctx, j.q, j.l, 0, w.log.With("queue", j.q.name, "message", j.l.id))
+	w.metrics.released.Add(1)
+}
+
+// receiveLoop keeps received messages of q waiting on ready for a runner,
 // receiving a whole BatchSize again when at most half of one is left (so
-// at most one and a half BatchSize wait); a dispatcher hands each waiting
-// message to an idle runner, or releases it once ctx is cancelled.
-func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, run chan<- job, work *sync.WaitGroup, onEmpty func()) {
+// at most one and a half BatchSize wait), until ctx is cancelled.
+func (w *Worker) receiveLoop(ctx context.Context, q *workerQueue, ready chan<- job, work *sync.WaitGroup, onEmpty func()) {
 	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
-	queued := make(chan *lease, batch+batch/2)
 	taken := make(chan struct{}, 1)
-	var dispatcher sync.WaitGroup
-	dispatcher.Add(1)
-	go func() {
-		defer dispatcher.Done()
-		w.dispatch(ctx, workCtx, q, queued, taken, run, work)
-	}()
-	defer func() { close(queued); dispatcher.Wait() }()
 	for {
 		for q.waiting.Load() > batch/2 {
 			select {
@@ -401,7 +437,7 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, run c
 		n := batch
 		// The receive is not cancelled by ctx: messages the service hands
 		// out must reach this process, to be processed or released.
-		rctx, cancel := context.WithTimeout(workCtx, 30*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		resp, err := q.qc.DequeueMessages(rctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(n)), VisibilityTimeout: to.Ptr(vis)})
 		cancel()
 		if err != nil {
@@ -428,7 +464,8 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, run c
 		for _, m := range resp.Messages {
 			q.waiting.Add(1)
 			w.metrics.waiting.Add(1)
-			queued <- w.hold(q, m)
+			work.Add(1)
+			ready <- job{q: q, l: w.hold(q, m), taken: taken}
 		}
 	}
 }
@@ -460,36 +497,6 @@ func (p *pollWait) next() time.Duration {
 
 // reset starts the schedule again after a receive that found messages.
 func (p *pollWait) reset() { p.cur = p.first }
-
-// dispatch hands each queued message to an idle runner of run, which
-// moves it from waiting to in flight; once ctx is cancelled it releases
-// the rest instead. It returns when queued is closed and empty.
-func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan struct{}, run chan<- job, work *sync.WaitGroup) {
-	for l := range queued {
-		work.Add(1)
-		if ctx.Err() == nil {
-			select {
-			case run <- job{q: q, l: l, taken: taken}:
-				continue
-			case <-ctx.Done():
-			}
-		}
-		q.waiting.Add(-1)
-		w.metrics.waiting.Add(-1)
-		select {
-		case taken <- struct{}{}:
-		default:
-		}
-		go func() {
-			defer work.Done()
-			l.stopKeeper()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(workCtx), 30*time.Second)
-			defer cancel()
-			w.releaseLease(sctx, q, l, 0, w.log.With("queue", q.name, "message", l.id))
-			w.metrics.released.Add(1)
-		}()
-	}
-}
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
