@@ -29,13 +29,16 @@ type WorkerOptions struct {
 	// default twice Concurrency, at most 32). Received messages wait in
 	// the worker for a free slot, so that a slot that frees starts the
 	// next transaction without a round trip: each queue receives again
-	// when no more than half of BatchSize is waiting, asking for a whole
+	// as soon as no more than BatchSize is waiting, asking for a whole
 	// BatchSize (a receive costs one request, and one billed operation,
-	// whatever it returns), so a worker holds at most Concurrency messages
-	// being processed plus one and a half BatchSize waiting per queue.
-	// With the defaults a backlog costs one receive per 2 x Concurrency
-	// transactions, at most 32. The visibility of waiting messages is
-	// extended like that of running ones.
+	// whatever it returns), so the next batch arrives before the runners
+	// have used up the one waiting. A worker thus holds at most
+	// Concurrency messages being processed plus twice BatchSize waiting
+	// per queue, as a loop that receives 32 messages while 32 wait does;
+	// lower BatchSize where many workers share a queue of slow
+	// transactions. With the defaults a backlog costs one receive per 2 x
+	// Concurrency transactions, at most 32. The visibility of waiting
+	// messages is extended like that of running ones.
 	BatchSize int
 	// VisibilityTimeout hides a received message from other workers
 	// (whole seconds, default 30 s). From the receive until the message is
@@ -253,7 +256,7 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	// every queue may keep waiting, so a receive loop never blocks on it.
 	capacity := 0
 	for range w.queues {
-		capacity += w.opts.BatchSize + w.opts.BatchSize/2
+		capacity += 2 * w.opts.BatchSize
 	}
 	ready := make(chan job, capacity)
 	var work, loops sync.WaitGroup
@@ -416,15 +419,15 @@ func (w *Worker) release(workCtx context.Context, j job, work *sync.WaitGroup) {
 }
 
 // receiveLoop keeps received messages of q waiting on ready for a runner,
-// receiving a whole BatchSize again when at most half of one is left (so
-// at most one and a half BatchSize wait), until ctx is cancelled.
+// receiving a whole BatchSize again when at most one is left (so at most
+// two wait), until ctx is cancelled.
 func (w *Worker) receiveLoop(ctx context.Context, q *workerQueue, ready chan<- job, work *sync.WaitGroup, onEmpty func()) {
 	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
 	taken := make(chan struct{}, 1)
 	for {
-		for q.waiting.Load() > batch/2 {
+		for q.waiting.Load() > batch {
 			select {
 			case <-taken:
 			case <-ctx.Done():
