@@ -91,7 +91,7 @@ func (w *Worker) Drain(ctx context.Context, opts *DrainOptions) error {
 // backoff.
 func (w *Worker) drainer() *Worker {
 	return &Worker{acct: w.acct, tables: w.tables, opts: w.opts, reg: w.reg, log: w.log,
-		metrics: w.metrics, tracer: w.tracer, queues: w.queues}
+		metrics: w.metrics, tracer: w.tracer, queues: w.queues, keeper: w.keeper}
 }
 
 // drainVisible receives the visible messages of every queue and applies

@@ -156,25 +156,31 @@ func ParseTransaction(data []byte, allowNoID bool) (*Transaction, error) {
 // step with a kind, JSON object arguments and no encoding error. Errors
 // wrap ErrMalformed (and so ErrPermanent). It does not check the arguments
 // of each kind; Queue.Enqueue does that for the built-in kinds.
-func (tx *Transaction) Validate() error {
+func (tx *Transaction) Validate() error { return tx.validate(false) }
+
+// validate is Validate; argsDecoded says the steps' arguments were cut
+// from an envelope that decoded as JSON, so each is known to be one valid
+// JSON value and only its kind is checked, not its syntax a second time.
+func (tx *Transaction) validate(argsDecoded bool) error {
 	if err := validateID(tx.ID); err != nil {
 		return err
 	}
 	if len(tx.Steps) == 0 {
 		return malformed("transaction "+strconv.Quote(tx.ID)+" has no step", nil)
 	}
+	// The step's place is written only into an error.
+	where := func(i int) string { return "transaction " + strconv.Quote(tx.ID) + " step " + strconv.Itoa(i) }
 	for i, s := range tx.Steps {
-		where := "transaction " + strconv.Quote(tx.ID) + " step " + strconv.Itoa(i)
 		if s.err != nil {
-			return malformed(where+" ("+s.Kind+"): cannot encode the arguments", s.err)
+			return malformed(where(i)+" ("+s.Kind+"): cannot encode the arguments", s.err)
 		}
 		if s.Kind == "" {
-			return malformed(where+" has no kind", nil)
+			return malformed(where(i)+" has no kind", nil)
 		}
 		if len(s.Args) > 0 {
 			a := bytes.TrimSpace(s.Args)
-			if string(a) != "null" && (len(a) == 0 || a[0] != '{' || !json.Valid(a)) {
-				return malformed(where+" ("+s.Kind+"): args is not a JSON object", nil)
+			if string(a) != "null" && (len(a) == 0 || a[0] != '{' || !argsDecoded && !json.Valid(a)) {
+				return malformed(where(i)+" ("+s.Kind+"): args is not a JSON object", nil)
 			}
 		}
 	}
@@ -224,13 +230,15 @@ func messageBody(text string) []byte {
 // rejected so that a newer writer's envelope is not half-understood.
 func decodeEnvelope(data []byte) (*envelope, error) {
 	var env envelope
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
-		return nil, malformed("not a JSON envelope (nor one encoded in base64)", err)
-	}
-	if dec.More() {
-		return nil, malformed("trailing data after the envelope", nil)
+	if !decodeKnown(data, &env) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&env); err != nil {
+			return nil, malformed("not a JSON envelope (nor one encoded in base64)", err)
+		}
+		if dec.More() {
+			return nil, malformed("trailing data after the envelope", nil)
+		}
 	}
 	if env.V != Version {
 		return nil, malformed("envelope version "+strconv.Itoa(env.V)+", this worker reads version "+strconv.Itoa(Version), nil)

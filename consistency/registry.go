@@ -54,6 +54,9 @@ func (c *Call) Decode(v any) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
 	}
+	if decodeKnown(args, v) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -132,15 +135,17 @@ func ValidateSteps(tx *Transaction) error { return defaultRegistry.validate(tx) 
 // built-in handler: a built-in kind replaced with Handle is left to its
 // handler.
 func (r *Registry) validate(tx *Transaction) error {
-	_, err := r.parse(tx)
+	_, err := r.parse(tx, false)
 	return err
 }
 
 // parse is validate, returning the arguments of the built-in steps as
 // their validation decoded them (nil for the other steps), for the apply
 // that follows: runStepsOn does not decode them a second time.
-func (r *Registry) parse(tx *Transaction) ([]any, error) {
-	if err := tx.Validate(); err != nil {
+//
+// argsDecoded says tx was decoded from an envelope (Transaction.validate).
+func (r *Registry) parse(tx *Transaction, argsDecoded bool) ([]any, error) {
+	if err := tx.validate(argsDecoded); err != nil {
 		return nil, err
 	}
 	parsed := make([]any, len(tx.Steps))
@@ -175,7 +180,7 @@ func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Re
 	if reg == nil {
 		reg = defaultRegistry
 	}
-	parsed, err := reg.parse(tx)
+	parsed, err := reg.parse(tx, false)
 	if err != nil {
 		return err
 	}
@@ -205,7 +210,9 @@ func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transactio
 		if err := h(ctx, c); err != nil {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: err}
 		}
-		log.Debug("step applied", "tx", tx.ID, "step", i, "kind", s.Kind)
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("step applied", "tx", tx.ID, "step", i, "kind", s.Kind)
+		}
 	}
 	return nil
 }

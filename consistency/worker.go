@@ -25,14 +25,20 @@ type WorkerOptions struct {
 	// Concurrency bounds the transactions processed at once, over all
 	// queues (default 16). Steps of one transaction run in order.
 	Concurrency int
-	// BatchSize is the most messages one receive asks for (1 to 32;
-	// default Concurrency, at most 32). It is also how many received
-	// messages each queue keeps waiting for a free slot, so that a slot
-	// that frees starts the next transaction without a round trip: a
-	// worker holds at most Concurrency messages being processed plus
-	// BatchSize waiting per queue, and receives again when no more than
-	// half of BatchSize is waiting. The visibility of waiting messages is
-	// extended like that of running ones.
+	// BatchSize is how many messages one receive asks for (1 to 32;
+	// default twice Concurrency, at most 32). Received messages wait in
+	// the worker for a free slot, so that a slot that frees starts the
+	// next transaction without a round trip: each queue receives again
+	// as soon as no more than BatchSize is waiting, asking for a whole
+	// BatchSize (a receive costs one request, and one billed operation,
+	// whatever it returns), so the next batch arrives before the runners
+	// have used up the one waiting. A worker thus holds at most
+	// Concurrency messages being processed plus twice BatchSize waiting
+	// per queue, as a loop that receives 32 messages while 32 wait does;
+	// lower BatchSize where many workers share a queue of slow
+	// transactions. With the defaults a backlog costs one receive per 2 x
+	// Concurrency transactions, at most 32. The visibility of waiting
+	// messages is extended like that of running ones.
 	BatchSize int
 	// VisibilityTimeout hides a received message from other workers
 	// (whole seconds, default 30 s). From the receive until the message is
@@ -97,6 +103,7 @@ type Worker struct {
 	metrics   *Metrics
 	tracer    tracing.Tracer
 	queues    []*workerQueue
+	keeper    *keeper // extends the visibility of held messages
 	running   atomic.Bool
 	draining  atomic.Bool
 	received  atomic.Bool // a receive has succeeded since Run started
@@ -128,7 +135,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 		o.Concurrency = 16
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = o.Concurrency
+		o.BatchSize = 2 * o.Concurrency
 	}
 	o.BatchSize = min(o.BatchSize, 32)
 	if o.VisibilityTimeout <= 0 {
@@ -156,6 +163,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{acct: acct, tables: newTableSet(acct), opts: o, backoff: DefaultBackoff, reg: o.Registry, log: o.Logger, metrics: &Metrics{}, tracer: newTracer(acct)}
+	w.keeper = newKeeper(w)
 	if o.Backoff != nil {
 		w.backoff = *o.Backoff
 	}
@@ -239,23 +247,47 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	defer stopReceiving()
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	sem := make(chan struct{}, w.opts.Concurrency)
 	// Messages run on Concurrency long-lived goroutines: a goroutine
 	// started for each one would grow its stack again for every message
 	// (the SDK's call depth), a cost the profile showed per transaction.
-	run := make(chan func(), w.opts.Concurrency)
+	// The queues' receive loops put what they receive on ready, and an
+	// idle runner takes it from there: no goroutine between a receive and
+	// a runner, no semaphore or closure per message. ready holds what
+	// every queue may keep waiting, so a receive loop never blocks on it.
+	capacity := 0
+	for range w.queues {
+		capacity += 2 * w.opts.BatchSize
+	}
+	ready := make(chan job, capacity)
+	var work, loops sync.WaitGroup
 	var runners sync.WaitGroup
 	for range w.opts.Concurrency {
 		runners.Add(1)
 		go func() {
 			defer runners.Done()
-			for fn := range run {
-				fn()
+			for j := range ready {
+				if recvCtx.Err() != nil {
+					// Draining: a message not started is released.
+					w.release(workCtx, j, &work)
+					continue
+				}
+				w.metrics.inFlight.Add(1)
+				w.unwait(j)
+				w.process(workCtx, j.q, j.l)
+				w.metrics.inFlight.Add(-1)
+				work.Done()
 			}
 		}()
 	}
-	defer func() { close(run); runners.Wait() }()
-	var work, loops sync.WaitGroup
+	defer runners.Wait()
+	readyOpen := true
+	closeReady := func() {
+		if readyOpen {
+			readyOpen = false
+			close(ready)
+		}
+	}
+	defer closeReady()
 	var emptied atomic.Bool
 	onEmpty := func() {
 		if w.queuesEmpty(recvCtx) && emptied.CompareAndSwap(false, true) {
@@ -267,7 +299,7 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.receiveLoop(recvCtx, workCtx, q, sem, run, &work, onEmpty)
+			w.receiveLoop(recvCtx, q, ready, &work, onEmpty)
 		}()
 	}
 	if w.opts.DepthInterval > 0 {
@@ -280,6 +312,16 @@ func (w *Worker) Run(ctx context.Context, opts *RunOptions) error {
 	w.log.Info("worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency, "batch", w.opts.BatchSize, "until_empty", w.opts.UntilEmpty)
 	loops.Wait()
 	w.draining.Store(true)
+	// The messages still waiting are released at once, by this
+	// goroutine and by every idle runner, while busy runners finish.
+	closeReady()
+	work.Add(1)
+	go func() {
+		defer work.Done()
+		for j := range ready {
+			w.release(workCtx, j, &work)
+		}
+	}()
 	w.log.Info("worker draining", "in_flight", w.metrics.InFlight())
 	done := make(chan struct{})
 	go func() { work.Wait(); close(done) }()
@@ -346,25 +388,46 @@ func (w *Worker) depthLoop(ctx context.Context) {
 	}
 }
 
-// receiveLoop keeps up to BatchSize received messages of q waiting for a
-// slot of sem, receiving again when at most half of them are left; a
-// dispatcher starts each waiting message when a slot frees, or releases it
-// once ctx is cancelled.
-func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem chan struct{}, run chan<- func(), work *sync.WaitGroup, onEmpty func()) {
+// job is a received message waiting for a runner; the runner signals
+// taken once it has moved the message from waiting to in flight.
+type job struct {
+	q     *workerQueue
+	l     *lease
+	taken chan<- struct{}
+}
+
+// unwait counts j as no longer waiting and tells its receive loop.
+func (w *Worker) unwait(j job) {
+	j.q.waiting.Add(-1)
+	w.metrics.waiting.Add(-1)
+	select {
+	case j.taken <- struct{}{}:
+	default:
+	}
+}
+
+// release hands a message that was not started back to its queue,
+// visible again at once.
+func (w *Worker) release(workCtx context.Context, j job, work *sync.WaitGroup) {
+	defer work.Done()
+	w.unwait(j)
+	j.l.stopKeeper()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(workCtx), 30*time.Second)
+	defer cancel()
+	w.releaseLease(sctx, j.q, j.l, 0, w.log.With("queue", j.q.name, "message", j.l.id))
+	w.metrics.released.Add(1)
+}
+
+// receiveLoop keeps received messages of q waiting on ready for a runner,
+// receiving a whole BatchSize again when at most one is left (so at most
+// two wait), until ctx is cancelled.
+func (w *Worker) receiveLoop(ctx context.Context, q *workerQueue, ready chan<- job, work *sync.WaitGroup, onEmpty func()) {
 	idle := newPollWait(w.opts.PollInterval)
 	vis := seconds(w.opts.VisibilityTimeout)
 	batch := int64(w.opts.BatchSize)
-	queued := make(chan *lease, batch)
 	taken := make(chan struct{}, 1)
-	var dispatcher sync.WaitGroup
-	dispatcher.Add(1)
-	go func() {
-		defer dispatcher.Done()
-		w.dispatch(ctx, workCtx, q, queued, taken, sem, run, work)
-	}()
-	defer func() { close(queued); dispatcher.Wait() }()
 	for {
-		for q.waiting.Load() > batch/2 {
+		for q.waiting.Load() > batch {
 			select {
 			case <-taken:
 			case <-ctx.Done():
@@ -374,10 +437,10 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 		if ctx.Err() != nil {
 			return
 		}
-		n := batch - q.waiting.Load()
+		n := batch
 		// The receive is not cancelled by ctx: messages the service hands
 		// out must reach this process, to be processed or released.
-		rctx, cancel := context.WithTimeout(workCtx, 30*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		resp, err := q.qc.DequeueMessages(rctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(n)), VisibilityTimeout: to.Ptr(vis)})
 		cancel()
 		if err != nil {
@@ -404,7 +467,8 @@ func (w *Worker) receiveLoop(ctx, workCtx context.Context, q *workerQueue, sem c
 		for _, m := range resp.Messages {
 			q.waiting.Add(1)
 			w.metrics.waiting.Add(1)
-			queued <- w.hold(q, m)
+			work.Add(1)
+			ready <- job{q: q, l: w.hold(q, m), taken: taken}
 		}
 	}
 }
@@ -437,51 +501,6 @@ func (p *pollWait) next() time.Duration {
 // reset starts the schedule again after a receive that found messages.
 func (p *pollWait) reset() { p.cur = p.first }
 
-// dispatch starts each queued message on run when a slot of sem is free;
-// once ctx is cancelled it releases the rest instead. It returns when
-// queued is closed and empty.
-func (w *Worker) dispatch(ctx, workCtx context.Context, q *workerQueue, queued <-chan *lease, taken chan<- struct{}, sem chan struct{}, run chan<- func(), work *sync.WaitGroup) {
-	for l := range queued {
-		start := false
-		if ctx.Err() == nil {
-			select {
-			case sem <- struct{}{}:
-				if start = ctx.Err() == nil; !start {
-					<-sem
-				}
-			case <-ctx.Done():
-			}
-		}
-		q.waiting.Add(-1)
-		w.metrics.waiting.Add(-1)
-		select {
-		case taken <- struct{}{}:
-		default:
-		}
-		work.Add(1)
-		if start {
-			w.metrics.inFlight.Add(1)
-			// run has a buffer of Concurrency and sem admits that many:
-			// this send never waits for more than a runner's return.
-			run <- func() {
-				defer work.Done()
-				defer func() { <-sem }()
-				defer w.metrics.inFlight.Add(-1)
-				w.process(workCtx, q, l)
-			}
-			continue
-		}
-		go func() {
-			defer work.Done()
-			l.stopKeeper()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(workCtx), 30*time.Second)
-			defer cancel()
-			w.releaseLease(sctx, q, l, 0, w.log.With("queue", q.name, "message", l.id))
-			w.metrics.released.Add(1)
-		}()
-	}
-}
-
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -494,19 +513,23 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // lease is a received message whose pop receipt changes with every
-// visibility update. Its keeper extends the visibility from the receive
-// until stopKeeper.
+// visibility update. The worker's keeper extends its visibility from the
+// receive until stopKeeper.
 type lease struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // held during a visibility update
 	id       string
 	pop      string
 	text     string
 	lost     bool // the service no longer knows this receipt
+	stopped  bool // stopKeeper was called: no more updates
 	msg      *azqueue.DequeuedMessage
 	received time.Time
-	stop     chan struct{}
-	stopOnce sync.Once
-	keeper   sync.WaitGroup
+	k        *keeper
+	q        *workerQueue
+
+	// Guarded by k.mu.
+	due  time.Time // when the next update is due
+	busy bool      // an update is in flight
 }
 
 func (l *lease) receipt() string {
@@ -518,35 +541,99 @@ func (l *lease) receipt() string {
 // stopKeeper stops extending the visibility and waits for an update in
 // flight, so that the pop receipt is known.
 func (l *lease) stopKeeper() {
-	l.stopOnce.Do(func() { close(l.stop) })
-	l.keeper.Wait()
+	l.k.remove(l)
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
 }
 
-// hold returns the lease of a received message, with its keeper started.
+// hold returns the lease of a received message, its visibility kept.
 func (w *Worker) hold(q *workerQueue, m *azqueue.DequeuedMessage) *lease {
-	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), msg: m, received: time.Now(), stop: make(chan struct{})}
-	l.keeper.Add(1)
-	go func() { defer l.keeper.Done(); w.keepAlive(q, l) }()
+	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), msg: m, received: time.Now(), k: w.keeper, q: q}
+	w.keeper.add(l)
 	return l
 }
 
-// keepAlive extends the message's visibility every third of the timeout
-// until l.stop is closed or the lease is lost. An update in flight when
-// stop closes completes, so the pop receipt stays known.
-func (w *Worker) keepAlive(q *workerQueue, l *lease) {
-	period := w.opts.VisibilityTimeout / 3
-	vis := seconds(w.opts.VisibilityTimeout)
-	t := time.NewTicker(period)
+// keeper extends the visibility of the messages a worker holds, every
+// third of the visibility timeout from the receive until the message is
+// settled. One goroutine serves every held message, and runs only while
+// some are held: a goroutine and a ticker per message were a cost the
+// profile showed per transaction, for an update most messages never need.
+type keeper struct {
+	w       *Worker
+	mu      sync.Mutex
+	held    map[*lease]struct{}
+	running bool
+	idle    chan struct{} // a remove left nothing held
+}
+
+func newKeeper(w *Worker) *keeper {
+	return &keeper{w: w, held: map[*lease]struct{}{}, idle: make(chan struct{}, 1)}
+}
+
+// period is the time between two updates of a message's visibility.
+func (k *keeper) period() time.Duration { return k.w.opts.VisibilityTimeout / 3 }
+
+func (k *keeper) add(l *lease) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	l.due = l.received.Add(k.period())
+	k.held[l] = struct{}{}
+	if !k.running {
+		k.running = true
+		go k.loop()
+	}
+}
+
+func (k *keeper) remove(l *lease) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.held, l)
+	if len(k.held) == 0 {
+		select {
+		case k.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loop starts the updates that are due, checking every ninth of the
+// visibility timeout (an update is thus sent between a third and four
+// ninths of the timeout after the previous one), until nothing is held.
+func (k *keeper) loop() {
+	t := time.NewTicker(k.period() / 3)
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stop:
-			return
 		case <-t.C:
+		case <-k.idle:
 		}
-		l.mu.Lock()
+		now := time.Now()
+		k.mu.Lock()
+		if len(k.held) == 0 {
+			k.running = false
+			k.mu.Unlock()
+			return
+		}
+		for l := range k.held {
+			if !l.busy && !now.Before(l.due) {
+				l.busy = true
+				go k.extend(l)
+			}
+		}
+		k.mu.Unlock()
+	}
+}
+
+// extend updates l's visibility. It holds l.mu meanwhile, so that
+// stopKeeper waits for it and the pop receipt stays known.
+func (k *keeper) extend(l *lease) {
+	w, q := k.w, l.q
+	l.mu.Lock()
+	lost := l.lost
+	if !l.stopped && !lost {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.VisibilityTimeout)
-		resp, err := q.qc.UpdateMessage(ctx, l.id, l.pop, l.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(vis)})
+		resp, err := q.qc.UpdateMessage(ctx, l.id, l.pop, l.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(seconds(w.opts.VisibilityTimeout))})
 		cancel()
 		if err == nil && resp.PopReceipt != nil {
 			l.pop = *resp.PopReceipt
@@ -557,12 +644,16 @@ func (w *Worker) keepAlive(q *workerQueue, l *lease) {
 			}
 			w.log.Warn("cannot extend visibility", "queue", q.name, "message", l.id, "error", err)
 		}
-		lost := l.lost
-		l.mu.Unlock()
-		if lost {
-			return
-		}
+		lost = l.lost
 	}
+	l.mu.Unlock()
+	k.mu.Lock()
+	l.busy = false
+	l.due = time.Now().Add(k.period())
+	if lost {
+		delete(k.held, l)
+	}
+	k.mu.Unlock()
 }
 
 // process applies one message and settles it: deleted, released for a
@@ -570,7 +661,6 @@ func (w *Worker) keepAlive(q *workerQueue, l *lease) {
 func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	m := l.msg
 	count := deref(m.DequeueCount)
-	log := w.log.With("queue", q.name, "message", l.id, "dequeue_count", count)
 	env, err := decodeMessage(l.text)
 
 	ctx := workCtx
@@ -578,13 +668,18 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		if validTraceParent(env.TraceParent) && len(env.TraceState) <= maxTraceState {
 			ctx = w.opts.Propagator.Extract(ctx, env.TraceParent, env.TraceState)
 		} else {
-			log.Debug("ignoring an invalid trace context", "traceparent", env.TraceParent)
+			w.messageLog(q, l, count, "").Debug("ignoring an invalid trace context", "traceparent", env.TraceParent)
 		}
 	}
-	ctx, endSpan := startSpan(ctx, w.tracer, "Worker.ProcessMessage", tracing.SpanKindConsumer,
-		tracing.Attribute{Key: "messaging.destination.name", Value: q.name},
-		tracing.Attribute{Key: "messaging.message.id", Value: l.id},
-		tracing.Attribute{Key: "messaging.message.delivery_count", Value: count})
+	// Without a tracing provider no span is started: its attributes would
+	// be built for nothing, per message.
+	endSpan := func(error) {}
+	if w.tracer.Enabled() {
+		ctx, endSpan = startSpan(ctx, w.tracer, "Worker.ProcessMessage", tracing.SpanKindConsumer,
+			tracing.Attribute{Key: "messaging.destination.name", Value: q.name},
+			tracing.Attribute{Key: "messaging.message.id", Value: l.id},
+			tracing.Attribute{Key: "messaging.message.delivery_count", Value: count})
+	}
 	var spanErr error
 	defer func() { endSpan(spanErr) }()
 
@@ -600,7 +695,7 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 			rec.TxID = env.ID
 		}
 		spanErr = errors.New(rec.Error)
-		w.poison(sctx, q, l, rec, log)
+		w.poison(sctx, q, l, rec, w.messageLog(q, l, count, ""))
 		return
 	}
 
@@ -610,8 +705,15 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	if err == nil {
 		tx, blob, parsed, err = w.decode(ctx, env)
 	}
+	// The message's logger carries its attributes without formatting them
+	// until a record is written (withAttrs); the transaction's id is on it
+	// once the transaction is decoded.
+	txID := ""
 	if err == nil {
-		log = log.With("tx", tx.ID)
+		txID = tx.ID
+	}
+	log := w.messageLog(q, l, count, txID)
+	if err == nil {
 		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, count, w.opts.MaxDequeueCount, log)
 	}
 	l.stopKeeper()
@@ -633,7 +735,9 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		if m.InsertionTime != nil {
 			w.metrics.age.observe(time.Since(*m.InsertionTime))
 		}
-		log.Debug("transaction applied", "duration", time.Since(l.received))
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("transaction applied", "duration", time.Since(l.received))
+		}
 	case workCtx.Err() != nil:
 		w.releaseLease(sctx, q, l, 0, log)
 		w.metrics.released.Add(1)
@@ -659,6 +763,17 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	}
 }
 
+// messageLog is the logger of one message: the worker's, with the
+// queue, the message id, the dequeue count and the transaction id (when
+// known) on every record.
+func (w *Worker) messageLog(q *workerQueue, l *lease, count int64, txID string) *slog.Logger {
+	attrs := []slog.Attr{slog.String("queue", q.name), slog.String("message", l.id), slog.Int64("dequeue_count", count)}
+	if txID != "" {
+		attrs = append(attrs, slog.String("tx", txID))
+	}
+	return withAttrs(w.log, attrs...)
+}
+
 // decode returns the envelope's transaction, fetching it from its blob
 // when needed, and its steps' arguments as their validation decoded them.
 func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *BlobRef, []any, error) {
@@ -667,7 +782,7 @@ func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *Blob
 		// Every step is checked before the first one runs: a message put
 		// on the queue without Enqueue (or by an older writer) gets the
 		// checks Enqueue makes, Azure's limits included.
-		parsed, err := w.reg.parse(tx)
+		parsed, err := w.reg.parse(tx, true)
 		return tx, nil, parsed, err
 	}
 	body, err := downloadBlob(ctx, w.acct, *env.Blob)
@@ -684,7 +799,7 @@ func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *Blob
 	if tx.ID != env.ID {
 		return nil, nil, nil, malformed("the blob holds transaction "+strconv.Quote(tx.ID)+", the message names "+strconv.Quote(env.ID), nil)
 	}
-	parsed, err := w.reg.parse(tx)
+	parsed, err := w.reg.parse(tx, true)
 	return tx, env.Blob, parsed, err
 }
 

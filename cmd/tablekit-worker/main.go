@@ -151,7 +151,7 @@ func commands(c *config) []*command {
 
 	run := newFS("run")
 	run.IntVar(&c.concurrency, "concurrency", 16, "transactions processed at once, over all queues")
-	run.IntVar(&c.batch, "batch", 0, "most messages per receive, 1 to 32, and how many received messages each queue keeps waiting for a free slot; 0 means --concurrency, at most 32")
+	run.IntVar(&c.batch, "batch", 0, "messages per receive, 1 to 32; each queue receives again when no more than that many are left waiting for a free slot; 0 means twice --concurrency, at most 32")
 	run.DurationVar(&c.visibility, "visibility", 30*time.Second, "visibility timeout of a received message, extended every third of it while its steps run; whole seconds")
 	run.Int64Var(&c.maxDequeue, "max-dequeue", 5, "deliveries before a failing message moves to the poison queue")
 	run.StringVar(&c.backoff, "backoff", "2s,4s,10s,30s", "retry delays after the 1st, 2nd, ... failure; the last repeats; ±20% jitter")
