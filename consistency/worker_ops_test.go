@@ -104,6 +104,7 @@ func get(t testing.TB, url string) string {
 // delay and the backoff pass on the test's clock (real time on Azurite
 // or an account).
 func TestUntilEmpty(t *testing.T) {
+	t.Parallel()
 	ctx, acct, q, clock := clockEnv(t)
 	var mu sync.Mutex
 	applied := map[string]int{}
@@ -239,6 +240,7 @@ func TestLivezApartFromReadyz(t *testing.T) {
 // extend the visibility of the waiting messages, which wait longer than
 // the visibility timeout: no message is delivered twice.
 func TestPrefetchKeepsPipelineFull(t *testing.T) {
+	t.Parallel()
 	ctx, acct, q, clock := clockEnv(t)
 	const n = 16
 	for range n {

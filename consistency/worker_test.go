@@ -129,6 +129,7 @@ func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 // not redelivered to another worker while it runs. The step runs in real
 // time, as the worker's extensions do.
 func TestVisibilityExtension(t *testing.T) {
+	t.Parallel()
 	ctx, acct, q, clock := clockEnv(t)
 	var calls atomic.Int64
 	slow := func(ctx context.Context, c *Call) error {

@@ -212,6 +212,7 @@ func val(s *string) string {
 // itself and any other in a directory of its name; ResetLocation empties
 // them all.
 func TestLocationKeepsEachAccount(t *testing.T) {
+	t.Parallel()
 	const key2 = "YWNjb3VudDIta2V5MS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkw"
 	dir := t.TempDir()
 	opts := &emulator.Options{Location: dir, Accounts: []emulator.Account{

@@ -22,6 +22,7 @@ import (
 // properties across Stop and Start; a refused transaction leaves nothing,
 // a deleted table nothing, and a second emulator cannot take the location.
 func TestLocationKeepsTablesAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	em := emulator.StartTB(t, &emulator.Options{Location: dir})

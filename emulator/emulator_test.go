@@ -89,6 +89,7 @@ func TestOwnAccountAndSeparateInstances(t *testing.T) {
 // Latency holds every table request; Throttle answers 503 ServerBusy over
 // a target and Stats counts it; azcore's retries then get through.
 func TestLatencyAndThrottle(t *testing.T) {
+	t.Parallel()
 	em := emulator.StartTB(t, &emulator.Options{
 		Latency:  20 * time.Millisecond,
 		Throttle: &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 50, AccountEntitiesPerSecond: -1},
@@ -233,6 +234,7 @@ func TestEarlyEndOnTheScaleModel(t *testing.T) {
 // through TableURL is throttled and charged. Without a model it is
 // TableURL.
 func TestDirectTableURLBypassesTheModel(t *testing.T) {
+	t.Parallel()
 	if plain := emulator.StartTB(t, nil); plain.DirectTableURL != plain.TableURL {
 		t.Fatalf("without a model DirectTableURL is %q, want TableURL %q", plain.DirectTableURL, plain.TableURL)
 	}

@@ -44,19 +44,24 @@ var eqProps = map[string]string{"ManagerName": "ManagerName", "ManagerPhone": "M
 func eqCompany(d *eqDepartment) keys.Filter { return keys.PK().Eq(d.PartitionKey) }
 
 // eqFixture is the departments and employees tables, a queue, and the
-// denormalization over them, on a request-counting account.
+// denormalization over them, on a request-counting account of a service
+// whose clock the test moves (testenv.ClockConnectionString).
 type eqFixture struct {
 	x         *patterns.EventualDenormalization[eqDepartment]
 	emps      *patterns.Table[eqEmployee]
 	c         *tablekit.RequestCounter
 	qname     string
 	container string
+	cs        string            // the service's connection string
+	acct      *tablekit.Account // on it, counting nothing
+	clock     *testenv.Clock
 }
 
 func newEqFixture(t *testing.T) *eqFixture {
 	t.Helper()
 	ctx := context.Background()
-	acct, c := testenv.CountingAccount(t)
+	cs, clock := testenv.ClockConnectionString(t)
+	acct, c := testenv.CountingAccountOn(t, cs)
 	q, container := testQueue(t, acct)
 	emps, err := patterns.NewTable[eqEmployee](acct, testenv.TableName(t), nil)
 	must(t, err)
@@ -72,7 +77,7 @@ func newEqFixture(t *testing.T) *eqFixture {
 		must(t, x.Sources().Insert(ctx, &d, nil))
 	}
 	c.Reset()
-	return &eqFixture{x: x, emps: emps, c: c, qname: q.Name(), container: container}
+	return &eqFixture{x: x, emps: emps, c: c, qname: q.Name(), container: container, cs: cs, acct: testenv.AccountOn(t, cs, nil), clock: clock}
 }
 
 func (f *eqFixture) hire(t *testing.T, id, dept string) {
@@ -95,7 +100,7 @@ func (f *eqFixture) phone(t *testing.T, dept, p string) {
 // worker runs a worker on the fixture's queue until the test ends.
 func (f *eqFixture) worker(t *testing.T) *consistency.Worker {
 	t.Helper()
-	w, err := consistency.NewWorker(testenv.Account(t), &consistency.WorkerOptions{
+	w, err := consistency.NewWorker(f.acct, &consistency.WorkerOptions{
 		Queues: []string{f.qname}, PollInterval: 50 * time.Millisecond, BlobContainer: f.container,
 		Backoff: &consistency.Backoff{Delays: []time.Duration{0, 200 * time.Millisecond}}, Logger: slog.New(slog.DiscardHandler),
 	})
@@ -129,8 +134,13 @@ func (f *eqFixture) mismatches(t *testing.T) []string {
 	return bad
 }
 
+// converge waits for every employee to show its department's manager,
+// once the intents' Delay (1 s) and a worker's backoff of at most 1 s
+// have passed on the fixture's clock, where it moves; where it does not,
+// it waits for them in real time.
 func (f *eqFixture) converge(t *testing.T, what string) {
 	t.Helper()
+	f.clock.Advance(time.Second)
 	var bad []string
 	deadline := time.Now().Add(20 * time.Second)
 	for bad = f.mismatches(t); len(bad) > 0 && time.Now().Before(deadline); bad = f.mismatches(t) {
@@ -187,7 +197,7 @@ func TestEventualDenormalizationQueryEveryEmployee(t *testing.T) {
 
 	// A redelivered (or late) message queries again and writes nothing:
 	// every copy is already the source's.
-	acct, c := testenv.CountingAccount(t)
+	acct, c := testenv.CountingAccountOn(t, f.cs)
 	tx := consistency.NewTransaction(consistency.CopyPropsWhere(consistency.CopyPropsWhereArgs{
 		Source: consistency.EntityRef{Table: f.x.Sources().Name(), PartitionKey: "Contoso", RowKey: "Sales"},
 		Table:  f.emps.Name(), Filter: "PartitionKey eq 'Contoso'", Props: eqProps,
@@ -238,7 +248,7 @@ func TestEventualDenormalizationQueryRefusals(t *testing.T) {
 	requests(t, c, 0, "refused constructors")
 
 	f := newEqFixture(t)
-	scan, err := patterns.NewEventualDenormalizationWhere(testenv.Account(t), f.x.Sources().Name(), mustQueue(t, f.qname), f.emps.Name(),
+	scan, err := patterns.NewEventualDenormalizationWhere(f.acct, f.x.Sources().Name(), mustQueue(t, f.acct, f.qname), f.emps.Name(),
 		func(d *eqDepartment) keys.Filter {
 			return keys.Prop("DepartmentID").Eq(keys.Join(d.PartitionKey, d.RowKey))
 		}, eqProps,
@@ -250,16 +260,16 @@ func TestEventualDenormalizationQueryRefusals(t *testing.T) {
 	if d, _ := f.x.Sources().Get(ctx, "Contoso", "Sales", nil); d.ManagerPhone != "555-0100" {
 		t.Errorf("the refused update wrote the source: %+v", d)
 	}
-	qd, err := mustQueue(t, f.qname).Depth(ctx, nil)
+	qd, err := mustQueue(t, f.acct, f.qname).Depth(ctx, nil)
 	must(t, err)
 	if qd.Messages != 0 {
 		t.Errorf("the refused update enqueued %d messages", qd.Messages)
 	}
 }
 
-func mustQueue(t *testing.T, name string) *consistency.Queue {
+func mustQueue(t *testing.T, acct *tablekit.Account, name string) *consistency.Queue {
 	t.Helper()
-	q, err := consistency.NewQueue(testenv.Account(t), name, nil)
+	q, err := consistency.NewQueue(acct, name, nil)
 	must(t, err)
 	return q
 }

@@ -87,14 +87,19 @@ func ExampleModel() {
 	if err := employees.Archive(ctx, "Sales", "000123", archive.Table().Name(), nil); err != nil {
 		log.Fatal(err)
 	}
+	// In production the tablekit-worker binary runs; here Drain applies
+	// what the queue holds and returns once it is empty, waiting up to 10 s
+	// for the intents' 1 s delay. The archived employee's insert intent
+	// finds no employee to index: Drain retries it at once, not after the
+	// worker's backoff, until it stops waiting for the insert.
 	worker, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
-		Queues: []string{queue.Name()}, UntilEmpty: true, PollInterval: 100 * time.Millisecond,
+		Queues: []string{queue.Name()}, PollInterval: 100 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := worker.Run(ctx, nil); err != nil {
+	if err := worker.Drain(ctx, &consistency.DrainOptions{Wait: 10 * time.Second}); err != nil {
 		log.Fatal(err)
 	}
 	rep, err := employees.Verify(ctx, nil)

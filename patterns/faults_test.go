@@ -82,10 +82,14 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 
 // inRetryModes runs test as a subtest per retry mode of faultRetryModes,
 // with size full, or def in the mode of azcore's default retry options
-// (where every fault costs about a second).
+// (where every fault costs about a second). The modes run side by side
+// (each on tables of its own): the default one spends its time in azcore's
+// retry delays, real time it keeps, so the fast one need not wait behind
+// it. Callers return once the subtests are started.
 func inRetryModes[S any](t *testing.T, test func(*testing.T, faults.RetryMode, S), full, def S) {
 	for _, mode := range faultRetryModes() {
 		t.Run(mode.Name, func(t *testing.T) {
+			t.Parallel()
 			size := full
 			if mode.Default() {
 				size = def

@@ -327,8 +327,9 @@ func ixPtr[V any](v V) *V { return &v }
 
 func newEventualListIndexedTable(t *testing.T) (*patterns.EventualListIndexedTable[ixEmployee], *interFixture) {
 	t.Helper()
-	acct, counter := testenv.CountingAccount(t)
-	f := &interFixture{counter: counter, worker: testenv.Account(t)}
+	cs, clock := testenv.ClockConnectionString(t)
+	acct, counter := testenv.CountingAccountOn(t, cs)
+	f := &interFixture{counter: counter, worker: testenv.AccountOn(t, cs, nil), clock: clock}
 	f.q, f.container = testQueue(t, acct)
 	ix := lastNameList()
 	ix.Table = testenv.TableName(t)
@@ -355,7 +356,7 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 		return x.Insert(ctx, ixPtr(ixEmp("IT", fmt.Sprintf("%06d", 500+i), "R", "Jones", "", 30)), nil)
 	})
 	f.startWorker(t)
-	interWait(t, "the worker to list the Joneses", func() bool {
+	f.wait(t, "the worker to list the Joneses", func() bool {
 		m, err := x.Members(ctx, "Jones", nil)
 		return err == nil && len(m) == 4
 	})
@@ -370,7 +371,7 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 	if got, _ := patterns.Collect(x.Find(ctx, "Jones", nil)); len(got) != 3 {
 		t.Errorf("Lookup(Jones) right after the change = %s", listIDs(got))
 	}
-	interWait(t, "the lists to follow the change", func() bool {
+	f.wait(t, "the lists to follow the change", func() bool {
 		j, _ := x.Members(ctx, "Jones", nil)
 		s, _ := x.Members(ctx, "Smith", nil)
 		return len(j) == 3 && len(s) == 2
@@ -394,7 +395,7 @@ func TestListIndexOption3KeptByTheWorker(t *testing.T) {
 	if err := x.Delete(ctx, &ixEmployee{PartitionKey: "Sales", RowKey: "empid_000152"}, &patterns.WriteOptions{Unconditional: true}); err != nil {
 		t.Fatal(err)
 	}
-	interWait(t, "the delete to unlist", func() bool {
+	f.wait(t, "the delete to unlist", func() bool {
 		j, _ := x.Members(ctx, "Jones", nil)
 		return len(j) == 2 && f.queueEmpty(t)
 	})

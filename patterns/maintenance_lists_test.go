@@ -138,14 +138,14 @@ func TestListIndexOption3VerifyRepairWithTheWorker(t *testing.T) {
 	// Damage behind the index's back while the repository writes too.
 	ixInsertAll(t, x.Insert, ixEmp("IT", "000900", "New", "Jones", "", 20))
 	want = append(mtDamage(t, x.Table()), "stale lastname  Sales/empid_000000")
-	interWait(t, "the worker to list the new employee", func() bool { return f.queueEmpty(t) })
+	f.wait(t, "the worker to list the new employee", func() bool { return f.queueEmpty(t) })
 	mtWant(t, "Verify after damage", mtVerify(t, x, c, -1, 8), want...)
 	// Repair while a rename through the repository is in flight.
 	rep := mtRepairRacing(t, x, func() { ixRename(t, x, "IT", "empid_000900", "Smith") })
 	if len(rep.Entries) != 4 {
 		t.Errorf("Repair found:\n%s", mtEntries(rep.Entries))
 	}
-	interWait(t, "the worker to drain", func() bool { return f.queueEmpty(t) })
+	f.wait(t, "the worker to drain", func() bool { return f.queueEmpty(t) })
 	if got := mtVerify(t, x, c, -1, 8); got != "" {
 		t.Errorf("Verify after Repair and the worker found:\n%s", got)
 	}

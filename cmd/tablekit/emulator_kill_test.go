@@ -88,6 +88,7 @@ func (h *headWriter) Write(p []byte) (int, error) {
 // its content, and the append blob holds every acknowledged block in
 // order. --reset then empties the location.
 func TestEmulatorLocationSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const writers, size, rounds = 8, 100, 3
 	type txn struct {

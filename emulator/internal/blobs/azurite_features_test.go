@@ -17,7 +17,7 @@ func TestFeaturesOnAzurite(t *testing.T) {
 		name string
 		run  func(t *testing.T, endpoint, prefix string)
 	}{
-		{"BlobLeases", testBlobLeases},
+		{"BlobLeases", func(t *testing.T, endpoint, prefix string) { testBlobLeases(t, endpoint, prefix, time.Sleep) }},
 		{"ContainerLeases", testContainerLeases},
 		{"CopyBlob", testCopyBlob},
 		{"Snapshots", testSnapshots},

@@ -8,7 +8,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -55,9 +57,25 @@ func startEmulator(t testing.TB) string {
 	return endpoint
 }
 
+// startEmulatorClock is startEmulator on a clock the test moves: pass
+// moves it forward by d at once, so that leases expire and finish
+// breaking without a real wait.
+func startEmulatorClock(t testing.TB) (endpoint string, pass func(d time.Duration)) {
+	var offset atomic.Int64 // nanoseconds
+	_, endpoint = startServiceNow(t, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	return endpoint, func(d time.Duration) { offset.Add(int64(d)) }
+}
+
 // startService is startEmulator, also returning the service, for tests
 // that send some of their requests straight to its ServeHTTP.
 func startService(t testing.TB) (*blobs.Service, string) {
+	t.Helper()
+	return startServiceNow(t, nil)
+}
+
+// startServiceNow is startService with now as the service's clock (nil:
+// time.Now).
+func startServiceNow(t testing.TB, now func() time.Time) (*blobs.Service, string) {
 	t.Helper()
 	key, err := base64.StdEncoding.DecodeString(azurite.AccountKey)
 	if err != nil {
@@ -66,6 +84,7 @@ func startService(t testing.TB) (*blobs.Service, string) {
 	cfg := blobs.Config{
 		Account: azurite.AccountName,
 		Auth:    auth.New(auth.Account{Name: azurite.AccountName, Keys: [][]byte{key}}),
+		Now:     now,
 	}
 	if onDisk {
 		cfg.Location = t.TempDir()
