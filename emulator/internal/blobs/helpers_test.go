@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -59,6 +60,12 @@ func startEmulator(t testing.TB) string {
 // that send some of their requests straight to its ServeHTTP.
 func startService(t testing.TB) (*blobs.Service, string) {
 	t.Helper()
+	return startServiceAt(t, nil)
+}
+
+// startServiceAt is startService on the clock now (nil: time.Now).
+func startServiceAt(t testing.TB, now func() time.Time) (*blobs.Service, string) {
+	t.Helper()
 	key, err := base64.StdEncoding.DecodeString(azurite.AccountKey)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +73,7 @@ func startService(t testing.TB) (*blobs.Service, string) {
 	cfg := blobs.Config{
 		Account: azurite.AccountName,
 		Auth:    auth.New(auth.Account{Name: azurite.AccountName, Keys: [][]byte{key}}),
+		Now:     now,
 	}
 	if onDisk {
 		cfg.Location = t.TempDir()
