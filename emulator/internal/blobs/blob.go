@@ -50,11 +50,13 @@ func (s *Service) getBlob(q *request) *answer.Error {
 			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
 		}
 		if v.kind == blockBlob {
-			h.Set("x-ms-access-tier", "Hot")
-			h.Set("x-ms-access-tier-inferred", "true")
+			setTierHeaders(h, v.tiering.current(s.cfg.Now))
 		}
 		q.w.WriteHeader(http.StatusOK)
 		return nil
+	}
+	if v.tiering.current(s.cfg.Now).archived() {
+		return errBlobArchived
 	}
 	start, end, ranged := parseRange(q.r.Header)
 	if ranged {
@@ -260,6 +262,9 @@ func (s *Service) update(q *request, change func(b *blob) *answer.Error, extra f
 	b, e := cond.existing(c, q.blob)
 	if e != nil {
 		return e
+	}
+	if b.tiering.current(s.cfg.Now).archived() {
+		return errBlobArchived
 	}
 	// A blob is replaced, never changed in place: readers hold views.
 	nb := *b

@@ -3,7 +3,8 @@
 // metadata, access policy and public access, list), block blobs (put
 // blob, put block, put block list, get block list), append blobs
 // (create, append block with its conditions, seal), and for every blob
-// get (with ranges), properties, metadata, index tags (tags.go), delete
+// get (with ranges), properties, metadata, index tags (tags.go), access
+// tiers and rehydration from the archive tier (tier.go), delete
 // and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
 // (copy.go) and snapshots (snapshot.go), under Azure's conditional
 // headers and lease conditions, with Azure's status
@@ -280,6 +281,11 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		// emulator's snapshots keep the tags their blob had.
 		return s.refuse(q, 'o', errNotImplemented("Set Blob Tags on a snapshot"))
 	}
+	if q.query.Has("snapshot") && m == http.MethodPut && q.comp == "tier" {
+		// Azure sets a snapshot's tier; the emulator's snapshots keep
+		// the tier their blob had.
+		return s.refuse(q, 'o', errNotImplemented("Set Blob Tier on a snapshot"))
+	}
 	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags") || m == http.MethodDelete && q.comp == "") {
 		// A snapshot is read-only: only its reads and its delete take the
 		// parameter.
@@ -334,6 +340,10 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		return s.authorized(q, s.getBlobTags, 'o', 't')
 	case m == http.MethodPut && q.comp == "tags":
 		return s.authorized(q, s.setBlobTags, 'o', 't')
+	case m == http.MethodPut && q.comp == "tier":
+		// A SAS sets a tier with write permission (REST "Create a
+		// service SAS": Set Blob Tier under Write).
+		return s.authorized(q, s.setBlobTier, 'o', 'w')
 	}
 	return s.refuse(q, 'o', unsupported(q))
 }
@@ -355,14 +365,14 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (page blobs, tiers, Query Blob
+// Blob service the emulator leaves out (page blobs, blob batches, Query Blob
 // Contents, Find Blobs by Tags, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier":
 		return answer.UnsupportedHTTPVerb()
-	case "tags", "page", "pagelist", "acl", "tier", "undelete",
+	case "tags", "page", "pagelist", "acl", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)

@@ -46,6 +46,10 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	tier, e := uploadTier(q.r, kind, s.cfg.Now().UTC())
+	if e != nil {
+		return e
+	}
 	var data []byte
 	var sums checksums
 	if kind == blockBlob {
@@ -76,11 +80,15 @@ func (s *Service) putBlob(q *request) *answer.Error {
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
+		if old.tiering.current(s.cfg.Now).archived() {
+			// Azurite refuses to overwrite an archived blob so.
+			return errBlobArchived
+		}
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
 	}
 	now, etag := s.clock.next()
-	c.put(q.blob, &blob{kind: kind, data: data, meta: md, tags: tags, props: props, etag: etag, modified: now, created: now})
+	c.put(q.blob, &blob{kind: kind, data: data, meta: md, tags: tags, tiering: tier, props: props, etag: etag, modified: now, created: now})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
 	if kind == blockBlob {
@@ -255,6 +263,10 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	tier, e := uploadTier(q.r, blockBlob, s.cfg.Now().UTC())
+	if e != nil {
+		return e
+	}
 	body, e := readBody(q, maxBlockListBody)
 	if e != nil {
 		return e
@@ -287,6 +299,9 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		}
 		if old.kind != blockBlob {
 			return errInvalidBlobType
+		}
+		if old.tiering.current(s.cfg.Now).archived() {
+			return errBlobArchived
 		}
 		created = old.created
 		for _, b := range old.blocks {
@@ -331,8 +346,8 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, props: props,
-		etag: etag, modified: now, created: created})
+	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, tiering: tier,
+		props: props, etag: etag, modified: now, created: created})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
 	sums.set(rh)

@@ -159,6 +159,12 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if scond.readConditions(true, v.etag, v.modified) != nil {
 		return errSourceConditionNotMet
 	}
+	if v.tiering.current(s.cfg.Now).archived() {
+		// Azure copies an archived blob only into an online tier
+		// (x-ms-access-tier on Copy Blob, which the emulator does not
+		// serve); Azurite refuses the rest so.
+		return errBlobArchived
+	}
 	if sync && v.kind != blockBlob {
 		// Copy Blob From URL copies block blobs only (REST "Copy Blob
 		// From URL").

@@ -53,6 +53,8 @@ func testOnDisk(t *testing.T) {
 		{"Snapshots", TestSnapshots},
 		{"StartupRequests", TestStartupRequests},
 		{"BlobLogOnEmulator", TestBlobLogOnEmulator},
+		{"SetBlobTier", TestSetBlobTier},
+		{"ArchivedBlobAndRehydration", TestArchivedBlobAndRehydration},
 	} {
 		t.Run(c.name, c.f)
 	}

@@ -205,3 +205,4 @@ func must[T any](t *testing.T, what string) func(v T, err error) T {
 		return v
 	}
 }
+

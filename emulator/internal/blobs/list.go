@@ -34,6 +34,9 @@ type xmlBlobProps struct {
 	BlobType           string `xml:"BlobType"`
 	AccessTier         string `xml:"AccessTier,omitempty"`
 	AccessTierInferred *bool  `xml:"AccessTierInferred,omitempty"`
+	ArchiveStatus      string `xml:"ArchiveStatus,omitempty"`
+	RehydratePriority  string `xml:"RehydratePriority,omitempty"`
+	AccessTierChange   string `xml:"AccessTierChangeTime,omitempty"`
 	LeaseStatus        string `xml:"LeaseStatus"`
 	LeaseState         string `xml:"LeaseState"`
 	LeaseDuration      string `xml:"LeaseDuration,omitempty"`
@@ -177,8 +180,18 @@ func blobXML(name string, b *blob, p listParams, now func() time.Time) xmlBlob {
 	}
 	pr.BlobType = b.kind.String()
 	if b.kind == blockBlob {
-		t := true
-		pr.AccessTier, pr.AccessTierInferred = "Hot", &t
+		t := b.tiering.current(now)
+		pr.AccessTier = t.name()
+		if t.tier == "" {
+			inferred := true
+			pr.AccessTierInferred = &inferred
+		}
+		if !t.changed.IsZero() {
+			pr.AccessTierChange = httpTime(t.changed)
+		}
+		if st := t.archiveStatus(); st != "" {
+			pr.ArchiveStatus, pr.RehydratePriority = st, t.priority
+		}
 	} else {
 		// Listings show Sealed for every append blob (List Blobs
 		// reference), where Get Blob Properties leaves it out until the

@@ -152,6 +152,17 @@ type blobRecord struct {
 	Created  time.Time     `json:"created"`
 	Lease    *leaseRecord  `json:"lease,omitempty"`
 	Copy     *copyRecord   `json:"copy,omitempty"`
+	Tier     *tierRecord   `json:"tier,omitempty"`
+}
+
+// tierRecord is a block blob's tier as stored (tiering); absent when
+// the tier is inferred.
+type tierRecord struct {
+	Tier     string    `json:"tier"`
+	Changed  time.Time `json:"changed"`
+	To       string    `json:"to,omitempty"`
+	Done     time.Time `json:"done,omitzero"`
+	Priority string    `json:"priority,omitempty"`
 }
 
 type blockRecord struct {
@@ -179,6 +190,9 @@ func (b *blob) record() blobRecord {
 	if len(b.tags) > 0 {
 		r.Tags = metaRecord(metadata(b.tags))
 	}
+	if t := b.tiering; t != (tiering{}) {
+		r.Tier = &tierRecord{Tier: t.tier, Changed: t.changed, To: t.to, Done: t.done, Priority: t.priority}
+	}
 	if b.copy != (copyInfo{}) {
 		r.Copy = &copyRecord{ID: b.copy.id, Source: b.copy.source, Status: b.copy.status,
 			Progress: b.copy.progress, Completed: b.copy.completed}
@@ -196,6 +210,9 @@ func (r blobRecord) blob(data []byte) *blob {
 			contentLanguage: r.Props.ContentLanguage, contentDisposition: r.Props.ContentDisposition,
 			cacheControl: r.Props.CacheControl, contentMD5: r.Props.ContentMD5},
 		lease: r.Lease.lease(), tags: tagSet(fromMetaRecord(r.Tags))}
+	if t := r.Tier; t != nil {
+		b.tiering = tiering{tier: t.Tier, changed: t.Changed, to: t.To, done: t.Done, priority: t.Priority}
+	}
 	if c := r.Copy; c != nil {
 		b.copy = copyInfo{id: c.ID, source: c.Source, status: c.Status, progress: c.Progress, completed: c.Completed}
 	}

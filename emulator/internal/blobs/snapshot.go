@@ -57,6 +57,9 @@ func (s *Service) snapshotBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	if b.tiering.current(s.cfg.Now).archived() {
+		return errBlobArchived
+	}
 	t := s.cfg.Now().UTC().Truncate(100 * time.Nanosecond)
 	if n := len(b.snapshots); n > 0 {
 		// Names are unique and increasing even when two snapshots share

@@ -61,7 +61,9 @@ type blob struct {
 	sealed   bool
 	meta     metadata
 	// tags are the blob's index tags (tags.go).
-	tags     tagSet
+	tags tagSet
+	// tiering is a block blob's access tier (tier.go).
+	tiering  tiering
 	props    contentProps
 	etag     string
 	modified time.Time
@@ -118,6 +120,7 @@ type view struct {
 	sealed    bool
 	meta      metadata
 	tags      tagSet
+	tiering   tiering
 	props     contentProps
 	etag      string
 	modified  time.Time
@@ -133,7 +136,7 @@ func (b *blob) view() view {
 		n = b.appended
 	}
 	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
-		props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
+		tiering: b.tiering, props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
 		copy: b.copy, appended: b.appended}
 }
 

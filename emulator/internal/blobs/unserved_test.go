@@ -55,7 +55,6 @@ func TestUnservedHeadersRefusedBeforeAnyWrite(t *testing.T) {
 		{"x-ms-if-tags", `"project" = 'x'`},
 		{"x-ms-source-if-tags", `"project" = 'x'`},
 		{"x-ms-copy-source-tag-option", "COPY"},
-		{"x-ms-access-tier", "Cool"},
 		{"x-ms-rehydrate-priority", "High"},
 		{"x-ms-immutability-policy-until-date", "Fri, 01 Jan 2100 00:00:00 GMT"},
 		{"x-ms-immutability-policy-mode", "Locked"},
