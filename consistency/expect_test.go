@@ -35,10 +35,20 @@ func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
 	call := func(delivery int64) error {
 		return runSteps(ctx, acct, defaultRegistry, tx, delivery, 5, testLogger(t))
 	}
-	// Delivered before the write landed: wait.
+	// Delivered before the write landed: wait, and say what the source
+	// shows.
 	err = call(1)
 	if err == nil || IsPermanent(err) || !errors.Is(err, ErrRetry) {
 		t.Fatalf("first delivery before the write = %v, want a retryable error", err)
+	}
+	if !strings.Contains(err.Error(), "it has no TkIntent") || !strings.Contains(err.Error(), "delivery 1; after 3 it applies to what is there") {
+		t.Errorf("the wait says %q; want what the source shows and how long it waits", err)
+	}
+	// A source that is not there: deleted, moved, or not written yet.
+	gone := NewTransaction(NewStep(KindSyncCopies, SyncCopiesArgs{Source: EntityRef{src, "p", "moved"}, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "w1"}}))
+	gone.ID = "t0"
+	if err := runSteps(ctx, acct, defaultRegistry, gone, 1, 5, testLogger(t)); err == nil || !strings.Contains(err.Error(), "it does not exist (its write has not landed, or it was deleted or moved since)") {
+		t.Errorf("a missing source's wait says %v", err)
 	}
 	if getProps(t, acct, EntityRef{dst, "email", "new"}) != nil {
 		t.Fatal("the copy was written from the old source")

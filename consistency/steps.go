@@ -537,7 +537,32 @@ func (e *Expectation) wait(c *Call, src EntityRef, found bool, p entity.Entity) 
 	if e == nil || e.met(found, p) || !stillWaiting(c) {
 		return nil
 	}
-	return Retryable(errors.New("consistency: " + c.Kind + ": " + src.String() + " does not show its writer's write yet; retrying later"))
+	return Retryable(errors.New("consistency: " + c.Kind + ": " + src.String() + " does not show its writer's write yet: " + e.found(found, p) +
+		"; retrying later (delivery " + strconv.FormatInt(c.DequeueCount, 10) + "; after " + strconv.Itoa(expectLimit(c)) + " it applies to what is there)"))
+}
+
+// found says what a source that does not meet e shows instead.
+func (e *Expectation) found(found bool, p entity.Entity) string {
+	switch {
+	case e.Absent:
+		return "it still exists (its delete has not landed)"
+	case !found:
+		return "it does not exist (its write has not landed, or it was deleted or moved since)"
+	}
+	v, ok := stringProp(p, e.Property)
+	if !ok {
+		return "it has no " + e.Property + " (written without its repository?)"
+	}
+	return "its " + e.Property + " is " + strconv.Quote(v) + ", an earlier write's, not " + strconv.Quote(e.Value)
+}
+
+// expectLimit is how many deliveries a step waits for its source.
+func expectLimit(c *Call) int {
+	limit := int64(ExpectDeliveries)
+	if c.MaxDequeueCount > 0 && c.MaxDequeueCount-1 < limit {
+		limit = c.MaxDequeueCount - 1
+	}
+	return int(limit)
 }
 
 // stillWaiting reports whether a step whose expectation is not met should
@@ -546,11 +571,7 @@ func stillWaiting(c *Call) bool {
 	if c.DequeueCount == 0 {
 		return false // Apply: the caller's own write is done
 	}
-	limit := int64(ExpectDeliveries)
-	if c.MaxDequeueCount > 0 && c.MaxDequeueCount-1 < limit {
-		limit = c.MaxDequeueCount - 1
-	}
-	return c.DequeueCount < limit
+	return c.DequeueCount < int64(expectLimit(c))
 }
 
 func (a *SyncCopiesArgs) validate(kind string) error {
