@@ -144,6 +144,7 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 	var table []entity.Entity
 	a.counter.Reset()
 	pages, returned := 0, 0
+	seen := map[string]bool{}
 	token := ""
 	var class keys.Class
 	for {
@@ -158,6 +159,9 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 				break
 			}
 			returned++
+			for p := range e.Properties {
+				seen[p] = true
+			}
 			if a.format == "table" {
 				table = append(table, e)
 				continue
@@ -180,7 +184,12 @@ func (a *app) cmdQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	if a.explain {
-		return a.writeExplain(ctx, tbl, f, class, pages, returned)
+		if err := a.writeExplain(ctx, tbl, f, class, pages, returned); err != nil {
+			return err
+		}
+	}
+	if a.sel == "" {
+		a.warnUnknownProperties(ctx, "query", tbl, f, returned, seen)
 	}
 	return nil
 }
@@ -400,6 +409,9 @@ func (a *app) cmdCount(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if n == 0 {
+		a.warnUnknownProperties(ctx, "count", tbl, f, 0, nil)
+	}
 	if a.json {
 		text, _ := f.Build()
 		return cliconn.JSONLine(a.stdout, countSummary{Command: "count", OK: true, Table: tbl.Name(), Filter: text, Count: n,
@@ -467,6 +479,9 @@ func (a *app) cmdExport(ctx context.Context, args []string) error {
 	}
 	if err := out.Flush(); err != nil {
 		return err
+	}
+	if n == 0 {
+		a.warnUnknownProperties(ctx, "export", tbl, f, 0, nil)
 	}
 	if a.json {
 		return a.exportSummary(args[0], f, n, start, nil)
@@ -714,6 +729,9 @@ func (a *app) cmdDelete(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	res, err := tbl.DeleteWhere(ctx, f, &patterns.WhereOptions{AllowTableScan: true, Concurrency: a.concurrency, Parallel: a.parallel})
+	if err == nil && res.Matched == 0 {
+		a.warnUnknownProperties(ctx, "delete", tbl, f, 0, nil)
+	}
 	if a.json {
 		if errors.As(err, new(usageError)) {
 			return err
