@@ -92,9 +92,10 @@ type ModelOptions struct {
 
 // Model is the repository of an entity type and all its views: one
 // table, one write per operation, and every view (Views) kept by every
-// write: Insert, Replace, Merge, Upsert, Update, Delete and Archive. A
-// per-pattern repository (IndexedTable, EventualIndexedTable, LogTail) is
-// the easy way in for one pattern; a Model combines them on one type.
+// write: Insert, Replace, Merge, Upsert, Update, Delete, BulkWrite,
+// DeleteWhere and Archive. A per-pattern repository (IndexedTable,
+// EventualIndexedTable, EventualListIndexedTable, LogTail, LargeEntities)
+// is the easy way in for one pattern; a Model combines them on one type.
 //
 // A write computes the views of the entity as stored and as written, and
 // writes the difference: the views of the entity's partition in the
@@ -110,13 +111,17 @@ type ModelOptions struct {
 // The user's keys are the entity's keys: a RowKey must not start with a
 // view's prefix (Name + "_") of a view in the entity's partition.
 //
-// Requests: Insert 1, plus 1 (the enqueue) with EventualIndexes; Update,
-// Replace, Merge and Delete 2 (read, transaction), plus 1 when an
-// eventual view changes; Upsert as Update, or as Insert plus the read
-// when the entity is new; Archive 1; Get, Lookup 1; Find, Prefix,
-// Between, Latest 1 per page. A write that loses a race to a concurrent
-// writer reads and writes again, and enqueues again only when the entity
-// it read had views the intent already sent did not name.
+// Requests: Insert 1, plus 1 (the enqueue) with EventualIndexes or Lists;
+// Update, Replace, Merge and Delete 2 (read, transaction), plus 1 when a
+// view the worker keeps changes (an eventual index's value or projected
+// properties, a list's value); Upsert as Update, or as Insert plus the
+// read when the entity is new; Archive 1; Get, Lookup 1; Find, Prefix,
+// Between, Latest 1 per page; Listed 1 plus a read per member. A field
+// tagged blob adds an upload when its content is new, a download when
+// Update's fn sees it, and a read in Get. Every view the worker keeps goes
+// in one queue message per write. A write that loses a race to a
+// concurrent writer reads and writes again, and enqueues again only when
+// the entity it read had views the message already sent did not name.
 //
 // Plain writes through Table() bypass the views: write through the Model.
 type Model[T any] struct {
