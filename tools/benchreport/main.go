@@ -18,6 +18,14 @@
 // ceiling side, each against the ceiling in that table
 // (emulator.LocationPoint/op=read impl=memory).
 //
+// A side named "raw" (the hand-written code over the Azure SDK) gets a
+// table of its own too: tablekit's rate as a ratio to raw's (the /s metric
+// both report, tx/s or entities/s, else raw's time over tablekit's) and its
+// client CPU per op (the cpu-µs/... metric both report) as a ratio to
+// raw's, each the median of the per-round ratios. Where no side is called
+// "tablekit", every side but raw and the ceiling is tablekit's
+// (consistency.WorkerVsLoop impl=worker).
+//
 // Usage: TABLEKIT_BENCH=rounds=6 go test -run '^$' -bench . -count 1 ./... | go run ./tools/benchreport
 package main
 
@@ -139,9 +147,10 @@ func run(in io.Reader, out io.Writer) error {
 
 	fmt.Fprintln(out, "| benchmark | reference | tablekit | reference | speed-up (reference time / tablekit time) | tablekit allocs/op | reference allocs/op | runs |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
-	var ceilings [][2]string
+	var ceilings, raws [][2]string
 	for _, b := range bases {
 		g := groups[b]
+		raws = append(raws, againstRaw(g.ours, g.refs)...)
 		if g.ours == "" {
 			// Sides that are all tablekit's (impl=memory beside impl=disk)
 			// are listed alone, and each against the ceiling if there is one.
@@ -175,24 +184,27 @@ func run(in io.Reader, out io.Writer) error {
 		fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
 		for _, c := range ceilings {
 			ours, ref := samples[c[0]], samples[c[1]]
-			cpuUnit, cpuOurs, cpuRef, cpuRatio := "", "", "", ""
-			for u := range ours {
-				if strings.HasPrefix(u, "cpu-") && len(ref[u]) > 0 {
-					cpuUnit = u
-				}
-			}
-			if cpuUnit != "" {
-				cpuOurs = fmtNum(median(ours[cpuUnit])) + " " + cpuUnit
-				cpuRef = fmtNum(median(ref[cpuUnit])) + " " + cpuUnit
-				cpuRatio = fmt.Sprintf("%.2fx", pairedRatio(ours[cpuUnit], ref[cpuUnit]))
-			}
-			name := sideBase(c[0])
-			if side := lastSide(c[0]); side != "impl=tablekit" && side != "codec=tablekit" {
-				name += " " + side
-			}
+			cpuOurs, cpuRef, cpuRatio := cpuColumns(ours, ref)
 			fmt.Fprintf(out, "| %s | %s | %s | %.0f%% | %s | %s | %s | %d |\n",
-				name, fmtDur(median(ours["ns/op"])), fmtDur(median(ref["ns/op"])),
+				pairName(c[0]), fmtDur(median(ours["ns/op"])), fmtDur(median(ref["ns/op"])),
 				100*pairedRatio(ref["ns/op"], ours["ns/op"]), cpuOurs, cpuRef, cpuRatio, len(ours["ns/op"]))
+		}
+	}
+	if len(raws) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "| benchmark | tablekit | raw | rate, tablekit / raw | client CPU, tablekit | raw | CPU, tablekit / raw | runs |")
+		fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
+		for _, c := range raws {
+			ours, ref := samples[c[0]], samples[c[1]]
+			rateOurs, rateRef := fmtDur(median(ours["ns/op"])), fmtDur(median(ref["ns/op"]))
+			rate := pairedRatio(ref["ns/op"], ours["ns/op"])
+			if u := commonUnit(ours, ref, func(u string) bool { return strings.HasSuffix(u, "/s") }); u != "" {
+				rateOurs, rateRef = fmtNum(median(ours[u]))+" "+u, fmtNum(median(ref[u]))+" "+u
+				rate = pairedRatio(ours[u], ref[u])
+			}
+			cpuOurs, cpuRef, cpuRatio := cpuColumns(ours, ref)
+			fmt.Fprintf(out, "| %s | %s | %s | %.2fx | %s | %s | %s | %d |\n",
+				pairName(c[0]), rateOurs, rateRef, rate, cpuOurs, cpuRef, cpuRatio, len(ours["ns/op"]))
 		}
 	}
 	if len(single) > 0 {
@@ -204,6 +216,68 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// againstRaw pairs each of a benchmark's tablekit sides with its raw side,
+// if it has one: ours, or, when no side is tablekit's by name, every side
+// but raw and the ceiling.
+func againstRaw(ours string, refs []string) [][2]string {
+	raw := ""
+	for _, r := range refs {
+		if side := sideRE.FindStringSubmatch(lastSide(r))[2]; side == "raw" {
+			raw = r
+		}
+	}
+	if raw == "" {
+		return nil
+	}
+	if ours != "" {
+		return [][2]string{{ours, raw}}
+	}
+	var pairs [][2]string
+	for _, r := range refs {
+		if side := sideRE.FindStringSubmatch(lastSide(r))[2]; side != "raw" && side != "ceiling" {
+			pairs = append(pairs, [2]string{r, raw})
+		}
+	}
+	return pairs
+}
+
+// pairName names a side in a table of pairs: the benchmark, and the side
+// unless it is called tablekit.
+func pairName(name string) string {
+	base := sideBase(name)
+	if side := lastSide(name); side != "impl=tablekit" && side != "codec=tablekit" {
+		base += " " + side
+	}
+	return base
+}
+
+// commonUnit is the first unit, in sorted order, that both sides report
+// and keep accepts; "" if none.
+func commonUnit(ours, ref sample, keep func(unit string) bool) string {
+	var units []string
+	for u := range ours {
+		if keep(u) && len(ref[u]) > 0 {
+			units = append(units, u)
+		}
+	}
+	if len(units) == 0 {
+		return ""
+	}
+	return slices.Min(units)
+}
+
+// cpuColumns prints both sides' median client CPU per op and the median
+// of the per-round ratios of ours to ref's, or three empty cells when the
+// two do not both report it.
+func cpuColumns(ours, ref sample) (o, r, ratio string) {
+	u := commonUnit(ours, ref, func(u string) bool { return strings.HasPrefix(u, "cpu-") })
+	if u == "" {
+		return "", "", ""
+	}
+	return fmtNum(median(ours[u])) + " " + u, fmtNum(median(ref[u])) + " " + u,
+		fmt.Sprintf("%.2fx", pairedRatio(ours[u], ref[u]))
 }
 
 // sideBase is a benchmark's name without its side segment.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -110,5 +112,61 @@ BenchmarkLocationBulkLoad/impl=disk-2     1   2000000000 ns/op   15000 entities/
 	}
 	if strings.Contains(got, "op=read impl=ceiling |") {
 		t.Errorf("the ceiling is compared with itself:\n%s", got)
+	}
+}
+
+// A benchmark with a raw side (the hand-written code) is reported against
+// it in a table of its own: tablekit's rate and client CPU per op as
+// ratios to raw's, each the median of the per-round ratios, whatever the
+// tablekit side is called; the other tables stay as they were.
+func TestReportAgainstRaw(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		want    []string
+		notWant []string
+	}{{
+		// Rate 0.8 and 1.0 a round: 0.90x; CPU 1.25 and 0.95: 1.10x.
+		file: "workervsloop.txt",
+		want: []string{
+			"| consistency.WorkerVsLoop impl=worker | 650 tx/s | 750 tx/s | 0.90x | 535 cpu-µs/tx | 500 cpu-µs/tx | 1.10x | 2 |",
+			"| consistency.WorkerVsLoop/impl=worker | 1.62 ms, 535 cpu-µs/tx, 650 tx/s | 2 |",
+			"| consistency.WorkerVsLoop/impl=raw | 1.50 ms, 500 cpu-µs/tx, 750 tx/s | 2 |",
+		},
+		notWant: []string{"impl=raw | 750 tx/s"},
+	}, {
+		// Scan: rate 1.50 and 2.00: 1.75x; CPU 0.5 and 0.8: 0.65x. Decode
+		// reports no rate and no CPU: raw's time over tablekit's, 3 and 2.
+		file: "scan.txt",
+		want: []string{
+			"| patterns.Scan | 20000 entities/s | 11667 entities/s | 1.75x | 2.20 cpu-µs/entity | 3.50 cpu-µs/entity | 0.65x | 2 |",
+			"| patterns.Decode | 10.0 µs | 25.0 µs | 2.50x |  |  |  | 2 |",
+			"| patterns.Scan | raw | 100.00 ms, 2.20 cpu-µs/entity, 20000 entities/s | 175.00 ms, 3.50 cpu-µs/entity, 11667 entities/s | 1.75x | 10 | 90 | 2 |",
+			"| patterns.Scan | 100.00 ms | 95.00 ms | 95% | 2.20 cpu-µs/entity | 1 cpu-µs/entity | 2.20x | 2 |",
+			"| patterns.Decode | raw | 10.0 µs | 25.0 µs | 2.50x | 5 | 40 | 2 |",
+		},
+		notWant: []string{"patterns.Scan impl=ceiling", "| patterns.Scan | 20000 entities/s | 21111 entities/s"},
+	}} {
+		t.Run(tc.file, func(t *testing.T) {
+			in, err := os.Open(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			var out strings.Builder
+			if err := run(in, &out); err != nil {
+				t.Fatal(err)
+			}
+			got := out.String()
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("report lacks %q:\n%s", want, got)
+				}
+			}
+			for _, no := range tc.notWant {
+				if strings.Contains(got, no) {
+					t.Errorf("report has %q:\n%s", no, got)
+				}
+			}
+		})
 	}
 }
