@@ -6,7 +6,8 @@
 // get (with ranges), properties, metadata, index tags (tags.go), access
 // tiers and rehydration from the archive tier (tier.go), delete
 // and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
-// (copy.go) and snapshots (snapshot.go), under Azure's conditional
+// (copy.go) and snapshots (snapshot.go), Blob Batch of Delete Blob or
+// Set Blob Tier (batch.go), under Azure's conditional
 // headers and lease conditions, with Azure's status
 // codes, error codes and messages (and the elements naming a refused
 // header or query parameter) in XML bodies; the service's properties
@@ -100,6 +101,11 @@ type request struct {
 	// pending is the commit of the change the request made, with a
 	// location: its answer waits for it (held).
 	pending *write
+	// batchVersion is, for a sub-request of a Blob Batch, the batch's
+	// x-ms-version, which Azure applies to every sub-request (REST "Blob
+	// Batch"). A sub-request is signed without one, so authorize sets it
+	// once the sub-request is authorized.
+	batchVersion string
 }
 
 // ServeHTTP answers one request to the Blob service.
@@ -108,10 +114,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.preflight(w, r)
 		return
 	}
+	s.serve(w, r, "")
+}
+
+// serve answers one request, or one sub-request of a Blob Batch sent
+// with x-ms-version batchVersion (batch.go).
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, batchVersion string) {
 	w = cors.Wrap(w, r, s.corsRules())
 	query := r.URL.Query()
 	r = body.Gate(r) // opened by authorize
-	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp")}
+	q := &request{w: w, r: r, query: query, restype: query.Get("restype"), comp: query.Get("comp"), batchVersion: batchVersion}
 	if s.store != nil {
 		h := &held{ResponseWriter: w, q: q}
 		q.w = h
@@ -202,7 +214,7 @@ func (s *Service) authorized(q *request, op func(*request) *answer.Error, resour
 // refusal is the answer when every one is refused).
 func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Error {
 	if s.cfg.Auth == nil {
-		body.Open(q.r)
+		q.admit()
 		return nil
 	}
 	var first *answer.Error
@@ -212,7 +224,7 @@ func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Er
 			Name: q.container, Blob: q.blob,
 		})
 		if e == nil {
-			body.Open(q.r)
+			q.admit()
 			return nil
 		}
 		if first == nil {
@@ -220,6 +232,15 @@ func (s *Service) authorize(q *request, resource byte, perms ...byte) *answer.Er
 		}
 	}
 	return first
+}
+
+// admit opens q's body, q being authorized, and gives a batch's
+// sub-request the batch's version.
+func (q *request) admit() {
+	body.Open(q.r)
+	if q.batchVersion != "" && q.r.Header.Get("x-ms-version") == "" {
+		q.r.Header.Set("x-ms-version", q.batchVersion)
+	}
 }
 
 // serveAccount answers the service-level operations.
@@ -236,6 +257,8 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 		return s.authorized(q, s.setServiceProperties, 's', 'w')
 	case m == http.MethodGet && q.restype == "service" && q.comp == "stats":
 		return s.authorized(q, s.serviceStats, 's', 'r')
+	case m == http.MethodPost && q.comp == "batch" && q.restype == "":
+		return s.authorized(q, s.submitBatch, 's', batchPerms...)
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -265,6 +288,8 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 		return s.authorized(q, s.containerACL, 'c', 0)
 	case m == http.MethodPut && q.comp == "acl":
 		return s.authorized(q, s.setContainerACL, 'c', 0)
+	case m == http.MethodPost && q.comp == "batch":
+		return s.authorized(q, s.submitBatch, 'c', batchPerms...)
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -365,15 +390,15 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (page blobs, blob batches, Query Blob
+// Blob service the emulator leaves out (page blobs, Query Blob
 // Contents, Find Blobs by Tags, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch":
 		return answer.UnsupportedHTTPVerb()
 	case "tags", "page", "pagelist", "acl", "undelete",
-		"expiry", "immutabilityPolicies", "legalhold", "batch", "blobs", "userdelegationkey",
+		"expiry", "immutabilityPolicies", "legalhold", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}
