@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -140,8 +141,9 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 
 	start := time.Now()
 	workers := []*workerProc{startWorker(t, queue), startWorker(t, queue), startWorker(t, queue)}
-	killInRange(t, workers[0], 10*time.Millisecond, 70*time.Millisecond)
-	for i, w := range workers[1:] {
+	killed, others := firstToOpen(t, workers, 60*time.Second)
+	killInRange(t, killed, 10*time.Millisecond, 70*time.Millisecond)
+	for i, w := range others {
 		select {
 		case err := <-w.done:
 			if err != nil {
@@ -190,7 +192,7 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 		}
 	}
 	if retaken == 0 {
-		t.Errorf("no range was taken again after the kill:\n%s", workers[0].output())
+		t.Errorf("no range was taken again after the kill:\n%s", killed.output())
 	}
 
 	r = run(t, "", "job", "status", xref)
@@ -354,8 +356,9 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	for range 4 {
 		workers = append(workers, startWorkerOn(t, em.ConnectionString, queue, "--concurrency", "1"))
 	}
-	killInRange(t, workers[0], 10*time.Millisecond, 70*time.Millisecond)
-	drain(t, workers[1:]...)
+	killed, others := firstToOpen(t, workers, 60*time.Second)
+	killInRange(t, killed, 10*time.Millisecond, 70*time.Millisecond)
+	drain(t, others...)
 	t.Logf("4 workers, one killed, copied %d entities in %v on the model; %+v", len(es), time.Since(start).Round(time.Millisecond), em.Stats())
 
 	r = runOn(t, em.ConnectionString, "", "job", "watch", ref, "--verify", "--parallel", "1", "--interval", "200ms")
@@ -383,8 +386,35 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 		}
 	}
 	if retaken == 0 {
-		t.Errorf("no range was taken again after the kill:\n%s", workers[0].output())
+		t.Errorf("no range was taken again after the kill:\n%s", killed.output())
 	}
+}
+
+// firstToOpen returns the first of workers whose log shows a range
+// started, and the others: a worker that receives a batch of messages may
+// take every range before the others receive any, so the one to kill is
+// one that has work.
+func firstToOpen(t *testing.T, workers []*workerProc, timeout time.Duration) (*workerProc, []*workerProc) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, w := range workers {
+			w.mu.Lock()
+			open := w.open
+			w.mu.Unlock()
+			if open > 0 {
+				others := append(append([]*workerProc(nil), workers[:i]...), workers[i+1:]...)
+				return w, others
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var logs strings.Builder
+	for i, w := range workers {
+		fmt.Fprintf(&logs, "worker %d:\n%s\n", i, w.output())
+	}
+	t.Fatalf("no worker started a range in %v:\n%s", timeout, logs.String())
+	return nil, nil
 }
 
 // killInRange SIGKILLs w once it has started a range, after at least
