@@ -251,7 +251,7 @@ func repoRoot(t *testing.T) string {
 func TestDocSnippetsBuild(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command:", err)
+		t.Fatalf("the docs' Go blocks are built with the go command, which is not on PATH: %v", err)
 	}
 	root := repoRoot(t)
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
