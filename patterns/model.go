@@ -120,8 +120,8 @@ type ModelOptions struct {
 // tagged blob adds an upload when its content is new, a download when
 // Update's fn sees it, and a read in Get. Every view the worker keeps goes
 // in one queue message per write. A write that loses a race to a
-// concurrent writer reads and writes again, and enqueues again only when
-// the entity it read had views the message already sent did not name.
+// concurrent writer reads and writes again, with a message of its own:
+// the message of the attempt that lost may have been applied already.
 //
 // Plain writes through Table() bypass the views: write through the Model.
 type Model[T any] struct {
@@ -633,15 +633,16 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 		}
 	}
 	missing := map[string]bool{}
-	announced := map[consistency.EntityRef]bool{}
-	listed := map[listValue]bool{}
-	enqueued := false
-	intent := ""
-	if m.queued() {
-		intent = consistency.NewIntentID()
-	}
 	mo.Race = func(err error) bool { return intraRace(err, sent, missing) }
 	v, err := m.t.modifyWith(ctx, pk, rk, fn, prepare, func(old, v *T, stored []byte) ([]Op, error) {
+		// Each attempt has an intent of its own, and its own message when
+		// it changes a view the worker keeps: a message sent for an
+		// attempt that lost a race may have been applied already, to the
+		// state the winner left, before this attempt's write lands.
+		intent := ""
+		if m.queued() {
+			intent = consistency.NewIntentID()
+		}
 		before, err := m.state(old, "", nil)
 		if err != nil {
 			before = &modelState{} // the stored entity's keys or values were invalid: it had no such views
@@ -690,41 +691,22 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 			ops = append(ops, Op{Type: typ, PartitionKey: pk, RowKey: c.rk, Entity: c.body, Owned: true})
 		}
 		if m.queued() && !mode.repair {
-			// An intent is due when the eventual views change, or when
-			// the entity as read has views that the intents sent so far
-			// did not name and that it no longer wants (a writer got
-			// there in between).
-			wanted := map[consistency.EntityRef]bool{}
-			for _, sp := range after.specs {
-				wanted[sp.Ref()] = true
-			}
+			// An intent is due when this write changes the eventual views
+			// of the entity as read (their keys or what they carry), or
+			// the value of a list.
 			var prev []consistency.EntityRef
-			fresh := false
 			for _, sp := range before.specs {
-				r := sp.Ref()
-				prev = append(prev, r)
-				if !announced[r] && !wanted[r] {
-					fresh = true
-				}
+				prev = append(prev, sp.Ref())
 			}
-			sync := fresh || !enqueued && len(m.eventual) > 0 && (del || m.eventualChanged(before, after))
-			lists := listChanges(before, after, len(m.lists), listed)
+			sync := len(m.eventual) > 0 && (del || m.eventualChanged(before, after))
+			lists := listChanges(before, after, len(m.lists), map[listValue]bool{})
 			if sync || len(lists) > 0 {
 				expect := intentOf(intent)
 				if del {
 					expect = consistency.Expectation{Absent: true}
 				}
 				if err := m.enqueue(ctx, pk, rk, sync, prev, lists, expect); err != nil {
-					for _, lv := range lists {
-						delete(listed, lv) // not sent
-					}
 					return nil, err
-				}
-				if sync {
-					enqueued = true
-					for _, r := range prev {
-						announced[r] = true
-					}
 				}
 			}
 		}
