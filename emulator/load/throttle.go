@@ -124,6 +124,14 @@ func NewThrottle(o ThrottleOptions) *Throttle {
 	return newThrottle(o, 1, time.Now)
 }
 
+// NewThrottleClock is NewThrottle on the clock now instead of time.Now:
+// a simulation on a virtual clock (a client's pacing run against the
+// service's buckets, thousands of seconds in milliseconds) gets the
+// answers the emulator would give at those times.
+func NewThrottleClock(o ThrottleOptions, now func() time.Time) *Throttle {
+	return newThrottle(o, 1, now)
+}
+
 // newThrottle is NewThrottle with the targets multiplied by scale and a
 // clock.
 func newThrottle(o ThrottleOptions, scale float64, now func() time.Time) *Throttle {
