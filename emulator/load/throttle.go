@@ -57,7 +57,10 @@ type ThrottleOptions struct {
 	// Burst is how much of one second's target an idle bucket holds: what
 	// a partition or the account admits at once before the rate applies.
 	// A bucket holds at least one entity. Zero or negative means
-	// DefaultBurst.
+	// DefaultBurst. Azure publishes no burst allowance (docs/EMULATOR.md,
+	// "The burst allowance"): code meant to hold on Azure is tested with a
+	// small one (100 ms or less: any overshoot refused at once) and a
+	// large one (seconds: far over the target, then refusals).
 	Burst time.Duration
 }
 
