@@ -16,8 +16,8 @@ import (
 // clock: the emulator's token buckets (emulator/load) answer, a Limiter
 // paces, and workers take transactions as patterns' bulk writer does (the
 // first queued one whose partition may send; a refused one resent by the
-// worker that holds it). Thousands of seconds run in milliseconds, the
-// same every time for a seed.
+// worker that holds it). Seconds run in milliseconds, nearly the same
+// every time for a seed (the limiter's pauses are jittered).
 
 // simShape is a throttle shape and a job.
 type simShape struct {
