@@ -29,10 +29,12 @@
 //     which share one control, as the service's partition target is the
 //     same for all) paces it at half of what the service let the refused
 //     lane (the account, or that partition) through since its first
-//     transaction: its allowance and its target over that time, a bound
-//     that a large allowance puts far above the target. A transaction of
-//     n entities then leaves n/rate after the previous one of its account
-//     or partition.
+//     transaction (what it sent, when nothing got through): its allowance
+//     and its target over that time, a bound that a large allowance puts
+//     far above the target. A transaction of n entities then leaves
+//     n/rate after the previous one of its account or partition, and the
+//     scope's window of transactions in flight halves, growing back by
+//     1/window per answer that gets through.
 //   - Until a paced rate is refused, each answer that gets through raises
 //     the rate by 5% (the first estimate may be low as well: a cold
 //     start's slow answers).
