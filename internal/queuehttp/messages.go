@@ -12,15 +12,14 @@ import (
 	"github.com/tablekit/tablekit/internal/tkerr"
 )
 
-// Message is a received message, as Get Messages returns it.
+// Message is a received message, as Get Messages returns it: what the
+// worker uses of it (ExpirationTime and TimeNextVisible are not read).
 type Message struct {
-	ID              string
-	PopReceipt      string
-	Text            string
-	DequeueCount    int64
-	InsertionTime   time.Time
-	ExpirationTime  time.Time
-	TimeNextVisible time.Time
+	ID            string
+	PopReceipt    string
+	Text          string
+	DequeueCount  int64
+	InsertionTime time.Time
 }
 
 // rawMessage is a message's fields as the document holds them, unescaped:
@@ -72,7 +71,7 @@ func ParseMessages(body []byte) ([]Message, error) {
 	return out, nil
 }
 
-// message converts the fields as azqueue does: the times in RFC 1123, the
+// message converts the fields as azqueue does: the time in RFC 1123, the
 // dequeue count a decimal (spaces around it allowed, as encoding/xml
 // allows them around a number).
 func (r *rawMessage) message() (Message, error) {
@@ -83,14 +82,8 @@ func (r *rawMessage) message() (Message, error) {
 			return Message{}, tkerr.Errorf("%w: %w", errMalformed, err)
 		}
 	}
-	for _, t := range []struct {
-		s   string
-		dst *time.Time
-	}{{r.InsertionTime, &m.InsertionTime}, {r.ExpirationTime, &m.ExpirationTime}, {r.TimeNextVisible, &m.TimeNextVisible}} {
-		if t.s == "" {
-			continue
-		}
-		if *t.dst, err = time.Parse(time.RFC1123, t.s); err != nil {
+	if r.InsertionTime != "" {
+		if m.InsertionTime, err = time.Parse(time.RFC1123, r.InsertionTime); err != nil {
 			return Message{}, tkerr.Errorf("%w: %w", errMalformed, err)
 		}
 	}
@@ -118,7 +111,7 @@ func scanMessages(b []byte) ([]rawMessage, bool) {
 		s.space()
 	}
 	name, empty, ok := s.start()
-	if !ok || name != "QueueMessagesList" {
+	if !ok || string(name) != "QueueMessagesList" {
 		return nil, false
 	}
 	var out []rawMessage
@@ -132,7 +125,7 @@ func scanMessages(b []byte) ([]rawMessage, bool) {
 				break
 			}
 			name, empty, ok := s.start()
-			if !ok || name != "QueueMessage" {
+			if !ok || string(name) != "QueueMessage" {
 				return nil, false
 			}
 			var m rawMessage
@@ -186,14 +179,14 @@ func (s *scanner) prefix(p string) bool {
 
 // start reads a start tag without attributes, <Name> or <Name/> (white
 // space allowed before the > or />), and reports whether it was empty.
-func (s *scanner) start() (name string, empty, ok bool) {
+func (s *scanner) start() (name []byte, empty, ok bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '<' {
-		return "", false, false
+		return nil, false, false
 	}
 	s.i++
 	name, ok = s.name()
 	if !ok {
-		return "", false, false
+		return nil, false, false
 	}
 	s.space()
 	switch {
@@ -202,13 +195,23 @@ func (s *scanner) start() (name string, empty, ok bool) {
 	case s.prefix("/>"):
 		return name, true, true
 	}
-	return "", false, false
+	return nil, false, false
 }
 
 // end reads the rest of an end tag after its "</": Name, white space, >.
 func (s *scanner) end(want string) bool {
 	name, ok := s.name()
-	if !ok || name != want {
+	if !ok || string(name) != want {
+		return false
+	}
+	s.space()
+	return s.prefix(">")
+}
+
+// endBytes is end for a name held as bytes.
+func (s *scanner) endBytes(want []byte) bool {
+	name, ok := s.name()
+	if !ok || !bytes.Equal(name, want) {
 		return false
 	}
 	s.space()
@@ -216,8 +219,9 @@ func (s *scanner) end(want string) bool {
 }
 
 // name reads an element name of ASCII letters and digits (every name of
-// the document is one), starting with a letter.
-func (s *scanner) name() (string, bool) {
+// the document is one), starting with a letter. It returns the input's
+// bytes: names are compared, never kept.
+func (s *scanner) name() ([]byte, bool) {
 	j := s.i
 	for j < len(s.b) {
 		c := s.b[j]
@@ -228,9 +232,9 @@ func (s *scanner) name() (string, bool) {
 		break
 	}
 	if j == s.i {
-		return "", false
+		return nil, false
 	}
-	name := string(s.b[s.i:j])
+	name := s.b[s.i:j]
 	s.i = j
 	return name, true
 }
@@ -248,11 +252,11 @@ func (s *scanner) fields(m *rawMessage) bool {
 		}
 		text := ""
 		if !empty {
-			if text, ok = s.text(); !ok || !s.prefix("</") || !s.end(name) {
+			if text, ok = s.text(); !ok || !s.prefix("</") || !s.endBytes(name) {
 				return false
 			}
 		}
-		switch name {
+		switch string(name) {
 		case "MessageId":
 			m.MessageID = text
 		case "InsertionTime":
@@ -322,9 +326,9 @@ func unescape(text []byte) (string, bool) {
 		if j < 0 {
 			return "", false
 		}
-		ref := string(text[:j])
+		ref := text[:j]
 		text = text[j+1:]
-		switch ref {
+		switch string(ref) {
 		case "lt":
 			b.WriteByte('<')
 		case "gt":
@@ -347,25 +351,39 @@ func unescape(text []byte) (string, bool) {
 }
 
 // charRef reads a character reference's body, "#65" or "#x41".
-func charRef(ref string) (rune, bool) {
+func charRef(ref []byte) (rune, bool) {
 	if len(ref) < 2 || ref[0] != '#' {
 		return 0, false
 	}
-	digits, base := ref[1:], 10
+	digits, base := ref[1:], rune(10)
 	if digits[0] == 'x' {
 		digits, base = digits[1:], 16
 	}
-	if digits == "" || digits[0] == '+' || digits[0] == '-' {
+	if len(digits) == 0 || len(digits) > 8 {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(digits, base, 32)
-	if err != nil || n > utf8.MaxRune || !xmlChar(rune(n)) {
+	var n rune
+	for _, c := range digits {
+		var d rune
+		switch {
+		case '0' <= c && c <= '9':
+			d = rune(c - '0')
+		case base == 16 && 'a' <= c && c <= 'f':
+			d = rune(c-'a') + 10
+		case base == 16 && 'A' <= c && c <= 'F':
+			d = rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+		n = n*base + d
+	}
+	if n > utf8.MaxRune || !xmlChar(n) {
 		return 0, false
 	}
-	if rune(n) == '\r' {
+	if n == '\r' {
 		return 0, false // encoding/xml keeps a referenced \r; left to it
 	}
-	return rune(n), true
+	return n, true
 }
 
 // xmlChar reports whether XML 1.0 allows r in a document (its Char

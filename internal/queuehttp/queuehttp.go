@@ -21,18 +21,19 @@
 package queuehttp
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"hash"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -121,7 +122,8 @@ func (c *Client) Receive(ctx context.Context, queue string, n, visibility int32)
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(resp.Body)
+	// The pipeline has read the body already (azcore's body download).
+	body, err := runtime.Payload(resp)
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
@@ -188,7 +190,7 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 	h["Accept"] = []string{"application/xml"}
 	req.Raw().Header = h
 	if body != nil {
-		if err := req.SetBody(streaming.NopCloser(strings.NewReader(string(body))), "application/xml"); err != nil {
+		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/xml"); err != nil {
 			return nil, err
 		}
 	}
@@ -229,7 +231,7 @@ var standardHeaders = [...]string{"Content-Encoding", "Content-Language", "Conte
 
 // sign sets raw's x-ms-date and Authorization headers.
 func (s *sharedKey) sign(raw *http.Request) {
-	raw.Header["x-ms-date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
+	raw.Header["x-ms-date"] = []string{httpDate(time.Now())}
 	bp, _ := s.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -247,6 +249,26 @@ func (s *sharedKey) sign(raw *http.Request) {
 	*bp = b
 	s.bufs.Put(bp)
 	raw.Header["Authorization"] = []string{auth}
+}
+
+// dateCache is the RFC 1123 form of the current second.
+var dateCache atomic.Pointer[cachedDate]
+
+type cachedDate struct {
+	unix int64
+	text string
+}
+
+// httpDate is now as an x-ms-date value (http.TimeFormat, UTC), formatted
+// once a second.
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.unix == sec {
+		return d.text
+	}
+	text := now.UTC().Format(http.TimeFormat)
+	dateCache.Store(&cachedDate{unix: sec, text: text})
+	return text
 }
 
 // StringToSign appends to b the Shared Key string to sign of raw, a
