@@ -259,6 +259,11 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 		return s.authorized(q, s.serviceStats, 's', 'r')
 	case m == http.MethodPost && q.comp == "batch" && q.restype == "":
 		return s.authorized(q, s.submitBatch, 's', batchPerms...)
+	case q.restype == "service" && q.comp == "userdelegationkey":
+		if m != http.MethodPost {
+			return s.refuse(q, 's', answer.UnsupportedHTTPVerb())
+		}
+		return s.userDelegationKey(q) // authorized there: a bearer token only
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
