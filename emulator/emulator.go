@@ -461,6 +461,10 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	// Each account has services of its own; one router per port sends a
 	// request to its account's.
 	tableRouter, directRouter, blobRouter, queueRouter := accountRouter{}, accountRouter{}, accountRouter{}, accountRouter{}
+	// A copy whose source names another account reads it from that
+	// account's Blob service (filled before any request is served).
+	blobServices := map[string]*blobs.Service{}
+	peers := func(name string) *blobs.Service { return blobServices[name] }
 	for _, a := range accts {
 		authn := auth.New(auth.Account{Name: a.Name, Keys: a.decoded})
 		authn.SetClock(now)
@@ -485,11 +489,12 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
-		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: locationOf(BlobService, a.Name), Now: now})
+		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: locationOf(BlobService, a.Name), Now: now, Peers: peers})
 		if err != nil {
 			inst.Stop()
 			return nil, err
 		}
+		blobServices[a.Name] = bs
 		inst.blobs = append(inst.blobs, bs)
 		blobRouter[a.Name] = bs
 		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: locationOf(QueueService, a.Name), Now: now})

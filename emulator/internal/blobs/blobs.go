@@ -60,6 +60,10 @@ type Config struct {
 	// take their times (Last-Modified, ETags, snapshots), by it. Nil
 	// means time.Now.
 	Now func() time.Time
+	// Peers returns the Blob service of another account served beside
+	// this one, or nil: a copy whose source names that account reads it
+	// there (fromurl.go). Nil serves copies within the account only.
+	Peers func(account string) *Service
 }
 
 // Service is the Blob service of one emulator instance. It is safe for

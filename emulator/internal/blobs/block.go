@@ -23,7 +23,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	if h.Get("x-ms-copy-source") != "" {
 		// Put Blob From URL (Copy Blob, which sends no x-ms-blob-type,
 		// is copyBlob).
-		return errNotImplemented("Put Blob From URL (x-ms-copy-source with x-ms-blob-type)")
+		return s.putBlobFromURL(q)
 	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
@@ -127,7 +127,7 @@ func blockID(q *request) (string, *answer.Error) {
 // blob have one length. 201.
 func (s *Service) putBlock(q *request) *answer.Error {
 	if q.r.Header.Get("x-ms-copy-source") != "" {
-		return errNotImplemented("Put Block From URL (x-ms-copy-source)")
+		return s.putBlockFromURL(q)
 	}
 	id, e := blockID(q)
 	if e != nil {
@@ -141,6 +141,12 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	return s.stageBlock(q, id, data, sums)
+}
+
+// stageBlock stages data as the uncommitted block id of q's blob and
+// answers Put Block's 201 with sums.
+func (s *Service) stageBlock(q *request, id string, data []byte, sums checksums) *answer.Error {
 	c, e := s.lockContainer(q.container)
 	if e != nil {
 		return e

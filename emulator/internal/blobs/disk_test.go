@@ -39,6 +39,8 @@ func testOnDisk(t *testing.T) {
 		{"AppendToSealedBlob", TestAppendToSealedBlob},
 		{"NoCredentials", TestNoCredentials},
 		{"CopyBlob", TestCopyBlob},
+		{"PutBlobFromURL", TestPutBlobFromURL},
+		{"PutBlockFromURL", TestPutBlockFromURL},
 		{"BlobIndexTags", TestBlobIndexTags},
 		{"BlobIndexTagLimits", TestBlobIndexTagLimits},
 		{"RootContainer", TestRootContainer},
