@@ -565,8 +565,16 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		// No ReadTimeout or WriteTimeout: a body's and an answer's time
 		// grows with their size (guard), as Azure's does.
 		cs := new(conns)
+		handler := s.handler
+		var connContext func(context.Context, net.Conn) context.Context
+		if tlsConfig != nil && s.metaCase {
+			// headcase's connections wrap the TLS ones, which net/http
+			// then does not see: the requests get their TLS state here.
+			handler, connContext = withTLSState(handler), withConn
+		}
 		srv := &http.Server{
-			Handler:           guard(string(s.name), s.handler, t, lg),
+			Handler:           guard(string(s.name), handler, t, lg),
+			ConnContext:       connContext,
 			ConnState:         cs.track,
 			ReadHeaderTimeout: t.headerTimeout,
 			IdleTimeout:       t.idleTimeout,

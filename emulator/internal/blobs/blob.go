@@ -45,6 +45,7 @@ func (s *Service) getBlob(q *request) *answer.Error {
 	if q.r.Method == http.MethodHead {
 		setCommon(h, q.r)
 		setBlobHeaders(h, v, s.cfg.Now)
+		setOverrides(h, q)
 		h.Set("Content-Length", strconv.FormatInt(size, 10))
 		if v.props.contentMD5 != nil {
 			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
@@ -75,6 +76,7 @@ func (s *Service) getBlob(q *request) *answer.Error {
 	}
 	setCommon(h, q.r)
 	setBlobHeaders(h, v, s.cfg.Now)
+	setOverrides(h, q)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	status := http.StatusOK
 	switch {
