@@ -354,12 +354,15 @@ func TestUserDelegationSASLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sign := func(layout, sv string) string {
+	sign := func(layout, sv string, extra map[string]string) string {
 		v := map[string]string{"sp": "r", "se": now.Add(time.Hour).Format(time.RFC3339), "resource": "/blob/" + em.AccountName + "/box/a",
 			"skoid": k.SignedOid, "sktid": k.SignedTid, "skt": k.SignedStart, "ske": k.SignedExpiry, "sks": k.SignedService, "skv": k.SignedVersion,
 			"sv": sv, "sr": "b", "rsct": "text/x-test"}
 		if sv >= "2020-02-10" {
 			v["scid"] = "3a1f6a0c-0000-4000-8000-000000000001"
+		}
+		for f, x := range extra {
+			v[f] = x
 		}
 		var b strings.Builder
 		q := url.Values{}
@@ -379,7 +382,7 @@ func TestUserDelegationSASLayouts(t *testing.T) {
 	}
 	for layout := range udLayouts {
 		for _, sv := range []string{"2018-11-09", "2020-02-10", "2020-12-06", "2026-04-06"} {
-			r, err := sasBlobClient(t, em, em.BlobURL+"/box/a?"+sign(layout, sv)).DownloadStream(ctx, nil)
+			r, err := sasBlobClient(t, em, em.BlobURL+"/box/a?"+sign(layout, sv, nil)).DownloadStream(ctx, nil)
 			if layout == sv {
 				if err != nil {
 					t.Errorf("sv %s in its own layout: %v", sv, err)
@@ -393,6 +396,28 @@ func TestUserDelegationSASLayouts(t *testing.T) {
 			} else if err == nil {
 				t.Errorf("sv %s signed in %s's layout was accepted", sv, layout)
 			}
+		}
+	}
+	// Fields the emulator refuses once the signature holds: each signed
+	// in its place, or the answer would be AuthenticationFailed.
+	const oid = "11059fcc-5514-4800-b5f8-49808b9cfab6"
+	for _, c := range []struct {
+		sv, field string
+		status    int
+		code      string
+	}{
+		{"2020-02-10", "saoid", http.StatusForbidden, "AuthorizationFailure"},
+		{"2020-02-10", "suoid", http.StatusForbidden, "AuthorizationFailure"},
+		{"2026-04-06", "saoid", http.StatusForbidden, "AuthorizationFailure"},
+		{"2026-04-06", "suoid", http.StatusForbidden, "AuthorizationFailure"},
+		{"2026-04-06", "sduoid", http.StatusNotImplemented, "NotImplemented"},
+		{"2026-04-06", "srh", http.StatusNotImplemented, "NotImplemented"},
+		{"2026-04-06", "srq", http.StatusNotImplemented, "NotImplemented"},
+	} {
+		_, err := sasBlobClient(t, em, em.BlobURL+"/box/a?"+sign(c.sv, c.sv, map[string]string{c.field: oid})).DownloadStream(ctx, nil)
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != c.status || re.ErrorCode != c.code {
+			t.Errorf("sv %s with %s: %v, want %d %s", c.sv, c.field, err, c.status, c.code)
 		}
 	}
 }
