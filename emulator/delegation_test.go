@@ -530,3 +530,77 @@ func TestCopyBetweenAccounts(t *testing.T) {
 		t.Errorf("the user delegation SAS after a restart: %v", err)
 	}
 }
+
+// TestDelegationLogsNoSecret: the request log and the debug log name no
+// user delegation key, no SAS signature (the request's or the copy
+// source's) and no bearer token, whether the requests succeed or are
+// refused, and no refusal's body quotes them.
+func TestDelegationLogsNoSecret(t *testing.T) {
+	ctx := context.Background()
+	var lg, debug syncBuffer
+	em := emulator.StartTB(t, &emulator.Options{HTTPS: true, OAuth: emulator.OAuthBasic, Log: &lg, DebugLog: &debug})
+	c := bearerBlob(t, em, em.AccountName)
+	if _, err := c.CreateContainer(ctx, "box", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadBuffer(ctx, "box", "a", []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	now := em.Now().UTC().Truncate(time.Second)
+	status, _, k := rawDelegationKey(t, em, bearerHeader(t), "2021-12-02",
+		"<KeyInfo><Start>"+now.Add(-time.Minute).Format(time.RFC3339)+"</Start><Expiry>"+now.Add(time.Hour).Format(time.RFC3339)+"</Expiry></KeyInfo>")
+	if status != http.StatusOK {
+		t.Fatalf("Get User Delegation Key: %d", status)
+	}
+	cred, err := delegationCredential(t, em, em.AccountName, now.Add(-time.Minute), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPS, ExpiryTime: now.Add(time.Hour), ContainerName: "box", BlobName: "a",
+		Permissions: (&sas.BlobPermissions{Read: true}).String()}.SignWithUserDelegation(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := em.BlobURL + "/box/a?" + qp.Encode()
+	var bodies []string
+	for _, r := range []struct {
+		method, url string
+		header      map[string]string
+	}{
+		{http.MethodGet, src, nil},
+		{http.MethodPut, src, nil}, // refused: a read SAS
+		{http.MethodGet, em.BlobURL + "/box/a?" + strings.Replace(qp.Encode(), "skoid=", "skoid=0", 1), nil}, // refused: the signature
+		{http.MethodPut, em.BlobURL + "/box/copy", map[string]string{"x-ms-copy-source": src, "x-ms-blob-type": "BlockBlob", "Authorization": bearerHeader(t)}},
+		{http.MethodPut, em.BlobURL + "/box/copy2", map[string]string{"x-ms-copy-source": em.BlobURL + "/box/a",
+			"x-ms-copy-source-authorization": "Bearer not.a-token", "x-ms-blob-type": "BlockBlob", "Authorization": bearerHeader(t)}}, // refused
+	} {
+		req, err := http.NewRequest(r.method, r.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("x-ms-version", "2025-01-05")
+		for h, v := range r.header {
+			req.Header.Set(h, v)
+		}
+		resp, err := em.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		bodies = append(bodies, string(b))
+	}
+	token := strings.TrimPrefix(bearerHeader(t), "Bearer ")
+	secrets := map[string]string{"the key's value": k.Value, "the SAS's signature": qp.Signature(),
+		"the token's payload": strings.Split(token, ".")[1], "the account key": em.AccountKey}
+	for what, secret := range secrets {
+		for name, text := range map[string]string{"request log": lg.String(), "debug log": debug.String(), "answers": strings.Join(bodies, "\n")} {
+			if strings.Contains(text, secret) || strings.Contains(text, url.QueryEscape(secret)) {
+				t.Errorf("the %s holds %s", name, what)
+			}
+		}
+	}
+	if !strings.Contains(debug.String(), "X-Ms-Copy-Source-Authorization: Bearer REDACTED") || !strings.Contains(debug.String(), "sig=REDACTED") {
+		t.Errorf("the debug log does not show the copy source's credentials redacted:\n%s", debug.String())
+	}
+}
