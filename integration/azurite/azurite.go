@@ -42,6 +42,10 @@
 // it), and each applies only when set: Latency or Throttle alone leave
 // Azurite's own rules as they are.
 //
+// Options.CertFile and KeyFile serve the three services over HTTPS, and
+// Options.OAuth accepts bearer tokens there (Azurite's --cert, --key and
+// --oauth basic, which Get User Delegation Key needs).
+//
 // The azurite command is looked for, in order: $TABLEKIT_AZURITE (a path);
 // tablekit's own pinned install (integration/azurite/_npm, installed by
 // `make test` with npm ci); node_modules/.bin/azurite in the current
