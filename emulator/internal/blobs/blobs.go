@@ -311,7 +311,7 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		// the tier their blob had.
 		return s.refuse(q, 'o', errNotImplemented("Set Blob Tier on a snapshot"))
 	}
-	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags") || m == http.MethodDelete && q.comp == "") {
+	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags" || q.comp == "pagelist") || m == http.MethodDelete && q.comp == "") {
 		// A snapshot is read-only: only its reads and its delete take the
 		// parameter.
 		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
@@ -351,6 +351,10 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 			op = s.putBlockList
 		}
 		return s.authorized(q, op, 'o', perms...)
+	case m == http.MethodPut && q.comp == "page":
+		return s.authorized(q, s.putPage, 'o', 'w')
+	case m == http.MethodGet && q.comp == "pagelist":
+		return s.readable(q, s.getPageRanges, 'o', 'r', publicBlob)
 	case m == http.MethodPut && q.comp == "appendblock":
 		return s.authorized(q, s.appendBlock, 'o', 'a', 'w')
 	case m == http.MethodPut && q.comp == "seal":
@@ -390,14 +394,15 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (page blobs, Query Blob
+// Blob service the emulator leaves out (incremental copy, Query Blob
 // Contents, Find Blobs by Tags, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch",
+		"page", "pagelist":
 		return answer.UnsupportedHTTPVerb()
-	case "tags", "page", "pagelist", "acl", "undelete",
+	case "tags", "acl", "undelete",
 		"expiry", "immutabilityPolicies", "legalhold", "blobs", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)

@@ -32,7 +32,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	case "AppendBlob":
 		kind = appendBlob
 	case "PageBlob":
-		return errNotImplemented("page blobs")
+		return s.putPageBlob(q)
 	case "":
 		return answer.MissingHeader("x-ms-blob-type")
 	default:

@@ -195,8 +195,8 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	size := strconv.Itoa(len(v.data))
-	nb := &blob{kind: v.kind, data: slices.Clip(v.data), blocks: blocks, appended: v.appended,
+	size := strconv.FormatInt(v.size(), 10)
+	nb := &blob{kind: v.kind, data: slices.Clip(v.data), page: v.page, blocks: blocks, appended: v.appended,
 		sealed: v.sealed && strings.EqualFold(h.Get("x-ms-seal-blob"), "true"),
 		meta:   md, tags: tags, props: v.props, etag: etag, modified: now, created: created,
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",

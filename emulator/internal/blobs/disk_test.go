@@ -55,6 +55,10 @@ func testOnDisk(t *testing.T) {
 		{"BlobLogOnEmulator", TestBlobLogOnEmulator},
 		{"SetBlobTier", TestSetBlobTier},
 		{"ArchivedBlobAndRehydration", TestArchivedBlobAndRehydration},
+		{"PageBlobs", TestPageBlobs},
+		{"PageBlobTypesAndLeases", TestPageBlobTypesAndLeases},
+		{"PageBlobUnserved", TestPageBlobUnserved},
+		{"PageBlobSparse", TestPageBlobSparse},
 	} {
 		t.Run(c.name, c.f)
 	}

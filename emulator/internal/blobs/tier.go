@@ -100,6 +100,9 @@ func lowerTier(t string) string {
 // (case-insensitively, as Azure and Azurite read it): Cold from version
 // 2021-12-02. A value it cannot read is 400 InvalidHeaderValue.
 func parseTier(r *http.Request, v string) (string, *answer.Error) {
+	if premiumPageTier(v) {
+		return "", errNotImplemented("premium page blob tiers (x-ms-access-tier " + v + ")")
+	}
 	for _, t := range []string{"Hot", "Cool", "Cold", "Archive"} {
 		if strings.EqualFold(v, t) {
 			if t == "Cold" && !apiVersionAtLeast(r, "2021-12-02") {
