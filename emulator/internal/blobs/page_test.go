@@ -168,7 +168,7 @@ func TestPageBlobs(t *testing.T) {
 		cond pageblob.SequenceNumberAccessConditions
 		ok   bool
 	}{
-		{pageblob.SequenceNumberAccessConditions{IfSequenceNumberLessThan: to.Ptr(int64(5))}, false},
+		{pageblob.SequenceNumberAccessConditions{IfSequenceNumberLessThan: to.Ptr(int64(10))}, false},
 		{pageblob.SequenceNumberAccessConditions{IfSequenceNumberLessThan: to.Ptr(int64(11))}, true},
 		{pageblob.SequenceNumberAccessConditions{IfSequenceNumberLessThanOrEqualTo: to.Ptr(int64(9))}, false},
 		{pageblob.SequenceNumberAccessConditions{IfSequenceNumberLessThanOrEqualTo: to.Ptr(int64(10))}, true},
