@@ -291,6 +291,9 @@ func (s *Service) putPage(q *request) *answer.Error {
 		if data, e = readBody(q, maxPutPage); e != nil {
 			return e
 		}
+		if int64(len(data)) != n {
+			return errInvalidPageRange
+		}
 		if sums, e = checkBody(h, data); e != nil {
 			return e
 		}

@@ -404,3 +404,86 @@ func TestPageBlobsReopened(t *testing.T) {
 		t.Fatalf("reopened ranges %s", gotList)
 	}
 }
+
+// TestPageBlobRefusals: the requests azblob never sends, each refused
+// before anything is written, as docs/EMULATOR.md says.
+func TestPageBlobRefusals(t *testing.T) {
+	s := blobs.New(blobs.Config{Account: "acct"})
+	var last string // the last answer's body
+	do := func(method, path string, h map[string]string, body string) (int, string) {
+		t.Helper()
+		r := httptest.NewRequest(method, "/acct/"+path, strings.NewReader(body))
+		for k, v := range h {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		last = w.Body.String()
+		return w.Code, w.Result().Header.Get("x-ms-error-code")
+	}
+	do("PUT", "box?restype=container", nil, "")
+	page := map[string]string{"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "4096"}
+	if code, _ := do("PUT", "box/p", page, ""); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				delete(m, kv[i])
+			} else {
+				m[kv[i]] = kv[i+1]
+			}
+		}
+		return m
+	}
+	update := map[string]string{"x-ms-page-write": "update", "x-ms-range": "bytes=0-511"}
+	for _, c := range []struct {
+		name, method, path string
+		h                  map[string]string
+		body               string
+		status             int
+		code               string
+	}{
+		{"create without a size", "PUT", "box/q", with(page, "x-ms-blob-content-length", ""), "", 400, "MissingRequiredHeader"},
+		{"create past 8 TiB", "PUT", "box/q", with(page, "x-ms-blob-content-length", "8796093022720"), "", 400, "InvalidHeaderValue"},
+		{"create with a body", "PUT", "box/q", page, "x", 400, "InvalidHeaderValue"},
+		{"create in a premium tier", "PUT", "box/q", with(page, "x-ms-access-tier", "P10"), "", 501, "NotImplemented"},
+		{"create in a tier", "PUT", "box/q", with(page, "x-ms-access-tier", "Hot"), "", 400, "AccessTierNotSupportedForBlobType"},
+		{"no x-ms-page-write", "PUT", "box/p?comp=page", with(update, "x-ms-page-write", ""), strings.Repeat("x", 512), 400, "MissingRequiredHeader"},
+		{"an unknown x-ms-page-write", "PUT", "box/p?comp=page", with(update, "x-ms-page-write", "append"), strings.Repeat("x", 512), 400, "InvalidHeaderValue"},
+		{"no range", "PUT", "box/p?comp=page", with(update, "x-ms-range", ""), strings.Repeat("x", 512), 400, "MissingRequiredHeader"},
+		{"a body shorter than the range", "PUT", "box/p?comp=page", update, strings.Repeat("x", 500), 416, "InvalidPageRange"},
+		{"more than 4 MiB", "PUT", "box/p?comp=page", with(update, "x-ms-range", "bytes=0-4194815"), "", 413, "RequestBodyTooLarge"},
+		{"a clear with a body", "PUT", "box/p?comp=page", with(update, "x-ms-page-write", "clear"), "x", 400, "InvalidHeaderValue"},
+		{"a clear with Content-MD5", "PUT", "box/p?comp=page", with(update, "x-ms-page-write", "clear", "Content-MD5", "AAAAAAAAAAAAAAAAAAAAAA=="), "", 400, "UnsupportedHeader"},
+		{"a page of a snapshot", "PUT", "box/p?comp=page&snapshot=2020-01-01T00:00:00.0000000Z", update, strings.Repeat("x", 512), 400, "InvalidQueryParameterValue"},
+		{"a page of no blob", "PUT", "box/none?comp=page", update, strings.Repeat("x", 512), 404, "BlobNotFound"},
+		{"a sequence number without an action", "PUT", "box/p?comp=properties", map[string]string{"x-ms-blob-sequence-number": "4"}, "", 400, "MissingRequiredHeader"},
+		{"max without a sequence number", "PUT", "box/p?comp=properties", map[string]string{"x-ms-sequence-number-action": "max"}, "", 400, "MissingRequiredHeader"},
+		{"increment with a sequence number", "PUT", "box/p?comp=properties", map[string]string{"x-ms-sequence-number-action": "increment", "x-ms-blob-sequence-number": "4"}, "", 400, "InvalidHeaderValue"},
+		{"a condition that cannot be read", "PUT", "box/p?comp=page", with(update, "x-ms-if-sequence-number-eq", "x"), strings.Repeat("x", 512), 400, "InvalidHeaderValue"},
+		{"ranges past the end", "GET", "box/p?comp=pagelist", map[string]string{"x-ms-range": "bytes=4096-8191"}, "", 416, "InvalidPageRange"},
+		{"ranges since a snapshot", "GET", "box/p?comp=pagelist&prevsnapshot=2020-01-01T00:00:00.0000000Z", nil, "", 501, "NotImplemented"},
+		{"ranges since a snapshot's URL", "GET", "box/p?comp=pagelist", map[string]string{"x-ms-previous-snapshot-url": "http://x/acct/box/p?snapshot=1"}, "", 501, "NotImplemented"},
+		{"a page list deleted", "DELETE", "box/p?comp=pagelist", nil, "", 405, "UnsupportedHttpVerb"},
+	} {
+		if code, ec := do(c.method, c.path, c.h, c.body); code != c.status || ec != c.code {
+			t.Errorf("%s: %d %s, want %d %s", c.name, code, ec, c.status, c.code)
+		}
+	}
+	if code, _ := do("HEAD", "box/q", nil, ""); code != 404 {
+		t.Errorf("a refused create left a blob (%d)", code)
+	}
+	// The sequence number's last increment is refused, not wrapped.
+	do("PUT", "box/p?comp=properties", map[string]string{"x-ms-sequence-number-action": "update", "x-ms-blob-sequence-number": "9223372036854775807"}, "")
+	if code, ec := do("PUT", "box/p?comp=properties", map[string]string{"x-ms-sequence-number-action": "increment"}, ""); code != 409 || ec != "SequenceNumberIncrementTooLarge" {
+		t.Errorf("increment past 2^63-1: %d %s", code, ec)
+	}
+	if code, _ := do("GET", "box/p?comp=pagelist", nil, ""); code != 200 || strings.Contains(last, "PageRange") {
+		t.Errorf("a refused write wrote pages: %d %s", code, last)
+	}
+}
