@@ -2,7 +2,9 @@
 // Blob service answers: containers (create, delete, properties,
 // metadata, access policy and public access, list), block blobs (put
 // blob, put block, put block list, get block list), append blobs
-// (create, append block with its conditions, seal), and for every blob
+// (create, append block with its conditions, seal), page blobs (create,
+// put and clear pages, page ranges, resize, sequence numbers: page.go,
+// sparse in pageranges.go), and for every blob
 // get (with ranges), properties, metadata, index tags (tags.go), access
 // tiers and rehydration from the archive tier (tier.go), delete
 // and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
