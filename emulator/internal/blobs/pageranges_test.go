@@ -114,3 +114,22 @@ func TestPageSetSparse(t *testing.T) {
 		t.Fatalf("after clearing the terabyte: %d segments, %d touched", len(p.segs), len(touched))
 	}
 }
+
+// BenchmarkPageSetWrite: a 4 KiB write at a random page of a 1 GiB page
+// blob every page of which holds data (16,384 segments): what a Put Page
+// costs the set (a new segment, a new list of segments).
+func BenchmarkPageSetWrite(b *testing.B) {
+	const size = 1 << 30
+	var p pageSet
+	chunk := bytes.Repeat([]byte{1}, 4<<20)
+	for off := int64(0); off < size; off += int64(len(chunk)) {
+		p, _ = p.write(off, chunk)
+	}
+	data := bytes.Repeat([]byte{2}, 4096)
+	rng := rand.New(rand.NewPCG(3, 4))
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		p, _ = p.write(rng.Int64N(size/4096)*4096, data)
+	}
+}
