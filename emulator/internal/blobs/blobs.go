@@ -3,7 +3,9 @@
 // metadata, access policy and public access, list), block blobs (put
 // blob, put block, put block list, get block list), append blobs
 // (create, append block with its conditions, seal), and for every blob
-// get (with ranges), properties, metadata, index tags (tags.go), access
+// get (with ranges), properties, metadata, index tags (tags.go), Find
+// Blobs by Tags and x-ms-if-tags conditions (find.go, on the filter
+// grammar of tagfilter.go), access
 // tiers and rehydration from the archive tier (tier.go), delete
 // and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
 // (copy.go) and snapshots (snapshot.go), Blob Batch of Delete Blob or
@@ -259,6 +261,8 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 		return s.authorized(q, s.serviceStats, 's', 'r')
 	case m == http.MethodPost && q.comp == "batch" && q.restype == "":
 		return s.authorized(q, s.submitBatch, 's', batchPerms...)
+	case m == http.MethodGet && q.comp == "blobs" && q.restype == "":
+		return s.authorized(q, s.findBlobs, 's', 'f')
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -290,6 +294,8 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 		return s.authorized(q, s.setContainerACL, 'c', 0)
 	case m == http.MethodPost && q.comp == "batch":
 		return s.authorized(q, s.submitBatch, 'c', batchPerms...)
+	case m == http.MethodGet && q.comp == "blobs":
+		return s.authorized(q, s.findBlobs, 'c', 'f')
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -391,14 +397,14 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
 // Blob service the emulator leaves out (page blobs, Query Blob
-// Contents, Find Blobs by Tags, ...) is
+// Contents, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch", "blobs":
 		return answer.UnsupportedHTTPVerb()
 	case "tags", "page", "pagelist", "acl", "undelete",
-		"expiry", "immutabilityPolicies", "legalhold", "blobs", "userdelegationkey",
+		"expiry", "immutabilityPolicies", "legalhold", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}
