@@ -89,6 +89,8 @@ func TestFindBlobsByTags(t *testing.T) {
 		{`"project" >= 'x' AND "project" < 'z'`, []string{"alpha/z{project=x}", "beta/a{project=x}", "beta/b{project=y}", "gamma/c{project=x}"}},
 		{`("stage" > 'd') AND ("stage" <= 'done')`, []string{"beta/a{stage=done}"}},
 		{`"project"='none'`, []string{}},
+		// Only @container: the container's tagged blobs, with no tags to show.
+		{`@container='gamma'`, []string{"gamma/c{}"}},
 	} {
 		if got := find(c.where); !slices.Equal(got, c.want) {
 			t.Errorf("find %s:\n got %v\nwant %v", c.where, got, c.want)
@@ -199,6 +201,10 @@ func TestFindBlobsByTagsExpressions(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s: refused: %v", name, err)
 			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: taken, want 400 InvalidQueryParameterValue saying %q", name, c.refused)
 			continue
 		}
 		if status, code := failure(err); status != http.StatusBadRequest || code != "InvalidQueryParameterValue" {
