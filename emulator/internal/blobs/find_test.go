@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -17,9 +18,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
+	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // found renders a Find Blobs by Tags page as "container/blob{k=v,...}"
@@ -416,5 +419,45 @@ func TestFindBlobsByTagsAfterReopen(t *testing.T) {
 	defer again.Close()
 	if got := do(again, "GET", find, nil, ""); !strings.Contains(got, want) {
 		t.Errorf("after opening the location again: %s", got)
+	}
+}
+
+// TestFindBlobsByTagsPermission: an account SAS finds blobs with the
+// permission f (filter by tags), and list (l) or read alone is 403
+// AuthorizationPermissionMismatch ("Manage and find Azure Blob data with
+// blob index tags": the list permission "isn't enough").
+func TestFindBlobsByTagsPermission(t *testing.T) {
+	ctx := context.Background()
+	endpoint := startEmulator(t)
+	cl := newClient(t, endpoint)
+	must[azblob.CreateContainerResponse](t, "create")(cl.CreateContainer(ctx, "box", nil))
+	tagged(t, cl, "box", "b", map[string]string{"project": "x"})
+	cred, err := azblob.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		perms sas.AccountPermissions
+		code  string
+	}{
+		{sas.AccountPermissions{FilterByTags: true}, ""},
+		{sas.AccountPermissions{Read: true, List: true, Tag: true}, "AuthorizationPermissionMismatch"},
+	} {
+		qp, err := sas.AccountSignatureValues{
+			Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour).UTC(),
+			Permissions: c.perms.String(), ResourceTypes: (&sas.AccountResourceTypes{Service: true, Container: true, Object: true}).String(),
+		}.SignWithSharedKey(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := must[*service.Client](t, "SAS client")(service.NewClientWithNoCredential(endpoint+"/?"+qp.Encode(), nil))
+		resp, err := sc.FilterBlobs(ctx, `"project"='x'`, nil)
+		if c.code == "" {
+			if err != nil || len(resp.Blobs) != 1 {
+				t.Errorf("sp=%s: %v, %v", c.perms.String(), err, resp.Blobs)
+			}
+			continue
+		}
+		wantFailure(t, "sp="+c.perms.String(), err, http.StatusForbidden, c.code)
 	}
 }
