@@ -122,6 +122,9 @@ func (s *Service) readBlob(q *request) (view, *answer.Error) {
 	if b == nil {
 		return view{}, errBlobNotFound
 	}
+	if !cond.tagsMet(v.tags) {
+		return view{}, errConditionNotMet
+	}
 	return v, nil
 }
 

@@ -5,7 +5,9 @@
 // (create, append block with its conditions, seal), page blobs (create,
 // put and clear pages, page ranges, resize, sequence numbers: page.go,
 // sparse in pageranges.go), and for every blob
-// get (with ranges), properties, metadata, index tags (tags.go), access
+// get (with ranges), properties, metadata, index tags (tags.go), Find
+// Blobs by Tags and x-ms-if-tags conditions (find.go, on the filter
+// grammar of tagfilter.go), access
 // tiers and rehydration from the archive tier (tier.go), delete
 // and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
 // (copy.go) and snapshots (snapshot.go), Blob Batch of Delete Blob or
@@ -261,6 +263,8 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 		return s.authorized(q, s.serviceStats, 's', 'r')
 	case m == http.MethodPost && q.comp == "batch" && q.restype == "":
 		return s.authorized(q, s.submitBatch, 's', batchPerms...)
+	case m == http.MethodGet && q.comp == "blobs" && q.restype == "":
+		return s.authorized(q, s.findBlobs, 's', 'f')
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -292,6 +296,8 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 		return s.authorized(q, s.setContainerACL, 'c', 0)
 	case m == http.MethodPost && q.comp == "batch":
 		return s.authorized(q, s.submitBatch, 'c', batchPerms...)
+	case m == http.MethodGet && q.comp == "blobs":
+		return s.authorized(q, s.findBlobs, 'c', 'f')
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -397,15 +403,15 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
 // Blob service the emulator leaves out (incremental copy, Query Blob
-// Contents, Find Blobs by Tags, ...) is
+// Contents, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch",
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch", "blobs",
 		"page", "pagelist":
 		return answer.UnsupportedHTTPVerb()
 	case "tags", "acl", "undelete",
-		"expiry", "immutabilityPolicies", "legalhold", "blobs", "userdelegationkey",
+		"expiry", "immutabilityPolicies", "legalhold", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}

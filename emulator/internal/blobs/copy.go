@@ -127,6 +127,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	if scond.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags"); e != nil {
+		return e
+	}
 	md, e := parseMetadata(h)
 	if e != nil {
 		return e
@@ -156,7 +159,7 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		// Azurite answers a missing source so.
 		return errBlobNotFound
 	}
-	if scond.readConditions(true, v.etag, v.modified) != nil {
+	if scond.readConditions(true, v.etag, v.modified) != nil || !scond.tagsMet(v.tags) {
 		return errSourceConditionNotMet
 	}
 	if v.tiering.current(s.cfg.Now).archived() {
@@ -183,6 +186,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		}
 		if cond.createOnly() {
 			return errBlobAlreadyExists
+		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
 		}
 		created = old.created
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {

@@ -41,6 +41,8 @@ func testOnDisk(t *testing.T) {
 		{"CopyBlob", TestCopyBlob},
 		{"BlobIndexTags", TestBlobIndexTags},
 		{"BlobIndexTagLimits", TestBlobIndexTagLimits},
+		{"FindBlobsByTags", TestFindBlobsByTags},
+		{"IfTagsConditions", TestIfTagsConditions},
 		{"RootContainer", TestRootContainer},
 		{"BlobLeases", TestBlobLeases},
 		{"ContainerLeases", TestContainerLeases},

@@ -487,3 +487,25 @@ func TestPageBlobRefusals(t *testing.T) {
 		t.Errorf("a refused write wrote pages: %d %s", code, last)
 	}
 }
+
+// TestPageBlobTagConditions: Put Page and Get Page Ranges take
+// x-ms-if-tags (the blob swagger's IfTags on both): a blob whose tags do
+// not meet it is 412 ConditionNotMet, and nothing is written.
+func TestPageBlobTagConditions(t *testing.T) {
+	ctx := context.Background()
+	cl := emulatorClient(t)
+	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, "tagged", nil))
+	pb := cl.ServiceClient().NewContainerClient("tagged").NewPageBlobClient("p")
+	must[pageblob.CreateResponse](t, "create")(pb.Create(ctx, 1024, &pageblob.CreateOptions{Tags: map[string]string{"state": "open"}}))
+	closed := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"state" = 'closed'`)}}
+	_, err := pb.UploadPages(ctx, pages('x', 512), blob.HTTPRange{Count: 512}, &pageblob.UploadPagesOptions{AccessConditions: closed})
+	wantFailure(t, "a write whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
+	_, err = pb.NewGetPageRangesPager(&pageblob.GetPageRangesOptions{AccessConditions: closed}).NextPage(ctx)
+	wantFailure(t, "ranges whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
+	open := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"state" = 'open'`)}}
+	must[pageblob.UploadPagesResponse](t, "a write whose tag condition holds")(pb.UploadPages(ctx, pages('x', 512), blob.HTTPRange{Count: 512},
+		&pageblob.UploadPagesOptions{AccessConditions: open}))
+	if got := pageRanges(t, pb, &pageblob.GetPageRangesOptions{AccessConditions: open}); !slices.Equal(got, []string{"0-511"}) {
+		t.Fatalf("ranges %v", got)
+	}
+}

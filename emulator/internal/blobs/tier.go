@@ -151,6 +151,10 @@ func (s *Service) setBlobTier(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	ifTags, e := ifTagsCondition(h, "x-ms-if-tags")
+	if e != nil {
+		return e
+	}
 	priority := "Standard"
 	if p := h.Get("x-ms-rehydrate-priority"); p != "" {
 		switch {
@@ -169,6 +173,9 @@ func (s *Service) setBlobTier(q *request) *answer.Error {
 	b := c.blobs[q.blob]
 	if b == nil {
 		return errBlobNotFound
+	}
+	if ifTags != nil && !ifTags.match(b.tags, "") {
+		return errConditionNotMet
 	}
 	if e := checkLease(b.lease.current(s.cfg.Now), h.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
 		return e
