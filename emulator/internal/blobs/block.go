@@ -32,7 +32,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	case "AppendBlob":
 		kind = appendBlob
 	case "PageBlob":
-		return errNotImplemented("page blobs")
+		return s.putPageBlob(q)
 	case "":
 		return answer.MissingHeader("x-ms-blob-type")
 	default:
@@ -79,6 +79,9 @@ func (s *Service) putBlob(q *request) *answer.Error {
 		}
 		if cond.createOnly() {
 			return errBlobAlreadyExists
+		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
 		}
 		if old.tiering.current(s.cfg.Now).archived() {
 			// Azurite refuses to overwrite an archived blob so.
@@ -303,6 +306,9 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
+		}
 		if old.kind != blockBlob {
 			return errInvalidBlobType
 		}
@@ -315,6 +321,11 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		}
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
+	} else if cond.ifTags != nil {
+		// x-ms-if-tags on a blob Put Block List creates fails: a real
+		// account's answer (Azure/azure-sdk-for-net#24650, #20931: 412
+		// for staged uploads of new blobs, where Put Blob succeeds).
+		return errConditionNotMet
 	}
 	st := c.staged[q.blob]
 	uncommitted := map[string][]byte{}
@@ -427,6 +438,9 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	}
 	if b == nil && st == nil {
 		return errBlobNotFound
+	}
+	if b != nil && !cond.tagsMet(v.tags) {
+		return errConditionNotMet
 	}
 	if b != nil && b.kind != blockBlob {
 		return errInvalidBlobType

@@ -88,6 +88,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	if scond.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags"); e != nil {
+		return e
+	}
 	md, e := parseMetadata(h)
 	if e != nil {
 		return e
@@ -117,7 +120,7 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		// Azurite answers a missing source so.
 		return errBlobNotFound
 	}
-	if scond.readConditions(true, v.etag, v.modified) != nil {
+	if scond.readConditions(true, v.etag, v.modified) != nil || !scond.tagsMet(v.tags) {
 		return errSourceConditionNotMet
 	}
 	if v.tiering.current(s.cfg.Now).archived() {
@@ -145,6 +148,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
+		}
 		created = old.created
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
@@ -156,8 +162,8 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	size := strconv.Itoa(len(v.data))
-	nb := &blob{kind: v.kind, data: slices.Clip(v.data), blocks: blocks, appended: v.appended,
+	size := strconv.FormatInt(v.size(), 10)
+	nb := &blob{kind: v.kind, data: slices.Clip(v.data), page: v.page, blocks: blocks, appended: v.appended,
 		sealed: v.sealed && strings.EqualFold(h.Get("x-ms-seal-blob"), "true"),
 		meta:   md, tags: tags, props: v.props, etag: etag, modified: now, created: created,
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",

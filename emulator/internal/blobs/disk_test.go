@@ -43,6 +43,8 @@ func testOnDisk(t *testing.T) {
 		{"PutBlockFromURL", TestPutBlockFromURL},
 		{"BlobIndexTags", TestBlobIndexTags},
 		{"BlobIndexTagLimits", TestBlobIndexTagLimits},
+		{"FindBlobsByTags", TestFindBlobsByTags},
+		{"IfTagsConditions", TestIfTagsConditions},
 		{"RootContainer", TestRootContainer},
 		{"BlobLeases", TestBlobLeases},
 		{"ContainerLeases", TestContainerLeases},
@@ -57,6 +59,10 @@ func testOnDisk(t *testing.T) {
 		{"BlobLogOnEmulator", TestBlobLogOnEmulator},
 		{"SetBlobTier", TestSetBlobTier},
 		{"ArchivedBlobAndRehydration", TestArchivedBlobAndRehydration},
+		{"PageBlobs", TestPageBlobs},
+		{"PageBlobTypesAndLeases", TestPageBlobTypesAndLeases},
+		{"PageBlobUnserved", TestPageBlobUnserved},
+		{"PageBlobSparse", TestPageBlobSparse},
 	} {
 		t.Run(c.name, c.f)
 	}

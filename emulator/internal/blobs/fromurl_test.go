@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 )
 
@@ -74,6 +76,30 @@ func TestPutBlobFromURL(t *testing.T) {
 	wantFailure(t, "If-None-Match: * on an existing blob", err, http.StatusConflict, "BlobAlreadyExists")
 	_, err = cc.NewBlockBlobClient("x").UploadBlobFromURL(ctx, readSAS(t, cc.NewBlobClient("missing")), nil)
 	wantFailure(t, "a missing source", err, http.StatusNotFound, "BlobNotFound")
+
+	// Tag conditions: x-ms-source-if-tags on the source, x-ms-if-tags on
+	// the blob replaced.
+	must[blob.SetTagsResponse](t, "tag the source")(src.SetTags(ctx, map[string]string{"project": "x"}, nil))
+	_, err = cc.NewBlockBlobClient("x").UploadBlobFromURL(ctx, srcURL, &blockblob.UploadBlobFromURLOptions{
+		SourceModifiedAccessConditions: &blob.SourceModifiedAccessConditions{SourceIfTags: to.Ptr(`"project"='y'`)}})
+	wantFailure(t, "x-ms-source-if-tags not met", err, http.StatusPreconditionFailed, "SourceConditionNotMet")
+	must[blockblob.UploadBlobFromURLResponse](t, "x-ms-source-if-tags met")(cc.NewBlockBlobClient("x").UploadBlobFromURL(ctx, srcURL,
+		&blockblob.UploadBlobFromURLOptions{SourceModifiedAccessConditions: &blob.SourceModifiedAccessConditions{SourceIfTags: to.Ptr(`"project"='x'`)}}))
+	_, err = dst.UploadBlobFromURL(ctx, srcURL, &blockblob.UploadBlobFromURLOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"project"='x'`)}}})
+	wantFailure(t, "x-ms-if-tags not met by the blob replaced", err, http.StatusPreconditionFailed, "ConditionNotMet")
+
+	// A page blob's pages, read as its bytes.
+	pb := cc.NewPageBlobClient("pages")
+	must[pageblob.CreateResponse](t, "create a page blob")(pb.Create(ctx, 1024, nil))
+	page := strings.Repeat("p", 512)
+	must[pageblob.UploadPagesResponse](t, "put a page")(pb.UploadPages(ctx, rs(page), blob.HTTPRange{Offset: 512, Count: 512}, nil))
+	fromPages := cc.NewBlockBlobClient("frompages")
+	must[blockblob.UploadBlobFromURLResponse](t, "from a page blob")(fromPages.UploadBlobFromURL(ctx, readSAS(t, pb.BlobClient()), nil))
+	got = must[blob.DownloadStreamResponse](t, "download")(fromPages.DownloadStream(ctx, nil))
+	if b := body(got.Body); b != strings.Repeat("\x00", 512)+page || deref(got.BlobType) != blob.BlobTypeBlockBlob {
+		t.Errorf("from a page blob: %d bytes (%q...), type %v; want its 1,024 bytes as a block blob", len(b), b[:min(len(b), 8)], deref(got.BlobType))
+	}
 }
 
 // TestPutBlockFromURL: Put Block From URL (azblob's StageBlockFromURL)
