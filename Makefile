@@ -60,7 +60,13 @@ EMULATOR_BIN := $(CURDIR)/bin/tablekit
 # a superset of the ones go test runs; vetting again in the race run took
 # 21 s of CPU (2026-11-28, this machine, load 9-11: go test -race -run '^$$'
 # ./... compiled beforehand, 52+21 s CPU with go test's vet, 39+13 without).
-TEST_ENV   := TABLEKIT_TEST_TIERS=all TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN)
+#
+# GORACE's atexit_sleep_ms: a race-instrumented program sleeps a second
+# when it exits (so that a race being reported in another thread is
+# printed whole; 10 ms is enough for that), and the race run exits 50 test
+# binaries and hundreds of race-built commands (tools/testenv,
+# RaceExitSleep, has the figures).
+TEST_ENV   := GORACE='atexit_sleep_ms=10 $(GORACE)' TABLEKIT_TEST_TIERS=all TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN)
 TEST_FLAGS := -count=1 -timeout 15m -vet=off
 
 # The race detector runs on every package, in one run. The long storage
