@@ -42,6 +42,7 @@ func TestReplay(t *testing.T) {
 			res := replayAgainst(t, &replay.Target{
 				TableURL: em.TableURL, QueueURL: em.QueueURL, BlobURL: em.BlobURL,
 				AccountName: em.AccountName, AccountKey: em.AccountKey,
+				Now: em.Now, Advance: em.Advance,
 			}, rec)
 			matched += res.Matched()
 			total += len(res.Exchanges)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Result is what a replay found.
@@ -59,11 +60,16 @@ func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
 	}
 	mem := newMemory()
 	res := &Result{Recording: rec.Name}
+	if err := setup(ctx, client, t, rec); err != nil {
+		return res, err
+	}
+	var last time.Time // the previous request's recorded x-ms-date
 	for i := range rec.Entries {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		e := &rec.Entries[i]
+		last = t.wait(e, last)
 		x := Exchange{Index: i, Method: e.RequestMethod, URI: e.RequestURI}
 		d := &differ{t: t, mem: mem}
 		if err := exchange(ctx, client, t, e, d); err != nil {
@@ -73,6 +79,50 @@ func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
 		res.Exchanges = append(res.Exchanges, x)
 	}
 	return res, nil
+}
+
+// setup creates the resources rec's test made before its recording
+// began, with the version its first request sent.
+func setup(ctx context.Context, client *http.Client, t *Target, rec *Recording) error {
+	for _, uri := range rec.Setup {
+		e := &Entry{RequestMethod: http.MethodPut, RequestURI: uri, RequestHeaders: map[string]string{}}
+		if v, ok := rec.Entries[0].header("x-ms-version"); ok {
+			e.RequestHeaders["x-ms-version"] = v
+		}
+		req, err := t.request(e, newMemory())
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", uri, err)
+		}
+		resp, err := client.Do(req.WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", uri, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("setup %s: %s", uri, resp.Status)
+		}
+	}
+	return nil
+}
+
+// wait passes on the target's clock the time the recorded session
+// waited before e: the distance between e's recorded x-ms-date and the
+// previous request's, last. It returns e's recorded time (last again when
+// e has none).
+func (t *Target) wait(e *Entry, last time.Time) time.Time {
+	v, ok := e.header("x-ms-date")
+	if !ok {
+		return last
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return last
+	}
+	if d := at.Sub(last); t.Advance != nil && !last.IsZero() && d > 0 {
+		t.Advance(d)
+	}
+	return at
 }
 
 // exchange sends one recorded request and compares the answer.
