@@ -619,8 +619,9 @@ func (d *differ) xmlNode(path string, r, g *xnode) {
 		gn = append(gn, c.name)
 	}
 	if !reflect.DeepEqual(rn, gn) {
-		// Compared one by one, the rest would differ only by the shift.
-		d.addf("%s: recorded children %v, got %v", path, rn, gn)
+		// Compared one by one, the rest would differ only by the shift:
+		// say which elements differ, each once, or that the order does.
+		d.children(path, rn, gn)
 		return
 	}
 	if len(r.children) > 0 {
@@ -665,5 +666,45 @@ func (d *differ) xmlNode(path string, r, g *xnode) {
 		if rt != gt {
 			d.addf("%s: recorded %q, got %q", path, rt, gt)
 		}
+	}
+}
+
+// children reports how two lists of child element names differ: each
+// name recorded more or fewer times than got, or, the same names each as
+// often, their order.
+func (d *differ) children(path string, rec, got []string) {
+	count := func(names []string) (map[string]int, []string) {
+		m := map[string]int{}
+		var order []string
+		for _, n := range names {
+			if m[n] == 0 {
+				order = append(order, n)
+			}
+			m[n]++
+		}
+		return m, order
+	}
+	rc, rorder := count(rec)
+	gc, gorder := count(got)
+	same := true
+	for _, n := range rorder {
+		switch {
+		case gc[n] == 0 && rc[n] == 1:
+			d.addf("%s: recorded element %s, got none", path, n)
+		case gc[n] != rc[n]:
+			d.addf("%s: recorded %d %s elements, got %d", path, rc[n], n, gc[n])
+		default:
+			continue
+		}
+		same = false
+	}
+	for _, n := range gorder {
+		if rc[n] == 0 {
+			d.addf("%s: element %s not recorded", path, n)
+			same = false
+		}
+	}
+	if same {
+		d.addf("%s: recorded children in the order %v, got %v", path, rec, got)
 	}
 }

@@ -41,9 +41,9 @@ type Recording struct {
 	// anything.
 	Note string
 	// Setup are the resources the recorded test made before its
-	// recording began (its setUp, unrecorded), as the URIs of their
-	// Create requests (PUT, no body): a container the session's first
-	// request already found. Run creates them first.
+	// recording began (its setUp, unrecorded), each a container, queue
+	// or table named by its URI: one the session's first request to it
+	// already found. Run creates them first.
 	Setup []string
 	// Entries are the exchanges, in the order they happened.
 	Entries []Entry

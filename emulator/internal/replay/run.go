@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,7 +23,10 @@ type Exchange struct {
 	Index int
 	// Method and URI are the recorded request's.
 	Method, URI string
-	Diffs       []string
+	// Service is the service the request went to: "table", "queue" or
+	// "blob".
+	Service string
+	Diffs   []string
 }
 
 // Matched is the number of exchanges without differences.
@@ -71,6 +75,9 @@ func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
 		e := &rec.Entries[i]
 		last = t.wait(e, last)
 		x := Exchange{Index: i, Method: e.RequestMethod, URI: e.RequestURI}
+		if svc, _, err := split(e.RequestURI); err == nil {
+			x.Service = [...]string{tableService: "table", queueService: "queue", blobService: "blob"}[svc]
+		}
 		d := &differ{t: t, mem: mem}
 		if err := exchange(ctx, client, t, e, d); err != nil {
 			d.addf("%v", err)
@@ -82,12 +89,26 @@ func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
 }
 
 // setup creates the resources rec's test made before its recording
-// began, with the version its first request sent.
+// began (a container, a queue, a table, each named by its URI), with the
+// version its first request sent.
 func setup(ctx context.Context, client *http.Client, t *Target, rec *Recording) error {
+	version, _ := rec.Entries[0].header("x-ms-version")
 	for _, uri := range rec.Setup {
-		e := &Entry{RequestMethod: http.MethodPut, RequestURI: uri, RequestHeaders: map[string]string{}}
-		if v, ok := rec.Entries[0].header("x-ms-version"); ok {
-			e.RequestHeaders["x-ms-version"] = v
+		e := &Entry{RequestMethod: http.MethodPut, RequestURI: uri, RequestHeaders: map[string]string{"x-ms-version": version}}
+		svc, rest, err := split(uri)
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", uri, err)
+		}
+		switch svc {
+		case blobService:
+			e.RequestURI += "?restype=container"
+		case tableService:
+			e.RequestMethod = http.MethodPost
+			e.RequestURI = strings.TrimSuffix(uri, rest) + "/Tables"
+			e.RequestHeaders["Content-Type"] = "application/json"
+			e.RequestHeaders["Accept"] = "application/json;odata=nometadata"
+			body, _ := json.Marshal(map[string]string{"TableName": strings.TrimPrefix(rest, "/")})
+			e.RequestBody, _ = EncodeBody(body, "application/json")
 		}
 		req, err := t.request(e, newMemory())
 		if err != nil {
@@ -99,7 +120,7 @@ func setup(ctx context.Context, client *http.Client, t *Target, rec *Recording) 
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent {
 			return fmt.Errorf("setup %s: %s", uri, resp.Status)
 		}
 	}

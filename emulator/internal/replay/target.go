@@ -87,6 +87,10 @@ const (
 // API's https://fakeaccount.table.cosmos.azure.com.
 var recordedHost = regexp.MustCompile(`https?://[A-Za-z0-9-]+\.(table|queue|blob)\.(?:core\.windows\.net|cosmos\.azure\.com)`)
 
+// batchPath is a batch operation's request line whose URL is a path
+// alone, up to the path's first slash.
+var batchPath = regexp.MustCompile(`(?m)^((?:GET|POST|PUT|PATCH|MERGE|DELETE) )/`)
+
 // base is the target's endpoint for a service.
 func (t *Target) base(s service) string {
 	switch s {
@@ -159,11 +163,19 @@ func (t *Target) request(e *Entry, mem *memory) (*http.Request, error) {
 		// The recorder sanitized the boundary in the Content-Type
 		// (batch_00000000-...) but not in the body: the body's first
 		// line is the boundary that was sent.
-		first, _, _ := bytes.Cut(body, []byte("\r\n"))
+		// (The Python SDK of 2017 ended its lines with LF alone.)
+		first, _, _ := bytes.Cut(body, []byte("\n"))
+		first = bytes.TrimSuffix(first, []byte("\r"))
 		if b, ok := bytes.CutPrefix(first, []byte("--")); ok {
 			ct = "multipart/mixed; boundary=" + string(b)
 		}
 		body = []byte(mem.text(t.rewriteHosts(string(body))))
+		// An operation addressed by its path alone (the Python SDK of
+		// 2017: POST /mytable HTTP/1.1) names the recorded account's
+		// host; on a path-style endpoint that is the account's path.
+		if bu, err := url.Parse(t.base(svc)); err == nil {
+			body = batchPath.ReplaceAll(body, []byte("${1}"+strings.TrimSuffix(bu.EscapedPath(), "/")+"/"))
+		}
 	}
 	req, err := http.NewRequest(e.RequestMethod, u.String(), bytes.NewReader(body))
 	if err != nil {
@@ -194,11 +206,23 @@ func (t *Target) request(e *Entry, mem *memory) (*http.Request, error) {
 		}
 		req.Header.Set(k, got)
 	}
+	if anonymous(e) {
+		return req, nil
+	}
 	req.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
 	if err := t.sign(req, svc, len(body)); err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// anonymous reports whether e was sent without credentials: a request
+// recorded with neither x-ms-version nor x-ms-date (a browser's GET of a
+// public blob) was not signed, and is not signed again.
+func anonymous(e *Entry) bool {
+	_, v := e.header("x-ms-version")
+	_, d := e.header("x-ms-date")
+	return !v && !d
 }
 
 // queryOf is a recorded query string ("" or the part after '?') with

@@ -88,8 +88,8 @@ func TestConvertRefuses(t *testing.T) {
 			t.Errorf("the recorder's %s is kept:\n%s", gone, b)
 		}
 	}
-	if !strings.Contains(string(b), `"Setup": ["https://storagename.blob.core.windows.net/utcontainer1?restype=container"]`) {
-		t.Errorf("no Setup for the container the Put Blob found:\n%s", b)
+	if !strings.Contains(string(b), `"Setup": ["https://storagename.queue.core.windows.net/queuec0820c59","https://storagename.blob.core.windows.net/utcontainer1"]`) {
+		t.Errorf("no Setup for the queue and the container the session found there:\n%s", b)
 	}
 	refused := map[string]string{
 		"a SAS":                    strings.Replace(cassette, "/blob1", "/blob1?sv=2018-11-09&sig=abc", 1),

@@ -9,9 +9,13 @@
 // (-dir), and writes one trimmed file per recording into -out, named as
 // the recording is, with ".json":
 //
-//	go run ./emulator/internal/replay/convert -git REPO.git -commit SHA \
-//		-repo Azure/azure-storage-python -out emulator/testdata/recordings/python-storage \
-//		tests/recordings/test_queue.test_update_message.yaml ...
+//	go run ./emulator/internal/replay/convert -git REPO.git \
+//		-sources emulator/testdata/recordings/python-storage/sources.txt \
+//		-out emulator/testdata/recordings/python-storage
+//
+// A sources file names each recording as a trimmed file's Source does
+// (OWNER/NAME@COMMIT PATH), one a line; -repo, -commit and PATHs on the
+// command line name them instead.
 //
 // A recording it cannot replay faithfully is refused, with the reason,
 // and the others are still written: one that was not made on a real
@@ -23,6 +27,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,32 +42,50 @@ import (
 )
 
 func main() {
-	gitDir := flag.String("git", "", "a git directory to read the recordings from, at -commit")
-	commit := flag.String("commit", "", "the commit of -git (and of -repo) the recordings are taken at")
-	dir := flag.String("dir", "", "a directory to read the recordings from, instead of -git")
-	repo := flag.String("repo", "", "the recordings' repository, owner/name, for each file's Source")
+	gitDir := flag.String("git", "", "a git directory to read the recordings from, at their commit")
+	dir := flag.String("dir", "", "a directory to read the recordings from (PATH under it), instead of -git")
+	sources := flag.String("sources", "", "a file naming the recordings, one a line: OWNER/NAME@COMMIT PATH (a trimmed file's Source)")
+	commit := flag.String("commit", "", "without -sources: the commit the PATHs are taken at")
+	repo := flag.String("repo", "", "without -sources: the PATHs' repository, OWNER/NAME")
 	out := flag.String("out", "", "the directory to write the trimmed recordings into")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: convert (-git DIR | -dir DIR) -commit SHA -repo OWNER/NAME -out DIR PATH...\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: convert (-git DIR | -dir DIR) -out DIR (-sources FILE | -repo OWNER/NAME -commit SHA PATH...)\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if (*gitDir == "") == (*dir == "") || *commit == "" || *repo == "" || *out == "" || flag.NArg() == 0 {
+	var list []source
+	switch {
+	case *sources != "" && flag.NArg() == 0:
+		b, err := os.ReadFile(*sources)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if list, err = parseSources(string(b)); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", *sources, err)
+			os.Exit(1)
+		}
+	case *sources == "" && *repo != "" && *commit != "" && flag.NArg() > 0:
+		for _, p := range flag.Args() {
+			list = append(list, source{repo: *repo, commit: *commit, path: p})
+		}
+	}
+	if (*gitDir == "") == (*dir == "") || *out == "" || len(list) == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	read := func(p string) ([]byte, error) {
+	read := func(src source) ([]byte, error) {
 		if *gitDir != "" {
-			cmd := exec.Command("git", "--git-dir", *gitDir, "cat-file", "blob", *commit+":"+p)
+			cmd := exec.Command("git", "--git-dir", *gitDir, "cat-file", "blob", src.commit+":"+src.path)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			b, err := cmd.Output()
 			if err != nil {
-				return nil, fmt.Errorf("git cat-file %s:%s: %v: %s", *commit, p, err, strings.TrimSpace(stderr.String()))
+				return nil, fmt.Errorf("git cat-file %s:%s: %v: %s", src.commit, src.path, err, strings.TrimSpace(stderr.String()))
 			}
 			return b, nil
 		}
-		return os.ReadFile(filepath.Join(*dir, filepath.FromSlash(p)))
+		return os.ReadFile(filepath.Join(*dir, filepath.FromSlash(src.path)))
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,16 +93,17 @@ func main() {
 	}
 	failed := 0
 	written := map[string]string{}
-	for _, p := range flag.Args() {
-		name := strings.TrimSuffix(strings.TrimSuffix(path.Base(p), path.Ext(p)), ".pyTestStorage") + ".json"
+	for _, src := range list {
+		p := src.path
+		name := strings.TrimSuffix(path.Base(p), path.Ext(p)) + ".json"
 		if prev, ok := written[name]; ok {
 			fmt.Fprintf(os.Stderr, "%s: refused: its name %s is %s's too\n", p, name, prev)
 			failed++
 			continue
 		}
-		b, err := read(p)
+		b, err := read(src)
 		if err == nil {
-			b, err = convert(b, p, *repo+"@"+*commit+" "+p)
+			b, err = convert(b, p, src.String())
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: refused: %v\n", p, err)
@@ -93,6 +117,36 @@ func main() {
 		written[name] = p
 	}
 	fmt.Fprintf(os.Stderr, "%d written, %d refused\n", len(written), failed)
+	if failed > 0 && *sources != "" {
+		// A list of sources is a choice already made: each must convert.
+		os.Exit(1)
+	}
+}
+
+// source is one recording: its repository, commit and path.
+type source struct{ repo, commit, path string }
+
+// String is the source as a trimmed file's Source names it.
+func (s source) String() string { return s.repo + "@" + s.commit + " " + s.path }
+
+// parseSources reads a list of sources, one a line as a Source names
+// it (OWNER/NAME@COMMIT PATH); blank lines and lines from # on are
+// comments.
+func parseSources(text string) ([]source, error) {
+	var list []source
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rc, p, ok := strings.Cut(line, " ")
+		r, c, ok2 := strings.Cut(rc, "@")
+		if !ok || !ok2 || r == "" || c == "" || strings.TrimSpace(p) == "" {
+			return nil, fmt.Errorf("line %d: %q is not OWNER/NAME@COMMIT PATH", i+1, line)
+		}
+		list = append(list, source{repo: r, commit: c, path: strings.TrimSpace(p)})
+	}
+	return list, nil
 }
 
 // convert reads one recording in its format (by p's extension) and
@@ -119,30 +173,57 @@ func convert(b []byte, p, source string) ([]byte, error) {
 	}
 	rec := &replay.Recording{Source: source, Entries: entries, Setup: fixtures(entries)}
 	if len(rec.Setup) > 0 {
-		rec.Note = "The test's setUp created its container before the recording began; the replay creates it first (Setup)."
+		rec.Note = "The test's setUp created what Setup names before the recording began; the replay creates it first."
 	}
 	return replay.Marshal(rec)
 }
 
-// blobPath is a Blob service URI's container, and what follows it.
-var blobPath = regexp.MustCompile(`^(https?://[A-Za-z0-9-]+\.blob\.core\.windows\.net)/([^/?]+)`)
+// resourcePath is a service URI's account endpoint and its first path
+// segment: a container, a queue, or a table (with its key or query
+// parentheses, which resource drops).
+var resourcePath = regexp.MustCompile(`^(https?://[A-Za-z0-9-]+\.(blob|queue|table)\.core\.windows\.net)/([^/?()]+)`)
 
-// fixtures are the containers a session found made before it began: a
-// container its first request to it found there (a create answered 409,
-// anything else not 404), as a test's setUp makes it unrecorded.
+// fixtures are the containers, queues and tables a session found made
+// before it began, as a test's setUp makes them unrecorded: a resource
+// its first request to found there (a create answered 409, anything else
+// but a 404 saying the resource is missing). The Table service's own
+// paths (Tables, $batch) name none.
 func fixtures(entries []replay.Entry) []string {
 	var setup []string
 	known := map[string]bool{}
 	for _, e := range entries {
-		m := blobPath.FindStringSubmatch(e.RequestURI)
-		if m == nil || known[m[2]] {
+		m := resourcePath.FindStringSubmatch(e.RequestURI)
+		if m == nil {
 			continue
 		}
-		known[m[2]] = true
-		creates := e.RequestMethod == "PUT" && strings.Contains(e.RequestURI, "restype=container") &&
-			!strings.Contains(e.RequestURI, "comp=")
-		if creates && e.StatusCode == 409 || !creates && e.StatusCode != 404 {
-			setup = append(setup, m[1]+"/"+m[2]+"?restype=container")
+		svc, name := m[2], m[3]
+		if svc == "table" && (name == "Tables" || name == "$batch") {
+			if name == "Tables" && e.RequestMethod == "POST" {
+				// Create Table names its table in the body.
+				var body struct{ TableName string }
+				if b, err := replay.DecodeBody(e.RequestBody, "application/json"); err == nil && json.Unmarshal(b, &body) == nil && body.TableName != "" {
+					known[m[1]+"/"+body.TableName] = true
+				}
+			}
+			continue
+		}
+		if svc == "queue" && name == "messages" {
+			continue
+		}
+		uri := m[1] + "/" + name
+		if known[uri] {
+			continue
+		}
+		known[uri] = true
+		creates := e.RequestMethod == "PUT" && (svc == "queue" && !strings.Contains(e.RequestURI, "?") ||
+			svc == "blob" && strings.Contains(e.RequestURI, "restype=container") && !strings.Contains(e.RequestURI, "comp="))
+		// A 404 says the resource is missing, unless the Blob or Queue
+		// service named something inside it (BlobNotFound,
+		// MessageNotFound); a Table service 404 may name the table.
+		code := string(e.ResponseHeaders["x-ms-error-code"])
+		missing := e.StatusCode == 404 && (svc == "table" || code == "" || code == "ContainerNotFound" || code == "QueueNotFound")
+		if creates && e.StatusCode == 409 || !creates && !missing {
+			setup = append(setup, uri)
 		}
 	}
 	return setup
