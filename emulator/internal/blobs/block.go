@@ -177,7 +177,7 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	q.pending = s.saveBlock(c, q.blob, st, id, data)
 	h := q.w.Header()
 	setCommon(h, q.r)
-	sums.set(h)
+	sums.set(h, q.r)
 	h.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
@@ -350,7 +350,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		props: props, etag: etag, modified: now, created: created})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
-	sums.set(rh)
+	sums.set(rh, q.r)
 	rh.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
