@@ -361,10 +361,20 @@ type xmlBlock struct {
 	Size int    `xml:"Size"`
 }
 
+// xmlBlockList is Get Block List's answer: the lists the request asked
+// for (blocklisttype), each written even when empty; a list it did not
+// ask for is left out, as Azure answers (the Python SDK's recordings of
+// 2019: blocklisttype=committed answers CommittedBlocks alone,
+// uncommitted UncommittedBlocks alone).
 type xmlBlockList struct {
 	XMLName     xml.Name   `xml:"BlockList"`
-	Committed   []xmlBlock `xml:"CommittedBlocks>Block"`
-	Uncommitted []xmlBlock `xml:"UncommittedBlocks>Block"`
+	Committed   *xmlBlocks `xml:"CommittedBlocks"`
+	Uncommitted *xmlBlocks `xml:"UncommittedBlocks"`
+}
+
+// xmlBlocks is one list of blocks.
+type xmlBlocks struct {
+	Blocks []xmlBlock `xml:"Block"`
 }
 
 // getBlockList is Get Block List: the committed blocks, the uncommitted
@@ -401,18 +411,24 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	if st != nil {
 		v.etag, v.modified = st.etag, st.modified
 	}
-	out := xmlBlockList{Committed: []xmlBlock{}, Uncommitted: []xmlBlock{}}
+	var out xmlBlockList
+	if wantC {
+		out.Committed = &xmlBlocks{}
+	}
+	if wantU {
+		out.Uncommitted = &xmlBlocks{}
+	}
 	if b != nil {
 		v = b.view()
 		if wantC && b.kind == blockBlob {
 			for _, bl := range b.blocks {
-				out.Committed = append(out.Committed, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
+				out.Committed.Blocks = append(out.Committed.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
 			}
 		}
 	}
 	if st != nil && wantU {
 		for _, id := range st.order {
-			out.Uncommitted = append(out.Uncommitted, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
+			out.Uncommitted.Blocks = append(out.Uncommitted.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
 		}
 	}
 	c.mu.RUnlock()
