@@ -151,8 +151,6 @@ var emulatorDiffers = []struct {
 	{"a blob's metadata in a listing by name, where Azure lists it in the order it was set",
 		pyStorage, re(`^body EnumerationResults/Blobs/Blob/Metadata: recorded children in the order \[number name\], got \[name number\]$`)},
 	// Blocks, appends, leases, tiers.
-	{"Put Blob over an archived blob is refused 409 BlobArchived",
-		regexp.MustCompile(`^python-storage/test_block_blob\.test_create_blob_from_text_with_blob_tier_specified#2$`), re(`.`)},
 	{"Append Block with If-Match 0x111111111111111 (unquoted) is 412 ConditionNotMet, where Azure answered 400 OutOfRangeInput",
 		regexp.MustCompile(`^python-storage/test_blob_access_conditions\.test_append_block_with_if_match_fail#2$`), re(`.`)},
 	{"no x-ms-delete-type-permanent: true on deleting a snapshot (the recording account had soft delete on)",
