@@ -223,7 +223,7 @@ func WriteUnknownVersion(w http.ResponseWriter, r *http.Request, v string, table
 // WriteBatchError answers a transaction the service refuses as Azure
 // does: 202 Accepted, and a multipart body holding one change-set
 // response with the failing operation's status line, its headers in
-// Azure's order (Preference-Applied when e has one) and an OData error
+// Azure's order (Content-ID and Preference-Applied when e has them) and an OData error
 // whose message starts with "N:", N the operation's 0-based index
 // (BatchError.Message: not in a one-operation change set).
 func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
@@ -233,6 +233,9 @@ func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
 	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Err.Status) + " " + http.StatusText(e.Err.Status) + "\r\n")
+	if e.ContentID != "" {
+		b.WriteString("Content-ID: " + e.ContentID + "\r\n")
+	}
 	b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n")
 	if e.Preference != "" {
 		b.WriteString("Preference-Applied: " + e.Preference + "\r\n")
