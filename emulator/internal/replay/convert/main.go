@@ -217,11 +217,19 @@ func fixtures(entries []replay.Entry) []string {
 		known[uri] = true
 		creates := e.RequestMethod == "PUT" && (svc == "queue" && !strings.Contains(e.RequestURI, "?") ||
 			svc == "blob" && strings.Contains(e.RequestURI, "restype=container") && !strings.Contains(e.RequestURI, "comp="))
-		// A 404 says the resource is missing, unless the Blob or Queue
-		// service named something inside it (BlobNotFound,
-		// MessageNotFound); a Table service 404 may name the table.
+		// A 404 says the resource is missing, unless the service named
+		// something inside it (BlobNotFound, MessageNotFound, an
+		// entity's ResourceNotFound).
 		code := string(e.ResponseHeaders["x-ms-error-code"])
-		missing := e.StatusCode == 404 && (svc == "table" || code == "" || code == "ContainerNotFound" || code == "QueueNotFound")
+		if svc == "table" {
+			var body struct {
+				Error struct{ Code string } `json:"odata.error"`
+			}
+			if b, err := replay.DecodeBody(e.ResponseBody, "application/json"); err == nil && json.Unmarshal(b, &body) == nil {
+				code = body.Error.Code
+			}
+		}
+		missing := e.StatusCode == 404 && (code == "" || code == "ContainerNotFound" || code == "QueueNotFound" || code == "TableNotFound")
 		if creates && e.StatusCode == 409 || !creates && !missing {
 			setup = append(setup, uri)
 		}
