@@ -402,16 +402,6 @@ var expectedFailures = []knownDiff{
 		rewrite:  func(s string) string { return reGUIDUpper.ReplaceAllStringFunc(s, strings.ToLower) },
 	},
 	{
-		name:     "unverified: Content-Type of an error under full or no metadata",
-		azurite:  "an error answered with the Accept's format (odata=fullmetadata, odata=nometadata)",
-		azure:    "emulator: always odata=minimalmetadata. Azure's recorded errors are all under minimal metadata",
-		evidence: recSubError,
-		explains: func(r *request, az, em *answer, d *fact) bool {
-			return d.key == "header Content-Type" && em.facts["error code"] != "" &&
-				(strings.Contains(d.az, "odata=fullmetadata") || strings.Contains(d.az, "odata=nometadata")) && strings.Contains(d.em, "odata=minimalmetadata")
-		},
-	},
-	{
 		name:     "unverified: where a filtered page's continuation points",
 		azurite:  "after a page that filled $top: the keys of the next entity that matches, and no continuation when none does",
 		azure:    "emulator: the keys of the entity after the last one returned, matching or not. Azure documents that a page may come with a continuation and no more results",
