@@ -67,7 +67,13 @@ func appendQuoted(b []byte, s string) []byte {
 // entityLink is t(PartitionKey='pk',RowKey='rk'), each key URL-escaped
 // with its quotes doubled, as odata.id and odata.editLink carry it.
 func entityLink(t, pk, rk string) string {
-	esc := func(k string) string { return url.PathEscape(strings.ReplaceAll(k, "'", "''")) }
+	// A quote stays a quote, doubled: Azure's Location names
+	// PartitionKey='a''''b' for the key a''b (azure-cosmos-table-python's
+	// recorded test_operations_on_entity_with_partition_key_having_single_quote,
+	// 2017, every header).
+	esc := func(k string) string {
+		return strings.ReplaceAll(url.PathEscape(strings.ReplaceAll(k, "'", "''")), "%27", "'")
+	}
 	return t + "(PartitionKey='" + esc(pk) + "',RowKey='" + esc(rk) + "')"
 }
 
