@@ -82,14 +82,29 @@ func marshalNoEscape(v any) ([]byte, error) {
 // RequestMethod, RequestHeaders, RequestBody, StatusCode,
 // ResponseHeaders, ResponseBody), as recorded or as trimmed here.
 func ReadTestProxy(b []byte) ([]Entry, error) {
-	var f file
+	// The .NET recorder writes a repeated request header (User-Agent)
+	// as a list, as Header reads it.
+	var f struct {
+		Entries []struct {
+			Entry
+			RequestHeaders map[string]Header `json:"RequestHeaders"`
+		} `json:"Entries"`
+	}
 	if err := json.Unmarshal(bytes.TrimPrefix(b, []byte("\ufeff")), &f); err != nil {
 		return nil, fmt.Errorf("not a test-proxy recording: %w", err)
 	}
 	if len(f.Entries) == 0 {
 		return nil, fmt.Errorf("a test-proxy recording without entries")
 	}
-	return f.Entries, nil
+	entries := make([]Entry, len(f.Entries))
+	for i, fe := range f.Entries {
+		entries[i] = fe.Entry
+		entries[i].RequestHeaders = make(map[string]string, len(fe.RequestHeaders))
+		for k, v := range fe.RequestHeaders {
+			entries[i].RequestHeaders[k] = string(v)
+		}
+	}
+	return entries, nil
 }
 
 // Marshal writes rec as this repository's trimmed recordings are

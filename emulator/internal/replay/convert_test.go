@@ -99,14 +99,15 @@ func TestRecordedTime(t *testing.T) {
 // lists, bodies as JSON, text or [].
 func TestReadTestProxy(t *testing.T) {
 	src := `{"Entries": [{"RequestUri": "https://a.table.core.windows.net/Tables", "RequestMethod": "POST",
-		"RequestHeaders": {"Authorization": "Sanitized", "Content-Type": "application/json"}, "RequestBody": {"TableName": "t"},
+		"RequestHeaders": {"Authorization": "Sanitized", "Content-Type": "application/json", "User-Agent": ["azsdk-net", "(.NET 5.0)"]}, "RequestBody": {"TableName": "t"},
 		"StatusCode": 201, "ResponseHeaders": {"Server": ["Windows-Azure-Table/1.0", "Microsoft-HTTPAPI/2.0"]}, "ResponseBody": []}],
 		"Variables": {"RandomSeed": "1"}}`
 	entries, err := ReadTestProxy([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].ResponseHeaders["Server"] != "Windows-Azure-Table/1.0, Microsoft-HTTPAPI/2.0" {
+	if len(entries) != 1 || entries[0].ResponseHeaders["Server"] != "Windows-Azure-Table/1.0, Microsoft-HTTPAPI/2.0" ||
+		entries[0].RequestHeaders["User-Agent"] != "azsdk-net, (.NET 5.0)" {
 		t.Errorf("read %+v", entries)
 	}
 	var v map[string]string
