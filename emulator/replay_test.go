@@ -223,6 +223,19 @@ var azuriteDiffers = []struct {
 		re(`^header DataServiceId: recorded "[^"]+", got none$`)},
 	{"an access policy's date-only Start or Expiry reads back as written, not as Azure's full DateTime",
 		re(`^body SignedIdentifiers/SignedIdentifier/AccessPolicy/(?:Start|Expiry): recorded "(\d{4}-\d\d-\d\d)T00:00:00\.0000000Z", got "\d{4}-\d\d-\d\d"$`)},
+	// Page blobs (azblob's recordings of Azure answering them).
+	{"answers a Put Page range off the page boundaries 416 with the code \"Requested Range Not Satisfiable\", not 400 InvalidHeaderValue naming Range",
+		re(`^status: recorded 400, got 416$|^header x-ms-error-code: recorded "InvalidHeaderValue", got "Requested Range Not Satisfiable"$`)},
+	{"refuses a page blob size off the page boundaries (create, resize) and an unknown x-ms-sequence-number-action as 400 InvalidOperation, without HeaderName and HeaderValue",
+		re(`^header x-ms-error-code: recorded "InvalidHeaderValue", got "InvalidOperation"$|^body Error: recorded element Header(Name|Value), got none$`)},
+	{"creates a page blob with x-ms-blob-sequence-number: -1 (201, not 400 InvalidHeaderValue)",
+		re(`^status: recorded 400, got 201$|^header x-ms-error-code: recorded "InvalidHeaderValue", got none$|^header Content-Type: recorded "application/xml", got none$`)},
+	{"answers Get Page Ranges with a range it cannot read (bytes=-2-497) 500, where Azure lists the whole blob's",
+		re(`^status: recorded 200, got 500$|^header (?:ETag|Last-Modified|x-ms-blob-content-length): recorded ".*", got none$`)},
+	{"takes x-ms-if-sequence-number-le: -1 as a condition not met (412 SequenceNumberConditionNotMet), not 400 InvalidInput",
+		re(`^status: recorded 400, got 412$|^header x-ms-error-code: recorded "InvalidInput", got "SequenceNumberConditionNotMet"$|^body Error/Code: recorded "InvalidInput", got "SequenceNumberConditionNotMet"$`)},
+	{"ends a page range at the byte Get Page Ranges' range ends, where Azure ends it at the page's end (bytes=0-1022 lists 0-1023)",
+		pageEndCut},
 }
 
 // re matches a difference with a regular expression.

@@ -23,7 +23,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	if h.Get("x-ms-copy-source") != "" {
 		// Put Blob From URL (Copy Blob, which sends no x-ms-blob-type,
 		// is copyBlob).
-		return errNotImplemented("Put Blob From URL (x-ms-copy-source with x-ms-blob-type)")
+		return s.putBlobFromURL(q)
 	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
@@ -32,7 +32,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	case "AppendBlob":
 		kind = appendBlob
 	case "PageBlob":
-		return errNotImplemented("page blobs")
+		return s.putPageBlob(q)
 	case "":
 		return answer.MissingHeader("x-ms-blob-type")
 	default:
@@ -79,6 +79,9 @@ func (s *Service) putBlob(q *request) *answer.Error {
 		}
 		if cond.createOnly() {
 			return errBlobAlreadyExists
+		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
 		}
 		if old.tiering.current(s.cfg.Now).archived() {
 			// Azurite refuses to overwrite an archived blob so.
@@ -127,7 +130,7 @@ func blockID(q *request) (string, *answer.Error) {
 // blob have one length. 201.
 func (s *Service) putBlock(q *request) *answer.Error {
 	if q.r.Header.Get("x-ms-copy-source") != "" {
-		return errNotImplemented("Put Block From URL (x-ms-copy-source)")
+		return s.putBlockFromURL(q)
 	}
 	id, e := blockID(q)
 	if e != nil {
@@ -141,6 +144,12 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	return s.stageBlock(q, id, data, sums)
+}
+
+// stageBlock stages data as the uncommitted block id of q's blob and
+// answers Put Block's 201 with sums.
+func (s *Service) stageBlock(q *request, id string, data []byte, sums checksums) *answer.Error {
 	c, e := s.lockContainer(q.container)
 	if e != nil {
 		return e
@@ -297,6 +306,9 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
+		}
 		if old.kind != blockBlob {
 			return errInvalidBlobType
 		}
@@ -309,6 +321,11 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		}
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
+	} else if cond.ifTags != nil {
+		// x-ms-if-tags on a blob Put Block List creates fails: a real
+		// account's answer (Azure/azure-sdk-for-net#24650, #20931: 412
+		// for staged uploads of new blobs, where Put Blob succeeds).
+		return errConditionNotMet
 	}
 	st := c.staged[q.blob]
 	uncommitted := map[string][]byte{}
@@ -437,6 +454,9 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	}
 	if b == nil && st == nil {
 		return errBlobNotFound
+	}
+	if b != nil && !cond.tagsMet(v.tags) {
+		return errConditionNotMet
 	}
 	if b != nil && b.kind != blockBlob {
 		return errInvalidBlobType

@@ -424,6 +424,9 @@ func (s *Service) leaseBlob(q *request) *answer.Error {
 	if e := cond.writeConditions(true, b.etag, b.modified); e != nil {
 		return e
 	}
+	if !cond.tagsMet(b.tags) {
+		return errConditionNotMet
+	}
 	now := s.cfg.Now()
 	l, e := lr.apply(b.lease.at(now), now, blobLeaseErrors)
 	if e != nil {
