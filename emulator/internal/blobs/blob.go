@@ -393,10 +393,11 @@ type checksums struct {
 	md5, crc64 []byte
 	sentMD5    bool
 	sentCRC    bool
+	data       []byte // the body, for an MD5 the request did not send
 }
 
 func checkBody(h http.Header, data []byte) (checksums, *answer.Error) {
-	var c checksums
+	c := checksums{data: data}
 	if v := h.Get("Content-MD5"); v != "" {
 		want, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(want) != md5.Size {
@@ -428,9 +429,19 @@ func checkBody(h http.Header, data []byte) (checksums, *answer.Error) {
 	return c, nil
 }
 
-// set writes the checksum headers of a Put Block or Append Block answer:
-// Content-MD5 when the request sent one, x-ms-content-crc64 otherwise.
-func (c checksums) set(h http.Header) {
+// set writes the checksum headers of a Put Block, Append Block or Put
+// Block List answer to r: Content-MD5 when the request sent one,
+// x-ms-content-crc64 otherwise; before x-ms-version 2019-07-07, the body's
+// Content-MD5 whether the request sent one or not. Azure answered so at
+// 2018-11-09 and 2019-02-02 (the Python SDK's recordings of 2019: a Put
+// Block List's MD5 is its block list's), and with the CRC-64 alone at
+// 2020-04-08 (the .NET SDK's GetBlockListAsync, 2020); the versions
+// between are not recorded.
+func (c checksums) set(h http.Header, r *http.Request) {
+	if !c.sentMD5 && !apiVersionAtLeast(r, "2019-07-07") {
+		sum := md5.Sum(c.data)
+		c.md5, c.sentMD5 = sum[:], true
+	}
 	if c.sentMD5 {
 		h.Set("Content-MD5", base64.StdEncoding.EncodeToString(c.md5))
 		return

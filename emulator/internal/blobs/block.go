@@ -186,7 +186,7 @@ func (s *Service) stageBlock(q *request, id string, data []byte, sums checksums)
 	q.pending = s.saveBlock(c, q.blob, st, id, data)
 	h := q.w.Header()
 	setCommon(h, q.r)
-	sums.set(h)
+	sums.set(h, q.r)
 	h.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
@@ -367,7 +367,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		props: props, etag: etag, modified: now, created: created})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
-	sums.set(rh)
+	sums.set(rh, q.r)
 	rh.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
@@ -378,10 +378,20 @@ type xmlBlock struct {
 	Size int    `xml:"Size"`
 }
 
+// xmlBlockList is Get Block List's answer: the lists the request asked
+// for (blocklisttype), each written even when empty; a list it did not
+// ask for is left out, as Azure answers (the Python SDK's recordings of
+// 2019: blocklisttype=committed answers CommittedBlocks alone,
+// uncommitted UncommittedBlocks alone).
 type xmlBlockList struct {
 	XMLName     xml.Name   `xml:"BlockList"`
-	Committed   []xmlBlock `xml:"CommittedBlocks>Block"`
-	Uncommitted []xmlBlock `xml:"UncommittedBlocks>Block"`
+	Committed   *xmlBlocks `xml:"CommittedBlocks"`
+	Uncommitted *xmlBlocks `xml:"UncommittedBlocks"`
+}
+
+// xmlBlocks is one list of blocks.
+type xmlBlocks struct {
+	Blocks []xmlBlock `xml:"Block"`
 }
 
 // getBlockList is Get Block List: the committed blocks, the uncommitted
@@ -418,18 +428,24 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	if st != nil {
 		v.etag, v.modified = st.etag, st.modified
 	}
-	out := xmlBlockList{Committed: []xmlBlock{}, Uncommitted: []xmlBlock{}}
+	var out xmlBlockList
+	if wantC {
+		out.Committed = &xmlBlocks{}
+	}
+	if wantU {
+		out.Uncommitted = &xmlBlocks{}
+	}
 	if b != nil {
 		v = b.view()
 		if wantC && b.kind == blockBlob {
 			for _, bl := range b.blocks {
-				out.Committed = append(out.Committed, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
+				out.Committed.Blocks = append(out.Committed.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
 			}
 		}
 	}
 	if st != nil && wantU {
 		for _, id := range st.order {
-			out.Uncommitted = append(out.Uncommitted, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
+			out.Uncommitted.Blocks = append(out.Uncommitted.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
 		}
 	}
 	c.mu.RUnlock()

@@ -329,7 +329,7 @@ func (s *Service) putPage(q *request) *answer.Error {
 	rh := setVersion(q, b.etag, b.modified)
 	rh.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.page.seq, 10))
 	if !clearing {
-		sums.set(rh)
+		sums.set(rh, q.r)
 		rh.Set("x-ms-request-server-encrypted", "true")
 	}
 	q.w.WriteHeader(http.StatusCreated)
