@@ -53,6 +53,12 @@ type WorkerOptions struct {
 	// Backoff is the retry schedule after a retryable failure (default
 	// DefaultBackoff).
 	Backoff *Backoff
+	// ExpectWindow is how long a step waits for the write its writer
+	// announced (an Expectation) to show in the source, counted from when
+	// the message was enqueued, by the queue service's clock (default
+	// DefaultExpectWindow). A step waits at least ExpectDeliveries
+	// deliveries and never into the poison queue (MaxDequeueCount).
+	ExpectWindow time.Duration
 	// PollInterval is the longest wait between receives when the queues
 	// are empty (default 2 s); the wait starts at an eighth of it (at most
 	// 50 ms) and doubles.
@@ -147,6 +153,9 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 	}
 	if o.MaxDequeueCount <= 0 {
 		o.MaxDequeueCount = 5
+	}
+	if o.ExpectWindow <= 0 {
+		o.ExpectWindow = DefaultExpectWindow
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 2 * time.Second
@@ -715,7 +724,8 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	}
 	log := w.messageLog(q, l, count, txID)
 	if err == nil {
-		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, count, w.opts.MaxDequeueCount, log)
+		d := delivery{count: count, max: w.opts.MaxDequeueCount, age: queuedFor(l.msg, w.opts.VisibilityTimeout), window: w.opts.ExpectWindow}
+		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, d, log)
 	}
 	l.stopKeeper()
 	spanErr = err

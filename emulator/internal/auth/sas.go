@@ -82,6 +82,9 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 	if sv == "" || !decodeSig(strings.ReplaceAll(q.Get("sig"), " ", "+"), &sig) {
 		return nil, authenticationFailed()
 	}
+	if isDelegation(q) {
+		return a.delegationSAS(r, q, sv, &sig, op)
+	}
 	account := q.Has("ss") || q.Has("srt")
 	var toSign []byte
 	var e *answer.Error
@@ -128,6 +131,15 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 			expiry = pol.Expiry
 		}
 	}
+	return a.grant(r, q, op, account, sp, start, expiry)
+}
+
+// grant finishes checking a SAS whose signature is good: its times (sp,
+// start and expiry, after a stored access policy's) on the service's
+// clock, its address range and protocol, and what it allows (an account
+// SAS's services, resource types and permissions; a service SAS's
+// resource and permissions, and a table SAS's key range).
+func (a *Authenticator) grant(r *http.Request, q url.Values, op Operation, account bool, sp string, start, expiry time.Time) (*Grant, *answer.Error) {
 	if expiry.IsZero() || sp == "" {
 		return nil, authenticationFailed()
 	}

@@ -88,7 +88,7 @@ func (s *Service) appendBlock(q *request) *answer.Error {
 	rh := setVersion(q, b.etag, b.modified)
 	rh.Set("x-ms-blob-append-offset", strconv.Itoa(offset))
 	rh.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.appended))
-	sums.set(rh)
+	sums.set(rh, q.r)
 	rh.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil

@@ -23,7 +23,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	if h.Get("x-ms-copy-source") != "" {
 		// Put Blob From URL (Copy Blob, which sends no x-ms-blob-type,
 		// is copyBlob).
-		return errNotImplemented("Put Blob From URL (x-ms-copy-source with x-ms-blob-type)")
+		return s.putBlobFromURL(q)
 	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
@@ -32,7 +32,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	case "AppendBlob":
 		kind = appendBlob
 	case "PageBlob":
-		return errNotImplemented("page blobs")
+		return s.putPageBlob(q)
 	case "":
 		return answer.MissingHeader("x-ms-blob-type")
 	default:
@@ -79,6 +79,9 @@ func (s *Service) putBlob(q *request) *answer.Error {
 		}
 		if cond.createOnly() {
 			return errBlobAlreadyExists
+		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
 		}
 		if old.tiering.current(s.cfg.Now).archived() {
 			// Azurite refuses to overwrite an archived blob so.
@@ -127,7 +130,7 @@ func blockID(q *request) (string, *answer.Error) {
 // blob have one length. 201.
 func (s *Service) putBlock(q *request) *answer.Error {
 	if q.r.Header.Get("x-ms-copy-source") != "" {
-		return errNotImplemented("Put Block From URL (x-ms-copy-source)")
+		return s.putBlockFromURL(q)
 	}
 	id, e := blockID(q)
 	if e != nil {
@@ -141,6 +144,12 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	return s.stageBlock(q, id, data, sums)
+}
+
+// stageBlock stages data as the uncommitted block id of q's blob and
+// answers Put Block's 201 with sums.
+func (s *Service) stageBlock(q *request, id string, data []byte, sums checksums) *answer.Error {
 	c, e := s.lockContainer(q.container)
 	if e != nil {
 		return e
@@ -177,7 +186,7 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	q.pending = s.saveBlock(c, q.blob, st, id, data)
 	h := q.w.Header()
 	setCommon(h, q.r)
-	sums.set(h)
+	sums.set(h, q.r)
 	h.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
@@ -297,6 +306,9 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
+		}
 		if old.kind != blockBlob {
 			return errInvalidBlobType
 		}
@@ -309,6 +321,11 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		}
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
+	} else if cond.ifTags != nil {
+		// x-ms-if-tags on a blob Put Block List creates fails: a real
+		// account's answer (Azure/azure-sdk-for-net#24650, #20931: 412
+		// for staged uploads of new blobs, where Put Blob succeeds).
+		return errConditionNotMet
 	}
 	st := c.staged[q.blob]
 	uncommitted := map[string][]byte{}
@@ -350,7 +367,7 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 		props: props, etag: etag, modified: now, created: created})
 	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
 	rh := setVersion(q, etag, now)
-	sums.set(rh)
+	sums.set(rh, q.r)
 	rh.Set("x-ms-request-server-encrypted", "true")
 	q.w.WriteHeader(http.StatusCreated)
 	return nil
@@ -361,10 +378,20 @@ type xmlBlock struct {
 	Size int    `xml:"Size"`
 }
 
+// xmlBlockList is Get Block List's answer: the lists the request asked
+// for (blocklisttype), each written even when empty; a list it did not
+// ask for is left out, as Azure answers (the Python SDK's recordings of
+// 2019: blocklisttype=committed answers CommittedBlocks alone,
+// uncommitted UncommittedBlocks alone).
 type xmlBlockList struct {
 	XMLName     xml.Name   `xml:"BlockList"`
-	Committed   []xmlBlock `xml:"CommittedBlocks>Block"`
-	Uncommitted []xmlBlock `xml:"UncommittedBlocks>Block"`
+	Committed   *xmlBlocks `xml:"CommittedBlocks"`
+	Uncommitted *xmlBlocks `xml:"UncommittedBlocks"`
+}
+
+// xmlBlocks is one list of blocks.
+type xmlBlocks struct {
+	Blocks []xmlBlock `xml:"Block"`
 }
 
 // getBlockList is Get Block List: the committed blocks, the uncommitted
@@ -401,18 +428,24 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	if st != nil {
 		v.etag, v.modified = st.etag, st.modified
 	}
-	out := xmlBlockList{Committed: []xmlBlock{}, Uncommitted: []xmlBlock{}}
+	var out xmlBlockList
+	if wantC {
+		out.Committed = &xmlBlocks{}
+	}
+	if wantU {
+		out.Uncommitted = &xmlBlocks{}
+	}
 	if b != nil {
 		v = b.view()
 		if wantC && b.kind == blockBlob {
 			for _, bl := range b.blocks {
-				out.Committed = append(out.Committed, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
+				out.Committed.Blocks = append(out.Committed.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
 			}
 		}
 	}
 	if st != nil && wantU {
 		for _, id := range st.order {
-			out.Uncommitted = append(out.Uncommitted, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
+			out.Uncommitted.Blocks = append(out.Uncommitted.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
 		}
 	}
 	c.mu.RUnlock()
@@ -421,6 +454,9 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	}
 	if b == nil && st == nil {
 		return errBlobNotFound
+	}
+	if b != nil && !cond.tagsMet(v.tags) {
+		return errConditionNotMet
 	}
 	if b != nil && b.kind != blockBlob {
 		return errInvalidBlobType

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
-	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
 
 // copyInfo is what a blob written by Copy Blob or Copy Blob From URL
@@ -35,64 +34,26 @@ type copySource struct {
 }
 
 // parseCopySource reads x-ms-copy-source: a URL naming a blob (or a
-// snapshot of one) of this account, path-style as the emulator serves
-// them (/ACCOUNT/CONTAINER/BLOB; the host is not compared: the emulator
-// is reached under many names). A URL it cannot read is 400
-// InvalidHeaderValue; a blob of another account is 501: the emulator
-// serves one account and does not fetch from elsewhere.
-func (s *Service) parseCopySource(v string) (copySource, *url.URL, *answer.Error) {
+// snapshot of one) of this account or of another the emulator serves
+// (from), path-style as the emulator serves them
+// (/ACCOUNT/CONTAINER/BLOB; the host is not compared: the emulator is
+// reached under many names). A URL it cannot read is 400
+// InvalidHeaderValue; a blob of an account the emulator does not serve
+// is 501: the emulator fetches nothing from outside.
+func (s *Service) parseCopySource(v string) (from *Service, src copySource, u *url.URL, e *answer.Error) {
 	u, err := url.Parse(v)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
+		return nil, copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
 	}
 	account, rest, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	cname, bname, _ := strings.Cut(rest, "/")
-	if account != s.cfg.Account && account != s.cfg.Account+secondarySuffix {
-		return copySource{}, nil, errNotImplemented("copies from outside the account " + s.cfg.Account + " (x-ms-copy-source names account " + strconv.Quote(account) + ")")
+	if from = s.peer(account); from == nil {
+		return nil, copySource{}, nil, errNotImplemented("copies from outside the accounts it serves (x-ms-copy-source names account " + strconv.Quote(account) + ")")
 	}
 	if cname == "" || bname == "" {
-		return copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
+		return nil, copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
 	}
-	return copySource{container: cname, blob: bname, snapshot: u.Query().Get("snapshot")}, u, nil
-}
-
-// authorizeSource checks that the request may read the copy's source:
-// a source URL with a SAS is checked as a read of the source (a refusal
-// is 403 CannotVerifyCopySource with the refusal's message); without one,
-// a request signed with the account's key reads any blob of the account,
-// and one authorized by a SAS reads a source in a public container only
-// (REST "Copy Blob": "the source blob for a copy operation may be
-// authorized with Shared Key, a SAS, or be public").
-func (s *Service) authorizeSource(q *request, u *url.URL, src copySource) *answer.Error {
-	if s.cfg.Auth == nil {
-		return nil
-	}
-	cannot := func(msg string) *answer.Error {
-		return answer.New(http.StatusForbidden, "CannotVerifyCopySource", msg)
-	}
-	if u.Query().Has("sig") {
-		r, err := http.NewRequest(http.MethodGet, u.String(), nil)
-		if err != nil {
-			return cannot("The copy source URL cannot be read.")
-		}
-		if _, e := s.cfg.Auth.Authorize(r, auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r',
-			Name: src.container, Blob: src.blob}); e != nil {
-			return cannot(e.Message)
-		}
-		return nil
-	}
-	if len(q.r.Header["Authorization"]) > 0 {
-		return nil
-	}
-	if c := s.container(src.container); c != nil {
-		c.mu.RLock()
-		access := c.access
-		c.mu.RUnlock()
-		if access != "" {
-			return nil
-		}
-	}
-	return cannot("Server failed to authenticate the request. Please refer to the information in the www-authenticate header.")
+	return from, copySource{container: cname, blob: bname, snapshot: u.Query().Get("snapshot")}, u, nil
 }
 
 // sourceConditions are the x-ms-source-if-* headers as conditions.
@@ -115,7 +76,7 @@ func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.
 func (s *Service) copyBlob(q *request) *answer.Error {
 	h := q.r.Header
 	sync := strings.EqualFold(h.Get("x-ms-requires-sync"), "true")
-	src, u, e := s.parseCopySource(h.Get("x-ms-copy-source"))
+	from, src, u, e := s.parseCopySource(h.Get("x-ms-copy-source"))
 	if e != nil {
 		return e
 	}
@@ -127,6 +88,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	if scond.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags"); e != nil {
+		return e
+	}
 	md, e := parseMetadata(h)
 	if e != nil {
 		return e
@@ -135,10 +99,10 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	if e := s.authorizeSource(q, u, src); e != nil {
+	if e := s.authorizeSource(q, from, u, src, sync); e != nil {
 		return e
 	}
-	sc, e := s.rlockContainer(src.container)
+	sc, e := from.rlockContainer(src.container)
 	if e != nil {
 		return e
 	}
@@ -156,7 +120,7 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		// Azurite answers a missing source so.
 		return errBlobNotFound
 	}
-	if scond.readConditions(true, v.etag, v.modified) != nil {
+	if scond.readConditions(true, v.etag, v.modified) != nil || !scond.tagsMet(v.tags) {
 		return errSourceConditionNotMet
 	}
 	if v.tiering.current(s.cfg.Now).archived() {
@@ -184,6 +148,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 		if cond.createOnly() {
 			return errBlobAlreadyExists
 		}
+		if !cond.tagsMet(old.tags) {
+			return errConditionNotMet
+		}
 		created = old.created
 	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
 		return e
@@ -195,8 +162,8 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	size := strconv.Itoa(len(v.data))
-	nb := &blob{kind: v.kind, data: slices.Clip(v.data), blocks: blocks, appended: v.appended,
+	size := strconv.FormatInt(v.size(), 10)
+	nb := &blob{kind: v.kind, data: slices.Clip(v.data), page: v.page, blocks: blocks, appended: v.appended,
 		sealed: v.sealed && strings.EqualFold(h.Get("x-ms-seal-blob"), "true"),
 		meta:   md, tags: tags, props: v.props, etag: etag, modified: now, created: created,
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",

@@ -113,6 +113,9 @@ func (s *Service) deleteSnapshot(q *request) *answer.Error {
 	if e := cond.writeConditions(true, sb.etag, sb.modified); e != nil {
 		return e
 	}
+	if !cond.tagsMet(sb.tags) {
+		return errConditionNotMet
+	}
 	b.snapshots = slices.DeleteFunc(slices.Clone(b.snapshots), func(s snapshot) bool { return s.at == at })
 	q.pending = s.deleteSnapshotRecord(c, q.blob, at)
 	setCommon(q.w.Header(), q.r)

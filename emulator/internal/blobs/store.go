@@ -37,12 +37,16 @@ type blobKind uint8
 const (
 	blockBlob blobKind = iota + 1
 	appendBlob
+	pageBlob
 )
 
 // String is the type as x-ms-blob-type and BlobType write it.
 func (k blobKind) String() string {
-	if k == appendBlob {
+	switch k {
+	case appendBlob:
 		return "AppendBlob"
+	case pageBlob:
+		return "PageBlob"
 	}
 	return "BlockBlob"
 }
@@ -63,7 +67,9 @@ type blob struct {
 	// tags are the blob's index tags (tags.go).
 	tags tagSet
 	// tiering is a block blob's access tier (tier.go).
-	tiering  tiering
+	tiering tiering
+	// page is a page blob's size, sequence number and pages (page.go).
+	page     pageState
 	props    contentProps
 	etag     string
 	modified time.Time
@@ -121,6 +127,7 @@ type view struct {
 	meta      metadata
 	tags      tagSet
 	tiering   tiering
+	page      pageState
 	props     contentProps
 	etag      string
 	modified  time.Time
@@ -136,7 +143,7 @@ func (b *blob) view() view {
 		n = b.appended
 	}
 	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
-		tiering: b.tiering, props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
+		tiering: b.tiering, page: b.page, props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
 		copy: b.copy, appended: b.appended}
 }
 
