@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-
 	"github.com/tablekit/tablekit"
 )
 
@@ -212,14 +210,15 @@ type delivery struct {
 	age, window time.Duration
 }
 
-// queuedFor is how long m had been in its queue when it was received, by
-// the queue service's clock: the receive made it visible again at
-// TimeNextVisible, vis after the receive. 0 when the service did not say.
-func queuedFor(m *azqueue.DequeuedMessage, vis time.Duration) time.Duration {
-	if m == nil || m.InsertionTime == nil || m.TimeNextVisible == nil {
+// queuedFor is how long a message inserted at inserted had been in its
+// queue when it was received, by the queue service's clock: the receive
+// made it visible again at nextVisible, vis after the receive. 0 when the
+// service did not say (a zero time).
+func queuedFor(inserted, nextVisible time.Time, vis time.Duration) time.Duration {
+	if inserted.IsZero() || nextVisible.IsZero() {
 		return 0
 	}
-	return max(0, m.TimeNextVisible.Sub(*m.InsertionTime)-vis.Truncate(time.Second))
+	return max(0, nextVisible.Sub(inserted)-vis.Truncate(time.Second))
 }
 
 // runStepsOn is runSteps with the table handles ts (a worker keeps one set

@@ -530,10 +530,11 @@ type lease struct {
 	id       string
 	pop      string
 	text     string
-	lost     bool      // the service no longer knows this receipt
-	stopped  bool      // stopKeeper was called: no more updates
-	count    int64     // the message's dequeue count
-	inserted time.Time // when the message was enqueued
+	lost     bool          // the service no longer knows this receipt
+	stopped  bool          // stopKeeper was called: no more updates
+	count    int64         // the message's dequeue count
+	inserted time.Time     // when the message was enqueued
+	age      time.Duration // how long it had been queued when received (queuedFor)
 	received time.Time
 	k        *keeper
 	q        *workerQueue
@@ -560,7 +561,8 @@ func (l *lease) stopKeeper() {
 
 // hold returns the lease of a received message, its visibility kept.
 func (w *Worker) hold(q *workerQueue, m *queuehttp.Message) *lease {
-	l := &lease{id: m.ID, pop: m.PopReceipt, text: m.Text, count: m.DequeueCount, inserted: m.InsertionTime, received: time.Now(), k: w.keeper, q: q}
+	l := &lease{id: m.ID, pop: m.PopReceipt, text: m.Text, count: m.DequeueCount, inserted: m.InsertionTime,
+		age: queuedFor(m.InsertionTime, m.TimeNextVisible, w.opts.VisibilityTimeout), received: time.Now(), k: w.keeper, q: q}
 	w.keeper.add(l)
 	return l
 }
@@ -724,7 +726,7 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	}
 	log := w.messageLog(q, l, count, txID)
 	if err == nil {
-		d := delivery{count: count, max: w.opts.MaxDequeueCount, age: queuedFor(l.msg, w.opts.VisibilityTimeout), window: w.opts.ExpectWindow}
+		d := delivery{count: count, max: w.opts.MaxDequeueCount, age: l.age, window: w.opts.ExpectWindow}
 		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, d, log)
 	}
 	l.stopKeeper()

@@ -13,13 +13,14 @@ import (
 )
 
 // Message is a received message, as Get Messages returns it: what the
-// worker uses of it (ExpirationTime and TimeNextVisible are not read).
+// worker uses of it (ExpirationTime is not read).
 type Message struct {
-	ID            string
-	PopReceipt    string
-	Text          string
-	DequeueCount  int64
-	InsertionTime time.Time
+	ID              string
+	PopReceipt      string
+	Text            string
+	DequeueCount    int64
+	InsertionTime   time.Time
+	TimeNextVisible time.Time
 }
 
 // rawMessage is a message's fields as the document holds them, unescaped:
@@ -71,7 +72,7 @@ func ParseMessages(body []byte) ([]Message, error) {
 	return out, nil
 }
 
-// message converts the fields as azqueue does: the time in RFC 1123, the
+// message converts the fields as azqueue does: the times in RFC 1123, the
 // dequeue count a decimal (spaces around it allowed, as encoding/xml
 // allows them around a number).
 func (r *rawMessage) message() (Message, error) {
@@ -82,8 +83,14 @@ func (r *rawMessage) message() (Message, error) {
 			return Message{}, tkerr.Errorf("%w: %w", errMalformed, err)
 		}
 	}
-	if r.InsertionTime != "" {
-		if m.InsertionTime, err = time.Parse(time.RFC1123, r.InsertionTime); err != nil {
+	for _, t := range [...]struct {
+		s   string
+		dst *time.Time
+	}{{r.InsertionTime, &m.InsertionTime}, {r.TimeNextVisible, &m.TimeNextVisible}} {
+		if t.s == "" {
+			continue
+		}
+		if *t.dst, err = time.Parse(time.RFC1123, t.s); err != nil {
 			return Message{}, tkerr.Errorf("%w: %w", errMalformed, err)
 		}
 	}

@@ -93,9 +93,11 @@ func TestParseMessages(t *testing.T) {
 	want := Message{
 		ID: "5974b586-0df3-4e2d-ad0c-18e3892bfca2", PopReceipt: "YzQ4Yzg1MDItYTc0Ny00OWNjLTkxYTUtZGM0MDFiZDAwYzEw",
 		Text: "PHRlc3Q+dGhpcyBpcyBhIHRlc3QgbWVzc2FnZTwvdGVzdD4=", DequeueCount: 1,
-		InsertionTime: time.Date(2009, 10, 9, 21, 4, 30, 0, time.UTC),
+		InsertionTime:   time.Date(2009, 10, 9, 21, 4, 30, 0, time.UTC),
+		TimeNextVisible: time.Date(2009, 10, 9, 23, 29, 20, 0, time.UTC),
 	}
-	if len(ms) != 1 || !ms[0].InsertionTime.Equal(want.InsertionTime) || ms[0].ID != want.ID || ms[0].PopReceipt != want.PopReceipt ||
+	if len(ms) != 1 || !ms[0].InsertionTime.Equal(want.InsertionTime) || !ms[0].TimeNextVisible.Equal(want.TimeNextVisible) ||
+		ms[0].ID != want.ID || ms[0].PopReceipt != want.PopReceipt ||
 		ms[0].Text != want.Text || ms[0].DequeueCount != 1 {
 		t.Fatalf("ParseMessages = %+v, want [%+v]", ms, want)
 	}

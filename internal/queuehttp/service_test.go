@@ -75,8 +75,8 @@ func TestServiceAnswersAreScanned(t *testing.T) {
 	seen := map[string]bool{}
 	for _, m := range msgs {
 		seen[m.Text] = true
-		if m.ID == "" || m.PopReceipt == "" || m.DequeueCount != 1 || m.InsertionTime.IsZero() {
-			t.Errorf("message %+v: want an id, a receipt, dequeue count 1 and its insertion time", m)
+		if m.ID == "" || m.PopReceipt == "" || m.DequeueCount != 1 || m.InsertionTime.IsZero() || m.TimeNextVisible.IsZero() {
+			t.Errorf("message %+v: want an id, a receipt, dequeue count 1 and its times", m)
 		}
 	}
 	for _, s := range texts {
