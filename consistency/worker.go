@@ -771,8 +771,10 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		}
 		delay := w.backoff.Delay(count)
 		log.Warn("transaction failed; will retry", "error", err, "retry_in", delay)
-		w.metrics.retried.Add(1)
+		// Counted once the release is answered: a reader who sees the
+		// count may move on, and the message's retry time is set.
 		w.releaseLease(sctx, q, l, delay, log)
+		w.metrics.retried.Add(1)
 	}
 }
 

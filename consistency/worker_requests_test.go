@@ -106,3 +106,37 @@ func TestWorkerRequestsPerTransaction(t *testing.T) {
 		}
 	}
 }
+
+// TestCallAgeByTheServiceClock: a step is told how long its message had
+// been queued when it was received, by the queue service's clock (the
+// received message's InsertionTime and TimeNextVisible): 10 s on a clock
+// moved 10 s after the enqueue, at least 2 s where real time passes.
+func TestCallAgeByTheServiceClock(t *testing.T) {
+	ctx, acct, q, clock := clockEnv(t)
+	if err := q.Enqueue(ctx, NewTransaction(NewStep("age", nil)), nil); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := 10*time.Second, 12*time.Second
+	if !clock.Advance(10 * time.Second) {
+		time.Sleep(2 * time.Second)
+		lo, hi = time.Second, time.Minute
+	}
+	w := newWorker(t, acct, q, WorkerOptions{DepthInterval: -1})
+	ages := make(chan time.Duration, 1)
+	w.Handle("age", func(ctx context.Context, c *Call) error {
+		select {
+		case ages <- c.Age:
+		default:
+		}
+		return nil
+	})
+	startWorker(t, w)
+	select {
+	case age := <-ages:
+		if age < lo || age > hi {
+			t.Errorf("Call.Age = %v, want %v to %v", age, lo, hi)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the step did not run in 20 s")
+	}
+}
