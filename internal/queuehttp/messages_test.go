@@ -1,9 +1,14 @@
 package queuehttp
 
 import (
+	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +50,8 @@ var seeds = []string{
 	`<QueueMessagesList><QueueMessage><MessageText>` + "\x01" + `</MessageText></QueueMessage></QueueMessagesList>`,
 	// Azure's own form, as recordings of a real account show it (the
 	// Azure SDK for JavaScript's queue tests, x-ms-version 2018-03-28 and
-	// 2020-02-10): no white space, only & < > escaped in the text.
+	// 2020-02-10; TestRecordedAnswersAreScanned reads the ones the
+	// emulator's replay holds): no white space, only & < > escaped.
 	`<?xml version="1.0" encoding="utf-8"?><QueueMessagesList><QueueMessage><MessageId>0513faf7-1478-4ab7-b729-a4a303acc33a</MessageId>` +
 		`<InsertionTime>Tue, 25 Jun 2019 20:44:50 GMT</InsertionTime><ExpirationTime>Tue, 25 Jun 2019 20:45:30 GMT</ExpirationTime>` +
 		`<PopReceipt>AgAAAAMAAAAAAAAAT+DM25Yr1QE=</PopReceipt><TimeNextVisible>Tue, 25 Jun 2019 20:45:01 GMT</TimeNextVisible>` +
@@ -163,5 +169,61 @@ func BenchmarkParseMessages(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordedAnswersAreScanned: every answer to Get Messages in the
+// recordings of real accounts the emulator's replay holds (the Azure SDKs
+// for Go, .NET and Python, 2019 to 2021) is read by the scanner, as
+// encoding/xml reads it.
+func TestRecordedAnswersAreScanned(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "emulator", "testdata", "recordings", "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	getMessages := regexp.MustCompile(`/messages(\?|$)`)
+	n, full := 0, 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Entries []struct {
+				RequestMethod, RequestUri string
+				StatusCode                int
+				ResponseBody              *string
+			}
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			continue // not a recording (a list, a README's data)
+		}
+		for _, e := range rec.Entries {
+			if e.RequestMethod != "GET" || e.StatusCode != 200 || e.ResponseBody == nil || !getMessages.MatchString(e.RequestUri) {
+				continue
+			}
+			n++
+			body := bytes.TrimPrefix([]byte(*e.ResponseBody), []byte("\xef\xbb\xbf"))
+			got, ok := scanMessages(body)
+			if !ok {
+				t.Errorf("%s: the scanner leaves %q to encoding/xml", filepath.Base(f), body)
+				continue
+			}
+			var l rawList
+			if err := xml.Unmarshal(body, &l); err != nil || len(got)+len(l.Items) > 0 && !reflect.DeepEqual(got, l.Items) {
+				t.Errorf("%s: scanner %+v, encoding/xml %+v, %v", filepath.Base(f), got, l.Items, err)
+			}
+			if _, err := ParseMessages([]byte(*e.ResponseBody)); err != nil {
+				t.Errorf("%s: %v", filepath.Base(f), err)
+			}
+			if len(got) > 0 {
+				full++
+			}
+		}
+	}
+	// The recordings hold 32 such answers, 28 with messages: fewer means
+	// they moved, and this test would prove nothing.
+	if n < 30 || full < 25 {
+		t.Fatalf("found %d recorded answers to Get Messages, %d with messages; want at least 30 and 25", n, full)
 	}
 }
