@@ -249,7 +249,7 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 }
 
 // replaceable checks cond for a write that makes the blob q names anew
-// (Put Blob, Put Blob From URL, Put Block List) against old, the blob
+// (Put Blob of any type, Put Blob From URL, Put Block List) against old, the blob
 // there or nil (conditions.replacing), and refuses to replace an archived
 // blob: 409 BlobArchived, as Azurite refuses.
 func (s *Service) replaceable(cond conditions, old *blob) *answer.Error {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 )
@@ -130,24 +129,11 @@ func (s *Service) putPageBlob(q *request) *answer.Error {
 		// A page blob is created empty, as an append blob is.
 		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, _, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	if old := c.blobs[q.blob]; old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			return errBlobArchived
-		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
-	}
 	now, etag := s.clock.next()
 	s.replaceBlob(q, c, &blob{kind: pageBlob, page: pageState{size: size, seq: seq}, meta: md, tags: tags, props: props,
 		etag: etag, modified: now, created: now})

@@ -488,24 +488,38 @@ func TestPageBlobRefusals(t *testing.T) {
 	}
 }
 
-// TestPageBlobTagConditions: Put Page and Get Page Ranges take
-// x-ms-if-tags (the blob swagger's IfTags on both): a blob whose tags do
-// not meet it is 412 ConditionNotMet, and nothing is written.
+// TestPageBlobTagConditions: Put Page, Get Page Ranges and Put Blob of a
+// page blob take x-ms-if-tags (the blob swagger's IfTags on each): a blob
+// whose tags do not meet it is 412 ConditionNotMet, and nothing is
+// written.
 func TestPageBlobTagConditions(t *testing.T) {
+	testPageBlobTagConditions(t, startEmulator(t), "")
+}
+
+// testPageBlobTagConditions is TestPageBlobTagConditions on the Blob
+// service at endpoint, its container's name after prefix (Azurite's is
+// shared: TestFeaturesOnAzurite).
+func testPageBlobTagConditions(t *testing.T, endpoint, prefix string) {
 	ctx := context.Background()
-	cl := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, "tagged", nil))
-	pb := cl.ServiceClient().NewContainerClient("tagged").NewPageBlobClient("p")
+	cl := newClient(t, endpoint)
+	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, prefix+"tagged", nil))
+	pb := cl.ServiceClient().NewContainerClient(prefix + "tagged").NewPageBlobClient("p")
 	must[pageblob.CreateResponse](t, "create")(pb.Create(ctx, 1024, &pageblob.CreateOptions{Tags: map[string]string{"state": "open"}}))
 	closed := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"state" = 'closed'`)}}
 	_, err := pb.UploadPages(ctx, pages('x', 512), blob.HTTPRange{Count: 512}, &pageblob.UploadPagesOptions{AccessConditions: closed})
 	wantFailure(t, "a write whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
 	_, err = pb.NewGetPageRangesPager(&pageblob.GetPageRangesOptions{AccessConditions: closed}).NextPage(ctx)
 	wantFailure(t, "ranges whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
+	_, err = pb.Create(ctx, 2048, &pageblob.CreateOptions{AccessConditions: closed})
+	wantFailure(t, "Put Blob over it whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
 	open := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"state" = 'open'`)}}
 	must[pageblob.UploadPagesResponse](t, "a write whose tag condition holds")(pb.UploadPages(ctx, pages('x', 512), blob.HTTPRange{Count: 512},
 		&pageblob.UploadPagesOptions{AccessConditions: open}))
 	if got := pageRanges(t, pb, &pageblob.GetPageRangesOptions{AccessConditions: open}); !slices.Equal(got, []string{"0-511"}) {
 		t.Fatalf("ranges %v", got)
+	}
+	must[pageblob.CreateResponse](t, "Put Blob over it whose tag condition holds")(pb.Create(ctx, 2048, &pageblob.CreateOptions{AccessConditions: open}))
+	if p := must[blob.GetPropertiesResponse](t, "properties")(pb.GetProperties(ctx, nil)); *p.ContentLength != 2048 {
+		t.Fatalf("replaced: length %d, want 2048", *p.ContentLength)
 	}
 }
