@@ -420,6 +420,15 @@ func TestUserDelegationSASLayouts(t *testing.T) {
 			t.Errorf("sv %s with %s: %v, want %d %s", c.sv, c.field, err, c.status, c.code)
 		}
 	}
+	// st, signed in its place: a start that can be read holds, one that
+	// cannot is refused.
+	for st, ok := range map[string]bool{now.Add(-time.Minute).Format(time.RFC3339): true, "yesterday": false} {
+		_, err := sasBlobClient(t, em, em.BlobURL+"/box/a?"+sign("2020-12-06", "2020-12-06", map[string]string{"st": st})).DownloadStream(ctx, nil)
+		var re *azcore.ResponseError
+		if ok && err != nil || !ok && (!errors.As(err, &re) || re.StatusCode != http.StatusForbidden || re.ErrorCode != "AuthenticationFailed") {
+			t.Errorf("st=%s: %v, want it %s", st, err, map[bool]string{true: "read", false: "refused 403 AuthenticationFailed"}[ok])
+		}
+	}
 }
 
 // TestCopyBetweenAccounts: Copy Blob, Copy Blob From URL, Put Blob From
