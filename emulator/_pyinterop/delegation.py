@@ -8,8 +8,8 @@ the SAS does not allow and a read once the key has expired.
 emulator/pydelegation_test.go runs it against tablekit's emulator and
 against Azurite 3.37, both over HTTPS with --oauth basic:
 
-    REQUESTS_CA_BUNDLE=DIR/ca.pem TABLEKIT_BLOB_URL=https://127.0.0.1:PORT/devstoreaccount1 \\
-        TABLEKIT_ACCOUNT_KEY=... TABLEKIT_TARGET=emulator python3 emulator/_pyinterop/delegation.py
+    REQUESTS_CA_BUNDLE=DIR/ca.pem TABLEKIT_CONNECTION_STRING='...;BlobEndpoint=https://...' \\
+        TABLEKIT_TARGET=emulator python3 emulator/_pyinterop/delegation.py
 
 TABLEKIT_TARGET names the service: "emulator" answers as Azure does;
 "azurite" is held to Azurite's known departures (AZURITE below). Time
@@ -40,12 +40,13 @@ except ImportError as e:
     print(f"delegation.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-URL = os.environ.get("TABLEKIT_BLOB_URL", "").rstrip("/")
-KEY = os.environ.get("TABLEKIT_ACCOUNT_KEY", "")
+CONN = dict(kv.split("=", 1) for kv in os.environ.get("TABLEKIT_CONNECTION_STRING", "").split(";") if "=" in kv)
+URL = CONN.get("BlobEndpoint", "").rstrip("/")
+KEY = CONN.get("AccountKey", "")
 TARGET = os.environ.get("TABLEKIT_TARGET", "")
 if not URL.startswith("https://") or not os.environ.get("REQUESTS_CA_BUNDLE") or not KEY or TARGET not in ("emulator", "azurite"):
-    print("delegation.py: set TABLEKIT_BLOB_URL (https), TABLEKIT_ACCOUNT_KEY, TABLEKIT_TARGET (emulator or azurite) "
-          "and REQUESTS_CA_BUNDLE", file=sys.stderr)
+    print("delegation.py: set TABLEKIT_CONNECTION_STRING (with AccountKey= and an https BlobEndpoint=), "
+          "TABLEKIT_TARGET (emulator or azurite) and REQUESTS_CA_BUNDLE", file=sys.stderr)
     sys.exit(2)
 ACCOUNT = URL.rsplit("/", 1)[1]
 

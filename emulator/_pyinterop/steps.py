@@ -1,7 +1,12 @@
 """steps.py: the step runner https.py and durable.py share. A step is a
 function returning (problems, saw); step() runs it and prints one JSON
 line (step, ok, problems, saw, error, trace, ms), the form the Go tests
-read. failed() says whether any step so far was not ok."""
+read. failed() says whether any step so far was not ok.
+
+The Go tests run the scripts through tools/testenv (PyScript, PyCommand):
+each is given TABLEKIT_CONNECTION_STRING, TABLEKIT_TARGET (emulator or
+azurite), REQUESTS_CA_BUNDLE when the target serves HTTPS, and, where it
+moves the emulator's clock, file descriptor 3 (delegation.py)."""
 
 import json
 import time
