@@ -30,7 +30,7 @@ import sys
 import time
 import uuid
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.credentials import AccessToken, AzureNamedKeyCredential
@@ -40,13 +40,11 @@ except ImportError as e:
     print(f"delegation.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = dict(kv.split("=", 1) for kv in os.environ.get("TABLEKIT_CONNECTION_STRING", "").split(";") if "=" in kv)
-URL = CONN.get("BlobEndpoint", "").rstrip("/")
-KEY = CONN.get("AccountKey", "")
+_, FIELDS = connection("delegation.py", ("AccountKey",), https=("BlobEndpoint",))
+URL, KEY = FIELDS["BlobEndpoint"].rstrip("/"), FIELDS["AccountKey"]
 TARGET = os.environ.get("TABLEKIT_TARGET", "")
-if not URL.startswith("https://") or not os.environ.get("REQUESTS_CA_BUNDLE") or not KEY or TARGET not in ("emulator", "azurite"):
-    print("delegation.py: set TABLEKIT_CONNECTION_STRING (with AccountKey= and an https BlobEndpoint=), "
-          "TABLEKIT_TARGET (emulator or azurite) and REQUESTS_CA_BUNDLE", file=sys.stderr)
+if TARGET not in ("emulator", "azurite"):
+    print("delegation.py: set TABLEKIT_TARGET (emulator or azurite)", file=sys.stderr)
     sys.exit(2)
 ACCOUNT = URL.rsplit("/", 1)[1]
 

@@ -19,7 +19,7 @@ import os
 import sys
 import uuid
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.exceptions import HttpResponseError
@@ -28,10 +28,7 @@ except ImportError as e:
     print(f"pageblobs.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = os.environ.get("TABLEKIT_CONNECTION_STRING", "")
-if "BlobEndpoint=" not in CONN or "AccountKey=" not in CONN:
-    print("pageblobs.py: TABLEKIT_CONNECTION_STRING lacks BlobEndpoint= or AccountKey=", file=sys.stderr)
-    sys.exit(2)
+CONN, _ = connection("pageblobs.py", ("BlobEndpoint", "AccountKey"))
 ON_AZURITE = os.environ.get("TABLEKIT_TARGET") == "azurite"
 
 # Where Azurite 3.37 departs from Azure: the step, what Azure answers (the
