@@ -14,7 +14,9 @@ type errorsOf struct {
 
 func (e *errorsOf) Helper() {}
 
-func (e *errorsOf) Errorf(format string, args ...any) { e.got = append(e.got, fmt.Sprintf(format, args...)) }
+func (e *errorsOf) Errorf(format string, args ...any) {
+	e.got = append(e.got, fmt.Sprintf(format, args...))
+}
 
 // TestPyRunSteps: a run's steps pass, or, at a listed departure, fail
 // seeing exactly what is listed; anything else is reported.
