@@ -101,6 +101,35 @@ func delegationCredential(t *testing.T, em *emulator.Instance, account string, s
 	return svc.GetUserDelegationCredential(context.Background(), info, nil)
 }
 
+// helloBlob makes the container box of em's first account, holding the
+// blob a ("hello"), through a bearer token, and returns the client.
+func helloBlob(t *testing.T, em *emulator.Instance) *azblob.Client {
+	t.Helper()
+	ctx := context.Background()
+	c := bearerBlob(t, em, em.AccountName)
+	if _, err := c.CreateContainer(ctx, "box", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadBuffer(ctx, "box", "a", []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// hourKey gets a user delegation key from em (rawDelegationKey, version
+// 2021-12-02) valid from a minute before em's time, to the second, to an
+// hour after; it returns the key and that time.
+func hourKey(t *testing.T, em *emulator.Instance) (userDelegationKeyXML, time.Time) {
+	t.Helper()
+	now := em.Now().UTC().Truncate(time.Second)
+	status, code, k := rawDelegationKey(t, em, bearerHeader(t), "2021-12-02",
+		"<KeyInfo><Start>"+now.Add(-time.Minute).Format(time.RFC3339)+"</Start><Expiry>"+now.Add(time.Hour).Format(time.RFC3339)+"</Expiry></KeyInfo>")
+	if status != http.StatusOK {
+		t.Fatalf("Get User Delegation Key: %d %s", status, code)
+	}
+	return k, now
+}
+
 // userDelegationKeyXML is Get User Delegation Key's answer.
 type userDelegationKeyXML struct {
 	SignedOid, SignedTid, SignedStart, SignedExpiry, SignedService, SignedVersion, Value string
@@ -235,13 +264,7 @@ func wantStatus(t *testing.T, what string, err error, status int, code, detail s
 func TestUserDelegationSAS(t *testing.T) {
 	ctx := context.Background()
 	em := delegationEmulator(t, "")
-	c := bearerBlob(t, em, em.AccountName)
-	if _, err := c.CreateContainer(ctx, "box", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.UploadBuffer(ctx, "box", "a", []byte("hello"), nil); err != nil {
-		t.Fatal(err)
-	}
+	c := helloBlob(t, em)
 	if _, err := c.UploadBuffer(ctx, "box", "b", []byte("other"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -337,19 +360,8 @@ var udLayouts = map[string][]string{
 func TestUserDelegationSASLayouts(t *testing.T) {
 	ctx := context.Background()
 	em := delegationEmulator(t, "")
-	c := bearerBlob(t, em, em.AccountName)
-	if _, err := c.CreateContainer(ctx, "box", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.UploadBuffer(ctx, "box", "a", []byte("hello"), nil); err != nil {
-		t.Fatal(err)
-	}
-	now := em.Now().UTC().Truncate(time.Second)
-	status, code, k := rawDelegationKey(t, em, bearerHeader(t), "2021-12-02",
-		"<KeyInfo><Start>"+now.Add(-time.Minute).Format(time.RFC3339)+"</Start><Expiry>"+now.Add(time.Hour).Format(time.RFC3339)+"</Expiry></KeyInfo>")
-	if status != http.StatusOK {
-		t.Fatalf("Get User Delegation Key: %d %s", status, code)
-	}
+	helloBlob(t, em)
+	k, now := hourKey(t, em)
 	key, err := base64.StdEncoding.DecodeString(k.Value)
 	if err != nil {
 		t.Fatal(err)
@@ -418,6 +430,15 @@ func TestUserDelegationSASLayouts(t *testing.T) {
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) || re.StatusCode != c.status || re.ErrorCode != c.code {
 			t.Errorf("sv %s with %s: %v, want %d %s", c.sv, c.field, err, c.status, c.code)
+		}
+	}
+	// st, signed in its place: a start that can be read holds, one that
+	// cannot is refused.
+	for st, ok := range map[string]bool{now.Add(-time.Minute).Format(time.RFC3339): true, "yesterday": false} {
+		_, err := sasBlobClient(t, em, em.BlobURL+"/box/a?"+sign("2020-12-06", "2020-12-06", map[string]string{"st": st})).DownloadStream(ctx, nil)
+		var re *azcore.ResponseError
+		if ok && err != nil || !ok && (!errors.As(err, &re) || re.StatusCode != http.StatusForbidden || re.ErrorCode != "AuthenticationFailed") {
+			t.Errorf("st=%s: %v, want it %s", st, err, map[bool]string{true: "read", false: "refused 403 AuthenticationFailed"}[ok])
 		}
 	}
 }
@@ -536,22 +557,10 @@ func TestCopyBetweenAccounts(t *testing.T) {
 // source's) and no bearer token, whether the requests succeed or are
 // refused, and no refusal's body quotes them.
 func TestDelegationLogsNoSecret(t *testing.T) {
-	ctx := context.Background()
 	var lg, debug syncBuffer
 	em := emulator.StartTB(t, &emulator.Options{HTTPS: true, OAuth: emulator.OAuthBasic, Log: &lg, DebugLog: &debug})
-	c := bearerBlob(t, em, em.AccountName)
-	if _, err := c.CreateContainer(ctx, "box", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.UploadBuffer(ctx, "box", "a", []byte("hello"), nil); err != nil {
-		t.Fatal(err)
-	}
-	now := em.Now().UTC().Truncate(time.Second)
-	status, _, k := rawDelegationKey(t, em, bearerHeader(t), "2021-12-02",
-		"<KeyInfo><Start>"+now.Add(-time.Minute).Format(time.RFC3339)+"</Start><Expiry>"+now.Add(time.Hour).Format(time.RFC3339)+"</Expiry></KeyInfo>")
-	if status != http.StatusOK {
-		t.Fatalf("Get User Delegation Key: %d", status)
-	}
+	helloBlob(t, em)
+	k, now := hourKey(t, em)
 	cred, err := delegationCredential(t, em, em.AccountName, now.Add(-time.Minute), now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)

@@ -15,11 +15,10 @@ JSON line per step on stdout (steps.py); exit 1 when a step is not ok, 2
 when the script cannot start.
 """
 
-import os
 import sys
 import uuid
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.exceptions import HttpResponseError
@@ -28,10 +27,7 @@ except ImportError as e:
     print(f"blobfeatures.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = os.environ.get("TABLEKIT_CONNECTION_STRING", "")
-if "BlobEndpoint=" not in CONN or "AccountKey=" not in CONN:
-    print("blobfeatures.py: TABLEKIT_CONNECTION_STRING is not set, or lacks BlobEndpoint= or AccountKey=", file=sys.stderr)
-    sys.exit(2)
+CONN, _ = connection("blobfeatures.py", ("BlobEndpoint", "AccountKey"))
 
 # One try per request: a step sees the service's first answer.
 SERVICE = BlobServiceClient.from_connection_string(CONN, retry_total=0)

@@ -8,8 +8,8 @@ the SAS does not allow and a read once the key has expired.
 emulator/pydelegation_test.go runs it against tablekit's emulator and
 against Azurite 3.37, both over HTTPS with --oauth basic:
 
-    REQUESTS_CA_BUNDLE=DIR/ca.pem TABLEKIT_BLOB_URL=https://127.0.0.1:PORT/devstoreaccount1 \\
-        TABLEKIT_ACCOUNT_KEY=... TABLEKIT_TARGET=emulator python3 emulator/_pyinterop/delegation.py
+    REQUESTS_CA_BUNDLE=DIR/ca.pem TABLEKIT_CONNECTION_STRING='...;BlobEndpoint=https://...' \\
+        TABLEKIT_TARGET=emulator python3 emulator/_pyinterop/delegation.py
 
 TABLEKIT_TARGET names the service: "emulator" answers as Azure does;
 "azurite" is held to Azurite's known departures (AZURITE below). Time
@@ -30,7 +30,7 @@ import sys
 import time
 import uuid
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.credentials import AccessToken, AzureNamedKeyCredential
@@ -40,12 +40,11 @@ except ImportError as e:
     print(f"delegation.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-URL = os.environ.get("TABLEKIT_BLOB_URL", "").rstrip("/")
-KEY = os.environ.get("TABLEKIT_ACCOUNT_KEY", "")
+_, FIELDS = connection("delegation.py", ("AccountKey",), https=("BlobEndpoint",))
+URL, KEY = FIELDS["BlobEndpoint"].rstrip("/"), FIELDS["AccountKey"]
 TARGET = os.environ.get("TABLEKIT_TARGET", "")
-if not URL.startswith("https://") or not os.environ.get("REQUESTS_CA_BUNDLE") or not KEY or TARGET not in ("emulator", "azurite"):
-    print("delegation.py: set TABLEKIT_BLOB_URL (https), TABLEKIT_ACCOUNT_KEY, TABLEKIT_TARGET (emulator or azurite) "
-          "and REQUESTS_CA_BUNDLE", file=sys.stderr)
+if TARGET not in ("emulator", "azurite"):
+    print("delegation.py: set TABLEKIT_TARGET (emulator or azurite)", file=sys.stderr)
     sys.exit(2)
 ACCOUNT = URL.rsplit("/", 1)[1]
 

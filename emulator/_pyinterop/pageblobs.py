@@ -8,7 +8,7 @@ runs it on tablekit's emulator and on Azurite 3.37; by hand:
 
     TABLEKIT_CONNECTION_STRING='...' python3 emulator/_pyinterop/pageblobs.py
 
-With PAGEBLOBS_TARGET=azurite a step where Azurite 3.37 answers otherwise
+With TABLEKIT_TARGET=azurite a step where Azurite 3.37 answers otherwise
 than Azure expects Azurite's answer instead, and says so in "saw" (the
 evidence of both answers is beside each one in AZURITE). One JSON line
 per step on stdout (steps.py); exit 1 when a step is not ok, 2 when the
@@ -19,7 +19,7 @@ import os
 import sys
 import uuid
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.exceptions import HttpResponseError
@@ -28,11 +28,8 @@ except ImportError as e:
     print(f"pageblobs.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = os.environ.get("TABLEKIT_CONNECTION_STRING", "")
-if "BlobEndpoint=" not in CONN or "AccountKey=" not in CONN:
-    print("pageblobs.py: TABLEKIT_CONNECTION_STRING lacks BlobEndpoint= or AccountKey=", file=sys.stderr)
-    sys.exit(2)
-ON_AZURITE = os.environ.get("PAGEBLOBS_TARGET") == "azurite"
+CONN, _ = connection("pageblobs.py", ("BlobEndpoint", "AccountKey"))
+ON_AZURITE = os.environ.get("TABLEKIT_TARGET") == "azurite"
 
 # Where Azurite 3.37 departs from Azure: the step, what Azure answers (the
 # step's own expectation) and what Azurite answers instead, with the

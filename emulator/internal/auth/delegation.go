@@ -158,14 +158,8 @@ func (a *Authenticator) delegationSAS(r *http.Request, q url.Values, sv string, 
 	if now := a.now(); now.Before(keyStart) || now.After(keyExpiry) {
 		return nil, authenticationFailed()
 	}
-	var start, expiry time.Time
-	var err error
-	if st := q.Get("st"); st != "" {
-		if start, err = parseSASTime(st); err != nil {
-			return nil, authenticationFailed()
-		}
-	}
-	if expiry, err = parseSASTime(q.Get("se")); err != nil {
+	start, expiry, ok := sasTimes(q) // se is there: checked above
+	if !ok {
 		return nil, authenticationFailed()
 	}
 	return a.grant(r, q, op, false, q.Get("sp"), start, expiry)
@@ -191,14 +185,8 @@ func (a *Authenticator) delegationStringToSign(q url.Values, sv string, op Opera
 	b = append(b, "/blob/"...)
 	b = append(b, a.acct.Name...)
 	b = append(b, '/')
-	b = append(b, op.Name...)
-	switch sr {
-	case "b", "bs", "bv":
-		b = append(b, '/')
-		b = append(b, op.Blob...)
-	case "c":
-	default:
-		// Directory SAS (sr=d) needs a hierarchical namespace.
+	b, ok := appendBlobResource(b, sr, op)
+	if !ok {
 		return nil, authenticationFailed()
 	}
 	b = append(b, '\n')
@@ -233,11 +221,7 @@ func (a *Authenticator) delegationStringToSign(q url.Values, sv string, op Opera
 		line(q.Get("srh"))
 		line(q.Get("srq"))
 	}
-	for _, k := range [...]string{"rscc", "rscd", "rsce", "rscl"} {
-		line(q.Get(k))
-	}
-	b = append(b, q.Get("rsct")...)
-	return b, nil
+	return appendResponseOverrides(b, q), nil
 }
 
 // notImplemented is a SAS field the emulator does not serve.

@@ -2,7 +2,6 @@ package blobs
 
 import (
 	"bytes"
-	"crypto/md5"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
@@ -38,11 +37,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	default:
 		return answer.InvalidHeader("x-ms-blob-type", v)
 	}
-	cond, md, props, e := parseWrite(h, true, s.cfg.Now)
-	if e != nil {
-		return e
-	}
-	tags, _, e := parseTagsHeader(h)
+	cond, md, props, tags, e := parseWrite(h, true, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -60,51 +55,23 @@ func (s *Service) putBlob(q *request) *answer.Error {
 			return e
 		}
 		if props.contentMD5 == nil {
-			sum := md5.Sum(data)
-			props.contentMD5 = sum[:]
+			props.contentMD5 = sums.contentMD5()
 		}
-	} else if q.r.ContentLength > 0 {
+	} else if e := requireNoBody(q); e != nil {
 		// An append blob is created empty.
-		return answer.InvalidHeader("Content-Length", strconv.FormatInt(q.r.ContentLength, 10))
+		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, _, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	old := c.blobs[q.blob]
-	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if !cond.tagsMet(old.tags) {
-			return errConditionNotMet
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			// Azurite refuses to overwrite an archived blob so.
-			return errBlobArchived
-		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
-	}
 	now, etag := s.clock.next()
-	c.put(q.blob, &blob{kind: kind, data: data, meta: md, tags: tags, tiering: tier, props: props, etag: etag, modified: now, created: now})
-	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
-	rh := setVersion(q, etag, now)
+	rh := s.replaceBlob(q, c, &blob{kind: kind, data: data, meta: md, tags: tags, tiering: tier, props: props, etag: etag, modified: now, created: now})
 	if kind == blockBlob {
-		// Azure answers a block blob's Put Blob with both sums, whichever
-		// the request sent (a recorded session, azblob's
-		// TestBlobDownloadDataOffsetOutOfRange: neither sent, both answered).
-		sum := md5.Sum(data)
-		rh.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-		rh.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(sums.crc64))
+		sums.setWhole(rh)
 	}
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	return answerCreated(q)
 }
 
 // blockID reads the blockid query parameter: base64 of at most 64
@@ -187,9 +154,7 @@ func (s *Service) stageBlock(q *request, id string, data []byte, sums checksums)
 	h := q.w.Header()
 	setCommon(h, q.r)
 	sums.set(h, q.r)
-	h.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	return answerCreated(q)
 }
 
 // listEntry is one entry of a Put Block List body.
@@ -264,11 +229,7 @@ func parseBlockList(data []byte) ([]listEntry, *answer.Error) {
 // uncommitted blocks are discarded. 201.
 func (s *Service) putBlockList(q *request) *answer.Error {
 	h := q.r.Header
-	cond, md, props, e := parseWrite(h, false, s.cfg.Now)
-	if e != nil {
-		return e
-	}
-	tags, _, e := parseTagsHeader(h)
+	cond, md, props, tags, e := parseWrite(h, false, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -291,36 +252,24 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if len(list) > maxBlockList {
 		return errBlockListTooLong
 	}
-	c, e := s.lockContainer(q.container)
+	// An archived blob is a block blob (only those take a tier), so that
+	// replaceable's refusal of one comes before or after InvalidBlobType
+	// alike.
+	c, old, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	old := c.blobs[q.blob]
 	created := time.Time{}
 	committed := map[string][]byte{}
 	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if !cond.tagsMet(old.tags) {
-			return errConditionNotMet
-		}
 		if old.kind != blockBlob {
 			return errInvalidBlobType
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			return errBlobArchived
 		}
 		created = old.created
 		for _, b := range old.blocks {
 			committed[b.id] = old.data[b.off : b.off+b.len]
 		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
 	} else if cond.ifTags != nil {
 		// x-ms-if-tags on a blob Put Block List creates fails: a real
 		// account's answer (Azure/azure-sdk-for-net#24650, #20931: 412
@@ -363,14 +312,10 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, tiering: tier,
+	rh := s.replaceBlob(q, c, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, tiering: tier,
 		props: props, etag: etag, modified: now, created: created})
-	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
-	rh := setVersion(q, etag, now)
 	sums.set(rh, q.r)
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	return answerCreated(q)
 }
 
 type xmlBlock struct {
@@ -468,22 +413,26 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	return writeXMLBody(q, out)
 }
 
-// parseWrite reads the headers of a write of a whole block blob (Put
-// Blob, Put Block List) in this order, the first refused answering: the
-// conditions, the metadata, the content properties (blobProps; plain
-// for Put Blob).
-func parseWrite(h http.Header, plain bool, now func() time.Time) (conditions, metadata, contentProps, *answer.Error) {
+// parseWrite reads the headers of a write of a whole blob (Put Blob,
+// Put Block List, Put Blob From URL) in this order, the first refused
+// answering: the conditions, the metadata, the content properties
+// (blobProps; plain for Put Blob), the tags (x-ms-tags).
+func parseWrite(h http.Header, plain bool, now func() time.Time) (conditions, metadata, contentProps, tagSet, *answer.Error) {
 	cond, e := parseConditions(h, now)
 	if e != nil {
-		return conditions{}, nil, contentProps{}, e
+		return conditions{}, nil, contentProps{}, nil, e
 	}
 	md, e := parseMetadata(h)
 	if e != nil {
-		return conditions{}, nil, contentProps{}, e
+		return conditions{}, nil, contentProps{}, nil, e
 	}
 	props, e := blobProps(h, plain)
 	if e != nil {
-		return conditions{}, nil, contentProps{}, e
+		return conditions{}, nil, contentProps{}, nil, e
 	}
-	return cond, md, props, nil
+	tags, _, e := parseTagsHeader(h)
+	if e != nil {
+		return conditions{}, nil, contentProps{}, nil, e
+	}
+	return cond, md, props, tags, nil
 }

@@ -243,3 +243,26 @@ func (cond conditions) existing(c *container, name string) (*blob, *answer.Error
 	}
 	return b, nil
 }
+
+// replacing checks cond for a write of a whole blob (Put Blob, Put Blob
+// From URL, Put Block List, Copy Blob) against old, the blob it replaces
+// (nil when there is none), in a container whose lock the caller holds:
+// the write conditions and the lease, then, on an existing blob,
+// If-None-Match: * (409 BlobAlreadyExists) and x-ms-if-tags (412
+// ConditionNotMet). A blob that does not exist is written whatever
+// x-ms-if-tags says.
+func (cond conditions) replacing(old *blob) *answer.Error {
+	if old == nil {
+		return cond.write(false, "", time.Time{}, lease{})
+	}
+	if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
+		return e
+	}
+	if cond.createOnly() {
+		return errBlobAlreadyExists
+	}
+	if !cond.tagsMet(old.tags) {
+		return errConditionNotMet
+	}
+	return nil
+}

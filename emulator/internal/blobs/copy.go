@@ -56,8 +56,9 @@ func (s *Service) parseCopySource(v string) (from *Service, src copySource, u *u
 	return from, copySource{container: cname, blob: bname, snapshot: u.Query().Get("snapshot")}, u, nil
 }
 
-// sourceConditions are the x-ms-source-if-* headers as conditions.
-func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.Error) {
+// parseSourceConditions reads the x-ms-source-if-* headers, and
+// x-ms-source-if-tags, as conditions on a copy's source.
+func parseSourceConditions(h http.Header, now func() time.Time) (conditions, *answer.Error) {
 	sh := http.Header{}
 	for k, name := range map[string]string{"If-Match": "x-ms-source-if-match", "If-None-Match": "x-ms-source-if-none-match",
 		"If-Modified-Since": "x-ms-source-if-modified-since", "If-Unmodified-Since": "x-ms-source-if-unmodified-since"} {
@@ -65,7 +66,12 @@ func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.
 			sh.Set(k, v)
 		}
 	}
-	return parseConditions(sh, now)
+	c, e := parseConditions(sh, now)
+	if e != nil {
+		return c, e
+	}
+	c.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags")
+	return c, e
 }
 
 // copyBlob is Copy Blob (PUT with x-ms-copy-source) and, with
@@ -84,11 +90,8 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	scond, e := sourceConditions(h, s.cfg.Now)
+	scond, e := parseSourceConditions(h, s.cfg.Now)
 	if e != nil {
-		return e
-	}
-	if scond.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags"); e != nil {
 		return e
 	}
 	md, e := parseMetadata(h)
@@ -99,35 +102,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	if e := s.authorizeSource(q, from, u, src, sync); e != nil {
-		return e
-	}
-	sc, e := from.rlockContainer(src.container)
+	v, e := s.readCopySource(q, from, u, src, scond, sync)
 	if e != nil {
 		return e
-	}
-	sb := sc.blobs[src.blob]
-	if sb != nil && src.snapshot != "" {
-		sb = sb.snapshotAt(src.snapshot)
-	}
-	var v view
-	var blocks []block
-	if sb != nil {
-		v, blocks = sb.view(), sb.blocks
-	}
-	sc.mu.RUnlock()
-	if sb == nil {
-		// Azurite answers a missing source so.
-		return errBlobNotFound
-	}
-	if scond.readConditions(true, v.etag, v.modified) != nil || !scond.tagsMet(v.tags) {
-		return errSourceConditionNotMet
-	}
-	if v.tiering.current(s.cfg.Now).archived() {
-		// Azure copies an archived blob only into an online tier
-		// (x-ms-access-tier on Copy Blob, which the emulator does not
-		// serve); Azurite refuses the rest so.
-		return errBlobArchived
 	}
 	if sync && v.kind != blockBlob {
 		// Copy Blob From URL copies block blobs only (REST "Copy Blob
@@ -140,37 +117,26 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	}
 	defer c.mu.Unlock()
 	old := c.blobs[q.blob]
-	created := time.Time{}
-	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if !cond.tagsMet(old.tags) {
-			return errConditionNotMet
-		}
-		created = old.created
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
+	// Copy Blob is not among the overwrites an archived blob refuses
+	// (replaceable).
+	if e := cond.replacing(old); e != nil {
 		return e
 	}
 	if md == nil {
 		md = v.meta
 	}
 	now, etag := s.clock.next()
-	if old == nil {
-		created = now
+	created := now
+	if old != nil {
+		created = old.created
 	}
 	size := strconv.FormatInt(v.size(), 10)
-	nb := &blob{kind: v.kind, data: slices.Clip(v.data), page: v.page, blocks: blocks, appended: v.appended,
+	nb := &blob{kind: v.kind, data: slices.Clip(v.data), page: v.page, blocks: v.blocks, appended: v.appended,
 		sealed: v.sealed && strings.EqualFold(h.Get("x-ms-seal-blob"), "true"),
 		meta:   md, tags: tags, props: v.props, etag: etag, modified: now, created: created,
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",
 			progress: size + "/" + size, completed: now}}
-	c.put(q.blob, nb)
-	q.pending = s.saveBlob(c, q.blob, nb, content{replace: true})
-	rh := setVersion(q, etag, now)
+	rh := s.replaceBlob(q, c, nb)
 	rh.Set("x-ms-copy-id", nb.copy.id)
 	rh.Set("x-ms-copy-status", "success")
 	if sync && v.props.contentMD5 != nil {

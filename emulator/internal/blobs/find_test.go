@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -381,32 +380,19 @@ func TestIfTagsConditions(t *testing.T) {
 // TestFindBlobsByTagsAfterReopen: a location opened again finds the blobs
 // by the tags they were written with and set to, as before it closed.
 func TestFindBlobsByTagsAfterReopen(t *testing.T) {
-	cfg := blobs.Config{Account: "acct", Location: t.TempDir()}
-	do := func(s *blobs.Service, method, path string, h map[string]string, body string) string {
-		t.Helper()
-		r := httptest.NewRequest(method, "/acct/"+path, strings.NewReader(body))
-		for k, v := range h {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		if w.Code >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
-		}
-		return w.Body.String()
-	}
+	cfg := blobs.Config{Account: rawAccount, Location: t.TempDir()}
 	s, err := blobs.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	do(s, "PUT", "box?restype=container", nil, "")
-	do(s, "PUT", "box/put", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "project=x&stage=raw"}, "data")
-	do(s, "PUT", "box/set", map[string]string{"x-ms-blob-type": "BlockBlob"}, "data")
-	do(s, "PUT", "box/set?comp=tags", nil, `<Tags><TagSet><Tag><Key>project</Key><Value>x</Value></Tag></TagSet></Tags>`)
+	mustServe(t, s, "PUT", "box?restype=container", nil, "")
+	mustServe(t, s, "PUT", "box/put", map[string]string{"x-ms-blob-type": "BlockBlob", "x-ms-tags": "project=x&stage=raw"}, "data")
+	mustServe(t, s, "PUT", "box/set", map[string]string{"x-ms-blob-type": "BlockBlob"}, "data")
+	mustServe(t, s, "PUT", "box/set?comp=tags", nil, `<Tags><TagSet><Tag><Key>project</Key><Value>x</Value></Tag></TagSet></Tags>`)
 	find := "?comp=blobs&where=" + url.QueryEscape(`"project"='x'`)
 	want := "<Blob><Name>put</Name><ContainerName>box</ContainerName><Tags><TagSet><Tag><Key>project</Key><Value>x</Value></Tag></TagSet></Tags></Blob>" +
 		"<Blob><Name>set</Name><ContainerName>box</ContainerName><Tags><TagSet><Tag><Key>project</Key><Value>x</Value></Tag></TagSet></Tags></Blob>"
-	if got := do(s, "GET", find, nil, ""); !strings.Contains(got, want) {
+	if got := mustServe(t, s, "GET", find, nil, "").Body.String(); !strings.Contains(got, want) {
 		t.Fatalf("before closing: %s", got)
 	}
 	if err := s.Close(); err != nil {
@@ -417,7 +403,7 @@ func TestFindBlobsByTagsAfterReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if got := do(again, "GET", find, nil, ""); !strings.Contains(got, want) {
+	if got := mustServe(t, again, "GET", find, nil, "").Body.String(); !strings.Contains(got, want) {
 		t.Errorf("after opening the location again: %s", got)
 	}
 }

@@ -2,13 +2,9 @@ package blobs
 
 import (
 	"bytes"
-	"crypto/md5"
-	"encoding/base64"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 	"github.com/tablekit/tablekit/emulator/internal/auth"
@@ -124,26 +120,31 @@ func (s *Service) authorizeSource(q *request, from *Service, u *url.URL, src cop
 	return cannotVerifyCopySource(http.StatusNotFound, "The specified resource does not exist.")
 }
 
-// readSource finds the source x-ms-copy-source names, checks that q may
-// read it (authorizeSource) and the x-ms-source-if-* conditions
-// (x-ms-source-if-tags too, where sourceIfTagsServed lets it through), and
-// copies it out: a synchronous copy's first half. A missing source is
-// 404 BlobNotFound (Azurite's answer to Copy Blob), an archived one 409
-// BlobArchived.
+// readSource finds the source x-ms-copy-source names, checks the
+// x-ms-source-if-* conditions and that q may read it, and copies it out
+// (readCopySource): a synchronous copy's first half.
 func (s *Service) readSource(q *request) (view, *answer.Error) {
 	h := q.r.Header
 	from, src, u, e := s.parseCopySource(h.Get("x-ms-copy-source"))
 	if e != nil {
 		return view{}, e
 	}
-	scond, e := sourceConditions(h, s.cfg.Now)
+	scond, e := parseSourceConditions(h, s.cfg.Now)
 	if e != nil {
 		return view{}, e
 	}
-	if scond.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags"); e != nil {
-		return view{}, e
-	}
-	if e := s.authorizeSource(q, from, u, src, true); e != nil {
+	return s.readCopySource(q, from, u, src, scond, true)
+}
+
+// readCopySource checks that q may read src, a blob of from named by u
+// (authorizeSource; synchronous as there), and copies it out if it meets
+// scond: a missing source is 404 BlobNotFound (Azurite's answer to Copy
+// Blob), one that fails scond 412 SourceConditionNotMet, an archived one
+// 409 BlobArchived (Azure copies an archived blob only into an online
+// tier, with x-ms-access-tier on Copy Blob, which the emulator does not
+// serve; Azurite refuses the rest so).
+func (s *Service) readCopySource(q *request, from *Service, u *url.URL, src copySource, scond conditions, synchronous bool) (view, *answer.Error) {
+	if e := s.authorizeSource(q, from, u, src, synchronous); e != nil {
 		return view{}, e
 	}
 	sc, e := from.rlockContainer(src.container)
@@ -187,16 +188,6 @@ func sourceSums(h http.Header, data []byte) (checksums, *answer.Error) {
 	return checkBody(sh, data)
 }
 
-// requireNoBody refuses a From URL request that sends content: its
-// Content-Length must be 0 (REST "Put Blob From URL", "Put Block From
-// URL").
-func requireNoBody(q *request) *answer.Error {
-	if q.r.ContentLength > 0 {
-		return answer.InvalidHeader("Content-Length", strconv.FormatInt(q.r.ContentLength, 10))
-	}
-	return nil
-}
-
 // putBlobFromURL is Put Blob From URL (from version 2020-04-08): Put Blob
 // of a block blob whose content is read from x-ms-copy-source, 201. The
 // new blob takes the request's content headers and metadata; with
@@ -213,11 +204,7 @@ func (s *Service) putBlobFromURL(q *request) *answer.Error {
 	if e := requireNoBody(q); e != nil {
 		return e
 	}
-	cond, md, props, e := parseWrite(h, false, s.cfg.Now)
-	if e != nil {
-		return e
-	}
-	tags, _, e := parseTagsHeader(h)
+	cond, md, props, tags, e := parseWrite(h, false, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -239,54 +226,30 @@ func (s *Service) putBlobFromURL(q *request) *answer.Error {
 		return answer.RequestBodyTooLarge()
 	}
 	data := sourceBytes(v, 0, v.size()-1)
-	if _, e := sourceSums(h, data); e != nil {
+	sums, e := sourceSums(h, data)
+	if e != nil {
 		return e
 	}
 	if copyProps {
 		props = sourceProps(h, props, v.props)
 	}
-	sum := md5.Sum(data)
-	if h.Get("x-ms-blob-content-md5") == "" {
-		props.contentMD5 = sum[:]
+	if props.contentMD5 == nil {
+		props.contentMD5 = sums.contentMD5()
 	}
-	c, e := s.lockContainer(q.container)
+	c, old, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	old := c.blobs[q.blob]
-	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if !cond.tagsMet(old.tags) {
-			return errConditionNotMet
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			return errBlobArchived
-		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
-	}
 	now, etag := s.clock.next()
 	created := now
 	if old != nil {
 		created = old.created
 	}
 	// The whole content is one committed block, as after Put Blob.
-	nb := &blob{kind: blockBlob, data: data, meta: md, tags: tags, props: props, etag: etag, modified: now, created: created}
-	c.put(q.blob, nb)
-	q.pending = s.saveBlob(c, q.blob, nb, content{replace: true})
-	sums, _ := checkBody(http.Header{}, data)
-	rh := setVersion(q, etag, now)
-	rh.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-	rh.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(sums.crc64))
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	rh := s.replaceBlob(q, c, &blob{kind: blockBlob, data: data, meta: md, tags: tags, props: props, etag: etag, modified: now, created: created})
+	sums.setWhole(rh)
+	return answerCreated(q)
 }
 
 // sourceProps is a Put Blob From URL's content headers: the request's

@@ -36,9 +36,7 @@ func readSAS(t *testing.T, b *blob.Client) string {
 // must match, and If-None-Match: * keeps an existing blob.
 func TestPutBlobFromURL(t *testing.T) {
 	ctx := context.Background()
-	c := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, "box", nil))
-	cc := c.ServiceClient().NewContainerClient("box")
+	cc := emulatorContainer(t, "box")
 	src := cc.NewBlockBlobClient("src")
 	must[blockblob.UploadResponse](t, "upload")(src.Upload(ctx, rs("from a url"), &blockblob.UploadOptions{
 		Metadata:    map[string]*string{"Origin": to.Ptr("src")},
@@ -107,9 +105,7 @@ func TestPutBlobFromURL(t *testing.T) {
 // range past the source's end and a source without a SAS are refused.
 func TestPutBlockFromURL(t *testing.T) {
 	ctx := context.Background()
-	c := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create")(c.CreateContainer(ctx, "box", nil))
-	cc := c.ServiceClient().NewContainerClient("box")
+	cc := emulatorContainer(t, "box")
 	src := cc.NewBlockBlobClient("src")
 	must[blockblob.UploadResponse](t, "upload")(src.Upload(ctx, rs("0123456789"), nil))
 	srcURL := readSAS(t, src.BlobClient())

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
 )
@@ -108,11 +107,7 @@ func parseSequenceNumber(h http.Header) (int64, bool, *answer.Error) {
 // 201.
 func (s *Service) putPageBlob(q *request) *answer.Error {
 	h := q.r.Header
-	cond, md, props, e := parseWrite(h, true, s.cfg.Now)
-	if e != nil {
-		return e
-	}
-	tags, _, e := parseTagsHeader(h)
+	cond, md, props, tags, e := parseWrite(h, true, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -130,36 +125,19 @@ func (s *Service) putPageBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	if q.r.ContentLength > 0 {
+	if e := requireNoBody(q); e != nil {
 		// A page blob is created empty, as an append blob is.
-		return answer.InvalidHeader("Content-Length", strconv.FormatInt(q.r.ContentLength, 10))
+		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, _, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	if old := c.blobs[q.blob]; old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			return errBlobArchived
-		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
-	}
 	now, etag := s.clock.next()
-	c.put(q.blob, &blob{kind: pageBlob, page: pageState{size: size, seq: seq}, meta: md, tags: tags, props: props,
+	s.replaceBlob(q, c, &blob{kind: pageBlob, page: pageState{size: size, seq: seq}, meta: md, tags: tags, props: props,
 		etag: etag, modified: now, created: now})
-	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
-	rh := setVersion(q, etag, now)
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	return answerCreated(q)
 }
 
 // seqConditions are Put Page's x-ms-if-sequence-number-le, -lt and -eq.
@@ -269,8 +247,8 @@ func (s *Service) putPage(q *request) *answer.Error {
 	var data []byte
 	var sums checksums
 	if clearing {
-		if q.r.ContentLength > 0 {
-			return answer.InvalidHeader("Content-Length", strconv.FormatInt(q.r.ContentLength, 10))
+		if e := requireNoBody(q); e != nil {
+			return e
 		}
 		if v := h.Get("Content-MD5"); v != "" {
 			// "The Content-MD5 header is not permitted when the
@@ -298,15 +276,11 @@ func (s *Service) putPage(q *request) *answer.Error {
 			return e
 		}
 	}
-	c, e := s.lockContainer(q.container)
+	c, b, e := s.lockExisting(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	b, e := cond.existing(c, q.blob)
-	if e != nil {
-		return e
-	}
 	if b.kind != pageBlob {
 		return errInvalidBlobType
 	}
@@ -328,12 +302,12 @@ func (s *Service) putPage(q *request) *answer.Error {
 	q.pending = s.saveBlob(c, q.blob, b, content{pages: touched})
 	rh := setVersion(q, b.etag, b.modified)
 	rh.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.page.seq, 10))
-	if !clearing {
-		sums.set(rh, q.r)
-		rh.Set("x-ms-request-server-encrypted", "true")
+	if clearing {
+		q.w.WriteHeader(http.StatusCreated)
+		return nil
 	}
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	sums.set(rh, q.r)
+	return answerCreated(q)
 }
 
 type xmlPageRange struct {

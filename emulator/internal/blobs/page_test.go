@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +22,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/pageblob"
 
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
-	"github.com/tablekit/tablekit/integration/azurite"
 )
 
 // pageRanges lists a page blob's page ranges as "start-end", all pages
@@ -78,9 +76,7 @@ func want(runs ...any) []byte {
 // answers (docs/EMULATOR.md, "Page blobs").
 func TestPageBlobs(t *testing.T) {
 	ctx := context.Background()
-	cl := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, "pages", nil))
-	cc := cl.ServiceClient().NewContainerClient("pages")
+	cc := emulatorContainer(t, "pages")
 	pb := cc.NewPageBlobClient("disk")
 	must[pageblob.CreateResponse](t, "create")(pb.Create(ctx, 4096, &pageblob.CreateOptions{
 		SequenceNumber: to.Ptr(int64(3)), Metadata: map[string]*string{"role": to.Ptr("disk")},
@@ -280,9 +276,7 @@ func TestPageBlobTypesAndLeases(t *testing.T) {
 // premium page blob tiers and Put Page From URL.
 func TestPageBlobUnserved(t *testing.T) {
 	ctx := context.Background()
-	cl := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, "unserved", nil))
-	cc := cl.ServiceClient().NewContainerClient("unserved")
+	cc := emulatorContainer(t, "unserved")
 	pb := cc.NewPageBlobClient("p")
 	must[pageblob.CreateResponse](t, "create")(pb.Create(ctx, 1024, nil))
 	snap := must[blob.CreateSnapshotResponse](t, "snapshot")(pb.CreateSnapshot(ctx, nil))
@@ -307,9 +301,7 @@ func TestPageBlobUnserved(t *testing.T) {
 func TestPageBlobSparse(t *testing.T) {
 	ctx := context.Background()
 	svc, endpoint := startService(t)
-	cl := newClient(t, endpoint)
-	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, "sparse", nil))
-	pb := cl.ServiceClient().NewContainerClient("sparse").NewPageBlobClient("tib")
+	pb := newContainer(t, newClient(t, endpoint), "sparse").NewPageBlobClient("tib")
 	const tib = int64(1) << 40
 	must[pageblob.CreateResponse](t, "create")(pb.Create(ctx, tib, nil))
 	must[pageblob.UploadPagesResponse](t, "last page")(pb.UploadPages(ctx, pages('e', 512), blob.HTTPRange{Offset: tib - 512, Count: 512}, nil))
@@ -337,15 +329,9 @@ func TestPageBlobSparse(t *testing.T) {
 // snapshots keep theirs.
 func TestPageBlobsReopened(t *testing.T) {
 	dir := t.TempDir()
-	cfg := blobs.Config{Account: azurite.AccountName, Location: dir}
+	cfg := blobs.Config{Account: rawAccount, Location: dir}
 	do := func(s *blobs.Service, method, path string, h map[string]string, body string) (int, string, http.Header) {
-		t.Helper()
-		r := httptest.NewRequest(method, "/"+azurite.AccountName+"/"+path, strings.NewReader(body))
-		for k, v := range h {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
+		w := serve(s, method, path, h, body)
 		return w.Code, w.Body.String(), w.Result().Header
 	}
 	s, err := blobs.Open(cfg)
@@ -408,16 +394,10 @@ func TestPageBlobsReopened(t *testing.T) {
 // TestPageBlobRefusals: the requests azblob never sends, each refused
 // before anything is written, as docs/EMULATOR.md says.
 func TestPageBlobRefusals(t *testing.T) {
-	s := blobs.New(blobs.Config{Account: "acct"})
+	s := blobs.New(blobs.Config{Account: rawAccount})
 	var last string // the last answer's body
 	do := func(method, path string, h map[string]string, body string) (int, string) {
-		t.Helper()
-		r := httptest.NewRequest(method, "/acct/"+path, strings.NewReader(body))
-		for k, v := range h {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
+		w := serve(s, method, path, h, body)
 		last = w.Body.String()
 		return w.Code, w.Result().Header.Get("x-ms-error-code")
 	}
@@ -488,24 +468,36 @@ func TestPageBlobRefusals(t *testing.T) {
 	}
 }
 
-// TestPageBlobTagConditions: Put Page and Get Page Ranges take
-// x-ms-if-tags (the blob swagger's IfTags on both): a blob whose tags do
-// not meet it is 412 ConditionNotMet, and nothing is written.
+// TestPageBlobTagConditions: Put Page, Get Page Ranges and Put Blob of a
+// page blob take x-ms-if-tags (the blob swagger's IfTags on each): a blob
+// whose tags do not meet it is 412 ConditionNotMet, and nothing is
+// written.
 func TestPageBlobTagConditions(t *testing.T) {
+	testPageBlobTagConditions(t, startEmulator(t), "")
+}
+
+// testPageBlobTagConditions is TestPageBlobTagConditions on the Blob
+// service at endpoint, its container's name after prefix (Azurite's is
+// shared: TestFeaturesOnAzurite).
+func testPageBlobTagConditions(t *testing.T, endpoint, prefix string) {
 	ctx := context.Background()
-	cl := emulatorClient(t)
-	must[azblob.CreateContainerResponse](t, "create container")(cl.CreateContainer(ctx, "tagged", nil))
-	pb := cl.ServiceClient().NewContainerClient("tagged").NewPageBlobClient("p")
+	pb := newContainer(t, newClient(t, endpoint), prefix+"tagged").NewPageBlobClient("p")
 	must[pageblob.CreateResponse](t, "create")(pb.Create(ctx, 1024, &pageblob.CreateOptions{Tags: map[string]string{"state": "open"}}))
 	closed := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"state" = 'closed'`)}}
 	_, err := pb.UploadPages(ctx, pages('x', 512), blob.HTTPRange{Count: 512}, &pageblob.UploadPagesOptions{AccessConditions: closed})
 	wantFailure(t, "a write whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
 	_, err = pb.NewGetPageRangesPager(&pageblob.GetPageRangesOptions{AccessConditions: closed}).NextPage(ctx)
 	wantFailure(t, "ranges whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
+	_, err = pb.Create(ctx, 2048, &pageblob.CreateOptions{AccessConditions: closed})
+	wantFailure(t, "Put Blob over it whose tag condition fails", err, http.StatusPreconditionFailed, "ConditionNotMet")
 	open := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfTags: to.Ptr(`"state" = 'open'`)}}
 	must[pageblob.UploadPagesResponse](t, "a write whose tag condition holds")(pb.UploadPages(ctx, pages('x', 512), blob.HTTPRange{Count: 512},
 		&pageblob.UploadPagesOptions{AccessConditions: open}))
 	if got := pageRanges(t, pb, &pageblob.GetPageRangesOptions{AccessConditions: open}); !slices.Equal(got, []string{"0-511"}) {
 		t.Fatalf("ranges %v", got)
+	}
+	must[pageblob.CreateResponse](t, "Put Blob over it whose tag condition holds")(pb.Create(ctx, 2048, &pageblob.CreateOptions{AccessConditions: open}))
+	if p := must[blob.GetPropertiesResponse](t, "properties")(pb.GetProperties(ctx, nil)); *p.ContentLength != 2048 {
+		t.Fatalf("replaced: length %d, want 2048", *p.ContentLength)
 	}
 }

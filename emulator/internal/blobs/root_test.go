@@ -26,9 +26,7 @@ import (
 func TestRootContainer(t *testing.T) {
 	ctx := context.Background()
 	endpoint := startEmulator(t)
-	cl := newClient(t, endpoint)
-	root := cl.ServiceClient().NewContainerClient("$root")
-	must[container.CreateResponse](t, "create $root")(root.Create(ctx, nil))
+	root := newContainer(t, newClient(t, endpoint), "$root")
 	cred, err := azblob.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
 	if err != nil {
 		t.Fatal(err)
@@ -75,10 +73,6 @@ func TestAccountInfoAnywhere(t *testing.T) {
 // a 400 that says the request is wrong. (Find Blobs by Tags, once 501
 // too, is served: TestFindBlobsByTags.)
 func TestUnservedOperations(t *testing.T) {
-	ctx := context.Background()
-	cl := emulatorClient(t)
-	cc := cl.ServiceClient().NewContainerClient("box")
-	must[container.CreateResponse](t, "create")(cc.Create(ctx, nil))
 	svc := blobs.New(blobs.Config{Account: azurite.AccountName})
 	for _, target := range []string{"/box/b?comp=query", "/b?comp=query"} {
 		r := httptest.NewRequest(http.MethodPost, "/"+azurite.AccountName+target,

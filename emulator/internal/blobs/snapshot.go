@@ -48,15 +48,11 @@ func (s *Service) snapshotBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, b, e := s.lockExisting(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	b, e := cond.existing(c, q.blob)
-	if e != nil {
-		return e
-	}
 	if b.tiering.current(s.cfg.Now).archived() {
 		return errBlobArchived
 	}

@@ -122,6 +122,7 @@ type metadata []metaPair
 type view struct {
 	kind      blobKind
 	data      []byte
+	blocks    []block
 	committed int
 	sealed    bool
 	meta      metadata
@@ -142,7 +143,7 @@ func (b *blob) view() view {
 	if b.kind == appendBlob {
 		n = b.appended
 	}
-	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
+	return view{kind: b.kind, data: b.data, blocks: b.blocks, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
 		tiering: b.tiering, page: b.page, props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
 		copy: b.copy, appended: b.appended}
 }
@@ -180,6 +181,23 @@ func (s *Service) lockContainer(name string) (*container, *answer.Error) {
 		return nil, errContainerNotFound
 	}
 	return c, nil
+}
+
+// lockExisting locks q's container and returns it with the blob q names,
+// when the blob exists and cond's write conditions hold for it
+// (conditions.existing); the caller unlocks c. A refusal leaves nothing
+// locked.
+func (s *Service) lockExisting(q *request, cond conditions) (*container, *blob, *answer.Error) {
+	c, e := s.lockContainer(q.container)
+	if e != nil {
+		return nil, nil, e
+	}
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
+		c.mu.Unlock()
+		return nil, nil, e
+	}
+	return c, b, nil
 }
 
 // rlockContainer is lockContainer for reading (unlock with
