@@ -115,9 +115,12 @@ const (
 // the account is over its target (503 ServerBusy or 500 OperationTimedOut
 // on Azure, 429 on Cosmos DB), BulkWrite slows that partition (the
 // account, when the answer says the account is over its limit, or is a
-// 429): fewer transactions in flight, then a paced rate in entities per
-// second, which the partitions share as they share one target (see
-// internal/throttle). It pauses for the service's retry-after
+// 429): half the transactions in flight, and a paced rate in entities per
+// second, learned from what the service lets through and refuses, which
+// the partitions share as they share one target (see internal/throttle;
+// docs/BENCHMARKS.md measures it against small and large burst
+// allowances, bound by partitions or by the account). It pauses for the
+// service's retry-after
 // (x-ms-retry-after-ms, Retry-After) when given, and sends the
 // transaction again; the pace climbs back while the service keeps up, up
 // to Concurrency transactions in flight. A throttled transaction is never

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit/emulator"
 )
@@ -131,6 +132,46 @@ func TestAzuriteCommandLineConflicts(t *testing.T) {
 			if !strings.Contains(err.Error(), n) {
 				t.Errorf("%q: %q does not name %s", c.args, err, n)
 			}
+		}
+	}
+}
+
+// The throttle's shape from the command line: --throttle alone is Azure's
+// targets and burst; --throttle-partition, --throttle-account and
+// --throttle-burst set them and turn the throttle on; with --scale they
+// are the model's (scaled as its every rate). A burst that is not
+// positive, or no target left, is a usage error.
+func TestEmulatorThrottleFlags(t *testing.T) {
+	for _, c := range []struct {
+		args  string
+		want  *emulator.ThrottleOptions
+		scale bool
+	}{
+		{"", nil, false},
+		{"--throttle", &emulator.ThrottleOptions{}, false},
+		{"--throttle-partition 500 --throttle-burst 3s", &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 500, Burst: 3 * time.Second}, false},
+		{"--throttle --throttle-account -1 --throttle-partition 300", &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 300, AccountEntitiesPerSecond: -1}, false},
+		{"--throttle-account 5000 --throttle-burst 100ms", &emulator.ThrottleOptions{AccountEntitiesPerSecond: 5000, Burst: 100 * time.Millisecond}, false},
+		{"--scale 0.25 --throttle-burst 2s", &emulator.ThrottleOptions{Burst: 2 * time.Second}, true},
+	} {
+		o, err := emulatorOptions(t, strings.Fields(c.args), nil)
+		if err != nil {
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		if !reflect.DeepEqual(o.Throttle, c.want) || (o.Scale != nil) != c.scale {
+			t.Errorf("%q: Throttle %+v, Scale %+v; want %+v, scale %v", c.args, o.Throttle, o.Scale, c.want, c.scale)
+		}
+	}
+	for _, args := range []string{
+		"--throttle-burst 0s",
+		"--throttle --throttle-burst -1s",
+		"--throttle-partition -1 --throttle-account -1",
+	} {
+		_, err := emulatorOptions(t, strings.Fields(args), nil)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v; want a usage error", args, err)
 		}
 	}
 }

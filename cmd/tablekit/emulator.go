@@ -32,8 +32,12 @@ type emulatorFlags struct {
 	earlyEnd     float64
 	earlyEndSeed int64
 	throttle     bool
-	scale        float64
-	certOut      string // emulator cert --out
+	// The targets and burst of --throttle (or of --scale's model), when
+	// given: throttlePartition and throttleAccount in entities a second.
+	throttlePartition, throttleAccount int
+	throttleBurst                      time.Duration
+	scale                              float64
+	certOut                            string // emulator cert --out
 
 	// Azurite's flags where they mean the same (see register).
 	fs                                            *flag.FlagSet // the parsed set: which flags were given
@@ -73,6 +77,9 @@ func (f *emulatorFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.earlyEndSeed, "seed", 1, "seed of --early-end's choices")
 	fs.DurationVar(&f.opts.Latency, "latency", 0, "delay added to every Table service request, as if across a network")
 	fs.BoolVar(&f.throttle, "throttle", false, "answer 503 ServerBusy over Azure's targets (2,000 entities/s a partition, 20,000 an account)")
+	fs.IntVar(&f.throttlePartition, "throttle-partition", 0, "a partition's target in entities a second for --throttle, which it turns on (0: Azure's 2,000; negative: none); with --scale, scaled as every rate")
+	fs.IntVar(&f.throttleAccount, "throttle-account", 0, "the account's target in entities a second for --throttle, which it turns on (0: Azure's 20,000; negative: none); with --scale, scaled as every rate")
+	fs.DurationVar(&f.throttleBurst, "throttle-burst", 0, "how much of a second's target an idle partition or account admits at once before the rate applies, for --throttle, which it turns on (default 100ms; Azure publishes none: 100ms or less to test a strict service, seconds a lenient one)")
 	fs.BoolVar(&f.silent, "silent", false, "no request log (default: a line per request on stderr, without keys, signatures or tokens), as Azurite's flag of that name")
 	fs.BoolVar(&f.silent, "s", false, "Azurite's short name for --silent")
 	fs.StringVar(&f.debug, "debug", "", "append a debug log to this file: each request's and answer's headers (credentials redacted) and the servers' own errors, as Azurite's flag of that name")
@@ -127,8 +134,15 @@ func (f *emulatorFlags) options(getenv func(string) string) (emulator.Options, e
 	if f.scale < 0 {
 		return o, usagef("--scale %v: want a positive factor, or 0 for no model", f.scale)
 	}
-	if f.throttle {
-		o.Throttle = &emulator.ThrottleOptions{}
+	if f.given("throttle-burst") && f.throttleBurst <= 0 {
+		return o, usagef("--throttle-burst %v: want a positive duration", f.throttleBurst)
+	}
+	shape := f.given("throttle-partition") || f.given("throttle-account") || f.given("throttle-burst")
+	if shape && f.throttlePartition < 0 && f.throttleAccount < 0 {
+		return o, usagef("--throttle-partition %d and --throttle-account %d: no target left to throttle at", f.throttlePartition, f.throttleAccount)
+	}
+	if f.throttle || shape {
+		o.Throttle = &emulator.ThrottleOptions{PartitionEntitiesPerSecond: f.throttlePartition, AccountEntitiesPerSecond: f.throttleAccount, Burst: f.throttleBurst}
 	}
 	if f.scale > 0 {
 		o.Scale = &emulator.ScaleOptions{Scale: f.scale}

@@ -57,7 +57,10 @@ type ThrottleOptions struct {
 	// Burst is how much of one second's target an idle bucket holds: what
 	// a partition or the account admits at once before the rate applies.
 	// A bucket holds at least one entity. Zero or negative means
-	// DefaultBurst.
+	// DefaultBurst. Azure publishes no burst allowance (docs/EMULATOR.md,
+	// "The burst allowance"): code meant to hold on Azure is tested with a
+	// small one (100 ms or less: any overshoot refused at once) and a
+	// large one (seconds: far over the target, then refusals).
 	Burst time.Duration
 }
 
@@ -122,6 +125,14 @@ type Throttle struct {
 // NewThrottle returns a Throttle with every bucket full.
 func NewThrottle(o ThrottleOptions) *Throttle {
 	return newThrottle(o, 1, time.Now)
+}
+
+// NewThrottleClock is NewThrottle on the clock now instead of time.Now:
+// a simulation on a virtual clock (a client's pacing run against the
+// service's buckets, thousands of seconds in milliseconds) gets the
+// answers the emulator would give at those times.
+func NewThrottleClock(o ThrottleOptions, now func() time.Time) *Throttle {
+	return newThrottle(o, 1, now)
 }
 
 // newThrottle is NewThrottle with the targets multiplied by scale and a

@@ -4,76 +4,85 @@
 // (~20,000 entities/s) is over its target, and Cosmos DB answers 429 with
 // x-ms-retry-after-ms; the guide's advice is to back off, lower
 // concurrency and raise it again slowly. A Limiter does that for the
-// transactions of one job (a BulkWrite, a DeleteWhere): every transaction
-// takes a slot before it is sent, saying how many entities it carries,
-// and reports how the service answered.
+// transactions of one job (a BulkWrite, a BulkWriter, a DeleteWhere):
+// every transaction takes a slot before it is sent, saying how many
+// entities it carries, and reports how the service answered.
 //
-// Each scope (the account, and partitions) has a control with two
-// regimes, as TCP has a window and pacing:
-//   - a window: transactions in flight, from the ceiling (both start
-//     there, so a job the service keeps up with runs exactly as without a
-//     Limiter). A throttling answer halves it when the lane it points at
-//     had more in flight than the halved window (else the cut would slow
-//     nothing); every answer the service keeps up with raises it by
-//     1/window;
-//   - below a window of 4, or when halving would not restrain the lane
-//     (once an answer got through, so a round trip is known), a rate in
-//     entities per second. A window's step (a whole transaction per round
-//     trip) is too coarse near a target, and one transaction in flight
-//     already sends faster than a partition's target when a round trip is
-//     short (100 entities per 10 ms are 10,000/s against a partition's
-//     2,000). So the sends are paced: a transaction of n entities leaves
-//     n/rate after the previous one of the same account or partition,
-//     with up to the ceiling in flight.
+// # What a client can see
 //
-// The first rate is 0.8 of what the window sent (its size in transactions
-// per smoothed round trip of the answers that got through), or, when the
-// refused lane held one transaction at a time and sent slower than that
-// (one partition among many gets one transaction in flight, not the
-// window's), half of what the lane sent: the previous transaction's
-// entities over the gap to the refused one, a bound on the target the
-// service just refused. A throttling answer then multiplies the rate by
-// 0.8 (by 0.9 when refused near the rate last refused: the target is
-// known; by 0.5 when nothing got through since the last cut: the estimate
-// is far off, search fast). An answer that gets through raises it by an
-// eighth of the distance to 0.95 of the rate last refused while below
-// that, then by 0.05% up to it, then by 0.4%: the sawtooth spends its
-// time near the target, and from 0.95 back to the refused rate takes about
-// 100 answers, so about one transaction in 100 is throttled in steady
-// state. A rate rises only while it holds a transaction back, and the
-// account's no further than 1.5 times what the job sent over the last
-// second: a rate that limits nothing (the job sends slower, held by the
-// partitions' paces) would otherwise climb far above what the service
-// takes, and its gap would let through bursts the service refuses.
+// The service's targets behave as token buckets: a partition's and the
+// account's fill at the target and hold a burst allowance that Azure does
+// not publish (a fraction of a second's worth, or several seconds'). A
+// client sees only its own answers (those that got through, the
+// throttling ones) and their round trips. A large allowance lets a job run
+// far over the target until the bucket is empty, then refuses nearly
+// everything; a small one refuses any overshoot at once, and a late
+// transaction makes the next one early. The Limiter paces by what it sees:
 //
-// The account has its own control; the partitions share one, as the
-// service's partition target is the same for every partition: what one
-// hot partition learned paces the others from their second transaction
-// on (a partition's first transaction leaves at once, as the service
-// holds a burst for it, and its refusal cuts nothing: it pauses its
-// partition). Each partition keeps its own lane: its schedule and pause,
-// kept for a second after its last transaction (the service may still
-// count it), so a paced partition does not pass for a new one. After a
-// partition's throttling answer (a cut of the partitions' rate, or a
-// refused first transaction), one partition that sent before tries again
-// and the others that sent before wait for its answer: lanes due at the
-// same moment would each be refused at a rate one of them proves too
-// fast (or by the debt a previous job left on every partition).
+//   - Unpaced at first: up to the ceiling in flight, so a job the service
+//     keeps up with runs exactly as without a Limiter. A partition starts
+//     with one transaction in flight and adds one per answer that got
+//     through, and one partition (the explorer) sends beyond its first
+//     transaction before the others: a partition's allowance may hold a
+//     single transaction.
+//   - The first throttling answer of a scope (the account; the partitions,
+//     which share one control, as the service's partition target is the
+//     same for all) paces it at half of what the service let the refused
+//     lane (the account, or that partition) through since its first
+//     transaction: its allowance and its target over that time, a bound
+//     that a large allowance puts far above the target. A transaction of
+//     n entities then leaves n/rate after the previous one of its account
+//     or partition.
+//   - Until a paced rate is refused, each answer that gets through raises
+//     the rate by 5% (the first estimate may be low as well: a cold
+//     start's slow answers).
+//   - A throttling answer at a paced rate (the peak) cuts it: by 0.95 near
+//     the peak last refused, by 0.8 elsewhere, by 0.6 when nothing got
+//     through since the last cut (the estimate is far off). Refused while
+//     the service lets through less than the rate (its last 8 answers
+//     that got through, within half a second, or in such a streak), the
+//     rate goes down to what it lets through.
+//   - An answer that gets through raises the rate while it holds a
+//     transaction back: below a peak refused once (maybe a fluke: a late
+//     transaction, a debt) by an eighth of the distance to it; below a
+//     peak two refusals agree on (within 10%), by an eighth of the
+//     distance to 0.95 of it, then by 0.02% up to it (about 250 answers:
+//     about one answer in 250 is throttled, and the sawtooth averages
+//     about 0.97 of the target); past the peak by 0.4%, faster the further
+//     past it (the target rose, or the peak was a fluke). The account's
+//     rate rises no further than 1.5 times what the job sent over the last
+//     second: a rate that limits nothing would otherwise climb far above
+//     what the service takes, and let bursts through that it refuses.
 //
-// Only one cut per round trip: the answers to transactions sent before the
-// last cut tell nothing new, and cutting again for each of them would drop
-// a window of 8 to 1 at the first burst. Nor do their answers that get
-// through raise the rate.
+// # Partitions
 //
-// A refused transaction took nothing from the service: the paced gap of
-// the next one runs from the transaction before it. After a throttling
-// answer its account or partition pauses: for the service's retry-after,
-// exactly, when it gave one (Cosmos DB does); else, a paced partition for
-// that gap at the cut rate and no more, a paced account for the gap from
-// the answer (the account's refusal comes from many partitions'
-// transactions at once, not from one lane's gap); and when not pacing,
-// for BaseDelay (50 ms) doubled with each throttling answer in a row, a
-// streak any answer that gets through ends.
+// Partitions sent to at one rate drain their buckets alike, so a rate too
+// high for one is refused by all at once. One partition, the leader, goes
+// at the partitions' rate; the others at the rate the leader was let
+// through twice in a row, when lower. After a partition's throttling
+// answer, one partition that sent before tries again and the others wait
+// for its answer. A partition's first transaction leaves at once (the
+// service holds an allowance for it), and its refusal cuts nothing (a
+// debt a previous job left): it pauses that partition. A paced partition
+// whose gap is longer than two round trips sends its next transaction
+// only once the last is answered, and the gap runs from the answer less
+// the smoothed round trip: a transaction the network or the service held
+// up was taken late, and a bucket that holds one transaction refuses the
+// next as early as the last was late. Each partition keeps its lane (its
+// schedule, pause and measures) for a second after its last transaction:
+// the service may still count it.
+//
+// # Old news and pauses
+//
+// Only answers to transactions sent after the last cut say something new
+// about a rate: the answers of a burst sent at a rate since refused cut
+// nothing more, nor raise it. A refused transaction took nothing from the
+// service: the paced gap of the next one runs from the transaction before
+// it. After a throttling answer its account or partition pauses: for the
+// service's retry-after, exactly, when it gave one (Cosmos DB does); else,
+// a paced partition for its gap and no more, a paced account for the gap
+// from the answer; when not pacing, for BaseDelay (50 ms) doubled with
+// each throttling answer in a row.
 //
 // TryAcquire and Changed let a caller with several partitions'
 // transactions waiting send whichever may leave now, rather than wait on
@@ -100,7 +109,9 @@ const (
 	Account
 )
 
-// Defaults, bounds and the control's constants.
+// Defaults, bounds and the control's constants (the package comment says
+// what each does; docs/BENCHMARKS.md, "One pace for every throttle shape",
+// how they were measured).
 const (
 	// DefaultCeiling is the most transactions in flight when Options
 	// leaves it 0 (BulkOptions.Concurrency's default).
@@ -117,39 +128,36 @@ const (
 	// so a broken header cannot stall a job for days.
 	MaxRetryAfter = 5 * time.Minute
 
-	// cutWindow is the cut of a window, and of what a lane sent as it
-	// turns into a rate; cutSmall the cut of a rate, and of a window's
-	// rate as it turns into one. With a cut b, a sawtooth averages
-	// (1+b)/2 of where it is cut: 0.9 at 0.8, which halving cannot reach.
-	cutWindow = 0.5
+	// firstCut is the first rate, as a share of what the service let the
+	// refused lane through since its first transaction.
+	firstCut = 0.5
+	// searchIncrease is the rise per answer until a paced rate is
+	// refused.
+	searchIncrease = 0.05
+	// cutSmall is the cut of a rate refused away from the peak; cutNear
+	// near it (at least approachTo of it); cutStreak when nothing got
+	// through since the last cut.
 	cutSmall  = 0.8
-	// cutNear is the cut of a rate refused near where it was last
-	// refused (at least approachTo of it): the target is known, and the
-	// sawtooth then averages 0.95 of it.
-	cutNear = 0.9
-	// minWindow is the smallest window: below it the window's steps (a
-	// whole transaction per round trip) are too coarse to settle within
-	// 5% of throttled answers, and a rate takes over.
-	minWindow = 4
-	// cutStreak cuts a rate when nothing got through since the last cut:
-	// the rate is far off (a first estimate), search faster; the climb
-	// back toward the rate last refused (approachTo) makes up for a cut
-	// too deep within a few answers. Not a quarter: a first estimate
-	// from what a lane sent is a bound, seldom more than a few times the
-	// target, and a partition paced at a quarter of its target idles.
-	cutStreak = 0.5
-	// rateIncrease is the rise of a rate per answer that gets through
-	// above the rate last refused: the target may have risen, probe it.
+	cutNear   = 0.95
+	cutStreak = 0.6
+	// approachTo is where a rate below a peak two refusals agree on climbs
+	// back quickly to, by an eighth of the distance per answer
+	// (approachStep); nearIncrease the rise per answer from there to the
+	// peak: about 250 answers.
+	approachTo   = 0.95
+	approachStep = 8
+	nearIncrease = 0.0002
+	// agree is how close two refused rates are to agree on the target.
+	agree = 1.1
+	// rateIncrease is the rise per answer past the peak, times
+	// 1 + pastFactor × (rate/peak - 1): faster the further past it.
 	rateIncrease = 0.004
-	// approachTo is where a rate far below the one last refused climbs
-	// back quickly to (an eighth of the distance per answer): just under
-	// it.
-	approachTo = 0.95
-	// nearIncrease is the rise per answer between approachTo and the
-	// rate last refused: from 0.95 of it back to it takes about 100
-	// answers, so the sawtooth spends most of its time near the target
-	// and about one answer in 100 is throttled.
-	nearIncrease = 0.0005
+	pastFactor   = 20
+	// okRing is how many of a lane's last answers that got through
+	// measure what the service lets through it; recentSpan how recent
+	// they must be to cut a rate outside a streak.
+	okRing     = 8
+	recentSpan = 500 * time.Millisecond
 	// laneMemory is how long a partition's lane outlives its last
 	// transaction. The service may still hold that transaction against
 	// the partition (100 entities at a target of 300 per second take a
@@ -157,9 +165,13 @@ const (
 	// its next transaction at once, as a new one; dropped too early, a
 	// paced partition's next transaction escapes its gap and is refused.
 	laneMemory = time.Second
+	// leaderIdle is how long past its gap the leading partition may stay
+	// idle before another one leads.
+	leaderIdle = 100 * time.Millisecond
 	// accountHeadroom bounds the account's rate, when it rises, by what
-	// the job sent over the last second: the rate is then within reach of
-	// what the job sends, and its gap spaces the job's bursts.
+	// the job sends lately (its last okRing departures): the rate is then
+	// within reach of what the job sends, and its gap spaces the job's
+	// bursts.
 	accountHeadroom = 1.5
 )
 
@@ -190,14 +202,20 @@ type Options struct {
 	Clock Clock
 }
 
-// control is how fast a scope may send: a window, and below a window of
-// one a rate.
+// control is how fast a scope may send: a window of transactions in
+// flight until the service throttles it, then a rate.
 type control struct {
-	size   float64 // transactions allowed in flight, 1 to the ceiling
-	rate   float64 // entities per second when pacing (size 1); 0: not pacing
-	peak   float64 // the rate when last cut: the service refused it
-	cutSeq uint64  // answers to slots taken before this sequence number are old news
-	streak int     // throttling answers in a row, for the backoff and cutStreak
+	// size is the window of transactions in flight: the ceiling, halved
+	// at the first throttling answer, then growing by 1/size per answer
+	// that gets through (the rate may need more than one in flight, when
+	// its gap is shorter than a round trip).
+	size float64
+	rate float64 // entities per second when pacing; 0: not pacing
+	// peak is the paced rate last refused (0: none yet), prevPeak the
+	// one before.
+	peak, prevPeak float64
+	cutSeq         uint64 // answers to slots taken before this sequence number are old news
+	streak         int    // throttling answers (news) in a row, for the backoff and cutStreak
 	// held says a transaction waited for the rate's gap since the last
 	// answer that got through: the rate is what limits the job, and may
 	// rise. A rate that holds nothing back (the job sends slower, held
@@ -205,67 +223,140 @@ type control struct {
 	// bursts through that the service refuses.
 	held bool
 	// probe is set by a partition's throttling answer (a cut of the
-	// partitions' control, or a refused first transaction): the next
-	// transaction of a partition that sent before (probeSeq, its slot)
-	// tries again, and the others wait for its answer. Lanes due at the
-	// same moment would each be refused at a rate one of them proves too
-	// fast (or, at the start of a job, by a debt a previous job left on
-	// every partition).
+	// partitions' control, or a refused first transaction), and at the
+	// start: the next transaction of a partition that sent before
+	// (probeSeq, its slot) tries the rate, and the others wait for its
+	// answer. Lanes due at the same moment would each be refused at a
+	// rate one of them proves too fast (or, at the start of a job, by a
+	// debt a previous job left on every partition).
 	probe    bool
 	probeSeq uint64 // the probe's slot + 1; 0 while none is in flight
+	// safe is the rate every partition may go at; above it only the
+	// leader's lane goes at rate (see Limiter.partRate). The partitions'
+	// control only.
+	safe   float64
+	leader string
 }
 
-// window is the most transactions c lets be in flight: its window, or
-// the ceiling once it paces (the rate decides, and more than one
-// transaction may be in flight when the gap is shorter than a round trip).
-func (c *control) window(ceiling float64) int {
-	if c.rate > 0 {
-		return int(ceiling)
-	}
-	return max(1, int(c.size))
+// agreed reports whether the last two rates refused agree (within 10%):
+// the target is known.
+func (c *control) agreed() bool {
+	return c.peak > 0 && c.prevPeak > 0 && c.peak <= agree*c.prevPeak && c.prevPeak <= agree*c.peak
 }
+
+// window is the most transactions c lets be in flight.
+func (c *control) window() int { return max(1, int(c.size)) }
 
 // lane is where one account or partition is: what it has in flight, when
-// it last sent, and its pause.
+// it last sent, its pause, and what the service let through it.
 type lane struct {
 	inflight int
 	last     time.Time // when its last transaction left
 	lastN    int       // that transaction's entities
 	lastSeq  uint64    // that transaction's slot
 	pause    time.Time // no transaction leaves before this
-	// What the lane sent: entities since winStart, and per second over
-	// the last whole window of a second (0 before one ends).
-	winStart time.Time
-	winN     int
-	achieved float64
+	// late is how much later than the smoothed round trip the answer to
+	// its last transaction came: the gap to the next runs from then.
+	late time.Duration
+	// deps are its last departures, deps[depNext] the oldest once full:
+	// what it sends lately.
+	deps    [okRing]departure
+	depNext int
+	// firstAt is the lane's first departure, sentTotal the entities it
+	// sent since and okTotal those of its answers that got through; oks
+	// the last okRing of those answers, oks[okNext] the oldest once full.
+	firstAt            time.Time
+	sentTotal, okTotal int
+	oks                [okRing]departure
+	okNext             int
+	// okRate is the rate the lane's last answer that got through was
+	// paced at; 0 after a throttling answer.
+	okRate float64
 }
 
 // count adds a departure of n entities at now to what l sent.
 func (l *lane) count(now time.Time, n int) {
-	if l.winStart.IsZero() {
-		l.winStart = now
+	if l.firstAt.IsZero() {
+		l.firstAt = now
 	}
-	l.winN += n
-	if d := now.Sub(l.winStart); d >= time.Second {
-		l.achieved = float64(l.winN) / d.Seconds()
-		l.winStart, l.winN = now, 0
+	l.sentTotal += n
+	l.deps[l.depNext] = departure{now, n}
+	l.depNext = (l.depNext + 1) % okRing
+}
+
+// sending is what l sends lately, entities per second: its last
+// departures (at least 4); 0 before.
+func (l *lane) sending(now time.Time) float64 {
+	r, _ := rateOf(l.deps[:], now)
+	return r
+}
+
+// ok records an answer of n entities that got through at now.
+func (l *lane) ok(now time.Time, n int) {
+	l.okTotal += n
+	l.oks[l.okNext] = departure{now, n}
+	l.okNext = (l.okNext + 1) % okRing
+}
+
+// okCount is how many answers got through, up to okRing.
+func (l *lane) okCount() int {
+	if !l.oks[l.okNext].at.IsZero() {
+		return okRing
 	}
+	return l.okNext
+}
+
+// throughput is what the service let through the lane lately, in
+// entities per second, and over what time: its last answers that got
+// through (at least 4); 0 before.
+func (l *lane) throughput(now time.Time) (float64, time.Duration) {
+	return rateOf(l.oks[:], now)
+}
+
+// rateOf is what events (departures, answers) carried, in entities per
+// second, and over what time: those after the oldest over the time from
+// it to now. 0 with fewer than 4 events or within 10 ms.
+func rateOf(events []departure, now time.Time) (float64, time.Duration) {
+	var first time.Time
+	count := 0
+	for _, e := range events {
+		if e.at.IsZero() {
+			continue
+		}
+		count++
+		if first.IsZero() || e.at.Before(first) {
+			first = e.at
+		}
+	}
+	span := now.Sub(first)
+	if count < 4 || span < 10*time.Millisecond {
+		return 0, 0
+	}
+	n := 0
+	for _, e := range events {
+		if e.at.After(first) {
+			n += e.n
+		}
+	}
+	return float64(n) / span.Seconds(), span
 }
 
 // sent is l's last departure.
 func (l *lane) sent() departure { return departure{l.last, l.lastN} }
 
-// departure is when a transaction left, and its entities.
+// departure is when a transaction left (or was answered), and its
+// entities.
 type departure struct {
 	at time.Time
 	n  int
 }
 
-// gate is when l may send under c, not counting its window.
-func (l *lane) gate(c *control) time.Time {
+// gate is when l may send paced at rate (0: not paced), not counting its
+// window.
+func (l *lane) gate(rate float64) time.Time {
 	at := l.pause
-	if c.rate > 0 && !l.last.IsZero() {
-		if next := l.last.Add(seconds(float64(l.lastN) / c.rate)); next.After(at) {
+	if rate > 0 && !l.last.IsZero() {
+		if next := l.last.Add(l.late + seconds(float64(l.lastN)/rate)); next.After(at) {
 			at = next
 		}
 	}
@@ -315,6 +406,9 @@ func New(o Options) *Limiter {
 	}
 	l.account.size = l.ceiling
 	l.part.size = l.ceiling
+	// Nothing is known of the partitions' allowance: one partition
+	// explores beyond its first transaction before the others.
+	l.part.probe = true
 	return l
 }
 
@@ -328,10 +422,10 @@ type Slot struct {
 	seq  uint64
 	sent time.Time
 	// prev is the departure before this one on the partition's lane and
-	// the account's (indexed by Scope), and held what each had in flight
-	// with this one: a throttling answer measures what its lane sent.
+	// the account's (indexed by Scope).
 	prev [2]departure
-	held [2]int
+	// rate is the partitions' rate its lane was paced at (0: none).
+	rate float64
 	// probe says this transaction tries the partitions' control after a
 	// partition's throttling answer.
 	probe bool
@@ -372,8 +466,8 @@ func (l *Limiter) Acquire(ctx context.Context, pk string, n int) (*Slot, error) 
 // transactions sends whichever may leave first). It returns a slot when
 // a transaction of n entities on pk may be sent now. Otherwise it returns
 // nil and how long, on the Limiter's clock, until the transaction may be
-// sent if no answer comes in before; 0 when only a freed place lets it
-// go (wait for Changed).
+// sent if no answer comes in before; 0 when only an answer lets it go
+// (wait for Changed).
 func (l *Limiter) TryAcquire(pk string, n int) (*Slot, time.Duration) {
 	n = max(n, 1)
 	l.mu.Lock()
@@ -382,39 +476,47 @@ func (l *Limiter) TryAcquire(pk string, n int) (*Slot, time.Duration) {
 	// A partition not seen yet gets its lane only when it sends: probing
 	// many partitions keeps no state.
 	p := l.parts[pk]
-	if p == nil {
+	fresh := p == nil
+	if fresh {
 		p = &lane{}
 	}
-	fresh := l.parts[pk] == nil
-	until := l.acctLane.gate(&l.account)
-	if pg := p.gate(&l.part); pg.After(until) {
-		until = pg
+	if l.acctLane.inflight >= l.account.window() || p.inflight >= l.part.window() {
+		return nil, 0
 	}
-	if l.acctLane.inflight >= l.account.window(l.ceiling) || p.inflight >= l.part.window(l.ceiling) {
+	if l.part.rate == 0 && p.inflight > 0 && p.inflight > p.okCount() {
+		// Unpaced, a partition starts with one transaction in flight and
+		// adds one per answer that got through.
+		return nil, 0
+	}
+	if p.inflight > 0 && l.part.rate > 0 && seconds(float64(p.lastN)/l.part.rate) > 2*l.srtt {
+		// Paced with a gap of more than two round trips: the answer to
+		// the last transaction comes first, and says when it was taken.
 		return nil, 0
 	}
 	probe := l.part.probe && !p.last.IsZero()
 	if probe && l.part.probeSeq != 0 {
 		return nil, 0 // another partition tries the rate: wait for its answer
 	}
-	if now.Before(until) {
-		// Whichever rate's gap holds the transaction back may rise.
-		l.account.held = l.account.held || l.account.rate > 0 && now.Before(l.acctLane.gate(&l.account))
-		l.part.held = l.part.held || l.part.rate > 0 && now.Before(p.gate(&l.part))
+	prate := l.partRate(pk, now)
+	agate, pgate := l.acctLane.gate(l.account.rate), p.gate(prate)
+	if until := laterOf(agate, pgate); now.Before(until) {
+		// Whichever rate's gap holds the transaction back may rise (the
+		// partitions' only for the leader, which goes at it).
+		l.account.held = l.account.held || l.account.rate > 0 && now.Before(agate)
+		l.part.held = l.part.held || prate > 0 && prate == l.part.rate && now.Before(pgate)
 		return nil, until.Sub(now)
 	}
 	if fresh {
 		l.sweep(now)
 		l.parts[pk] = p
 	}
-	s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now}
+	s := &Slot{l: l, pk: pk, n: n, seq: l.seq, sent: now, rate: prate}
 	for scope, ln := range [2]*lane{Partition: p, Account: &l.acctLane} {
 		s.prev[scope] = ln.sent()
 		ln.inflight++
-		s.held[scope] = ln.inflight
-		ln.last, ln.lastN, ln.lastSeq = now, n, s.seq
+		ln.last, ln.lastN, ln.lastSeq, ln.late = now, n, s.seq, 0
+		ln.count(now, n)
 	}
-	l.acctLane.count(now, n)
 	if probe {
 		l.part.probeSeq = s.seq + 1
 		s.probe = true
@@ -422,6 +524,24 @@ func (l *Limiter) TryAcquire(pk string, n int) (*Slot, time.Duration) {
 	l.sent++
 	l.seq++
 	return s, 0
+}
+
+// partRate is the rate partition pk is paced at now: the partitions' rate
+// for the leader, and for the others the rate the leader was let through
+// twice in a row (safe) when lower. Lanes sent to at one rate drain their
+// buckets alike, and are refused together when it is too high. Another
+// partition leads when the leader is gone or idle. Called with mu held.
+func (l *Limiter) partRate(pk string, now time.Time) float64 {
+	c := &l.part
+	if c.rate == 0 || c.safe <= 0 || c.safe >= c.rate || pk == c.leader {
+		return c.rate
+	}
+	lead := l.parts[c.leader]
+	if c.leader == "" || lead == nil || lead.inflight == 0 && now.Sub(lead.gate(c.rate)) > leaderIdle {
+		c.leader = pk
+		return c.rate
+	}
+	return c.safe
 }
 
 // Changed returns a channel closed when the next answer comes in (a
@@ -476,7 +596,7 @@ func (l *Limiter) sweep(now time.Time) {
 	}
 	l.swept = now
 	for pk, p := range l.parts {
-		if p.inflight == 0 && !now.Before(p.gate(&l.part)) && now.Sub(p.last) >= laneMemory {
+		if p.inflight == 0 && !now.Before(p.gate(l.part.rate)) && now.Sub(p.last) >= laneMemory {
 			delete(l.parts, pk)
 		}
 	}
@@ -490,40 +610,67 @@ func (s *Slot) OK() {
 	l := s.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := s.finish(); !ok {
+	p, ok := s.finish()
+	if !ok {
 		return
 	}
 	if s.probe {
 		l.part.probe = false // the rate holds: every partition may go
 	}
 	now := l.clock.Now()
-	if rtt := now.Sub(s.sent); l.srtt == 0 {
+	rtt := now.Sub(s.sent)
+	if p.lastSeq == s.seq && l.srtt > 0 {
+		p.late = max(0, rtt-l.srtt)
+	}
+	if l.srtt == 0 {
 		l.srtt = rtt
 	} else {
 		l.srtt += (rtt - l.srtt) / 8
 	}
+	p.ok(now, s.n)
+	l.acctLane.ok(now, s.n)
+	if s.rate > 0 && s.seq >= l.part.cutSeq {
+		// The leader let through twice in a row at a rate: every
+		// partition may go at it.
+		if p.okRate > 0 {
+			l.part.safe = min(l.part.rate, max(l.part.safe, min(s.rate, p.okRate)))
+		}
+		p.okRate = s.rate
+	}
 	for _, c := range []*control{&l.account, &l.part} {
-		c.streak = 0
+		news := s.seq >= c.cutSeq
+		if news {
+			c.streak = 0
+		}
 		was := c.rate
 		switch {
+		}
+		c.size = min(l.ceiling, c.size+1/c.size)
+		switch {
 		case c.rate == 0:
-			c.size = min(l.ceiling, c.size+1/c.size)
-		case !c.held || s.seq < c.cutSeq:
+		case !c.held || !news:
 			// Nothing waited for the rate, or the transaction left
 			// before the last cut (at a rate since refused): no rise.
+		case c.peak == 0:
+			// No paced rate refused yet: search upward.
+			c.rate *= 1 + searchIncrease
+		case !c.agreed() && c.rate < c.peak:
+			// Below a rate refused once, maybe a fluke (a late
+			// transaction, a debt): back to it quickly.
+			c.rate += max(c.rate*rateIncrease, (c.peak-c.rate)/approachStep)
 		case c.rate < approachTo*c.peak:
-			// Far below the rate last refused (after a search that cut
-			// too far): close an eighth of the distance.
-			c.rate += max(c.rate*rateIncrease, (approachTo*c.peak-c.rate)/8)
+			c.rate += max(c.rate*rateIncrease, (approachTo*c.peak-c.rate)/approachStep)
 		case c.rate < c.peak:
 			c.rate *= 1 + nearIncrease
 		default:
-			c.rate *= 1 + rateIncrease
+			// Past the rate last refused without a refusal: the target
+			// rose, or the peak was a fluke. Faster the further past it.
+			c.rate *= 1 + rateIncrease*(1+pastFactor*(c.rate/c.peak-1))
 		}
 		c.held = false
-		if a := l.acctLane.achieved; c == &l.account && a > 0 && c.rate > was {
+		if a := l.acctLane.sending(now); c == &l.account && a > 0 && c.rate > was {
 			// The account's rate rises no further than 1.5 times what
-			// the job sent over the last second: the partitions' paces
+			// the job sends lately: the partitions' paces
 			// (or the job's own) may hold it far below the account's
 			// rate, whose gap then spaces nothing but bursts, and lets
 			// through bursts the service refuses.
@@ -543,9 +690,9 @@ func (s *Slot) Release() {
 
 // Throttled reports a throttling answer pointing at scope, with the
 // service's retry-after (0 when it named none). The control of scope is
-// cut, unless an answer to a later transaction already cut it, and the
-// account or partition paused for retryAfter (at most MaxRetryAfter),
-// else for the backoff.
+// cut, unless the transaction left before its last cut, and the account
+// or partition paused for retryAfter (at most MaxRetryAfter), else for
+// the paced gap or the backoff.
 func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 	l := s.l
 	l.mu.Lock()
@@ -555,20 +702,23 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 		return
 	}
 	l.throttled++
+	p.okRate = 0
 	c, ln := &l.part, p
 	if scope == Account {
 		c, ln = &l.account, &l.acctLane
 	}
 	now := l.clock.Now()
 	// A lane's first transaction (of the job, or since its lane was
-	// dropped) went on the service's burst, not at a rate: its refusal
-	// pauses the lane and cuts nothing; a refusal of the next one does.
+	// dropped) went on the service's allowance, not at a rate: its
+	// refusal pauses the lane and cuts nothing; a refusal of the next
+	// one does.
 	if s.seq >= c.cutSeq && !s.prev[scope].at.IsZero() {
-		// What the lane holds: what it had in flight when s left, or
-		// now with s, whichever is more (the first of a burst left
-		// alone).
-		l.cut(c, s, scope, max(s.held[scope], ln.inflight+1))
+		if c == &l.part && s.rate > 0 && s.rate < c.rate {
+			c.rate = s.rate // a partition at the safe rate was refused
+		}
+		l.cut(c, s, ln, now)
 		c.cutSeq = l.seq
+		c.safe = c.rate
 		if c == &l.part {
 			c.probeSeq = 0 // one in flight tried the rate before the cut
 		}
@@ -597,81 +747,52 @@ func (s *Slot) Throttled(scope Scope, retryAfter time.Duration) {
 	}
 }
 
-// cut lowers c, scope's control, after a throttling answer to s. Called
-// with mu held.
-func (l *Limiter) cut(c *control, s *Slot, scope Scope, held int) {
+// cut lowers c after a throttling answer to s, sent after c's last cut;
+// ln is the lane the answer points at. Called with mu held.
+func (l *Limiter) cut(c *control, s *Slot, ln *lane, now time.Time) {
+	was, peak := c.rate, c.peak
 	switch {
-	case c.rate == 0 && l.srtt == 0:
-		// No answer got through yet, so no round trip to pace from (a
-		// throttled answer comes back faster than an applied one).
-		c.size = max(1, c.size*cutWindow)
-	case c.rate == 0 && c.size*cutWindow >= minWindow && float64(held) > c.size*cutWindow:
-		// A window, which the cut restrains: the lane had more in
-		// flight than the cut window allows.
-		c.size = max(1, c.size*cutWindow)
 	case c.rate == 0:
-		// A small window was too fast, or one the lane did not fill:
-		// pace, at 0.8 of what the window sends (size transactions per
-		// round trip of the answers that got through), or from what
-		// the lane sent when lower.
-		window := c.size * float64(s.n) / max(l.srtt, time.Millisecond).Seconds()
-		if m := s.refused(scope, held, window); m < window {
-			// The lane sent one transaction at a time, slower than its
-			// window lets it (one partition among many), and the
-			// service refused that: a bound on its target, likely far
-			// above it (the lane's first transaction went on the
-			// service's burst). Search from half of it, climbing back
-			// toward it quickly while far below.
-			c.peak = m
-			c.rate = cutWindow * m
-		} else {
-			c.rate = cutSmall * window
+		// The first: half of what the service let the lane through since
+		// its first transaction. No paced rate was refused yet.
+		// When nothing got through yet, what it sent.
+		got := ln.okTotal
+		if got == 0 {
+			got = ln.sentTotal
 		}
+		since := max(now.Sub(ln.firstAt), time.Millisecond)
+		c.rate = firstCut * float64(max(got, s.n)) / since.Seconds()
+		c.size = max(1, c.size/2)
 	case c.streak > 0:
 		c.peak = c.rate
-		c.rate = c.peak * cutStreak
-	default:
-		b := cutSmall
-		if c.peak > 0 && c.rate >= approachTo*c.peak {
-			// Refused where the last refusal was: the target is
-			// known, and a shallow cut keeps the rate near it.
-			b = cutNear
-		}
+		c.rate *= cutStreak
+	case c.peak > 0 && c.rate >= approachTo*c.peak:
+		// Refused where the last refusal was: the target is known, and a
+		// shallow cut keeps the rate near it.
 		c.peak = c.rate
-		c.rate *= b
+		c.rate *= cutNear
+	default:
+		c.peak = c.rate
+		c.rate *= cutSmall
 	}
-	if c.rate > 0 {
-		// The gap of a transaction like s stays within MaxDelay.
-		c.rate = max(c.rate, float64(s.n)/l.maxDelay.Seconds())
+	if got, span := ln.throughput(now); was > 0 && got > 0 && got < c.rate && (c.streak > 0 || span <= recentSpan && got < cutSmall*was) {
+		// The service lets through less than the cut rate: at most that.
+		c.rate = max(got, cutStreak*was)
 	}
-}
-
-// refused is what s's lane sent when it was refused, in entities per
-// second, when it held s alone (a lane with more in flight sends its
-// window, not one transaction per gap): the transaction before s over the
-// gap to s. The gap counts when within laneMemory, and the rate is not
-// taken below a 64th of window, the control's figure (with 8 transactions
-// of 100 in flight and 50 ms round trips, 16,000 entities per second, a
-// 64th is 250): a lane idle before the refusal measures little. Else
-// window.
-func (s *Slot) refused(scope Scope, held int, window float64) float64 {
-	pv := s.prev[scope]
-	gap := s.sent.Sub(pv.at)
-	if held != 1 || pv.at.IsZero() || gap <= 0 || gap >= laneMemory {
-		return window
+	if c.peak != peak {
+		c.prevPeak = peak
 	}
-	return max(float64(pv.n)/gap.Seconds(), window/64)
+	// The gap of a transaction like s stays within MaxDelay.
+	c.rate = max(c.rate, float64(s.n)/l.maxDelay.Seconds())
 }
 
 // backoff is the pause after a throttling answer on c for a transaction
-// of n entities: the paced gap (which doubles within a streak as the rate
-// halves), or when not pacing BaseDelay doubled for each answer of the
-// streak after the first; at most MaxDelay, ±20%.
+// of n entities: the paced gap, or when not pacing BaseDelay doubled for
+// each answer of the streak after the first; at most MaxDelay, ±20%.
 // Called with mu held.
 func (l *Limiter) backoff(c *control, n int) time.Duration {
 	var d float64
 	if c.rate > 0 {
-		// The rate already halves within a streak: the gap doubles.
 		d = float64(n) / c.rate * float64(time.Second)
 	} else {
 		d = float64(l.base) * math.Pow(2, float64(max(c.streak, 1)-1))
@@ -684,15 +805,7 @@ func (l *Limiter) backoff(c *control, n int) time.Duration {
 func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.account.window(l.ceiling)
-}
-
-// PartitionLimit is the most transactions a partition lets be in flight
-// now.
-func (l *Limiter) PartitionLimit() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.part.window(l.ceiling)
+	return l.account.window()
 }
 
 // Rate is the account's paced rate now, in entities per second; 0 when
@@ -724,4 +837,11 @@ func (l *Limiter) Throttled() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.throttled
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

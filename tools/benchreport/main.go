@@ -18,6 +18,10 @@
 // ceiling side, each against the ceiling in that table
 // (emulator.LocationPoint/op=read impl=memory).
 //
+// Every side that reports limit-% and throttled-% (a job through a
+// throttle) is listed once more in a table of its own, with the range
+// over the rounds and whether it met the bulk writer's goals.
+//
 // A side named "raw" (the hand-written code over the Azure SDK) gets a
 // table of its own too: tablekit's rate as a ratio to raw's (the /s metric
 // both report, tx/s or entities/s, else raw's time over tablekit's) and its
@@ -215,7 +219,41 @@ func run(in io.Reader, out io.Writer) error {
 			fmt.Fprintf(out, "| %s | %s | %d |\n", name, describeAll(samples[name]), len(samples[name]["ns/op"]))
 		}
 	}
+	throttledJobs(out, order, samples)
 	return nil
+}
+
+// throttledJobs prints, for every side that reports both limit-% and
+// throttled-% (a job through a throttle: the share of the fastest the
+// throttle allows it reached, and of its requests refused), the median
+// of each with the range over the rounds, and whether it met the bulk
+// writer's goals (issue 53: at least 90% of the limit, at most 5%
+// throttled), in the order the benchmarks ran.
+func throttledJobs(out io.Writer, order []string, samples map[string]sample) {
+	var rows []string
+	for _, name := range order {
+		s := samples[name]
+		l, th := s["limit-%"], s["throttled-%"]
+		if len(l) == 0 || len(th) == 0 {
+			continue
+		}
+		goal := "no"
+		if median(l) >= 90 && median(th) <= 5 {
+			goal = "yes"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s (%s to %s) | %s (%s to %s) | %s | %d |",
+			name, fmtNum(median(l)), fmtNum(slices.Min(l)), fmtNum(slices.Max(l)),
+			fmtNum(median(th)), fmtNum(slices.Min(th)), fmtNum(slices.Max(th)), goal, len(l)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| throttled job | limit-%, median (rounds) | throttled-%, median (rounds) | at least 90%, at most 5% | runs |")
+	fmt.Fprintln(out, "|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintln(out, r)
+	}
 }
 
 // againstRaw pairs each of a benchmark's tablekit sides with its raw side,

@@ -170,3 +170,35 @@ func TestReportAgainstRaw(t *testing.T) {
 		})
 	}
 }
+
+// Jobs through a throttle (limit-% and throttled-% both reported) get a
+// table of their own: each metric's median with the range over the
+// rounds, and whether the bulk writer's goals (at least 90%, at most 5%)
+// were met.
+func TestReportThrottledJobs(t *testing.T) {
+	in := `pkg: github.com/tablekit/tablekit/patterns
+BenchmarkBulkPace/shape=account/burst=small-2       1   1000000000 ns/op   98.0 limit-%   2.5 throttled-%   500 requests/op
+BenchmarkBulkPace/shape=partition/burst=small-2     1   1000000000 ns/op   89.0 limit-%   2.0 throttled-%   400 requests/op
+BenchmarkBulkPace/shape=partition/burst=small#01-2  1   1000000000 ns/op   91.0 limit-%   4.0 throttled-%   400 requests/op
+BenchmarkBulkPace/shape=account/burst=small#01-2    1   1000000000 ns/op   99.0 limit-%   6.0 throttled-%   500 requests/op
+BenchmarkBulkPace/shape=partition/burst=small#02-2  1   1000000000 ns/op   92.0 limit-%   3.0 throttled-%   400 requests/op
+BenchmarkBulkPace/shape=account/burst=small#02-2    1   1000000000 ns/op   97.0 limit-%   5.5 throttled-%   500 requests/op
+BenchmarkGet/impl=tablekit-2   100   1000000 ns/op
+`
+	var out strings.Builder
+	if err := run(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| patterns.BulkPace/shape=account/burst=small | 98 (97 to 99) | 5.50 (2.50 to 6) | no | 3 |",
+		"| patterns.BulkPace/shape=partition/burst=small | 91 (89 to 92) | 3 (2 to 4) | yes | 3 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "patterns.Get") > 1 {
+		t.Errorf("a benchmark without limit-%% and throttled-%% is in the throttled table:\n%s", got)
+	}
+}

@@ -34,6 +34,7 @@ const (
 	KeyAzuriteLoadEntities = "azurite-load-entities"  // the same on Azurite
 	KeyDistEntities        = "dist-entities"          // BenchmarkDistributedCopyWorkers' table
 	KeyDistScale           = "dist-scale"             // BenchmarkDistributedCopyWorkers' model scale
+	KeyPaceSeconds         = "pace-seconds"           // BenchmarkBulkPace's job length past the burst, at the target
 )
 
 var keys = []string{
@@ -41,6 +42,7 @@ var keys = []string{
 	KeyImportEntities, KeyModelImportEntities, KeyModelEntities, KeyModelScale,
 	KeyCopyEntities, KeyWholeAzuriteEnt, KeyPageEntities, KeyAzuritePageEntities,
 	KeyLoadEntities, KeyAzuriteLoadEntities, KeyDistEntities, KeyDistScale,
+	KeyPaceSeconds,
 }
 
 // Int is the setting key of Env, a positive integer, or def when it is
