@@ -36,7 +36,7 @@ JSINTEROP_DIR := emulator/_jsinterop
 # npm ci writes node_modules/.package-lock.json last, with a fresh time.
 JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 
-.PHONY: test test-setup go-checks demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
+.PHONY: test test-setup test-race test-plain test-azurite go-checks demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
 
 # ---- make test ---------------------------------------------------------------
 
@@ -60,7 +60,13 @@ EMULATOR_BIN := $(CURDIR)/bin/tablekit
 # a superset of the ones go test runs; vetting again in the race run took
 # 21 s of CPU (2026-11-28, this machine, load 9-11: go test -race -run '^$$'
 # ./... compiled beforehand, 52+21 s CPU with go test's vet, 39+13 without).
-TEST_ENV   := TABLEKIT_TEST_TIERS=all TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN)
+#
+# GORACE's atexit_sleep_ms: a race-instrumented program sleeps a second
+# when it exits (so that a race being reported in another thread is
+# printed whole; 10 ms is enough for that), and the race run exits 50 test
+# binaries and hundreds of race-built commands (tools/testenv,
+# RaceExitSleep, has the figures).
+TEST_ENV   := GORACE='atexit_sleep_ms=10 $(GORACE)' TABLEKIT_TEST_TIERS=all TABLEKIT_TEST_EMULATOR=$(EMULATOR_BIN)
 TEST_FLAGS := -count=1 -timeout 15m -vet=off
 
 # The race detector runs on every package, in one run. The long storage
@@ -89,8 +95,7 @@ RACE_SKIP  := ^(TestPaceMeetsEveryThrottleShape|TestConformance|TestConformanceL
 LONGEST_FIRST := ./patterns/ ./emulator/ ./integration/azurite/ ./tablecopy/ ./cmd/tablekit-worker/ \
 	./cmd/tablekit/ ./consistency/ ./emulator/internal/blobs/ ./emulator/internal/queues/ ./emulator/internal/tables/
 
-# The runs go one after the other: run at once, they starved the Azurites
-# they start of CPU. The last two run the conformance suite and every
+# The Azurite run (test-azurite) runs the conformance suite and every
 # Example on Azurite (strict), one test at a time (two conformance tests at
 # once on one Azurite took 214 s, one after the other 135 s): under -race
 # the modes without faults (rest, sdk), where the repositories' concurrent
@@ -108,18 +113,35 @@ AZURITE_ENV   := $(TEST_ENV) TABLEKIT_TEST_TARGET=azurite
 AZURITE_FLAGS := -count=1 -parallel 1 -timeout 15m -vet=off
 CLEAN_MODES   := ^TestConformance$$/^(rest|sdk)$$
 EMULATOR_ONLY := ^TestConformance$$/^(rest|sdk|rest-faults-defaultretry|sdk-faults-defaultretry)$$
+#
+# The three runs go at once (a make of their own with -j, each run's output
+# printed whole when it ends): each spends much of its time waiting (azcore's
+# retry delays, the worker's visibility timeouts, Azurite answering one
+# request at a time), so one after the other they left a CPU idle. The runs
+# on the emulator go at a lower priority (nice), so the Azurite run, one
+# test at a time and bound by Azurite's answers, is not starved of CPU.
 test: test-setup
-	$(TEST_ENV) $(GO) test -race -p 4 $(TEST_FLAGS) -skip '$(RACE_SKIP)' $(LONGEST_FIRST) ./...
-	$(TEST_ENV) $(GO) test -p 3 $(TEST_FLAGS) -run '$(RACE_SKIP)' ./patterns/ ./tablecopy/ ./cmd/tablekit/ ./internal/throttle/
+	$(MAKE) --no-print-directory -j 3 --output-sync=target test-race test-plain test-azurite
+
+NICE := $(shell command -v nice >/dev/null 2>&1 && echo nice -n 5)
+
+test-race:
+	$(TEST_ENV) $(NICE) $(GO) test -race -p 4 $(TEST_FLAGS) -skip '$(RACE_SKIP)' $(LONGEST_FIRST) ./...
+
+test-plain:
+	$(TEST_ENV) $(NICE) $(GO) test -p 3 $(TEST_FLAGS) -run '$(RACE_SKIP)' ./patterns/ ./tablecopy/ ./cmd/tablekit/ ./internal/throttle/
+
+test-azurite:
 	$(AZURITE_ENV) $(GO) test -race $(AZURITE_FLAGS) -run '$(CLEAN_MODES)' ./patterns/
 	$(AZURITE_ENV) $(GO) test $(AZURITE_FLAGS) -run '^(TestConformance.*|Example.*)$$' -skip '$(EMULATOR_ONLY)' \
 		./patterns/ ./consistency/ ./examples/...
 
 # Before the runs, the installs and Go's checks (vet, go.mod tidy, the
 # emulator binary) run side by side, in a make of their own with -j, so a
-# failure of any one still fails `make test`: npm ci keeps about one CPU
-# busy (it writes 365 MB of node_modules) and go vet, which on a fresh
-# clone compiles every package of the module, the other. On fresh clones
+# failure of any one still fails `make test`: on a machine's first run npm
+# ci keeps about one CPU busy (it writes 365 MB of node_modules; later runs
+# link the machine's copy, below) and go vet, which on a fresh clone with a
+# cold build cache compiles every package of the module, the other. On fresh clones
 # (warm caches) the installs, vet, tidy and build took 107 s side by side
 # (load 5.3 to 6.1) and 128 s one after the other (load 1.2 to 5.9)
 # (2026-11-28, this 2-core machine; /usr/bin/time make test-setup, and the
@@ -188,9 +210,13 @@ images:
 
 # ---- installs ----------------------------------------------------------------
 
-# npm ci installs exactly what package-lock.json pins (Azurite 3.37.0).
+# npm ci installs exactly what package-lock.json pins (Azurite 3.37.0), once
+# per machine: build/npm-ci.sh keeps the install in the user's cache, keyed
+# by the lock file, and links node_modules to it (on a fresh clone npm ci took
+# 31 s of wall and CPU for Azurite, the link 0.1 s; TABLEKIT_NPM_CACHE=off
+# installs in place).
 $(AZURITE): $(AZURITE_DIR)/package.json $(AZURITE_DIR)/package-lock.json
-	npm ci --prefix $(AZURITE_DIR) --no-audit --no-fund --loglevel=error
+	build/npm-ci.sh $(AZURITE_DIR)
 	@test -x $(AZURITE)
 
 azurite-install: $(AZURITE)
@@ -198,7 +224,7 @@ azurite-install: $(AZURITE)
 # npm ci installs exactly the Azure SDK for JavaScript that package-lock.json
 # pins (data-tables 13.3.2, storage-queue 12.32.0, storage-blob 12.34.0).
 $(JSINTEROP): $(JSINTEROP_DIR)/package.json $(JSINTEROP_DIR)/package-lock.json
-	npm ci --prefix $(JSINTEROP_DIR) --no-audit --no-fund --loglevel=error
+	build/npm-ci.sh $(JSINTEROP_DIR)
 	@test -f $(JSINTEROP)
 
 jsinterop-install: $(JSINTEROP)

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit/internal/attempts"
+	"github.com/tablekit/tablekit/internal/queuehttp"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/tablehttp"
 	"github.com/tablekit/tablekit/keys"
@@ -53,6 +54,7 @@ type Account struct {
 	auth   tablehttp.Auth                // how the raw table transport authenticates
 	httpMu sync.Mutex
 	http   *tablehttp.Client
+	qhttp  *queuehttp.Client
 	tables *aztables.ServiceClient
 	queues *azqueue.ServiceClient
 	blobs  *azblob.Client

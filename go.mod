@@ -11,6 +11,7 @@ require (
 	github.com/google/btree v1.1.3
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/crypto v0.45.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

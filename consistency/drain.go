@@ -8,9 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-
 	"github.com/tablekit/tablekit"
 )
 
@@ -107,16 +104,16 @@ func (w *Worker) drainVisible(ctx context.Context) error {
 				work.Wait()
 				return err
 			}
-			resp, err := q.qc.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(w.opts.BatchSize)), VisibilityTimeout: to.Ptr(vis)})
+			msgs, err := q.mc.Receive(ctx, q.name, int32(w.opts.BatchSize), vis)
 			if err != nil {
 				work.Wait()
 				w.metrics.receiveErrors.Add(1)
 				err = tablekit.MapError(err, "receive messages", q.name)
 				return &wrapped{msg: "consistency: drain: " + err.Error(), err: err}
 			}
-			for _, m := range resp.Messages {
+			for i := range msgs {
 				found = true
-				l := w.hold(q, m)
+				l := w.hold(q, &msgs[i])
 				sem <- struct{}{}
 				w.metrics.inFlight.Add(1)
 				work.Add(1)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/tools/testenv"
@@ -32,8 +33,8 @@ func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
 	step := NewStep(KindSyncCopies, SyncCopiesArgs{Source: ref, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "w1"}})
 	tx := NewTransaction(step)
 	tx.ID = "t1"
-	call := func(delivery int64) error {
-		return runSteps(ctx, acct, defaultRegistry, tx, delivery, 5, testLogger(t))
+	call := func(n int64) error {
+		return runSteps(ctx, acct, defaultRegistry, tx, delivery{count: n, max: 5, window: DefaultExpectWindow}, testLogger(t))
 	}
 	// Delivered before the write landed: wait, and say what the source
 	// shows.
@@ -41,13 +42,13 @@ func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
 	if err == nil || IsPermanent(err) || !errors.Is(err, ErrRetry) {
 		t.Fatalf("first delivery before the write = %v, want a retryable error", err)
 	}
-	if !strings.Contains(err.Error(), "it has no TkIntent") || !strings.Contains(err.Error(), "delivery 1; after 3 it applies to what is there") {
+	if !strings.Contains(err.Error(), "it has no TkIntent") || !strings.Contains(err.Error(), "delivery 1, queued 0s; it applies to what is there after 30s queued and 3 deliveries, or at delivery 4") {
 		t.Errorf("the wait says %q; want what the source shows and how long it waits", err)
 	}
 	// A source that is not there: deleted, moved, or not written yet.
 	gone := NewTransaction(NewStep(KindSyncCopies, SyncCopiesArgs{Source: EntityRef{src, "p", "moved"}, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "w1"}}))
 	gone.ID = "t0"
-	if err := runSteps(ctx, acct, defaultRegistry, gone, 1, 5, testLogger(t)); err == nil || !strings.Contains(err.Error(), "it does not exist (its write has not landed, or it was deleted or moved since)") {
+	if err := runSteps(ctx, acct, defaultRegistry, gone, delivery{count: 1, max: 5, window: DefaultExpectWindow}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "it does not exist (its write has not landed, or it was deleted or moved since)") {
 		t.Errorf("a missing source's wait says %v", err)
 	}
 	if getProps(t, acct, EntityRef{dst, "email", "new"}) != nil {
@@ -67,24 +68,41 @@ func TestSyncCopiesWaitsForTheAnnouncedWrite(t *testing.T) {
 	// ExpectDeliveries deliveries the step syncs to what is there.
 	tx2 := NewTransaction(NewStep(KindSyncCopies, SyncCopiesArgs{Source: ref, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "lost"}}))
 	tx2.ID = "t2"
-	if err := runSteps(ctx, acct, defaultRegistry, tx2, ExpectDeliveries-1, 5, testLogger(t)); err == nil {
-		t.Fatal("a delivery inside the window applied the step")
+	// ExpectDeliveries deliveries and ExpectWindow queued, the step syncs
+	// to what is there.
+	window := 30 * time.Second
+	at := func(n int64, age time.Duration) error {
+		return runSteps(ctx, acct, defaultRegistry, tx2, delivery{count: n, max: 20, age: age, window: window}, testLogger(t))
 	}
-	if err := runSteps(ctx, acct, defaultRegistry, tx2, ExpectDeliveries, 5, testLogger(t)); err != nil {
-		t.Fatalf("the last waiting delivery: %v", err)
+	if err := at(ExpectDeliveries-1, time.Hour); err == nil {
+		t.Fatal("a delivery before ExpectDeliveries applied the step")
+	}
+	// Deliveries counted fast (a receive whose answer was lost counts
+	// too) are no measure of time: inside the window it still waits.
+	if err := at(ExpectDeliveries+5, window-time.Second); err == nil {
+		t.Fatal("a delivery inside the window applied the step")
+	} else if !strings.Contains(err.Error(), "delivery 8, queued 29s; it applies to what is there after 30s queued and 3 deliveries, or at delivery 19") {
+		t.Errorf("the wait says %q; want how long it waits", err)
+	}
+	if err := at(ExpectDeliveries, window); err != nil {
+		t.Fatalf("the first delivery past the window and ExpectDeliveries: %v", err)
+	}
+	// Never into the poison queue: the delivery before the limit applies.
+	if err := runSteps(ctx, acct, defaultRegistry, tx2, delivery{count: 4, max: 5, window: window}, testLogger(t)); err != nil {
+		t.Fatalf("delivery 4 of 5 inside the window: %v (must not wait for a delivery that would poison)", err)
 	}
 	// An ordered expectation whose source carries a later intent was
 	// superseded: it applies at once, without waiting.
 	tx3 := NewTransaction(NewStep(KindSyncCopies, SyncCopiesArgs{Source: ref, Property: "TkCopies", Expect: &Expectation{Property: "TkIntent", Value: "w0", Ordered: true}}))
 	tx3.ID = "t3"
-	if err := runSteps(ctx, acct, defaultRegistry, tx3, 1, 5, testLogger(t)); err != nil {
+	if err := runSteps(ctx, acct, defaultRegistry, tx3, delivery{count: 1, max: 5, window: DefaultExpectWindow}, testLogger(t)); err != nil {
 		t.Fatalf("a superseded intent waited: %v", err)
 	}
 	if a, b := NewIntentID(), NewIntentID(); !(a < b) || len(a) != 32 {
 		t.Errorf("intent ids %q, %q do not sort in creation order", a, b)
 	}
 	// With a low delivery limit it never waits into the poison queue.
-	if err := runSteps(ctx, acct, defaultRegistry, tx2, 1, 2, testLogger(t)); err != nil {
+	if err := runSteps(ctx, acct, defaultRegistry, tx2, delivery{count: 1, max: 2, window: DefaultExpectWindow}, testLogger(t)); err != nil {
 		t.Fatalf("MaxDequeueCount 2, first delivery: %v (must not wait for a delivery that would poison)", err)
 	}
 }
@@ -118,7 +136,7 @@ func TestIndexListRefusesAListPastTheStringLimit(t *testing.T) {
 		Index: EntityRef{idx, "lastname", "Jones"}, Property: "EmployeeIDs", Member: "Sales/" + strings.Repeat("z", 120),
 		Source: EntityRef{src, "Sales", "new"}, Where: "LastName", Equals: json.RawMessage(`"Jones"`),
 	}))
-	err = runSteps(ctx, acct, defaultRegistry, tx, 1, 5, testLogger(t))
+	err = runSteps(ctx, acct, defaultRegistry, tx, delivery{count: 1, max: 5}, testLogger(t))
 	if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "BlobIndexedTable") {
 		t.Fatalf("apply = %v, want a permanent error pointing to the blob option", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/tablekit/tablekit"
 )
@@ -32,7 +33,14 @@ type Call struct {
 	// retryable error on that delivery sends the message to the poison
 	// queue (0 with Apply).
 	MaxDequeueCount int64
-	Logger          *slog.Logger // never nil
+	// Age is how long the message had been queued when this delivery was
+	// received, by the queue service's clock (0 with Apply, or when the
+	// service did not say).
+	Age time.Duration
+	// ExpectWindow is the worker's WorkerOptions.ExpectWindow (0 with
+	// Apply).
+	ExpectWindow time.Duration
+	Logger       *slog.Logger // never nil
 
 	tables *tableSet // the core's table handles; shared by the steps of a worker
 	parsed any       // the arguments as the step's validation decoded them (built-in kinds)
@@ -184,26 +192,47 @@ func Apply(ctx context.Context, acct *tablekit.Account, tx *Transaction, reg *Re
 	if err != nil {
 		return err
 	}
-	return runStepsOn(ctx, newTableSet(acct), reg, tx, parsed, 0, 0, slog.New(slog.DiscardHandler))
+	return runStepsOn(ctx, newTableSet(acct), reg, tx, parsed, delivery{}, slog.New(slog.DiscardHandler))
 }
 
 var defaultRegistry = NewRegistry()
 
-func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, dequeueCount, maxDequeue int64, log *slog.Logger) error {
-	return runStepsOn(ctx, newTableSet(acct), reg, tx, nil, dequeueCount, maxDequeue, log)
+func runSteps(ctx context.Context, acct *tablekit.Account, reg *Registry, tx *Transaction, d delivery, log *slog.Logger) error {
+	return runStepsOn(ctx, newTableSet(acct), reg, tx, nil, d, log)
+}
+
+// delivery is what the steps of a message are told about its delivery:
+// the queue's dequeue count, the worker's limit, how long the message had
+// been queued when it was received, and the worker's ExpectWindow. The
+// zero value is Apply's: no delivery.
+type delivery struct {
+	count, max  int64
+	age, window time.Duration
+}
+
+// queuedFor is how long a message inserted at inserted had been in its
+// queue when it was received, by the queue service's clock: the receive
+// made it visible again at nextVisible, vis after the receive. 0 when the
+// service did not say (a zero time).
+func queuedFor(inserted, nextVisible time.Time, vis time.Duration) time.Duration {
+	if inserted.IsZero() || nextVisible.IsZero() {
+		return 0
+	}
+	return max(0, nextVisible.Sub(inserted)-vis.Truncate(time.Second))
 }
 
 // runStepsOn is runSteps with the table handles ts (a worker keeps one set
 // for all its messages) and the steps' arguments as Registry.parse
 // decoded them (nil: each handler decodes its own).
-func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transaction, parsed []any, dequeueCount, maxDequeue int64, log *slog.Logger) error {
+func runStepsOn(ctx context.Context, ts *tableSet, reg *Registry, tx *Transaction, parsed []any, d delivery, log *slog.Logger) error {
 	acct := ts.acct
 	for i, s := range tx.Steps {
 		h, ok := reg.Lookup(s.Kind)
 		if !ok {
 			return &StepError{TxID: tx.ID, Index: i, Kind: s.Kind, Err: &wrapped{msg: "consistency: no handler for step kind " + s.Kind, err: ErrUnknownStep}}
 		}
-		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: dequeueCount, MaxDequeueCount: maxDequeue, Logger: log, tables: ts}
+		c := &Call{Account: acct, TxID: tx.ID, Index: i, Kind: s.Kind, Args: s.Args, DequeueCount: d.count, MaxDequeueCount: d.max,
+			Age: d.age, ExpectWindow: d.window, Logger: log, tables: ts}
 		if i < len(parsed) {
 			c.parsed = parsed[i]
 		}

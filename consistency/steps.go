@@ -476,9 +476,10 @@ func (c CopySpec) Ref() EntityRef { return EntityRef{c.Table, c.PartitionKey, c.
 // Expect closes the window between the writer's enqueue and its write:
 // when set, the step first waits (returns a retryable error, so the
 // message comes back after the worker's backoff) while the source does not
-// show the write its writer announced, for up to ExpectDeliveries
-// deliveries; after that it assumes the write failed or was superseded and
-// makes the copies match the source as it is.
+// show the write its writer announced, for ExpectDeliveries deliveries and
+// then while the message is younger than the worker's ExpectWindow; after
+// that it assumes the write failed or was superseded and makes the copies
+// match the source as it is.
 type SyncCopiesArgs struct {
 	Source   EntityRef    `json:"source"`
 	Previous []EntityRef  `json:"previous,omitempty"`
@@ -514,9 +515,19 @@ func NewIntentID() string {
 }
 
 // ExpectDeliveries is how many deliveries a step with an Expectation waits
-// for its source to show the announced write (fewer when the worker's
-// MaxDequeueCount is lower, so the message is never poisoned for waiting).
+// for its source to show the announced write at least (fewer when the
+// worker's MaxDequeueCount is lower, so the message is never poisoned for
+// waiting). It waits on while the message is younger than the worker's
+// ExpectWindow: a count alone is no measure of time, since a receive whose
+// answer is lost counts as a delivery too, and a write slowed by retries
+// can land well after three quick deliveries.
 const ExpectDeliveries = 3
+
+// DefaultExpectWindow is WorkerOptions.ExpectWindow's default: how long
+// after its enqueue a step still waits for the write its writer announced.
+// It covers a write that azcore's default retries (0.8 s, 1.6 s, 3.2 s
+// apart, each try up to the service's 30 s) bring in late.
+const DefaultExpectWindow = 30 * time.Second
 
 func (e *Expectation) met(found bool, p entity.Entity) bool {
 	if e.Absent {
@@ -538,7 +549,9 @@ func (e *Expectation) wait(c *Call, src EntityRef, found bool, p entity.Entity) 
 		return nil
 	}
 	return Retryable(errors.New("consistency: " + c.Kind + ": " + src.String() + " does not show its writer's write yet: " + e.found(found, p) +
-		"; retrying later (delivery " + strconv.FormatInt(c.DequeueCount, 10) + "; after " + strconv.Itoa(expectLimit(c)) + " it applies to what is there)"))
+		"; retrying later (delivery " + strconv.FormatInt(c.DequeueCount, 10) + ", queued " + c.Age.Round(time.Second).String() +
+		"; it applies to what is there after " + c.ExpectWindow.String() + " queued and " + strconv.Itoa(expectLimit(c)) + " deliveries, or at delivery " +
+		strconv.FormatInt(max(c.MaxDequeueCount-1, 1), 10) + ")"))
 }
 
 // found says what a source that does not meet e shows instead.
@@ -566,12 +579,17 @@ func expectLimit(c *Call) int {
 }
 
 // stillWaiting reports whether a step whose expectation is not met should
-// be retried later rather than applied now.
+// be retried later rather than applied now: for ExpectDeliveries
+// deliveries, and after them while the message is younger than
+// ExpectWindow, but never on the delivery before the poison queue's.
 func stillWaiting(c *Call) bool {
 	if c.DequeueCount == 0 {
 		return false // Apply: the caller's own write is done
 	}
-	return c.DequeueCount < int64(expectLimit(c))
+	if c.MaxDequeueCount > 0 && c.DequeueCount >= c.MaxDequeueCount-1 {
+		return false
+	}
+	return c.DequeueCount < int64(expectLimit(c)) || c.Age < c.ExpectWindow
 }
 
 func (a *SyncCopiesArgs) validate(kind string) error {

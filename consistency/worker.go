@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/queuehttp"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -53,6 +53,12 @@ type WorkerOptions struct {
 	// Backoff is the retry schedule after a retryable failure (default
 	// DefaultBackoff).
 	Backoff *Backoff
+	// ExpectWindow is how long a step waits for the write its writer
+	// announced (an Expectation) to show in the source, counted from when
+	// the message was enqueued, by the queue service's clock (default
+	// DefaultExpectWindow). A step waits at least ExpectDeliveries
+	// deliveries and never into the poison queue (MaxDequeueCount).
+	ExpectWindow time.Duration
 	// PollInterval is the longest wait between receives when the queues
 	// are empty (default 2 s); the wait starts at an eighth of it (at most
 	// 50 ms) and doubles.
@@ -115,7 +121,8 @@ type workerQueue struct {
 	q       *Queue
 	qc      *azqueue.QueueClient
 	pc      *azqueue.QueueClient
-	waiting atomic.Int64 // received messages not yet started
+	mc      *queuehttp.Client // receives, deletes and updates messages
+	waiting atomic.Int64      // received messages not yet started
 }
 
 // NewWorker validates opts and returns a worker on acct. It makes no
@@ -146,6 +153,9 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 	}
 	if o.MaxDequeueCount <= 0 {
 		o.MaxDequeueCount = 5
+	}
+	if o.ExpectWindow <= 0 {
+		o.ExpectWindow = DefaultExpectWindow
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 2 * time.Second
@@ -178,7 +188,7 @@ func NewWorker(acct *tablekit.Account, opts *WorkerOptions) (*Worker, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.queues = append(w.queues, &workerQueue{name: name, q: q, qc: q.qc, pc: q.pc})
+		w.queues = append(w.queues, &workerQueue{name: name, q: q, qc: q.qc, pc: q.pc, mc: queuehttp.Of(acct)})
 	}
 	return w, nil
 }
@@ -441,7 +451,7 @@ func (w *Worker) receiveLoop(ctx context.Context, q *workerQueue, ready chan<- j
 		// The receive is not cancelled by ctx: messages the service hands
 		// out must reach this process, to be processed or released.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		resp, err := q.qc.DequeueMessages(rctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(n)), VisibilityTimeout: to.Ptr(vis)})
+		msgs, err := q.mc.Receive(rctx, q.name, int32(n), vis)
 		cancel()
 		if err != nil {
 			w.metrics.receiveErrors.Add(1)
@@ -454,7 +464,7 @@ func (w *Worker) receiveLoop(ctx context.Context, q *workerQueue, ready chan<- j
 		}
 		w.recvFails.Store(0)
 		w.received.Store(true)
-		if len(resp.Messages) == 0 {
+		if len(msgs) == 0 {
 			if w.opts.UntilEmpty {
 				onEmpty()
 			}
@@ -464,11 +474,11 @@ func (w *Worker) receiveLoop(ctx context.Context, q *workerQueue, ready chan<- j
 			continue
 		}
 		idle.reset()
-		for _, m := range resp.Messages {
+		for i := range msgs {
 			q.waiting.Add(1)
 			w.metrics.waiting.Add(1)
 			work.Add(1)
-			ready <- job{q: q, l: w.hold(q, m), taken: taken}
+			ready <- job{q: q, l: w.hold(q, &msgs[i]), taken: taken}
 		}
 	}
 }
@@ -520,9 +530,11 @@ type lease struct {
 	id       string
 	pop      string
 	text     string
-	lost     bool // the service no longer knows this receipt
-	stopped  bool // stopKeeper was called: no more updates
-	msg      *azqueue.DequeuedMessage
+	lost     bool          // the service no longer knows this receipt
+	stopped  bool          // stopKeeper was called: no more updates
+	count    int64         // the message's dequeue count
+	inserted time.Time     // when the message was enqueued
+	age      time.Duration // how long it had been queued when received (queuedFor)
 	received time.Time
 	k        *keeper
 	q        *workerQueue
@@ -548,8 +560,9 @@ func (l *lease) stopKeeper() {
 }
 
 // hold returns the lease of a received message, its visibility kept.
-func (w *Worker) hold(q *workerQueue, m *azqueue.DequeuedMessage) *lease {
-	l := &lease{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), msg: m, received: time.Now(), k: w.keeper, q: q}
+func (w *Worker) hold(q *workerQueue, m *queuehttp.Message) *lease {
+	l := &lease{id: m.ID, pop: m.PopReceipt, text: m.Text, count: m.DequeueCount, inserted: m.InsertionTime,
+		age: queuedFor(m.InsertionTime, m.TimeNextVisible, w.opts.VisibilityTimeout), received: time.Now(), k: w.keeper, q: q}
 	w.keeper.add(l)
 	return l
 }
@@ -633,10 +646,10 @@ func (k *keeper) extend(l *lease) {
 	lost := l.lost
 	if !l.stopped && !lost {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.VisibilityTimeout)
-		resp, err := q.qc.UpdateMessage(ctx, l.id, l.pop, l.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(seconds(w.opts.VisibilityTimeout))})
+		pop, err := q.mc.Update(ctx, q.name, l.id, l.pop, l.text, seconds(w.opts.VisibilityTimeout))
 		cancel()
-		if err == nil && resp.PopReceipt != nil {
-			l.pop = *resp.PopReceipt
+		if err == nil && pop != "" {
+			l.pop = pop
 		} else if err != nil {
 			err = tablekit.MapError(err, "extend visibility", q.name)
 			if tablekit.IsNotFound(err) || errors.Is(err, tablekit.ErrBadRequest) {
@@ -659,8 +672,7 @@ func (k *keeper) extend(l *lease) {
 // process applies one message and settles it: deleted, released for a
 // retry, or poisoned.
 func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
-	m := l.msg
-	count := deref(m.DequeueCount)
+	count := l.count
 	env, err := decodeMessage(l.text)
 
 	ctx := workCtx
@@ -714,14 +726,15 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 	}
 	log := w.messageLog(q, l, count, txID)
 	if err == nil {
-		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, count, w.opts.MaxDequeueCount, log)
+		d := delivery{count: count, max: w.opts.MaxDequeueCount, age: l.age, window: w.opts.ExpectWindow}
+		err = runStepsOn(ctx, w.tables, w.reg, tx, parsed, d, log)
 	}
 	l.stopKeeper()
 	spanErr = err
 
 	switch {
 	case err == nil:
-		if _, derr := q.qc.DeleteMessage(sctx, l.id, l.receipt(), nil); derr != nil {
+		if derr := q.mc.Delete(sctx, q.name, l.id, l.receipt()); derr != nil {
 			// Another worker holds the message now (our lease expired):
 			// it will apply the idempotent steps again and delete it.
 			log.Warn("cannot delete the applied message", "error", tablekit.MapError(derr, "delete message", q.name))
@@ -732,8 +745,8 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		}
 		w.metrics.processed.Add(1)
 		w.metrics.apply.observe(time.Since(l.received))
-		if m.InsertionTime != nil {
-			w.metrics.age.observe(time.Since(*m.InsertionTime))
+		if !l.inserted.IsZero() {
+			w.metrics.age.observe(time.Since(l.inserted))
 		}
 		if log.Enabled(ctx, slog.LevelDebug) {
 			log.Debug("transaction applied", "duration", time.Since(l.received))
@@ -758,8 +771,10 @@ func (w *Worker) process(workCtx context.Context, q *workerQueue, l *lease) {
 		}
 		delay := w.backoff.Delay(count)
 		log.Warn("transaction failed; will retry", "error", err, "retry_in", delay)
-		w.metrics.retried.Add(1)
+		// Counted once the release is answered: a reader who sees the
+		// count may move on, and the message's retry time is set.
 		w.releaseLease(sctx, q, l, delay, log)
+		w.metrics.retried.Add(1)
 	}
 }
 
@@ -805,7 +820,7 @@ func (w *Worker) decode(ctx context.Context, env *envelope) (*Transaction, *Blob
 
 // releaseLease makes the message visible again after delay.
 func (w *Worker) releaseLease(ctx context.Context, q *workerQueue, l *lease, delay time.Duration, log *slog.Logger) {
-	_, err := q.qc.UpdateMessage(ctx, l.id, l.receipt(), l.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: to.Ptr(seconds(delay))})
+	_, err := q.mc.Update(ctx, q.name, l.id, l.receipt(), l.text, seconds(delay))
 	if err != nil {
 		// The message reappears when its visibility timeout ends anyway.
 		log.Warn("cannot release the message", "error", tablekit.MapError(err, "release message", q.name))
@@ -822,7 +837,7 @@ func (w *Worker) poison(ctx context.Context, q *workerQueue, l *lease, rec *Pois
 		w.releaseLease(ctx, q, l, w.backoff.Delay(rec.DequeueCount), log)
 		return
 	}
-	if _, err := q.qc.DeleteMessage(ctx, l.id, l.receipt(), nil); err != nil {
+	if err := q.mc.Delete(ctx, q.name, l.id, l.receipt()); err != nil {
 		log.Warn("poisoned message not deleted (it may be poisoned twice)", "error", tablekit.MapError(err, "delete message", q.name))
 	}
 	w.metrics.poisoned.Add(1)

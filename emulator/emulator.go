@@ -461,6 +461,10 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	// Each account has services of its own; one router per port sends a
 	// request to its account's.
 	tableRouter, directRouter, blobRouter, queueRouter := accountRouter{}, accountRouter{}, accountRouter{}, accountRouter{}
+	// A copy whose source names another account reads it from that
+	// account's Blob service (filled before any request is served).
+	blobServices := map[string]*blobs.Service{}
+	peers := func(name string) *blobs.Service { return blobServices[name] }
 	for _, a := range accts {
 		authn := auth.New(auth.Account{Name: a.Name, Keys: a.decoded})
 		authn.SetClock(now)
@@ -485,11 +489,12 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		inst.tables = append(inst.tables, ts)
 		tableRouter[a.Name] = ts
 		directRouter[a.Name] = ts.Unmodelled()
-		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: locationOf(BlobService, a.Name), Now: now})
+		bs, err := blobs.Open(blobs.Config{Account: a.Name, Auth: authn, Location: locationOf(BlobService, a.Name), Now: now, Peers: peers})
 		if err != nil {
 			inst.Stop()
 			return nil, err
 		}
+		blobServices[a.Name] = bs
 		inst.blobs = append(inst.blobs, bs)
 		blobRouter[a.Name] = bs
 		qs, err := queues.Open(queues.Config{Account: a.Name, Auth: authn, Location: locationOf(QueueService, a.Name), Now: now})
@@ -560,8 +565,16 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		// No ReadTimeout or WriteTimeout: a body's and an answer's time
 		// grows with their size (guard), as Azure's does.
 		cs := new(conns)
+		handler := s.handler
+		var connContext func(context.Context, net.Conn) context.Context
+		if tlsConfig != nil && s.metaCase {
+			// headcase's connections wrap the TLS ones, which net/http
+			// then does not see: the requests get their TLS state here.
+			handler, connContext = withTLSState(handler), withConn
+		}
 		srv := &http.Server{
-			Handler:           guard(string(s.name), s.handler, t, lg),
+			Handler:           guard(string(s.name), handler, t, lg),
+			ConnContext:       connContext,
 			ConnState:         cs.track,
 			ReadHeaderTimeout: t.headerTimeout,
 			IdleTimeout:       t.idleTimeout,

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -244,4 +245,38 @@ func (i *Instance) HTTPClient() *http.Client {
 		t.TLSClientConfig = &tls.Config{RootCAs: i.RootCAs}
 	}
 	return &http.Client{Transport: t}
+}
+
+// connKey is the context key of a request's connection (withConn).
+type connKey struct{}
+
+// withConn is the servers' http.Server.ConnContext: it keeps each
+// connection in its requests' context, for withTLSState.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// withTLSState gives each request h serves over a TLS connection
+// that net/http does not see as one (a *tls.Conn beneath headcase's
+// connection) its TLS state, as net/http gives it on a bare *tls.Conn: a
+// SAS that allows HTTPS only (spr=https) holds, and listings name https.
+func withTLSState(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			c, _ := r.Context().Value(connKey{}).(net.Conn)
+			for c != nil {
+				if tc, ok := c.(*tls.Conn); ok {
+					st := tc.ConnectionState()
+					r.TLS = &st
+					break
+				}
+				u, ok := c.(interface{ NetConn() net.Conn })
+				if !ok {
+					break
+				}
+				c = u.NetConn()
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -85,8 +85,8 @@ func TestUnauthenticatedBodyUnread(t *testing.T) {
 		{"set container ACL", em.BlobURL, "PUT " + a + "/cont1?restype=container&comp=acl", xml},
 		{"set blob service properties", em.BlobURL, "PUT " + a + "/?restype=service&comp=properties", xml},
 		{"set blob tags", em.BlobURL, "PUT " + a + "/cont1/b1?comp=tags", xml},
-		{"put page (not emulated)", em.BlobURL, "PUT " + a + "/cont1/b1?comp=page", "x-ms-page-write: update\r\nx-ms-range: bytes=0-511\r\n"},
-		{"get user delegation key (not emulated)", em.BlobURL, "POST " + a + "/?restype=service&comp=userdelegationkey", xml},
+		{"put page", em.BlobURL, "PUT " + a + "/cont1/b1?comp=page", "x-ms-page-write: update\r\nx-ms-range: bytes=0-511\r\n"},
+		{"get user delegation key", em.BlobURL, "POST " + a + "/?restype=service&comp=userdelegationkey", xml},
 		{"blob batch", em.BlobURL, "POST " + a + "/?comp=batch", "Content-Type: multipart/mixed; boundary=batch_1\r\n"},
 		{"container blob batch", em.BlobURL, "POST " + a + "/cont1?restype=container&comp=batch", "Content-Type: multipart/mixed; boundary=batch_1\r\n"},
 	}

@@ -1,17 +1,8 @@
 package emulator_test
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
@@ -51,31 +42,5 @@ var pySteps = []string{
 }
 
 func TestPythonInterop(t *testing.T) {
-	testenv.Tier(t, testenv.TierPython)
-	py := testenv.Python(t)
-	script, err := filepath.Abs(pyInteropScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	em := emulator.StartTB(t, nil)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, script)
-	cmd.Env = append(os.Environ(), "TABLEKIT_CONNECTION_STRING="+em.ConnectionString, "PYTHONDONTWRITEBYTECODE=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	runErr := cmd.Run()
-	exitCode := cmd.ProcessState.ExitCode()
-	elapsed := time.Since(start).Round(time.Millisecond)
-	if runErr != nil && exitCode != 1 {
-		t.Fatalf("%s %s: %v\nstderr:\n%s", py, pyInteropScript, runErr, stderr.String())
-	}
-	steps := testenv.PySteps(t, "interop.py", stdout.Bytes(), stderr.Bytes(), exitCode, pySteps)
-	times := make([]string, 0, len(steps))
-	for _, s := range steps {
-		times = append(times, fmt.Sprintf("%s %d ms", s.Step, s.MS))
-	}
-	t.Logf("interop.py ran in %v: %s", elapsed, strings.Join(times, ", "))
+	testenv.PyScript{Path: pyInteropScript, Steps: pySteps}.Run(t)
 }

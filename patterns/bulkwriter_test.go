@@ -170,9 +170,19 @@ func TestBulkWriterSharesThePace(t *testing.T) {
 		}
 		return throttled, requests
 	}
-	pt, pr := run(t, false)
-	st, sr := run(t, true)
-	t.Logf("refused: a BulkWrite per page %d of %d requests, one BulkWriter %d of %d", pt, pr, st, sr)
+	// On a loaded machine a BulkWrite per page may not outrun the target
+	// far enough to be refused much (9 of 89 requests at load 19): then
+	// the comparison shows nothing, and the pair runs again, three times
+	// at most.
+	var pt, pr, st, sr int
+	for try := 1; ; try++ {
+		pt, pr = run(t, false)
+		st, sr = run(t, true)
+		t.Logf("refused: a BulkWrite per page %d of %d requests, one BulkWriter %d of %d", pt, pr, st, sr)
+		if pt >= 30 || try == 3 {
+			break
+		}
+	}
 	if pt == 0 || 2*st > pt {
 		t.Errorf("one BulkWriter had %d of %d requests refused, a BulkWrite per page %d of %d; want at most half the refusals", st, sr, pt, pr)
 	}

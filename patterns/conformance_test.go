@@ -504,8 +504,14 @@ type cfWorker struct {
 // startWorker runs a worker on q until drain. In the fault modes it has
 // faults of its own, with the mode's retry options. Its options are a
 // deployment's, not the repository's contract: a short visibility timeout
-// (a receive whose response is lost hides its messages that long) and
-// enough deliveries that lost receives do not poison a message.
+// (a receive whose response is lost hides its messages that long), enough
+// deliveries that lost receives do not poison a message, and a step
+// waiting for its writer's write retried every second for 10 s
+// (ExpectWindow), not DefaultBackoff's 2, 4, 10 and 30 s for 30 s: an
+// intent whose entity a later write deleted or moved waits the whole
+// window, and the default made the Model's scenario 54 s long instead of
+// 12 (its rest mode alone, go test -run 'TestConformance$/^rest$/^Model$'
+// ./patterns/, 2026-11-28).
 func (e *cfEnv) startWorker(q *consistency.Queue) *cfWorker {
 	e.t.Helper()
 	acct := e.plain
@@ -519,6 +525,7 @@ func (e *cfEnv) startWorker(q *consistency.Queue) *cfWorker {
 	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
 		Queues: []string{q.Name()}, PollInterval: 100 * time.Millisecond,
 		VisibilityTimeout: 5 * time.Second, MaxDequeueCount: 20,
+		ExpectWindow: 10 * time.Second, Backoff: &consistency.Backoff{Delays: []time.Duration{time.Second}},
 		BlobContainer: e.containers[q], Logger: testLogger(),
 	})
 	e.must(err, "new worker")

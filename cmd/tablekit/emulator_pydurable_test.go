@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -107,7 +106,7 @@ func TestEmulatorLocationSurvivesSIGKILLPython(t *testing.T) {
 	if code := check.ProcessState.ExitCode(); err != nil && code != 1 {
 		t.Fatalf("durable.py check: %v\n%s", err, out)
 	}
-	for _, st := range testenv.PySteps(t, "durable.py check", out.stdout.Bytes(), out.stderr.Bytes(), check.ProcessState.ExitCode(), durableSteps) {
+	for _, st := range testenv.PySteps(t, "durable.py check", out.Stdout.Bytes(), out.Stderr.Bytes(), check.ProcessState.ExitCode(), durableSteps) {
 		if st.OK {
 			t.Logf("%s: %s", st.Step, st.Saw)
 		}
@@ -159,22 +158,10 @@ func TestEmulatorLocationSurvivesSIGKILLPython(t *testing.T) {
 	t.Logf("%d SIGKILLs, the check and the preflights in %v", rounds, time.Since(start).Round(time.Millisecond))
 }
 
-// durableOutput is what a run of durable.py printed.
-type durableOutput struct{ stdout, stderr bytes.Buffer }
-
-func (o *durableOutput) String() string {
-	return "stdout:\n" + o.stdout.String() + "stderr:\n" + o.stderr.String()
-}
-
 // startDurable starts durable.py mode state on the account of conn.
-func startDurable(t *testing.T, py, script, conn, mode, state string) (*exec.Cmd, *durableOutput) {
+func startDurable(t *testing.T, py, script, conn, mode, state string) (*exec.Cmd, *testenv.PyOutput) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, py, script, mode, state)
-	cmd.Env = append(os.Environ(), "TABLEKIT_CONNECTION_STRING="+conn, "PYTHONDONTWRITEBYTECODE=1")
-	out := &durableOutput{}
-	cmd.Stdout, cmd.Stderr = &out.stdout, &out.stderr
+	cmd, out := testenv.PyCommand(t, py, script, []string{"TABLEKIT_CONNECTION_STRING=" + conn}, mode, state)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s %s: %v", py, durableScript, err)
 	}

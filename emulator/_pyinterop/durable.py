@@ -37,12 +37,11 @@ step is not ok, 2 when the script cannot start.
 
 import hashlib
 import json
-import os
 import sys
 import threading
 import time
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.exceptions import HttpResponseError
@@ -53,14 +52,10 @@ except ImportError as e:
     print(f"durable.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = os.environ.get("TABLEKIT_CONNECTION_STRING", "")
-FIELDS = dict(kv.split("=", 1) for kv in CONN.split(";") if "=" in kv)
 if len(sys.argv) != 3 or sys.argv[1] not in ("load", "check"):
     print("usage: durable.py load|check STATEFILE", file=sys.stderr)
     sys.exit(2)
-if not all(FIELDS.get(k) for k in ("AccountName", "AccountKey", "TableEndpoint", "BlobEndpoint", "QueueEndpoint")):
-    print("durable.py: TABLEKIT_CONNECTION_STRING is not set, or lacks AccountName=, AccountKey= or an endpoint", file=sys.stderr)
-    sys.exit(2)
+CONN, _ = connection("durable.py", ("AccountName", "AccountKey", "TableEndpoint", "BlobEndpoint", "QueueEndpoint"))
 MODE, STATE = sys.argv[1], sys.argv[2]
 
 NAME = "durable"        # the table, the queue and the container

@@ -14,12 +14,11 @@ interop.py prints them; exit 1 when a step is not ok, 2 when it cannot start.
 
 import base64
 import json
-import os
 import sys
 import time
 import uuid
 
-from steps import failed, step
+from steps import connection, failed, step
 
 try:
     from azure.core.credentials import AccessToken, AzureNamedKeyCredential
@@ -31,12 +30,7 @@ except ImportError as e:
     print(f"https.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = os.environ.get("TABLEKIT_CONNECTION_STRING", "")
-FIELDS = dict(kv.split("=", 1) for kv in CONN.split(";") if "=" in kv)
-if not all(FIELDS.get(k, "").startswith("https://") for k in ("TableEndpoint", "BlobEndpoint", "QueueEndpoint")) \
-        or not os.environ.get("REQUESTS_CA_BUNDLE"):
-    print("https.py: TABLEKIT_CONNECTION_STRING needs https endpoints and REQUESTS_CA_BUNDLE the emulator's ca.pem", file=sys.stderr)
-    sys.exit(2)
+CONN, FIELDS = connection("https.py", ("AccountName", "AccountKey"), https=("TableEndpoint", "BlobEndpoint", "QueueEndpoint"))
 
 
 def b64url(b):

@@ -20,12 +20,13 @@ script can run twice on one account.
 import base64
 import datetime
 import json
-import os
 import re
 import sys
 import time
 import traceback
 import uuid
+
+from steps import connection
 
 try:
     from azure.core import MatchConditions
@@ -53,12 +54,7 @@ except ImportError as e:
     print(f"interop.py: {e}: install Debian's python3-azure (apt-get install python3-azure)", file=sys.stderr)
     sys.exit(2)
 
-CONN = os.environ.get("TABLEKIT_CONNECTION_STRING", "")
-FIELDS = dict(kv.split("=", 1) for kv in CONN.split(";") if "=" in kv)
-if not all(FIELDS.get(k) for k in ("AccountName", "AccountKey", "TableEndpoint", "BlobEndpoint", "QueueEndpoint")):
-    print("interop.py: TABLEKIT_CONNECTION_STRING is not set, or lacks AccountName=, AccountKey= or an endpoint "
-          "(the account's connection string with explicit endpoints and its key)", file=sys.stderr)
-    sys.exit(2)
+CONN, FIELDS = connection("interop.py", ("AccountName", "AccountKey", "TableEndpoint", "BlobEndpoint", "QueueEndpoint"))
 ACCOUNT, KEY = FIELDS["AccountName"], FIELDS["AccountKey"]
 TABLE_ENDPOINT = FIELDS["TableEndpoint"].rstrip("/")
 BLOB_ENDPOINT = FIELDS["BlobEndpoint"].rstrip("/")

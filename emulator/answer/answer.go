@@ -12,7 +12,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -120,10 +122,55 @@ func ODataBody(code, message, id string) []byte {
 // reads it from the body. e's Details are left out: the Table service's
 // JSON error has no place for them.
 func WriteTable(w http.ResponseWriter, r *http.Request, e *Error) {
+	WriteTableAs(w, r, e, "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
+}
+
+// The Table service's JSON formats (odata=...), as a request asks for one.
+const (
+	MinimalMetadata = "minimalmetadata"
+	NoMetadata      = "nometadata"
+	FullMetadata    = "fullmetadata"
+)
+
+// TableFormat is the JSON format a Table service request asks for: its
+// $format, else its Accept header; minimal metadata when it names none.
+// atom is true when it asks for Atom (XML) only, which the service
+// refuses (415 AtomFormatNotSupported).
+func TableFormat(query url.Values, header http.Header) (odata string, atom bool) {
+	a := query.Get("$format")
+	if a == "" {
+		a = header.Get("Accept")
+	}
+	a = strings.ToLower(strings.ReplaceAll(a, " ", ""))
+	switch {
+	case strings.Contains(a, "odata=nometadata"):
+		return NoMetadata, false
+	case strings.Contains(a, "odata=fullmetadata"):
+		return FullMetadata, false
+	case a == "" || strings.Contains(a, "json") || strings.Contains(a, "*/*"):
+		return MinimalMetadata, false
+	case strings.Contains(a, "atom") || strings.Contains(a, "xml"):
+		return MinimalMetadata, true
+	}
+	return MinimalMetadata, false
+}
+
+// TableContentType is the Content-Type of an answer in the JSON format
+// odata (TableFormat).
+func TableContentType(odata string) string {
+	return "application/json;odata=" + odata + ";streaming=true;charset=utf-8"
+}
+
+// WriteTableAs is WriteTable with the answer's Content-Type: the format
+// the request asked for, as the Table service answers an error to a
+// request it has read (the Python SDK's recordings of 2017, every
+// header: a 404 to Accept: application/json;odata=nometadata is
+// application/json;odata=nometadata;streaming=true;charset=utf-8).
+func WriteTableAs(w http.ResponseWriter, r *http.Request, e *Error, contentType string) {
 	id := RequestID()
 	h := w.Header()
 	SetTableHeaders(h, r, id)
-	h.Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
+	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(e.Status)
 	if r.Method != http.MethodHead {
@@ -223,7 +270,7 @@ func WriteUnknownVersion(w http.ResponseWriter, r *http.Request, v string, table
 // WriteBatchError answers a transaction the service refuses as Azure
 // does: 202 Accepted, and a multipart body holding one change-set
 // response with the failing operation's status line, its headers in
-// Azure's order (Preference-Applied when e has one) and an OData error
+// Azure's order (Content-ID and Preference-Applied when e has them) and an OData error
 // whose message starts with "N:", N the operation's 0-based index
 // (BatchError.Message: not in a one-operation change set).
 func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
@@ -233,6 +280,9 @@ func WriteBatchError(w http.ResponseWriter, r *http.Request, e *BatchError) {
 	b.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
 	b.WriteString("--" + changeset + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(e.Err.Status) + " " + http.StatusText(e.Err.Status) + "\r\n")
+	if e.ContentID != "" {
+		b.WriteString("Content-ID: " + e.ContentID + "\r\n")
+	}
 	b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n")
 	if e.Preference != "" {
 		b.WriteString("Preference-Applied: " + e.Preference + "\r\n")

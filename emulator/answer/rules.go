@@ -237,6 +237,11 @@ type BatchError struct {
 	// Preference is the failing operation's Preference-Applied
 	// (return-no-content or return-content, for an insert), "" for none.
 	Preference string
+	// ContentID is the failing operation's Content-ID, which its answer
+	// echoes as a success's does (the Python SDK's recorded
+	// test_batch_update_if_doesnt_match, 2017: "HTTP/1.1 412 ...",
+	// then "Content-ID: 1"), "" for none.
+	ContentID string
 	// ExtraChangeSets counts the batch's change sets after the first,
 	// each answered 400 after the first's answer
 	// (AppendRefusedChangeSets).

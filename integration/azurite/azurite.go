@@ -42,6 +42,10 @@
 // it), and each applies only when set: Latency or Throttle alone leave
 // Azurite's own rules as they are.
 //
+// Options.CertFile and KeyFile serve the three services over HTTPS, and
+// Options.OAuth accepts bearer tokens there (Azurite's --cert, --key and
+// --oauth basic, which Get User Delegation Key needs).
+//
 // The azurite command is looked for, in order: $TABLEKIT_AZURITE (a path);
 // tablekit's own pinned install (integration/azurite/_npm, installed by
 // `make test` with npm ci); node_modules/.bin/azurite in the current
@@ -139,6 +143,16 @@ type Options struct {
 	// reports what was admitted and throttled. Throttling applies after
 	// Latency and after Strict's rules.
 	Throttle *ThrottleOptions
+	// CertFile and KeyFile, when both are set, serve the three services
+	// over HTTPS with this PEM certificate and key (Azurite's --cert and
+	// --key): the URLs and ConnectionString then say https, and clients
+	// must trust the certificate. Strict, Latency and Throttle's proxy
+	// speaks plain HTTP to Azurite, so Start refuses them together.
+	CertFile, KeyFile string
+	// OAuth is Azurite's --oauth level: "basic" accepts Microsoft Entra
+	// ID bearer tokens (and serves Get User Delegation Key). Azurite
+	// needs HTTPS for it: Start refuses it without CertFile.
+	OAuth string
 }
 
 // Instance is a running Azurite.
@@ -256,6 +270,15 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 90 * time.Second
 	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return nil, errors.New("azurite: set both Options.CertFile and KeyFile, or neither")
+	}
+	if o.OAuth != "" && o.CertFile == "" {
+		return nil, errors.New("azurite: Options.OAuth needs HTTPS (CertFile and KeyFile), as Azurite's --oauth needs --cert")
+	}
+	if o.CertFile != "" && (o.Strict || o.Latency > 0 || o.LatencyJitter > 0 || o.Throttle != nil) {
+		return nil, errors.New("azurite: Options.Strict, Latency and Throttle are not available over HTTPS (CertFile)")
+	}
 	cmdPath := o.Command
 	if cmdPath == "" {
 		var err error
@@ -295,6 +318,19 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(ports[1]),
 		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(ports[2]),
 	}
+	if o.CertFile != "" {
+		// Azurite runs in a directory of its own: absolute paths.
+		cert, err1 := filepath.Abs(o.CertFile)
+		key, err2 := filepath.Abs(o.KeyFile)
+		if err := errors.Join(err1, err2); err != nil {
+			os.RemoveAll(location)
+			return nil, fmt.Errorf("azurite: %w", err)
+		}
+		args = append(args, "--cert", cert, "--key", key)
+	}
+	if o.OAuth != "" {
+		args = append(args, "--oauth", o.OAuth)
+	}
 	args = append(args, o.ExtraArgs...)
 
 	var logBuf lockedBuffer
@@ -315,7 +351,11 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	}
 	inst.proc = proc
 
-	base := "http://127.0.0.1:"
+	scheme := "http"
+	if o.CertFile != "" {
+		scheme = "https"
+	}
+	base := scheme + "://127.0.0.1:"
 	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
 	inst.QueueURL = base + strconv.Itoa(ports[1]) + "/" + AccountName
 	inst.TableURL = base + strconv.Itoa(ports[2]) + "/" + AccountName
@@ -331,7 +371,7 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 		inst.proxy = p
 		inst.TableURL = u + "/" + AccountName
 	}
-	inst.ConnectionString = "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
+	inst.ConnectionString = "DefaultEndpointsProtocol=" + scheme + ";AccountName=" + AccountName +
 		";AccountKey=" + AccountKey +
 		";BlobEndpoint=" + inst.BlobURL +
 		";QueueEndpoint=" + inst.QueueURL +

@@ -143,7 +143,8 @@ func (p *tableProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if be != nil {
 				answer.WriteBatchError(w, r, be)
 			} else {
-				answer.WriteTable(w, r, e)
+				odata, _ := answer.TableFormat(r.URL.Query(), r.Header)
+				answer.WriteTableAs(w, r, e, answer.TableContentType(odata))
 			}
 			return
 		}

@@ -26,6 +26,7 @@ func Command(t testing.TB, dir string) string {
 	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
+	raceExitSleep() // for packages whose TestMain is not Main
 	if out, failed := buildFails[dir]; failed {
 		t.Fatalf("testenv: go build %s failed earlier:\n%s", dir, out)
 	}

@@ -114,10 +114,37 @@ func parseTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Marshal writes list as Get ... ACL answers it, times in Azure's form.
+// Marshal writes list as Get ... ACL answers it, times in Azure's form
+// (Document's MarshalXML).
 func Marshal(list []Identifier) []byte {
 	b, _ := xml.Marshal(Document{List: list})
 	return append([]byte(xml.Header[:len(xml.Header)-1]), b...)
+}
+
+// MarshalXML writes d as Get ... ACL answers it: an identifier whose
+// policy is empty has no AccessPolicy element, as Azure reads one back
+// (the Python SDKs' recorded set_queue_acl_with_empty_signed_identifier
+// and set_container_acl_with_empty_signed_identifier, 2019, and
+// set_table_acl_with_empty_signed_identifier, 2017: set with
+// <AccessPolicy />, read back as <SignedIdentifier><Id>empty</Id></SignedIdentifier>).
+func (d Document) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	type identifier struct {
+		ID     string  `xml:"Id"`
+		Policy *Policy `xml:"AccessPolicy,omitempty"`
+	}
+	out := struct {
+		List []identifier `xml:"SignedIdentifier"`
+	}{}
+	for _, si := range d.List {
+		id := identifier{ID: si.ID}
+		if si.Policy != (Policy{}) {
+			p := si.Policy
+			id.Policy = &p
+		}
+		out.List = append(out.List, id)
+	}
+	start.Name = xml.Name{Local: "SignedIdentifiers"}
+	return e.EncodeElement(out, start)
 }
 
 // Find returns the policy id of list as the Authenticator checks a SAS

@@ -47,3 +47,18 @@ func TestParseTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalEmptyPolicy reads back an identifier set with an empty
+// AccessPolicy without one, as Azure does.
+func TestMarshalEmptyPolicy(t *testing.T) {
+	list, e := Parse([]byte(`<SignedIdentifiers><SignedIdentifier><Id>empty</Id><AccessPolicy /></SignedIdentifier>`+
+		`<SignedIdentifier><Id>r</Id><AccessPolicy><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>`), "raud")
+	if e != nil {
+		t.Fatal(e)
+	}
+	got := string(Marshal(list))
+	want := `<SignedIdentifiers><SignedIdentifier><Id>empty</Id></SignedIdentifier><SignedIdentifier><Id>r</Id><AccessPolicy><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>`
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("Marshal = %s\nwant ...%s", got, want)
+	}
+}

@@ -58,6 +58,9 @@ type Grant struct {
 	// SAS is true when the request was authorized by a shared access
 	// signature, false for Shared Key (Lite).
 	SAS bool
+	// Bearer is true when the request was authorized by a bearer token
+	// (EnableBearer); BearerIdentity reads who it names.
+	Bearer bool
 	// KeyRange is the table SAS's PartitionKey/RowKey range; nil when
 	// the SAS has none (or the request is not a table SAS).
 	KeyRange *KeyRange

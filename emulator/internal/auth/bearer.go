@@ -99,7 +99,7 @@ func (a *Authenticator) bearerToken(r *http.Request, svc Service, account, h str
 }
 
 // grantBearer is a valid token's grant: the account's full access.
-var grantBearer = &Grant{}
+var grantBearer = &Grant{Bearer: true}
 
 // tokenRefused is Azure's answer to a bearer token that fails a check
 // (detail says which): 401 with the challenge from version 2019-12-12 on,

@@ -34,8 +34,19 @@
 // from 2018-11-09, ses from 2020-12-06. No clock skew is tolerated on st
 // and se (Azure advises back-dating st). Stored access policies (si) are
 // found through SetPolicies; an unknown identifier is 403
-// AuthenticationFailed. Directory (sr=d) and user delegation SAS are not
-// served.
+// AuthenticationFailed. Directory SAS (sr=d) is not served.
+//
+// # User delegation keys and SAS
+//
+// A user delegation SAS (skoid, sktid, skt, ske, sks, skv: delegation.go)
+// is the Blob service's: it is signed with a user delegation key, whose
+// value DelegationKeyValue derives from the account key and the key's
+// fields, so that the SAS alone names its key. Its string to sign follows
+// sv (saoid, suoid and scid from 2020-02-10, ses from 2020-12-06, skdutid
+// and sduoid from 2025-07-05, srh and srq from 2026-04-06); the key's
+// window and the SAS's are both checked on the clock, then what a service
+// SAS is checked for. The Blob service's Get User Delegation Key takes a
+// bearer token alone (Grant.Bearer, BearerIdentity, BearerOnly).
 //
 // # Answers
 //

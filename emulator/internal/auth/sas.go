@@ -82,6 +82,9 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 	if sv == "" || !decodeSig(strings.ReplaceAll(q.Get("sig"), " ", "+"), &sig) {
 		return nil, authenticationFailed()
 	}
+	if isDelegation(q) {
+		return a.delegationSAS(r, q, sv, &sig, op)
+	}
 	account := q.Has("ss") || q.Has("srt")
 	var toSign []byte
 	var e *answer.Error
@@ -98,16 +101,9 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 	}
 
 	sp, st, se := q.Get("sp"), q.Get("st"), q.Get("se")
-	var start, expiry time.Time
-	if st != "" {
-		if start, err = parseSASTime(st); err != nil {
-			return nil, authenticationFailed()
-		}
-	}
-	if se != "" {
-		if expiry, err = parseSASTime(se); err != nil {
-			return nil, authenticationFailed()
-		}
+	start, expiry, ok := sasTimes(q)
+	if !ok {
+		return nil, authenticationFailed()
 	}
 	if si := q.Get("si"); si != "" && !account {
 		pol, ok := a.policy(op, q, si)
@@ -128,6 +124,15 @@ func (a *Authenticator) sas(r *http.Request, op Operation) (*Grant, *answer.Erro
 			expiry = pol.Expiry
 		}
 	}
+	return a.grant(r, q, op, account, sp, start, expiry)
+}
+
+// grant finishes checking a SAS whose signature is good: its times (sp,
+// start and expiry, after a stored access policy's) on the service's
+// clock, its address range and protocol, and what it allows (an account
+// SAS's services, resource types and permissions; a service SAS's
+// resource and permissions, and a table SAS's key range).
+func (a *Authenticator) grant(r *http.Request, q url.Values, op Operation, account bool, sp string, start, expiry time.Time) (*Grant, *answer.Error) {
 	if expiry.IsZero() || sp == "" {
 		return nil, authenticationFailed()
 	}
@@ -241,14 +246,8 @@ func (a *Authenticator) serviceStringToSign(q url.Values, sv string, op Operatio
 	case Queue:
 		b = append(b, op.Name...)
 	case Blob:
-		b = append(b, op.Name...)
-		switch sr {
-		case "b", "bs", "bv":
-			b = append(b, '/')
-			b = append(b, op.Blob...)
-		case "c":
-		default:
-			// Directory SAS (sr=d) and unknown resources are not served.
+		var ok bool
+		if b, ok = appendBlobResource(b, sr, op); !ok {
 			return nil, authenticationFailed()
 		}
 	}
@@ -280,12 +279,54 @@ func (a *Authenticator) serviceStringToSign(q url.Values, sv string, op Operatio
 		if sv >= v20201206 {
 			b = line(b, q.Get("ses"))
 		}
-		for _, k := range [...]string{"rscc", "rscd", "rsce", "rscl"} {
-			b = line(b, q.Get(k))
-		}
-		b = append(b, q.Get("rsct")...)
+		b = appendResponseOverrides(b, q)
 	}
 	return b, nil
+}
+
+// appendBlobResource appends what a blob SAS's canonicalized resource
+// holds past the account: the container, then /BLOB when the SAS is for a
+// blob, a snapshot or a version (sr b, bs or bv). ok is false for any
+// other sr: a directory SAS (sr=d) needs a hierarchical namespace, and an
+// unknown resource is not served.
+func appendBlobResource(b []byte, sr string, op Operation) (_ []byte, ok bool) {
+	b = append(b, op.Name...)
+	switch sr {
+	case "b", "bs", "bv":
+		b = append(b, '/')
+		b = append(b, op.Blob...)
+	case "c":
+	default:
+		return b, false
+	}
+	return b, true
+}
+
+// appendResponseOverrides appends the response header overrides a blob
+// SAS signs, the last fields of its string to sign: rscc, rscd, rsce and
+// rscl, each ending in a newline, then rsct.
+func appendResponseOverrides(b []byte, q url.Values) []byte {
+	for _, k := range [...]string{"rscc", "rscd", "rsce", "rscl"} {
+		b = append(append(b, q.Get(k)...), '\n')
+	}
+	return append(b, q.Get("rsct")...)
+}
+
+// sasTimes reads a SAS's st and se, either of which may be absent (zero);
+// ok is false when one cannot be read.
+func sasTimes(q url.Values) (start, expiry time.Time, ok bool) {
+	var err error
+	if st := q.Get("st"); st != "" {
+		if start, err = parseSASTime(st); err != nil {
+			return time.Time{}, time.Time{}, false
+		}
+	}
+	if se := q.Get("se"); se != "" {
+		if expiry, err = parseSASTime(se); err != nil {
+			return time.Time{}, time.Time{}, false
+		}
+	}
+	return start, expiry, true
 }
 
 // parseSASTime reads st and se: ISO 8601 in UTC, to the day, minute,

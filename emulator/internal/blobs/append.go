@@ -58,15 +58,11 @@ func (s *Service) appendBlock(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, b, e := s.lockExisting(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	b, e := cond.existing(c, q.blob)
-	if e != nil {
-		return e
-	}
 	switch size := int64(len(b.data)); {
 	case b.sealed:
 		return errBlobSealed
@@ -88,10 +84,8 @@ func (s *Service) appendBlock(q *request) *answer.Error {
 	rh := setVersion(q, b.etag, b.modified)
 	rh.Set("x-ms-blob-append-offset", strconv.Itoa(offset))
 	rh.Set("x-ms-blob-committed-block-count", strconv.Itoa(b.appended))
-	sums.set(rh)
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	sums.set(rh, q.r)
+	return answerCreated(q)
 }
 
 // seal is Seal Append Blob: the blob takes no more appends (409

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// TestFeaturesOnAzurite runs the lease, copy, snapshot and public access
-// scenarios against Azurite (the azurite tier): the answers the emulator
+// TestFeaturesOnAzurite runs the lease, copy, snapshot, public access and
+// page blob tag condition scenarios against Azurite (the azurite tier): the answers the emulator
 // gives there are Azurite's too, except where the scenario says Azurite
 // departs from Azure.
 func TestFeaturesOnAzurite(t *testing.T) {
@@ -22,6 +22,7 @@ func TestFeaturesOnAzurite(t *testing.T) {
 		{"CopyBlob", testCopyBlob},
 		{"Snapshots", testSnapshots},
 		{"PublicAccess", testPublicAccess},
+		{"PageBlobTagConditions", testPageBlobTagConditions},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, az.BlobURL, prefix) })
 	}

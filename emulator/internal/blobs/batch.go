@@ -138,6 +138,18 @@ func (s *Service) parseBatch(q *request, data []byte, boundary string) ([]batchP
 		if err != nil {
 			return nil, answer.InvalidInput()
 		}
+		if !strings.HasPrefix(sub.URL.Path, "/"+s.cfg.Account+"/") {
+			// The Python SDK names a sub-request's blob as Azure's
+			// host-style URL does, /CONTAINER/BLOB without the account
+			// (Azure/Azurite#1809, which Azurite refuses), and signs
+			// /ACCOUNT/CONTAINER/BLOB: the request line as sent, which
+			// Shared Key reads, stays; the service reads the account's
+			// path.
+			sub.URL.Path = "/" + s.cfg.Account + sub.URL.Path
+			if sub.URL.RawPath != "" {
+				sub.URL.RawPath = "/" + s.cfg.Account + sub.URL.RawPath
+			}
+		}
 		k, ok := s.batchKind(q, sub)
 		if !ok {
 			return nil, answer.InvalidInput()

@@ -38,13 +38,14 @@ func (s *Service) getBlob(q *request) *answer.Error {
 		return e
 	}
 	h := q.w.Header()
-	size := int64(len(v.data))
+	size := v.size()
 	if at := q.query.Get("snapshot"); at != "" {
 		h.Set("x-ms-snapshot", at)
 	}
 	if q.r.Method == http.MethodHead {
 		setCommon(h, q.r)
 		setBlobHeaders(h, v, s.cfg.Now)
+		setOverrides(h, q)
 		h.Set("Content-Length", strconv.FormatInt(size, 10))
 		if v.props.contentMD5 != nil {
 			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
@@ -68,22 +69,22 @@ func (s *Service) getBlob(q *request) *answer.Error {
 	} else {
 		start, end = 0, size-1
 	}
-	body := v.data[start : end+1]
+	n := end - start + 1
 	rangeMD5 := strings.EqualFold(q.r.Header.Get("x-ms-range-get-content-md5"), "true")
-	if rangeMD5 && (!ranged || len(body) > maxRangeMD5) {
+	if rangeMD5 && (!ranged || n > maxRangeMD5) {
 		return answer.OutOfRangeInput()
 	}
 	setCommon(h, q.r)
 	setBlobHeaders(h, v, s.cfg.Now)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	setOverrides(h, q)
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
 	status := http.StatusOK
 	switch {
 	case ranged:
 		status = http.StatusPartialContent
 		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end, 10)+"/"+strconv.FormatInt(size, 10))
 		if rangeMD5 {
-			sum := md5.Sum(body)
-			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+			h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.rangeMD5(start, end)))
 		}
 		if v.props.contentMD5 != nil {
 			h.Set("x-ms-blob-content-md5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
@@ -92,7 +93,7 @@ func (s *Service) getBlob(q *request) *answer.Error {
 		h.Set("Content-MD5", base64.StdEncoding.EncodeToString(v.props.contentMD5))
 	}
 	q.w.WriteHeader(status)
-	q.w.Write(body)
+	v.writeBody(q.w, start, end)
 	return nil
 }
 
@@ -122,6 +123,9 @@ func (s *Service) readBlob(q *request) (view, *answer.Error) {
 	}
 	if b == nil {
 		return view{}, errBlobNotFound
+	}
+	if !cond.tagsMet(v.tags) {
+		return view{}, errConditionNotMet
 	}
 	return v, nil
 }
@@ -175,6 +179,9 @@ func setBlobHeaders(h http.Header, v view, now func() time.Time) {
 			h.Set("x-ms-blob-sealed", "true")
 		}
 	}
+	if v.kind == pageBlob {
+		h.Set("x-ms-blob-sequence-number", strconv.FormatInt(v.page.seq, 10))
+	}
 	setLeaseHeaders(h, v.lease.current(now))
 	setCopyHeaders(h, v.copy)
 	h.Set("x-ms-server-encrypted", "true")
@@ -218,13 +225,8 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, b, e := s.lockExisting(q, cond)
 	if e != nil {
-		return e
-	}
-	b, e := cond.existing(c, q.blob)
-	if e != nil {
-		c.mu.Unlock()
 		return e
 	}
 	switch {
@@ -246,34 +248,86 @@ func (s *Service) deleteBlob(q *request) *answer.Error {
 	return nil
 }
 
+// replaceable checks cond for a write that makes the blob q names anew
+// (Put Blob of any type, Put Blob From URL, Put Block List) against old, the blob
+// there or nil (conditions.replacing), and refuses to replace an archived
+// blob: 409 BlobArchived, as Azurite refuses.
+func (s *Service) replaceable(cond conditions, old *blob) *answer.Error {
+	if e := cond.replacing(old); e != nil {
+		return e
+	}
+	if old != nil && old.tiering.current(s.cfg.Now).archived() {
+		return errBlobArchived
+	}
+	return nil
+}
+
+// lockReplaceable locks q's container and returns it with the blob q
+// names (nil when there is none), when a write that makes that blob anew
+// may replace it (replaceable); the caller unlocks c. A refusal leaves
+// nothing locked.
+func (s *Service) lockReplaceable(q *request, cond conditions) (*container, *blob, *answer.Error) {
+	c, e := s.lockContainer(q.container)
+	if e != nil {
+		return nil, nil, e
+	}
+	old := c.blobs[q.blob]
+	if e := s.replaceable(cond, old); e != nil {
+		c.mu.Unlock()
+		return nil, nil, e
+	}
+	return c, old, nil
+}
+
+// replaceBlob makes nb the blob q names in c, whose lock the caller holds
+// (its lease and snapshots kept, its uncommitted blocks gone:
+// container.put), writes it to the location, and returns the answer's
+// headers with nb's ETag and Last-Modified.
+func (s *Service) replaceBlob(q *request, c *container, nb *blob) http.Header {
+	c.put(q.blob, nb)
+	q.pending = s.saveBlob(c, q.blob, nb, content{replace: true})
+	return setVersion(q, nb.etag, nb.modified)
+}
+
+// answerCreated ends the answer to a write of content: 201 with
+// x-ms-request-server-encrypted: true (Azure encrypts what it stores).
+func answerCreated(q *request) *answer.Error {
+	q.w.Header().Set("x-ms-request-server-encrypted", "true")
+	q.w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
 // update runs change on the existing blob q names, under the write
 // conditions, with the write's time and ETag; change may refuse. It
 // answers 200 with ETag and Last-Modified, plus what extra sets.
 func (s *Service) update(q *request, change func(b *blob) *answer.Error, extra func(h http.Header, b *blob)) *answer.Error {
+	return s.updateContent(q, func(b *blob) (content, *answer.Error) { return content{}, change(b) }, extra)
+}
+
+// updateContent is update for a change that also says what it does to
+// the blob's stored content (a page blob resized smaller).
+func (s *Service) updateContent(q *request, change func(b *blob) (content, *answer.Error), extra func(h http.Header, b *blob)) *answer.Error {
 	cond, e := parseConditions(q.r.Header, s.cfg.Now)
 	if e != nil {
 		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, b, e := s.lockExisting(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	b, e := cond.existing(c, q.blob)
-	if e != nil {
-		return e
-	}
 	if b.tiering.current(s.cfg.Now).archived() {
 		return errBlobArchived
 	}
 	// A blob is replaced, never changed in place: readers hold views.
 	nb := *b
-	if e := change(&nb); e != nil {
+	ct, e := change(&nb)
+	if e != nil {
 		return e
 	}
 	nb.modified, nb.etag = s.clock.next()
 	c.blobs[q.blob] = &nb
-	q.pending = s.saveBlob(c, q.blob, &nb, content{})
+	q.pending = s.saveBlob(c, q.blob, &nb, ct)
 	h := setVersion(q, nb.etag, nb.modified)
 	if extra != nil {
 		extra(h, &nb)
@@ -295,16 +349,29 @@ func (s *Service) setBlobMetadata(q *request) *answer.Error {
 }
 
 // setBlobProperties is Set Blob Properties: the content headers are
-// replaced, an absent one cleared.
+// replaced, an absent one cleared; a page blob's size and sequence
+// number change too (page.go), and a request that changes only those
+// leaves the content headers.
 func (s *Service) setBlobProperties(q *request) *answer.Error {
 	props, e := blobProps(q.r.Header, false)
 	if e != nil {
 		return e
 	}
-	return s.update(q, func(b *blob) *answer.Error {
-		b.props = props
-		return nil
-	}, nil)
+	pc, e := parsePageChange(q.r.Header)
+	if e != nil {
+		return e
+	}
+	return s.updateContent(q, func(b *blob) (content, *answer.Error) {
+		ct, e := pc.apply(b)
+		if e == nil && (pc.content || !pc.any()) {
+			b.props = props
+		}
+		return ct, e
+	}, func(h http.Header, b *blob) {
+		if b.kind == pageBlob {
+			h.Set("x-ms-blob-sequence-number", strconv.FormatInt(b.page.seq, 10))
+		}
+	})
 }
 
 // blobProps reads the x-ms-blob-content-* headers (and, for Put Blob,
@@ -337,6 +404,16 @@ func blobProps(h http.Header, plain bool) (contentProps, *answer.Error) {
 	return p, nil
 }
 
+// requireNoBody refuses a request that must send no content (Put Blob of
+// an append or page blob, Put Page clearing, Put Blob and Put Block From
+// URL): a Content-Length past 0 is 400 InvalidHeaderValue naming it.
+func requireNoBody(q *request) *answer.Error {
+	if q.r.ContentLength > 0 {
+		return answer.InvalidHeader("Content-Length", strconv.FormatInt(q.r.ContentLength, 10))
+	}
+	return nil
+}
+
 // readBody reads a request's body, at most limit bytes, once, into a
 // buffer of its Content-Length (package body). Azure's upload operations
 // require the length: a chunked body is 411 MissingContentLengthHeader,
@@ -366,10 +443,11 @@ type checksums struct {
 	md5, crc64 []byte
 	sentMD5    bool
 	sentCRC    bool
+	data       []byte // the body, for an MD5 the request did not send
 }
 
 func checkBody(h http.Header, data []byte) (checksums, *answer.Error) {
-	var c checksums
+	c := checksums{data: data}
 	if v := h.Get("Content-MD5"); v != "" {
 		want, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(want) != md5.Size {
@@ -401,14 +479,42 @@ func checkBody(h http.Header, data []byte) (checksums, *answer.Error) {
 	return c, nil
 }
 
-// set writes the checksum headers of a Put Block or Append Block answer:
-// Content-MD5 when the request sent one, x-ms-content-crc64 otherwise.
-func (c checksums) set(h http.Header) {
+// set writes the checksum headers of a Put Block, Append Block or Put
+// Block List answer to r: Content-MD5 when the request sent one,
+// x-ms-content-crc64 otherwise; before x-ms-version 2019-07-07, the body's
+// Content-MD5 whether the request sent one or not. Azure answered so at
+// 2018-11-09 and 2019-02-02 (the Python SDK's recordings of 2019: a Put
+// Block List's MD5 is its block list's), and with the CRC-64 alone at
+// 2020-04-08 (the .NET SDK's GetBlockListAsync, 2020); the versions
+// between are not recorded.
+func (c checksums) set(h http.Header, r *http.Request) {
+	if !c.sentMD5 && !apiVersionAtLeast(r, "2019-07-07") {
+		c.md5, c.sentMD5 = c.contentMD5(), true
+	}
 	if c.sentMD5 {
 		h.Set("Content-MD5", base64.StdEncoding.EncodeToString(c.md5))
 		return
 	}
 	h.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(c.crc64))
+}
+
+// setWhole writes both checksum headers, whichever the request sent, as
+// Azure answers a block blob written whole by Put Blob (a recorded
+// session, azblob's TestBlobDownloadDataOffsetOutOfRange: neither sent,
+// both answered) and the emulator Put Blob From URL.
+func (c checksums) setWhole(h http.Header) {
+	h.Set("Content-MD5", encodeMD5(c.contentMD5()))
+	h.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(c.crc64))
+}
+
+// contentMD5 is the body's MD5: the one the request sent, checked, or
+// else computed.
+func (c checksums) contentMD5() []byte {
+	if c.sentMD5 {
+		return c.md5
+	}
+	sum := md5.Sum(c.data)
+	return sum[:]
 }
 
 // apiVersionAtLeast says whether the request's x-ms-version is at least

@@ -2,8 +2,12 @@
 // Blob service answers: containers (create, delete, properties,
 // metadata, access policy and public access, list), block blobs (put
 // blob, put block, put block list, get block list), append blobs
-// (create, append block with its conditions, seal), and for every blob
-// get (with ranges), properties, metadata, index tags (tags.go), access
+// (create, append block with its conditions, seal), page blobs (create,
+// put and clear pages, page ranges, resize, sequence numbers: page.go,
+// sparse in pageranges.go), and for every blob
+// get (with ranges), properties, metadata, index tags (tags.go), Find
+// Blobs by Tags and x-ms-if-tags conditions (find.go, on the filter
+// grammar of tagfilter.go), access
 // tiers and rehydration from the archive tier (tier.go), delete
 // and list (prefix, delimiter, continuation), leases (lease.go), copies within the account
 // (copy.go) and snapshots (snapshot.go), Blob Batch of Delete Blob or
@@ -60,6 +64,10 @@ type Config struct {
 	// take their times (Last-Modified, ETags, snapshots), by it. Nil
 	// means time.Now.
 	Now func() time.Time
+	// Peers returns the Blob service of another account served beside
+	// this one, or nil: a copy whose source names that account reads it
+	// there (fromurl.go). Nil serves copies within the account only.
+	Peers func(account string) *Service
 }
 
 // Service is the Blob service of one emulator instance. It is safe for
@@ -259,6 +267,13 @@ func (s *Service) serveAccount(q *request) *answer.Error {
 		return s.authorized(q, s.serviceStats, 's', 'r')
 	case m == http.MethodPost && q.comp == "batch" && q.restype == "":
 		return s.authorized(q, s.submitBatch, 's', batchPerms...)
+	case m == http.MethodGet && q.comp == "blobs" && q.restype == "":
+		return s.authorized(q, s.findBlobs, 's', 'f')
+	case q.restype == "service" && q.comp == "userdelegationkey":
+		if m != http.MethodPost {
+			return s.refuse(q, 's', answer.UnsupportedHTTPVerb())
+		}
+		return s.userDelegationKey(q) // authorized there: a bearer token only
 	}
 	return s.refuse(q, 's', unsupported(q))
 }
@@ -290,6 +305,8 @@ func (s *Service) serveContainer(q *request) *answer.Error {
 		return s.authorized(q, s.setContainerACL, 'c', 0)
 	case m == http.MethodPost && q.comp == "batch":
 		return s.authorized(q, s.submitBatch, 'c', batchPerms...)
+	case m == http.MethodGet && q.comp == "blobs":
+		return s.authorized(q, s.findBlobs, 'c', 'f')
 	}
 	return s.refuse(q, 'c', unsupported(q))
 }
@@ -311,7 +328,7 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 		// the tier their blob had.
 		return s.refuse(q, 'o', errNotImplemented("Set Blob Tier on a snapshot"))
 	}
-	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags") || m == http.MethodDelete && q.comp == "") {
+	if q.query.Has("snapshot") && !(read && (q.comp == "" || q.comp == "metadata" || q.comp == "blocklist" || q.comp == "tags" || q.comp == "pagelist") || m == http.MethodDelete && q.comp == "") {
 		// A snapshot is read-only: only its reads and its delete take the
 		// parameter.
 		return s.refuse(q, 'o', answer.InvalidQueryParameter("snapshot", q.query.Get("snapshot"), ""))
@@ -351,6 +368,10 @@ func (s *Service) serveBlob(q *request) *answer.Error {
 			op = s.putBlockList
 		}
 		return s.authorized(q, op, 'o', perms...)
+	case m == http.MethodPut && q.comp == "page":
+		return s.authorized(q, s.putPage, 'o', 'w')
+	case m == http.MethodGet && q.comp == "pagelist":
+		return s.readable(q, s.getPageRanges, 'o', 'r', publicBlob)
 	case m == http.MethodPut && q.comp == "appendblock":
 		return s.authorized(q, s.appendBlock, 'o', 'a', 'w')
 	case m == http.MethodPut && q.comp == "seal":
@@ -390,15 +411,16 @@ func (s *Service) refuse(q *request, resource byte, e *answer.Error) *answer.Err
 
 // unsupported answers an operation the service does not serve: a verb
 // the resource has no operation for is Azure's 405, a feature of the
-// Blob service the emulator leaves out (page blobs, Query Blob
-// Contents, Find Blobs by Tags, ...) is
+// Blob service the emulator leaves out (incremental copy, Query Blob
+// Contents, ...) is
 // 501, and a comp the service does not know is Azure's 400.
 func unsupported(q *request) *answer.Error {
 	switch q.comp {
-	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch":
+	case "", "list", "metadata", "block", "blocklist", "appendblock", "seal", "lease", "snapshot", "copy", "tier", "batch", "blobs",
+		"page", "pagelist":
 		return answer.UnsupportedHTTPVerb()
-	case "tags", "page", "pagelist", "acl", "undelete",
-		"expiry", "immutabilityPolicies", "legalhold", "blobs", "userdelegationkey",
+	case "tags", "acl", "undelete",
+		"expiry", "immutabilityPolicies", "legalhold", "userdelegationkey",
 		"stats", "properties", "incrementalcopy", "rename", "query":
 		return errNotImplemented(q.r.Method + " comp=" + q.comp)
 	}

@@ -2,7 +2,6 @@ package blobs
 
 import (
 	"bytes"
-	"crypto/md5"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
@@ -23,7 +22,7 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	if h.Get("x-ms-copy-source") != "" {
 		// Put Blob From URL (Copy Blob, which sends no x-ms-blob-type,
 		// is copyBlob).
-		return errNotImplemented("Put Blob From URL (x-ms-copy-source with x-ms-blob-type)")
+		return s.putBlobFromURL(q)
 	}
 	var kind blobKind
 	switch v := h.Get("x-ms-blob-type"); v {
@@ -32,17 +31,13 @@ func (s *Service) putBlob(q *request) *answer.Error {
 	case "AppendBlob":
 		kind = appendBlob
 	case "PageBlob":
-		return errNotImplemented("page blobs")
+		return s.putPageBlob(q)
 	case "":
 		return answer.MissingHeader("x-ms-blob-type")
 	default:
 		return answer.InvalidHeader("x-ms-blob-type", v)
 	}
-	cond, md, props, e := parseWrite(h, true, s.cfg.Now)
-	if e != nil {
-		return e
-	}
-	tags, _, e := parseTagsHeader(h)
+	cond, md, props, tags, e := parseWrite(h, true, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -60,48 +55,23 @@ func (s *Service) putBlob(q *request) *answer.Error {
 			return e
 		}
 		if props.contentMD5 == nil {
-			sum := md5.Sum(data)
-			props.contentMD5 = sum[:]
+			props.contentMD5 = sums.contentMD5()
 		}
-	} else if q.r.ContentLength > 0 {
+	} else if e := requireNoBody(q); e != nil {
 		// An append blob is created empty.
-		return answer.InvalidHeader("Content-Length", strconv.FormatInt(q.r.ContentLength, 10))
+		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, _, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	old := c.blobs[q.blob]
-	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			// Azurite refuses to overwrite an archived blob so.
-			return errBlobArchived
-		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
-	}
 	now, etag := s.clock.next()
-	c.put(q.blob, &blob{kind: kind, data: data, meta: md, tags: tags, tiering: tier, props: props, etag: etag, modified: now, created: now})
-	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
-	rh := setVersion(q, etag, now)
+	rh := s.replaceBlob(q, c, &blob{kind: kind, data: data, meta: md, tags: tags, tiering: tier, props: props, etag: etag, modified: now, created: now})
 	if kind == blockBlob {
-		// Azure answers a block blob's Put Blob with both sums, whichever
-		// the request sent (a recorded session, azblob's
-		// TestBlobDownloadDataOffsetOutOfRange: neither sent, both answered).
-		sum := md5.Sum(data)
-		rh.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-		rh.Set("x-ms-content-crc64", base64.StdEncoding.EncodeToString(sums.crc64))
+		sums.setWhole(rh)
 	}
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	return answerCreated(q)
 }
 
 // blockID reads the blockid query parameter: base64 of at most 64
@@ -127,7 +97,7 @@ func blockID(q *request) (string, *answer.Error) {
 // blob have one length. 201.
 func (s *Service) putBlock(q *request) *answer.Error {
 	if q.r.Header.Get("x-ms-copy-source") != "" {
-		return errNotImplemented("Put Block From URL (x-ms-copy-source)")
+		return s.putBlockFromURL(q)
 	}
 	id, e := blockID(q)
 	if e != nil {
@@ -141,6 +111,12 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	return s.stageBlock(q, id, data, sums)
+}
+
+// stageBlock stages data as the uncommitted block id of q's blob and
+// answers Put Block's 201 with sums.
+func (s *Service) stageBlock(q *request, id string, data []byte, sums checksums) *answer.Error {
 	c, e := s.lockContainer(q.container)
 	if e != nil {
 		return e
@@ -177,10 +153,8 @@ func (s *Service) putBlock(q *request) *answer.Error {
 	q.pending = s.saveBlock(c, q.blob, st, id, data)
 	h := q.w.Header()
 	setCommon(h, q.r)
-	sums.set(h)
-	h.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	sums.set(h, q.r)
+	return answerCreated(q)
 }
 
 // listEntry is one entry of a Put Block List body.
@@ -255,11 +229,7 @@ func parseBlockList(data []byte) ([]listEntry, *answer.Error) {
 // uncommitted blocks are discarded. 201.
 func (s *Service) putBlockList(q *request) *answer.Error {
 	h := q.r.Header
-	cond, md, props, e := parseWrite(h, false, s.cfg.Now)
-	if e != nil {
-		return e
-	}
-	tags, _, e := parseTagsHeader(h)
+	cond, md, props, tags, e := parseWrite(h, false, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -282,33 +252,29 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if len(list) > maxBlockList {
 		return errBlockListTooLong
 	}
-	c, e := s.lockContainer(q.container)
+	// An archived blob is a block blob (only those take a tier), so that
+	// replaceable's refusal of one comes before or after InvalidBlobType
+	// alike.
+	c, old, e := s.lockReplaceable(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	old := c.blobs[q.blob]
 	created := time.Time{}
 	committed := map[string][]byte{}
 	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
 		if old.kind != blockBlob {
 			return errInvalidBlobType
-		}
-		if old.tiering.current(s.cfg.Now).archived() {
-			return errBlobArchived
 		}
 		created = old.created
 		for _, b := range old.blocks {
 			committed[b.id] = old.data[b.off : b.off+b.len]
 		}
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
-		return e
+	} else if cond.ifTags != nil {
+		// x-ms-if-tags on a blob Put Block List creates fails: a real
+		// account's answer (Azure/azure-sdk-for-net#24650, #20931: 412
+		// for staged uploads of new blobs, where Put Blob succeeds).
+		return errConditionNotMet
 	}
 	st := c.staged[q.blob]
 	uncommitted := map[string][]byte{}
@@ -346,14 +312,10 @@ func (s *Service) putBlockList(q *request) *answer.Error {
 	if old == nil {
 		created = now
 	}
-	c.put(q.blob, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, tiering: tier,
+	rh := s.replaceBlob(q, c, &blob{kind: blockBlob, data: data, blocks: blocks, meta: md, tags: tags, tiering: tier,
 		props: props, etag: etag, modified: now, created: created})
-	q.pending = s.saveBlob(c, q.blob, c.blobs[q.blob], content{replace: true})
-	rh := setVersion(q, etag, now)
-	sums.set(rh)
-	rh.Set("x-ms-request-server-encrypted", "true")
-	q.w.WriteHeader(http.StatusCreated)
-	return nil
+	sums.set(rh, q.r)
+	return answerCreated(q)
 }
 
 type xmlBlock struct {
@@ -361,10 +323,20 @@ type xmlBlock struct {
 	Size int    `xml:"Size"`
 }
 
+// xmlBlockList is Get Block List's answer: the lists the request asked
+// for (blocklisttype), each written even when empty; a list it did not
+// ask for is left out, as Azure answers (the Python SDK's recordings of
+// 2019: blocklisttype=committed answers CommittedBlocks alone,
+// uncommitted UncommittedBlocks alone).
 type xmlBlockList struct {
 	XMLName     xml.Name   `xml:"BlockList"`
-	Committed   []xmlBlock `xml:"CommittedBlocks>Block"`
-	Uncommitted []xmlBlock `xml:"UncommittedBlocks>Block"`
+	Committed   *xmlBlocks `xml:"CommittedBlocks"`
+	Uncommitted *xmlBlocks `xml:"UncommittedBlocks"`
+}
+
+// xmlBlocks is one list of blocks.
+type xmlBlocks struct {
+	Blocks []xmlBlock `xml:"Block"`
 }
 
 // getBlockList is Get Block List: the committed blocks, the uncommitted
@@ -401,18 +373,24 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	if st != nil {
 		v.etag, v.modified = st.etag, st.modified
 	}
-	out := xmlBlockList{Committed: []xmlBlock{}, Uncommitted: []xmlBlock{}}
+	var out xmlBlockList
+	if wantC {
+		out.Committed = &xmlBlocks{}
+	}
+	if wantU {
+		out.Uncommitted = &xmlBlocks{}
+	}
 	if b != nil {
 		v = b.view()
 		if wantC && b.kind == blockBlob {
 			for _, bl := range b.blocks {
-				out.Committed = append(out.Committed, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
+				out.Committed.Blocks = append(out.Committed.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(bl.id)), bl.len})
 			}
 		}
 	}
 	if st != nil && wantU {
 		for _, id := range st.order {
-			out.Uncommitted = append(out.Uncommitted, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
+			out.Uncommitted.Blocks = append(out.Uncommitted.Blocks, xmlBlock{base64.StdEncoding.EncodeToString([]byte(id)), len(st.blocks[id])})
 		}
 	}
 	c.mu.RUnlock()
@@ -421,6 +399,9 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	}
 	if b == nil && st == nil {
 		return errBlobNotFound
+	}
+	if b != nil && !cond.tagsMet(v.tags) {
+		return errConditionNotMet
 	}
 	if b != nil && b.kind != blockBlob {
 		return errInvalidBlobType
@@ -432,22 +413,26 @@ func (s *Service) getBlockList(q *request) *answer.Error {
 	return writeXMLBody(q, out)
 }
 
-// parseWrite reads the headers of a write of a whole block blob (Put
-// Blob, Put Block List) in this order, the first refused answering: the
-// conditions, the metadata, the content properties (blobProps; plain
-// for Put Blob).
-func parseWrite(h http.Header, plain bool, now func() time.Time) (conditions, metadata, contentProps, *answer.Error) {
+// parseWrite reads the headers of a write of a whole blob (Put Blob,
+// Put Block List, Put Blob From URL) in this order, the first refused
+// answering: the conditions, the metadata, the content properties
+// (blobProps; plain for Put Blob), the tags (x-ms-tags).
+func parseWrite(h http.Header, plain bool, now func() time.Time) (conditions, metadata, contentProps, tagSet, *answer.Error) {
 	cond, e := parseConditions(h, now)
 	if e != nil {
-		return conditions{}, nil, contentProps{}, e
+		return conditions{}, nil, contentProps{}, nil, e
 	}
 	md, e := parseMetadata(h)
 	if e != nil {
-		return conditions{}, nil, contentProps{}, e
+		return conditions{}, nil, contentProps{}, nil, e
 	}
 	props, e := blobProps(h, plain)
 	if e != nil {
-		return conditions{}, nil, contentProps{}, e
+		return conditions{}, nil, contentProps{}, nil, e
 	}
-	return cond, md, props, nil
+	tags, _, e := parseTagsHeader(h)
+	if e != nil {
+		return conditions{}, nil, contentProps{}, nil, e
+	}
+	return cond, md, props, tags, nil
 }

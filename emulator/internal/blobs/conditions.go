@@ -26,10 +26,12 @@ type conditions struct {
 	leaseOptional bool
 	// now is the service's clock, which a lease is checked at.
 	now func() time.Time
+	// ifTags is x-ms-if-tags (tagfilter.go), nil without one.
+	ifTags *tagFilter
 }
 
-// parseConditions reads If-Match, If-None-Match, If-Modified-Since and
-// If-Unmodified-Since. On a read (Get Blob, Get Blob Properties) from
+// parseConditions reads If-Match, If-None-Match, If-Modified-Since,
+// If-Unmodified-Since and x-ms-if-tags (a malformed one is 400). On a read (Get Blob, Get Blob Properties) from
 // version 2013-08-15, If-Match and If-None-Match may each hold a
 // comma-separated list of ETags: If-Match is met when any matches,
 // If-None-Match when none does ("Specifying conditional headers for Blob
@@ -58,7 +60,9 @@ func parseConditions(h http.Header, now func() time.Time) (conditions, *answer.E
 			c.unmodSince, c.hasUnmodSince = t, true
 		}
 	}
-	return c, nil
+	var e *answer.Error
+	c.ifTags, e = ifTagsCondition(h, "x-ms-if-tags")
+	return c, e
 }
 
 // etagMatches compares an ETag from a request with the resource's, with
@@ -221,8 +225,8 @@ func (c conditions) writeConditions(exists bool, etag string, modified time.Time
 func (c conditions) createOnly() bool { return c.hasNoneMatch && hasStar(c.ifNoneMatch) }
 
 // existing is the blob named name in c, whose lock the caller holds,
-// when it exists and cond's write conditions hold for it; otherwise the
-// answer: the failed condition, or 404 BlobNotFound.
+// when it exists and cond's write conditions (x-ms-if-tags too) hold for
+// it; otherwise the answer: the failed condition, or 404 BlobNotFound.
 func (cond conditions) existing(c *container, name string) (*blob, *answer.Error) {
 	b := c.blobs[name]
 	if b == nil {
@@ -234,5 +238,31 @@ func (cond conditions) existing(c *container, name string) (*blob, *answer.Error
 	if e := cond.write(true, b.etag, b.modified, b.lease); e != nil {
 		return nil, e
 	}
+	if !cond.tagsMet(b.tags) {
+		return nil, errConditionNotMet
+	}
 	return b, nil
+}
+
+// replacing checks cond for a write of a whole blob (Put Blob, Put Blob
+// From URL, Put Block List, Copy Blob) against old, the blob it replaces
+// (nil when there is none), in a container whose lock the caller holds:
+// the write conditions and the lease, then, on an existing blob,
+// If-None-Match: * (409 BlobAlreadyExists) and x-ms-if-tags (412
+// ConditionNotMet). A blob that does not exist is written whatever
+// x-ms-if-tags says.
+func (cond conditions) replacing(old *blob) *answer.Error {
+	if old == nil {
+		return cond.write(false, "", time.Time{}, lease{})
+	}
+	if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
+		return e
+	}
+	if cond.createOnly() {
+		return errBlobAlreadyExists
+	}
+	if !cond.tagsMet(old.tags) {
+		return errConditionNotMet
+	}
+	return nil
 }

@@ -297,13 +297,15 @@ func echoListParams(q *request, prefix, marker **string, max **int, p listParams
 	}
 }
 
-// serviceEndpoint is the account's endpoint as listings name it.
+// serviceEndpoint is the account's endpoint as listings name it: with a
+// trailing slash, as Azure's ServiceEndpoint="https://ACCOUNT.blob.core.windows.net/"
+// (the Python and .NET SDKs' recorded listings) and the Queue service's.
 func serviceEndpoint(r *http.Request, account string) string {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + "/" + account
+	return scheme + "://" + r.Host + "/" + account + "/"
 }
 
 // writeXMLBody answers 200 with v as the XML body.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/answer"
-	"github.com/tablekit/tablekit/emulator/internal/auth"
 )
 
 // copyInfo is what a blob written by Copy Blob or Copy Blob From URL
@@ -35,68 +34,31 @@ type copySource struct {
 }
 
 // parseCopySource reads x-ms-copy-source: a URL naming a blob (or a
-// snapshot of one) of this account, path-style as the emulator serves
-// them (/ACCOUNT/CONTAINER/BLOB; the host is not compared: the emulator
-// is reached under many names). A URL it cannot read is 400
-// InvalidHeaderValue; a blob of another account is 501: the emulator
-// serves one account and does not fetch from elsewhere.
-func (s *Service) parseCopySource(v string) (copySource, *url.URL, *answer.Error) {
+// snapshot of one) of this account or of another the emulator serves
+// (from), path-style as the emulator serves them
+// (/ACCOUNT/CONTAINER/BLOB; the host is not compared: the emulator is
+// reached under many names). A URL it cannot read is 400
+// InvalidHeaderValue; a blob of an account the emulator does not serve
+// is 501: the emulator fetches nothing from outside.
+func (s *Service) parseCopySource(v string) (from *Service, src copySource, u *url.URL, e *answer.Error) {
 	u, err := url.Parse(v)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
+		return nil, copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
 	}
 	account, rest, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	cname, bname, _ := strings.Cut(rest, "/")
-	if account != s.cfg.Account && account != s.cfg.Account+secondarySuffix {
-		return copySource{}, nil, errNotImplemented("copies from outside the account " + s.cfg.Account + " (x-ms-copy-source names account " + strconv.Quote(account) + ")")
+	if from = s.peer(account); from == nil {
+		return nil, copySource{}, nil, errNotImplemented("copies from outside the accounts it serves (x-ms-copy-source names account " + strconv.Quote(account) + ")")
 	}
 	if cname == "" || bname == "" {
-		return copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
+		return nil, copySource{}, nil, answer.InvalidHeader("x-ms-copy-source", v)
 	}
-	return copySource{container: cname, blob: bname, snapshot: u.Query().Get("snapshot")}, u, nil
+	return from, copySource{container: cname, blob: bname, snapshot: u.Query().Get("snapshot")}, u, nil
 }
 
-// authorizeSource checks that the request may read the copy's source:
-// a source URL with a SAS is checked as a read of the source (a refusal
-// is 403 CannotVerifyCopySource with the refusal's message); without one,
-// a request signed with the account's key reads any blob of the account,
-// and one authorized by a SAS reads a source in a public container only
-// (REST "Copy Blob": "the source blob for a copy operation may be
-// authorized with Shared Key, a SAS, or be public").
-func (s *Service) authorizeSource(q *request, u *url.URL, src copySource) *answer.Error {
-	if s.cfg.Auth == nil {
-		return nil
-	}
-	cannot := func(msg string) *answer.Error {
-		return answer.New(http.StatusForbidden, "CannotVerifyCopySource", msg)
-	}
-	if u.Query().Has("sig") {
-		r, err := http.NewRequest(http.MethodGet, u.String(), nil)
-		if err != nil {
-			return cannot("The copy source URL cannot be read.")
-		}
-		if _, e := s.cfg.Auth.Authorize(r, auth.Operation{Service: auth.Blob, ResourceType: 'o', Permission: 'r',
-			Name: src.container, Blob: src.blob}); e != nil {
-			return cannot(e.Message)
-		}
-		return nil
-	}
-	if len(q.r.Header["Authorization"]) > 0 {
-		return nil
-	}
-	if c := s.container(src.container); c != nil {
-		c.mu.RLock()
-		access := c.access
-		c.mu.RUnlock()
-		if access != "" {
-			return nil
-		}
-	}
-	return cannot("Server failed to authenticate the request. Please refer to the information in the www-authenticate header.")
-}
-
-// sourceConditions are the x-ms-source-if-* headers as conditions.
-func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.Error) {
+// parseSourceConditions reads the x-ms-source-if-* headers, and
+// x-ms-source-if-tags, as conditions on a copy's source.
+func parseSourceConditions(h http.Header, now func() time.Time) (conditions, *answer.Error) {
 	sh := http.Header{}
 	for k, name := range map[string]string{"If-Match": "x-ms-source-if-match", "If-None-Match": "x-ms-source-if-none-match",
 		"If-Modified-Since": "x-ms-source-if-modified-since", "If-Unmodified-Since": "x-ms-source-if-unmodified-since"} {
@@ -104,7 +66,12 @@ func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.
 			sh.Set(k, v)
 		}
 	}
-	return parseConditions(sh, now)
+	c, e := parseConditions(sh, now)
+	if e != nil {
+		return c, e
+	}
+	c.ifTags, e = ifTagsCondition(h, "x-ms-source-if-tags")
+	return c, e
 }
 
 // copyBlob is Copy Blob (PUT with x-ms-copy-source) and, with
@@ -115,7 +82,7 @@ func sourceConditions(h http.Header, now func() time.Time) (conditions, *answer.
 func (s *Service) copyBlob(q *request) *answer.Error {
 	h := q.r.Header
 	sync := strings.EqualFold(h.Get("x-ms-requires-sync"), "true")
-	src, u, e := s.parseCopySource(h.Get("x-ms-copy-source"))
+	from, src, u, e := s.parseCopySource(h.Get("x-ms-copy-source"))
 	if e != nil {
 		return e
 	}
@@ -123,7 +90,7 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	scond, e := sourceConditions(h, s.cfg.Now)
+	scond, e := parseSourceConditions(h, s.cfg.Now)
 	if e != nil {
 		return e
 	}
@@ -135,35 +102,9 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	if e := s.authorizeSource(q, u, src); e != nil {
-		return e
-	}
-	sc, e := s.rlockContainer(src.container)
+	v, e := s.readCopySource(q, from, u, src, scond, sync)
 	if e != nil {
 		return e
-	}
-	sb := sc.blobs[src.blob]
-	if sb != nil && src.snapshot != "" {
-		sb = sb.snapshotAt(src.snapshot)
-	}
-	var v view
-	var blocks []block
-	if sb != nil {
-		v, blocks = sb.view(), sb.blocks
-	}
-	sc.mu.RUnlock()
-	if sb == nil {
-		// Azurite answers a missing source so.
-		return errBlobNotFound
-	}
-	if scond.readConditions(true, v.etag, v.modified) != nil {
-		return errSourceConditionNotMet
-	}
-	if v.tiering.current(s.cfg.Now).archived() {
-		// Azure copies an archived blob only into an online tier
-		// (x-ms-access-tier on Copy Blob, which the emulator does not
-		// serve); Azurite refuses the rest so.
-		return errBlobArchived
 	}
 	if sync && v.kind != blockBlob {
 		// Copy Blob From URL copies block blobs only (REST "Copy Blob
@@ -176,34 +117,26 @@ func (s *Service) copyBlob(q *request) *answer.Error {
 	}
 	defer c.mu.Unlock()
 	old := c.blobs[q.blob]
-	created := time.Time{}
-	if old != nil {
-		if e := cond.write(true, old.etag, old.modified, old.lease); e != nil {
-			return e
-		}
-		if cond.createOnly() {
-			return errBlobAlreadyExists
-		}
-		created = old.created
-	} else if e := cond.write(false, "", time.Time{}, lease{}); e != nil {
+	// Copy Blob is not among the overwrites an archived blob refuses
+	// (replaceable).
+	if e := cond.replacing(old); e != nil {
 		return e
 	}
 	if md == nil {
 		md = v.meta
 	}
 	now, etag := s.clock.next()
-	if old == nil {
-		created = now
+	created := now
+	if old != nil {
+		created = old.created
 	}
-	size := strconv.Itoa(len(v.data))
-	nb := &blob{kind: v.kind, data: slices.Clip(v.data), blocks: blocks, appended: v.appended,
+	size := strconv.FormatInt(v.size(), 10)
+	nb := &blob{kind: v.kind, data: slices.Clip(v.data), page: v.page, blocks: v.blocks, appended: v.appended,
 		sealed: v.sealed && strings.EqualFold(h.Get("x-ms-seal-blob"), "true"),
 		meta:   md, tags: tags, props: v.props, etag: etag, modified: now, created: created,
 		copy: copyInfo{id: newLeaseID(), source: h.Get("x-ms-copy-source"), status: "success",
 			progress: size + "/" + size, completed: now}}
-	c.put(q.blob, nb)
-	q.pending = s.saveBlob(c, q.blob, nb, content{replace: true})
-	rh := setVersion(q, etag, now)
+	rh := s.replaceBlob(q, c, nb)
 	rh.Set("x-ms-copy-id", nb.copy.id)
 	rh.Set("x-ms-copy-status", "success")
 	if sync && v.props.contentMD5 != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -11,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 )
 
 // TestCopyBlob copies within the account with azblob's StartCopyFromURL
@@ -60,7 +62,13 @@ func testCopyBlob(t *testing.T, endpoint, prefix string) {
 	must[lease.BlobAcquireResponse](t, "acquire")(l.AcquireLease(ctx, -1, nil))
 	_, err = dst.StartCopyFromURL(ctx, src.URL(), nil)
 	wantFailure(t, "copy onto a leased blob", err, http.StatusPreconditionFailed, "LeaseIdMissing")
-	must[blob.CopyFromURLResponse](t, "synchronous copy with the lease")(dst.CopyFromURL(ctx, src.URL(), &blob.CopyFromURLOptions{
+	// A synchronous copy reads its source with a SAS even within the
+	// account (fromurl.go, authorizeSource).
+	srcSAS, err := src.BlobClient().GetSASURL(sas.BlobPermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must[blob.CopyFromURLResponse](t, "synchronous copy with the lease")(dst.CopyFromURL(ctx, srcSAS, &blob.CopyFromURLOptions{
 		Metadata: map[string]*string{"Mine": to.Ptr("1")}, BlobAccessConditions: withLease(*l.LeaseID())}))
 	p := must[blob.GetPropertiesResponse](t, "properties")(dst.GetProperties(ctx, nil))
 	if deref(p.LeaseState) != lease.StateTypeLeased || deref(p.Metadata["Mine"]) != "1" || p.Metadata["Origin"] != nil {

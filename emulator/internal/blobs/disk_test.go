@@ -39,8 +39,12 @@ func testOnDisk(t *testing.T) {
 		{"AppendToSealedBlob", TestAppendToSealedBlob},
 		{"NoCredentials", TestNoCredentials},
 		{"CopyBlob", TestCopyBlob},
+		{"PutBlobFromURL", TestPutBlobFromURL},
+		{"PutBlockFromURL", TestPutBlockFromURL},
 		{"BlobIndexTags", TestBlobIndexTags},
 		{"BlobIndexTagLimits", TestBlobIndexTagLimits},
+		{"FindBlobsByTags", TestFindBlobsByTags},
+		{"IfTagsConditions", TestIfTagsConditions},
 		{"RootContainer", TestRootContainer},
 		{"BlobLeases", TestBlobLeases},
 		{"ContainerLeases", TestContainerLeases},
@@ -55,6 +59,10 @@ func testOnDisk(t *testing.T) {
 		{"BlobLogOnEmulator", TestBlobLogOnEmulator},
 		{"SetBlobTier", TestSetBlobTier},
 		{"ArchivedBlobAndRehydration", TestArchivedBlobAndRehydration},
+		{"PageBlobs", TestPageBlobs},
+		{"PageBlobTypesAndLeases", TestPageBlobTypesAndLeases},
+		{"PageBlobUnserved", TestPageBlobUnserved},
+		{"PageBlobSparse", TestPageBlobSparse},
 	} {
 		t.Run(c.name, c.f)
 	}

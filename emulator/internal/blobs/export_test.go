@@ -28,12 +28,12 @@ func (s *Service) State() string {
 			r := bl.record()
 			r.File = "" // where a content is kept may differ; what it holds may not
 			rec, _ := json.Marshal(r)
-			fmt.Fprintf(&b, "  blob %q %s content %x\n", bn, rec, sha256.Sum256(bl.data))
+			fmt.Fprintf(&b, "  blob %q %s content %x\n", bn, rec, contentSum(bl))
 			for _, sn := range bl.snapshots {
 				r := sn.b.record()
 				r.File = ""
 				rec, _ := json.Marshal(r)
-				fmt.Fprintf(&b, "    snapshot %s %s content %x\n", sn.at, rec, sha256.Sum256(sn.b.data))
+				fmt.Fprintf(&b, "    snapshot %s %s content %x\n", sn.at, rec, contentSum(sn.b))
 			}
 		}
 		staged := make([]string, 0, len(c.staged))

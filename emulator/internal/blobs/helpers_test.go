@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
@@ -148,6 +149,49 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// rawAccount is the account of the services a test opens itself
+// (blobs.New, blobs.Open) to send requests straight to (serve).
+const rawAccount = "acct"
+
+// serve sends a request straight to s's ServeHTTP: method on path below
+// the account (rawAccount), such as "box/b?comp=tags", with the headers h
+// and body. It returns the answer.
+func serve(s *blobs.Service, method, path string, h map[string]string, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, "/"+rawAccount+"/"+path, strings.NewReader(body))
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+// mustServe is serve, failing t unless the answer is a success.
+func mustServe(t testing.TB, s *blobs.Service, method, path string, h map[string]string, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	w := serve(s, method, path, h, body)
+	if w.Code >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
+	}
+	return w
+}
+
+// newContainer creates the container name with cl and returns its client.
+func newContainer(t testing.TB, cl *azblob.Client, name string) *container.Client {
+	t.Helper()
+	cc := cl.ServiceClient().NewContainerClient(name)
+	if _, err := cc.Create(context.Background(), nil); err != nil {
+		t.Fatalf("create container %s: %v", name, err)
+	}
+	return cc
+}
+
+// emulatorContainer starts an emulator and returns a client of a new
+// container of it, named name.
+func emulatorContainer(t testing.TB, name string) *container.Client {
+	return newContainer(t, emulatorClient(t), name)
 }
 
 // newClient returns the real azblob client, signing with the development

@@ -112,7 +112,7 @@ func setLeaseHeaders(h http.Header, l lease) {
 // states (src/blob/lease), which follow the docs' table of lease
 // actions by state ("Lease Blob", "Lease Container").
 type leaseErrors struct {
-	idMissing, idMismatch, notPresent            *answer.Error // 412, on other operations
+	idMissing, idMismatch, notPresent, lost      *answer.Error // 412, on other operations
 	alreadyPresent, opMismatch, opNotPresent     *answer.Error // 409, on lease operations
 	breakingAcquire, breakingChange, brokenRenew *answer.Error
 }
@@ -126,6 +126,7 @@ func newLeaseErrors(what string) *leaseErrors {
 		idMissing:       answer.New(http.StatusPreconditionFailed, "LeaseIdMissing", "There is currently a lease on the "+what+" and no lease ID was specified in the request."),
 		idMismatch:      answer.New(http.StatusPreconditionFailed, "LeaseIdMismatchWith"+op+"Operation", "The lease ID specified did not match the lease ID for the "+what+"."),
 		notPresent:      answer.New(http.StatusPreconditionFailed, "LeaseNotPresentWith"+op+"Operation", "There is currently no lease on the "+what+"."),
+		lost:            answer.New(http.StatusPreconditionFailed, "LeaseLost", "A lease ID was specified, but the lease for the "+what+" has expired."),
 		alreadyPresent:  answer.New(http.StatusConflict, "LeaseAlreadyPresent", "There is already a lease present."),
 		opMismatch:      answer.New(http.StatusConflict, "LeaseIdMismatchWithLeaseOperation", "The lease ID specified did not match the lease ID for the "+what+"."),
 		opNotPresent:    answer.New(http.StatusConflict, "LeaseNotPresentWithLeaseOperation", "There is currently no lease on the "+what+"."),
@@ -148,7 +149,8 @@ func sameLeaseID(a, b string) bool { return strings.EqualFold(a, b) }
 // blob, Delete Container), a locked resource needs its lease ID (412
 // LeaseIdMissing without one); with or without, a lease ID given must be
 // the lease's (412 LeaseIdMismatchWith...Operation) and a lease must be
-// there (412 LeaseNotPresentWith...Operation). Azurite's
+// there (412 LeaseNotPresentWith...Operation; 412 LeaseLost when it
+// expired or was broken). Azurite's
 // BlobWriteLeaseValidator, BlobReadLeaseValidator and the container
 // validators decide the same way; the docs of each operation say when
 // x-ms-lease-id is required.
@@ -161,6 +163,13 @@ func checkLease(l lease, id string, required bool, errs *leaseErrors) *answer.Er
 		return nil
 	case l.locked() && !sameLeaseID(id, l.id):
 		return errs.idMismatch
+	case !l.locked() && id != "" && (l.state == leaseExpired || l.state == leaseBroken):
+		// Azure answers a lease ID sent after the lease ran out or was
+		// broken so (the Python SDK's recordings of 2019: a blob's
+		// expired and broken leases, a container's expired one), as the
+		// docs' error codes list it; Azurite keeps the code below with
+		// this message.
+		return errs.lost
 	case !l.locked() && id != "":
 		return errs.notPresent
 	}
@@ -414,6 +423,9 @@ func (s *Service) leaseBlob(q *request) *answer.Error {
 	}
 	if e := cond.writeConditions(true, b.etag, b.modified); e != nil {
 		return e
+	}
+	if !cond.tagsMet(b.tags) {
+		return errConditionNotMet
 	}
 	now := s.cfg.Now()
 	l, e := lr.apply(b.lease.at(now), now, blobLeaseErrors)

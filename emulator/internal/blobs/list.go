@@ -31,6 +31,7 @@ type xmlBlobProps struct {
 	ContentMD5         string `xml:"Content-MD5"`
 	CacheControl       string `xml:"Cache-Control"`
 	ContentDisposition string `xml:"Content-Disposition"`
+	SequenceNumber     *int64 `xml:"x-ms-blob-sequence-number,omitempty"`
 	BlobType           string `xml:"BlobType"`
 	AccessTier         string `xml:"AccessTier,omitempty"`
 	AccessTierInferred *bool  `xml:"AccessTierInferred,omitempty"`
@@ -169,7 +170,7 @@ func blobXML(name string, b *blob, p listParams, now func() time.Time) xmlBlob {
 	pr.CreationTime = httpTime(b.created)
 	pr.LastModified = httpTime(b.modified)
 	pr.Etag = strings.Trim(b.etag, `"`)
-	pr.ContentLength = len(b.data)
+	pr.ContentLength = int(b.size())
 	pr.ContentType = b.props.contentType
 	pr.ContentEncoding = b.props.contentEncoding
 	pr.ContentLanguage = b.props.contentLanguage
@@ -192,6 +193,8 @@ func blobXML(name string, b *blob, p listParams, now func() time.Time) xmlBlob {
 		if st := t.archiveStatus(); st != "" {
 			pr.ArchiveStatus, pr.RehydratePriority = st, t.priority
 		}
+	} else if b.kind == pageBlob {
+		pr.SequenceNumber = &b.page.seq
 	} else {
 		// Listings show Sealed for every append blob (List Blobs
 		// reference), where Get Blob Properties leaves it out until the

@@ -63,7 +63,7 @@ var (
 )
 
 // containerBuckets are the buckets each container's bucket holds.
-var containerBuckets = [][]byte{bucketBlobs, bucketData, bucketStaged, bucketBlocks, bucketSnapshots}
+var containerBuckets = [][]byte{bucketBlobs, bucketData, bucketStaged, bucketBlocks, bucketSnapshots, bucketPages, bucketSnapshotPages}
 
 // inlineMax is the largest content kept in the database rather than in a
 // file: a file costs two more fsyncs (its own and its directory's) per
@@ -153,6 +153,7 @@ type blobRecord struct {
 	Lease    *leaseRecord  `json:"lease,omitempty"`
 	Copy     *copyRecord   `json:"copy,omitempty"`
 	Tier     *tierRecord   `json:"tier,omitempty"`
+	Page     *pageRecord   `json:"page,omitempty"`
 }
 
 // tierRecord is a block blob's tier as stored (tiering); absent when
@@ -186,7 +187,7 @@ func (b *blob) record() blobRecord {
 		Props: propsRecord{ContentType: b.props.contentType, ContentEncoding: b.props.contentEncoding,
 			ContentLanguage: b.props.contentLanguage, ContentDisposition: b.props.contentDisposition,
 			CacheControl: b.props.cacheControl, ContentMD5: b.props.contentMD5},
-		Lease: b.lease.record()}
+		Lease: b.lease.record(), Page: b.pageRecord()}
 	if len(b.tags) > 0 {
 		r.Tags = metaRecord(metadata(b.tags))
 	}
@@ -209,7 +210,7 @@ func (r blobRecord) blob(data []byte) *blob {
 		props: contentProps{contentType: r.Props.ContentType, contentEncoding: r.Props.ContentEncoding,
 			contentLanguage: r.Props.ContentLanguage, contentDisposition: r.Props.ContentDisposition,
 			cacheControl: r.Props.CacheControl, contentMD5: r.Props.ContentMD5},
-		lease: r.Lease.lease(), tags: tagSet(fromMetaRecord(r.Tags))}
+		lease: r.Lease.lease(), tags: tagSet(fromMetaRecord(r.Tags)), page: r.Page.state()}
 	if t := r.Tier; t != nil {
 		b.tiering = tiering{tier: t.Tier, changed: t.Changed, to: t.To, done: t.Done, priority: t.Priority}
 	}
@@ -361,7 +362,13 @@ func (s *Service) load(db *bolt.DB, files string) error {
 				if err != nil {
 					return fmt.Errorf("container %s, blob %s: %w", name, k, err)
 				}
-				c.blobs[string(k)] = r.blob(content)
+				b := r.blob(content)
+				if b.kind == pageBlob {
+					if b.page.pages, err = loadPages(cb.Bucket(bucketPages), nameKey(string(k), 0), b.page.size); err != nil {
+						return fmt.Errorf("container %s, blob %s: %w", name, k, err)
+					}
+				}
+				c.blobs[string(k)] = b
 				c.names = append(c.names, string(k))
 				seen(r.ETag)
 				return nil
@@ -408,9 +415,15 @@ func (s *Service) load(db *bolt.DB, files string) error {
 					}
 					named[r.Blob.File] = true
 				}
+				sb := r.Blob.blob(content)
+				if sb.kind == pageBlob {
+					if sb.page.pages, err = loadPages(cb.Bucket(bucketSnapshotPages), snapshotKey(r.Name, r.At), sb.page.size); err != nil {
+						return fmt.Errorf("container %s, blob %s, snapshot %s: %w", name, r.Name, r.At, err)
+					}
+				}
 				// Keys sort by blob, then by time: each blob's snapshots
 				// come oldest first, as the service keeps them.
-				b.snapshots = append(b.snapshots, snapshot{at: r.At, b: r.Blob.blob(content)})
+				b.snapshots = append(b.snapshots, snapshot{at: r.At, b: sb})
 				return nil
 			})
 			if err != nil {
@@ -662,6 +675,9 @@ type content struct {
 	// dropSnapshots: the blob's snapshots go (a delete of the blob
 	// drops them too).
 	dropSnapshots bool
+	// pages are the page blob's segments (their indices) the write
+	// changed; a replace writes them all (pagepersist.go).
+	pages []int64
 }
 
 // saveBlob writes the record of blob name of c, b (nil: the blob is
@@ -697,8 +713,12 @@ func (s *Service) saveBlob(c *container, name string, b *blob, ct content) *writ
 	}
 	var rec []byte
 	var err error
+	var puts []pagePut
 	if b != nil {
 		rec, err = json.Marshal(b.record())
+		if b.kind == pageBlob {
+			puts = pagePuts(nameKey(name, 0), b.page.pages, ct.pages, ct.replace)
+		}
 	}
 	cname := c.name
 	w := s.commit(f, func(tx *bolt.Tx, w *write) error {
@@ -722,6 +742,12 @@ func (s *Service) saveBlob(c *container, name string, b *blob, ct content) *writ
 			if err := dropStaged(cb, name); err != nil {
 				return err
 			}
+			if err := deletePrefix(cb.Bucket(bucketPages), nameKey(name, 0)); err != nil {
+				return err
+			}
+		}
+		if err := applyPagePuts(cb.Bucket(bucketPages), puts); err != nil {
+			return err
 		}
 		if b == nil || ct.dropSnapshots {
 			if err := s.dropSnapshots(cb, name, "", w); err != nil {
@@ -835,6 +861,10 @@ func (s *Service) saveSnapshot(c *container, name, at string, sb *blob) *write {
 	}
 	r.Blob = sb.record()
 	rec, err := json.Marshal(r)
+	var puts []pagePut
+	if sb.kind == pageBlob {
+		puts = pagePuts(snapshotKey(name, at), sb.page.pages, nil, true)
+	}
 	cname := c.name
 	return s.commit(f, func(tx *bolt.Tx, _ *write) error {
 		if err != nil {
@@ -843,6 +873,9 @@ func (s *Service) saveSnapshot(c *container, name, at string, sb *blob) *write {
 		cb := containerBucket(tx, cname)
 		if cb == nil || cb.Bucket(bucketBlobs).Get([]byte(name)) == nil {
 			return nil // the container or the blob went first: the file goes at the next Open
+		}
+		if err := applyPagePuts(cb.Bucket(bucketSnapshotPages), puts); err != nil {
+			return err
 		}
 		return cb.Bucket(bucketSnapshots).Put(snapshotKey(name, at), rec)
 	})
@@ -880,7 +913,7 @@ func (s *Service) dropSnapshots(cb *bolt.Bucket, name, at string, w *write) erro
 			return err
 		}
 	}
-	return nil
+	return deletePrefix(cb.Bucket(bucketSnapshotPages), prefix)
 }
 
 // saveProperties writes the service's properties. s.mu is held.

@@ -1,17 +1,16 @@
-package blobs
+package blobs_test
 
 import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/emulator/internal/blobs"
 	"github.com/tablekit/tablekit/emulator/internal/disk"
 )
 
@@ -20,24 +19,10 @@ import (
 // committed size by a write whose record a crash lost); a replaced or
 // deleted blob's file goes, and so does a file no blob names.
 func TestLocationFiles(t *testing.T) {
-	defer func(n int) { inlineMax = n }(inlineMax)
-	inlineMax = 10 // "first version" and the log past 10 bytes go to files
+	defer blobs.SetInlineMax(blobs.SetInlineMax(10)) // "first version" and the log past 10 bytes go to files
 	dir := filepath.Join(t.TempDir(), "loc")
 	files := filepath.Join(dir, disk.BlobDataDir)
-	cfg := Config{Account: "acct", Location: dir}
-	do := func(s *Service, method, path string, h map[string]string, body string) *http.Response {
-		t.Helper()
-		r := httptest.NewRequest(method, "/acct/"+path, strings.NewReader(body))
-		for k, v := range h {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		if w.Code >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
-		}
-		return w.Result()
-	}
+	cfg := blobs.Config{Account: rawAccount, Location: dir}
 	count := func() int {
 		t.Helper()
 		es, err := os.ReadDir(files)
@@ -47,26 +32,26 @@ func TestLocationFiles(t *testing.T) {
 		return len(es)
 	}
 	block := map[string]string{"x-ms-blob-type": "BlockBlob"}
-	s, err := Open(cfg)
+	s, err := blobs.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	do(s, "PUT", "box?restype=container", nil, "")
-	do(s, "PUT", "box/whole", block, "first version")
-	do(s, "PUT", "box/whole", block, "0123456789abcdefghijklm")
-	do(s, "PUT", "box/small", block, "in the db")
-	do(s, "PUT", "box/empty", block, "")
-	do(s, "PUT", "box/gone", block, "deleted")
-	do(s, "DELETE", "box/gone", nil, "")
-	do(s, "PUT", "box/log", map[string]string{"x-ms-blob-type": "AppendBlob"}, "")
+	mustServe(t, s, "PUT", "box?restype=container", nil, "")
+	mustServe(t, s, "PUT", "box/whole", block, "first version")
+	mustServe(t, s, "PUT", "box/whole", block, "0123456789abcdefghijklm")
+	mustServe(t, s, "PUT", "box/small", block, "in the db")
+	mustServe(t, s, "PUT", "box/empty", block, "")
+	mustServe(t, s, "PUT", "box/gone", block, "deleted")
+	mustServe(t, s, "DELETE", "box/gone", nil, "")
+	mustServe(t, s, "PUT", "box/log", map[string]string{"x-ms-blob-type": "AppendBlob"}, "")
 	for _, a := range []string{"1234567", "89", "ABCD"} {
-		do(s, "PUT", "box/log?comp=appendblock", nil, a)
+		mustServe(t, s, "PUT", "box/log?comp=appendblock", nil, a)
 	}
 	if n := count(); n != 2 {
 		t.Errorf("%d content files for 2 blobs with content", n)
 	}
 	// Served from the file's mapping once written.
-	if got, _ := io.ReadAll(do(s, "GET", "box/whole", nil, "").Body); string(got) != "0123456789abcdefghijklm" {
+	if got, _ := io.ReadAll(mustServe(t, s, "GET", "box/whole", nil, "").Body); string(got) != "0123456789abcdefghijklm" {
 		t.Errorf("whole before reopening: %q", got)
 	}
 	if err := s.Close(); err != nil {
@@ -80,7 +65,7 @@ func TestLocationFiles(t *testing.T) {
 			os.WriteFile(filepath.Join(files, e.Name()), []byte("123456789ABCDTORN"), 0o644)
 		}
 	}
-	s, err = Open(cfg)
+	s, err = blobs.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +73,14 @@ func TestLocationFiles(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("%d content files after reopening, want 2 (the leftover removed)", n)
 	}
-	do(s, "PUT", "box/log?comp=appendblock", nil, "abc")
+	mustServe(t, s, "PUT", "box/log?comp=appendblock", nil, "abc")
 	for name, want := range map[string]string{"whole": "0123456789abcdefghijklm", "log": "123456789ABCDabc", "empty": "", "small": "in the db"} {
-		got, _ := io.ReadAll(do(s, "GET", "box/"+name, nil, "").Body)
+		got, _ := io.ReadAll(mustServe(t, s, "GET", "box/"+name, nil, "").Body)
 		if string(got) != want {
 			t.Errorf("%s after reopening: %q, want %q", name, got, want)
 		}
 	}
-	do(s, "DELETE", "box?restype=container", nil, "")
+	mustServe(t, s, "DELETE", "box?restype=container", nil, "")
 	if n := count(); n != 0 {
 		t.Errorf("%d content files after the container's delete", n)
 	}
@@ -106,34 +91,22 @@ func TestLocationFiles(t *testing.T) {
 // files, both once written and after the next Open.
 func TestLocationMapsLargeContents(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Account: "acct", Location: dir}
+	cfg := blobs.Config{Account: rawAccount, Location: dir}
 	heap := func() int64 {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		return int64(ms.HeapAlloc)
 	}
-	serve := func(s *Service, method, path string, h map[string]string, body []byte) {
-		t.Helper()
-		r := httptest.NewRequest(method, "/acct/"+path, bytes.NewReader(body))
-		for k, v := range h {
-			r.Header.Set(k, v)
-		}
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		if w.Code >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
-		}
-	}
 	const n, size = 32, 1 << 20
 	before := heap()
-	s, err := Open(cfg)
+	s, err := blobs.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve(s, "PUT", "box?restype=container", nil, nil)
+	mustServe(t, s, "PUT", "box?restype=container", nil, "")
 	for i := range n {
-		serve(s, "PUT", fmt.Sprintf("box/b%02d", i), map[string]string{"x-ms-blob-type": "BlockBlob"}, bytes.Repeat([]byte{byte(i)}, size))
+		mustServe(t, s, "PUT", fmt.Sprintf("box/b%02d", i), map[string]string{"x-ms-blob-type": "BlockBlob"}, strings.Repeat(string([]byte{byte(i)}), size))
 	}
 	if grew := heap() - before; grew > n*size/4 {
 		t.Errorf("the heap grew %d bytes for %d bytes of blobs written", grew, n*size)
@@ -142,7 +115,7 @@ func TestLocationMapsLargeContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = heap()
-	s, err = Open(cfg)
+	s, err = blobs.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +123,7 @@ func TestLocationMapsLargeContents(t *testing.T) {
 	if grew := heap() - before; grew > n*size/4 {
 		t.Errorf("the heap grew %d bytes for %d bytes of blobs loaded", grew, n*size)
 	}
-	r := httptest.NewRequest("GET", "/acct/box/b07", nil)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
-	if !bytes.Equal(w.Body.Bytes(), bytes.Repeat([]byte{7}, size)) {
+	if w := mustServe(t, s, "GET", "box/b07", nil, ""); !bytes.Equal(w.Body.Bytes(), bytes.Repeat([]byte{7}, size)) {
 		t.Errorf("b07 after reopening: %d bytes, not its content", w.Body.Len())
 	}
 }

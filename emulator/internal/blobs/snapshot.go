@@ -48,15 +48,11 @@ func (s *Service) snapshotBlob(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
-	c, e := s.lockContainer(q.container)
+	c, b, e := s.lockExisting(q, cond)
 	if e != nil {
 		return e
 	}
 	defer c.mu.Unlock()
-	b, e := cond.existing(c, q.blob)
-	if e != nil {
-		return e
-	}
 	if b.tiering.current(s.cfg.Now).archived() {
 		return errBlobArchived
 	}
@@ -112,6 +108,9 @@ func (s *Service) deleteSnapshot(q *request) *answer.Error {
 	}
 	if e := cond.writeConditions(true, sb.etag, sb.modified); e != nil {
 		return e
+	}
+	if !cond.tagsMet(sb.tags) {
+		return errConditionNotMet
 	}
 	b.snapshots = slices.DeleteFunc(slices.Clone(b.snapshots), func(s snapshot) bool { return s.at == at })
 	q.pending = s.deleteSnapshotRecord(c, q.blob, at)

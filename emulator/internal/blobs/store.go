@@ -37,12 +37,16 @@ type blobKind uint8
 const (
 	blockBlob blobKind = iota + 1
 	appendBlob
+	pageBlob
 )
 
 // String is the type as x-ms-blob-type and BlobType write it.
 func (k blobKind) String() string {
-	if k == appendBlob {
+	switch k {
+	case appendBlob:
 		return "AppendBlob"
+	case pageBlob:
+		return "PageBlob"
 	}
 	return "BlockBlob"
 }
@@ -63,7 +67,9 @@ type blob struct {
 	// tags are the blob's index tags (tags.go).
 	tags tagSet
 	// tiering is a block blob's access tier (tier.go).
-	tiering  tiering
+	tiering tiering
+	// page is a page blob's size, sequence number and pages (page.go).
+	page     pageState
 	props    contentProps
 	etag     string
 	modified time.Time
@@ -116,11 +122,13 @@ type metadata []metaPair
 type view struct {
 	kind      blobKind
 	data      []byte
+	blocks    []block
 	committed int
 	sealed    bool
 	meta      metadata
 	tags      tagSet
 	tiering   tiering
+	page      pageState
 	props     contentProps
 	etag      string
 	modified  time.Time
@@ -135,8 +143,8 @@ func (b *blob) view() view {
 	if b.kind == appendBlob {
 		n = b.appended
 	}
-	return view{kind: b.kind, data: b.data, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
-		tiering: b.tiering, props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
+	return view{kind: b.kind, data: b.data, blocks: b.blocks, committed: n, sealed: b.sealed, meta: b.meta, tags: b.tags,
+		tiering: b.tiering, page: b.page, props: b.props, etag: b.etag, modified: b.modified, created: b.created, lease: b.lease,
 		copy: b.copy, appended: b.appended}
 }
 
@@ -173,6 +181,23 @@ func (s *Service) lockContainer(name string) (*container, *answer.Error) {
 		return nil, errContainerNotFound
 	}
 	return c, nil
+}
+
+// lockExisting locks q's container and returns it with the blob q names,
+// when the blob exists and cond's write conditions hold for it
+// (conditions.existing); the caller unlocks c. A refusal leaves nothing
+// locked.
+func (s *Service) lockExisting(q *request, cond conditions) (*container, *blob, *answer.Error) {
+	c, e := s.lockContainer(q.container)
+	if e != nil {
+		return nil, nil, e
+	}
+	b, e := cond.existing(c, q.blob)
+	if e != nil {
+		c.mu.Unlock()
+		return nil, nil, e
+	}
+	return c, b, nil
 }
 
 // rlockContainer is lockContainer for reading (unlock with

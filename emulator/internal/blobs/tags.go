@@ -136,6 +136,10 @@ func tagsXML(tags tagSet) *xmlTags {
 // specified, ... only succeeds if the blob's lease is active and matches
 // this ID").
 func (s *Service) setBlobTags(q *request) *answer.Error {
+	ifTags, e := ifTagsCondition(q.r.Header, "x-ms-if-tags")
+	if e != nil {
+		return e
+	}
 	body, e := readBody(q, maxTagsBody)
 	if e != nil {
 		return e
@@ -162,6 +166,10 @@ func (s *Service) setBlobTags(q *request) *answer.Error {
 	b := c.blobs[q.blob]
 	if b == nil {
 		return errBlobNotFound
+	}
+	if ifTags != nil && !ifTags.match(b.tags, "") {
+		// The condition is on the tags the blob has, before they are set.
+		return errConditionNotMet
 	}
 	if e := checkLease(b.lease.current(s.cfg.Now), q.r.Header.Get("x-ms-lease-id"), false, blobLeaseErrors); e != nil {
 		return e

@@ -33,9 +33,7 @@ func tagsOf(t *testing.T, b *blob.Client) map[string]string {
 // the blob replaces its tags, Copy Blob does not copy the source's.
 func TestBlobIndexTags(t *testing.T) {
 	ctx := context.Background()
-	cl := emulatorClient(t)
-	cc := cl.ServiceClient().NewContainerClient("box")
-	must[container.CreateResponse](t, "create")(cc.Create(ctx, nil))
+	cc := emulatorContainer(t, "box")
 	bb := cc.NewBlockBlobClient("tagged")
 	tags := map[string]string{"project": "x", "Path/To:a=b_c-d.e+f g": ""}
 	must[blockblob.UploadResponse](t, "upload")(bb.Upload(ctx, rsc("data"), &blockblob.UploadOptions{Tags: tags}))
@@ -121,9 +119,7 @@ func TestBlobIndexTags(t *testing.T) {
 // by Put Blob before it writes anything.
 func TestBlobIndexTagLimits(t *testing.T) {
 	ctx := context.Background()
-	cl := emulatorClient(t)
-	cc := cl.ServiceClient().NewContainerClient("box")
-	must[container.CreateResponse](t, "create")(cc.Create(ctx, nil))
+	cc := emulatorContainer(t, "box")
 	bb := cc.NewBlockBlobClient("b")
 	must[blockblob.UploadResponse](t, "upload")(bb.Upload(ctx, rsc("data"), nil))
 	eleven := map[string]string{}

@@ -100,6 +100,9 @@ func lowerTier(t string) string {
 // (case-insensitively, as Azure and Azurite read it): Cold from version
 // 2021-12-02. A value it cannot read is 400 InvalidHeaderValue.
 func parseTier(r *http.Request, v string) (string, *answer.Error) {
+	if premiumPageTier(v) {
+		return "", errNotImplemented("premium page blob tiers (x-ms-access-tier " + v + ")")
+	}
 	for _, t := range []string{"Hot", "Cool", "Cold", "Archive"} {
 		if strings.EqualFold(v, t) {
 			if t == "Cold" && !apiVersionAtLeast(r, "2021-12-02") {
@@ -148,6 +151,10 @@ func (s *Service) setBlobTier(q *request) *answer.Error {
 	if e != nil {
 		return e
 	}
+	ifTags, e := ifTagsCondition(h, "x-ms-if-tags")
+	if e != nil {
+		return e
+	}
 	priority := "Standard"
 	if p := h.Get("x-ms-rehydrate-priority"); p != "" {
 		switch {
@@ -166,6 +173,9 @@ func (s *Service) setBlobTier(q *request) *answer.Error {
 	b := c.blobs[q.blob]
 	if b == nil {
 		return errBlobNotFound
+	}
+	if ifTags != nil && !ifTags.match(b.tags, "") {
+		return errConditionNotMet
 	}
 	if e := checkLease(b.lease.current(s.cfg.Now), h.Get("x-ms-lease-id"), true, blobLeaseErrors); e != nil {
 		return e

@@ -149,6 +149,10 @@ func TestArchivedBlobAndRehydration(t *testing.T) {
 			wantFailure(t, "Snapshot Blob", err, http.StatusConflict, "BlobArchived")
 			_, err = cl.UploadBuffer(ctx, "cold", c.name, []byte("new"), nil)
 			wantFailure(t, "Put Blob over it", err, http.StatusConflict, "BlobArchived")
+			_, err = cc.NewBlobClient(c.name+"-copy").StartCopyFromURL(ctx, bc.URL(), nil)
+			wantFailure(t, "Copy Blob from it", err, http.StatusConflict, "BlobArchived")
+			_, err = cc.NewBlockBlobClient(c.name+"-fromurl").UploadBlobFromURL(ctx, readSAS(t, bc), nil)
+			wantFailure(t, "Put Blob From URL from it", err, http.StatusConflict, "BlobArchived")
 			p := must[blob.GetPropertiesResponse](t, "properties")(bc.GetProperties(ctx, nil))
 			if *p.AccessTier != "Archive" {
 				t.Fatalf("tier %s, want Archive", *p.AccessTier)

@@ -18,8 +18,8 @@ var unservedHeaders = []struct {
 	// header on.
 	served func(q *request) bool
 }{
-	{"x-ms-if-tags", "conditions on blob index tags (x-ms-if-tags)", nil},
-	{"x-ms-source-if-tags", "conditions on blob index tags (x-ms-source-if-tags)", nil},
+	{"x-ms-if-tags", "conditions on blob index tags (x-ms-if-tags) on this operation", ifTagsServed},
+	{"x-ms-source-if-tags", "conditions on the copy source's blob index tags (x-ms-source-if-tags) on this operation", sourceIfTagsServed},
 	{"x-ms-copy-source-tag-option", "copying blob index tags (x-ms-copy-source-tag-option)", nil},
 	{"x-ms-access-tier", "access tiers on this operation (x-ms-access-tier)", tierServed},
 	{"x-ms-rehydrate-priority", "rehydration from the archive tier on this operation (x-ms-rehydrate-priority)", isSetBlobTier},

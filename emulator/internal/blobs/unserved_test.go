@@ -52,7 +52,6 @@ func TestUnservedHeadersRefusedBeforeAnyWrite(t *testing.T) {
 	must[azblob.CreateContainerResponse](t, "create")(cl.CreateContainer(ctx, "box", nil))
 	must[azblob.UploadBufferResponse](t, "upload")(cl.UploadBuffer(ctx, "box", "kept", []byte("before"), nil))
 	for i, c := range []struct{ name, value string }{
-		{"x-ms-if-tags", `"project" = 'x'`},
 		{"x-ms-source-if-tags", `"project" = 'x'`},
 		{"x-ms-copy-source-tag-option", "COPY"},
 		{"x-ms-rehydrate-priority", "High"},

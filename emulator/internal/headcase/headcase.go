@@ -81,6 +81,10 @@ type conn struct {
 	err     error  // the read error behind pending
 }
 
+// NetConn returns the connection c reads from, as tls.Conn.NetConn
+// does: a server reads a TLS connection's state through it.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Read(b []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(b, c.pending)

@@ -38,6 +38,9 @@ var (
 	// messageTail is what follows the text of an error message: the
 	// request's id and the time, 7 fractional digits.
 	messageTail = regexp.MustCompile(`^\nRequestId:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\nTime:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$`)
+	// snapshot is a blob snapshot's time, as x-ms-snapshot and the
+	// snapshot query parameter carry it: UTC, 7 fractional digits.
+	snapshot = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$`)
 	// batchBoundary is a batch or changeset response's boundary.
 	batchBoundary = regexp.MustCompile(`^multipart/mixed; ?boundary=(batchresponse|changesetresponse)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
@@ -78,6 +81,9 @@ const (
 	asDate                           // an RFC 1123 date
 	asPopReceipt                     // base64; remembered
 	asContentType                    // the same, or a batch response's boundary by its form
+	asSnapshot                       // a snapshot's time by its form; remembered
+	asGUID                           // a GUID the service chose (a copy id); remembered
+	asLeaseID                        // the proposed lease id when the request proposed one, else a GUID; remembered
 )
 
 // headerRules are the rules by lowercase name; a header not listed is
@@ -109,12 +115,19 @@ var headerRules = map[string]headerRule{
 	"x-ms-creation-time":                 asDate,
 	"x-ms-popreceipt":                    asPopReceipt,
 	"content-type":                       asContentType,
+	"x-ms-snapshot":                      asSnapshot,
+	"x-ms-copy-id":                       asGUID,
+	"x-ms-lease-id":                      asLeaseID,
+	"x-ms-copy-completion-time":          asDate,
+	"x-ms-access-tier-change-time":       asDate,
+	"x-ms-copy-source":                   asURL,
 }
 
 // differ collects the differences of one exchange.
 type differ struct {
 	t     *Target
 	mem   *memory
+	req   *Entry // the recorded exchange being compared
 	diffs []string
 }
 
@@ -125,6 +138,7 @@ func (d *differ) addf(format string, args ...any) {
 // response compares the target's answer (status, header, body) with the
 // recorded one.
 func (d *differ) response(e *Entry, status int, header http.Header, body []byte) {
+	d.req = e
 	if status != e.StatusCode {
 		d.addf("status: recorded %d, got %d", e.StatusCode, status)
 	}
@@ -209,6 +223,18 @@ func (d *differ) headerValue(where, name string, rule headerRule, r, g string) {
 		d.form(where+"header "+name, r, g, httpDate.MatchString)
 	case asPopReceipt:
 		d.form(where+"header "+name, r, g, base64Form.MatchString)
+	case asSnapshot:
+		d.form(where+"header "+name, r, g, snapshot.MatchString)
+	case asGUID:
+		d.form(where+"header "+name, r, g, guid.MatchString)
+	case asLeaseID:
+		if d.req == nil || d.req.proposesLease() {
+			if g != r {
+				d.addf("%sheader %s: recorded %q, got %q", where, name, r, g)
+			}
+			return
+		}
+		d.form(where+"header "+name, r, g, guid.MatchString)
 	case asContentType:
 		if batchBoundary.MatchString(r) {
 			if !batchBoundary.MatchString(g) {
@@ -593,8 +619,9 @@ func (d *differ) xmlNode(path string, r, g *xnode) {
 		gn = append(gn, c.name)
 	}
 	if !reflect.DeepEqual(rn, gn) {
-		// Compared one by one, the rest would differ only by the shift.
-		d.addf("%s: recorded children %v, got %v", path, rn, gn)
+		// Compared one by one, the rest would differ only by the shift:
+		// say which elements differ, each once, or that the order does.
+		d.children(path, rn, gn)
 		return
 	}
 	if len(r.children) > 0 {
@@ -609,12 +636,27 @@ func (d *differ) xmlNode(path string, r, g *xnode) {
 		d.form(path, rt, gt, guid.MatchString)
 	case "PopReceipt":
 		d.form(path, rt, gt, base64Form.MatchString)
-	case "InsertionTime", "ExpirationTime", "TimeNextVisible", "Last-Modified", "Creation-Time":
+	case "InsertionTime", "ExpirationTime", "TimeNextVisible", "Last-Modified", "Creation-Time",
+		"AccessTierChangeTime", "CopyCompletionTime", "DeletedTime":
 		d.form(path, rt, gt, httpDate.MatchString)
+	case "Snapshot":
+		d.form(path, rt, gt, snapshot.MatchString)
+	case "CopyId":
+		d.form(path, rt, gt, guid.MatchString)
+	case "CopySource":
+		if want := d.t.rewriteHosts(rt); gt != want {
+			d.addf("%s: want %q (recorded %q), got %q", path, want, rt, gt)
+		}
 	case "Etag":
 		d.form(path, rt, gt, func(v string) bool { return blobETag.MatchString(v) || blobETag.MatchString(`"`+v+`"`) })
 	case "Message":
 		d.message(path, rt, gt)
+	case "Marker":
+		// The marker the request sent: a NextMarker the replay
+		// remembered is sent as the target answered it.
+		if want := d.mem.value(rt); gt != want {
+			d.addf("%s: want %q (recorded %q), got %q", path, want, rt, gt)
+		}
 	case "NextMarker":
 		if (rt == "") != (gt == "") {
 			d.addf("%s: recorded %q, got %q", path, rt, gt)
@@ -624,5 +666,45 @@ func (d *differ) xmlNode(path string, r, g *xnode) {
 		if rt != gt {
 			d.addf("%s: recorded %q, got %q", path, rt, gt)
 		}
+	}
+}
+
+// children reports how two lists of child element names differ: each
+// name recorded more or fewer times than got, or, the same names each as
+// often, their order.
+func (d *differ) children(path string, rec, got []string) {
+	count := func(names []string) (map[string]int, []string) {
+		m := map[string]int{}
+		var order []string
+		for _, n := range names {
+			if m[n] == 0 {
+				order = append(order, n)
+			}
+			m[n]++
+		}
+		return m, order
+	}
+	rc, rorder := count(rec)
+	gc, gorder := count(got)
+	same := true
+	for _, n := range rorder {
+		switch {
+		case gc[n] == 0 && rc[n] == 1:
+			d.addf("%s: recorded element %s, got none", path, n)
+		case gc[n] != rc[n]:
+			d.addf("%s: recorded %d %s elements, got %d", path, rc[n], n, gc[n])
+		default:
+			continue
+		}
+		same = false
+	}
+	for _, n := range gorder {
+		if rc[n] == 0 {
+			d.addf("%s: element %s not recorded", path, n)
+			same = false
+		}
+	}
+	if same {
+		d.addf("%s: recorded children in the order %v, got %v", path, rec, got)
 	}
 }

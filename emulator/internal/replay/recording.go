@@ -37,6 +37,14 @@ type Recording struct {
 	// Source says where the recording comes from (repository, commit and
 	// path), as the trimmed file states it.
 	Source string
+	// Note says what the trimmed file leaves out of the recording, if
+	// anything.
+	Note string
+	// Setup are the resources the recorded test made before its
+	// recording began (its setUp, unrecorded), each a container, queue
+	// or table named by its URI: one the session's first request to it
+	// already found. Run creates them first.
+	Setup []string
 	// Entries are the exchanges, in the order they happened.
 	Entries []Entry
 }
@@ -74,8 +82,10 @@ func (h *Header) UnmarshalJSON(b []byte) error {
 // file is a recording file: the test proxy's shape, plus the Source the
 // trimmed files add.
 type file struct {
-	Source  string  `json:"Source"`
-	Entries []Entry `json:"Entries"`
+	Source  string   `json:"Source"`
+	Note    string   `json:"Note"`
+	Setup   []string `json:"Setup"`
+	Entries []Entry  `json:"Entries"`
 }
 
 // Load reads every *.json file under fsys, sorted by name.
@@ -107,7 +117,7 @@ func Load(fsys fs.FS) ([]*Recording, error) {
 		if len(f.Entries) == 0 {
 			return nil, fmt.Errorf("replay: recording %s has no entries", name)
 		}
-		recs = append(recs, &Recording{Name: strings.TrimSuffix(name, ".json"), Source: f.Source, Entries: f.Entries})
+		recs = append(recs, &Recording{Name: strings.TrimSuffix(name, ".json"), Source: f.Source, Note: f.Note, Setup: f.Setup, Entries: f.Entries})
 	}
 	return recs, nil
 }
@@ -145,6 +155,12 @@ func bodyBytes(raw json.RawMessage, contentType string) ([]byte, error) {
 	return []byte(raw), nil
 }
 
+// DecodeBody is a recorded body as the bytes that travelled (see
+// EncodeBody), its Content-Type contentType.
+func DecodeBody(raw json.RawMessage, contentType string) ([]byte, error) {
+	return bodyBytes(raw, contentType)
+}
+
 // isText reports whether a body of contentType is stored as text.
 func isText(contentType string) bool {
 	ct := strings.ToLower(contentType)
@@ -170,4 +186,11 @@ func (e *Entry) responseHeader(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// proposesLease reports whether the recorded request chose its lease id
+// (x-ms-proposed-lease-id), which the answer then echoes.
+func (e *Entry) proposesLease() bool {
+	_, ok := e.header("x-ms-proposed-lease-id")
+	return ok
 }

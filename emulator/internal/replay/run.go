@@ -2,10 +2,12 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Result is what a replay found.
@@ -21,7 +23,10 @@ type Exchange struct {
 	Index int
 	// Method and URI are the recorded request's.
 	Method, URI string
-	Diffs       []string
+	// Service is the service the request went to: "table", "queue" or
+	// "blob".
+	Service string
+	Diffs   []string
 }
 
 // Matched is the number of exchanges without differences.
@@ -59,12 +64,20 @@ func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
 	}
 	mem := newMemory()
 	res := &Result{Recording: rec.Name}
+	if err := setup(ctx, client, t, rec); err != nil {
+		return res, err
+	}
+	var last time.Time // the previous request's recorded x-ms-date
 	for i := range rec.Entries {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		e := &rec.Entries[i]
+		last = t.wait(e, last)
 		x := Exchange{Index: i, Method: e.RequestMethod, URI: e.RequestURI}
+		if svc, _, err := split(e.RequestURI); err == nil {
+			x.Service = [...]string{tableService: "table", queueService: "queue", blobService: "blob"}[svc]
+		}
 		d := &differ{t: t, mem: mem}
 		if err := exchange(ctx, client, t, e, d); err != nil {
 			d.addf("%v", err)
@@ -73,6 +86,64 @@ func Run(ctx context.Context, t *Target, rec *Recording) (*Result, error) {
 		res.Exchanges = append(res.Exchanges, x)
 	}
 	return res, nil
+}
+
+// setup creates the resources rec's test made before its recording
+// began (a container, a queue, a table, each named by its URI), with the
+// version its first request sent.
+func setup(ctx context.Context, client *http.Client, t *Target, rec *Recording) error {
+	version, _ := rec.Entries[0].header("x-ms-version")
+	for _, uri := range rec.Setup {
+		e := &Entry{RequestMethod: http.MethodPut, RequestURI: uri, RequestHeaders: map[string]string{"x-ms-version": version}}
+		svc, rest, err := split(uri)
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", uri, err)
+		}
+		switch svc {
+		case blobService:
+			e.RequestURI += "?restype=container"
+		case tableService:
+			e.RequestMethod = http.MethodPost
+			e.RequestURI = strings.TrimSuffix(uri, rest) + "/Tables"
+			e.RequestHeaders["Content-Type"] = "application/json"
+			e.RequestHeaders["Accept"] = "application/json;odata=nometadata"
+			body, _ := json.Marshal(map[string]string{"TableName": strings.TrimPrefix(rest, "/")})
+			e.RequestBody, _ = EncodeBody(body, "application/json")
+		}
+		req, err := t.request(e, newMemory())
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", uri, err)
+		}
+		resp, err := client.Do(req.WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", uri, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent {
+			return fmt.Errorf("setup %s: %s", uri, resp.Status)
+		}
+	}
+	return nil
+}
+
+// wait passes on the target's clock the time the recorded session
+// waited before e: the distance between e's recorded x-ms-date and the
+// previous request's, last. It returns e's recorded time (last again when
+// e has none).
+func (t *Target) wait(e *Entry, last time.Time) time.Time {
+	v, ok := e.header("x-ms-date")
+	if !ok {
+		return last
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return last
+	}
+	if d := at.Sub(last); t.Advance != nil && !last.IsZero() && d > 0 {
+		t.Advance(d)
+	}
+	return at
 }
 
 // exchange sends one recorded request and compares the answer.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,48 @@ type Target struct {
 	// Client sends the requests; nil means a client with compression off
 	// (bodies are compared as they come).
 	Client *http.Client
+	// Now reads the target's clock; nil means the real one.
+	Now func() time.Time
+	// Advance, when the target's clock can be moved (the emulator's),
+	// moves it forward: the replay passes on it the time the recorded
+	// session waited between two requests (a lease running out, a
+	// message becoming visible again), instead of waiting.
+	Advance func(time.Duration)
+}
+
+// now is the target's time.
+func (t *Target) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+// shiftedDates are the request headers whose dates a session's client
+// chose by its own clock (a condition "modified in the last 15
+// minutes"): the replay moves them by as much as the target's clock is
+// ahead of the recording's at that request (the request's recorded
+// x-ms-date), so they mean what they meant.
+var shiftedDates = []string{
+	"If-Modified-Since", "If-Unmodified-Since",
+	"x-ms-source-if-modified-since", "x-ms-source-if-unmodified-since",
+}
+
+// shiftDate is a recorded date header's value moved to the target's
+// clock: by the distance between the request's recorded x-ms-date and
+// the target's now. A value that is not a date, or a request recorded
+// without x-ms-date, stays as recorded.
+func (t *Target) shiftDate(e *Entry, v string) string {
+	sent, ok := e.header("x-ms-date")
+	if !ok {
+		return v
+	}
+	at, err1 := http.ParseTime(sent)
+	d, err2 := http.ParseTime(v)
+	if err1 != nil || err2 != nil {
+		return v
+	}
+	return d.Add(t.now().Sub(at)).UTC().Format(http.TimeFormat)
 }
 
 // service is the storage service a recorded host names.
@@ -43,6 +86,10 @@ const (
 // https://fakestorage.queue.core.windows.net, and the Cosmos DB Table
 // API's https://fakeaccount.table.cosmos.azure.com.
 var recordedHost = regexp.MustCompile(`https?://[A-Za-z0-9-]+\.(table|queue|blob)\.(?:core\.windows\.net|cosmos\.azure\.com)`)
+
+// batchPath is a batch operation's request line whose URL is a path
+// alone, up to the path's first slash.
+var batchPath = regexp.MustCompile(`(?m)^((?:GET|POST|PUT|PATCH|MERGE|DELETE) )/`)
 
 // base is the target's endpoint for a service.
 func (t *Target) base(s service) string {
@@ -116,11 +163,19 @@ func (t *Target) request(e *Entry, mem *memory) (*http.Request, error) {
 		// The recorder sanitized the boundary in the Content-Type
 		// (batch_00000000-...) but not in the body: the body's first
 		// line is the boundary that was sent.
-		first, _, _ := bytes.Cut(body, []byte("\r\n"))
+		// (The Python SDK of 2017 ended its lines with LF alone.)
+		first, _, _ := bytes.Cut(body, []byte("\n"))
+		first = bytes.TrimSuffix(first, []byte("\r"))
 		if b, ok := bytes.CutPrefix(first, []byte("--")); ok {
 			ct = "multipart/mixed; boundary=" + string(b)
 		}
 		body = []byte(mem.text(t.rewriteHosts(string(body))))
+		// An operation addressed by its path alone (the Python SDK of
+		// 2017: POST /mytable HTTP/1.1) names the recorded account's
+		// host; on a path-style endpoint that is the account's path.
+		if bu, err := url.Parse(t.base(svc)); err == nil {
+			body = batchPath.ReplaceAll(body, []byte("${1}"+strings.TrimSuffix(bu.EscapedPath(), "/")+"/"))
+		}
 	}
 	req, err := http.NewRequest(e.RequestMethod, u.String(), bytes.NewReader(body))
 	if err != nil {
@@ -133,13 +188,41 @@ func (t *Target) request(e *Entry, mem *memory) (*http.Request, error) {
 		if strings.EqualFold(k, "Content-Type") {
 			v = ct
 		}
-		req.Header.Set(k, mem.value(v))
+		if strings.EqualFold(k, "x-ms-copy-source") {
+			// A copy's source names the recorded account's host.
+			v = t.rewriteHosts(v)
+		}
+		got := mem.value(v)
+		if got == v && slices.ContainsFunc(shiftedDates, func(h string) bool { return strings.EqualFold(h, k) }) {
+			// Not a value the service chose (a Last-Modified,
+			// remembered): a time the client chose.
+			got = t.shiftDate(e, v)
+		}
+		if strings.HasPrefix(strings.ToLower(k), "x-ms-meta-") {
+			// A metadata name keeps the case it was sent in (the
+			// service stores it so); net/http would capitalize it.
+			req.Header[k] = []string{got}
+			continue
+		}
+		req.Header.Set(k, got)
+	}
+	if anonymous(e) {
+		return req, nil
 	}
 	req.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
 	if err := t.sign(req, svc, len(body)); err != nil {
 		return nil, err
 	}
 	return req, nil
+}
+
+// anonymous reports whether e was sent without credentials: a request
+// recorded with neither x-ms-version nor x-ms-date (a browser's GET of a
+// public blob) was not signed, and is not signed again.
+func anonymous(e *Entry) bool {
+	_, v := e.header("x-ms-version")
+	_, d := e.header("x-ms-date")
+	return !v && !d
 }
 
 // queryOf is a recorded query string ("" or the part after '?') with
@@ -198,16 +281,21 @@ func (t *Target) sharedKeyString(req *http.Request, length int) string {
 	if length > 0 {
 		cl = strconv.Itoa(length)
 	}
+	// The names as sent (a metadata name keeps its case), lowercased.
+	values := map[string][]string{}
 	var names []string
-	for k := range h {
+	for k, vs := range h {
 		if lk := strings.ToLower(k); strings.HasPrefix(lk, "x-ms-") {
-			names = append(names, lk)
+			if _, seen := values[lk]; !seen {
+				names = append(names, lk)
+			}
+			values[lk] = append(values[lk], vs...)
 		}
 	}
 	sort.Strings(names)
 	var ch strings.Builder
 	for _, n := range names {
-		ch.WriteString(n + ":" + strings.Join(h.Values(n), ",") + "\n")
+		ch.WriteString(n + ":" + strings.Join(values[n], ",") + "\n")
 	}
 	res := "/" + t.AccountName + req.URL.EscapedPath()
 	q := req.URL.Query()

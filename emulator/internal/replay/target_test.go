@@ -23,19 +23,19 @@ func TestRequestRewrite(t *testing.T) {
 		{
 			name: "entity delete with a remembered ETag",
 			e: Entry{RequestMethod: "DELETE", RequestURI: "https://fakeaccount.table.core.windows.net/t1(PartitionKey='p',RowKey='2')",
-				RequestHeaders: map[string]string{"If-Match": `W/"datetime'2024-02-26T20%3A23%3A51.0462365Z'"`, "Authorization": "Sanitized", "DataServiceVersion": "3.0"}},
+				RequestHeaders: map[string]string{"If-Match": `W/"datetime'2024-02-26T20%3A23%3A51.0462365Z'"`, "Authorization": "Sanitized", "DataServiceVersion": "3.0", "x-ms-version": "2019-02-02"}},
 			url:     "http://127.0.0.1:1/acct/t1(PartitionKey='p',RowKey='2')",
 			headers: map[string]string{"If-Match": `W/"datetime'2026-01-01T00%3A00%3A00.0000001Z'"`, "Dataserviceversion": "3.0"},
 		},
 		{
 			name:    "a query resumed from a remembered continuation",
-			e:       Entry{RequestMethod: "GET", RequestURI: "https://fakeaccount.table.core.windows.net/t1()?NextPartitionKey=1%2112%21Y29udFRva2Vu&NextRowKey=1%214%21MQ--"},
+			e:       Entry{RequestMethod: "GET", RequestURI: "https://fakeaccount.table.core.windows.net/t1()?NextPartitionKey=1%2112%21Y29udFRva2Vu&NextRowKey=1%214%21MQ--", RequestHeaders: map[string]string{"x-ms-version": "2019-02-02"}},
 			url:     "http://127.0.0.1:1/acct/t1()?NextPartitionKey=1%218%21YWJjZA--&NextRowKey=1%214%21MQ--",
 			headers: map[string]string{},
 		},
 		{
 			name:    "a queue message deleted by its remembered id and pop receipt",
-			e:       Entry{RequestMethod: "DELETE", RequestURI: "https://fakestorage.queue.core.windows.net/q/messages/6e0687d7-ada1-4969-9f2f-a911fb023f18?popreceipt=AgAAAAMAAAAAAAAANAqn16882QE%3D"},
+			e:       Entry{RequestMethod: "DELETE", RequestURI: "https://fakestorage.queue.core.windows.net/q/messages/6e0687d7-ada1-4969-9f2f-a911fb023f18?popreceipt=AgAAAAMAAAAAAAAANAqn16882QE%3D", RequestHeaders: map[string]string{"x-ms-date": "Thu, 09 May 2019 01:20:09 GMT"}},
 			url:     "http://127.0.0.1:2/acct/q/messages/11111111-2222-3333-4444-555555555555?popreceipt=cG9w",
 			headers: map[string]string{},
 		},
@@ -58,6 +58,19 @@ func TestRequestRewrite(t *testing.T) {
 				t.Errorf("Authorization %q: not signed again", auth)
 			}
 		})
+	}
+}
+
+// TestAnonymousNotSigned sends a request recorded without x-ms-version
+// and x-ms-date (a browser's GET of a public blob) without credentials.
+func TestAnonymousNotSigned(t *testing.T) {
+	e := Entry{RequestMethod: "GET", RequestURI: "https://acct.blob.core.windows.net/c/b.txt", RequestHeaders: map[string]string{"Accept": "*/*"}}
+	req, err := testTarget.request(&e, newMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth := req.Header.Get("Authorization"); auth != "" {
+		t.Errorf("an anonymous request signed: Authorization %q", auth)
 	}
 }
 

@@ -192,6 +192,9 @@ func batchFail(q *request, ops []batchOp, be *answer.BatchError) {
 	if be.Index < len(ops) && ops[be.Index].w.kind == opInsert {
 		be.Preference = preference(ops[be.Index])
 	}
+	if be.Index < len(ops) {
+		be.ContentID = ops[be.Index].contentID
+	}
 	be.ExtraChangeSets = q.extraChangeSets
 	be.Operations = len(ops)
 	answer.WriteBatchError(q.w, q.r, be)

@@ -72,6 +72,7 @@ func (s *Service) insertEntity(q *request, name string) {
 	if !ok {
 		return
 	}
+	preferApplied(q)
 	body, ok := s.readBody(q, s.maxBody())
 	if !ok {
 		return

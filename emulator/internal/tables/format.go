@@ -25,31 +25,26 @@ const (
 func (f format) contentType() string {
 	switch f {
 	case noMetadata:
-		return "application/json;odata=nometadata;streaming=true;charset=utf-8"
+		return answer.TableContentType(answer.NoMetadata)
 	case fullMetadata:
-		return "application/json;odata=fullmetadata;streaming=true;charset=utf-8"
+		return answer.TableContentType(answer.FullMetadata)
 	}
-	return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
+	return answer.TableContentType(answer.MinimalMetadata)
 }
 
 // formatOf reads the format from a request's $format, else its Accept
-// header. A client asking for Atom (XML) only is refused: the emulator
-// answers JSON.
+// header (answer.TableFormat). A client asking for Atom (XML) only is
+// refused: the emulator answers JSON.
 func formatOf(query url.Values, header http.Header) (format, *answer.Error) {
-	a := query.Get("$format")
-	if a == "" {
-		a = header.Get("Accept")
-	}
-	a = strings.ToLower(strings.ReplaceAll(a, " ", ""))
-	switch {
-	case strings.Contains(a, "odata=nometadata"):
-		return noMetadata, nil
-	case strings.Contains(a, "odata=fullmetadata"):
-		return fullMetadata, nil
-	case a == "" || strings.Contains(a, "json") || strings.Contains(a, "*/*"):
-		return minimal, nil
-	case strings.Contains(a, "atom") || strings.Contains(a, "xml"):
+	odata, atom := answer.TableFormat(query, header)
+	if atom {
 		return minimal, errAtom
+	}
+	switch odata {
+	case answer.NoMetadata:
+		return noMetadata, nil
+	case answer.FullMetadata:
+		return fullMetadata, nil
 	}
 	return minimal, nil
 }
@@ -72,7 +67,13 @@ func appendQuoted(b []byte, s string) []byte {
 // entityLink is t(PartitionKey='pk',RowKey='rk'), each key URL-escaped
 // with its quotes doubled, as odata.id and odata.editLink carry it.
 func entityLink(t, pk, rk string) string {
-	esc := func(k string) string { return url.PathEscape(strings.ReplaceAll(k, "'", "''")) }
+	// A quote stays a quote, doubled: Azure's Location names
+	// PartitionKey='a''''b' for the key a''b (azure-cosmos-table-python's
+	// recorded test_operations_on_entity_with_partition_key_having_single_quote,
+	// 2017, every header).
+	esc := func(k string) string {
+		return strings.ReplaceAll(url.PathEscape(strings.ReplaceAll(k, "'", "''")), "%27", "'")
+	}
 	return t + "(PartitionKey='" + esc(pk) + "',RowKey='" + esc(rk) + "')"
 }
 

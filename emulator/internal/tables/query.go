@@ -2,6 +2,7 @@ package tables
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/tablekit/tablekit/emulator/answer"
@@ -287,6 +288,12 @@ func (s *Service) queryEntities(q *request, name string) {
 	}()
 	b = append(b, '{')
 	if m := s.metadata(q, t.name, false, sel); m != "" {
+		if sel == nil && v.Has("$select") && strings.TrimSpace(v.Get("$select")) == "" {
+			// An empty $select selects every property, and the link
+			// says it was sent (azure-cosmos-table-python's recorded
+			// batch tests, 2017: "$metadata#<table>&$select=").
+			m += "&$select="
+		}
 		b = append(b, `"odata.metadata":`...)
 		b = appendQuoted(b, m)
 		b = append(b, ',')

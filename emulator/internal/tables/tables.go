@@ -385,9 +385,10 @@ func (s *Service) readBody(q *request, limit int64) ([]byte, bool) {
 	return nil, false
 }
 
-// fail answers q with e.
+// fail answers q with e, in the JSON format q asked for
+// (answer.WriteTableAs).
 func (s *Service) fail(q *request, e *answer.Error) {
-	answer.WriteTable(q.w, q.r, e)
+	answer.WriteTableAs(q.w, q.r, e, q.fmt.contentType())
 }
 
 // headers sets the headers of a success.
