@@ -152,7 +152,7 @@ func paceWrite(tb testing.TB, s paceShape, n int, latency time.Duration) paceRes
 }
 
 // BulkWriteSeq paced by the emulator's throttle, bound by a partition and
-// by the account (bursts of 100 and 500 ms): every entity is written once
+// by the account (300 entities/s, bursts of 100 and 500 ms): every entity is written once
 // (stored, charged once by the throttle, none failed), and the writer met
 // 503 ServerBusy and backed off from it: at most half of its requests
 // refused, where a writer that sends a refused transaction again at once
@@ -163,12 +163,31 @@ func TestBulkWritePacedByTheThrottle(t *testing.T) {
 		s paceShape
 		n int
 	}{
-		{paceShape{name: "partition", hot: 1, partition: 3000, account: 20000, burst: 100 * time.Millisecond}, 2000},
-		{paceShape{name: "account", partition: 3000, account: 2000, burst: 500 * time.Millisecond}, 2000},
+		// The binding target is set from the writer's own speed (below).
+		{paceShape{name: "partition", hot: 1, account: 1_000_000, burst: 100 * time.Millisecond}, 2000},
+		{paceShape{name: "account", partition: 1_000_000, burst: 500 * time.Millisecond}, 2000},
 	} {
 		t.Run(tc.s.name, func(t *testing.T) {
 			t.Parallel()
+			// A writer must outrun the target for the pace to be tested:
+			// at fixed targets (3,000 and 2,000 entities/s), make test's
+			// race run (niced, load 9 to 14) wrote 2,000 entities slower
+			// than the throttle allowed and was never refused. So the
+			// target is a third of what this writer reaches unthrottled
+			// here and now, and at most what leaves half the entities
+			// beyond the burst.
+			free := tc.s
+			free.partition, free.account = 1_000_000, 1_000_000
+			cal := paceWrite(t, free, tc.n, 5*time.Millisecond)
+			target := int(float64(tc.n) / cal.elapsed.Seconds() / 3)
+			target = max(200, min(target, int(float64(tc.n)/2/tc.s.burst.Seconds())))
+			if tc.s.hot > 0 {
+				tc.s.partition = target
+			} else {
+				tc.s.account = target
+			}
 			r := paceWrite(t, tc.s, tc.n, 5*time.Millisecond)
+			t.Logf("unthrottled: %d entities in %v; target %d entities/s", tc.n, cal.elapsed.Round(time.Millisecond), target)
 			t.Logf("%d entities in %v (the throttle allows %v), %d of %d requests throttled", tc.n, r.elapsed.Round(time.Millisecond), r.bound.Round(time.Millisecond), r.throttled, r.requests)
 			if r.throttled == 0 {
 				t.Errorf("no request throttled: the shape does not test the pace")
