@@ -441,6 +441,7 @@ func TestPoisonListAndRequeue(t *testing.T) {
 // Without an account, the command says how to get one, a local emulator
 // included.
 func TestNoAccountNamesTheEmulator(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	cmd := exec.Command(bin, "tables")
 	for _, kv := range os.Environ() {
