@@ -238,6 +238,17 @@ func messageCount(t testing.TB, qc *azqueue.QueueClient) int32 {
 	return deref(resp.ApproximateMessagesCount)
 }
 
+// visibleMessages reports whether q holds a visible message (Peek
+// Messages sees only those).
+func visibleMessages(t testing.TB, q *Queue) bool {
+	t.Helper()
+	resp, err := q.qc.PeekMessages(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.Messages) > 0
+}
+
 // getProps reads an entity as the worker does (raw body, full metadata,
 // stripped, doubles annotated); nil when missing.
 func getProps(t testing.TB, acct *tablekit.Account, ref EntityRef) map[string]any {
