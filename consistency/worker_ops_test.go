@@ -188,6 +188,7 @@ func TestUntilEmpty(t *testing.T) {
 // /livez stays 200; /readyz recovers with storage. /healthz follows
 // /readyz.
 func TestLivezApartFromReadyz(t *testing.T) {
+	t.Parallel()
 	outage, err := faults.New(1, faults.Rule{Kind: faults.ConnReset, Rate: 1})
 	if err != nil {
 		t.Fatal(err)
