@@ -94,6 +94,7 @@ func TestDrainAppliesWhatAdvanceMadeVisible(t *testing.T) {
 // DrainOptions.Wait waits for a delayed message to become visible and
 // applies it; a message that stays invisible past Wait is ErrNotDrained.
 func TestDrainWaitsForInvisibleUpToWait(t *testing.T) {
+	t.Parallel()
 	em, acct, q := drainEnv(t)
 	ctx := context.Background()
 	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{Queues: []string{q.Name()}})

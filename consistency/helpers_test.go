@@ -3,12 +3,17 @@ package consistency
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"path"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	azblobcontainer "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
@@ -57,6 +62,72 @@ func clockEnv(t testing.TB) (context.Context, *tablekit.Account, *Queue, *testen
 	t.Helper()
 	acct, clock := testenv.ClockAccount(t)
 	return context.Background(), acct, newQueue(t, acct), clock
+}
+
+// extensions is a per-retry policy that records the messages whose
+// visibility an update extended (Update Message answered 204): on a
+// worker's account, it shows when the worker's keeper has extended what
+// it holds.
+type extensions struct {
+	mu  sync.Mutex
+	ids map[string]bool // extended since the last reset
+}
+
+func (e *extensions) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	r := req.Raw()
+	if err == nil && resp.StatusCode == http.StatusNoContent && r.Method == http.MethodPut && r.URL.Query().Has("popreceipt") {
+		e.mu.Lock()
+		if e.ids == nil {
+			e.ids = map[string]bool{}
+		}
+		e.ids[path.Base(r.URL.Path)] = true
+		e.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (e *extensions) reset() {
+	e.mu.Lock()
+	clear(e.ids)
+	e.mu.Unlock()
+}
+
+func (e *extensions) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.ids)
+}
+
+// extendedClockEnv is clockEnv with the account's visibility updates
+// recorded: the workers of a test of extensions run on it.
+func extendedClockEnv(t testing.TB) (context.Context, *tablekit.Account, *Queue, *testenv.Clock, *extensions) {
+	t.Helper()
+	cs, clock := testenv.ClockConnectionString(t)
+	ext := &extensions{}
+	acct := testenv.AccountOn(t, cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{ext}}})
+	return context.Background(), acct, newQueue(t, acct), clock, ext
+}
+
+// holdPastVisibility lets the service's clock run 1.75 visibility
+// timeouts of 1 s, at least, while workers hold held messages whose
+// visibility they keep extending, without the test waiting that long:
+// three times, once every held message has been extended since the last
+// time (the keeper extends each a third of the timeout after the last
+// update, 333 to 444 ms, in real time), it moves the clock 250 ms on. A
+// message thus sees at most one move between two of its extensions, and
+// an extension lands at most 694 ms of the service's time after the one
+// before, plus the request's own time: 306 ms to spare against a timeout
+// of 1 s, where a message not extended would be visible again within
+// the first two moves. Where the clock does not move, the moves are real
+// waits.
+func holdPastVisibility(t *testing.T, clock *testenv.Clock, ext *extensions, held int) {
+	t.Helper()
+	for i := range 3 {
+		ext.reset()
+		testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("extension %d of %d held messages", i+1, held), func() bool { return ext.count() >= held })
+		clock.Pass(250 * time.Millisecond)
+	}
 }
 
 // letRedeliveriesShow waits long enough for a message a worker applied
@@ -165,6 +236,17 @@ func messageCount(t testing.TB, qc *azqueue.QueueClient) int32 {
 		t.Fatal(err)
 	}
 	return deref(resp.ApproximateMessagesCount)
+}
+
+// visibleMessages reports whether q holds a visible message (Peek
+// Messages sees only those).
+func visibleMessages(t testing.TB, q *Queue) bool {
+	t.Helper()
+	resp, err := q.qc.PeekMessages(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.Messages) > 0
 }
 
 // getProps reads an entity as the worker does (raw body, full metadata,

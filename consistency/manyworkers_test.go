@@ -16,6 +16,7 @@ import (
 // its message is gone, none is lost or poisoned, and the workers share the
 // load.
 func TestManyWorkersOnOneQueue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	current, archive := createTable(t, acct), createTable(t, acct)

@@ -188,6 +188,7 @@ func TestUntilEmpty(t *testing.T) {
 // /livez stays 200; /readyz recovers with storage. /healthz follows
 // /readyz.
 func TestLivezApartFromReadyz(t *testing.T) {
+	t.Parallel()
 	outage, err := faults.New(1, faults.Rule{Kind: faults.ConnReset, Rate: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -238,10 +239,12 @@ func TestLivezApartFromReadyz(t *testing.T) {
 // BatchSize 8 keep up to 16 received messages waiting each (a receive of 8
 // when 8 are left), never process more than 2 at once, and
 // extend the visibility of the waiting messages, which wait longer than
-// the visibility timeout: no message is delivered twice.
+// the visibility timeout: no message is delivered twice. The steps are
+// held while the service's clock runs 1.75 timeouts, three extensions of
+// every message the workers hold (holdPastVisibility).
 func TestPrefetchKeepsPipelineFull(t *testing.T) {
 	t.Parallel()
-	ctx, acct, q, clock := clockEnv(t)
+	ctx, acct, q, clock, ext := extendedClockEnv(t)
 	const n = 16
 	for range n {
 		if err := q.Enqueue(ctx, NewTransaction(NewStep("slow", nil)), nil); err != nil {
@@ -252,6 +255,7 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 	applied := map[string]int{}
 	var maxWaiting int64
 	var ws []*Worker
+	release := make(chan struct{})
 	for range 2 {
 		w := newWorker(t, acct, q, WorkerOptions{Concurrency: 2, BatchSize: 8, VisibilityTimeout: time.Second})
 		var running, maxRunning atomic.Int64
@@ -267,7 +271,11 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 			if c.DequeueCount != 1 {
 				t.Errorf("%s delivered %d times", c.TxID, c.DequeueCount)
 			}
-			time.Sleep(700 * time.Millisecond)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			mu.Lock()
 			applied[c.TxID]++
 			mu.Unlock()
@@ -283,6 +291,12 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 	for _, w := range ws {
 		startWorker(t, w)
 	}
+	held := func() int64 {
+		return ws[0].Metrics().Waiting() + ws[0].Metrics().InFlight() + ws[1].Metrics().Waiting() + ws[1].Metrics().InFlight()
+	}
+	testenv.WaitFor(t, 20*time.Second, "every message received", func() bool { return held() == n })
+	holdPastVisibility(t, clock, ext, n)
+	close(release)
 	testenv.WaitFor(t, 30*time.Second, "every transaction", func() bool {
 		return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == n
 	})

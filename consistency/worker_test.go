@@ -126,16 +126,18 @@ func TestPermanentFailuresPoisonAtOnce(t *testing.T) {
 }
 
 // TestVisibilityExtension: a step slower than the visibility timeout is
-// not redelivered to another worker while it runs. The step runs in real
-// time, as the worker's extensions do.
+// not redelivered to another worker while it runs. The step is held
+// while the service's clock runs 1.75 timeouts, three extensions of the
+// worker's (holdPastVisibility), which run in real time.
 func TestVisibilityExtension(t *testing.T) {
 	t.Parallel()
-	ctx, acct, q, clock := clockEnv(t)
+	ctx, acct, q, clock, ext := extendedClockEnv(t)
 	var calls atomic.Int64
+	release := make(chan struct{})
 	slow := func(ctx context.Context, c *Call) error {
 		calls.Add(1)
 		select {
-		case <-time.After(3500 * time.Millisecond): // 3.5 visibility timeouts
+		case <-release:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -153,7 +155,10 @@ func TestVisibilityExtension(t *testing.T) {
 	for _, w := range ws {
 		startWorker(t, w)
 	}
-	testenv.WaitFor(t, 20*time.Second, "the slow transaction", func() bool { return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the slow step to start", func() bool { return calls.Load() == 1 })
+	holdPastVisibility(t, clock, ext, 1)
+	close(release)
+	testenv.WaitFor(t, 20*time.Second, "the slow transaction", func() bool { return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() >= 1 })
 	letRedeliveriesShow(clock, 50*time.Millisecond)
 	if calls.Load() != 1 {
 		t.Fatalf("slow step ran %d times, want 1", calls.Load())

@@ -27,6 +27,13 @@ type row struct {
 
 func openTable(t *testing.T, connStr string, opts *tablekit.AccountOptions) *patterns.Table[row] {
 	t.Helper()
+	return openTableWith(t, connStr, opts, true)
+}
+
+// openTableWith is openTable, creating the table only when create says
+// so (a test that created it elsewhere).
+func openTableWith(t *testing.T, connStr string, opts *tablekit.AccountOptions, create bool) *patterns.Table[row] {
+	t.Helper()
 	acct, err := tablekit.Connect(connStr, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +41,9 @@ func openTable(t *testing.T, connStr string, opts *tablekit.AccountOptions) *pat
 	tbl, err := patterns.NewTable[row](acct, "rows", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !create {
+		return tbl
 	}
 	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -87,12 +97,15 @@ func TestOwnAccountAndSeparateInstances(t *testing.T) {
 }
 
 // Latency holds every table request; Throttle answers 503 ServerBusy over
-// a target and Stats counts it; azcore's retries then get through.
+// a target and Stats counts it; azcore's retries then get through. The
+// transaction of 100 entities leaves its partition 80 entities in debt
+// (a 20-entity burst at 200 a second), which the count that follows
+// waits 0.4 s to see paid.
 func TestLatencyAndThrottle(t *testing.T) {
 	t.Parallel()
 	em := emulator.StartTB(t, &emulator.Options{
 		Latency:  20 * time.Millisecond,
-		Throttle: &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 50, AccountEntitiesPerSecond: -1},
+		Throttle: &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 200, AccountEntitiesPerSecond: -1},
 	})
 	var throttled atomic.Int64 // BulkWrite sends transactions at once
 	record := policy.Policy(policyFunc(func(req *policy.Request) (*http.Response, error) {
@@ -142,6 +155,7 @@ func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(r
 // With EarlyEnd and the scale model, pages end early (some empty), and a
 // query, a count and a scan still see every entity once.
 func TestEarlyEndOnTheScaleModel(t *testing.T) {
+	t.Parallel()
 	em := emulator.StartTB(t, &emulator.Options{
 		EarlyEnd: &emulator.EarlyEnd{Seed: 7, Probability: 0.5},
 		Scale:    &emulator.ScaleOptions{EntityTime: -1, Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: -1, AccountEntitiesPerSecond: -1}},
@@ -233,46 +247,59 @@ func TestEarlyEndOnTheScaleModel(t *testing.T) {
 // wait no latency, and the model counts nothing; the same table read
 // through TableURL is throttled and charged. Without a model it is
 // TableURL.
+//
+// The latency is an hour, so that whether a request waits it does not
+// depend on how long the machine takes: the direct writes must end
+// within their 30 s, and a request through TableURL is still held when
+// its 100 ms run out. The reads through TableURL are on an emulator
+// with the same model and no latency.
 func TestDirectTableURLBypassesTheModel(t *testing.T) {
 	t.Parallel()
 	if plain := emulator.StartTB(t, nil); plain.DirectTableURL != plain.TableURL {
 		t.Fatalf("without a model DirectTableURL is %q, want TableURL %q", plain.DirectTableURL, plain.TableURL)
 	}
-	em := emulator.StartTB(t, &emulator.Options{
-		// A second: far above what two transactions take on a loaded
-		// machine (200 ms was missed once at a load of 12).
-		Latency: time.Second,
-		Scale:   &emulator.ScaleOptions{Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: 10, AccountEntitiesPerSecond: 10}},
-	})
-	if em.DirectTableURL == em.TableURL {
-		t.Fatal("DirectTableURL is TableURL with a model")
-	}
-	direct := directRows(t, em)
-	ctx := context.Background()
+	model := &emulator.ScaleOptions{Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: 10, AccountEntitiesPerSecond: 10}}
 	rows := make([]row, 200)
 	for i := range rows {
 		rows[i] = row{PartitionKey: "p", RowKey: fmt.Sprintf("%03d", i), N: i}
 	}
-	start := time.Now()
-	res, err := direct.BulkWrite(ctx, rows, nil)
-	if err != nil || res.Written != 200 || res.Throttled != 0 {
-		t.Fatalf("BulkWrite through DirectTableURL: %+v, %v", res, err)
+	writeDirect := func(em *emulator.Instance) {
+		t.Helper()
+		if em.DirectTableURL == em.TableURL {
+			t.Fatal("DirectTableURL is TableURL with a model")
+		}
+		direct := directRows(t, em)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := direct.BulkWrite(ctx, rows, nil)
+		if err != nil || res.Written != 200 || res.Throttled != 0 {
+			t.Fatalf("BulkWrite through DirectTableURL: %+v, %v", res, err)
+		}
+		if st := em.Stats(); st != (emulator.Stats{}) {
+			t.Errorf("the model counted the direct writes: %+v", st)
+		}
 	}
-	if d := time.Since(start); d >= time.Second {
-		t.Errorf("two transactions through DirectTableURL took %v, as if delayed by the latency", d)
+
+	slow := emulator.StartTB(t, &emulator.Options{Latency: time.Hour, Scale: model})
+	writeDirect(slow)
+	held := openTableWith(t, slow.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}}, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := held.Get(ctx, "p", "000", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a point read through TableURL with an hour of latency: %v, want it held past its deadline", err)
 	}
-	if st := em.Stats(); st != (emulator.Stats{}) {
-		t.Errorf("the model counted the direct writes: %+v", st)
-	}
-	tbl := openTable(t, em.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
-	n, err := tbl.Count(ctx, keys.PK().Eq("p"), nil)
+
+	em := emulator.StartTB(t, &emulator.Options{Scale: model})
+	writeDirect(em)
+	tbl := openTableWith(t, em.ConnectionString, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}}, false)
+	n, err := tbl.Count(context.Background(), keys.PK().Eq("p"), nil)
 	if n != 200 || err != nil {
 		t.Fatalf("Count through TableURL: %d, %v; want 200", n, err)
 	}
 	if st := em.Stats(); st.Scanned != 200 || st.Entities < 200 {
 		t.Errorf("the model counted %+v for a count of 200 entities, want 200 scanned and charged", st)
 	}
-	if _, err := tbl.Get(ctx, "p", "000", nil); !tablekit.IsTransient(err) {
+	if _, err := tbl.Get(context.Background(), "p", "000", nil); !tablekit.IsTransient(err) {
 		t.Errorf("a point read through TableURL over the target: %v, want 503 ServerBusy", err)
 	}
 }
@@ -327,8 +354,11 @@ func directRows(t *testing.T, em *emulator.Instance) *patterns.Table[row] {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := direct.CreateIfNotExists(context.Background(), nil); err != nil {
-		t.Fatal(err)
+	// Within 30 s: a create held for a latency fails instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := direct.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatalf("create the table through DirectTableURL: %v", err)
 	}
 	return direct
 }

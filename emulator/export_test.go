@@ -1,6 +1,21 @@
 package emulator
 
-import "time"
+import (
+	"time"
+
+	"github.com/tablekit/tablekit/emulator/internal/disk"
+)
+
+// The tests of this binary do not wait on the disk: a Start or
+// ResetLocation on a location another emulator holds fails after one
+// attempt to take its files, instead of waiting disk.LockWait (a second)
+// for the holder to let go, which no test here does meanwhile; and
+// commits are not flushed (disk.SetSync), which nothing in a process can
+// tell from a flushed one.
+func init() {
+	disk.SetLockWait(time.Millisecond)
+	disk.SetSync(false)
+}
 
 // SetGrace makes o's servers give a body, an answer and a request's head
 // grace before cutting them, and a stalled body as long, instead of 30 s

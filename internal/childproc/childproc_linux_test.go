@@ -1,6 +1,7 @@
 package childproc_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"strconv"
@@ -23,11 +24,33 @@ func TestChildDiesWithItsParent(t *testing.T) {
 		t.Fatalf("helper printed %q, want the child's pid", out)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for !dead(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("child %d still runs 5 s after its parent died", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// dead reports whether process pid has ended: gone, or a zombie. The
+// orphaned child is a zombie until the machine's init reaps it, which
+// some inits do only every second or so, and kill(pid, 0) succeeds on a
+// zombie.
+func dead(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses, the
+	// state follows the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	state := stat[i+2]
+	return state == 'Z' || state == 'X'
 }

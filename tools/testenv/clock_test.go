@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,10 +13,7 @@ import (
 // clock has moved an hour, with no real wait: on the emulator in process
 // and on `tablekit emulator --test-clock` in a process of its own.
 func TestClockRevealsADelayedMessage(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "tablekit")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/tablekit/tablekit/cmd/tablekit").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := tablekitCommand(t)
 	for _, c := range []struct{ name, bin string }{{"in-process", ""}, {"process", bin}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(EnvEmulatorBinary, c.bin)

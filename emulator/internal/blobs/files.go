@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 )
 
 // Content files: with a location, each committed blob's content is a
@@ -53,13 +55,13 @@ func (f *fileWrite) write() error {
 		return err
 	}
 	_, err = fd.WriteAt(f.data, f.off)
-	if err == nil {
+	if err == nil && disk.Syncs() {
 		err = fd.Sync()
 	}
 	if cerr := fd.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil || !f.create {
+	if err != nil || !f.create || !disk.Syncs() {
 		return err
 	}
 	d, err := os.Open(f.dir)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,9 +38,40 @@ const (
 // emulator in this one, holds the location's database.
 var ErrInUse = errors.New("in use by another emulator")
 
-// lockWait is how long Open waits for another holder to let go of a
-// database before it returns ErrInUse.
-const lockWait = time.Second
+// LockWait is how long Open waits for another holder to let go of a
+// database before it returns ErrInUse, unless SetLockWait says otherwise.
+const LockWait = time.Second
+
+var lockWait atomic.Int64 // a time.Duration; zero means LockWait
+
+// SetLockWait sets how long Open waits for another holder (d <= 0: the
+// default, LockWait) and returns the setting before. It is for tests
+// that check ErrInUse, which call it before they open anything: each
+// refused Open would otherwise wait the whole second.
+func SetLockWait(d time.Duration) time.Duration {
+	old := time.Duration(lockWait.Swap(int64(max(d, 0))))
+	if old == 0 {
+		old = LockWait
+	}
+	return old
+}
+
+var syncOff atomic.Bool
+
+// SetSync turns the flushes to the disk (fsync) on, as they are unless it
+// is called, or off, and returns the setting before. With them off, a
+// commit is answered once it is in the operating system's page cache
+// rather than on the disk: this process, and any process after it, reads
+// the same; only a crash of the machine itself could lose it. It is for
+// tests, which can check nothing of the flush (the page cache answers
+// their reads either way) and whose commits, an fsync each, waited 0.1 to
+// 2 ms apiece, longer on a machine whose disk others keep busy. Call it
+// before opening anything.
+func SetSync(on bool) (was bool) { return !syncOff.Swap(!on) }
+
+// Syncs reports whether commits are flushed to the disk (SetSync): what
+// a service that writes files of its own beside a database follows too.
+func Syncs() bool { return !syncOff.Load() }
 
 // Open opens the database called name in dir, creating dir and the file
 // when they do not exist. Only one emulator may hold a database: Open
@@ -52,13 +84,18 @@ func Open(dir, name string) (*bolt.DB, error) {
 		return nil, fmt.Errorf("emulator: location %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, name)
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: lockWait, FreelistType: bolt.FreelistMapType})
+	wait := time.Duration(lockWait.Load())
+	if wait == 0 {
+		wait = LockWait
+	}
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: wait, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("emulator: location %s: %w", path, ErrInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("emulator: location %s: %w", path, err)
 	}
+	db.NoSync = syncOff.Load()
 	return db, nil
 }
 

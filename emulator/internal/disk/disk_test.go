@@ -5,11 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 func TestOpenKeepsWhatWasCommitted(t *testing.T) {
+	// The second Open is refused after one attempt, not after LockWait.
+	defer SetLockWait(SetLockWait(time.Millisecond))
 	dir := filepath.Join(t.TempDir(), "loc")
 	db, err := Open(dir, TablesFile)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,15 @@ import (
 	"github.com/tablekit/tablekit/emulator/internal/tables"
 	"github.com/tablekit/tablekit/integration/azurite"
 )
+
+// TestMain runs the tests with the database's flushes off (disk.SetSync):
+// what the tests read comes from the page cache either way, and
+// TestOnDisk's commits waited 4.2 s for the disk in all, 1.4 s without
+// (go test -run TestOnDisk, this 2-core machine at load 7 to 8).
+func TestMain(m *testing.M) {
+	disk.SetSync(false)
+	os.Exit(m.Run())
+}
 
 // onDisk makes start keep the service's tables in a database in a
 // temporary directory (tables.Open) instead of memory: TestOnDisk runs
