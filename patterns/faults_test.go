@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -390,21 +391,37 @@ func testLogger() *slog.Logger {
 // azcore retrying as mode says.
 func faultyAccount(t *testing.T, mode faults.RetryMode, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
 	t.Helper()
+	return faultyAccountOn(t, testenv.ConnectionString(t), mode, rate, seed)
+}
+
+// faultyAccountOn is faultyAccount on the account of connStr (such as
+// testenv.ClockConnectionString's).
+func faultyAccountOn(t *testing.T, connStr string, mode faults.RetryMode, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
+	t.Helper()
 	fp, err := faults.New(seed, faults.Transient(rate)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+	return testenv.AccountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}}), fp
 }
+
+// faultWriters is how many goroutines the fault tests write disjoint
+// entities from: with azcore's default retry options a fault costs 0.8 s
+// or more, and writes one after another add those delays up (46 s for
+// TestIndexMaintenanceUnderFaults' seed 7), where writers side by side
+// overlap them. Each entity's own writes keep their order.
+const faultWriters = 8
 
 // Index maintenance under 10% faults: the intra-partition index (one
 // transaction per write) and the inter-partition index (its writer and
 // its worker both see faults) end with exactly one copy per primary and
 // no orphans. With azcore's default retry options the variant writes 24
 // intra-partition and 10 inter-partition entities instead of 40 and 20.
+// Each entity's insert, update and delete run in order, the entities
+// faultWriters at a time.
 func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	t.Parallel()
 	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, size [2]int) {
@@ -413,11 +430,18 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 }
 
 // indexMaintenanceUnderFaults writes size[0] intra-partition and size[1]
-// inter-partition entities under faults drawn from seed.
+// inter-partition entities under faults drawn from seed, on an emulator
+// of the test's own whose clock it moves (testenv.ClockConnectionString).
 func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]int, seed uint64) {
 	n, m := size[0], size[1]
 	ctx := context.Background()
-	acct, fp := faultyAccount(t, mode, 0.10, seed)
+	cs, clock := testenv.ClockConnectionString(t)
+	start := time.Now()
+	var phases []string
+	phase := func(what string) {
+		phases = append(phases, fmt.Sprintf("%s %v", what, time.Since(start).Round(time.Millisecond)))
+	}
+	acct, fp := faultyAccountOn(t, cs, mode, 0.10, seed)
 	email := func(e *Employee) string { return e.Email }
 
 	// Intra-partition.
@@ -430,38 +454,47 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 		t.Fatal(err)
 	}
 	fp.SetEnabled(true)
-	for i := 0; i < n; i++ {
-		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
-		if err := intra.Insert(ctx, &e, nil); err != nil {
-			t.Fatalf("insert %d under faults: %v", i, err)
-		}
-	}
 	// An Update whose outcome is left open (ErrOutcomeUnknown) is allowed
 	// and counted, as in the conformance suite: its entity may then hold
 	// either email, with its copy.
+	var mu sync.Mutex
 	maybe := map[int]bool{}
 	unknown := func(what string, i int, err error) bool {
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			return false
 		}
 		t.Logf("outcome unknown: %s %d: %v", what, i, err)
+		mu.Lock()
 		maybe[i] = true
+		mu.Unlock()
 		return true
 	}
-	for i := 0; i < n; i += 2 {
-		if _, err := intra.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *Employee) error {
-			e.Email = fmt.Sprintf("new%d@contoso.com", i)
-			return nil
-		}, nil); err != nil && !unknown("update", i, err) {
-			t.Fatalf("update %d under faults: %v", i, err)
+	// Each entity is inserted, then updated (the even ones) or deleted
+	// (every fourth, from the second).
+	if !eachOf(t, n, faultWriters, func(i int) error {
+		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
+		if err := intra.Insert(ctx, &e, nil); err != nil {
+			return fmt.Errorf("insert %d under faults: %w", i, err)
 		}
-	}
-	for i := 1; i < n; i += 4 {
-		if err := intra.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i)}, &patterns.WriteOptions{Unconditional: true}); err != nil {
-			t.Fatalf("delete %d under faults: %v", i, err)
+		if i%2 == 0 {
+			if _, err := intra.Update(ctx, "Sales", e.RowKey, func(e *Employee) error {
+				e.Email = fmt.Sprintf("new%d@contoso.com", i)
+				return nil
+			}, nil); err != nil && !unknown("update", i, err) {
+				return fmt.Errorf("update %d under faults: %w", i, err)
+			}
 		}
+		if i%4 == 1 {
+			if err := intra.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: e.RowKey}, &patterns.WriteOptions{Unconditional: true}); err != nil {
+				return fmt.Errorf("delete %d under faults: %w", i, err)
+			}
+		}
+		return nil
+	}) {
+		t.FailNow()
 	}
 	fp.SetEnabled(false)
+	phase("intra-partition writes done")
 	rows, err := patterns.Collect(intra.Table().Query(ctx, keys.PK().Eq("Sales"), &patterns.QueryOptions{SelectAll: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +530,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	inter, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email, Partition: func(*Employee) string { return "all" }}}, nil)
 	must(t, err)
 	must(t, inter.CreateIfNotExists(ctx, nil))
-	workerAcct, wfp := faultyAccount(t, mode, 0.10, seed+1)
+	workerAcct, wfp := faultyAccountOn(t, cs, mode, 0.10, seed+1)
 	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
 		Queues: []string{q.Name()}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
 		// A receive or release that fails after the service applied it
@@ -509,26 +542,42 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	must(t, err)
 	stop := runWorker(t, w)
 	fp.SetEnabled(true)
-	for i := 0; i < m; i++ {
-		e := Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
+	// Each entity is inserted, then updated (every third) and deleted
+	// (every fifth, from the second).
+	interPrimaries := m - (m+3)/5
+	if !eachOf(t, m, faultWriters, func(i int) error {
+		pk, rk := []string{"Sales", "HR"}[i%2], fmt.Sprintf("%06d", i)
+		e := Employee{PartitionKey: pk, RowKey: rk, Email: fmt.Sprintf("e%d@contoso.com", i)}
 		if err := inter.Insert(ctx, &e, nil); err != nil {
-			t.Fatalf("inter insert %d under faults: %v", i, err)
+			return fmt.Errorf("inter insert %d under faults: %w", i, err)
 		}
-	}
-	for i := 0; i < m; i += 3 {
-		pk := []string{"Sales", "HR"}[i%2]
-		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil && !unknown("inter update", i, err) {
-			t.Fatalf("inter update %d under faults: %v", i, err)
+		if i%3 == 0 {
+			if _, err := inter.Update(ctx, pk, rk, func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil && !unknown("inter update", i, err) {
+				return fmt.Errorf("inter update %d under faults: %w", i, err)
+			}
 		}
-	}
-	interPrimaries := m
-	for i := 1; i < m; i += 5 {
-		interPrimaries--
-		if err := inter.Delete(ctx, &Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i)}, &patterns.WriteOptions{Unconditional: true}); err != nil {
-			t.Fatalf("inter delete %d under faults: %v", i, err)
+		if i%5 == 1 {
+			if err := inter.Delete(ctx, &Employee{PartitionKey: pk, RowKey: rk}, &patterns.WriteOptions{Unconditional: true}); err != nil {
+				return fmt.Errorf("inter delete %d under faults: %w", i, err)
+			}
 		}
+		return nil
+	}) {
+		t.FailNow()
 	}
 	fp.SetEnabled(false)
+	// Every write has returned: an intent whose write did not land as it
+	// announced (a write that gave up, or an Update that wrote again under
+	// another intent) can no longer be met, and its step waits the
+	// worker's ExpectWindow (DefaultExpectWindow, 30 s on the queue's
+	// clock) before it applies to the entity as it is. Where the clock
+	// moves, it passes that window at once, and the backoffs and
+	// visibility timeouts of the messages waiting with it (up to 37 s of
+	// waiting here, seeds 7 and 8, default-retry); then, while the index
+	// has not converged and the worker holds no message, it passes the
+	// visibility timeout that a receive whose answer was lost (the worker
+	// keeps its faults) hides messages for. Elsewhere the loop waits.
+	clock.Advance(consistency.DefaultExpectWindow + time.Second)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		rep, err := inter.Verify(ctx, nil)
@@ -539,10 +588,15 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 			t.Fatalf("inter-partition index did not converge under faults: %+v, %v", rep, err)
 		}
 		time.Sleep(200 * time.Millisecond)
+		if w.Metrics().InFlight() == 0 && w.Metrics().Waiting() == 0 {
+			clock.Advance(5 * time.Second)
+		}
 	}
+	phase("converged")
 	stop()
+	phase("worker stopped")
 	if rec, err := q.Poisoned(ctx, 32, nil); err != nil || len(rec) != 0 {
 		t.Errorf("poisoned under faults: %v, %v", rec, err)
 	}
-	t.Logf("inter-partition: %d writer faults, %d worker faults", fp.Injected(), wfp.Injected())
+	t.Logf("inter-partition: %d writer faults, %d worker faults; %s", fp.Injected(), wfp.Injected(), strings.Join(phases, ", "))
 }
