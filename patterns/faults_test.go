@@ -62,7 +62,7 @@ func faultyTableOn[T any](t *testing.T, connStr string, mode faults.RetryMode, r
 		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}})
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxAttempts: 100}))
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(t, &patterns.TableOptions{MaxAttempts: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	tbl, fp := faultyTable[Employee](t, mode, 0.10, seed)
 	// plain reads what is stored without faults, so that reading back
 	// does not turn the faults off for the writes still running.
-	plain, err := patterns.NewTable[Employee](testenv.Account(t), tbl.Name(), tableOpts(nil))
+	plain, err := patterns.NewTable[Employee](testenv.Account(t), tbl.Name(), tableOpts(t, nil))
 	must(t, err)
 
 	// The single rows, the counter, the transactions and the bulk insert
