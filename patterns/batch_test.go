@@ -279,6 +279,7 @@ func (p *firstRequestAt) Do(req *policy.Request) (*http.Response, error) {
 // (Concurrency 1) and 1,000 entities round-robin over 10 partitions,
 // exactly 100 are encoded when the first request is sent.
 func TestBulkWriteSendsBeforeEncodingAll(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	first := &firstRequestAt{}
 	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
@@ -358,6 +359,7 @@ func TestBulkWriteEntityMarshaler(t *testing.T) {
 // the fullest group first, the big partition went a few entities at a
 // time once 10,000 small ones waited.
 func TestBulkWriteSeqKeyOrderedPastTheCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, _ := newTable[Employee](t)
 	const small, big = 12000, 2000
