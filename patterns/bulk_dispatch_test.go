@@ -63,6 +63,7 @@ func dispatchGroup(pk string, index int) *group[dispatchRow] {
 // only, and they still leave once it may send. One worker: in input
 // order it would wait for the held partition first.
 func TestBulkDispatchPassesAHeldPartition(t *testing.T) {
+	t.Parallel()
 	b, sent := dispatchJob(t, context.Background(), 1, "held", 300*time.Millisecond)
 	finish := b.start(1)
 	b.dispatch(dispatchGroup("held", 0))
@@ -80,6 +81,7 @@ func TestBulkDispatchPassesAHeldPartition(t *testing.T) {
 // once: the workers return, and the group's entities are reported failed
 // with ctx's error, not sent.
 func TestBulkDispatchCancelledWhileHeld(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b, sent := dispatchJob(t, ctx, 2, "held", time.Minute)
