@@ -80,7 +80,7 @@ type query struct {
 	hash    [8]byte
 }
 
-func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
+func (t *tableCore) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
 	f, err := t.typedFilter(f, opts != nil && opts.AllowUnknownProperties)
 	if err != nil {
 		return query{}, err
@@ -94,7 +94,7 @@ func (t *Table[T]) prepare(f keys.Filter, opts *QueryOptions) (query, error) {
 // as the REST reference asks: `Age ge 45` with an int field (Edm.Int64) is
 // sent as `Age ge 45L`. (Azure widens a narrower number literal itself;
 // it does not compare a wider one, nor other types: keys.Filter.Match.)
-func (t *Table[T]) typedFilter(f keys.Filter, allow bool) (keys.Filter, error) {
+func (t *tableCore) typedFilter(f keys.Filter, allow bool) (keys.Filter, error) {
 	if t.props == nil || f.Err() != nil {
 		return f, nil // an invalid filter reports its own error in prepareQuery
 	}

@@ -140,7 +140,7 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 
 // prepareScan is the query each range of a scan runs, and f as it is
 // sent (typedFilter).
-func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, query, error) {
+func (t *tableCore) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, query, error) {
 	f, err := t.typedFilter(f, o.AllowUnknownProperties)
 	if err != nil {
 		return f, query{}, err
@@ -160,6 +160,10 @@ func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, quer
 // range further as it runs. Each token is also the checkpoint its Scan
 // starts from. An empty table gives one token.
 func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
+	return t.splitScan(ctx, f, n, opts)
+}
+
+func (t *tableCore) splitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
 	o := optsOf(opts)
 	f, q, err := t.prepareScan(f, &o)
 	if err != nil {

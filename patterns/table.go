@@ -74,6 +74,15 @@ func (o *TableOptions) wireOptions() *wire.Options {
 // (optimistic concurrency), and every write stores the new ETag and
 // Timestamp back into the value.
 type Table[T any] struct {
+	tableCore
+}
+
+// tableCore is what a Table is and does that does not depend on T: the
+// methods on it are compiled once, where the methods of Table[T] are
+// compiled again for every entity type a program uses (each a distinct
+// shape to Go's generics), in the user's package. Table's methods that
+// need no T forward to it.
+type tableCore struct {
 	acct        *tablekit.Account
 	name        string
 	w           *wire.Table
@@ -116,7 +125,7 @@ func newTable[T any](acct *tablekit.Account, name string, opts *TableOptions, bl
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = wire.DefaultMaxAttempts
 	}
-	return &Table[T]{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}, nil
+	return &Table[T]{tableCore{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}}, nil
 }
 
 // Name is the table's name.
@@ -222,7 +231,7 @@ func (t *Table[T]) insert(ctx context.Context, v *T, unique bool) error {
 
 // write sends one entity write through the core and returns the new
 // ETag; a lost response is resolved there (see wire.Table.Write).
-func (t *Table[T]) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
+func (t *tableCore) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
 	return t.w.Write(ctx, op, Op{Type: typ, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
 }
 
@@ -347,7 +356,7 @@ func (t *Table[T]) readForDelete(ctx context.Context, v *T, opts *WriteOptions) 
 	return old, etag, nil
 }
 
-func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+func (t *tableCore) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
 	_, err := t.write(ctx, OpDelete, pk, rk, nil, opETag(etag), "delete")
 	return err
 }
@@ -356,6 +365,10 @@ func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ET
 // It reports whether the entity existed; a missing entity is not an error.
 // One request.
 func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string, opts *DeleteIfExistsOptions) (existed bool, err error) {
+	return t.deleteIfExists(ctx, pk, rk)
+}
+
+func (t *tableCore) deleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
 	if err := validateKeys(pk, rk); err != nil {
 		return false, err
 	}
@@ -476,8 +489,18 @@ func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, e
 
 func (t *Table[T]) marshal(v *T) (body []byte, pk, rk string, err error) {
 	if v == nil {
-		return nil, "", "", tkerr.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+		return nil, "", "", t.nilEntity()
 	}
+	return t.marshalValue(v)
+}
+
+// nilEntity is the error of a write given a nil *T.
+func (t *tableCore) nilEntity() error {
+	return tkerr.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+}
+
+// marshalValue is marshal of v, a non-nil *T.
+func (t *tableCore) marshalValue(v any) (body []byte, pk, rk string, err error) {
 	body, err = t.codec.Marshal(v)
 	if err != nil {
 		return nil, "", "", err
@@ -490,7 +513,7 @@ func (t *Table[T]) setMeta(v *T, etag string) {
 	t.codec.SetMeta(v, etag, TimestampFromETag(etag))
 }
 
-func (t *Table[T]) describe(pk, rk string) string {
+func (t *tableCore) describe(pk, rk string) string {
 	return t.name + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
 }
 
