@@ -135,7 +135,7 @@ const (
 // BulkWrite returns a *BulkError when some entities failed, and ctx's error
 // when it was cancelled (entities not yet sent are then reported failed).
 func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) (BulkResult, error) {
-	return t.bulkWrite(ctx, func(yield func(any) bool) {
+	return t.ops().bulkWrite(ctx, func(yield func(any) bool) {
 		for i := range items {
 			if !yield(&items[i]) {
 				return
@@ -153,7 +153,7 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) 
 // key-ordered input, one the input has moved past). Filled transactions
 // wait for a worker, up to 4 × Concurrency of them and 16 MiB.
 func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *BulkOptions) (BulkResult, error) {
-	return t.bulkWrite(ctx, func(yield func(any) bool) {
+	return t.ops().bulkWrite(ctx, func(yield func(any) bool) {
 		for v := range items {
 			if !yield(&v) {
 				return
@@ -165,7 +165,7 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 // bulkWrite is BulkWrite and BulkWriteSeq: it holds the entities by
 // pointer (*T, into the caller's slice, or to the iterator's values) until
 // a worker encodes them.
-func (t *tableCore) bulkWrite(ctx context.Context, items iter.Seq[any], opts *BulkOptions) (BulkResult, error) {
+func (t *tableOps) bulkWrite(ctx context.Context, items iter.Seq[any], opts *BulkOptions) (BulkResult, error) {
 	o, opType, err := t.bulkSetup(opts)
 	if err != nil {
 		return BulkResult{}, err
@@ -189,7 +189,7 @@ func (t *tableCore) bulkWrite(ctx context.Context, items iter.Seq[any], opts *Bu
 
 // bulkSetup checks opts for a bulk write to t and returns them with their
 // defaults set, and the operation each entity gets.
-func (t *tableCore) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
+func (t *tableOps) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -213,7 +213,7 @@ func (t *tableCore) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
 // feed groups the entities of one call by partition and dispatches the
 // groups to b's workers as their transactions fill; it returns once every
 // group is dispatched (not sent). items are *T of t's codec.
-func (t *tableCore) feed(b *bulk, c *bulkCall, items iter.Seq[any], opType OpType, maxBatchBytes int) {
+func (t *tableOps) feed(b *bulk, c *bulkCall, items iter.Seq[any], opType OpType, maxBatchBytes int) {
 	defer c.seal()
 	// Groups being filled, by partition. The loop reads only keys (and
 	// sizes the data, see entity.Codec.DataSize): the workers encode, so a
@@ -370,7 +370,7 @@ func (c *bulkCall) result() BulkResult {
 // Transactions never span two Writes: a partition's entities in two
 // Writes take at least two transactions.
 type BulkWriter[T any] struct {
-	t        *tableCore
+	t        *tableOps
 	b        *bulk
 	opType   OpType
 	maxBytes int
@@ -386,12 +386,12 @@ type BulkWriter[T any] struct {
 // governs every Write: once it ends, what is not yet sent fails with its
 // error. Close the writer when done.
 func (t *Table[T]) NewBulkWriter(ctx context.Context, opts *BulkOptions) (*BulkWriter[T], error) {
-	o, opType, err := t.bulkSetup(opts)
+	o, opType, err := t.ops().bulkSetup(opts)
 	if err != nil {
 		return nil, err
 	}
-	b := newBulk(ctx, &t.tableCore, o.Concurrency, o.MaxBatchBytes)
-	return &BulkWriter[T]{t: &t.tableCore, b: b, opType: opType, maxBytes: o.MaxBatchBytes, finish: b.start(o.Concurrency)}, nil
+	b := newBulk(ctx, t.ops(), o.Concurrency, o.MaxBatchBytes)
+	return &BulkWriter[T]{t: t.ops(), b: b, opType: opType, maxBytes: o.MaxBatchBytes, finish: b.start(o.Concurrency)}, nil
 }
 
 // Write writes items as BulkWrite does, through the writer's workers and
@@ -504,7 +504,7 @@ func (g *group) release() {
 
 // submit validates ops and sends them as one transaction through the core
 // (see wire.Table.Batch, which resolves lost responses).
-func (t *tableCore) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
+func (t *tableOps) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 	return t.w.Batch(ctx, ops)
 }
 
@@ -546,7 +546,7 @@ const maxQueuedBytes = 16 << 20
 // newBulk returns a bulk job on t with at most ceiling transactions in
 // flight, each of at most maxBytes on the wire, sent through the job's
 // limiter.
-func newBulk(ctx context.Context, t *tableCore, ceiling, maxBytes int) *bulk {
+func newBulk(ctx context.Context, t *tableOps, ceiling, maxBytes int) *bulk {
 	b := &bulk{
 		ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), maxBytes: maxBytes,
 		// Enough waiting groups for a free worker to find one whose

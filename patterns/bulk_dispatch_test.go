@@ -30,7 +30,7 @@ func dispatchJob(t *testing.T, ctx context.Context, n int, held string, hold tim
 	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	b := newBulk(ctx, &tbl.tableCore, n, defaultMaxBatchBytes)
+	b := newBulk(ctx, tbl.ops(), n, defaultMaxBatchBytes)
 	s, _ := b.lim.TryAcquire(held, 1)
 	s.Throttled(throttle.Partition, hold)
 	var mu sync.Mutex

@@ -62,7 +62,7 @@ type WhereResult struct {
 // returns the keys (and its metadata) and nothing else.
 var keysOnly = []string{"PartitionKey", "RowKey"}
 
-func (t *tableCore) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter, query, WhereOptions, error) {
+func (t *tableOps) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter, query, WhereOptions, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -89,17 +89,17 @@ func (t *tableCore) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter
 // as Azurite does; Azure may return shorter pages (at a partition boundary
 // or after five seconds), each one more request.
 func (t *Table[T]) Count(ctx context.Context, f keys.Filter, opts *WhereOptions) (int, error) {
-	res, err := t.countWhere(ctx, f, opts)
+	res, err := t.ops().countWhere(ctx, f, opts)
 	return res.Matched, err
 }
 
 // CountWhere is Count reporting the pages it read too (Matched is the
 // count). Its requests are Count's.
 func (t *Table[T]) CountWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
-	return t.countWhere(ctx, f, opts)
+	return t.ops().countWhere(ctx, f, opts)
 }
 
-func (t *tableCore) countWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
+func (t *tableOps) countWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
 	f, q, o, err := t.prepareWhere(f, opts)
 	if err != nil {
@@ -158,10 +158,10 @@ func (o *WhereOptions) scanOptions(q query) *ScanOptions {
 // tablekit.ErrOutcomeUnknown. Entities written after a page was read are
 // not deleted.
 func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
-	return t.deleteWhere(ctx, f, opts)
+	return t.ops().deleteWhere(ctx, f, opts)
 }
 
-func (t *tableCore) deleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
+func (t *tableOps) deleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
 	f, q, o, err := t.prepareWhere(f, opts)
 	if err != nil {
