@@ -109,30 +109,39 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 // newTable is NewTable; blobs says that the caller keeps T's blob fields
 // (entity.Codec.BlobFields), which a plain Table would drop.
 func newTable[T any](acct *tablekit.Account, name string, opts *TableOptions, blobs bool) (*Table[T], error) {
-	if acct == nil {
-		return nil, tkerr.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
-	}
-	o := optsOf(opts)
-	codec, err := entity.CodecOf(reflect.TypeFor[T](), o.Codec)
+	c, err := openTableCore(acct, name, opts, reflect.TypeFor[T](), blobs)
 	if err != nil {
 		return nil, err
 	}
+	return &Table[T]{c}, nil
+}
+
+// openTableCore is newTable for the entity type typ.
+func openTableCore(acct *tablekit.Account, name string, opts *TableOptions, typ reflect.Type, blobs bool) (tableCore, error) {
+	if acct == nil {
+		return tableCore{}, tkerr.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
+	}
+	o := optsOf(opts)
+	codec, err := entity.CodecOf(typ, o.Codec)
+	if err != nil {
+		return tableCore{}, err
+	}
 	if bf := codec.BlobFields(); len(bf) > 0 && !blobs {
-		return nil, tkerr.Errorf("tablekit: NewTable[%s]: %w: field %s is tagged blob, and a Table stores no blob (its writes would drop the field); use patterns.NewModel, which keeps it in Blob storage", codec.Type(), tablekit.ErrInvalidEntity, bf[0].GoName)
+		return tableCore{}, tkerr.Errorf("tablekit: NewTable[%s]: %w: field %s is tagged blob, and a Table stores no blob (its writes would drop the field); use patterns.NewModel, which keeps it in Blob storage", codec.Type(), tablekit.ErrInvalidEntity, bf[0].GoName)
 	}
 	for _, p := range codec.Select() {
 		if strings.HasPrefix(p, ReservedPrefix) {
-			return nil, tkerr.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
+			return tableCore{}, tkerr.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
 		}
 	}
 	w, err := wire.Open(acct, name, o.wireOptions())
 	if err != nil {
-		return nil, err
+		return tableCore{}, err
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = wire.DefaultMaxAttempts
 	}
-	return &Table[T]{tableCore{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}}, nil
+	return tableCore{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}, nil
 }
 
 // Name is the table's name.
