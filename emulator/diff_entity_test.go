@@ -14,6 +14,7 @@ import (
 // Azurite (strict) and one emulator for all of them, each case on tables
 // of its own.
 func TestDiffTable(t *testing.T) {
+	t.Parallel()
 	rg := diffRig(t)
 	cases := []struct {
 		name string

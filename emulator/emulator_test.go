@@ -155,6 +155,7 @@ func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(r
 // With EarlyEnd and the scale model, pages end early (some empty), and a
 // query, a count and a scan still see every entity once.
 func TestEarlyEndOnTheScaleModel(t *testing.T) {
+	t.Parallel()
 	em := emulator.StartTB(t, &emulator.Options{
 		EarlyEnd: &emulator.EarlyEnd{Seed: 7, Probability: 0.5},
 		Scale:    &emulator.ScaleOptions{EntityTime: -1, Throttle: emulator.ThrottleOptions{PartitionEntitiesPerSecond: -1, AccountEntitiesPerSecond: -1}},

@@ -184,6 +184,7 @@ func jsTableError(status int, code, message string) string {
 const jsAbsentOr = "~absentOr:"
 
 func TestJSInterop(t *testing.T) {
+	t.Parallel()
 	testenv.Tier(t, testenv.TierJS)
 	dir := jsInteropReady(t)
 

@@ -56,5 +56,6 @@ var pyBlobFeaturesOnAzurite = []testenv.PyDeparture{
 }
 
 func TestPythonBlobFeatures(t *testing.T) {
+	t.Parallel()
 	testenv.PyScript{Path: pyBlobFeaturesScript, Steps: pyBlobFeatureSteps, OnAzurite: true, Departures: pyBlobFeaturesOnAzurite}.Run(t)
 }

@@ -17,6 +17,7 @@ import (
 // (testenv.PyScript.Clock); on Azurite it takes a key two seconds long
 // and waits.
 func TestPythonDelegation(t *testing.T) {
+	t.Parallel()
 	testenv.PyScript{Path: "_pyinterop/delegation.py",
 		Steps:     []string{"delegation.key", "delegation.read", "delegation.refused", "delegation.expired"},
 		OnAzurite: true, HTTPS: true, OAuth: true, Clock: true}.Run(t)

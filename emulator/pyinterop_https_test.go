@@ -11,6 +11,7 @@ import (
 // and a bearer token on the three services; an expired token is refused
 // 401 InvalidAuthenticationInfo.
 func TestPythonInteropHTTPS(t *testing.T) {
+	t.Parallel()
 	testenv.PyScript{Path: "_pyinterop/https.py", Steps: []string{"https.sharedKey", "https.bearer", "https.expired"},
 		HTTPS: true, OAuth: true}.Run(t)
 }

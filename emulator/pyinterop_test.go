@@ -42,5 +42,6 @@ var pySteps = []string{
 }
 
 func TestPythonInterop(t *testing.T) {
+	t.Parallel()
 	testenv.PyScript{Path: pyInteropScript, Steps: pySteps}.Run(t)
 }

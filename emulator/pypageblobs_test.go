@@ -19,5 +19,6 @@ var pageBlobSteps = []string{
 // steps it departs from Azure, each with its evidence (pageblobs.py's
 // AZURITE).
 func TestPythonPageBlobs(t *testing.T) {
+	t.Parallel()
 	testenv.PyScript{Path: "_pyinterop/pageblobs.py", Steps: pageBlobSteps, OnAzurite: true}.Run(t)
 }

@@ -288,6 +288,7 @@ var azuriteDirs = map[string]bool{"aztables": true, "aztables-2021": true, "azqu
 // one of azuriteDiffers, and every one of those must still be seen, so the
 // list stays the evidence of how Azurite departs from Azure.
 func TestReplayAzurite(t *testing.T) {
+	t.Parallel()
 	testenv.Tier(t, testenv.TierAzurite)
 	recs := recordings(t)
 	az := azurite.StartTB(t, &azurite.Options{Strict: true})

@@ -15,6 +15,7 @@ import (
 // segment (its checkpoint holds the cut and no segment) resumes: its
 // entities go to the ranges the checkpoint holds.
 func TestBackupResumesACutWithoutSegments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	tbl, err := patterns.NewTable[entity.Entity](acct, testenv.TableName(t), nil)

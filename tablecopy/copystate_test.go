@@ -7,6 +7,7 @@ import "testing"
 // every page it covers is written; the spans it covers then leave the
 // checkpoint, and the others stay.
 func TestCopyStateTokenWaitsForItsPages(t *testing.T) {
+	t.Parallel()
 	st := copyState{token: "t0", inflight: map[uint64]span{}, wrote: map[uint64]bool{}}
 	ret := func(ids ...uint64) {
 		for _, id := range ids {

@@ -18,6 +18,7 @@ import (
 // there and verifies. Writing to Cosmos DB is not replayed: its batch
 // answers were recorded for other entities.
 func TestCosmosSourceCopyAndBackup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 

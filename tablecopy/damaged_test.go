@@ -156,6 +156,7 @@ func damagedBackups(t *testing.T, acct *tablekit.Account) []damagedCase {
 // VerifyBackup finds every kind of damage to a segment on its own (no
 // account to compare with), as a mismatch naming the segment.
 func TestVerifyBackupFindsDamagedSegment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range damagedBackups(t, testenv.Account(t)) {
 		t.Run(tc.name, func(t *testing.T) {
 			checks, err := tablecopy.VerifyBackup(context.Background(), tc.loc, nil)
@@ -175,6 +176,7 @@ func TestVerifyBackupFindsDamagedSegment(t *testing.T) {
 // Restore of a backup with a damaged segment fails with a
 // *tablecopy.CorruptError naming the segment, whatever the damage.
 func TestRestoreRefusesDamagedSegment(t *testing.T) {
+	t.Parallel()
 	acct := testenv.Account(t)
 	for _, tc := range damagedBackups(t, acct) {
 		t.Run(tc.name, func(t *testing.T) {

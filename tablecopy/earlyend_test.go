@@ -26,6 +26,7 @@ func TestCopyBackupRestoreExactWhenPagesEndEarly(t *testing.T) {
 	ctx := context.Background()
 	for i, l := range testenv.Layouts {
 		t.Run(l.Name, func(t *testing.T) {
+			t.Parallel()
 			em := emulator.StartTB(t, &emulator.Options{
 				EarlyEnd: &emulator.EarlyEnd{Seed: int64(i + 1), Probability: 0.5},
 				// Partition servers, so pages end at their boundaries

@@ -22,6 +22,7 @@ import (
 // would fail; a key in two segments fails the finish), the manifest
 // covers every range, and both verify.
 func TestJobsUnderDuplicateDeliveries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t, acct, true)

@@ -16,6 +16,7 @@ import (
 // holders of one range must. A directory outside the worker's --job-dir
 // is refused.
 func TestDirJobStoreConditionalWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := dirJobStore{d: Dir(t.TempDir()).s.(dirStore)}
 	if _, _, err := s.load(ctx, "range-00000"); !errors.Is(err, fs.ErrNotExist) {

@@ -24,6 +24,7 @@ import (
 // range's segments; the same backup's manifest without ranges (as
 // earlier builds wrote it) verifies as before, by ranges of RangeKeys.
 func TestBackupRangesAndVerifyByThem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, counter := testenv.CountingAccount(t)
 	src := newRows(t, acct, true)

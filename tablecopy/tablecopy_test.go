@@ -89,6 +89,7 @@ func all(t *testing.T, tbl *rows) []entity.Entity {
 }
 
 func TestCopyKeepsEveryTypeAndTkProperties(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t, acct, true)
@@ -148,6 +149,7 @@ func TestCopyKeepsEveryTypeAndTkProperties(t *testing.T) {
 }
 
 func TestBackupIncrementalChainRestore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
 	src := newRows(t, acct, true)

@@ -17,6 +17,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/entity"
+	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/tablecopy"
 	"github.com/tablekit/tablekit/tools/testenv"
 )
@@ -48,7 +49,7 @@ func startWorker(t *testing.T, queue string, more ...string) *workerProc {
 // conn, with more flags (a flag given again wins).
 func startWorkerOn(t *testing.T, conn, queue string, more ...string) *workerProc {
 	t.Helper()
-	args := append([]string{"run", "--queue", queue, "--concurrency", "3", "--visibility", "2s", "--poll", "200ms",
+	args := append([]string{"run", "--queue", queue, "--concurrency", "3", "--visibility", "2s", "--poll", "50ms",
 		"--until-empty", "--metrics-addr", "", "--depth-interval", "0", "--log-format", "json"}, more...)
 	cmd := exec.Command(workerBinary(t), args...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
@@ -106,8 +107,14 @@ func (p *workerProc) output() string {
 func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	acct := testenv.Account(t)
-	src := newRows(t)
+	// An emulator of the test's own, whose clock the test moves past the
+	// killed worker's visibility timeout.
+	conn, clock := testenv.ClockConnectionString(t)
+	acct := testenv.AccountOn(t, conn, nil)
+	src := rowsNamed(t, acct, testenv.TableName(t))
+	if err := src.CreateIfNotExists(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	es := fillRows(t, src, 3000, 30)
 	dst := rowsNamed(t, acct, src.Name()+"c")
 	bad := rowsNamed(t, acct, src.Name()+"x")
@@ -126,26 +133,25 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := mustRun(t, "", "copy", src.Name(), dst.Name(), "--distributed", "--queue", queue, "--ranges", "8", "--parallel", "2", "--insert", "--checkpoint-table", ck, "--json")
+	r := mustRunOn(t, conn, "copy", src.Name(), dst.Name(), "--distributed", "--queue", queue, "--ranges", "8", "--parallel", "2", "--insert", "--checkpoint-table", ck, "--json")
 	cref, _ := jsonSummary(t, r)["job"].(string)
-	r = mustRun(t, "", "backup", src.Name(), "--to", to, "--distributed", "--queue", queue, "--ranges", "8", "--parallel", "2", "--segment-size", "16KiB", "--json")
+	r = mustRunOn(t, conn, "backup", src.Name(), "--to", to, "--distributed", "--queue", queue, "--ranges", "8", "--parallel", "2", "--segment-size", "16KiB", "--json")
 	bref, _ := jsonSummary(t, r)["job"].(string)
-	r = mustRun(t, "", "copy", src.Name(), bad.Name(), "--distributed", "--queue", queue, "--ranges", "4", "--insert", "--checkpoint-table", ck)
+	r = mustRunOn(t, conn, "copy", src.Name(), bad.Name(), "--distributed", "--queue", queue, "--ranges", "4", "--insert", "--checkpoint-table", ck)
 	xref := strings.Fields(r.stdout)[3]
 	if !strings.HasPrefix(cref, "table://"+ck+"/") || bref != to || !strings.HasPrefix(xref, "table://") {
 		t.Fatalf("job references %q, %q, %q", cref, bref, xref)
 	}
-	if r := run(t, "", "job", "status", cref); r.code != 3 || !strings.Contains(r.stdout, "running, 0/") {
+	if r := runOn(t, conn, "", "job", "status", cref); r.code != 3 || !strings.Contains(r.stdout, "running, 0/") {
 		t.Fatalf("job status before any worker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
 	start := time.Now()
-	workers := []*workerProc{startWorker(t, queue), startWorker(t, queue), startWorker(t, queue)}
-	killed, others := firstToOpen(t, workers, 60*time.Second)
 	// Within 30 ms of its first range: a worker that receives a batch now
 	// runs its ranges back to back, and one make test ran both ranges it
 	// had started to the end within the old 10 to 80 ms.
-	killInRange(t, killed, 0, 30*time.Millisecond)
+	killed, others := killOneOf(t, conn, clock.Pass, queue, 3, 0, 30*time.Millisecond)
+	workers := append([]*workerProc{killed}, others...)
 	for i, w := range others {
 		select {
 		case err := <-w.done:
@@ -158,13 +164,13 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 	}
 	t.Logf("3 workers, one killed, drained 3 jobs in %v", time.Since(start).Round(time.Millisecond))
 
-	r = mustRun(t, "", "job", "watch", cref, "--verify", "--interval", "200ms")
+	r = mustRunOn(t, conn, "job", "watch", cref, "--verify", "--interval", "200ms")
 	if !strings.Contains(r.stdout, "complete, ") || !strings.Contains(r.stdout, "verified "+src.Name()) {
 		t.Fatalf("job watch --verify of the copy:\n%s%s", r.stdout, r.stderr)
 	}
 	sameAs(t, dst, es)
 
-	r = mustRun(t, "", "job", "watch", bref, "--verify", "--json")
+	r = mustRunOn(t, conn, "job", "watch", bref, "--verify", "--json")
 	if s := jsonSummary(t, r); s["ok"] != true || s["state"] != "complete" {
 		t.Fatalf("job watch --verify of the backup: %s\n%s", r.stdout, r.stderr)
 	}
@@ -179,7 +185,7 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 	if tb := m.Tables[0]; tb.Entities != int64(len(es)) || tb.Keys.Count != int64(len(es)) {
 		t.Fatalf("the backup holds %d entities and %d keys, want %d", tb.Entities, tb.Keys.Count, len(es))
 	}
-	mustRun(t, "", "verify", "--from", to, src.Name())
+	mustRunOn(t, conn, "verify", "--from", to, src.Name())
 
 	// The killed worker's ranges were taken again, from their checkpoints.
 	retaken := 0
@@ -198,11 +204,11 @@ func TestDistributedJobsSurviveAKilledWorker(t *testing.T) {
 		t.Errorf("no range was taken again after the kill:\n%s", killed.output())
 	}
 
-	r = run(t, "", "job", "status", xref)
+	r = runOn(t, conn, "", "job", "status", xref)
 	if r.code != 1 || !strings.Contains(r.stderr, "range ") || !strings.Contains(r.stderr, "exists in the target") {
 		t.Fatalf("job status of the failing job: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r = run(t, "", "job", "watch", xref, "--interval", "100ms"); r.code != 1 {
+	if r = runOn(t, conn, "", "job", "watch", xref, "--interval", "100ms"); r.code != 1 {
 		t.Fatalf("job watch of the failing job: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, w := range workers {
@@ -325,14 +331,21 @@ func TestDistributedIncrementalBackupToADirectoryAndAFilteredCopy(t *testing.T) 
 
 // On the emulator's scale model (Azure's targets and partition servers,
 // at a fifth of Azure's rates), a distributed copy (--insert) of 4,000
-// entities over 40 partitions, in 8 ranges of about 500 (each about half
-// a second: with 16, a range could end before the kill, now that a copy
-// reads on while it writes), is
-// taken by four tablekit-worker processes, one of them SIGKILLed in the
-// middle of its range: the job completes, the target holds every entity
-// exactly once (with --insert, an entity written twice fails its range,
-// unless the resumed range found it identical first), it verifies, and
-// the killed range was taken again from its checkpoint.
+// entities over 40 partitions, in 8 ranges of 200 to 800 (a reader of
+// the model takes 400 entities a second: 0.5 to 2 s each; with 16, a
+// range could end before the kill, now that a copy reads on while it
+// writes), is taken by four tablekit-worker processes, one of them
+// SIGKILLed in the middle of its range: the job completes, the target
+// holds every entity exactly once (with --insert, an entity written twice
+// fails its range, unless the resumed range found it identical first), it
+// verifies, and the killed range was taken again from its checkpoint.
+//
+// The table is written and read back past the model (DirectTableURL):
+// the copy on the model is what the test is about. Its partition keys
+// spread over the key space ("00" to "ea"): the job's split found 2,000
+// entities for its first range and 1,000 for its second among keys that
+// share a prefix ("p00" to "p39"), and their serial reads held the test
+// for 10 s.
 func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -341,11 +354,25 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := rowsNamed(t, acct, "ModelSource")
+	direct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	directConn := strings.Replace(em.ConnectionString, "TableEndpoint="+em.TableURL+";", "TableEndpoint="+em.DirectTableURL+";", 1)
+	if directConn == em.ConnectionString {
+		t.Fatalf("no TableEndpoint=%s; in %q", em.TableURL, em.ConnectionString)
+	}
+	src := rowsNamed(t, direct, "ModelSource")
 	if err := src.CreateIfNotExists(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	es := fillRows(t, src, 4000, 40)
+	es := make([]entity.Entity, 4000)
+	for i := range es {
+		es[i] = withTk(fmt.Sprintf("%02x", i%40*6), fmt.Sprintf("r%05d", i), i)
+	}
+	if _, err := src.BulkWrite(ctx, es, &patterns.BulkOptions{Concurrency: 16}); err != nil {
+		t.Fatal(err)
+	}
 	dst := rowsNamed(t, acct, "ModelTarget")
 	queue := "model-copy"
 	r := runOn(t, em.ConnectionString, "", "copy", src.Name(), dst.Name(), "--distributed", "--queue", queue, "--ranges", "8", "--parallel", "1", "--insert", "--json")
@@ -355,24 +382,13 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	ref, _ := jsonSummary(t, r)["job"].(string)
 
 	start := time.Now()
-	var workers []*workerProc
-	for range 4 {
-		workers = append(workers, startWorkerOn(t, em.ConnectionString, queue, "--concurrency", "1"))
-	}
-	killed, others := firstToOpen(t, workers, 60*time.Second)
-	killInRange(t, killed, 10*time.Millisecond, 70*time.Millisecond)
+	killed, others := killOneOf(t, em.ConnectionString, em.Advance, queue, 4, 10*time.Millisecond, 70*time.Millisecond, "--concurrency", "1")
 	drain(t, others...)
 	t.Logf("4 workers, one killed, copied %d entities in %v on the model; %+v", len(es), time.Since(start).Round(time.Millisecond), em.Stats())
 
-	r = runOn(t, em.ConnectionString, "", "job", "watch", ref, "--verify", "--parallel", "1", "--interval", "200ms")
+	r = runOn(t, directConn, "", "job", "watch", ref, "--verify", "--parallel", "1", "--interval", "200ms")
 	if r.code != 0 || !strings.Contains(r.stdout, "verified "+src.Name()) {
 		t.Fatalf("job watch --verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	// Read back past the model (its throttled reads took 10 s of the
-	// test's 36): the copy on the model is what the test is about.
-	direct, err := tablekit.NewAccountWithSharedKey(em.AccountName, em.AccountKey, tablekit.Endpoints{Table: em.DirectTableURL}, nil)
-	if err != nil {
-		t.Fatal(err)
 	}
 	sameAs(t, rowsNamed(t, direct, dst.Name()), es)
 	s, err := tablecopy.ReadJob(ctx, ref, acct, nil)
@@ -391,6 +407,45 @@ func TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker(t *testing.T) {
 	if retaken == 0 {
 		t.Errorf("no range was taken again after the kill:\n%s", killed.output())
 	}
+}
+
+// victimVisibility is the visibility timeout of the worker a test kills.
+// Once it is killed, the test lets that much go by on the service's clock
+// (killOneOf), so that the messages it held are delivered to the others
+// at once; the others hold theirs for 30 s, which that leaves with them.
+const victimVisibility = time.Second
+
+// killOneOf starts n tablekit-worker processes on queue in the account of
+// conn (with more flags) and SIGKILLs one of them inside a range. The
+// victim starts first, alone, with victimVisibility; once its log shows
+// a range started the others start, with a visibility timeout of 30 s,
+// and the victim is killed after at least after and up to spread more
+// (killInRange), and must have died of it. Then pass lets
+// victimVisibility (and a margin) go by on the service's clock
+// (testenv.Clock.Pass, or emulator.Instance.Advance), so that the
+// messages the victim held are visible again at once instead of after a
+// real wait. It returns the victim and the others.
+func killOneOf(t *testing.T, conn string, pass func(time.Duration), queue string, n int, after, spread time.Duration, more ...string) (*workerProc, []*workerProc) {
+	t.Helper()
+	victim := startWorkerOn(t, conn, queue, append(slices.Clone(more), "--visibility", victimVisibility.String())...)
+	firstToOpen(t, []*workerProc{victim}, 60*time.Second)
+	var others []*workerProc
+	for range n - 1 {
+		others = append(others, startWorkerOn(t, conn, queue, append(slices.Clone(more), "--visibility", "30s")...))
+	}
+	killInRange(t, victim, after, spread)
+	// Moving the clock would hand a live victim's ranges to the others
+	// too: the test is of a killed one.
+	select {
+	case <-victim.done:
+		if ps := victim.cmd.ProcessState; ps == nil || ps.Exited() {
+			t.Fatalf("the victim was not killed: it exited (%v)\n%s", ps, victim.output())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the victim still runs 30 s after its SIGKILL:\n%s", victim.output())
+	}
+	pass(victimVisibility + 100*time.Millisecond)
+	return victim, others
 }
 
 // firstToOpen returns the first of workers whose log shows a range

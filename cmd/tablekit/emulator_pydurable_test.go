@@ -40,6 +40,7 @@ var durableSteps = []string{"check.transactions", "check.messages", "check.blobs
 // through the SDK still allow a browser's preflight (plain HTTP) on the
 // Table and Blob services, for that account only.
 func TestEmulatorLocationSurvivesSIGKILLPython(t *testing.T) {
+	t.Parallel()
 	testenv.Tier(t, testenv.TierPython)
 	py := testenv.Python(t)
 	script, err := filepath.Abs(durableScript)

@@ -80,6 +80,17 @@ func mustRun(t *testing.T, stdin string, args ...string) result {
 	return r
 }
 
+// mustRunOn runs tablekit on the account of conn, without stdin, and
+// fails the test unless it exits 0.
+func mustRunOn(t *testing.T, conn string, args ...string) result {
+	t.Helper()
+	r := runOn(t, conn, "", args...)
+	if r.code != 0 {
+		t.Fatalf("tablekit %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
 func newRows(t *testing.T) *rows {
 	t.Helper()
 	tbl, err := patterns.NewTable[entity.Entity](testenv.Account(t), testenv.TableName(t), nil)
@@ -430,6 +441,7 @@ func TestPoisonListAndRequeue(t *testing.T) {
 // Without an account, the command says how to get one, a local emulator
 // included.
 func TestNoAccountNamesTheEmulator(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	cmd := exec.Command(bin, "tables")
 	for _, kv := range os.Environ() {

@@ -10,6 +10,7 @@ import (
 
 // The commands' sentences say "1 entity", "2 entities", "1 table".
 func TestSentencesCountInTheirNumber(t *testing.T) {
+	t.Parallel()
 	tbl := newRows(t)
 	if _, err := tbl.BulkWrite(context.Background(), []entity.Entity{{PartitionKey: "p", RowKey: "1"}}, nil); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // --allow-scan (exit 2), in the command line's words; with it, it runs.
 // count and export given no FILTER work on the whole table.
 func TestScanRuleIsOneForEveryCommand(t *testing.T) {
+	t.Parallel()
 	// The connection string points at a closed port: a request would
 	// fail with exit 1.
 	conn := "--connection-string=DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:1/devstoreaccount1"

@@ -19,6 +19,7 @@ var versionLine = regexp.MustCompile(`^tablekit (v\d+\.\d+\.\d+\S*|\(devel\))( [
 // --version" print the version its build information gives, the string a
 // backup manifest records.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	bi, err := debugbuildinfo.ReadFile(bin)
 	if err != nil {
