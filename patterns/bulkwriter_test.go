@@ -108,32 +108,25 @@ func TestBulkWriterConcurrentWrites(t *testing.T) {
 // runs under -race); at a load of 4 a run had 26 and 73. The share of
 // requests refused (26 of 106 against 73 of 153 there) is a weaker
 // measure: the refusals themselves make the second share's denominator.
-// The two ways run side by side, each on an emulator of its own: each
-// takes at least 4 s (8,000 entities at 2,000/s), and one after the other
-// they took 8 to 19 s.
 func TestBulkWriterSharesThePace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	run := func(t *testing.T, shared bool) (throttled, requests int, ok bool) {
+	run := func(t *testing.T, shared bool) (throttled, requests int) {
 		em := emulator.StartTB(t, &emulator.Options{Throttle: &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 2000, AccountEntitiesPerSecond: -1}})
 		acct, err := tablekit.Connect(em.ConnectionString, nil)
 		if err != nil {
-			t.Error(err)
-			return 0, 0, false
+			t.Fatal(err)
 		}
 		tbl, err := patterns.NewTable[Employee](acct, "sharedpace", nil)
 		if err != nil {
-			t.Error(err)
-			return 0, 0, false
+			t.Fatal(err)
 		}
 		if err := tbl.CreateIfNotExists(ctx, nil); err != nil {
-			t.Error(err)
-			return 0, 0, false
+			t.Fatal(err)
 		}
 		w, err := tbl.NewBulkWriter(ctx, &patterns.BulkOptions{Concurrency: 8})
 		if err != nil {
-			t.Error(err)
-			return 0, 0, false
+			t.Fatal(err)
 		}
 		const writers, pages, per = 4, 4, 500
 		var mu sync.Mutex
@@ -173,10 +166,9 @@ func TestBulkWriterSharesThePace(t *testing.T) {
 		}
 		n, err := tbl.Count(ctx, keys.Filter{}, &patterns.WhereOptions{AllowTableScan: true})
 		if err != nil || n != writers*pages*per {
-			t.Errorf("Count: %d, %v; want %d", n, err, writers*pages*per)
-			return 0, 0, false
+			t.Fatalf("Count: %d, %v; want %d", n, err, writers*pages*per)
 		}
-		return throttled, requests, true
+		return throttled, requests
 	}
 	// On a loaded machine a BulkWrite per page may not outrun the target
 	// far enough to be refused much (9 of 89 requests at load 19): then
@@ -184,15 +176,8 @@ func TestBulkWriterSharesThePace(t *testing.T) {
 	// at most.
 	var pt, pr, st, sr int
 	for try := 1; ; try++ {
-		var pok, sok bool
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { defer wg.Done(); pt, pr, pok = run(t, false) }()
-		go func() { defer wg.Done(); st, sr, sok = run(t, true) }()
-		wg.Wait()
-		if !pok || !sok {
-			t.FailNow()
-		}
+		pt, pr = run(t, false)
+		st, sr = run(t, true)
 		t.Logf("refused: a BulkWrite per page %d of %d requests, one BulkWriter %d of %d", pt, pr, st, sr)
 		if pt >= 30 || try == 3 {
 			break
