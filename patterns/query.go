@@ -193,7 +193,9 @@ func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions)
 // closures were compiled again at every call site, and a repository's call
 // sites once for every entity type (931 functions, 335 KB of patterns'
 // tests' code). Transaction, Scan, BulkWrite and BulkWriteSeq, which build
-// closures too and allocate them anyway, are not inlined either.
+// closures too and allocate them anyway, are not inlined either, nor are
+// the repositories' iterators whose closures are large (Bucketed.Query,
+// PeriodTables.Query, CompoundKeys.Related).
 //
 //go:noinline
 func queryRows[T any](t *Table[T], ctx context.Context, f keys.Filter, opts *QueryOptions, yield func(T, error) bool) {
@@ -237,7 +239,11 @@ func (t *tableOps) queryInto(ctx context.Context, f keys.Filter, opts *QueryOpti
 }
 
 // rawRows runs a prepared query, yielding each row's JSON; it stops after
-// q.limit rows, at the first error, or when ctx is cancelled.
+// q.limit rows, at the first error, or when ctx is cancelled. Not
+// inlined, as scanRows is not: wire's iterator would be compiled again in
+// every generic caller, for every entity type.
+//
+//go:noinline
 func rawRows(ctx context.Context, w *wire.Table, q query) iter.Seq2[[]byte, error] {
 	return w.Rows(ctx, q.wire())
 }
