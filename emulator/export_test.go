@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/internal/disk"
@@ -24,4 +25,20 @@ func SetGrace(o *Options, grace time.Duration) {
 	t := defaultTimeouts
 	t.grace, t.headerTimeout, t.stall = grace, grace, grace
 	o.timeouts = &t
+}
+
+// ActiveConns counts the connections of i's servers with a request in
+// flight: its server has begun to read it (http.StateActive).
+func ActiveConns(i *Instance) int {
+	n := 0
+	for _, c := range i.conns {
+		c.mu.Lock()
+		for _, s := range c.state {
+			if s == http.StateActive {
+				n++
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n
 }

@@ -84,8 +84,16 @@ func TestStopWaitsForRequestInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- tbl.Upsert(ctx, &row{PartitionKey: "p", RowKey: "r", N: 1}, nil) }()
 	sent := <-wrote
-	// The request is on the wire; the server holds it for latency.
-	time.Sleep(50 * time.Millisecond)
+	// The request is on the wire; once the server has begun to read it,
+	// it holds it for latency. (Before, Stop closes the connection as one
+	// with no request, and the client's retries find no server: a sleep
+	// of 50 ms was not always enough under -race beside other tests.)
+	for emulator.ActiveConns(em) == 0 {
+		if time.Since(sent) > 10*time.Second {
+			t.Fatal("the server has not begun to read the request 10 s after it was sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := em.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}

@@ -16,7 +16,12 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain starts the build of tablekit-worker, which
+// TestEmployeeDirectoryConverges runs, while the other tests run.
+func TestMain(m *testing.M) {
+	testenv.Prebuild(workerCommand)
+	testenv.Main(m)
+}
 
 // Person is an ordinary entity type for the catalogue.
 type Person struct {

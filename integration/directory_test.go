@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -91,18 +90,18 @@ func newDirectory(t *testing.T, acct *tablekit.Account) *directory {
 	return d
 }
 
-// startWorker builds tablekit-worker and runs it on the queue as a separate
-// process, stopped with SIGTERM when the test ends.
-func startWorker(t *testing.T, queue string) {
+// workerCommand is where tablekit-worker's package is, from here.
+const workerCommand = "../cmd/tablekit-worker"
+
+// startWorker runs tablekit-worker (testenv.Command: built once, from the
+// start of the tests, TestMain) on the queue of the account of connStr
+// as a separate process, stopped with SIGTERM when the test ends.
+func startWorker(t *testing.T, connStr, queue string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tablekit-worker")
-	build := exec.Command("go", "build", "-o", bin, "github.com/tablekit/tablekit/cmd/tablekit-worker")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build tablekit-worker: %v\n%s", err, out)
-	}
+	bin := testenv.Command(t, workerCommand)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "run", "--queue", queue, "--concurrency", "8", "--visibility", "10s", "--poll", "100ms", "--metrics-addr", "")
-	cmd.Env = append(os.Environ(), tablekit.EnvConnectionString+"="+testenv.ConnectionString(t))
+	cmd.Env = append(os.Environ(), tablekit.EnvConnectionString+"="+connStr)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -142,11 +141,18 @@ func photo(e Employee, version int) []byte {
 // employees and replace photos, while a real tablekit-worker process keeps
 // the eventually consistent parts. Every index, list and blob must end
 // exactly as the primary entities say.
+//
+// The service's clock is the test's: once everything is written, it moves
+// on by the intents' delay (1 s), which the worker would otherwise wait
+// out. The test is Parallel so that it starts after the others, by when
+// the worker's build (TestMain) has had their time.
 func TestEmployeeDirectoryConverges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	acct := testenv.Account(t)
+	cs, clock := testenv.ClockConnectionString(t)
+	acct := testenv.AccountOn(t, cs, nil)
 	d := newDirectory(t, acct)
-	startWorker(t, d.queue.Name())
+	startWorker(t, cs, d.queue.Name())
 
 	depts := []string{"Sales", "HR", "Dev"}
 	lasts := []string{"Jones", "Smith", "Cao", "Hall"}
@@ -241,7 +247,9 @@ func TestEmployeeDirectoryConverges(t *testing.T) {
 		}
 	}
 
-	// The rest converges once the worker has run.
+	// The rest converges once the worker has run, the intents' delay
+	// passed.
+	clock.Advance(time.Second)
 	eventually(t, 60*time.Second, func() error {
 		rep, err := d.org.Verify(ctx, nil)
 		if err != nil {

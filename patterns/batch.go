@@ -75,6 +75,8 @@ type Transaction[T any] struct {
 }
 
 // Transaction starts an entity group transaction on t.
+//
+//go:noinline
 func (t *Table[T]) Transaction() *Transaction[T] {
 	return &Transaction[T]{t: t, b: txBuilder{
 		name: t.name,
@@ -133,7 +135,7 @@ func (x *Transaction[T]) Ops() []Op { return x.b.ops }
 // rule is broken (before any request); or a *tablekit.TransactionError
 // naming the failing operation (no operation applied).
 func (x *Transaction[T]) Submit(ctx context.Context, opts *SubmitOptions) ([]OpResult, error) {
-	return x.b.submit(ctx, x.t.submit)
+	return x.b.submit(ctx, x.t.ops().submit)
 }
 
 // txBuilder is the untyped core of Transaction[T] and MixedTransaction:
@@ -248,5 +250,5 @@ func transactionIndex(err error) (int, bool) {
 // transactions that mix Go types in one partition; errors are those of
 // SubmitTransaction. One request.
 func (t *Table[T]) SubmitOps(ctx context.Context, ops []Op, opts *SubmitOptions) ([]OpResult, error) {
-	return t.submit(ctx, ops)
+	return t.ops().submit(ctx, ops)
 }

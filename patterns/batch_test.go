@@ -19,6 +19,7 @@ import (
 )
 
 func TestTransactionRulesCheckedBeforeSending(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	many := tbl.Transaction()
@@ -61,6 +62,7 @@ func TestTransactionRulesCheckedBeforeSending(t *testing.T) {
 }
 
 func TestTransactionAtomicAndReportsFailingIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	existing := Employee{PartitionKey: "Sales", RowKey: "000005", FirstName: "Old"}
@@ -158,6 +160,7 @@ func TestBulkWrite20000Over50Partitions(t *testing.T) {
 }
 
 func TestBulkWriteSplitsAt4MiB(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	// 30 entities of 720 KB on the wire: 8 strings of 30,000 three-byte
@@ -167,7 +170,7 @@ func TestBulkWriteSplitsAt4MiB(t *testing.T) {
 		PartitionKey, RowKey   string
 		A, B, C, D, E, F, G, H string
 	}
-	wt, err := patterns.NewTable[wide](tbl.Account(), tbl.Name(), tableOpts(nil))
+	wt, err := patterns.NewTable[wide](tbl.Account(), tbl.Name(), tableOpts(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +204,7 @@ func TestBulkWriteSplitsAt4MiB(t *testing.T) {
 }
 
 func TestBulkWriteReportsFailuresAndKeepsTheRest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, _ := newTable[Employee](t)
 	for _, rk := range []string{"000010", "000077"} {
@@ -275,12 +279,13 @@ func (p *firstRequestAt) Do(req *policy.Request) (*http.Response, error) {
 // (Concurrency 1) and 1,000 entities round-robin over 10 partitions,
 // exactly 100 are encoded when the first request is sent.
 func TestBulkWriteSendsBeforeEncodingAll(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	first := &firstRequestAt{}
 	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		PerRetryPolicies: []policy.Policy{first},
 	}})
-	tbl, err := patterns.NewTable[countedRow](acct, testenv.TableName(t), tableOpts(nil))
+	tbl, err := patterns.NewTable[countedRow](acct, testenv.TableName(t), tableOpts(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +342,7 @@ func TestBulkWriteEntityMarshaler(t *testing.T) {
 		t.Errorf("BulkWrite = %+v, want 249 written in 4 requests", res)
 	}
 	requests(t, c, 4, "the bulk write")
-	e, err := patterns.NewTable[entity.Entity](tbl.Account(), tbl.Name(), tableOpts(nil))
+	e, err := patterns.NewTable[entity.Entity](tbl.Account(), tbl.Name(), tableOpts(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,6 +359,7 @@ func TestBulkWriteEntityMarshaler(t *testing.T) {
 // the fullest group first, the big partition went a few entities at a
 // time once 10,000 small ones waited.
 func TestBulkWriteSeqKeyOrderedPastTheCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, _ := newTable[Employee](t)
 	const small, big = 12000, 2000

@@ -134,8 +134,10 @@ const (
 //
 // BulkWrite returns a *BulkError when some entities failed, and ctx's error
 // when it was cancelled (entities not yet sent are then reported failed).
+//
+//go:noinline
 func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) (BulkResult, error) {
-	return t.bulkWrite(ctx, func(yield func(*T) bool) {
+	return t.ops().bulkWrite(ctx, func(yield func(any) bool) {
 		for i := range items {
 			if !yield(&items[i]) {
 				return
@@ -152,8 +154,10 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) 
 // transaction of the partition added to least recently leaves early (in
 // key-ordered input, one the input has moved past). Filled transactions
 // wait for a worker, up to 4 × Concurrency of them and 16 MiB.
+//
+//go:noinline
 func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *BulkOptions) (BulkResult, error) {
-	return t.bulkWrite(ctx, func(yield func(*T) bool) {
+	return t.ops().bulkWrite(ctx, func(yield func(any) bool) {
 		for v := range items {
 			if !yield(&v) {
 				return
@@ -163,16 +167,16 @@ func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *Bu
 }
 
 // bulkWrite is BulkWrite and BulkWriteSeq: it holds the entities by
-// pointer (into the caller's slice, or to the iterator's values) until a
-// worker encodes them.
-func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *BulkOptions) (BulkResult, error) {
+// pointer (*T, into the caller's slice, or to the iterator's values) until
+// a worker encodes them.
+func (t *tableOps) bulkWrite(ctx context.Context, items iter.Seq[any], opts *BulkOptions) (BulkResult, error) {
 	o, opType, err := t.bulkSetup(opts)
 	if err != nil {
 		return BulkResult{}, err
 	}
 	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
 	finish := b.start(o.Concurrency)
-	c := newBulkCall[T]()
+	c := newBulkCall()
 	t.feed(b, c, items, opType, o.MaxBatchBytes)
 	finish()
 
@@ -189,7 +193,7 @@ func (t *Table[T]) bulkWrite(ctx context.Context, items iter.Seq[*T], opts *Bulk
 
 // bulkSetup checks opts for a bulk write to t and returns them with their
 // defaults set, and the operation each entity gets.
-func (t *Table[T]) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
+func (t *tableOps) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -212,8 +216,8 @@ func (t *Table[T]) bulkSetup(opts *BulkOptions) (BulkOptions, OpType, error) {
 
 // feed groups the entities of one call by partition and dispatches the
 // groups to b's workers as their transactions fill; it returns once every
-// group is dispatched (not sent).
-func (t *Table[T]) feed(b *bulk[T], c *bulkCall[T], items iter.Seq[*T], opType OpType, maxBatchBytes int) {
+// group is dispatched (not sent). items are *T of t's codec.
+func (t *tableOps) feed(b *bulk, c *bulkCall, items iter.Seq[any], opType OpType, maxBatchBytes int) {
 	defer c.seal()
 	// Groups being filled, by partition. The loop reads only keys (and
 	// sizes the data, see entity.Codec.DataSize): the workers encode, so a
@@ -222,7 +226,7 @@ func (t *Table[T]) feed(b *bulk[T], c *bulkCall[T], items iter.Seq[*T], opType O
 	// entities (or bytes) wait in the groups, the one added to least
 	// recently is sent early to keep memory bounded; below that, every
 	// batch is full and requests are fewest.
-	pending := map[string]*group[T]{}
+	pending := map[string]*group{}
 	waiting, waitingBytes := 0, 0
 	flush := func(pk string) {
 		g := pending[pk]
@@ -244,7 +248,7 @@ func (t *Table[T]) feed(b *bulk[T], c *bulkCall[T], items iter.Seq[*T], opType O
 		if !ok {
 			// An EntityMarshaler: its size is known only once encoded.
 			var err error
-			if body, pk, rk, err = t.marshal(v); err != nil {
+			if body, pk, rk, err = t.marshalValue(v); err != nil {
 				b.fail(c, index, pk, rk, err)
 				continue
 			}
@@ -259,7 +263,7 @@ func (t *Table[T]) feed(b *bulk[T], c *bulkCall[T], items iter.Seq[*T], opType O
 			}
 		}
 		if g == nil {
-			g = newGroup[T]()
+			g = newGroup()
 			g.call = c
 			pending[pk] = g
 		}
@@ -297,7 +301,7 @@ func (t *Table[T]) feed(b *bulk[T], c *bulkCall[T], items iter.Seq[*T], opType O
 
 // bulkCall is what one call of a bulk job (a BulkWrite, a BulkWriter's
 // Write) gave: its groups in flight, the entities written and failed.
-type bulkCall[T any] struct {
+type bulkCall struct {
 	mu      sync.Mutex
 	pending int  // groups dispatched and not done
 	sealed  bool // every group is dispatched
@@ -306,17 +310,17 @@ type bulkCall[T any] struct {
 	failed  []BulkFailure
 }
 
-func newBulkCall[T any]() *bulkCall[T] { return &bulkCall[T]{done: make(chan struct{})} }
+func newBulkCall() *bulkCall { return &bulkCall{done: make(chan struct{})} }
 
 // add counts a group dispatched.
-func (c *bulkCall[T]) add() {
+func (c *bulkCall) add() {
 	c.mu.Lock()
 	c.pending++
 	c.mu.Unlock()
 }
 
 // groupDone counts a group done (its entities written or failed).
-func (c *bulkCall[T]) groupDone() {
+func (c *bulkCall) groupDone() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending--; c.pending == 0 && c.sealed {
@@ -325,7 +329,7 @@ func (c *bulkCall[T]) groupDone() {
 }
 
 // seal says no more groups come.
-func (c *bulkCall[T]) seal() {
+func (c *bulkCall) seal() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sealed = true
@@ -334,13 +338,13 @@ func (c *bulkCall[T]) seal() {
 	}
 }
 
-func (c *bulkCall[T]) wrote(n int) {
+func (c *bulkCall) wrote(n int) {
 	c.mu.Lock()
 	c.written += n
 	c.mu.Unlock()
 }
 
-func (c *bulkCall[T]) fail(index int, pk, rk string, err error) {
+func (c *bulkCall) fail(index int, pk, rk string, err error) {
 	c.mu.Lock()
 	c.failed = append(c.failed, BulkFailure{Index: index, PartitionKey: pk, RowKey: rk, Err: err})
 	c.mu.Unlock()
@@ -348,7 +352,7 @@ func (c *bulkCall[T]) fail(index int, pk, rk string, err error) {
 
 // result is the call's outcome, its failures in input order; call it once
 // done is closed.
-func (c *bulkCall[T]) result() BulkResult {
+func (c *bulkCall) result() BulkResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	res := BulkResult{Written: c.written, Failed: c.failed}
@@ -370,8 +374,8 @@ func (c *bulkCall[T]) result() BulkResult {
 // Transactions never span two Writes: a partition's entities in two
 // Writes take at least two transactions.
 type BulkWriter[T any] struct {
-	t        *Table[T]
-	b        *bulk[T]
+	t        *tableOps
+	b        *bulk
 	opType   OpType
 	maxBytes int
 	finish   func()
@@ -386,12 +390,12 @@ type BulkWriter[T any] struct {
 // governs every Write: once it ends, what is not yet sent fails with its
 // error. Close the writer when done.
 func (t *Table[T]) NewBulkWriter(ctx context.Context, opts *BulkOptions) (*BulkWriter[T], error) {
-	o, opType, err := t.bulkSetup(opts)
+	o, opType, err := t.ops().bulkSetup(opts)
 	if err != nil {
 		return nil, err
 	}
-	b := newBulk(ctx, t, o.Concurrency, o.MaxBatchBytes)
-	return &BulkWriter[T]{t: t, b: b, opType: opType, maxBytes: o.MaxBatchBytes, finish: b.start(o.Concurrency)}, nil
+	b := newBulk(ctx, t.ops(), o.Concurrency, o.MaxBatchBytes)
+	return &BulkWriter[T]{t: t.ops(), b: b, opType: opType, maxBytes: o.MaxBatchBytes, finish: b.start(o.Concurrency)}, nil
 }
 
 // Write writes items as BulkWrite does, through the writer's workers and
@@ -411,8 +415,8 @@ func (w *BulkWriter[T]) Write(items []T) (BulkResult, error) {
 	w.calls.Add(1)
 	w.mu.Unlock()
 	defer w.calls.Done()
-	c := newBulkCall[T]()
-	w.t.feed(w.b, c, func(yield func(*T) bool) {
+	c := newBulkCall()
+	w.t.feed(w.b, c, func(yield func(any) bool) {
 		for i := range items {
 			if !yield(&items[i]) {
 				return
@@ -457,14 +461,14 @@ func (w *BulkWriter[T]) Close() BulkResult {
 // group is one partition's operations on their way to transactions. When
 // items is set, ops[i] writes items[i], encoded by the worker unless its
 // Entity is already set.
-type group[T any] struct {
-	items []*T
+type group struct {
+	items []any // *T of the bulk's codec
 	ops   []Op
 	index []int          // input position of each item
 	rks   wire.RowKeySet // the RowKeys of ops
 	bytes int            // estimated: entity.Codec.DataSize plus wire.OpWireSize
 	bufs  *groupBufs     // where ops and index came from
-	call  *bulkCall[T]   // the call it is from, if any: told when it is done
+	call  *bulkCall      // the call it is from, if any: told when it is done
 }
 
 // groupBufs are the operation and index slices of a group, room for a
@@ -481,18 +485,18 @@ var groupSlices = sync.Pool{New: func() any {
 	return &groupBufs{ops: make([]Op, 0, MaxTransactionOps), index: make([]int, 0, MaxTransactionOps)}
 }}
 
-func newGroup[T any]() *group[T] {
+func newGroup() *group {
 	gb := groupSlices.Get().(*groupBufs)
 	// items has a transaction's room at once: grown from nothing by
 	// append, it took 8 allocations a group (84 of a 1,000-entity bulk
 	// write's 1,550).
-	return &group[T]{items: make([]*T, 0, MaxTransactionOps), ops: gb.ops[:0], index: gb.index[:0], bufs: gb}
+	return &group{items: make([]any, 0, MaxTransactionOps), ops: gb.ops[:0], index: gb.index[:0], bufs: gb}
 }
 
 // release hands g's slices back for another group. Nothing may use g
 // afterwards: run is done with it, and the transactions sent from it
 // keep none of its operations (a failed one's retries use copies).
-func (g *group[T]) release() {
+func (g *group) release() {
 	gb := g.bufs
 	if gb == nil {
 		return
@@ -504,7 +508,7 @@ func (g *group[T]) release() {
 
 // submit validates ops and sends them as one transaction through the core
 // (see wire.Table.Batch, which resolves lost responses).
-func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
+func (t *tableOps) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 	return t.w.Batch(ctx, ops)
 }
 
@@ -519,7 +523,7 @@ func (t *Table[T]) submit(ctx context.Context, ops []Op) ([]OpResult, error) {
 // with Limiter.TryAcquire), not the first in line: a partition the
 // limiter paces or pauses holds back its own groups only, while the
 // others' go.
-type bulk[T any] struct {
+type bulk struct {
 	ctx      context.Context
 	codec    *entity.Codec
 	lim      *throttle.Limiter // the sends and throttling answers are counted here
@@ -527,7 +531,7 @@ type bulk[T any] struct {
 	maxBytes int // of one transaction on the wire
 
 	qmu         sync.Mutex
-	queue       []*group[T] // dispatched, not yet taken by a worker
+	queue       []*group // dispatched, not yet taken by a worker
 	queuedBytes int
 	maxQueued   int           // groups the queue holds before dispatch waits
 	closed      bool          // no more groups come
@@ -546,8 +550,8 @@ const maxQueuedBytes = 16 << 20
 // newBulk returns a bulk job on t with at most ceiling transactions in
 // flight, each of at most maxBytes on the wire, sent through the job's
 // limiter.
-func newBulk[T any](ctx context.Context, t *Table[T], ceiling, maxBytes int) *bulk[T] {
-	b := &bulk[T]{
+func newBulk(ctx context.Context, t *tableOps, ceiling, maxBytes int) *bulk {
+	b := &bulk{
 		ctx: ctx, codec: t.codec, lim: t.w.NewLimiter(ceiling), maxBytes: maxBytes,
 		// Enough waiting groups for a free worker to find one whose
 		// partition may send when several partitions are paced.
@@ -562,7 +566,7 @@ func newBulk[T any](ctx context.Context, t *Table[T], ceiling, maxBytes int) *bu
 
 // start runs n workers, each sending the groups it takes from the queue;
 // finish closes the queue and waits for them.
-func (b *bulk[T]) start(n int) (finish func()) {
+func (b *bulk) start(n int) (finish func()) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
@@ -593,7 +597,7 @@ func (b *bulk[T]) start(n int) (finish func()) {
 }
 
 // dispatch queues g for the workers, waiting while the queue is full.
-func (b *bulk[T]) dispatch(g *group[T]) {
+func (b *bulk) dispatch(g *group) {
 	if len(g.ops) == 0 {
 		return
 	}
@@ -617,7 +621,7 @@ func (b *bulk[T]) dispatch(g *group[T]) {
 // the slot of the limiter to send it in, waiting until one may; nil once
 // the queue is closed and empty. After ctx ends it returns the groups in
 // order without a slot: they fail without being sent.
-func (b *bulk[T]) next() (*group[T], *throttle.Slot) {
+func (b *bulk) next() (*group, *throttle.Slot) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -674,7 +678,7 @@ func (b *bulk[T]) next() (*group[T], *throttle.Slot) {
 }
 
 // take removes the queue's group i and returns it. Called with qmu held.
-func (b *bulk[T]) take(i int) *group[T] {
+func (b *bulk) take(i int) *group {
 	g := b.queue[i]
 	b.queue = slices.Delete(b.queue, i, i+1)
 	b.queuedBytes -= g.bytes
@@ -685,7 +689,7 @@ func (b *bulk[T]) take(i int) *group[T] {
 
 // fail records an entity not written: in its call's failures when c is
 // set, else in the job's.
-func (b *bulk[T]) fail(c *bulkCall[T], index int, pk, rk string, err error) {
+func (b *bulk) fail(c *bulkCall, index int, pk, rk string, err error) {
 	if c != nil {
 		c.fail(index, pk, rk, err)
 		return
@@ -708,7 +712,7 @@ const (
 // not encode, and sends the rest as transactions of at most maxBytes on
 // the wire (the group's size was an estimate before encoding), the first
 // in slot when not nil.
-func (b *bulk[T]) run(g *group[T], slot *throttle.Slot) {
+func (b *bulk) run(g *group, slot *throttle.Slot) {
 	var arena []byte
 	if g.items != nil {
 		ap := arenas.Get()
@@ -764,7 +768,7 @@ func (b *bulk[T]) run(g *group[T], slot *throttle.Slot) {
 // transaction names and resending the rest, until it succeeds or nothing
 // is left. The first send goes in slot when not nil; slot is released if
 // nothing is sent.
-func (b *bulk[T]) send(c *bulkCall[T], ops []Op, index []int, slot *throttle.Slot) {
+func (b *bulk) send(c *bulkCall, ops []Op, index []int, slot *throttle.Slot) {
 	defer func() {
 		if slot != nil {
 			slot.Release()

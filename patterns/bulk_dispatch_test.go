@@ -21,7 +21,7 @@ type dispatchRow struct {
 // transactions are recorded (by partition) as they are sent, and a
 // partition the job's limiter holds back for hold: paused as after a
 // throttling answer with that retry-after.
-func dispatchJob(t *testing.T, ctx context.Context, n int, held string, hold time.Duration) (*bulk[dispatchRow], func() []string) {
+func dispatchJob(t *testing.T, ctx context.Context, n int, held string, hold time.Duration) (*bulk, func() []string) {
 	t.Helper()
 	tbl, err := NewTable[dispatchRow](testenv.Account(t), testenv.TableName(t), nil)
 	if err != nil {
@@ -30,7 +30,7 @@ func dispatchJob(t *testing.T, ctx context.Context, n int, held string, hold tim
 	if err := tbl.CreateIfNotExists(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	b := newBulk(ctx, tbl, n, defaultMaxBatchBytes)
+	b := newBulk(ctx, tbl.ops(), n, defaultMaxBatchBytes)
 	s, _ := b.lim.TryAcquire(held, 1)
 	s.Throttled(throttle.Partition, hold)
 	var mu sync.Mutex
@@ -49,9 +49,9 @@ func dispatchJob(t *testing.T, ctx context.Context, n int, held string, hold tim
 	}
 }
 
-func dispatchGroup(pk string, index int) *group[dispatchRow] {
-	return &group[dispatchRow]{
-		items: []*dispatchRow{{PartitionKey: pk, RowKey: "r", N: index}},
+func dispatchGroup(pk string, index int) *group {
+	return &group{
+		items: []any{&dispatchRow{PartitionKey: pk, RowKey: "r", N: index}},
 		ops:   []Op{{Type: OpUpsertReplace, PartitionKey: pk, RowKey: "r", Unique: true}},
 		index: []int{index},
 		bytes: 100,
@@ -63,6 +63,7 @@ func dispatchGroup(pk string, index int) *group[dispatchRow] {
 // only, and they still leave once it may send. One worker: in input
 // order it would wait for the held partition first.
 func TestBulkDispatchPassesAHeldPartition(t *testing.T) {
+	t.Parallel()
 	b, sent := dispatchJob(t, context.Background(), 1, "held", 300*time.Millisecond)
 	finish := b.start(1)
 	b.dispatch(dispatchGroup("held", 0))
@@ -80,6 +81,7 @@ func TestBulkDispatchPassesAHeldPartition(t *testing.T) {
 // once: the workers return, and the group's entities are reported failed
 // with ctx's error, not sent.
 func TestBulkDispatchCancelledWhileHeld(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b, sent := dispatchJob(t, ctx, 2, "held", time.Minute)

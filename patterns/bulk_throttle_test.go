@@ -38,7 +38,7 @@ func throttledTable[T any](t *testing.T, retry policy.RetryOptions, seed uint64,
 		Retry:            retry,
 		PerRetryPolicies: slices.Concat([]policy.Policy{c}, seen, []policy.Policy{fp}, sent),
 	}})
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(nil))
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(t, nil))
 	must(t, err)
 	fp.SetEnabled(false)
 	must(t, tbl.CreateIfNotExists(context.Background(), nil))
@@ -102,6 +102,7 @@ func TestBulkWriteThrottledLandsEveryEntityOnce(t *testing.T) {
 				name += "/BulkWriter"
 			}
 			t.Run(name, func(t *testing.T) {
+				t.Parallel() // each on its own table, with faults of its own
 				ctx := context.Background()
 				tbl, fp, c := throttledTable[Employee](t, mode.Retry, faultSeed(t, 26), throttleRules(0.5), nil, nil)
 				var items []Employee
@@ -165,6 +166,7 @@ func TestBulkWriteThrottledLandsEveryEntityOnce(t *testing.T) {
 // request had landed after all is met by the resend and settled as
 // azcore's own retry would be. Request counts are exact.
 func TestBulkWriteThrottleSettlesLostAnswers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		rule          faults.Rule
@@ -227,8 +229,9 @@ func (b *batchTimes) Do(req *policy.Request) (*http.Response, error) {
 // The pause after a throttling answer is the one its headers ask for:
 // Cosmos DB's x-ms-retry-after-ms and Retry-After in seconds; without
 // either it is the backoff from the account's retry delay (1 ms here).
-// It runs alone, not in parallel: it bounds the time between two
-// attempts.
+// It runs alone, not in parallel with the package's other tests: it
+// bounds the time between two attempts. Its three cases, which wait and
+// use next to no CPU, run side by side.
 func TestBulkWriteThrottleHonoursRetryAfter(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -241,6 +244,7 @@ func TestBulkWriteThrottleHonoursRetryAfter(t *testing.T) {
 		{"none", faults.Status503, nil, 0, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			times := &batchTimes{}
 			rule := faults.Rule{Kind: tc.kind, Rate: 1, Match: faults.Once(isBatch), Header: tc.header}
 			tbl, _, _ := throttledTable[Employee](t, fastFaultRetry, 1, []faults.Rule{rule}, []policy.Policy{times}, nil)

@@ -21,7 +21,7 @@ import (
 // requireSorted returns nil when t's service sorts query results, and
 // otherwise an error wrapping tablekit.ErrUnsortedResults that names the
 // table and what needs the order ("LogTail.Latest").
-func (t *Table[T]) requireSorted(what string) error {
+func (t *tableCore) requireSorted(what string) error {
 	if err := t.w.Profile().RequireSortedResults(what); err != nil {
 		return tkerr.Errorf("tablekit: %s: %w", t.name, err)
 	}

@@ -237,7 +237,7 @@ func (d *DataSeries[V]) Delete(ctx context.Context, s *Series[V], opts *WriteOpt
 	if err != nil {
 		return err
 	}
-	return d.t.deleteKeys(ctx, s.PartitionKey, s.RowKey, etag)
+	return d.t.ops().deleteKeys(ctx, s.PartitionKey, s.RowKey, etag)
 }
 
 // slotValue converts a stored slot to V; an absent slot is zero.

@@ -246,7 +246,7 @@ func (x *Denormalization[S, D]) listedTargets(ctx context.Context, pk, rk string
 // page.
 func (x *Denormalization[S, D]) queryTargets(ctx context.Context, pk, rk string, s *S) ([]denormTarget[D], error) {
 	// Every property: the replace keeps the target's write-id log.
-	q, err := x.dst.prepare(keys.And(keys.PK().Eq(pk), x.where(s)), &QueryOptions{SelectAll: true})
+	q, err := x.dst.ops().prepare(keys.And(keys.PK().Eq(pk), x.where(s)), &QueryOptions{SelectAll: true})
 	if err != nil {
 		return nil, tkerr.Errorf("tablekit: update %s: TargetsWhere: %w", x.src.describe(pk, rk), err)
 	}

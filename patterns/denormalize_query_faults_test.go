@@ -84,14 +84,15 @@ func TestDenormalizationQueryConformance(t *testing.T) {
 	slices.SortStableFunc(modes, func(a, b cfMode) int { return cmp.Compare(b.cost(), a.cost()) })
 	for _, m := range modes {
 		for _, r := range []struct {
-			name string
-			run  func(e *cfEnv)
-		}{{"Denormalization/TargetsWhere", cfqColocated}, {"EventualDenormalization/Where", cfqEventual}} {
+			name   string
+			run    func(e *cfEnv)
+			worker bool
+		}{{"Denormalization/TargetsWhere", cfqColocated, false}, {"EventualDenormalization/Where", cfqEventual, true}} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				t.Run(m.name+"/"+r.name, func(t *testing.T) {
-					e := newCfEnv(t, m, r.name)
+					e := newCfEnv(t, m, r.name, r.worker)
 					r.run(e)
 					e.finish()
 				})

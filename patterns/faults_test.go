@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,6 +40,13 @@ func faultRetryModes() []faults.RetryMode { return faults.RetryModes(fastFaultRe
 // says.
 func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed uint64) (*patterns.Table[T], *faults.Policy) {
 	t.Helper()
+	return faultyTableOn[T](t, testenv.ConnectionString(t), mode, rate, seed)
+}
+
+// faultyTableOn is faultyTable on the account of connStr (such as
+// testenv.ClockConnectionString's).
+func faultyTableOn[T any](t *testing.T, connStr string, mode faults.RetryMode, rate float64, seed uint64) (*patterns.Table[T], *faults.Policy) {
+	t.Helper()
 	var rules []faults.Rule
 	kinds := []faults.Kind{faults.Status500, faults.Status503, faults.Status408, faults.Status429, faults.Timeout, faults.ConnReset}
 	for _, k := range kinds {
@@ -50,11 +58,11 @@ func faultyTable[T any](t *testing.T, mode faults.RetryMode, rate float64, seed 
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct := testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+	acct := testenv.AccountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}})
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxAttempts: 100}))
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(t, &patterns.TableOptions{MaxAttempts: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,57 +120,77 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	ctx := context.Background()
 	seed := faultSeed(t, 42)
 	tbl, fp := faultyTable[Employee](t, mode, 0.10, seed)
+	// plain reads what is stored without faults, so that reading back
+	// does not turn the faults off for the writes still running.
+	plain, err := patterns.NewTable[Employee](testenv.Account(t), tbl.Name(), tableOpts(t, nil))
+	must(t, err)
 
-	// Single inserts, then conditional replaces of each.
+	// The single rows, the counter, the transactions and the bulk insert
+	// are written side by side (faultWriters goroutines for the single
+	// rows, each row's writes in order), so that azcore's retry delays
+	// overlap; each check below is the one the writes made one after
+	// another had.
 	n := size.singles
 	rows := make([]Employee, n)
 	// A plain write (no write-id log) whose answer was lost and whose
 	// outcome the stored state cannot settle says ErrOutcomeUnknown; the
 	// caller then reads the entity and decides, as the docs say.
-	var plainUnknown int
-	settle := func(what string, err error, landed func() bool, again func() error) {
-		t.Helper()
+	var plainUnknown atomic.Int64
+	settle := func(what string, err error, landed func() (bool, error), again func() error) error {
 		for errors.Is(err, tablekit.ErrOutcomeUnknown) {
-			plainUnknown++
-			fp.SetEnabled(false)
-			ok := landed()
-			fp.SetEnabled(true)
+			plainUnknown.Add(1)
+			ok, rerr := landed()
+			if rerr != nil {
+				return fmt.Errorf("%s: reading back: %w", what, rerr)
+			}
 			if ok {
-				return
+				return nil
 			}
 			err = again()
 		}
 		if err != nil {
-			t.Fatalf("%s under faults: %v", what, err)
+			return fmt.Errorf("%s under faults: %w", what, err)
 		}
+		return nil
 	}
-	stored := func(pk, rk string) (Employee, bool) {
-		e, err := tbl.Get(ctx, pk, rk, nil)
+	stored := func(pk, rk string) (Employee, bool, error) {
+		e, err := plain.Get(ctx, pk, rk, nil)
 		if errors.Is(err, tablekit.ErrNotFound) {
-			return e, false
+			return e, false, nil
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, true
+		return e, err == nil, err
 	}
-	for i := range rows {
-		rows[i] = Employee{PartitionKey: "single", RowKey: fmt.Sprintf("%04d", i), Age: i}
-		settle(fmt.Sprint("insert ", i), tbl.Insert(ctx, &rows[i], nil), func() bool {
-			e, ok := stored("single", rows[i].RowKey)
-			rows[i] = e
-			return ok && e.Age == i
-		}, func() error { return tbl.Insert(ctx, &rows[i], nil) })
-	}
-	for i := range rows {
-		want := rows[i].Age + 1000
-		rows[i].Age = want
-		settle(fmt.Sprint("replace ", i), tbl.Replace(ctx, &rows[i], nil), func() bool {
-			e, _ := stored("single", rows[i].RowKey)
-			rows[i] = e
+	// Each single row: an insert, then a conditional replace, then, for
+	// half of them, a conditional delete.
+	writeSingles := func() bool {
+		return eachOf(t, n, faultWriters, func(i int) error {
+			rows[i] = Employee{PartitionKey: "single", RowKey: fmt.Sprintf("%04d", i), Age: i}
+			if err := settle(fmt.Sprint("insert ", i), tbl.Insert(ctx, &rows[i], nil), func() (bool, error) {
+				e, ok, err := stored("single", rows[i].RowKey)
+				rows[i] = e
+				return ok && e.Age == i, err
+			}, func() error { return tbl.Insert(ctx, &rows[i], nil) }); err != nil {
+				return err
+			}
+			want := rows[i].Age + 1000
 			rows[i].Age = want
-			return e.Age == want
-		}, func() error { return tbl.Replace(ctx, &rows[i], nil) })
+			if err := settle(fmt.Sprint("replace ", i), tbl.Replace(ctx, &rows[i], nil), func() (bool, error) {
+				e, _, err := stored("single", rows[i].RowKey)
+				rows[i] = e
+				rows[i].Age = want
+				return e.Age == want, err
+			}, func() error { return tbl.Replace(ctx, &rows[i], nil) }); err != nil {
+				return err
+			}
+			if i%2 != 0 {
+				return nil
+			}
+			return settle(fmt.Sprint("delete ", i), tbl.Delete(ctx, &rows[i], nil), func() (bool, error) {
+				e, ok, err := stored("single", rows[i].RowKey)
+				rows[i] = e
+				return !ok, err
+			}, func() error { return tbl.Delete(ctx, &rows[i], nil) })
+		})
 	}
 
 	// Read-modify-write increments: an ambiguous 412 must not apply an
@@ -170,16 +198,16 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	// says the outcome is unknown (when later writers pushed its trace out
 	// of the entity's write-id log: more likely with the default retry
 	// delays, during which the other writers carry on).
-	if err := tbl.Insert(ctx, &Employee{PartitionKey: "counter", RowKey: "c"}, nil); err != nil {
+	insertCounter := func() error { return tbl.Insert(ctx, &Employee{PartitionKey: "counter", RowKey: "c"}, nil) }
+	if err := settle("counter insert", insertCounter(), func() (bool, error) {
+		_, ok, err := stored("counter", "c")
+		return ok, err
+	}, insertCounter); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
 	var incremented, unknown, unavailable atomic.Int64
-	errs := make(chan error, size.writers)
-	for w := 0; w < size.writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	writeCounter := func() bool {
+		return eachOf(t, size.writers, size.writers, func(int) error {
 			for i := 0; i < size.increments; i++ {
 				_, err := tbl.Update(ctx, "counter", "c", func(e *Employee) error { e.Age++; return nil }, nil)
 				switch {
@@ -194,38 +222,28 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 					// the counter's check below holds it to.
 					unavailable.Add(1)
 				default:
-					errs <- err
-					return
+					return fmt.Errorf("update under faults: %w", err)
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("update under faults: %v", err)
-	}
-	if n := unavailable.Load(); n > int64(size.writers*size.increments)/100+1 {
-		t.Errorf("%d Updates failed as unavailable, more than 1%% of %d", n, size.writers*size.increments)
+			return nil
+		})
 	}
 
 	// Strict transactions of 50 inserts each.
-	for b := 0; b < size.txs; b++ {
-		tx := tbl.Transaction()
-		for i := 0; i < 50; i++ {
-			tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
-		}
-		_, err := tx.Submit(ctx, nil)
-		settle(fmt.Sprint("transaction ", b), err, func() bool {
-			_, ok := stored("tx", fmt.Sprintf("%02d-00", b))
-			return ok // all or nothing
-		}, func() error {
-			tx := tbl.Transaction()
-			for i := 0; i < 50; i++ {
-				tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
+	writeTxs := func() bool {
+		return eachOf(t, size.txs, size.txs, func(b int) error {
+			submit := func() error {
+				tx := tbl.Transaction()
+				for i := 0; i < 50; i++ {
+					tx.Insert(&Employee{PartitionKey: "tx", RowKey: fmt.Sprintf("%02d-%02d", b, i), Age: b*100 + i})
+				}
+				_, err := tx.Submit(ctx, nil)
+				return err
 			}
-			_, err := tx.Submit(ctx, nil)
-			return err
+			return settle(fmt.Sprint("transaction ", b), submit(), func() (bool, error) {
+				_, ok, err := stored("tx", fmt.Sprintf("%02d-00", b))
+				return ok, err // all or nothing
+			}, submit)
 		})
 	}
 
@@ -234,17 +252,28 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	for i := range bulk {
 		bulk[i] = Employee{PartitionKey: fmt.Sprintf("bulk%d", i%4), RowKey: fmt.Sprintf("%05d", i), Age: i}
 	}
-	if res, err := tbl.BulkWrite(ctx, bulk, &patterns.BulkOptions{Insert: true}); err != nil || res.Written != len(bulk) {
-		t.Fatalf("bulk insert under faults: %+v, %v", res, err)
+	writeBulk := func() bool {
+		if res, err := tbl.BulkWrite(ctx, bulk, &patterns.BulkOptions{Insert: true}); err != nil || res.Written != len(bulk) {
+			t.Errorf("bulk insert under faults: %+v, %v", res, err)
+			return false
+		}
+		return true
 	}
 
-	// Conditional deletes of half the single rows.
-	for i := 0; i < n; i += 2 {
-		settle(fmt.Sprint("delete ", i), tbl.Delete(ctx, &rows[i], nil), func() bool {
-			e, ok := stored("single", rows[i].RowKey)
-			rows[i] = e
-			return !ok
-		}, func() error { return tbl.Delete(ctx, &rows[i], nil) })
+	var ok [4]bool
+	var took [4]time.Duration
+	start := time.Now()
+	concurrently(t, len(ok), func(k int) error {
+		ok[k] = []func() bool{writeSingles, writeCounter, writeTxs, writeBulk}[k]()
+		took[k] = time.Since(start).Round(time.Millisecond)
+		return nil
+	})
+	t.Logf("written in %v (single rows), %v (counter), %v (transactions), %v (bulk)", took[0], took[1], took[2], took[3])
+	if ok != [4]bool{true, true, true, true} {
+		t.FailNow()
+	}
+	if n := unavailable.Load(); n > int64(size.writers*size.increments)/100+1 {
+		t.Errorf("%d Updates failed as unavailable, more than 1%% of %d", n, size.writers*size.increments)
 	}
 
 	injected := fp.Injected()
@@ -252,7 +281,7 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 	if injected < int64(size.minFaults) {
 		t.Fatalf("only %d faults injected; the test proves nothing", injected)
 	}
-	t.Logf("%d faults injected; %d plain writes said ErrOutcomeUnknown and were settled by reading back", injected, plainUnknown)
+	t.Logf("%d faults injected; %d plain writes said ErrOutcomeUnknown and were settled by reading back", injected, plainUnknown.Load())
 
 	singles, err := patterns.Collect(tbl.Query(ctx, keys.PK().Eq("single"), nil))
 	if err != nil {
@@ -305,7 +334,9 @@ func writesUnderFaultsEndExact(t *testing.T, mode faults.RetryMode, size writesU
 // earlier attempt must not hide another writer's entity. With azcore's
 // default retry options (three retries, not twelve) half the attempts
 // failing would exhaust the retries of one write in 16; that variant
-// injects 20% (one in 600) over 8 rounds instead of 50% over 20.
+// injects 20% (one in 600) over 8 rounds instead of 50% over 20. The
+// rounds run side by side (none changes the entity), so that azcore's
+// retry delays overlap.
 func TestAmbiguityCheckDoesNotHideRealConflicts(t *testing.T) {
 	t.Parallel()
 	inRetryModes(t, ambiguityCheckDoesNotHideRealConflicts, ambiguitySize{rate: 0.5, rounds: 20}, ambiguitySize{rate: 0.2, rounds: 8})
@@ -329,20 +360,25 @@ func ambiguityCheckDoesNotHideRealConflicts(t *testing.T, mode faults.RetryMode,
 	// The other writer's entity must predate the writes below by more than
 	// the service's Date header resolution (1 s): a state written while a
 	// retried write was in flight leaves its outcome open (ErrOutcomeUnknown).
+	// Real time, not an emulator's clock moved forward: tablekit settles by
+	// the service's stamps against this machine's clock, and a stamp 0.4 ms
+	// before the first attempt left is within the resolution it allows
+	// (ErrOutcomeUnknown, fast-retry, when the clock was moved instead).
 	time.Sleep(2 * time.Second)
 	fp.SetEnabled(true)
-	for i := 0; i < rounds; i++ {
+	eachOf(t, rounds, rounds, func(int) error {
 		mine := Employee{PartitionKey: "p", RowKey: "r", FirstName: "me"}
 		if err := tbl.Insert(ctx, &mine, nil); !errors.Is(err, tablekit.ErrAlreadyExists) {
-			t.Fatalf("insert over another writer's entity = %v, want ErrAlreadyExists", err)
+			return fmt.Errorf("insert over another writer's entity = %v, want ErrAlreadyExists", err)
 		}
 		stale := other
 		stale.ETag = `W/"datetime'2000-01-01T00%3A00%3A00.0000000Z'"`
 		stale.FirstName = "me"
 		if err := tbl.Replace(ctx, &stale, nil); !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			t.Fatalf("replace with a stale ETag = %v, want ErrPreconditionFailed", err)
+			return fmt.Errorf("replace with a stale ETag = %v, want ErrPreconditionFailed", err)
 		}
-	}
+		return nil
+	})
 }
 
 // faultSeed is the seed of a fault test: def, so that CI replays the same
@@ -390,21 +426,37 @@ func testLogger() *slog.Logger {
 // azcore retrying as mode says.
 func faultyAccount(t *testing.T, mode faults.RetryMode, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
 	t.Helper()
+	return faultyAccountOn(t, testenv.ConnectionString(t), mode, rate, seed)
+}
+
+// faultyAccountOn is faultyAccount on the account of connStr (such as
+// testenv.ClockConnectionString's).
+func faultyAccountOn(t *testing.T, connStr string, mode faults.RetryMode, rate float64, seed uint64) (*tablekit.Account, *faults.Policy) {
+	t.Helper()
 	fp, err := faults.New(seed, faults.Transient(rate)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testenv.AccountWith(t, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+	return testenv.AccountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
 		Retry:            mode.Retry,
 		PerRetryPolicies: []policy.Policy{fp},
 	}}), fp
 }
+
+// faultWriters is how many goroutines the fault tests write disjoint
+// entities from: with azcore's default retry options a fault costs 0.8 s
+// or more, and writes one after another add those delays up (46 s for
+// TestIndexMaintenanceUnderFaults' seed 7), where writers side by side
+// overlap them. Each entity's own writes keep their order.
+const faultWriters = 8
 
 // Index maintenance under 10% faults: the intra-partition index (one
 // transaction per write) and the inter-partition index (its writer and
 // its worker both see faults) end with exactly one copy per primary and
 // no orphans. With azcore's default retry options the variant writes 24
 // intra-partition and 10 inter-partition entities instead of 40 and 20.
+// Each entity's insert, update and delete run in order, the entities
+// faultWriters at a time.
 func TestIndexMaintenanceUnderFaults(t *testing.T) {
 	t.Parallel()
 	inRetryModes(t, func(t *testing.T, mode faults.RetryMode, size [2]int) {
@@ -413,11 +465,18 @@ func TestIndexMaintenanceUnderFaults(t *testing.T) {
 }
 
 // indexMaintenanceUnderFaults writes size[0] intra-partition and size[1]
-// inter-partition entities under faults drawn from seed.
+// inter-partition entities under faults drawn from seed, on an emulator
+// of the test's own whose clock it moves (testenv.ClockConnectionString).
 func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]int, seed uint64) {
 	n, m := size[0], size[1]
 	ctx := context.Background()
-	acct, fp := faultyAccount(t, mode, 0.10, seed)
+	cs, clock := testenv.ClockConnectionString(t)
+	start := time.Now()
+	var phases []string
+	phase := func(what string) {
+		phases = append(phases, fmt.Sprintf("%s %v", what, time.Since(start).Round(time.Millisecond)))
+	}
+	acct, fp := faultyAccountOn(t, cs, mode, 0.10, seed)
 	email := func(e *Employee) string { return e.Email }
 
 	// Intra-partition.
@@ -430,38 +489,47 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 		t.Fatal(err)
 	}
 	fp.SetEnabled(true)
-	for i := 0; i < n; i++ {
-		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
-		if err := intra.Insert(ctx, &e, nil); err != nil {
-			t.Fatalf("insert %d under faults: %v", i, err)
-		}
-	}
 	// An Update whose outcome is left open (ErrOutcomeUnknown) is allowed
 	// and counted, as in the conformance suite: its entity may then hold
 	// either email, with its copy.
+	var mu sync.Mutex
 	maybe := map[int]bool{}
 	unknown := func(what string, i int, err error) bool {
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			return false
 		}
 		t.Logf("outcome unknown: %s %d: %v", what, i, err)
+		mu.Lock()
 		maybe[i] = true
+		mu.Unlock()
 		return true
 	}
-	for i := 0; i < n; i += 2 {
-		if _, err := intra.Update(ctx, "Sales", fmt.Sprintf("empid_%06d", i), func(e *Employee) error {
-			e.Email = fmt.Sprintf("new%d@contoso.com", i)
-			return nil
-		}, nil); err != nil && !unknown("update", i, err) {
-			t.Fatalf("update %d under faults: %v", i, err)
+	// Each entity is inserted, then updated (the even ones) or deleted
+	// (every fourth, from the second).
+	if !eachOf(t, n, faultWriters, func(i int) error {
+		e := Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
+		if err := intra.Insert(ctx, &e, nil); err != nil {
+			return fmt.Errorf("insert %d under faults: %w", i, err)
 		}
-	}
-	for i := 1; i < n; i += 4 {
-		if err := intra.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: fmt.Sprintf("empid_%06d", i)}, &patterns.WriteOptions{Unconditional: true}); err != nil {
-			t.Fatalf("delete %d under faults: %v", i, err)
+		if i%2 == 0 {
+			if _, err := intra.Update(ctx, "Sales", e.RowKey, func(e *Employee) error {
+				e.Email = fmt.Sprintf("new%d@contoso.com", i)
+				return nil
+			}, nil); err != nil && !unknown("update", i, err) {
+				return fmt.Errorf("update %d under faults: %w", i, err)
+			}
 		}
+		if i%4 == 1 {
+			if err := intra.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: e.RowKey}, &patterns.WriteOptions{Unconditional: true}); err != nil {
+				return fmt.Errorf("delete %d under faults: %w", i, err)
+			}
+		}
+		return nil
+	}) {
+		t.FailNow()
 	}
 	fp.SetEnabled(false)
+	phase("intra-partition writes done")
 	rows, err := patterns.Collect(intra.Table().Query(ctx, keys.PK().Eq("Sales"), &patterns.QueryOptions{SelectAll: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +565,7 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	inter, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[Employee]{{Name: "email", Unique: true, Key: email, Partition: func(*Employee) string { return "all" }}}, nil)
 	must(t, err)
 	must(t, inter.CreateIfNotExists(ctx, nil))
-	workerAcct, wfp := faultyAccount(t, mode, 0.10, seed+1)
+	workerAcct, wfp := faultyAccountOn(t, cs, mode, 0.10, seed+1)
 	w, err := consistency.NewWorker(workerAcct, &consistency.WorkerOptions{
 		Queues: []string{q.Name()}, PollInterval: 50 * time.Millisecond, MaxDequeueCount: 20,
 		// A receive or release that fails after the service applied it
@@ -509,26 +577,42 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 	must(t, err)
 	stop := runWorker(t, w)
 	fp.SetEnabled(true)
-	for i := 0; i < m; i++ {
-		e := Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i), Email: fmt.Sprintf("e%d@contoso.com", i)}
+	// Each entity is inserted, then updated (every third) and deleted
+	// (every fifth, from the second).
+	interPrimaries := m - (m+3)/5
+	if !eachOf(t, m, faultWriters, func(i int) error {
+		pk, rk := []string{"Sales", "HR"}[i%2], fmt.Sprintf("%06d", i)
+		e := Employee{PartitionKey: pk, RowKey: rk, Email: fmt.Sprintf("e%d@contoso.com", i)}
 		if err := inter.Insert(ctx, &e, nil); err != nil {
-			t.Fatalf("inter insert %d under faults: %v", i, err)
+			return fmt.Errorf("inter insert %d under faults: %w", i, err)
 		}
-	}
-	for i := 0; i < m; i += 3 {
-		pk := []string{"Sales", "HR"}[i%2]
-		if _, err := inter.Update(ctx, pk, fmt.Sprintf("%06d", i), func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil && !unknown("inter update", i, err) {
-			t.Fatalf("inter update %d under faults: %v", i, err)
+		if i%3 == 0 {
+			if _, err := inter.Update(ctx, pk, rk, func(e *Employee) error { e.Email = fmt.Sprintf("moved%d@contoso.com", i); return nil }, nil); err != nil && !unknown("inter update", i, err) {
+				return fmt.Errorf("inter update %d under faults: %w", i, err)
+			}
 		}
-	}
-	interPrimaries := m
-	for i := 1; i < m; i += 5 {
-		interPrimaries--
-		if err := inter.Delete(ctx, &Employee{PartitionKey: []string{"Sales", "HR"}[i%2], RowKey: fmt.Sprintf("%06d", i)}, &patterns.WriteOptions{Unconditional: true}); err != nil {
-			t.Fatalf("inter delete %d under faults: %v", i, err)
+		if i%5 == 1 {
+			if err := inter.Delete(ctx, &Employee{PartitionKey: pk, RowKey: rk}, &patterns.WriteOptions{Unconditional: true}); err != nil {
+				return fmt.Errorf("inter delete %d under faults: %w", i, err)
+			}
 		}
+		return nil
+	}) {
+		t.FailNow()
 	}
 	fp.SetEnabled(false)
+	// Every write has returned: an intent whose write did not land as it
+	// announced (a write that gave up, or an Update that wrote again under
+	// another intent) can no longer be met, and its step waits the
+	// worker's ExpectWindow (DefaultExpectWindow, 30 s on the queue's
+	// clock) before it applies to the entity as it is. Where the clock
+	// moves, it passes that window at once, and the backoffs and
+	// visibility timeouts of the messages waiting with it (up to 37 s of
+	// waiting here, seeds 7 and 8, default-retry); then, while the index
+	// has not converged and the worker holds no message, it passes the
+	// visibility timeout that a receive whose answer was lost (the worker
+	// keeps its faults) hides messages for. Elsewhere the loop waits.
+	clock.Advance(consistency.DefaultExpectWindow + time.Second)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		rep, err := inter.Verify(ctx, nil)
@@ -539,10 +623,15 @@ func indexMaintenanceUnderFaults(t *testing.T, mode faults.RetryMode, size [2]in
 			t.Fatalf("inter-partition index did not converge under faults: %+v, %v", rep, err)
 		}
 		time.Sleep(200 * time.Millisecond)
+		if w.Metrics().InFlight() == 0 && w.Metrics().Waiting() == 0 {
+			clock.Advance(5 * time.Second)
+		}
 	}
+	phase("converged")
 	stop()
+	phase("worker stopped")
 	if rec, err := q.Poisoned(ctx, 32, nil); err != nil || len(rec) != 0 {
 		t.Errorf("poisoned under faults: %v, %v", rec, err)
 	}
-	t.Logf("inter-partition: %d writer faults, %d worker faults", fp.Injected(), wfp.Injected())
+	t.Logf("inter-partition: %d writer faults, %d worker faults; %s", fp.Injected(), wfp.Injected(), strings.Join(phases, ", "))
 }

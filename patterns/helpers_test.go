@@ -3,6 +3,7 @@ package patterns_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tablekit/tablekit"
@@ -33,6 +34,36 @@ func concurrently(t testing.TB, n int, fn func(i int) error) bool {
 		go func() {
 			defer wg.Done()
 			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	ok := true
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// eachOf runs fn(0), …, fn(n-1), each once, on workers goroutines at once
+// (each takes the next i when it is done with one), reports each error
+// with t.Error once all are done, and reports whether none failed. The
+// fault tests write disjoint entities this way, so that azcore's retry
+// delays overlap instead of adding up.
+func eachOf(t testing.TB, n, workers int, fn func(i int) error) bool {
+	t.Helper()
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				errs[i] = fn(i)
+			}
 		}()
 	}
 	wg.Wait()

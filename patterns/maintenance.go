@@ -378,6 +378,12 @@ func repairIndex(ctx context.Context, m maintainer, opts *MaintenanceOptions) (*
 // properties and its ETag, reading parallel key ranges (Table.Scan): rows
 // come in no particular order. parallel 0 means DefaultScanParallel for a
 // table scan and 1 (the query's order) otherwise.
+//
+// It is not inlined: the repositories' generic methods range over it,
+// and inlined there its iterator would be compiled again in every one,
+// for every entity type (183 KB of code in patterns' tests).
+//
+//go:noinline
 func scanRows(ctx context.Context, w *wire.Table, f keys.Filter, parallel int) iter.Seq2[rawProps, error] {
 	return func(yield func(rawProps, error) bool) {
 		q, err := prepareQuery(w.Name(), f, &QueryOptions{SelectAll: true, AllowTableScan: true}, nil)
@@ -793,7 +799,10 @@ func indexes(n int) iter.Seq2[int, error] {
 }
 
 // partitionBatches groups the primaries of seq into batches of up to 100
-// of one partition, in the order partitions fill up.
+// of one partition, in the order partitions fill up. Not inlined, as
+// scanRows is not.
+//
+//go:noinline
 func partitionBatches(seq iter.Seq2[rawProps, error]) iter.Seq2[[]rawProps, error] {
 	return func(yield func([]rawProps, error) bool) {
 		groups := map[string][]rawProps{}

@@ -357,15 +357,15 @@ func mfLost(all []ixEmployee, match func(e ixEmployee) bool) []string {
 
 // mfTableOpts are the table options of every repository under faults, as
 // faultyTable's.
-func mfTableOpts() *patterns.TableOptions {
-	return tableOpts(&patterns.TableOptions{MaxAttempts: 100})
+func mfTableOpts(t testing.TB) *patterns.TableOptions {
+	return tableOpts(t, &patterns.TableOptions{MaxAttempts: 100})
 }
 
 // mfIndexedTable: copies of the unique email index and the last name
 // index in the primaries' partitions.
 func mfIndexedTable(t *testing.T, acct *tablekit.Account, table string) mfRepo {
 	x, err := patterns.NewIndexedTable(acct, table, []patterns.Index[ixEmployee]{ixEmailIndex(), ixLastNameIndex()},
-		&patterns.IndexedTableOptions{Primary: "empid", Table: mfTableOpts()})
+		&patterns.IndexedTableOptions{Primary: "empid", Table: mfTableOpts(t)})
 	must(t, err)
 	must(t, x.CreateIfNotExists(context.Background(), nil))
 	c := x.Table().Client()
@@ -406,7 +406,7 @@ func mfEventualIndexedTable(t *testing.T, acct *tablekit.Account, table string) 
 	x, err := patterns.NewEventualIndexedTable(acct, table, q, []patterns.Index[ixEmployee]{
 		{Name: "email", Unique: true, Key: func(e *ixEmployee) string { return e.Email }, Props: []string{"EmployeeID", "FirstName", "LastName", "Email"}},
 		{Name: "empid", Unique: true, Key: func(e *ixEmployee) string { return e.EmployeeID }, Table: idTable},
-	}, &patterns.EventualIndexedTableOptions{Table: mfTableOpts()})
+	}, &patterns.EventualIndexedTableOptions{Table: mfTableOpts(t)})
 	must(t, err)
 	must(t, x.CreateIfNotExists(context.Background(), nil))
 	c, ids := x.Table().Client(), acct.Tables().NewClient(idTable)
@@ -444,7 +444,7 @@ func mfEventualIndexedTable(t *testing.T, acct *tablekit.Account, table string) 
 // the department's partition.
 func mfListIndexedTable(t *testing.T, acct *tablekit.Account, table string) mfRepo {
 	ix := lastNameList()
-	x, err := patterns.NewListIndexedTable(acct, table, ix, &patterns.ListIndexedTableOptions{Table: mfTableOpts()})
+	x, err := patterns.NewListIndexedTable(acct, table, ix, &patterns.ListIndexedTableOptions{Table: mfTableOpts(t)})
 	must(t, err)
 	must(t, x.CreateIfNotExists(context.Background(), nil))
 	c := x.Table().Client()
@@ -477,7 +477,7 @@ func mfListIndexedTable(t *testing.T, acct *tablekit.Account, table string) mfRe
 // mfBlobIndexedTable: a blob per last name, across departments.
 func mfBlobIndexedTable(t *testing.T, acct *tablekit.Account, table string) mfRepo {
 	container := testenv.ContainerName(t)
-	x, err := patterns.NewBlobIndexedTable(acct, table, container, lastNameList(), &patterns.BlobIndexedTableOptions{Table: mfTableOpts()})
+	x, err := patterns.NewBlobIndexedTable(acct, table, container, lastNameList(), &patterns.BlobIndexedTableOptions{Table: mfTableOpts(t)})
 	must(t, err)
 	must(t, x.CreateIfNotExists(context.Background(), nil))
 	blobs := acct.Blobs()
@@ -535,7 +535,7 @@ func mfEventualListIndexedTable(t *testing.T, acct *tablekit.Account, table stri
 	q, _ := testQueue(t, acct)
 	ix := lastNameList()
 	ix.Table = testenv.TableName(t)
-	x, err := patterns.NewEventualListIndexedTable(acct, table, q, ix, &patterns.EventualIndexedTableOptions{Table: mfTableOpts()})
+	x, err := patterns.NewEventualListIndexedTable(acct, table, q, ix, &patterns.EventualIndexedTableOptions{Table: mfTableOpts(t)})
 	must(t, err)
 	must(t, x.CreateIfNotExists(context.Background(), nil))
 	c := acct.Tables().NewClient(ix.Table)

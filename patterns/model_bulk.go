@@ -76,7 +76,7 @@ func indexList(n int) []int {
 // entity's Delete (see Model).
 func (m *Model[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
-	f, _, o, err := m.t.prepareWhere(f, opts)
+	f, _, o, err := m.t.ops().prepareWhere(f, opts)
 	if err != nil {
 		return res, err
 	}

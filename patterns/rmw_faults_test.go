@@ -128,7 +128,7 @@ func TestIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 	x, err := patterns.NewIndexedTable(acct, testenv.TableName(t), []patterns.Index[Employee]{
 		{Name: "email", Unique: true, Key: func(e *Employee) string { return e.Email }},
 		{Name: "age", Key: func(e *Employee) string { return keys.PadUint(uint64(e.Age), 4) }},
-	}, &patterns.IndexedTableOptions{Primary: "empid", Table: tableOpts(nil)})
+	}, &patterns.IndexedTableOptions{Primary: "empid", Table: tableOpts(t, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestListIndexedTableUpdateUnderLostResponsesDefaultRetry(t *testing.T) {
 	acct, fp := defaultRetryFaultyAccount(t, 0.15, faultSeed(t, 12))
 	x, err := patterns.NewListIndexedTable(acct, testenv.TableName(t), patterns.ListIndex[Employee]{
 		Name: "lastname", Prefix: "ln_", Key: func(e *Employee) string { return e.LastName },
-	}, &patterns.ListIndexedTableOptions{Table: tableOpts(nil)})
+	}, &patterns.ListIndexedTableOptions{Table: tableOpts(t, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,9 +107,11 @@ type ScanResult struct {
 // read by the probes that found them), plus the other probes (a few per
 // split; more for keys sharing long prefixes). The count depends on
 // timing and is reported in ScanResult.Requests.
+//
+//go:noinline
 func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
 	o := optsOf(opts)
-	f, q, err := t.prepareScan(f, &o)
+	f, q, err := t.ops().prepareScan(f, &o)
 	if err != nil {
 		return ScanResult{}, err
 	}
@@ -118,29 +120,37 @@ func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.
 			return nil
 		}
 		items := make([]T, len(p.rows))
-		// One reader for the page's rows: they share its buffers, and
-		// each row's strings one allocation.
-		var r entity.PageReader
-		for i, raw := range p.rows {
-			r.ResetRow(raw)
-			var err error
-			if r.Next() {
-				err = r.Decode(t.codec, &items[i])
-			}
-			if err == nil && !r.Next() { // the row's end, checked
-				err = r.Err()
-			}
-			if err != nil {
-				return tkerr.Errorf("tablekit: scan %s: %w", t.name, err)
-			}
+		if err := t.ops().decodeRows(p.rows, func(i int) any { return &items[i] }); err != nil {
+			return err
 		}
 		return fn(ctx, items)
 	})
 }
 
+// decodeRows decodes a scan page's rows, row i into item(i) (a *T).
+func (t *tableOps) decodeRows(rows [][]byte, item func(i int) any) error {
+	// One reader for the page's rows: they share its buffers, and each
+	// row's strings one allocation.
+	var r entity.PageReader
+	for i, raw := range rows {
+		r.ResetRow(raw)
+		var err error
+		if r.Next() {
+			err = r.Decode(t.codec, item(i))
+		}
+		if err == nil && !r.Next() { // the row's end, checked
+			err = r.Err()
+		}
+		if err != nil {
+			return tkerr.Errorf("tablekit: scan %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
 // prepareScan is the query each range of a scan runs, and f as it is
 // sent (typedFilter).
-func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, query, error) {
+func (t *tableOps) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, query, error) {
 	f, err := t.typedFilter(f, o.AllowUnknownProperties)
 	if err != nil {
 		return f, query{}, err
@@ -160,6 +170,10 @@ func (t *Table[T]) prepareScan(f keys.Filter, o *ScanOptions) (keys.Filter, quer
 // range further as it runs. Each token is also the checkpoint its Scan
 // starts from. An empty table gives one token.
 func (t *Table[T]) SplitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
+	return t.ops().splitScan(ctx, f, n, opts)
+}
+
+func (t *tableOps) splitScan(ctx context.Context, f keys.Filter, n int, opts *ScanOptions) ([]string, error) {
 	o := optsOf(opts)
 	f, q, err := t.prepareScan(f, &o)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestSplitReadsFirstPages(t *testing.T) {
 	}
 
 	opts := &ScanOptions{QueryOptions: QueryOptions{Top: 100}}
-	_, q, err := tbl.prepareScan(keys.Filter{}, opts)
+	_, q, err := tbl.ops().prepareScan(keys.Filter{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

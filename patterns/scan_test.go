@@ -19,6 +19,7 @@ import (
 // the same rows a sequential query returns, each once, and splits the
 // table into several ranges while it runs.
 func TestScanReadsEveryRowOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, l := range testenv.Layouts {
 		t.Run(l.Name, func(t *testing.T) {
@@ -136,6 +137,7 @@ func keysOf(t *testing.T, tbl *patterns.Table[Employee]) []string {
 // the rows handled in both runs are every row, each once, and a filter
 // still applies.
 func TestScanResumesFromItsToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, _ := newTable[Employee](t)
 	var rows []Employee

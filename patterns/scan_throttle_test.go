@@ -16,6 +16,9 @@ import (
 // ranges are refused (503 ServerBusy), pause and ask again, and every row
 // comes once. Before, azcore's three retries (0.8 s doubling) ran out
 // and the scan failed with ServerBusy (issue 35, on the scale model).
+// It runs alone, not in parallel: it needs its scan to outrun the
+// emulator's target (at least one refusal), which the package's other
+// tests, sharing the CPU, could keep it from.
 func TestScanThrottledPartitionCompletes(t *testing.T) {
 	ctx := context.Background()
 	em := emulator.StartTB(t, &emulator.Options{Throttle: &emulator.ThrottleOptions{PartitionEntitiesPerSecond: 6000, AccountEntitiesPerSecond: -1}})

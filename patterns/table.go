@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +73,17 @@ func (o *TableOptions) wireOptions() *wire.Options {
 // (optimistic concurrency), and every write stores the new ETag and
 // Timestamp back into the value.
 type Table[T any] struct {
+	tableCore
+}
+
+// tableCore is what a Table holds. What a Table does that does not
+// depend on T is done by tableOps, the same struct: its methods are
+// compiled once, where the methods of Table[T] are compiled again for
+// every entity type a program uses (each a distinct shape to Go's
+// generics), in the user's package; Table's methods that need no T
+// forward to it. (They are not tableCore's: a method of an embedded field
+// is promoted, and Go compiles a wrapper of it for every Table[T] too.)
+type tableCore struct {
 	acct        *tablekit.Account
 	name        string
 	w           *wire.Table
@@ -81,6 +91,12 @@ type Table[T any] struct {
 	props       map[string]bool // what a filter may name; nil: anything (see filterProps)
 	maxAttempts int
 }
+
+// tableOps is tableCore with the methods that need no T.
+type tableOps tableCore
+
+// ops is t's tableOps.
+func (t *Table[T]) ops() *tableOps { return (*tableOps)(&t.tableCore) }
 
 // NewTable returns the repository of table name for rows of type T. It
 // checks T's codec (tags, field types) and the table name now, so a bad
@@ -93,30 +109,39 @@ func NewTable[T any](acct *tablekit.Account, name string, opts *TableOptions) (*
 // newTable is NewTable; blobs says that the caller keeps T's blob fields
 // (entity.Codec.BlobFields), which a plain Table would drop.
 func newTable[T any](acct *tablekit.Account, name string, opts *TableOptions, blobs bool) (*Table[T], error) {
-	if acct == nil {
-		return nil, tkerr.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
-	}
-	o := optsOf(opts)
-	codec, err := entity.CodecOf(reflect.TypeFor[T](), o.Codec)
+	c, err := openTableCore(acct, name, opts, reflect.TypeFor[T](), blobs)
 	if err != nil {
 		return nil, err
 	}
+	return &Table[T]{c}, nil
+}
+
+// openTableCore is newTable for the entity type typ.
+func openTableCore(acct *tablekit.Account, name string, opts *TableOptions, typ reflect.Type, blobs bool) (tableCore, error) {
+	if acct == nil {
+		return tableCore{}, tkerr.Errorf("tablekit: NewTable: %w: account is nil", tablekit.ErrInvalidArgument)
+	}
+	o := optsOf(opts)
+	codec, err := entity.CodecOf(typ, o.Codec)
+	if err != nil {
+		return tableCore{}, err
+	}
 	if bf := codec.BlobFields(); len(bf) > 0 && !blobs {
-		return nil, tkerr.Errorf("tablekit: NewTable[%s]: %w: field %s is tagged blob, and a Table stores no blob (its writes would drop the field); use patterns.NewModel, which keeps it in Blob storage", codec.Type(), tablekit.ErrInvalidEntity, bf[0].GoName)
+		return tableCore{}, tkerr.Errorf("tablekit: NewTable[%s]: %w: field %s is tagged blob, and a Table stores no blob (its writes would drop the field); use patterns.NewModel, which keeps it in Blob storage", codec.Type(), tablekit.ErrInvalidEntity, bf[0].GoName)
 	}
 	for _, p := range codec.Select() {
 		if strings.HasPrefix(p, ReservedPrefix) {
-			return nil, tkerr.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
+			return tableCore{}, tkerr.Errorf("tablekit: NewTable[%s]: %w: property %s starts with %q, which tablekit reserves for its own properties; rename it with a table tag", codec.Type(), tablekit.ErrInvalidEntity, p, ReservedPrefix)
 		}
 	}
 	w, err := wire.Open(acct, name, o.wireOptions())
 	if err != nil {
-		return nil, err
+		return tableCore{}, err
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = wire.DefaultMaxAttempts
 	}
-	return &Table[T]{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}, nil
+	return tableCore{acct: acct, name: name, w: w, codec: codec, props: filterProps(codec), maxAttempts: o.MaxAttempts}, nil
 }
 
 // Name is the table's name.
@@ -222,7 +247,7 @@ func (t *Table[T]) insert(ctx context.Context, v *T, unique bool) error {
 
 // write sends one entity write through the core and returns the new
 // ETag; a lost response is resolved there (see wire.Table.Write).
-func (t *Table[T]) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
+func (t *tableOps) write(ctx context.Context, typ OpType, pk, rk string, body []byte, etag, op string) (string, error) {
 	return t.w.Write(ctx, op, Op{Type: typ, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag})
 }
 
@@ -257,7 +282,7 @@ func (t *Table[T]) update(ctx context.Context, v *T, opts *WriteOptions, mode az
 	if mode == aztables.UpdateModeMerge {
 		typ = OpMerge
 	}
-	newETag, err := t.write(ctx, typ, pk, rk, body, string(etag), op)
+	newETag, err := t.ops().write(ctx, typ, pk, rk, body, string(etag), op)
 	if err != nil {
 		return err
 	}
@@ -285,7 +310,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error 
 	if mode == UpsertMerge {
 		typ = OpUpsertMerge
 	}
-	etag, err := t.write(ctx, typ, pk, rk, body, "", "upsert")
+	etag, err := t.ops().write(ctx, typ, pk, rk, body, "", "upsert")
 	if err != nil {
 		return err
 	}
@@ -306,7 +331,7 @@ func (t *Table[T]) Delete(ctx context.Context, v *T, opts *WriteOptions) error {
 	if err != nil {
 		return err
 	}
-	return t.deleteKeys(ctx, pk, rk, etag)
+	return t.ops().deleteKeys(ctx, pk, rk, etag)
 }
 
 // deleteTarget returns the keys of v and the version a delete of v is
@@ -316,11 +341,16 @@ func (t *Table[T]) deleteTarget(v *T, opts *WriteOptions) (pk, rk, etag string, 
 	if v == nil {
 		return "", "", "", tkerr.Errorf("tablekit: delete from %s: %w: nil *%s", t.name, tablekit.ErrInvalidArgument, t.codec.Type())
 	}
+	return t.ops().deleteTargetOf(v, opts)
+}
+
+// deleteTargetOf is deleteTarget of v, a non-nil *T.
+func (t *tableOps) deleteTargetOf(v any, opts *WriteOptions) (pk, rk, etag string, err error) {
 	pk, rk = t.codec.Keys(v)
 	if err := validateKeys(pk, rk); err != nil {
 		return "", "", "", err
 	}
-	m, err := t.ifMatch(v, opts)
+	m, err := ifMatch(t.codec, v, opts, t.name)
 	if err != nil {
 		return "", "", "", err
 	}
@@ -337,17 +367,24 @@ func (t *Table[T]) readForDelete(ctx context.Context, v *T, opts *WriteOptions) 
 	if err != nil {
 		return old, "", err
 	}
-	old, etag, err = t.getWithETag(ctx, pk, rk)
-	if err != nil {
-		return old, "", err
-	}
-	if want != "" && want != etag {
-		return old, "", tkerr.Errorf("tablekit: delete %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", t.describe(pk, rk), tablekit.ErrPreconditionFailed, etag, want)
-	}
-	return old, etag, nil
+	etag, err = t.ops().readForDeleteInto(ctx, pk, rk, want, &old)
+	return old, etag, err
 }
 
-func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+// readForDeleteInto is readForDelete of the entity (pk, rk) into old (a
+// *T), want being the ETag the delete is conditional on ("" for none).
+func (t *tableOps) readForDeleteInto(ctx context.Context, pk, rk, want string, old any) (etag string, err error) {
+	etag, _, err = t.readInto(ctx, pk, rk, old)
+	if err != nil {
+		return "", err
+	}
+	if want != "" && want != etag {
+		return "", tkerr.Errorf("tablekit: delete %s: %w: the entity changed since it was read (stored ETag %s, expected %s)", describeKeys(t.name, pk, rk), tablekit.ErrPreconditionFailed, etag, want)
+	}
+	return etag, nil
+}
+
+func (t *tableOps) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ETag) error {
 	_, err := t.write(ctx, OpDelete, pk, rk, nil, opETag(etag), "delete")
 	return err
 }
@@ -356,6 +393,10 @@ func (t *Table[T]) deleteKeys(ctx context.Context, pk, rk string, etag azcore.ET
 // It reports whether the entity existed; a missing entity is not an error.
 // One request.
 func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string, opts *DeleteIfExistsOptions) (existed bool, err error) {
+	return t.ops().deleteIfExists(ctx, pk, rk)
+}
+
+func (t *tableOps) deleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
 	if err := validateKeys(pk, rk); err != nil {
 		return false, err
 	}
@@ -419,10 +460,9 @@ func (t *Table[T]) modifyWith(ctx context.Context, pk, rk string, fn func(*T) er
 	var v T
 	m, err := t.w.ModifyBatch(ctx, pk, rk, func(stored []byte, etag string) ([]Op, error) {
 		var old T
-		if err := t.codec.Unmarshal(stored, &old); err != nil {
-			return nil, tkerr.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+		if err := t.ops().decodeStored(stored, etag, &old, pk, rk); err != nil {
+			return nil, err
 		}
-		t.codec.SetMeta(&old, etag, time.Time{})
 		if prepare != nil {
 			if err := prepare(&old, stored); err != nil {
 				return nil, err
@@ -433,8 +473,8 @@ func (t *Table[T]) modifyWith(ctx context.Context, pk, rk string, fn func(*T) er
 			if err := fn(&v); err != nil {
 				return nil, err
 			}
-			if npk, nrk := t.codec.Keys(&v); npk != pk || nrk != rk {
-				return nil, fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", t.describe(pk, rk), npk, nrk)
+			if err := t.ops().keptKeys(&v, pk, rk); err != nil {
+				return nil, err
 			}
 		}
 		return ops(&old, &v, stored)
@@ -443,30 +483,50 @@ func (t *Table[T]) modifyWith(ctx context.Context, pk, rk string, fn func(*T) er
 		var zero T
 		return zero, err
 	}
-	if m.ETag != "" {
-		t.setMeta(&v, m.ETag)
-	} else {
-		t.codec.SetMeta(&v, "", time.Time{})
-	}
+	t.codec.SetMeta(&v, m.ETag, TimestampFromETag(m.ETag))
 	return v, nil
+}
+
+// decodeStored decodes stored, the entity (pk, rk) as read with etag,
+// into v (a *T).
+func (t *tableOps) decodeStored(stored []byte, etag string, v any, pk, rk string) error {
+	if err := t.codec.Unmarshal(stored, v); err != nil {
+		return tkerr.Errorf("tablekit: get %s: %w", describeKeys(t.name, pk, rk), err)
+	}
+	t.codec.SetMeta(v, etag, time.Time{})
+	return nil
+}
+
+// keptKeys checks that v (a *T an update's fn changed) still has the
+// keys (pk, rk).
+func (t *tableOps) keptKeys(v any, pk, rk string) error {
+	if npk, nrk := t.codec.Keys(v); npk != pk || nrk != rk {
+		return fmt.Errorf("tablekit: update %s: fn changed the entity's keys to (%q, %q); keys are immutable, insert a new entity instead", describeKeys(t.name, pk, rk), npk, nrk)
+	}
+	return nil
 }
 
 // read fetches one entity and decodes it, returning its ETag and JSON
 // too. A missing entity is an error wrapping tablekit.ErrNotFound.
 func (t *Table[T]) read(ctx context.Context, pk, rk string) (T, string, []byte, error) {
 	var v T
+	etag, body, err := t.ops().readInto(ctx, pk, rk, &v)
+	return v, etag, body, err
+}
+
+// readInto is read, decoding into v (a *T).
+func (t *tableOps) readInto(ctx context.Context, pk, rk string, v any) (etag string, body []byte, err error) {
 	if err := validateKeys(pk, rk); err != nil {
-		return v, "", nil, err
+		return "", nil, err
 	}
-	body, etag, err := t.w.Get(ctx, pk, rk)
+	body, etag, err = t.w.Get(ctx, pk, rk)
 	if err != nil {
-		return v, "", nil, err
+		return "", nil, err
 	}
-	if err := t.codec.Unmarshal(body, &v); err != nil {
-		return v, "", nil, tkerr.Errorf("tablekit: get %s: %w", t.describe(pk, rk), err)
+	if err := t.decodeStored(body, etag, v, pk, rk); err != nil {
+		return "", nil, err
 	}
-	t.codec.SetMeta(&v, etag, time.Time{})
-	return v, etag, body, nil
+	return etag, body, nil
 }
 
 func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, error) {
@@ -476,8 +536,18 @@ func (t *Table[T]) getWithETag(ctx context.Context, pk, rk string) (T, string, e
 
 func (t *Table[T]) marshal(v *T) (body []byte, pk, rk string, err error) {
 	if v == nil {
-		return nil, "", "", tkerr.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+		return nil, "", "", t.ops().nilEntity()
 	}
+	return t.ops().marshalValue(v)
+}
+
+// nilEntity is the error of a write given a nil *T.
+func (t *tableOps) nilEntity() error {
+	return tkerr.Errorf("tablekit: %s: %w: nil *%s", t.name, tablekit.ErrInvalidEntity, t.codec.Type())
+}
+
+// marshalValue is marshal of v, a non-nil *T.
+func (t *tableOps) marshalValue(v any) (body []byte, pk, rk string, err error) {
 	body, err = t.codec.Marshal(v)
 	if err != nil {
 		return nil, "", "", err
@@ -490,9 +560,7 @@ func (t *Table[T]) setMeta(v *T, etag string) {
 	t.codec.SetMeta(v, etag, TimestampFromETag(etag))
 }
 
-func (t *Table[T]) describe(pk, rk string) string {
-	return t.name + " (PartitionKey " + strconv.Quote(pk) + ", RowKey " + strconv.Quote(rk) + ")"
-}
+func (t *tableCore) describe(pk, rk string) string { return describeKeys(t.name, pk, rk) }
 
 func validateKeys(pk, rk string) error { return wire.ValidateKeys(pk, rk) }
 

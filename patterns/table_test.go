@@ -23,26 +23,35 @@ func TestMain(m *testing.M) {
 	testenv.Main(m)
 }
 
-// sdkPath makes the tests' tables use the aztables client instead of the
-// fast path; TestSDKPath runs the Table[T] suite that way.
-var sdkPath bool
-
-func tableOpts(o *patterns.TableOptions) *patterns.TableOptions {
+// tableOpts returns a copy of o (nil: defaults) with the transport t
+// runs on: the aztables client under TestSDKPath (onSDKPath), the fast
+// path elsewhere.
+func tableOpts(t testing.TB, o *patterns.TableOptions) *patterns.TableOptions {
 	var c patterns.TableOptions
 	if o != nil {
 		c = *o
 	}
-	c.SDKPath = sdkPath
+	c.SDKPath = onSDKPath(t)
 	return &c
 }
 
+// sdkPathTest is the name of the test that runs the Table[T] suite
+// through the aztables client.
+const sdkPathTest = "TestSDKPath"
+
+// onSDKPath reports whether t runs under TestSDKPath: its tables then use
+// the aztables client instead of the fast path. The choice goes by the
+// test's name, not a variable of the package, so TestSDKPath and the
+// tests it runs run in parallel with everything else.
+func onSDKPath(t testing.TB) bool { return strings.HasPrefix(t.Name(), sdkPathTest+"/") }
+
 // TestSDKPath runs the Table[T] suite through the aztables client: both
-// paths must behave the same. It and the tests it runs stay serial (no
-// t.Parallel): sdkPath is the package's, and a parallel subtest would run
-// after TestSDKPath had set it back.
+// paths must behave the same.
 func TestSDKPath(t *testing.T) {
-	sdkPath = true
-	defer func() { sdkPath = false }()
+	t.Parallel()
+	if t.Name() != sdkPathTest {
+		t.Fatalf("onSDKPath looks for the tests under %s; this is %s", sdkPathTest, t.Name())
+	}
 	for name, test := range map[string]func(*testing.T){
 		"CRUDWithETags":                           TestCRUDWithETags,
 		"CreateIfNotExistsAndDrop":                TestCreateIfNotExistsAndDrop,
@@ -58,8 +67,13 @@ func TestSDKPath(t *testing.T) {
 		"ScanReadsEveryRowOnce":                   TestScanReadsEveryRowOnce,
 		"ScanResumesFromItsToken":                 TestScanResumesFromItsToken,
 	} {
-		t.Run(name, test)
+		t.Run(name, test) // each calls t.Parallel
 	}
+	t.Run("TablesUseTheSDK", func(t *testing.T) {
+		if !tableOpts(t, nil).SDKPath {
+			t.Errorf("tableOpts under %s leaves SDKPath false: the suite above ran on the fast path", t.Name())
+		}
+	})
 }
 
 // Employee is the guide's employee entity: department as PartitionKey,
@@ -79,7 +93,7 @@ type Employee struct {
 func newTable[T any](t *testing.T) (*patterns.Table[T], *tablekit.RequestCounter) {
 	t.Helper()
 	acct, counter := testenv.CountingAccount(t)
-	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(nil))
+	tbl, err := patterns.NewTable[T](acct, testenv.TableName(t), tableOpts(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +113,7 @@ func requests(t *testing.T, c *tablekit.RequestCounter, want int64, what string)
 }
 
 func TestCRUDWithETags(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 
@@ -165,7 +180,7 @@ func TestCRUDWithETags(t *testing.T) {
 		PartitionKey, RowKey string
 		LastName             string
 	}
-	nt, err := patterns.NewTable[nameOnly](tbl.Account(), tbl.Name(), tableOpts(nil))
+	nt, err := patterns.NewTable[nameOnly](tbl.Account(), tbl.Name(), tableOpts(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +231,7 @@ func TestCRUDWithETags(t *testing.T) {
 }
 
 func TestBadInputFailsBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	cases := []struct {
@@ -272,9 +288,10 @@ type Counter struct {
 }
 
 func TestUpdateLosesNoConcurrentIncrement(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct := testenv.Account(t)
-	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), tableOpts(&patterns.TableOptions{MaxAttempts: 200}))
+	tbl, err := patterns.NewTable[Counter](acct, testenv.TableName(t), tableOpts(t, &patterns.TableOptions{MaxAttempts: 200}))
 	must(t, err)
 	must(t, tbl.CreateIfNotExists(ctx, nil))
 	must(t, tbl.Insert(ctx, &Counter{PartitionKey: "c", RowKey: "hits"}, nil))
@@ -304,6 +321,7 @@ func TestUpdateLosesNoConcurrentIncrement(t *testing.T) {
 }
 
 func TestQueryClassesProjectionAndLimits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	var batch []Employee
@@ -367,6 +385,7 @@ func TestQueryClassesProjectionAndLimits(t *testing.T) {
 }
 
 func TestPagingResumesFromSerializedTokens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tbl, c := newTable[Employee](t)
 	const n = 2500
@@ -390,7 +409,7 @@ func TestPagingResumesFromSerializedTokens(t *testing.T) {
 		// A new Table value each time: the token alone carries the position,
 		// as it would across a process restart. (On tbl's account, whose
 		// pages never end early: the test counts them.)
-		fresh, err := patterns.NewTable[Employee](tbl.Account(), tbl.Name(), tableOpts(nil))
+		fresh, err := patterns.NewTable[Employee](tbl.Account(), tbl.Name(), tableOpts(t, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,9 +445,10 @@ func TestPagingResumesFromSerializedTokens(t *testing.T) {
 }
 
 func TestCreateIfNotExistsAndDrop(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acct, c := testenv.CountingAccount(t)
-	tbl, err := patterns.NewTable[Employee](acct, testenv.TableName(t), tableOpts(nil))
+	tbl, err := patterns.NewTable[Employee](acct, testenv.TableName(t), tableOpts(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

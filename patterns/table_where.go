@@ -62,7 +62,7 @@ type WhereResult struct {
 // returns the keys (and its metadata) and nothing else.
 var keysOnly = []string{"PartitionKey", "RowKey"}
 
-func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter, query, WhereOptions, error) {
+func (t *tableOps) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter, query, WhereOptions, error) {
 	o := optsOf(opts)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
@@ -89,13 +89,17 @@ func (t *Table[T]) prepareWhere(f keys.Filter, opts *WhereOptions) (keys.Filter,
 // as Azurite does; Azure may return shorter pages (at a partition boundary
 // or after five seconds), each one more request.
 func (t *Table[T]) Count(ctx context.Context, f keys.Filter, opts *WhereOptions) (int, error) {
-	res, err := t.CountWhere(ctx, f, opts)
+	res, err := t.ops().countWhere(ctx, f, opts)
 	return res.Matched, err
 }
 
 // CountWhere is Count reporting the pages it read too (Matched is the
 // count). Its requests are Count's.
 func (t *Table[T]) CountWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
+	return t.ops().countWhere(ctx, f, opts)
+}
+
+func (t *tableOps) countWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
 	f, q, o, err := t.prepareWhere(f, opts)
 	if err != nil {
@@ -154,6 +158,10 @@ func (o *WhereOptions) scanOptions(q query) *ScanOptions {
 // tablekit.ErrOutcomeUnknown. Entities written after a page was read are
 // not deleted.
 func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
+	return t.ops().deleteWhere(ctx, f, opts)
+}
+
+func (t *tableOps) deleteWhere(ctx context.Context, f keys.Filter, opts *WhereOptions) (WhereResult, error) {
 	var res WhereResult
 	f, q, o, err := t.prepareWhere(f, opts)
 	if err != nil {
@@ -186,7 +194,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 	// partial transaction waits for that page; every other one is sent
 	// at once.
 	var index int
-	open := map[*scanRange]*group[T]{} // under b.mu
+	open := map[*scanRange]*group{} // under b.mu
 	_, qerr := scanPages(ctx, t.w, f, q, o.scanOptions(q), func(ctx context.Context, p scanPage) error {
 		b.mu.Lock()
 		res.Pages++
@@ -206,7 +214,7 @@ func (t *Table[T]) DeleteWhere(ctx context.Context, f keys.Filter, opts *WhereOp
 				g = nil
 			}
 			if g == nil {
-				g = &group[T]{}
+				g = &group{}
 			}
 			g.ops = append(g.ops, Op{Type: OpDelete, PartitionKey: k.PK, RowKey: k.RK})
 			g.index = append(g.index, first+i)

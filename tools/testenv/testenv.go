@@ -88,6 +88,10 @@ const DefaultParallel = 16
 // Under the race detector, Main also keeps the commands the tests start
 // from sleeping a second on exit (raceExitSleep).
 func Main(m *testing.M) {
+	if startedThroughSelf() {
+		fmt.Fprintf(os.Stderr, "testenv: %s is this test binary run as a command (Self), but its TestMain did not run the command (RunsAs)\n", os.Args[0])
+		os.Exit(2)
+	}
 	flag.Parse()
 	raceExitSleep()
 	set := false

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -15,7 +18,28 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if testenv.RunsAs("echo-args") {
+		fmt.Println(strings.Join(os.Args[1:], " "))
+		os.Exit(3)
+	}
+	testenv.Main(m)
+}
+
+// Self's link runs this test binary as the command its TestMain makes of
+// it, with the arguments and exit status of that command; through a link
+// its TestMain does not know, the binary says so and runs no test (else
+// each test starting it would start it again, and so on).
+func TestSelfRunsTheBinaryAsACommand(t *testing.T) {
+	out, err := exec.Command(testenv.Self(t, "echo-args"), "a", "b c").Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || string(out) != "a b c\n" {
+		t.Errorf("echo-args: %q, %v; want \"a b c\\n\" and exit status 3", out, err)
+	}
+	out, err = exec.Command(testenv.Self(t, "unknown"), "-test.run", ".").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "its TestMain did not run the command") {
+		t.Errorf("a link TestMain does not know: %q, %v; want exit status 2 and why", out, err)
+	}
+}
 
 func TestNamesAreUniqueAndValid(t *testing.T) {
 	seen := map[string]bool{}

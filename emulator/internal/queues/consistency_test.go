@@ -77,8 +77,10 @@ func TestConsistencyQueue(t *testing.T) {
 // TestConsistencyWorker runs tablekit's worker pool on the service's real
 // clock: every transaction is applied, one that fails is retried after
 // its backoff (its message made invisible with Update Message), one that
-// always fails ends in the poison queue, and the queues end empty.
+// always fails ends in the poison queue, and the queues end empty. It
+// waits out the backoff's second beside the other tests (Parallel).
 func TestConsistencyWorker(t *testing.T) {
+	t.Parallel()
 	acct := connect(t, server(t, nil))
 	q, err := consistency.NewQueue(acct, "jobs", nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,18 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 )
+
+// TestMain runs the tests with the database's flushes off (disk.SetSync):
+// what the tests read comes from the page cache either way, and the 400
+// commits of TestPutMessageAnsweredAfterCommit waited 0.24 to 0.39 s for
+// the disk (this 2-core machine at load 8 to 9), 0.06 s without.
+func TestMain(m *testing.M) {
+	disk.SetSync(false)
+	os.Exit(m.Run())
+}
 
 // storeMessages writes n messages to queue name of s's location
 // directly, as the service writes them, in one transaction.

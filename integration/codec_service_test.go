@@ -1,8 +1,9 @@
-package entity_test
+package integration_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/netip"
 	"reflect"
@@ -15,7 +16,110 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// The entity codec on a service: what it writes is stored as the EDM types
+// it means and reads back exactly. (In package entity's tests, importing
+// tools/testenv made go test compile the emulator and everything between
+// it and entity a second time, against entity's internal tests.)
+
+// codecAll has a field of every kind the codec writes.
+type codecAll struct {
+	PartitionKey string
+	RowKey       string
+	ETag         string
+	Timestamp    time.Time
+
+	S    string
+	B    bool
+	I8   int8
+	I16  int16
+	I32  int32
+	I    int
+	I64  int64
+	U8   uint8
+	U16  uint16
+	U32  uint32
+	U64  uint64
+	F32  float32
+	F64  float64
+	T    time.Time
+	G    entity.GUID
+	U    codecUUID
+	Bin  []byte
+	PS   *string
+	PI   *int64
+	PT   *time.Time
+	IP   netip.Addr
+	Addr codecAddress `table:",json"`
+	Tags []string     `table:"Labels,json"`
+	Temp codecCelsius
+	M    map[string]string `table:",json,omitempty"`
+	Skip string            `table:"-"`
+}
+
+type codecAddress struct {
+	Street string
+	Zip    int
+}
+
+type codecUUID [16]byte
+
+// codecCelsius has its own stored form: an Int32 of tenths of a degree.
+type codecCelsius float64
+
+func (c codecCelsius) MarshalProperty() (entity.Value, error) {
+	return entity.Int32(int32(math.Round(float64(c) * 10))), nil
+}
+
+func (c *codecCelsius) UnmarshalProperty(v entity.Value) error {
+	n, ok := v.V.(int32)
+	if !ok {
+		return errors.New("want Int32")
+	}
+	*c = codecCelsius(float64(n) / 10)
+	return nil
+}
+
+// The guide's mixed partition: a department and its employees, in two
+// versions.
+type regDepartment struct {
+	PartitionKey   string
+	RowKey         string
+	DepartmentName string
+	EmployeeCount  int32
+}
+
+type regEmployeeV1 struct {
+	PartitionKey, RowKey string
+	FirstName, LastName  string
+	Age                  int32
+}
+
+type regEmployee struct {
+	PartitionKey, RowKey string
+	FirstName, LastName  string
+	Age                  int32
+	Email                string
+}
+
+func newCodecRegistry(t *testing.T) *entity.Registry {
+	t.Helper()
+	r := entity.NewRegistry(nil)
+	for _, reg := range []struct {
+		k entity.Kind
+		v any
+	}{
+		{entity.Kind{Name: "Department"}, regDepartment{}},
+		{entity.Kind{Name: "Employee", Version: 1}, regEmployeeV1{}},
+		{entity.Kind{Name: "Employee", Version: 2}, regEmployee{}},
+	} {
+		if err := r.Register(reg.k, reg.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 func storedRow(t *testing.T, ctx context.Context, tbl *aztables.Client, pk, rk string) []byte {
 	t.Helper()
@@ -37,16 +141,16 @@ func TestAzuriteCodecRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	tbl := testenv.Table(t, testenv.Account(t))
 	at := time.Date(2024, 2, 29, 23, 59, 58, 123456700, time.UTC)
-	rows := []All{
+	rows := []codecAll{
 		{PartitionKey: "p", RowKey: "zero"},
 		{
 			PartitionKey: "p", RowKey: "max",
 			S: "héllo \"q\" \\ \n 😀", B: true,
 			I8: math.MaxInt8, I16: math.MaxInt16, I32: math.MaxInt32, I: math.MaxInt, I64: math.MaxInt64,
 			U8: math.MaxUint8, U16: math.MaxUint16, U32: math.MaxUint32, U64: math.MaxInt64,
-			F32: math.MaxFloat32, F64: 3.0, T: at, G: entity.NewGUID(), U: uuid{1, 2, 3}, Bin: []byte{0, 255},
-			PS: ptr(""), PI: ptr(int64(math.MinInt64)), PT: ptr(at.Add(100)),
-			IP: netip.MustParseAddr("10.0.0.1"), Addr: Address{"Main", 1}, Tags: []string{}, Temp: 21.5,
+			F32: math.MaxFloat32, F64: 3.0, T: at, G: entity.NewGUID(), U: codecUUID{1, 2, 3}, Bin: []byte{0, 255},
+			PS: ptrTo(""), PI: ptrTo(int64(math.MinInt64)), PT: ptrTo(at.Add(100)),
+			IP: netip.MustParseAddr("10.0.0.1"), Addr: codecAddress{"Main", 1}, Tags: []string{}, Temp: 21.5,
 		},
 		{
 			PartitionKey: "p", RowKey: "min",
@@ -56,7 +160,7 @@ func TestAzuriteCodecRoundTrip(t *testing.T) {
 		},
 		{PartitionKey: "p", RowKey: "inf", F64: math.Inf(1), F32: 0.1},
 	}
-	c, err := entity.CodecOf(reflect.TypeOf(All{}), nil)
+	c, err := entity.CodecOf(reflect.TypeOf(codecAll{}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +173,7 @@ func TestAzuriteCodecRoundTrip(t *testing.T) {
 			t.Fatalf("AddEntity %s: %v", in.RowKey, err)
 		}
 	}
-	check := func(how string, got, want All) {
+	check := func(how string, got, want codecAll) {
 		t.Helper()
 		if got.ETag == "" || got.Timestamp.IsZero() {
 			t.Errorf("%s %s: no ETag/Timestamp: %q %v", how, want.RowKey, got.ETag, got.Timestamp)
@@ -86,13 +190,13 @@ func TestAzuriteCodecRoundTrip(t *testing.T) {
 		}
 	}
 	for _, in := range rows {
-		var out All
+		var out codecAll
 		if err := c.Unmarshal(storedRow(t, ctx, tbl, in.PartitionKey, in.RowKey), &out); err != nil {
 			t.Fatal(err)
 		}
 		check("GetEntity", out, in)
 	}
-	pager := tbl.NewListEntitiesPager(&aztables.ListEntitiesOptions{Select: ptr(joinSelect(c.Select()))})
+	pager := tbl.NewListEntitiesPager(&aztables.ListEntitiesOptions{Select: ptrTo(joinSelect(c.Select()))})
 	n := 0
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
@@ -100,7 +204,7 @@ func TestAzuriteCodecRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, row := range page.Entities {
-			var out All
+			var out codecAll
 			if err := c.Unmarshal(row, &out); err != nil {
 				t.Fatal(err)
 			}
@@ -253,11 +357,11 @@ func TestAzuriteReadsSDKWrites(t *testing.T) {
 func TestAzuriteRegistryMixedPartition(t *testing.T) {
 	ctx := context.Background()
 	tbl := testenv.Table(t, testenv.Account(t))
-	r := newRegistry(t, nil)
+	r := newCodecRegistry(t)
 	for _, v := range []any{
-		Department{"Sales", "Department", "Sales", 2},
-		EmployeeV1{"Sales", "000123", "Ann", "Lee", 34},
-		Employee{"Sales", "000124", "Bo", "Ng", 41, "bo@contoso.com"},
+		regDepartment{"Sales", "Department", "Sales", 2},
+		regEmployeeV1{"Sales", "000123", "Ann", "Lee", 34},
+		regEmployee{"Sales", "000124", "Bo", "Ng", 41, "bo@contoso.com"},
 	} {
 		b, err := r.Marshal(v)
 		if err != nil {
@@ -267,7 +371,7 @@ func TestAzuriteRegistryMixedPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pager := tbl.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: ptr("PartitionKey eq 'Sales'")})
+	pager := tbl.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: ptrTo("PartitionKey eq 'Sales'")})
 	var got []any
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
@@ -284,13 +388,13 @@ func TestAzuriteRegistryMixedPartition(t *testing.T) {
 		t.Fatalf("%d rows", len(got))
 	}
 	// RowKey order: 000123, 000124, Department.
-	if e, ok := got[0].(*EmployeeV1); !ok || e.Age != 34 {
+	if e, ok := got[0].(*regEmployeeV1); !ok || e.Age != 34 {
 		t.Errorf("row 0: %#v", got[0])
 	}
-	if e, ok := got[1].(*Employee); !ok || e.Email != "bo@contoso.com" {
+	if e, ok := got[1].(*regEmployee); !ok || e.Email != "bo@contoso.com" {
 		t.Errorf("row 1: %#v", got[1])
 	}
-	if d, ok := got[2].(*Department); !ok || d.EmployeeCount != 2 {
+	if d, ok := got[2].(*regDepartment); !ok || d.EmployeeCount != 2 {
 		t.Errorf("row 2: %#v", got[2])
 	}
 }

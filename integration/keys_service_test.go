@@ -1,4 +1,4 @@
-package keys_test
+package integration_test
 
 import (
 	"context"
@@ -20,23 +20,27 @@ import (
 	"github.com/tablekit/tablekit/tools/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// keys' filters and classification, run on a service: what the service
+// selects for each filter the builders make is what the same condition
+// selects in Go. (A test of package keys that imports tools/testenv would
+// make go test compile the emulator and everything between it and keys a
+// second time, against keys' internal tests.)
 
-type guid [16]byte
+type filterGUID [16]byte
 
-type row struct {
+type filterRow struct {
 	PK, RK string
 	Name   string
 	Age    int32
 	Big    int64
 	Score  float64
 	When   time.Time
-	ID     guid
+	ID     filterGUID
 	Blob   []byte
 	Active bool
 }
 
-func (r row) entity() map[string]any {
+func (r filterRow) entity() map[string]any {
 	g := r.ID
 	return map[string]any{
 		"PartitionKey": r.PK, "RowKey": r.RK,
@@ -56,7 +60,7 @@ func keyCmp(a, b string) int {
 	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
 }
 
-func testRows() []row {
+func filterRows() []filterRow {
 	sales := []string{
 		"email_a", "email_azure", "email_b", "empid_000100", "empid_000150", "empid_000199", "empid_000200",
 		"it's", keys.Join("x_y", "z"), "\uffff", "\U00010000", "a\uffffb", "a\U00010000", "é",
@@ -71,16 +75,16 @@ func testRows() []row {
 	ks = append(ks, k{pk2, keys.Join("a_b", "c")}, k{pk2, keys.Join("a", "b_c")}, k{pk3, "1"}, k{pk3, "2"})
 	names := []string{"Alice", "O'Brien ') or (PartitionKey ne '", "日本\U0001F600", "''", "a_b"}
 	base := time.Date(2014, 8, 22, 0, 50, 32, 0, time.UTC)
-	var rows []row
+	var rows []filterRow
 	for i, key := range ks {
-		rows = append(rows, row{
+		rows = append(rows, filterRow{
 			PK: key.pk, RK: key.rk,
 			Name:   names[i%len(names)],
 			Age:    int32(20 + i),
 			Big:    int64(i-5) << 35,
 			Score:  float64(i) / 2,
 			When:   base.Add(time.Duration(i) * 36 * time.Hour).Add(time.Duration(i) * 100), // 100 ns steps
-			ID:     guid{byte(i), 0xab, 0xcd, 15: byte(255 - i)},
+			ID:     filterGUID{byte(i), 0xab, 0xcd, 15: byte(255 - i)},
 			Blob:   []byte{byte(i), '\'', 0},
 			Active: i%3 == 0,
 		})
@@ -94,7 +98,7 @@ func TestFiltersOnAzurite(t *testing.T) {
 	acct := testenv.Account(t)
 	client := testenv.Table(t, acct)
 	ctx := context.Background()
-	rows := testRows()
+	rows := filterRows()
 	for _, r := range rows {
 		if err := keys.ValidateKey("PartitionKey", r.PK); err != nil {
 			t.Fatal(err)
@@ -116,76 +120,76 @@ func TestFiltersOnAzurite(t *testing.T) {
 		name  string
 		f     keys.Filter
 		class keys.Class
-		want  func(r row) bool
+		want  func(r filterRow) bool
 	}{
 		{"point", keys.And(keys.PK().Eq("Sales"), keys.RK().Eq("it's")), keys.Point,
-			func(r row) bool { return r.PK == "Sales" && r.RK == "it's" }},
+			func(r filterRow) bool { return r.PK == "Sales" && r.RK == "it's" }},
 		{"point escaped separator", keys.And(keys.PK().Eq(pk2), keys.RK().Eq(keys.Join("a_b", "c"))), keys.Point,
-			func(r row) bool { return r.PK == pk2 && r.RK == "a`_b_c" }},
+			func(r filterRow) bool { return r.PK == pk2 && r.RK == "a`_b_c" }},
 		{"point non-BMP", keys.And(keys.PK().Eq("Sales"), keys.RK().Eq("\U00010000")), keys.Point,
-			func(r row) bool { return r.PK == "Sales" && r.RK == "\U00010000" }},
+			func(r filterRow) bool { return r.PK == "Sales" && r.RK == "\U00010000" }},
 		{"partition unicode", keys.PK().Eq(pk3), keys.PartitionScan,
-			func(r row) bool { return r.PK == pk3 }},
+			func(r filterRow) bool { return r.PK == pk3 }},
 		{"prefix", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("email_a")), keys.Range,
-			func(r row) bool { return r.PK == "Sales" && (r.RK == "email_a" || r.RK == "email_azure") }},
+			func(r filterRow) bool { return r.PK == "Sales" && (r.RK == "email_a" || r.RK == "email_azure") }},
 		{"prefix escaped part", keys.And(keys.PK().Eq(pk2), keys.RK().Prefix(keys.Join("a_b", ""))), keys.Range,
-			func(r row) bool { return r.PK == pk2 && r.RK == "a`_b_c" }},
+			func(r filterRow) bool { return r.PK == pk2 && r.RK == "a`_b_c" }},
 		{"prefix U+FFFF", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("a\uffff")), keys.Range,
-			func(r row) bool { return r.PK == "Sales" && r.RK == "a\uffffb" }},
+			func(r filterRow) bool { return r.PK == "Sales" && r.RK == "a\uffffb" }},
 		{"prefix only U+FFFF", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("\uffff")), keys.Range,
-			func(r row) bool { return r.PK == "Sales" && r.RK == "\uffff" }},
+			func(r filterRow) bool { return r.PK == "Sales" && r.RK == "\uffff" }},
 		{"prefix non-BMP", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("a\U00010000")), keys.Range,
-			func(r row) bool { return r.PK == "Sales" && r.RK == "a\U00010000" }},
+			func(r filterRow) bool { return r.PK == "Sales" && r.RK == "a\U00010000" }},
 		{"prefix of partitions", keys.PK().Prefix("O'Brien_"), keys.TableScan,
-			func(r row) bool { return r.PK == pk2 }},
+			func(r filterRow) bool { return r.PK == pk2 }},
 		{"between", keys.And(keys.PK().Eq("Sales"), keys.RK().Between(keys.Join("empid", keys.PadInt(100, 6)), keys.Join("empid", keys.PadInt(199, 6)))), keys.Range,
-			func(r row) bool {
+			func(r filterRow) bool {
 				return r.PK == "Sales" && keyCmp(r.RK, "empid_000100") >= 0 && keyCmp(r.RK, "empid_000199") <= 0
 			}},
 		{"gt lt", keys.And(keys.PK().Eq("Sales"), keys.RK().Gt("empid_000100"), keys.RK().Lt("empid_000200")), keys.Range,
-			func(r row) bool {
+			func(r filterRow) bool {
 				return r.PK == "Sales" && keyCmp(r.RK, "empid_000100") > 0 && keyCmp(r.RK, "empid_000200") < 0
 			}},
 		{"ge", keys.And(keys.PK().Eq("Sales"), keys.RK().Ge("é")), keys.Range,
-			func(r row) bool { return r.PK == "Sales" && keyCmp(r.RK, "é") >= 0 }},
+			func(r filterRow) bool { return r.PK == "Sales" && keyCmp(r.RK, "é") >= 0 }},
 		{"le with property", keys.And(keys.PK().Eq("Sales"), keys.RK().Le("email_b"), keys.Prop("Active").Eq(true)), keys.Range,
-			func(r row) bool { return r.PK == "Sales" && keyCmp(r.RK, "email_b") <= 0 && r.Active }},
+			func(r filterRow) bool { return r.PK == "Sales" && keyCmp(r.RK, "email_b") <= 0 && r.Active }},
 		{"rk ne", keys.And(keys.PK().Eq("Sales"), keys.RK().Ne("it's")), keys.PartitionScan,
-			func(r row) bool { return r.PK == "Sales" && r.RK != "it's" }},
+			func(r filterRow) bool { return r.PK == "Sales" && r.RK != "it's" }},
 		{"or of rowkeys", keys.And(keys.PK().Eq("Sales"), keys.Or(keys.RK().Eq("email_a"), keys.RK().Eq("é"))), keys.PartitionScan,
-			func(r row) bool { return r.PK == "Sales" && (r.RK == "email_a" || r.RK == "é") }},
+			func(r filterRow) bool { return r.PK == "Sales" && (r.RK == "email_a" || r.RK == "é") }},
 		{"not", keys.And(keys.PK().Eq(pk3), keys.Not(keys.RK().Eq("1"))), keys.PartitionScan,
-			func(r row) bool { return r.PK == pk3 && r.RK != "1" }},
+			func(r filterRow) bool { return r.PK == pk3 && r.RK != "1" }},
 		{"string with quotes", keys.Prop("Name").Eq("O'Brien ') or (PartitionKey ne '"), keys.TableScan,
-			func(r row) bool { return r.Name == "O'Brien ') or (PartitionKey ne '" }},
+			func(r filterRow) bool { return r.Name == "O'Brien ') or (PartitionKey ne '" }},
 		{"string of quotes", keys.Prop("Name").Eq("''"), keys.TableScan,
-			func(r row) bool { return r.Name == "''" }},
+			func(r filterRow) bool { return r.Name == "''" }},
 		{"string non-BMP", keys.Prop("Name").Eq("日本\U0001F600"), keys.TableScan,
-			func(r row) bool { return r.Name == "日本\U0001F600" }},
+			func(r filterRow) bool { return r.Name == "日本\U0001F600" }},
 		{"string with separator", keys.Prop("Name").Ne("a_b"), keys.TableScan,
-			func(r row) bool { return r.Name != "a_b" }},
+			func(r filterRow) bool { return r.Name != "a_b" }},
 		{"int32", keys.Prop("Age").Gt(int32(25)), keys.TableScan,
-			func(r row) bool { return r.Age > 25 }},
+			func(r filterRow) bool { return r.Age > 25 }},
 		{"int", keys.Prop("Age").Le(22), keys.TableScan,
-			func(r row) bool { return r.Age <= 22 }},
+			func(r filterRow) bool { return r.Age <= 22 }},
 		{"int64 negative", keys.Prop("Big").Lt(int64(0)), keys.TableScan,
-			func(r row) bool { return r.Big < 0 }},
+			func(r filterRow) bool { return r.Big < 0 }},
 		{"int64 eq", keys.Prop("Big").Eq(int64(3) << 35), keys.TableScan,
-			func(r row) bool { return r.Big == 3<<35 }},
+			func(r filterRow) bool { return r.Big == 3<<35 }},
 		{"double integral", keys.Prop("Score").Eq(3.0), keys.TableScan,
-			func(r row) bool { return r.Score == 3.0 }},
+			func(r filterRow) bool { return r.Score == 3.0 }},
 		{"double", keys.Prop("Score").Ge(2.5), keys.TableScan,
-			func(r row) bool { return r.Score >= 2.5 }},
+			func(r filterRow) bool { return r.Score >= 2.5 }},
 		{"datetime", keys.Prop("When").Gt(r5.When), keys.TableScan,
-			func(r row) bool { return r.When.After(r5.When) }},
-		{"guid", keys.Prop("ID").Eq(r5.ID), keys.TableScan,
-			func(r row) bool { return r.ID == r5.ID }},
+			func(r filterRow) bool { return r.When.After(r5.When) }},
+		{"filterGUID", keys.Prop("ID").Eq(r5.ID), keys.TableScan,
+			func(r filterRow) bool { return r.ID == r5.ID }},
 		{"binary", keys.Prop("Blob").Eq(r5.Blob), keys.TableScan,
-			func(r row) bool { return string(r.Blob) == string(r5.Blob) }},
+			func(r filterRow) bool { return string(r.Blob) == string(r5.Blob) }},
 		{"bool and or", keys.And(keys.PK().Eq("Sales"), keys.Or(keys.Prop("Active").Eq(false), keys.Prop("Age").Ge(30))), keys.PartitionScan,
-			func(r row) bool { return r.PK == "Sales" && (!r.Active || r.Age >= 30) }},
+			func(r filterRow) bool { return r.PK == "Sales" && (!r.Active || r.Age >= 30) }},
 		{"zero filter", keys.Filter{}, keys.TableScan,
-			func(r row) bool { return true }},
+			func(r filterRow) bool { return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,7 +209,7 @@ func TestFiltersOnAzurite(t *testing.T) {
 					want = append(want, r.PK+"|"+r.RK)
 				}
 			}
-			got := query(t, client, text)
+			got := filterQuery(t, client, text)
 			slices.Sort(want)
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
@@ -231,7 +235,7 @@ func TestMalformedFilterIsCaughtClientSide(t *testing.T) {
 		t.Fatalf("ParseFilter(%q) accepted an unterminated string", bad)
 	}
 	if testenv.Lenient() {
-		if got := query(t, client, bad); len(got) != 0 {
+		if got := filterQuery(t, client, bad); len(got) != 0 {
 			t.Logf("Azurite now returns %q for %q", got, bad)
 		}
 		return
@@ -244,7 +248,7 @@ func TestMalformedFilterIsCaughtClientSide(t *testing.T) {
 	}
 }
 
-func query(t *testing.T, client *aztables.Client, filter string) []string {
+func filterQuery(t *testing.T, client *aztables.Client, filter string) []string {
 	t.Helper()
 	opts := &aztables.ListEntitiesOptions{}
 	if filter != "" {
