@@ -43,7 +43,9 @@ func (q *Queue) Announce(ctx context.Context, tx *Transaction, opts *EnqueueOpti
 // the usual case, costs nothing more. Requests: none, or as Enqueue.
 //
 // A follow-up that cannot be enqueued (it is tried for up to the
-// ExpectWindow, even after ctx is done: the write it settles has landed)
+// ExpectWindow, and at least DefaultExpectWindow, even after ctx is done:
+// the write it settles has landed; a 10 s bound ran out on Azurite at a
+// load of 30)
 // returns an error wrapping ErrLandedUnsettled and the enqueue's error.
 // A nil Announcement (nothing was announced) is settled already.
 func (a *Announcement) Landed(ctx context.Context) error {
@@ -58,7 +60,7 @@ func (a *Announcement) Landed(ctx context.Context) error {
 	if !ok {
 		return nil // no step waits for the write: none applied before it
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.q.window)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.q.window, DefaultExpectWindow))
 	defer cancel()
 	if err := a.q.Enqueue(ctx, tx, nil); err != nil {
 		return &wrapped{msg: "consistency: transaction " + strconv.Quote(a.tx.ID) + ": its write landed " + late.Round(time.Millisecond).String() +

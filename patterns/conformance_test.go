@@ -330,17 +330,34 @@ func (e *cfEnv) outcome(err error, what string) cfOutcome {
 	return cfFailed
 }
 
+// cfExpectWindow is the ExpectWindow of the suite's workers and of the
+// queues its writers announce their writes on.
+const cfExpectWindow = 10 * time.Second
+
 // cost runs op and, in the modes without faults, checks that it made want
-// requests, the budget its repository documents.
+// requests, the budget its repository documents. An announced write that
+// returned half the ExpectWindow or more after it began may add one
+// request, its last: the follow-up enqueue of consistency's
+// Announcement.Landed (on Azurite at a load of 30, an Insert took that
+// long).
 func (e *cfEnv) cost(want int64, what string, op func() error) error {
 	e.t.Helper()
 	if e.fp != nil {
 		return op()
 	}
 	e.counter.Reset()
+	start := time.Now()
 	err := op()
-	if got := e.counter.Count(); got != want && err == nil {
-		e.t.Errorf("request budget: %s took %d requests, want %d:\n%s", what, got, want, e.counter.Requests())
+	took := time.Since(start)
+	got, log := e.counter.Count(), e.counter.Requests()
+	lines := strings.Split(log, "\n")
+	followUp := got == want+1 && took >= cfExpectWindow/2 && strings.HasPrefix(lines[len(lines)-1], "POST ") && strings.HasSuffix(lines[len(lines)-1], "/messages")
+	switch {
+	case err != nil || got == want:
+	case followUp:
+		e.t.Logf("request budget: %s took %d requests, %v: its write's follow-up was enqueued (Announcement.Landed)", what, got, took.Round(time.Millisecond))
+	default:
+		e.t.Errorf("request budget: %s took %d requests, want %d:\n%s", what, got, want, log)
 	}
 	e.counter.Reset()
 	return err
@@ -503,7 +520,7 @@ func (e *cfEnv) queue() *consistency.Queue {
 	container := testenv.ContainerName(e.t)
 	// ExpectWindow: the window of startWorker's workers, so that a write
 	// landing after it sends its intent again.
-	q, err := consistency.NewQueue(e.acct, qname, &consistency.QueueOptions{BlobContainer: container, ExpectWindow: 10 * time.Second})
+	q, err := consistency.NewQueue(e.acct, qname, &consistency.QueueOptions{BlobContainer: container, ExpectWindow: cfExpectWindow})
 	e.must(err, "new queue")
 	if e.containers == nil {
 		e.containers = map[*consistency.Queue]string{}
@@ -548,7 +565,7 @@ func (e *cfEnv) startWorker(q *consistency.Queue) *cfWorker {
 	w, err := consistency.NewWorker(acct, &consistency.WorkerOptions{
 		Queues: []string{q.Name()}, PollInterval: 100 * time.Millisecond,
 		VisibilityTimeout: 5 * time.Second, MaxDequeueCount: 20,
-		ExpectWindow: 10 * time.Second, Backoff: &consistency.Backoff{Delays: []time.Duration{time.Second}},
+		ExpectWindow: cfExpectWindow, Backoff: &consistency.Backoff{Delays: []time.Duration{time.Second}},
 		BlobContainer: e.containers[q], Logger: testLogger(),
 	})
 	e.must(err, "new worker")
