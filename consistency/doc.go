@@ -120,4 +120,18 @@
 // eventual. A writer that enqueues its intent before writing the source
 // itself should set EnqueueOptions.Delay longer than that write, so the
 // worker's read-repair sees it.
+//
+// # Announced writes
+//
+// Such a writer announces its write: Queue.Announce enqueues the intent,
+// whose steps carry an Expectation (the intent id the write stores, or
+// the source's absence), then the writer writes, then it calls
+// Announcement.Landed. The worker waits for the expected state for
+// ExpectDeliveries deliveries and while the message is younger than its
+// WorkerOptions.ExpectWindow, then applies the steps to the source as it
+// is. A write that comes back later than half the window
+// (QueueOptions.ExpectWindow, the writer's view of the workers' window)
+// may have landed after that, so Landed enqueues the transaction again
+// without expectations, and the worker syncs the views from the source
+// with the write in it. Every eventual repository in patterns does this.
 package consistency

@@ -30,6 +30,13 @@ var (
 	// ErrRetry marks a failure worth retrying later even though it does
 	// not look transient (for example a 412 loop that ran out of attempts).
 	ErrRetry = errors.New("consistency: retry later")
+	// ErrLandedUnsettled: a writer's write landed, but so late that the
+	// worker may have applied the transaction announcing it to the source
+	// as it was before, and the follow-up that makes the worker apply it
+	// again (Announcement.Landed) could not be enqueued. The write
+	// succeeded; the views it keeps may miss it until a Verify and Repair
+	// or the source's next write.
+	ErrLandedUnsettled = errors.New("consistency: the write landed, but its late follow-up was not enqueued")
 )
 
 // sentinel is a sentinel error that also matches ErrPermanent.

@@ -44,6 +44,12 @@ type QueueOptions struct {
 	// none. Workers older than this field reject envelopes that carry it:
 	// upgrade the workers first.
 	Propagator TracePropagator
+	// ExpectWindow is the WorkerOptions.ExpectWindow of the workers that
+	// read this queue (default DefaultExpectWindow): how long their steps
+	// wait for a write announced with Announce. A write that returns after
+	// half of it makes Announcement.Landed enqueue its transaction again,
+	// without expectations. Set it to the workers' value, or lower.
+	ExpectWindow time.Duration
 }
 
 // Queue is a transaction queue and its poison queue: writers Enqueue
@@ -55,6 +61,7 @@ type Queue struct {
 	container  string
 	base64     bool
 	propagator TracePropagator
+	window     time.Duration // the workers' ExpectWindow, for Announcement.Landed
 	tracer     tracing.Tracer
 	qc         *azqueue.QueueClient
 	pc         *azqueue.QueueClient
@@ -83,8 +90,11 @@ func NewQueue(acct *tablekit.Account, name string, opts *QueueOptions) (*Queue, 
 	if err := keys.ValidateContainerName(o.BlobContainer); err != nil {
 		return nil, err
 	}
+	if o.ExpectWindow <= 0 {
+		o.ExpectWindow = DefaultExpectWindow
+	}
 	return &Queue{
-		acct: acct, name: name, container: o.BlobContainer, base64: o.Base64, propagator: o.Propagator,
+		acct: acct, name: name, container: o.BlobContainer, base64: o.Base64, propagator: o.Propagator, window: o.ExpectWindow,
 		tracer: newTracer(acct),
 		qc:     acct.Queues().NewQueueClient(name),
 		pc:     acct.Queues().NewQueueClient(PoisonQueueName(name)),

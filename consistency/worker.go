@@ -57,7 +57,11 @@ type WorkerOptions struct {
 	// announced (an Expectation) to show in the source, counted from when
 	// the message was enqueued, by the queue service's clock (default
 	// DefaultExpectWindow). A step waits at least ExpectDeliveries
-	// deliveries and never into the poison queue (MaxDequeueCount).
+	// deliveries and never into the poison queue (MaxDequeueCount). A
+	// writer whose write returns after half of its queue's
+	// QueueOptions.ExpectWindow sends its transaction again without
+	// expectations (Announcement.Landed): give writers' queues this
+	// value, or a lower one.
 	ExpectWindow time.Duration
 	// PollInterval is the longest wait between receives when the queues
 	// are empty (default 2 s); the wait starts at an eighth of it (at most

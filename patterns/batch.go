@@ -75,6 +75,8 @@ type Transaction[T any] struct {
 }
 
 // Transaction starts an entity group transaction on t.
+//
+//go:noinline
 func (t *Table[T]) Transaction() *Transaction[T] {
 	return &Transaction[T]{t: t, b: txBuilder{
 		name: t.name,

@@ -111,6 +111,8 @@ func (b *Bucketed[T]) Get(ctx context.Context, stream, rk string, opts *GetOptio
 // matches all), merged from every bucket in RowKey order. Each bucket is a
 // partition query (one request per page of opts.Top); opts.Limit bounds
 // the merged total.
+//
+//go:noinline
 func (b *Bucketed[T]) Query(ctx context.Context, stream string, rows keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	o := optsOf(opts)
 	return func(yield func(T, error) bool) {

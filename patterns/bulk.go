@@ -134,6 +134,8 @@ const (
 //
 // BulkWrite returns a *BulkError when some entities failed, and ctx's error
 // when it was cancelled (entities not yet sent are then reported failed).
+//
+//go:noinline
 func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) (BulkResult, error) {
 	return t.ops().bulkWrite(ctx, func(yield func(any) bool) {
 		for i := range items {
@@ -152,6 +154,8 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []T, opts *BulkOptions) 
 // transaction of the partition added to least recently leaves early (in
 // key-ordered input, one the input has moved past). Filled transactions
 // wait for a worker, up to 4 × Concurrency of them and 16 MiB.
+//
+//go:noinline
 func (t *Table[T]) BulkWriteSeq(ctx context.Context, items iter.Seq[T], opts *BulkOptions) (BulkResult, error) {
 	return t.ops().bulkWrite(ctx, func(yield func(any) bool) {
 		for v := range items {

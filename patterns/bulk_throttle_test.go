@@ -102,6 +102,7 @@ func TestBulkWriteThrottledLandsEveryEntityOnce(t *testing.T) {
 				name += "/BulkWriter"
 			}
 			t.Run(name, func(t *testing.T) {
+				t.Parallel() // each on its own table, with faults of its own
 				ctx := context.Background()
 				tbl, fp, c := throttledTable[Employee](t, mode.Retry, faultSeed(t, 26), throttleRules(0.5), nil, nil)
 				var items []Employee

@@ -120,6 +120,8 @@ func (c *CompoundKeys[K, T]) RelatedFilter(pk string, k K, parts int, includePar
 
 // Related returns the rows of partition pk related to k (see
 // RelatedFilter), in RowKey order: one request for up to 1,000 rows.
+//
+//go:noinline
 func (c *CompoundKeys[K, T]) Related(ctx context.Context, pk string, k K, parts int, opts *RelatedOptions) iter.Seq2[T, error] {
 	o := optsOf(opts)
 	return func(yield func(T, error) bool) {

@@ -501,7 +501,9 @@ func (e *cfEnv) queue() *consistency.Queue {
 		_, _ = e.plain.Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
 	})
 	container := testenv.ContainerName(e.t)
-	q, err := consistency.NewQueue(e.acct, qname, &consistency.QueueOptions{BlobContainer: container})
+	// ExpectWindow: the window of startWorker's workers, so that a write
+	// landing after it sends its intent again.
+	q, err := consistency.NewQueue(e.acct, qname, &consistency.QueueOptions{BlobContainer: container, ExpectWindow: 10 * time.Second})
 	e.must(err, "new queue")
 	if e.containers == nil {
 		e.containers = map[*consistency.Queue]string{}

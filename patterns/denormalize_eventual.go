@@ -163,7 +163,8 @@ func (x *EventualDenormalization[S]) CreateIfNotExists(ctx context.Context, opts
 // partitions without AllowTableScan (tablekit.ErrTableScan) fails after
 // the read, before anything is enqueued or written.
 func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk string, fn func(*S) error, opts *UpdateOptions) (S, error) {
-	return x.src.modify(ctx, pk, rk, fn, func(_, v *S) ([]Op, error) {
+	var a *consistency.Announcement // the last attempt's: the one whose write landed
+	v, err := x.src.modify(ctx, pk, rk, fn, func(_, v *S) ([]Op, error) {
 		body, _, _, err := x.src.marshal(v)
 		if err != nil {
 			return nil, err
@@ -172,11 +173,15 @@ func (x *EventualDenormalization[S]) UpdateSource(ctx context.Context, pk, rk st
 		if body, err = wire.WithProp(body, PropIntent, intent); err != nil {
 			return nil, err
 		}
-		if err := x.enqueue(ctx, v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent, Ordered: true}); err != nil {
+		if a, err = x.enqueue(ctx, v, pk, rk, &consistency.Expectation{Property: PropIntent, Value: intent, Ordered: true}); err != nil {
 			return nil, err
 		}
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
 	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
+	if err != nil {
+		return v, err
+	}
+	return v, settleAnnounced(ctx, a, x.src.describe(pk, rk))
 }
 
 // Refresh enqueues the refresh of the targets of the source (pk, rk) as it
@@ -187,16 +192,20 @@ func (x *EventualDenormalization[S]) Refresh(ctx context.Context, pk, rk string,
 	if err != nil {
 		return err
 	}
-	return x.enqueue(ctx, &v, pk, rk, nil)
+	_, err = x.enqueue(ctx, &v, pk, rk, nil)
+	return err
 }
 
-func (x *EventualDenormalization[S]) enqueue(ctx context.Context, v *S, pk, rk string, expect *consistency.Expectation) error {
+// enqueue sends the refresh of the targets of the source (pk, rk), whose
+// value is v; with expect, as the announcement of the write that follows
+// (nil when there is no target to refresh).
+func (x *EventualDenormalization[S]) enqueue(ctx context.Context, v *S, pk, rk string, expect *consistency.Expectation) (*consistency.Announcement, error) {
 	source := consistency.EntityRef{Table: x.src.name, PartitionKey: pk, RowKey: rk}
 	tx := consistency.NewTransaction()
 	if x.where != nil {
 		step, err := x.queryStep(v, source, expect)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		tx.Add(step)
 	}
@@ -208,9 +217,9 @@ func (x *EventualDenormalization[S]) enqueue(ctx context.Context, v *S, pk, rk s
 		tx.Add(consistency.NewStep(consistency.KindCopyProps, args))
 	}
 	if len(tx.Steps) == 0 {
-		return nil
+		return nil, nil
 	}
-	return x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
+	return x.q.Announce(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
 }
 
 // listed returns the targets v lists; none when a query finds them.

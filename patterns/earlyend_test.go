@@ -21,7 +21,8 @@ import (
 // that does both (seeded: a failure repeats), over every skewed layout,
 // and check them against the layout itself: every key exactly once,
 // counts and sums equal. Each checks that pages did end early, some of
-// them empty.
+// them empty. The layouts run side by side, each on an emulator of its
+// own: a layout's run waits mostly on its requests' round trips.
 
 // earlyEnding starts an emulator whose query pages end early with
 // probability 0.5, at partition servers' boundaries too (the scale model,
@@ -95,6 +96,7 @@ func TestScanCountDeleteWhereExactWhenPagesEndEarly(t *testing.T) {
 			name += "/SDKPath"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			em, acct := earlyEnding(t, int64(i+1))
 			tbl, err := patterns.NewTable[Employee](acct, "earlyend", &patterns.TableOptions{SDKPath: r.sdk})
 			must(t, err)
@@ -228,6 +230,7 @@ func TestIndexMaintenanceExactWhenPagesEndEarly(t *testing.T) {
 		j := i % len(repos)
 		r := repos[j]
 		t.Run(l.Name+"/"+r.name, func(t *testing.T) {
+			t.Parallel()
 			em, acct := earlyEnding(t, int64(100*i+j+1))
 			x, err := r.open(acct, "primaries", t)
 			must(t, err)

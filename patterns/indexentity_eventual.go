@@ -156,15 +156,19 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T, opts *In
 	if err != nil {
 		return err
 	}
+	var a *consistency.Announcement
 	if val := x.ix.Key(v); val != "" {
 		if err := x.checkFits(ctx, val, keys.Join(pk, rk)); err != nil {
 			return err
 		}
-		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, val, intentOf(intent))), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+		if a, err = x.q.Announce(ctx, consistency.NewTransaction(x.step(pk, rk, val, intentOf(intent))), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 			return err
 		}
 	}
-	return insertUnique(ctx, x.t, v, pk, rk, body)
+	if err := insertUnique(ctx, x.t, v, pk, rk, body); err != nil {
+		return err
+	}
+	return settleAnnounced(ctx, a, x.t.describe(pk, rk))
 }
 
 // Update reads the entity, calls fn on it and replaces it conditionally on
@@ -173,7 +177,9 @@ func (x *EventualListIndexedTable[T]) Insert(ctx context.Context, v *T, opts *In
 // new one. A concurrent change starts it over; a lost response is settled
 // as Table.Update settles it, or reported with tablekit.ErrOutcomeUnknown.
 func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
-	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
+	var a *consistency.Announcement // the last attempt's: the one whose write landed
+	v, err := x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
+		a = nil
 		intent := consistency.NewIntentID()
 		body, _, _, err := x.encode(v, intent)
 		if err != nil {
@@ -190,12 +196,16 @@ func (x *EventualListIndexedTable[T]) Update(ctx context.Context, pk, rk string,
 			if ov != "" {
 				tx.Add(x.step(pk, rk, ov, intentOf(intent)))
 			}
-			if err := x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+			if a, err = x.q.Announce(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 				return nil, err
 			}
 		}
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
 	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
+	if err != nil {
+		return v, err
+	}
+	return v, settleAnnounced(ctx, a, x.t.describe(pk, rk))
 }
 
 // Delete removes the entity with v's keys: conditional on v's ETag unless
@@ -209,12 +219,16 @@ func (x *EventualListIndexedTable[T]) Delete(ctx context.Context, v *T, opts *Wr
 		return err
 	}
 	pk, rk := x.t.codec.Keys(&old)
+	var a *consistency.Announcement
 	if ov := x.ix.Key(&old); ov != "" {
-		if err := x.q.Enqueue(ctx, consistency.NewTransaction(x.step(pk, rk, ov, consistency.Expectation{Absent: true})), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
+		if a, err = x.q.Announce(ctx, consistency.NewTransaction(x.step(pk, rk, ov, consistency.Expectation{Absent: true})), &consistency.EnqueueOptions{Delay: x.delay}); err != nil {
 			return err
 		}
 	}
-	return x.t.Delete(ctx, &old, &WriteOptions{ETag: etag})
+	if err := x.t.Delete(ctx, &old, &WriteOptions{ETag: etag}); err != nil {
+		return err
+	}
+	return settleAnnounced(ctx, a, x.t.describe(pk, rk))
 }
 
 // Members returns the keys of the entities listed under value, in every

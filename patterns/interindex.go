@@ -214,15 +214,16 @@ func (x *EventualIndexedTable[T]) encode(v *T, intent string) (body []byte, pk, 
 
 // enqueue sends the intent to sync the copies of (pk, rk). expect is the
 // state the write that follows leaves the primary in: the worker waits for
-// it (consistency.Expectation) before syncing.
-func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, previous []consistency.EntityRef, expect consistency.Expectation) error {
+// it (consistency.Expectation) before syncing. The caller settles the
+// announcement (landed) once its write has succeeded.
+func (x *EventualIndexedTable[T]) enqueue(ctx context.Context, pk, rk string, previous []consistency.EntityRef, expect consistency.Expectation) (*consistency.Announcement, error) {
 	tx := consistency.NewTransaction(consistency.NewStep(consistency.KindSyncCopies, consistency.SyncCopiesArgs{
 		Source:   consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk},
 		Previous: previous,
 		Property: PropCopies,
 		Expect:   &expect,
 	}))
-	return x.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
+	return x.q.Announce(ctx, tx, &consistency.EnqueueOptions{Delay: x.delay})
 }
 
 // insertUnique inserts body, v encoded with its write's intent id, as
@@ -251,10 +252,14 @@ func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T, opts *Insert
 	if err != nil {
 		return err
 	}
-	if err := x.enqueue(ctx, pk, rk, nil, intentOf(intent)); err != nil {
+	a, err := x.enqueue(ctx, pk, rk, nil, intentOf(intent))
+	if err != nil {
 		return err
 	}
-	return insertUnique(ctx, x.t, v, pk, rk, body)
+	if err := insertUnique(ctx, x.t, v, pk, rk, body); err != nil {
+		return err
+	}
+	return settleAnnounced(ctx, a, x.t.describe(pk, rk))
 }
 
 // Update reads the entity, calls fn on it, enqueues the intent to sync its
@@ -264,7 +269,8 @@ func (x *EventualIndexedTable[T]) Insert(ctx context.Context, v *T, opts *Insert
 // whether the write landed is settled as Table.Update settles it, or
 // reported with tablekit.ErrOutcomeUnknown. Three requests per attempt.
 func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn func(*T) error, opts *UpdateOptions) (T, error) {
-	return x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
+	var a *consistency.Announcement // the last attempt's: the one whose write landed
+	v, err := x.t.modify(ctx, pk, rk, fn, func(old, v *T) ([]Op, error) {
 		intent := consistency.NewIntentID()
 		body, _, _, _, err := x.encode(v, intent)
 		if err != nil {
@@ -274,11 +280,15 @@ func (x *EventualIndexedTable[T]) Update(ctx context.Context, pk, rk string, fn 
 		if err != nil {
 			prev = nil // the old value's keys were invalid: it had no such copies
 		}
-		if err := x.enqueue(ctx, pk, rk, refsOf(prev), intentOf(intent)); err != nil {
+		if a, err = x.enqueue(ctx, pk, rk, refsOf(prev), intentOf(intent)); err != nil {
 			return nil, err
 		}
 		return []Op{{Type: OpReplace, PartitionKey: pk, RowKey: rk, Entity: body}}, nil
 	}, wire.ModifyOptions{MaxAttempts: updateAttempts(opts, 0)})
+	if err != nil {
+		return v, err
+	}
+	return v, settleAnnounced(ctx, a, x.t.describe(pk, rk))
 }
 
 // Delete removes the entity with v's keys: conditional on v's ETag unless
@@ -291,14 +301,30 @@ func (x *EventualIndexedTable[T]) Delete(ctx context.Context, v *T, opts *WriteO
 	if err != nil {
 		return err
 	}
+	var a *consistency.Announcement // the last attempt's: the one whose delete landed
 	_, err = x.t.modify(ctx, pk, rk, nil, func(old, _ *T) ([]Op, error) {
 		prev, _ := x.specs(old)
-		if err := x.enqueue(ctx, pk, rk, refsOf(prev), consistency.Expectation{Absent: true}); err != nil {
+		var err error
+		if a, err = x.enqueue(ctx, pk, rk, refsOf(prev), consistency.Expectation{Absent: true}); err != nil {
 			return nil, err
 		}
 		return []Op{{Type: OpDelete, PartitionKey: pk, RowKey: rk}}, nil
 	}, wire.ModifyOptions{Verb: "delete", IfMatch: etag})
-	return err
+	if err != nil {
+		return err
+	}
+	return settleAnnounced(ctx, a, x.t.describe(pk, rk))
+}
+
+// settleAnnounced settles a, the announcement of the write to what (a description
+// of the entity) that has just succeeded: a write that came back late
+// sends its intent again, without expectations
+// (consistency.Announcement.Landed). Its error says the write landed.
+func settleAnnounced(ctx context.Context, a *consistency.Announcement, what string) error {
+	if err := a.Landed(ctx); err != nil {
+		return tkerr.Errorf("tablekit: %s: the entity was written, but its views kept by the worker may miss the write until Verify and Repair: %w", what, err)
+	}
+	return nil
 }
 
 // Get reads the primary (pk, rk): a point query, one request;

@@ -1,6 +1,7 @@
 package patterns
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -486,8 +487,9 @@ func (m *Model[T]) src(pk, rk string) consistency.EntityRef {
 // enqueue sends the intent to keep the views of (pk, rk) the worker keeps:
 // with sync, a sync-copies step for the copies elsewhere (previous are
 // those the entity had), and an index-list step for each list value of
-// lists, all in one message.
-func (m *Model[T]) enqueue(ctx context.Context, pk, rk string, sync bool, previous []consistency.EntityRef, lists []listValue, expect consistency.Expectation) error {
+// lists, all in one message. The caller settles the announcement (nil
+// when nothing was sent) once its write has succeeded.
+func (m *Model[T]) enqueue(ctx context.Context, pk, rk string, sync bool, previous []consistency.EntityRef, lists []listValue, expect consistency.Expectation) (*consistency.Announcement, error) {
 	tx := consistency.NewTransaction()
 	if sync {
 		tx.Add(consistency.NewStep(consistency.KindSyncCopies, consistency.SyncCopiesArgs{
@@ -503,9 +505,9 @@ func (m *Model[T]) enqueue(ctx context.Context, pk, rk string, sync bool, previo
 		}))
 	}
 	if len(tx.Steps) == 0 {
-		return nil
+		return nil, nil
 	}
-	return m.q.Enqueue(ctx, tx, &consistency.EnqueueOptions{Delay: m.delay})
+	return m.q.Announce(ctx, tx, &consistency.EnqueueOptions{Delay: m.delay})
 }
 
 // conflict names the unique view whose value is taken.
@@ -571,10 +573,12 @@ func (m *Model[T]) forget(ctx context.Context, up *blobUploads, kept map[string]
 // unique says that s's body is this write's alone (an intent id, a fresh
 // blob name), which settles a lost answer exactly.
 func (m *Model[T]) insert(ctx context.Context, v *T, s *modelState, unique bool) error {
+	var a *consistency.Announcement
 	if m.queued() {
 		intent, _ := s.intent()
 		lists := listChanges(&modelState{}, s, len(m.lists), map[listValue]bool{})
-		if err := m.enqueue(ctx, s.pk, s.rk, len(s.specs) > 0, nil, lists, intentOf(intent)); err != nil {
+		var err error
+		if a, err = m.enqueue(ctx, s.pk, s.rk, len(s.specs) > 0, nil, lists, intentOf(intent)); err != nil {
 			return err
 		}
 	}
@@ -584,7 +588,7 @@ func (m *Model[T]) insert(ctx context.Context, v *T, s *modelState, unique bool)
 			return err
 		}
 		m.t.setMeta(v, etag)
-		return nil
+		return settleAnnounced(ctx, a, m.t.describe(s.pk, s.rk))
 	}
 	ops := make([]Op, 0, 1+len(s.locals))
 	ops = append(ops, Op{Type: OpInsert, PartitionKey: s.pk, RowKey: s.rk, Entity: s.body, Unique: unique})
@@ -596,7 +600,7 @@ func (m *Model[T]) insert(ctx context.Context, v *T, s *modelState, unique bool)
 		return m.conflict(err, s.pk, ops, s.locals)
 	}
 	m.t.setMeta(v, res[0].ETag)
-	return nil
+	return settleAnnounced(ctx, a, m.t.describe(s.pk, s.rk))
 }
 
 // write is the read-modify-write of every Model write but Insert: it reads
@@ -634,7 +638,9 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 	}
 	missing := map[string]bool{}
 	mo.Race = func(err error) bool { return intraRace(err, sent, missing) }
+	var a *consistency.Announcement // the last attempt's: the one whose write landed
 	v, err := m.t.modifyWith(ctx, pk, rk, fn, prepare, func(old, v *T, stored []byte) ([]Op, error) {
+		a = nil
 		// Each attempt has an intent of its own, and its own message when
 		// it changes a view the worker keeps: a message sent for an
 		// attempt that lost a race may have been applied already, to the
@@ -705,7 +711,7 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 				if del {
 					expect = consistency.Expectation{Absent: true}
 				}
-				if err := m.enqueue(ctx, pk, rk, sync, prev, lists, expect); err != nil {
+				if a, err = m.enqueue(ctx, pk, rk, sync, prev, lists, expect); err != nil {
 					return nil, err
 				}
 			}
@@ -717,7 +723,8 @@ func (m *Model[T]) write(ctx context.Context, pk, rk string, fn func(*T) error, 
 	if err != nil {
 		return v, m.conflict(err, pk, sent, locals)
 	}
-	return v, m.dropBlobs(ctx, pk, rk, unnamed(refsBefore, refsAfter))
+	lerr := settleAnnounced(ctx, a, m.t.describe(pk, rk))
+	return v, cmp.Or(lerr, m.dropBlobs(ctx, pk, rk, unnamed(refsBefore, refsAfter)))
 }
 
 // Update reads the entity, calls fn on it and writes it with its views

@@ -207,6 +207,8 @@ func periodTableMissing(err error) bool {
 // RowKey order. Periods without a table are skipped. f selects rows within
 // each table (the tables are chosen by time only; add a time condition to
 // f for a finer cut). Each table costs one request per page.
+//
+//go:noinline
 func (p *PeriodTables[T]) Query(ctx context.Context, from, to time.Time, f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T

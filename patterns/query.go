@@ -186,18 +186,29 @@ func (q *query) wire() wire.Query {
 // opts.AllowTableScan is set. The sequence yields at most one error, then
 // stops; it stops early when ctx is cancelled.
 func (t *Table[T]) Query(ctx context.Context, f keys.Filter, opts *QueryOptions) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		// Each row is decoded into the same T, copied out to yield: a
-		// fresh T passed to Decode would be one allocation a row.
-		var zero T
-		v := new(T)
-		t.ops().queryInto(ctx, f, opts, v, func() { *v = zero }, func(err error) bool {
-			if err != nil {
-				return yield(zero, err)
-			}
-			return yield(*v, nil)
-		})
-	}
+	return func(yield func(T, error) bool) { queryRows(t, ctx, f, opts, yield) }
+}
+
+// queryRows is Query's loop. It is not inlined: Query is, and its
+// closures were compiled again at every call site, and a repository's call
+// sites once for every entity type (931 functions, 335 KB of patterns'
+// tests' code). Transaction, Scan, BulkWrite and BulkWriteSeq, which build
+// closures too and allocate them anyway, are not inlined either, nor are
+// the repositories' iterators whose closures are large (Bucketed.Query,
+// PeriodTables.Query, CompoundKeys.Related).
+//
+//go:noinline
+func queryRows[T any](t *Table[T], ctx context.Context, f keys.Filter, opts *QueryOptions, yield func(T, error) bool) {
+	// Each row is decoded into the same T, copied out to yield: a fresh T
+	// passed to Decode would be one allocation a row.
+	var zero T
+	v := new(T)
+	t.ops().queryInto(ctx, f, opts, v, func() { *v = zero }, func(err error) bool {
+		if err != nil {
+			return yield(zero, err)
+		}
+		return yield(*v, nil)
+	})
 }
 
 // queryInto runs Query's loop for every T: it decodes each row into v (a
@@ -228,7 +239,11 @@ func (t *tableOps) queryInto(ctx context.Context, f keys.Filter, opts *QueryOpti
 }
 
 // rawRows runs a prepared query, yielding each row's JSON; it stops after
-// q.limit rows, at the first error, or when ctx is cancelled.
+// q.limit rows, at the first error, or when ctx is cancelled. Not
+// inlined, as scanRows is not: wire's iterator would be compiled again in
+// every generic caller, for every entity type.
+//
+//go:noinline
 func rawRows(ctx context.Context, w *wire.Table, q query) iter.Seq2[[]byte, error] {
 	return w.Rows(ctx, q.wire())
 }

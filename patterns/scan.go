@@ -107,6 +107,8 @@ type ScanResult struct {
 // read by the probes that found them), plus the other probes (a few per
 // split; more for keys sharing long prefixes). The count depends on
 // timing and is reported in ScanResult.Requests.
+//
+//go:noinline
 func (t *Table[T]) Scan(ctx context.Context, f keys.Filter, fn func(ctx context.Context, items []T) error, opts *ScanOptions) (ScanResult, error) {
 	o := optsOf(opts)
 	f, q, err := t.ops().prepareScan(f, &o)

@@ -85,11 +85,13 @@ type Rule struct {
 	// Request and Once build common ones: a rule on one kind of request
 	// (a table's insert), and a rule that fires for one request only.
 	Match func(*http.Request) bool
-	// Hold, when set on an After rule, is called once the service has
-	// answered and before the answer is discarded; the attempt (and so
-	// azcore's retry of it) waits until Hold returns. A test uses it to
-	// let other clients write between a write landing and its retry, in
-	// a fixed order instead of a race.
+	// Hold, when set, is called before the fault is returned; the attempt
+	// (and so azcore's retry of it) waits until Hold returns. On an After
+	// rule it runs once the service has answered, before the answer is
+	// discarded: a test lets other clients write between a write landing
+	// and its retry, in a fixed order instead of a race. Otherwise it runs
+	// before the request reaches the service: the write lands only with
+	// the retry, as late as the test wants (a slow service).
 	Hold func()
 	// Code, when set, is the error code of an injected status (in
 	// x-ms-error-code and the OData body) instead of the kind's own:
@@ -257,9 +259,9 @@ func (p *Policy) Do(req *policy.Request) (*http.Response, error) {
 		// Let the service finish the request, then lose the answer.
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
-		if r.Hold != nil {
-			r.Hold()
-		}
+	}
+	if r.Hold != nil {
+		r.Hold()
 	}
 	return failure(r, raw)
 }

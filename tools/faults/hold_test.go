@@ -98,3 +98,44 @@ func TestRetryModes(t *testing.T) {
 		t.Errorf("the default mode must leave azcore's defaults (zero options): %+v", m[0].Retry)
 	}
 }
+
+// Hold on a rule without After runs before the request leaves: while it
+// holds, the service has seen nothing, and the request lands only with
+// azcore's retry, after Hold returned.
+func TestHoldBeforeTheRequest(t *testing.T) {
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	p, err := New(1, Rule{Kind: Timeout, Rate: 1, Match: Once(nil), Hold: func() { close(held); <-release }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := runtime.NewPipeline("faults", "v0", runtime.PipelineOptions{}, &policy.ClientOptions{
+		PerRetryPolicies: []policy.Policy{p},
+		Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond},
+	})
+	done := make(chan error, 1)
+	go func() {
+		req, err := runtime.NewRequest(context.Background(), http.MethodPost, srv.URL+"/mytable")
+		if err == nil {
+			_, err = pl.Do(req)
+		}
+		done <- err
+	}()
+	<-held
+	if n := posts.Load(); n != 0 {
+		t.Fatalf("%d POSTs reached the server while held, want 0", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d POSTs reached the server, want 1 (the retry)", n)
+	}
+}
