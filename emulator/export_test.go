@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/tablekit/tablekit/emulator/internal/disk"
@@ -27,14 +28,19 @@ func SetGrace(o *Options, grace time.Duration) {
 	o.timeouts = &t
 }
 
-// ActiveConns counts the connections of i's servers with a request in
-// flight: its server has begun to read it (http.StateActive).
-func ActiveConns(i *Instance) int {
+// ActiveConns counts the connections to the server of endpoint (one of
+// i's URLs) with a request in flight: the server has begun to read it
+// (http.StateActive).
+func ActiveConns(i *Instance, endpoint string) int {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return 0
+	}
 	n := 0
 	for _, c := range i.conns {
 		c.mu.Lock()
-		for _, s := range c.state {
-			if s == http.StateActive {
+		for conn, s := range c.state {
+			if s == http.StateActive && conn.LocalAddr().String() == u.Host {
 				n++
 			}
 		}

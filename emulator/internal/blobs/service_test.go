@@ -92,6 +92,7 @@ func TestETagsChangeOnEveryWrite(t *testing.T) {
 // cost 50,000 round trips, over a minute under the race detector); the
 // last ones, and every check, go through azblob.
 func TestAppendBlobBlockLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	svc, endpoint := startService(t)
 	c := newClient(t, endpoint)
