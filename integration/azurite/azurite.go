@@ -60,13 +60,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,26 +284,19 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 			return nil, err
 		}
 	}
-	// Free ports can be taken between our probe and Azurite's bind: retry.
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		inst, err := start(ctx, cmdPath, o)
-		if err == nil {
-			return inst, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || !strings.Contains(err.Error(), "EADDRINUSE") {
-			break
-		}
-	}
-	return nil, lastErr
+	return start(ctx, cmdPath, o)
 }
 
+// start runs Azurite with its three services on port 0, so that each
+// takes a free port as it binds, and reads the ports from the lines Azurite
+// prints once a service listens ("Azurite Table service is successfully
+// listening at http://127.0.0.1:40213"). Ports probed here and handed to
+// Azurite could be taken in between: with four test runs at once starting
+// Azurites (make test), one Azurite's table service failed to bind a port
+// another's blob service had just taken, and before it exited, the probe
+// of its port reached the other's blob service, so a test's table requests
+// met a blob service (400 InvalidResourceName).
 func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, fmt.Errorf("azurite: finding free ports: %w", err)
-	}
 	// Azurite keeps everything in memory; its working directory takes any
 	// stray file it might write, and is removed on Stop.
 	location, err := os.MkdirTemp("", "tablekit-azurite-")
@@ -314,9 +305,9 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	}
 	args := []string{
 		"--inMemoryPersistence", "--skipApiVersionCheck", "--disableTelemetry", "--silent",
-		"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(ports[0]),
-		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(ports[1]),
-		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(ports[2]),
+		"--blobHost", "127.0.0.1", "--blobPort", "0",
+		"--queueHost", "127.0.0.1", "--queuePort", "0",
+		"--tableHost", "127.0.0.1", "--tablePort", "0",
 	}
 	if o.CertFile != "" {
 		// Azurite runs in a directory of its own: absolute paths.
@@ -334,13 +325,14 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	args = append(args, o.ExtraArgs...)
 
 	var logBuf lockedBuffer
-	out := o.Output
-	if out == nil {
-		out = &logBuf
+	var out io.Writer = &logBuf
+	if o.Output != nil {
+		out = io.MultiWriter(o.Output, &logBuf)
 	}
+	listening := &listenWatch{found: make(chan struct{})}
 	inst := &Instance{location: location}
 	cmd := exec.Command(cmdPath, args...)
-	cmd.Stdout = out
+	cmd.Stdout = io.MultiWriter(out, listening)
 	cmd.Stderr = out
 	cmd.Dir = location
 	// A crashed test binary leaves no Azurite behind (childproc).
@@ -351,17 +343,33 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 	}
 	inst.proc = proc
 
+	timeout := time.NewTimer(o.StartTimeout)
+	defer timeout.Stop()
+	select {
+	case <-listening.found:
+	case <-inst.proc.Done():
+		inst.cleanup()
+		return nil, fmt.Errorf("azurite exited during startup (%v): %s", inst.proc.Err(), bytes.TrimSpace(logBuf.Bytes()))
+	case <-ctx.Done():
+		inst.Stop()
+		return nil, fmt.Errorf("azurite: startup: %w", ctx.Err())
+	case <-timeout.C:
+		inst.Stop()
+		return nil, fmt.Errorf("azurite did not report its three services listening within %v: %s", o.StartTimeout, bytes.TrimSpace(logBuf.Bytes()))
+	}
+	ports := listening.ports()
+
 	scheme := "http"
 	if o.CertFile != "" {
 		scheme = "https"
 	}
 	base := scheme + "://127.0.0.1:"
-	inst.BlobURL = base + strconv.Itoa(ports[0]) + "/" + AccountName
-	inst.QueueURL = base + strconv.Itoa(ports[1]) + "/" + AccountName
-	inst.TableURL = base + strconv.Itoa(ports[2]) + "/" + AccountName
+	inst.BlobURL = base + ports["Blob"] + "/" + AccountName
+	inst.QueueURL = base + ports["Queue"] + "/" + AccountName
+	inst.TableURL = base + ports["Table"] + "/" + AccountName
 	inst.DirectTableURL = inst.TableURL
 	if o.Strict || o.Latency > 0 || o.LatencyJitter > 0 || o.Throttle != nil {
-		p, u, err := startProxy(base+strconv.Itoa(ports[2]), proxyConfig{
+		p, u, err := startProxy(base+ports["Table"], proxyConfig{
 			strict: o.Strict, latency: o.Latency, jitter: o.LatencyJitter, throttle: o.Throttle,
 		})
 		if err != nil {
@@ -376,32 +384,59 @@ func start(ctx context.Context, cmdPath string, o Options) (*Instance, error) {
 		";BlobEndpoint=" + inst.BlobURL +
 		";QueueEndpoint=" + inst.QueueURL +
 		";TableEndpoint=" + inst.TableURL + ";"
+	return inst, nil
+}
 
-	deadline := time.Now().Add(o.StartTimeout)
-	for _, p := range ports {
-		addr := "127.0.0.1:" + strconv.Itoa(p)
-		for {
-			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-			if err == nil {
-				c.Close()
+// listenWatch reads Azurite's stdout for the line each service prints once
+// it listens, and closes found when the Blob, Queue and Table services
+// have each printed theirs.
+type listenWatch struct {
+	mu      sync.Mutex
+	partial []byte
+	port    map[string]string // service ("Blob") -> port
+	found   chan struct{}
+}
+
+// listeningLine is what Azurite prints once a service is bound:
+// "Azurite Table service is successfully listening at https?://127.0.0.1:40213".
+var listeningLine = regexp.MustCompile(`^Azurite (Blob|Queue|Table) service is successfully listening at https?://[^\s]*:([0-9]+)\s*$`)
+
+func (w *listenWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.port != nil && len(w.port) == 3 {
+		return len(p), nil
+	}
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		if m := listeningLine.FindStringSubmatch(line); m != nil {
+			if w.port == nil {
+				w.port = map[string]string{}
+			}
+			w.port[m[1]] = m[2]
+			if len(w.port) == 3 {
+				close(w.found)
+				w.partial = nil
 				break
-			}
-			select {
-			case <-inst.proc.Done():
-				inst.cleanup()
-				return nil, fmt.Errorf("azurite exited during startup (%v): %s", inst.proc.Err(), bytes.TrimSpace(logBuf.Bytes()))
-			case <-ctx.Done():
-				inst.Stop()
-				return nil, fmt.Errorf("azurite: startup: %w", ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				inst.Stop()
-				return nil, fmt.Errorf("azurite did not accept connections on %s within %v: %s", addr, o.StartTimeout, bytes.TrimSpace(logBuf.Bytes()))
 			}
 		}
 	}
-	return inst, nil
+	if len(w.partial) > 64<<10 { // no line that long is Azurite's
+		w.partial = nil
+	}
+	return len(p), nil
+}
+
+func (w *listenWatch) ports() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.port
 }
 
 // Stop terminates Azurite (SIGTERM, then SIGKILL after 5 s) and removes its
@@ -431,25 +466,6 @@ func StartTB(tb testing.TB, opts *Options) *Instance {
 	}
 	tb.Cleanup(func() { inst.Stop() })
 	return inst
-}
-
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 type lockedBuffer struct {
