@@ -576,6 +576,9 @@ func (e *cfEnv) startWorker(q *consistency.Queue) *cfWorker {
 	})
 	e.must(err, "new worker")
 	cw.w = w
+	e.stall.mu.Lock()
+	e.stall.worker = w
+	e.stall.mu.Unlock()
 	ctx, stop := context.WithCancel(context.Background())
 	cw.stop = stop
 	go func() { cw.done <- w.Run(ctx, nil) }()
@@ -640,10 +643,16 @@ func (e *cfEnv) drain(cw *cfWorker) {
 }
 
 // cfStall holds the next write to one table, once armed, for cfLate
-// before sending it: a write that lands late.
+// before sending it: a write that lands late. Where the service's clock
+// moves (clock), it moves the clock cfLate instead, so that the write's
+// intent is due at once, and holds the write until the worker (worker)
+// has handled a message, cfLate at most: the write still lands after
+// the worker met its intent, without waiting cfLate of real time.
 type cfStall struct {
-	mu    sync.Mutex
-	match func(*http.Request) bool
+	mu     sync.Mutex
+	match  func(*http.Request) bool
+	clock  *testenv.Clock
+	worker *consistency.Worker
 }
 
 func (s *cfStall) Do(req *policy.Request) (*http.Response, error) {
@@ -653,15 +662,45 @@ func (s *cfStall) Do(req *policy.Request) (*http.Response, error) {
 	if stall {
 		s.match = nil
 	}
+	clock, w := s.clock, s.worker
 	s.mu.Unlock()
 	if stall {
+		late := time.NewTimer(cfLate)
+		defer late.Stop()
+		var handled <-chan struct{}
+		if clock != nil && w != nil {
+			handled = cfHandled(raw.Context(), w)
+			clock.Advance(cfLate)
+		}
 		select {
-		case <-time.After(cfLate):
+		case <-late.C:
+		case <-handled:
 		case <-raw.Context().Done():
 			return nil, raw.Context().Err()
 		}
 	}
 	return req.Next()
+}
+
+// cfHandled is closed once w has handled a message after the call
+// (applied, retried or released it), or when ctx ends.
+func cfHandled(ctx context.Context, w *consistency.Worker) <-chan struct{} {
+	count := func() int64 { m := w.Metrics(); return m.Processed() + m.Retried() + m.Released() }
+	before := count()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for count() == before {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return done
 }
 
 // cfLate is how late lateWrite makes a write land: what two transient
@@ -670,12 +709,17 @@ func (s *cfStall) Do(req *policy.Request) (*http.Response, error) {
 const cfLate = 3200 * time.Millisecond
 
 // lateWrite makes the next write to table (not a read or a delete) reach
-// the service cfLate after it was sent. The eventually consistent
+// the service cfLate after it was sent, on the service's clock: where it
+// moves, the clock is moved and the write waits only for the worker to
+// handle a message (cfStall). The eventually consistent
 // repositories enqueue their intent first and must converge whenever the
 // write lands.
 func (e *cfEnv) lateWrite(table string) {
 	e.stall.mu.Lock()
 	defer e.stall.mu.Unlock()
+	if e.clock != nil && e.clock.Moves() {
+		e.stall.clock = e.clock
+	}
 	e.stall.match = func(r *http.Request) bool {
 		return r.Method != http.MethodGet && r.Method != http.MethodDelete && strings.Contains(r.URL.Path, "/"+table)
 	}
