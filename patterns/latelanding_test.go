@@ -2,7 +2,10 @@ package patterns_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,22 +27,42 @@ import (
 // insert. The writer, told of success more than half the window after its
 // announcement, sends the sync again without its expectation, and once
 // the worker drains, the index matches the primaries. Without the
-// follow-up the copy is missing for good. (An update's conditional write
-// is sent once, without azcore's retries, and a failed send is settled by
-// reading back and announcing again: a held send cannot land late there,
-// only a slow one.)
+// follow-up the copy is missing for good. An Update's and a Delete's
+// conditional writes are sent once, without azcore's retries, and a failed
+// send is settled by reading back and announcing again: a held send cannot
+// land late there, only a slow one, so their write is held on its way out
+// and then sent (slow); the Update's copy must move to the new email, the
+// Delete's must go.
 func TestLateWriteReachesItsViews(t *testing.T) {
 	t.Parallel()
+	entityWrite := func(method string) func(table string) func(*http.Request) bool {
+		return func(table string) func(*http.Request) bool {
+			return func(r *http.Request) bool {
+				return (method == "" && r.Method != http.MethodGet || r.Method == method) && strings.Contains(r.URL.Path, "/"+table+"(")
+			}
+		}
+	}
 	cases := []struct {
 		name   string
-		seeded bool
+		seeded bool // an entity with old@contoso.com is there first
+		slow   bool // the write is held, then sent (no fault, no retry)
 		match  func(table string) func(*http.Request) bool
 		write  func(ctx context.Context, x *patterns.EventualIndexedTable[Employee]) error
+		want   int // primaries after; with one, its copy is new@contoso.com's
 	}{
-		{"Insert", false, func(table string) func(*http.Request) bool { return faults.Request(http.MethodPost, "/"+table) },
+		{"Insert", false, false, func(table string) func(*http.Request) bool { return faults.Request(http.MethodPost, "/"+table) },
 			func(ctx context.Context, x *patterns.EventualIndexedTable[Employee]) error {
 				return x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000001", Email: "new@contoso.com"}, nil)
-			}},
+			}, 1},
+		{"Update", true, true, entityWrite(""),
+			func(ctx context.Context, x *patterns.EventualIndexedTable[Employee]) error {
+				_, err := x.Update(ctx, "Sales", "000001", func(e *Employee) error { e.Email = "new@contoso.com"; return nil }, nil)
+				return err
+			}, 1},
+		{"Delete", true, true, entityWrite(http.MethodDelete),
+			func(ctx context.Context, x *patterns.EventualIndexedTable[Employee]) error {
+				return x.Delete(ctx, &Employee{PartitionKey: "Sales", RowKey: "000001"}, &patterns.WriteOptions{Unconditional: true})
+			}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,11 +78,32 @@ func TestLateWriteReachesItsViews(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
-			fp, err := faults.New(1, faults.Rule{Kind: faults.Status503, Rate: 1, Match: faults.Once(c.match(table)), Hold: hold})
-			must(t, err)
-			fp.SetEnabled(false)
+			var fp *faults.Policy
+			var late policy.Policy
+			slow := &slowSend{match: faults.Once(c.match(table)), hold: hold}
+			if c.slow {
+				late = slow
+			} else {
+				var err error
+				fp, err = faults.New(1, faults.Rule{Kind: faults.Status503, Rate: 1, Match: faults.Once(c.match(table)), Hold: hold})
+				must(t, err)
+				fp.SetEnabled(false)
+				late = fp
+			}
+			enable := func() {
+				if fp != nil {
+					fp.SetEnabled(true)
+				}
+				slow.on.Store(true)
+			}
+			held := func() int64 {
+				if fp != nil {
+					return fp.Injected()
+				}
+				return slow.held.Load()
+			}
 			acct := testenv.AccountOn(t, cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-				Retry: fastFaultRetry, PerRetryPolicies: []policy.Policy{fp},
+				Retry: fastFaultRetry, PerRetryPolicies: []policy.Policy{late},
 			}})
 			qname := testenv.QueueName(t)
 			t.Cleanup(func() {
@@ -96,12 +140,12 @@ func TestLateWriteReachesItsViews(t *testing.T) {
 				drained(base, 10*time.Second)
 			}
 			applied = base + 1
-			fp.SetEnabled(true)
+			enable()
 			start := time.Now()
 			must(t, c.write(ctx, x))
 			took := time.Since(start)
-			if fp.Injected() != 1 || took < window {
-				t.Fatalf("the write took %v with %d faults injected: want it held past the worker's window (%v)", took, fp.Injected(), window)
+			if held() != 1 || took < window {
+				t.Fatalf("the write took %v with %d held: want it held past the worker's window (%v)", took, held(), window)
 			}
 			drained(base+2, 2*time.Second) // the announcement, applied early, and the writer's follow-up
 			if n := w.Metrics().Retried(); n < consistency.ExpectDeliveries-1 {
@@ -109,12 +153,33 @@ func TestLateWriteReachesItsViews(t *testing.T) {
 			}
 			rep, err := x.Verify(ctx, nil)
 			must(t, err)
-			if !rep.OK() || rep.Primaries != 1 {
-				t.Fatalf("Verify after the late write (%v) and the drain: %+v", took.Round(time.Millisecond), rep)
+			if !rep.OK() || rep.Primaries != c.want {
+				t.Fatalf("Verify after the late write (%v) and the drain: %+v; want %d primaries, every copy right", took.Round(time.Millisecond), rep, c.want)
 			}
-			if _, err := x.Lookup(ctx, "email", "Sales", "new@contoso.com", nil); err != nil {
+			if _, err := x.Lookup(ctx, "email", "Sales", "new@contoso.com", nil); c.want == 1 && err != nil {
 				t.Fatalf("the copy of the late write: %v", err)
+			}
+			if _, err := x.Lookup(ctx, "email", "Sales", "old@contoso.com", nil); c.seeded && !errors.Is(err, tablekit.ErrNotFound) {
+				t.Fatalf("the copy under the email the late write replaced or deleted: %v; want it gone", err)
 			}
 		})
 	}
+}
+
+// slowSend holds the first request match accepts, once on is set, until
+// hold returns, and then sends it: a write that reaches the service late
+// without failing, as a slow network or service makes it.
+type slowSend struct {
+	match func(*http.Request) bool
+	hold  func()
+	on    atomic.Bool
+	held  atomic.Int64
+}
+
+func (s *slowSend) Do(req *policy.Request) (*http.Response, error) {
+	if s.on.Load() && s.match(req.Raw()) {
+		s.held.Add(1)
+		s.hold()
+	}
+	return req.Next()
 }
