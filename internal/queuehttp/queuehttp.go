@@ -41,7 +41,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
-	"github.com/tablekit/tablekit/internal/attempts"
 	"github.com/tablekit/tablekit/internal/tablehttp"
 )
 
@@ -72,12 +71,12 @@ type Client struct {
 // caller's policies set).
 func New(endpoint string, auth tablehttp.Auth, opts azcore.ClientOptions, redact func(*http.Response, error)) *Client {
 	c := &Client{endpoint: strings.TrimSuffix(endpoint, "/")}
-	try := &tryPolicy{redact: redact}
+	try := &tablehttp.Try{Redact: redact}
 	per := append([]policy.Policy(nil), opts.PerRetryPolicies...)
 	opts.PerRetryPolicies = nil
 	switch {
 	case auth.Key != nil:
-		try.sign = &sharedKey{account: auth.Account, key: auth.Key}
+		try.Sign = (&sharedKey{account: auth.Account, key: auth.Key}).sign
 	case auth.Token != nil:
 		per = append(per, runtime.NewBearerTokenPolicy(auth.Token, []string{tokenScope},
 			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: opts.InsecureAllowCredentialWithHTTP}))
@@ -87,25 +86,6 @@ func New(endpoint string, auth tablehttp.Auth, opts azcore.ClientOptions, redact
 	per = append(per, try)
 	c.pl = runtime.NewPipeline("tablekit", "v0", runtime.PipelineOptions{PerRetry: per}, &opts)
 	return c
-}
-
-// tryPolicy counts a try, signs it (when sign is set) and redacts what it
-// returns.
-type tryPolicy struct {
-	sign   *sharedKey
-	redact func(*http.Response, error)
-}
-
-func (p *tryPolicy) Do(req *policy.Request) (*http.Response, error) {
-	if p.sign != nil {
-		p.sign.sign(req.Raw())
-	}
-	attempts.Note(req.Raw().Context())
-	resp, err := req.Next()
-	if p.redact != nil {
-		p.redact(resp, err)
-	}
-	return resp, err
 }
 
 // Receive asks queue for up to n messages (1 to 32), hiding them for

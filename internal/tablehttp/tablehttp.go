@@ -68,11 +68,13 @@ type Client struct {
 // pipeline's).
 func New(endpoint string, auth Auth, opts azcore.ClientOptions, redact func(*http.Response, error)) *Client {
 	c := &Client{endpoint: endpoint, cosmos: IsCosmos(endpoint), base: baseURL(endpoint)}
-	try := &tryPolicy{redact: redact}
+	try := &Try{Redact: redact}
 	var per []policy.Policy
+	var signer *sharedKeyLitePolicy
 	switch {
 	case auth.Key != nil:
-		try.sign = &sharedKeyLitePolicy{account: auth.Account, key: auth.Key}
+		signer = &sharedKeyLitePolicy{account: auth.Account, key: auth.Key}
+		try.Sign = signer.sign
 	case auth.Token != nil:
 		per = append(per, runtime.NewBearerTokenPolicy(auth.Token, []string{"https://storage.azure.com/.default"}, nil))
 	case auth.SAS != "":
@@ -84,30 +86,32 @@ func New(endpoint string, auth Auth, opts azcore.ClientOptions, redact func(*htt
 		// The caller's policies see the request signed and are counted
 		// as part of the try, as with the SDK clients: signing first,
 		// counting and redaction last.
-		if try.sign != nil {
-			per = append(per, try.sign)
+		if signer != nil {
+			per = append(per, signer)
 		}
-		opts.PerRetryPolicies = append(slices.Clip(opts.PerRetryPolicies), &tryPolicy{redact: redact})
+		opts.PerRetryPolicies = append(slices.Clip(opts.PerRetryPolicies), &Try{Redact: redact})
 	}
 	c.pl = runtime.NewPipeline("tablekit", "v0", runtime.PipelineOptions{PerRetry: per}, &opts)
 	return c
 }
 
-// tryPolicy signs a try (when sign is set), counts it, and redacts what
-// it returns.
-type tryPolicy struct {
-	sign   *sharedKeyLitePolicy
-	redact func(*http.Response, error)
+// Try is the policy nearest the transport in tablekit's own table and
+// queue pipelines: it signs a try (when Sign is set), counts it (package
+// attempts), and hands what it returns to Redact (when set).
+type Try struct {
+	Sign   func(*http.Request)
+	Redact func(*http.Response, error)
 }
 
-func (p *tryPolicy) Do(req *policy.Request) (*http.Response, error) {
-	if p.sign != nil {
-		p.sign.sign(req.Raw())
+// Do implements policy.Policy.
+func (p *Try) Do(req *policy.Request) (*http.Response, error) {
+	if p.Sign != nil {
+		p.Sign(req.Raw())
 	}
 	attempts.Note(req.Raw().Context())
 	resp, err := req.Next()
-	if p.redact != nil {
-		p.redact(resp, err)
+	if p.Redact != nil {
+		p.Redact(resp, err)
 	}
 	return resp, err
 }
