@@ -1,9 +1,11 @@
-package keys
+package keys_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 func TestValidateBlobName(t *testing.T) {
@@ -42,12 +44,12 @@ func TestValidateBlobName(t *testing.T) {
 		{strings.Repeat("n", 1025), false},
 		{strings.Repeat("a/", 254) + "a", false},
 	} {
-		err := ValidateBlobName(tt.name)
+		err := keys.ValidateBlobName(tt.name)
 		if (err == nil) != tt.ok {
 			t.Errorf("ValidateBlobName(%.40q) = %v, want ok=%v", tt.name, err, tt.ok)
 		}
-		var ne *NameError
-		if err != nil && (!errors.Is(err, ErrInvalidName) || !errors.As(err, &ne) || ne.Kind != "blob" || ne.Name != tt.name) {
+		var ne *keys.NameError
+		if err != nil && (!errors.Is(err, keys.ErrInvalidName) || !errors.As(err, &ne) || ne.Kind != "blob" || ne.Name != tt.name) {
 			t.Errorf("ValidateBlobName(%.40q) = %v, want a *NameError of kind blob wrapping ErrInvalidName", tt.name, err)
 		}
 	}
@@ -58,7 +60,7 @@ func FuzzValidateBlobName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if ValidateBlobName(name) != nil {
+		if keys.ValidateBlobName(name) != nil {
 			return
 		}
 		for _, seg := range strings.Split(name, "/") {

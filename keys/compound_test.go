@@ -1,10 +1,12 @@
-package keys
+package keys_test
 
 import (
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 func TestJoinSplit(t *testing.T) {
@@ -23,10 +25,10 @@ func TestJoinSplit(t *testing.T) {
 		{[]string{"日本", "\U0001F600"}, "日本_\U0001F600"},
 	}
 	for _, tt := range tests {
-		if got := Join(tt.parts...); got != tt.key {
+		if got := keys.Join(tt.parts...); got != tt.key {
 			t.Errorf("Join(%q) = %q, want %q", tt.parts, got, tt.key)
 		}
-		got, err := Split(tt.key)
+		got, err := keys.Split(tt.key)
 		if err != nil || !reflect.DeepEqual(got, tt.parts) {
 			t.Errorf("Split(%q) = %q, %v; want %q", tt.key, got, err, tt.parts)
 		}
@@ -35,23 +37,23 @@ func TestJoinSplit(t *testing.T) {
 
 func TestSplitMalformed(t *testing.T) {
 	for _, key := range []string{"a`", "a`b", "`x_y", "ab_c`"} {
-		_, err := Split(key)
-		var ke *KeyError
-		if !errors.Is(err, ErrInvalidKey) || !errors.As(err, &ke) {
+		_, err := keys.Split(key)
+		var ke *keys.KeyError
+		if !errors.Is(err, keys.ErrInvalidKey) || !errors.As(err, &ke) {
 			t.Errorf("Split(%q) error = %v, want a *KeyError wrapping ErrInvalidKey", key, err)
 		}
 	}
-	if _, err := (Compound{}).SplitN("a_b_c", 2); !errors.Is(err, ErrInvalidKey) {
+	if _, err := (keys.Compound{}).SplitN("a_b_c", 2); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("SplitN with 3 parts, want 2: error = %v", err)
 	}
-	if p, err := (Compound{}).SplitN("a_b", 2); err != nil || len(p) != 2 {
+	if p, err := (keys.Compound{}).SplitN("a_b", 2); err != nil || len(p) != 2 {
 		t.Errorf("SplitN(a_b, 2) = %q, %v", p, err)
 	}
 }
 
 func TestNewCompound(t *testing.T) {
 	for _, sep := range []byte{' ', '-', '|', ':', '_', '!'} {
-		c, err := NewCompound(sep)
+		c, err := keys.NewCompound(sep)
 		if err != nil {
 			t.Errorf("NewCompound(%q): %v", sep, err)
 			continue
@@ -61,12 +63,12 @@ func TestNewCompound(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, parts) {
 			t.Errorf("sep %q: round trip of %q = %q, %v", sep, parts, got, err)
 		}
-		if err := ValidateKey("RowKey", c.Join(parts...)); err != nil {
+		if err := keys.ValidateKey("RowKey", c.Join(parts...)); err != nil {
 			t.Errorf("sep %q: joined key is not valid: %v", sep, err)
 		}
 	}
 	for _, sep := range []byte{'.', '>', '"', '[', '~', '/', '#', '?', '\\', 0x1f, 0x80, 0} {
-		if _, err := NewCompound(sep); !errors.Is(err, ErrInvalidKey) {
+		if _, err := keys.NewCompound(sep); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("NewCompound(%q) error = %v, want ErrInvalidKey", sep, err)
 		}
 	}
@@ -88,7 +90,7 @@ type tmplAll struct {
 type embedded struct{ Tag string }
 
 func TestTemplate(t *testing.T) {
-	tm, err := NewTemplate[review]("empid_{ID:6}_{Year}")
+	tm, err := keys.NewTemplate[review]("empid_{ID:6}_{Year}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +106,10 @@ func TestTemplate(t *testing.T) {
 	if err != nil || p != "empid_000123_" {
 		t.Fatalf("Prefix = %q, %v", p, err)
 	}
-	if _, err := tm.Key(review{ID: 1234567}); !errors.Is(err, ErrInvalidKey) {
+	if _, err := tm.Key(review{ID: 1234567}); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("Key with ID too wide for 6 digits: error = %v", err)
 	}
-	if _, err := tm.Prefix(review{}, 3); !errors.Is(err, ErrInvalidKey) {
+	if _, err := tm.Prefix(review{}, 3); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("Prefix of all parts: error = %v", err)
 	}
 	for _, bad := range []string{
@@ -121,12 +123,12 @@ func TestTemplate(t *testing.T) {
 		"empid_000123_-1",     // negative into uint
 		"empid_0001`3_2012",   // malformed escape
 	} {
-		if _, err := tm.Parse(bad); !errors.Is(err, ErrInvalidKey) {
+		if _, err := tm.Parse(bad); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("Parse(%q) error = %v, want ErrInvalidKey", bad, err)
 		}
 	}
 
-	all, err := NewTemplate[tmplAll]("{Dept}_{N:4}_{U:3}_{Small}_{Tag}_x")
+	all, err := keys.NewTemplate[tmplAll]("{Dept}_{N:4}_{U:3}_{Small}_{Tag}_x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +141,10 @@ func TestTemplate(t *testing.T) {
 	if err != nil || back != v {
 		t.Fatalf("Parse(%q) = %+v, %v; want %+v", k, back, err, v)
 	}
-	if _, err := all.Key(tmplAll{Dept: "a/b"}); !errors.Is(err, ErrInvalidKey) {
+	if _, err := all.Key(tmplAll{Dept: "a/b"}); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("Key with '/' in a part: error = %v, want ErrInvalidKey", err)
 	}
-	if _, err := all.Parse("a_0001_007_128_t_x"); !errors.Is(err, ErrInvalidKey) {
+	if _, err := all.Parse("a_0001_007_128_t_x"); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("Parse of 128 into int8: error = %v", err)
 	}
 }
@@ -156,12 +158,12 @@ func TestTemplateErrors(t *testing.T) {
 	for _, pattern := range []string{
 		"{Missing}", "{hidden}", "{F}", "{S:3}", "x{S}", "{S}x", "{S", "{{S}}", "{S:0}", "{S:abc}",
 	} {
-		_, err := NewTemplate[bad](pattern)
-		if !errors.Is(err, ErrInvalidKey) || !strings.Contains(err.Error(), pattern) {
+		_, err := keys.NewTemplate[bad](pattern)
+		if !errors.Is(err, keys.ErrInvalidKey) || !strings.Contains(err.Error(), pattern) {
 			t.Errorf("NewTemplate(%q) error = %v, want ErrInvalidKey naming the pattern", pattern, err)
 		}
 	}
-	if _, err := NewTemplate[int]("{X}"); !errors.Is(err, ErrInvalidKey) {
+	if _, err := keys.NewTemplate[int]("{X}"); !errors.Is(err, keys.ErrInvalidKey) {
 		t.Errorf("NewTemplate[int] error = %v", err)
 	}
 }

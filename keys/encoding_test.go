@@ -1,4 +1,4 @@
-package keys
+package keys_test
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 func TestPadInt(t *testing.T) {
@@ -29,28 +31,28 @@ func TestPadInt(t *testing.T) {
 		{-9223372036854775808, 25, "-9999990776627963145224192"},
 	}
 	for _, tt := range tests {
-		got := PadInt(tt.n, tt.width)
+		got := keys.PadInt(tt.n, tt.width)
 		if got != tt.want {
 			t.Errorf("PadInt(%d, %d) = %q, want %q", tt.n, tt.width, got, tt.want)
 		}
-		back, err := ParsePadInt(got)
+		back, err := keys.ParsePadInt(got)
 		if err != nil || back != tt.n {
 			t.Errorf("ParsePadInt(%q) = %d, %v; want %d", got, back, err, tt.n)
 		}
 	}
-	if got := PadUint(18446744073709551615, 20); got != "18446744073709551615" {
+	if got := keys.PadUint(18446744073709551615, 20); got != "18446744073709551615" {
 		t.Errorf("PadUint(max) = %q", got)
 	}
-	if got := PadUint(7, 3); got != "007" {
+	if got := keys.PadUint(7, 3); got != "007" {
 		t.Errorf("PadUint(7, 3) = %q", got)
 	}
 	for _, bad := range []string{"", "-", "+1", " 1", "1a", "-000", "--1", "9223372036854775808", "-0000000000000000000001", "-1" + strings.Repeat("0", 19)} {
-		if n, err := ParsePadInt(bad); !errors.Is(err, ErrInvalidKey) {
+		if n, err := keys.ParsePadInt(bad); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("ParsePadInt(%q) = %d, %v; want ErrInvalidKey", bad, n, err)
 		}
 	}
 	for _, bad := range []string{"", "-1", "1.0", "18446744073709551616"} {
-		if n, err := ParsePadUint(bad); !errors.Is(err, ErrInvalidKey) {
+		if n, err := keys.ParsePadUint(bad); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("ParsePadUint(%q) = %d, %v; want ErrInvalidKey", bad, n, err)
 		}
 	}
@@ -81,49 +83,49 @@ func TestInvertedTicksMatchesDotNet(t *testing.T) {
 	for _, in := range instants {
 		tm := time.Date(in[0], time.Month(in[1]), in[2], in[3], in[4], in[5], 0, time.UTC)
 		ticks := netTicks(in[0], in[1], in[2], in[3], in[4], in[5])
-		if got := Ticks(tm); got != ticks {
+		if got := keys.Ticks(tm); got != ticks {
 			t.Errorf("Ticks(%v) = %d, want %d", tm, got, ticks)
 		}
 		want := strconv.FormatInt(dateTimeMaxValueTicks-ticks, 10)
 		want = strings.Repeat("0", 19-len(want)) + want // {0:D19}
-		if got := InvertedTicks(tm); got != want {
+		if got := keys.InvertedTicks(tm); got != want {
 			t.Errorf("InvertedTicks(%v) = %q, want %q", tm, got, want)
 		}
-		back, err := ParseInvertedTicks(want)
+		back, err := keys.ParseInvertedTicks(want)
 		if err != nil || !back.Equal(tm) || back.Location() != time.UTC {
 			t.Errorf("ParseInvertedTicks(%q) = %v, %v; want %v", want, back, err, tm)
 		}
-		tk := TimeKey(tm)
-		if back, err := ParseTimeKey(tk); err != nil || !back.Equal(tm) || len(tk) != 19 {
+		tk := keys.TimeKey(tm)
+		if back, err := keys.ParseTimeKey(tk); err != nil || !back.Equal(tm) || len(tk) != 19 {
 			t.Errorf("TimeKey round trip of %v: %q -> %v, %v", tm, tk, back, err)
 		}
 	}
 	// A value computed once with .NET's formula, as a fixed point.
-	if got := InvertedTicks(time.Date(2014, 8, 22, 0, 50, 32, 0, time.UTC)); got != "2519936321679999999" {
+	if got := keys.InvertedTicks(time.Date(2014, 8, 22, 0, 50, 32, 0, time.UTC)); got != "2519936321679999999" {
 		t.Errorf("InvertedTicks(2014-08-22T00:50:32Z) = %s", got)
 	}
 	// Zones and sub-tick precision.
 	est := time.FixedZone("EST", -5*3600)
 	a := time.Date(2014, 8, 21, 19, 50, 32, 123456789, est)
 	b := time.Date(2014, 8, 22, 0, 50, 32, 123456700, time.UTC)
-	if InvertedTicks(a) != InvertedTicks(b) {
+	if keys.InvertedTicks(a) != keys.InvertedTicks(b) {
 		t.Errorf("InvertedTicks depends on the zone or on nanoseconds below 100")
 	}
-	if back, _ := ParseInvertedTicks(InvertedTicks(a)); !back.Equal(b) {
+	if back, _ := keys.ParseInvertedTicks(keys.InvertedTicks(a)); !back.Equal(b) {
 		t.Errorf("round trip with 100 ns = %v, want %v", back, b)
 	}
 	// Clamping outside DateTime's range.
-	if got := Ticks(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)); got != 0 {
+	if got := keys.Ticks(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)); got != 0 {
 		t.Errorf("Ticks(year 0) = %d, want 0", got)
 	}
-	if got := Ticks(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)); got != MaxTicks {
+	if got := keys.Ticks(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)); got != keys.MaxTicks {
 		t.Errorf("Ticks(year 10000) = %d, want MaxTicks", got)
 	}
 	for _, bad := range []string{"", "123", "25199363216799999990", "251993632167999999x", "9999999999999999999", "-519936321679999999"} {
-		if _, err := ParseInvertedTicks(bad); !errors.Is(err, ErrInvalidKey) {
+		if _, err := keys.ParseInvertedTicks(bad); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("ParseInvertedTicks(%q) error = %v", bad, err)
 		}
-		if _, err := ParseTimeKey(bad); !errors.Is(err, ErrInvalidKey) {
+		if _, err := keys.ParseTimeKey(bad); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("ParseTimeKey(%q) error = %v", bad, err)
 		}
 	}
@@ -150,7 +152,7 @@ func TestPrefixRange(t *testing.T) {
 		{"z", "{"},
 	}
 	for _, tt := range tests {
-		lo, hi := PrefixRange(tt.prefix)
+		lo, hi := keys.PrefixRange(tt.prefix)
 		if lo != tt.prefix || hi != tt.hi {
 			t.Errorf("PrefixRange(%+q) = %+q, %+q; want %+q", tt.prefix, lo, hi, tt.hi)
 		}
@@ -159,7 +161,7 @@ func TestPrefixRange(t *testing.T) {
 	probes := []string{"", "a", "b", "a\uffff", "a\uffffz", "a\U0010ffff", "a\U0010ffffq", "a\ue000", "a\ud7ff", "a\ud7ffx",
 		"a\U00010000", "a\U00010000\U00010000", "a\U00020000", "b\U00010000", "日本", "日本x", "日\u672d", "日\u672dx", "\uffff", "\uffff\uffff", "\uffff\uffff\uffff"}
 	for _, tt := range tests {
-		lo, hi := PrefixRange(tt.prefix)
+		lo, hi := keys.PrefixRange(tt.prefix)
 		for _, k := range probes {
 			in := !utf16Less(k, lo) && (hi == "" || utf16Less(k, hi))
 			if in != strings.HasPrefix(k, tt.prefix) {
@@ -185,41 +187,41 @@ func TestBucket(t *testing.T) {
 		{"anything", -3, 0},
 	}
 	for _, tt := range tests {
-		if got := Bucket(tt.key, tt.n); got != tt.want {
+		if got := keys.Bucket(tt.key, tt.n); got != tt.want {
 			t.Errorf("Bucket(%q, %d) = %d, want %d", tt.key, tt.n, got, tt.want)
 		}
 	}
-	if got := BucketKey("Sales", 7, 16); got != "Sales_07" {
+	if got := keys.BucketKey("Sales", 7, 16); got != "Sales_07" {
 		t.Errorf("BucketKey = %q", got)
 	}
-	if got := BucketKey("R_D", 3, 10); got != "R`_D_3" {
+	if got := keys.BucketKey("R_D", 3, 10); got != "R`_D_3" {
 		t.Errorf("BucketKey escaping = %q", got)
 	}
-	all := BucketKeys("Sales", 12)
+	all := keys.BucketKeys("Sales", 12)
 	if len(all) != 12 || all[0] != "Sales_00" || all[11] != "Sales_11" || !slices.IsSorted(all) {
 		t.Errorf("BucketKeys = %q", all)
 	}
-	if got := BucketedKey("Sales", "a", 16); got != "Sales_03" { // 0x1a80b1b3 % 16 == 3
+	if got := keys.BucketedKey("Sales", "a", 16); got != "Sales_03" { // 0x1a80b1b3 % 16 == 3
 		t.Errorf("BucketedKey = %q", got)
 	}
 	// Keys that differ only in trailing digits spread over a power-of-two
 	// count of buckets (plain FNV-1a put 120 such keys in 2 of 8).
 	seen := map[int]int{}
 	for i := 0; i < 120; i++ {
-		seen[Bucket(TimeKey(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))+"_"+PadInt(int64(i), 6), 8)]++
+		seen[keys.Bucket(keys.TimeKey(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))+"_"+keys.PadInt(int64(i), 6), 8)]++
 	}
 	for b := 0; b < 8; b++ {
 		if seen[b] < 5 {
 			t.Errorf("bucket %d of 8 got %d of 120 sequential keys: %v", b, seen[b], seen)
 		}
 	}
-	if got := BucketKeys("x", 0); len(got) != 1 || got[0] != "x_0" {
+	if got := keys.BucketKeys("x", 0); len(got) != 1 || got[0] != "x_0" {
 		t.Errorf("BucketKeys(x, 0) = %q", got)
 	}
 	// Spread: 10000 keys over 16 buckets, none empty or above twice the mean.
 	counts := make([]int, 16)
 	for i := range 10000 {
-		counts[Bucket("emp"+strconv.Itoa(i), 16)]++
+		counts[keys.Bucket("emp"+strconv.Itoa(i), 16)]++
 	}
 	for b, c := range counts {
 		if c == 0 || c > 2*10000/16 {
@@ -231,53 +233,53 @@ func TestBucket(t *testing.T) {
 func TestPeriodTables(t *testing.T) {
 	at := time.Date(2014, 8, 22, 0, 50, 32, 0, time.FixedZone("X", 3600)) // 2014-08-21T23:50:32Z
 	tests := []struct {
-		p     Period
+		p     keys.Period
 		want  string
 		start time.Time
 	}{
-		{Hour, "logs2014082123", time.Date(2014, 8, 21, 23, 0, 0, 0, time.UTC)},
-		{Day, "logs20140821", time.Date(2014, 8, 21, 0, 0, 0, 0, time.UTC)},
-		{Month, "logs201408", time.Date(2014, 8, 1, 0, 0, 0, 0, time.UTC)},
+		{keys.Hour, "logs2014082123", time.Date(2014, 8, 21, 23, 0, 0, 0, time.UTC)},
+		{keys.Day, "logs20140821", time.Date(2014, 8, 21, 0, 0, 0, 0, time.UTC)},
+		{keys.Month, "logs201408", time.Date(2014, 8, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	for _, tt := range tests {
-		name, err := PeriodTable("logs", tt.p, at)
+		name, err := keys.PeriodTable("logs", tt.p, at)
 		if err != nil || name != tt.want {
 			t.Errorf("PeriodTable(logs, %v) = %q, %v; want %q", tt.p, name, err, tt.want)
 			continue
 		}
-		if err := ValidateTableName(name); err != nil {
+		if err := keys.ValidateTableName(name); err != nil {
 			t.Errorf("%q is not a valid table name: %v", name, err)
 		}
-		back, err := ParsePeriodTable("logs", tt.p, name)
+		back, err := keys.ParsePeriodTable("logs", tt.p, name)
 		if err != nil || !back.Equal(tt.start) {
 			t.Errorf("ParsePeriodTable(%q) = %v, %v; want %v", name, back, err, tt.start)
 		}
 	}
 	for _, bad := range []struct {
 		prefix string
-		p      Period
-	}{{"", Day}, {"1logs", Day}, {"log-s", Day}, {"a" + strings.Repeat("b", 56), Day}, {"logs", Period(9)}} {
-		if _, err := PeriodTable(bad.prefix, bad.p, at); !errors.Is(err, ErrInvalidName) {
+		p      keys.Period
+	}{{"", keys.Day}, {"1logs", keys.Day}, {"log-s", keys.Day}, {"a" + strings.Repeat("b", 56), keys.Day}, {"logs", keys.Period(9)}} {
+		if _, err := keys.PeriodTable(bad.prefix, bad.p, at); !errors.Is(err, keys.ErrInvalidName) {
 			t.Errorf("PeriodTable(%q, %v) error = %v, want ErrInvalidName", bad.prefix, bad.p, err)
 		}
 	}
-	if _, err := PeriodTable("logs", Day, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)); !errors.Is(err, ErrInvalidName) {
+	if _, err := keys.PeriodTable("logs", keys.Day, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)); !errors.Is(err, keys.ErrInvalidName) {
 		t.Errorf("PeriodTable year 10000: %v", err)
 	}
 	for _, bad := range []string{"logs20140832", "logs2014082", "logz20140822", "logs201408221", "logs2014o822", "logs"} {
-		if _, err := ParsePeriodTable("logs", Day, bad); !errors.Is(err, ErrInvalidName) {
+		if _, err := keys.ParsePeriodTable("logs", keys.Day, bad); !errors.Is(err, keys.ErrInvalidName) {
 			t.Errorf("ParsePeriodTable(%q) error = %v", bad, err)
 		}
 	}
-	names, err := PeriodTables("logs", Day, time.Date(2014, 2, 27, 12, 0, 0, 0, time.UTC), time.Date(2014, 3, 2, 0, 0, 0, 0, time.UTC))
+	names, err := keys.PeriodTables("logs", keys.Day, time.Date(2014, 2, 27, 12, 0, 0, 0, time.UTC), time.Date(2014, 3, 2, 0, 0, 0, 0, time.UTC))
 	want := []string{"logs20140227", "logs20140228", "logs20140301", "logs20140302"}
 	if err != nil || !slices.Equal(names, want) {
 		t.Errorf("PeriodTables = %q, %v; want %q", names, err, want)
 	}
-	if _, err := PeriodTables("logs", Hour, time.Now(), time.Now().Add(-time.Hour)); !errors.Is(err, ErrInvalidName) {
+	if _, err := keys.PeriodTables("logs", keys.Hour, time.Now(), time.Now().Add(-time.Hour)); !errors.Is(err, keys.ErrInvalidName) {
 		t.Errorf("PeriodTables reversed: %v", err)
 	}
-	if Day.String() != "day" || Period(0).String() != "Period(0)" {
-		t.Errorf("Period.String: %q %q", Day, Period(0))
+	if keys.Day.String() != "day" || keys.Period(0).String() != "Period(0)" {
+		t.Errorf("Period.String: %q %q", keys.Day, keys.Period(0))
 	}
 }

@@ -1,4 +1,4 @@
-package keys
+package keys_test
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 type myGUID [16]byte
@@ -17,29 +19,29 @@ type myTime time.Time
 // form), parse back to the same tree, and classify as the guide says.
 var guideFilters = []struct {
 	text  string // as printed in the guide, after "$filter="
-	built Filter
-	class Class
+	built keys.Filter
+	class keys.Class
 	canon bool // the builder prints exactly text
 }{
-	{"(PartitionKey eq 'Sales') and (RowKey eq '2')", And(PK().Eq("Sales"), RK().Eq("2")), Point, true},
-	{"PartitionKey eq 'Sales' and RowKey ge 'S' and RowKey lt 'T'", And(PK().Eq("Sales"), RK().Prefix("S")), Range, false},
-	{"PartitionKey eq 'Sales' and LastName eq 'Smith'", And(PK().Eq("Sales"), Prop("LastName").Eq("Smith")), PartitionScan, false},
-	{"LastName eq 'Jones'", Prop("LastName").Eq("Jones"), TableScan, true},
-	{"PartitionKey eq 'Sales' and (RowKey eq '121' or RowKey eq '322')", And(PK().Eq("Sales"), Or(RK().Eq("121"), RK().Eq("322"))), PartitionScan, false},
-	{"(PartitionKey eq 'Sales') and (RowKey eq 'empid_000223')", And(PK().Eq("Sales"), RK().Eq(Join("empid", PadInt(223, 6)))), Point, true},
-	{"(PartitionKey eq 'Sales') and (RowKey eq 'email_jonesj@contoso.com')", And(PK().Eq("Sales"), RK().Eq(Join("email", "jonesj@contoso.com"))), Point, true},
-	{"(PartitionKey eq 'Sales') and (RowKey ge 'empid_000100') and (RowKey le 'empid_000199')", And(PK().Eq("Sales"), RK().Between("empid_000100", "empid_000199")), Range, true},
-	{"(PartitionKey eq 'Sales') and (RowKey ge 'email_a') and (RowKey lt 'email_b')", And(PK().Eq("Sales"), RK().Prefix("email_a")), Range, true},
-	{"(PartitionKey eq 'empid_Sales') and (RowKey eq '000223')", And(PK().Eq("empid_Sales"), RK().Eq("000223")), Point, true},
-	{"(PartitionKey eq 'email_Sales') and (RowKey eq 'jonesj@contoso.com')", And(PK().Eq("email_Sales"), RK().Eq("jonesj@contoso.com")), Point, true},
-	{"(PartitionKey eq 'empid_Sales') and (RowKey ge '000100') and (RowKey le '000199')", And(PK().Eq("empid_Sales"), RK().Ge(PadInt(100, 6)), RK().Le(PadInt(199, 6))), Range, true},
-	{"(PartitionKey eq 'email_Sales') and (RowKey ge 'a') and (RowKey lt 'b')", And(PK().Eq("email_Sales"), RK().Prefix("a")), Range, true},
+	{"(PartitionKey eq 'Sales') and (RowKey eq '2')", keys.And(keys.PK().Eq("Sales"), keys.RK().Eq("2")), keys.Point, true},
+	{"PartitionKey eq 'Sales' and RowKey ge 'S' and RowKey lt 'T'", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("S")), keys.Range, false},
+	{"PartitionKey eq 'Sales' and LastName eq 'Smith'", keys.And(keys.PK().Eq("Sales"), keys.Prop("LastName").Eq("Smith")), keys.PartitionScan, false},
+	{"LastName eq 'Jones'", keys.Prop("LastName").Eq("Jones"), keys.TableScan, true},
+	{"PartitionKey eq 'Sales' and (RowKey eq '121' or RowKey eq '322')", keys.And(keys.PK().Eq("Sales"), keys.Or(keys.RK().Eq("121"), keys.RK().Eq("322"))), keys.PartitionScan, false},
+	{"(PartitionKey eq 'Sales') and (RowKey eq 'empid_000223')", keys.And(keys.PK().Eq("Sales"), keys.RK().Eq(keys.Join("empid", keys.PadInt(223, 6)))), keys.Point, true},
+	{"(PartitionKey eq 'Sales') and (RowKey eq 'email_jonesj@contoso.com')", keys.And(keys.PK().Eq("Sales"), keys.RK().Eq(keys.Join("email", "jonesj@contoso.com"))), keys.Point, true},
+	{"(PartitionKey eq 'Sales') and (RowKey ge 'empid_000100') and (RowKey le 'empid_000199')", keys.And(keys.PK().Eq("Sales"), keys.RK().Between("empid_000100", "empid_000199")), keys.Range, true},
+	{"(PartitionKey eq 'Sales') and (RowKey ge 'email_a') and (RowKey lt 'email_b')", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("email_a")), keys.Range, true},
+	{"(PartitionKey eq 'empid_Sales') and (RowKey eq '000223')", keys.And(keys.PK().Eq("empid_Sales"), keys.RK().Eq("000223")), keys.Point, true},
+	{"(PartitionKey eq 'email_Sales') and (RowKey eq 'jonesj@contoso.com')", keys.And(keys.PK().Eq("email_Sales"), keys.RK().Eq("jonesj@contoso.com")), keys.Point, true},
+	{"(PartitionKey eq 'empid_Sales') and (RowKey ge '000100') and (RowKey le '000199')", keys.And(keys.PK().Eq("empid_Sales"), keys.RK().Ge(keys.PadInt(100, 6)), keys.RK().Le(keys.PadInt(199, 6))), keys.Range, true},
+	{"(PartitionKey eq 'email_Sales') and (RowKey ge 'a') and (RowKey lt 'b')", keys.And(keys.PK().Eq("email_Sales"), keys.RK().Prefix("a")), keys.Range, true},
 	// Compound key pattern: all reviews of employee 000123.
-	{"(PartitionKey eq 'Sales') and (RowKey ge 'empid_000123') and (RowKey lt 'empid_000124')", And(PK().Eq("Sales"), RK().Prefix("empid_000123")), Range, true},
+	{"(PartitionKey eq 'Sales') and (RowKey ge 'empid_000123') and (RowKey lt 'empid_000124')", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("empid_000123")), keys.Range, true},
 	// The C# samples: GenerateFilterCondition / CombineFilters output.
-	{"((PartitionKey eq 'Sales') and (RowKey ge 'B')) and (RowKey lt 'C')", And(PK().Eq("Sales"), RK().Prefix("B")), Range, false},
-	{"(PartitionKey eq 'Sales') and ((RowKey ge 'B') and (RowKey lt 'F'))", And(PK().Eq("Sales"), RK().Ge("B"), RK().Lt("F")), Range, false},
-	{"PartitionKey eq 'Sales'", PK().Eq("Sales"), PartitionScan, true},
+	{"((PartitionKey eq 'Sales') and (RowKey ge 'B')) and (RowKey lt 'C')", keys.And(keys.PK().Eq("Sales"), keys.RK().Prefix("B")), keys.Range, false},
+	{"(PartitionKey eq 'Sales') and ((RowKey ge 'B') and (RowKey lt 'F'))", keys.And(keys.PK().Eq("Sales"), keys.RK().Ge("B"), keys.RK().Lt("F")), keys.Range, false},
+	{"PartitionKey eq 'Sales'", keys.PK().Eq("Sales"), keys.PartitionScan, true},
 }
 
 func TestGuideFilters(t *testing.T) {
@@ -52,7 +54,7 @@ func TestGuideFilters(t *testing.T) {
 		if g.canon && built != g.text {
 			t.Errorf("built %q, the guide prints %q", built, g.text)
 		}
-		parsed, err := ParseFilter(g.text)
+		parsed, err := keys.ParseFilter(g.text)
 		if err != nil {
 			t.Errorf("ParseFilter(%q): %v", g.text, err)
 			continue
@@ -60,10 +62,10 @@ func TestGuideFilters(t *testing.T) {
 		if !parsed.Equal(g.built) {
 			t.Errorf("ParseFilter(%q) = %v, want the tree of %v", g.text, parsed, built)
 		}
-		if c := Classify(parsed); c != g.class {
+		if c := keys.Classify(parsed); c != g.class {
 			t.Errorf("Classify(%q) = %v, the guide says %v", g.text, c, g.class)
 		}
-		if c := Classify(g.built); c != g.class {
+		if c := keys.Classify(g.built); c != g.class {
 			t.Errorf("Classify(built %q) = %v, the guide says %v", built, c, g.class)
 		}
 	}
@@ -71,43 +73,43 @@ func TestGuideFilters(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
-		f    Filter
-		want Class
+		f    keys.Filter
+		want keys.Class
 		pk   string
 	}{
-		{Filter{}, TableScan, ""},
-		{RK().Eq("1"), TableScan, ""},
-		{And(PK().Ge("a"), PK().Lt("b")), TableScan, ""},
-		{Or(PK().Eq("a"), PK().Eq("b")), TableScan, ""},
-		{Or(And(PK().Eq("a"), RK().Eq("1")), And(PK().Eq("a"), RK().Eq("2"))), TableScan, ""},
-		{Not(PK().Ne("a")), TableScan, ""},
-		{And(PK().Eq("a"), PK().Eq("b")), TableScan, ""},
-		{PK().Eq(""), PartitionScan, ""},
-		{And(PK().Eq("a"), PK().Eq("a"), RK().Eq("1")), Point, "a"},
-		{And(PK().Eq("a"), RK().Eq("1"), Prop("Age").Gt(30)), Point, "a"},
-		{And(RK().Eq("1"), PK().Eq("a")), Point, "a"},
-		{And(PK().Eq("a"), RK().Ge("m")), Range, "a"},
-		{And(PK().Eq("a"), RK().Gt("m")), Range, "a"},
-		{And(PK().Eq("a"), RK().Le("m")), Range, "a"},
-		{And(PK().Eq("a"), RK().Lt("m")), Range, "a"},
-		{And(PK().Eq("a"), RK().Prefix("S"), Prop("LastName").Eq("Smith")), Range, "a"},
-		{And(PK().Eq("a"), RK().Prefix("")), PartitionScan, "a"},
-		{And(PK().Eq("a"), RK().Ne("m")), PartitionScan, "a"},
-		{And(PK().Eq("a"), Not(RK().Lt("m"))), PartitionScan, "a"},
-		{And(PK().Eq("a"), Or(RK().Ge("x"), RK().Lt("b"))), PartitionScan, "a"},
-		{And(PK().Eq("a"), Prop("RowKeyCopy").Eq("1")), PartitionScan, "a"},
-		{And(PK().Eq("a"), Prop("Age").Eq(1<<40)), TableScan, ""}, // invalid: int too wide for Int32
+		{keys.Filter{}, keys.TableScan, ""},
+		{keys.RK().Eq("1"), keys.TableScan, ""},
+		{keys.And(keys.PK().Ge("a"), keys.PK().Lt("b")), keys.TableScan, ""},
+		{keys.Or(keys.PK().Eq("a"), keys.PK().Eq("b")), keys.TableScan, ""},
+		{keys.Or(keys.And(keys.PK().Eq("a"), keys.RK().Eq("1")), keys.And(keys.PK().Eq("a"), keys.RK().Eq("2"))), keys.TableScan, ""},
+		{keys.Not(keys.PK().Ne("a")), keys.TableScan, ""},
+		{keys.And(keys.PK().Eq("a"), keys.PK().Eq("b")), keys.TableScan, ""},
+		{keys.PK().Eq(""), keys.PartitionScan, ""},
+		{keys.And(keys.PK().Eq("a"), keys.PK().Eq("a"), keys.RK().Eq("1")), keys.Point, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Eq("1"), keys.Prop("Age").Gt(30)), keys.Point, "a"},
+		{keys.And(keys.RK().Eq("1"), keys.PK().Eq("a")), keys.Point, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Ge("m")), keys.Range, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Gt("m")), keys.Range, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Le("m")), keys.Range, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Lt("m")), keys.Range, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Prefix("S"), keys.Prop("LastName").Eq("Smith")), keys.Range, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Prefix("")), keys.PartitionScan, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.RK().Ne("m")), keys.PartitionScan, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.Not(keys.RK().Lt("m"))), keys.PartitionScan, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.Or(keys.RK().Ge("x"), keys.RK().Lt("b"))), keys.PartitionScan, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.Prop("RowKeyCopy").Eq("1")), keys.PartitionScan, "a"},
+		{keys.And(keys.PK().Eq("a"), keys.Prop("Age").Eq(1<<40)), keys.TableScan, ""}, // invalid: int too wide for Int32
 	}
 	for _, tt := range tests {
-		if got := Classify(tt.f); got != tt.want {
+		if got := keys.Classify(tt.f); got != tt.want {
 			t.Errorf("Classify(%v) = %v, want %v", tt.f, got, tt.want)
 		}
 		pk, ok := tt.f.PartitionKey()
-		if ok != (tt.want != TableScan) || pk != tt.pk {
+		if ok != (tt.want != keys.TableScan) || pk != tt.pk {
 			t.Errorf("PartitionKey(%v) = %q, %v", tt.f, pk, ok)
 		}
 	}
-	names := map[Class]string{Point: "point query", Range: "range query", PartitionScan: "partition scan", TableScan: "table scan", 0: "Class(0)"}
+	names := map[keys.Class]string{keys.Point: "point query", keys.Range: "range query", keys.PartitionScan: "partition scan", keys.TableScan: "table scan", 0: "Class(0)"}
 	for c, s := range names {
 		if c.String() != s {
 			t.Errorf("Class(%d).String() = %q, want %q", int(c), c.String(), s)
@@ -154,13 +156,13 @@ func TestPropertyLiterals(t *testing.T) {
 		{[]byte{}, "P eq X''"},
 	}
 	for _, tt := range tests {
-		f := Prop("P").Eq(tt.v)
+		f := keys.Prop("P").Eq(tt.v)
 		got, err := f.Build()
 		if err != nil || got != tt.want {
 			t.Errorf("Prop(P).Eq(%T %v) = %q, %v; want %q", tt.v, tt.v, got, err, tt.want)
 			continue
 		}
-		back, err := ParseFilter(got)
+		back, err := keys.ParseFilter(got)
 		if err != nil || !back.Equal(f) {
 			t.Errorf("ParseFilter(%q) = %v, %v; want the same tree", got, back, err)
 		}
@@ -168,7 +170,7 @@ func TestPropertyLiterals(t *testing.T) {
 	// The builder copies byte slices: changing the caller's slice later
 	// does not change the filter.
 	b := []byte{1, 2}
-	f := Prop("P").Eq(b)
+	f := keys.Prop("P").Eq(b)
 	b[0] = 9
 	if got := f.String(); got != "P eq X'0102'" {
 		t.Errorf("filter changed with its input slice: %s", got)
@@ -179,42 +181,42 @@ func TestFilterErrors(t *testing.T) {
 	var nilPtr *string
 	tests := []struct {
 		name string
-		f    Filter
+		f    keys.Filter
 		prop string // property the error must name
 	}{
-		{"empty name", Prop("").Eq(1), ""},
-		{"digit first", Prop("1abc").Eq(1), "1abc"},
-		{"space", Prop("Last Name").Eq("x"), "Last Name"},
-		{"quote", Prop("a'b").Eq("x"), "a'b"},
-		{"paren", Prop("a)").Eq("x"), "a)"},
-		{"keyword", Prop("and").Eq("x"), "and"},
-		{"keyword case", Prop("True").Eq("x"), "True"},
-		{"too long", Prop("a" + strings.Repeat("b", 255)).Eq(1), "a" + strings.Repeat("b", 255)},
-		{"nil", Prop("P").Eq(nil), "P"},
-		{"nil pointer", Prop("P").Eq(nilPtr), "P"},
-		{"int range", Prop("P").Eq(1 << 31), "P"},
-		{"uint64 range", Prop("P").Eq(uint64(math.MaxUint64)), "P"},
-		{"NaN", Prop("P").Eq(math.NaN()), "P"},
-		{"Inf", Prop("P").Lt(math.Inf(1)), "P"},
-		{"struct", Prop("P").Eq(struct{}{}), "P"},
-		{"map", Prop("P").Eq(map[string]int{}), "P"},
-		{"year 0", Prop("P").Eq(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)), "P"},
-		{"bad utf8", Prop("P").Eq("\xff"), "P"},
-		{"pk not string", Prop("PartitionKey").Eq(1), "PartitionKey"},
-		{"rk not string", Prop("RowKey").Eq(true), "RowKey"},
-		{"zero key", Key{}.Eq("x"), ""},
-		{"not zero", Not(Filter{}), ""},
-		{"or empty", Or(), ""},
-		{"or zero", Or(PK().Eq("a"), Filter{}), ""},
-		{"error inside and", And(PK().Eq("a"), Prop("1").Eq(1)), "1"},
-		{"error inside or", Or(PK().Eq("a"), Prop("x y").Eq(1)), "x y"},
-		{"error inside not", Not(Prop("P").Eq(nil)), "P"},
+		{"empty name", keys.Prop("").Eq(1), ""},
+		{"digit first", keys.Prop("1abc").Eq(1), "1abc"},
+		{"space", keys.Prop("Last Name").Eq("x"), "Last Name"},
+		{"quote", keys.Prop("a'b").Eq("x"), "a'b"},
+		{"paren", keys.Prop("a)").Eq("x"), "a)"},
+		{"keyword", keys.Prop("and").Eq("x"), "and"},
+		{"keyword case", keys.Prop("True").Eq("x"), "True"},
+		{"too long", keys.Prop("a" + strings.Repeat("b", 255)).Eq(1), "a" + strings.Repeat("b", 255)},
+		{"nil", keys.Prop("P").Eq(nil), "P"},
+		{"nil pointer", keys.Prop("P").Eq(nilPtr), "P"},
+		{"int range", keys.Prop("P").Eq(1 << 31), "P"},
+		{"uint64 range", keys.Prop("P").Eq(uint64(math.MaxUint64)), "P"},
+		{"NaN", keys.Prop("P").Eq(math.NaN()), "P"},
+		{"Inf", keys.Prop("P").Lt(math.Inf(1)), "P"},
+		{"struct", keys.Prop("P").Eq(struct{}{}), "P"},
+		{"map", keys.Prop("P").Eq(map[string]int{}), "P"},
+		{"year 0", keys.Prop("P").Eq(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)), "P"},
+		{"bad utf8", keys.Prop("P").Eq("\xff"), "P"},
+		{"pk not string", keys.Prop("PartitionKey").Eq(1), "PartitionKey"},
+		{"rk not string", keys.Prop("RowKey").Eq(true), "RowKey"},
+		{"zero key", keys.Key{}.Eq("x"), ""},
+		{"not zero", keys.Not(keys.Filter{}), ""},
+		{"or empty", keys.Or(), ""},
+		{"or zero", keys.Or(keys.PK().Eq("a"), keys.Filter{}), ""},
+		{"error inside and", keys.And(keys.PK().Eq("a"), keys.Prop("1").Eq(1)), "1"},
+		{"error inside or", keys.Or(keys.PK().Eq("a"), keys.Prop("x y").Eq(1)), "x y"},
+		{"error inside not", keys.Not(keys.Prop("P").Eq(nil)), "P"},
 		{"16 comparisons", manyComparisons(16), ""},
 	}
 	for _, tt := range tests {
 		s, err := tt.f.Build()
-		var fe *FilterError
-		if !errors.Is(err, ErrInvalidFilter) || !errors.As(err, &fe) || s != "" {
+		var fe *keys.FilterError
+		if !errors.Is(err, keys.ErrInvalidFilter) || !errors.As(err, &fe) || s != "" {
 			t.Errorf("%s: Build = %q, %v; want a *FilterError wrapping ErrInvalidFilter", tt.name, s, err)
 			continue
 		}
@@ -232,61 +234,61 @@ func TestFilterErrors(t *testing.T) {
 		t.Errorf("15 comparisons: %q, %v", s, err)
 	}
 	for _, ok := range []string{"_x", "Ünïcödé", "a1_b2", "Timestamp", "x", "datetime", "andy", "日本語"} {
-		if _, err := Prop(ok).Eq(1).Build(); err != nil {
+		if _, err := keys.Prop(ok).Eq(1).Build(); err != nil {
 			t.Errorf("Prop(%q): %v", ok, err)
 		}
 	}
 }
 
-func manyComparisons(n int) Filter {
-	fs := []Filter{PK().Eq("p")}
+func manyComparisons(n int) keys.Filter {
+	fs := []keys.Filter{keys.PK().Eq("p")}
 	for i := 1; i < n; i++ {
-		fs = append(fs, Prop("N").Ne(i))
+		fs = append(fs, keys.Prop("N").Ne(i))
 	}
-	return And(fs...)
+	return keys.And(fs...)
 }
 
 func TestFilterComposition(t *testing.T) {
-	if !(Filter{}).IsZero() || !And().IsZero() || !And(Filter{}, Filter{}).IsZero() || !RK().Prefix("").IsZero() {
+	if !(keys.Filter{}).IsZero() || !keys.And().IsZero() || !keys.And(keys.Filter{}, keys.Filter{}).IsZero() || !keys.RK().Prefix("").IsZero() {
 		t.Errorf("zero filters are not zero")
 	}
-	if s, err := (Filter{}).Build(); s != "" || err != nil {
+	if s, err := (keys.Filter{}).Build(); s != "" || err != nil {
 		t.Errorf("zero Build = %q, %v", s, err)
 	}
-	a, b, c := PK().Eq("a"), RK().Ge("b"), Prop("C").Eq(int64(3))
-	base := And(a, b)
-	left := And(base, c)
-	right := And(base, Prop("D").Eq(4))
+	a, b, c := keys.PK().Eq("a"), keys.RK().Ge("b"), keys.Prop("C").Eq(int64(3))
+	base := keys.And(a, b)
+	left := keys.And(base, c)
+	right := keys.And(base, keys.Prop("D").Eq(4))
 	if base.String() != "(PartitionKey eq 'a') and (RowKey ge 'b')" {
 		t.Errorf("deriving filters changed the base: %s", base)
 	}
 	if left.String() != "(PartitionKey eq 'a') and (RowKey ge 'b') and (C eq 3L)" || right.String() != "(PartitionKey eq 'a') and (RowKey ge 'b') and (D eq 4)" {
 		t.Errorf("derived filters: %s | %s", left, right)
 	}
-	if !And(And(a, b), c).Equal(And(a, And(b, c))) || !And(a, Filter{}).Equal(a) {
+	if !keys.And(keys.And(a, b), c).Equal(keys.And(a, keys.And(b, c))) || !keys.And(a, keys.Filter{}).Equal(a) {
 		t.Errorf("And is not flattened")
 	}
 	tests := []struct {
-		f    Filter
+		f    keys.Filter
 		want string
 	}{
-		{Or(a, b, c), "(PartitionKey eq 'a') or (RowKey ge 'b') or (C eq 3L)"},
-		{Or(Or(a, b), c), "(PartitionKey eq 'a') or (RowKey ge 'b') or (C eq 3L)"},
-		{And(a, Or(b, c)), "(PartitionKey eq 'a') and ((RowKey ge 'b') or (C eq 3L))"},
-		{Or(And(a, b), c), "((PartitionKey eq 'a') and (RowKey ge 'b')) or (C eq 3L)"},
-		{Not(And(a, b)), "not ((PartitionKey eq 'a') and (RowKey ge 'b'))"},
-		{Not(Not(a)), "not (not (PartitionKey eq 'a'))"},
-		{Or(a), "PartitionKey eq 'a'"},
-		{RK().Prefix("\uffff"), "RowKey ge '\uffff'"},
-		{RK().Prefix("a'"), "(RowKey ge 'a''') and (RowKey lt 'a(')"},
-		{And(PK().Ne("x"), PK().Gt("x"), PK().Lt("x"), PK().Le("x")), "(PartitionKey ne 'x') and (PartitionKey gt 'x') and (PartitionKey lt 'x') and (PartitionKey le 'x')"},
-		{And(Prop("N").Ne(1), Prop("N").Gt(1), Prop("N").Ge(1), Prop("N").Lt(1), Prop("N").Le(1)), "(N ne 1) and (N gt 1) and (N ge 1) and (N lt 1) and (N le 1)"},
+		{keys.Or(a, b, c), "(PartitionKey eq 'a') or (RowKey ge 'b') or (C eq 3L)"},
+		{keys.Or(keys.Or(a, b), c), "(PartitionKey eq 'a') or (RowKey ge 'b') or (C eq 3L)"},
+		{keys.And(a, keys.Or(b, c)), "(PartitionKey eq 'a') and ((RowKey ge 'b') or (C eq 3L))"},
+		{keys.Or(keys.And(a, b), c), "((PartitionKey eq 'a') and (RowKey ge 'b')) or (C eq 3L)"},
+		{keys.Not(keys.And(a, b)), "not ((PartitionKey eq 'a') and (RowKey ge 'b'))"},
+		{keys.Not(keys.Not(a)), "not (not (PartitionKey eq 'a'))"},
+		{keys.Or(a), "PartitionKey eq 'a'"},
+		{keys.RK().Prefix("\uffff"), "RowKey ge '\uffff'"},
+		{keys.RK().Prefix("a'"), "(RowKey ge 'a''') and (RowKey lt 'a(')"},
+		{keys.And(keys.PK().Ne("x"), keys.PK().Gt("x"), keys.PK().Lt("x"), keys.PK().Le("x")), "(PartitionKey ne 'x') and (PartitionKey gt 'x') and (PartitionKey lt 'x') and (PartitionKey le 'x')"},
+		{keys.And(keys.Prop("N").Ne(1), keys.Prop("N").Gt(1), keys.Prop("N").Ge(1), keys.Prop("N").Lt(1), keys.Prop("N").Le(1)), "(N ne 1) and (N gt 1) and (N ge 1) and (N lt 1) and (N le 1)"},
 	}
 	for _, tt := range tests {
 		if got, err := tt.f.Build(); err != nil || got != tt.want {
 			t.Errorf("Build = %q, %v; want %q", got, err, tt.want)
 		}
-		back, err := ParseFilter(tt.want)
+		back, err := keys.ParseFilter(tt.want)
 		if err != nil || !back.Equal(tt.f) {
 			t.Errorf("ParseFilter(%q) = %v, %v", tt.want, back, err)
 		}
@@ -331,7 +333,7 @@ func TestParseFilter(t *testing.T) {
 		{"true and A eq 1", "(true) and (A eq 1)"},
 	}
 	for _, tt := range ok {
-		f, err := ParseFilter(tt.in)
+		f, err := keys.ParseFilter(tt.in)
 		if err != nil {
 			t.Errorf("ParseFilter(%q): %v", tt.in, err)
 			continue
@@ -397,31 +399,31 @@ func TestParseFilter(t *testing.T) {
 		manyComparisonsText(16),
 	}
 	for _, in := range bad {
-		f, err := ParseFilter(in)
-		var fe *FilterError
-		if !errors.Is(err, ErrInvalidFilter) || !errors.As(err, &fe) || !f.IsZero() {
+		f, err := keys.ParseFilter(in)
+		var fe *keys.FilterError
+		if !errors.Is(err, keys.ErrInvalidFilter) || !errors.As(err, &fe) || !f.IsZero() {
 			t.Errorf("ParseFilter(%.60q) = %v, %v; want a *FilterError", in, f, err)
 		}
 	}
-	if _, err := ParseFilter(manyComparisonsText(15)); err != nil {
+	if _, err := keys.ParseFilter(manyComparisonsText(15)); err != nil {
 		t.Errorf("15 comparisons: %v", err)
 	}
 	// Well formed, but a form the service does not implement: 501
 	// NotImplemented there, ErrUnsupportedFilter here.
 	for _, in := range []string{"1 eq 2", "A eq B", "5 lt Amount", "'a' eq PartitionKey", "true eq Active", "A eq 1 and B ne C"} {
-		f, err := ParseFilter(in)
-		var fe *FilterError
-		if !errors.Is(err, ErrUnsupportedFilter) || !errors.Is(err, ErrInvalidFilter) || !errors.As(err, &fe) || !fe.Unsupported || !f.IsZero() {
+		f, err := keys.ParseFilter(in)
+		var fe *keys.FilterError
+		if !errors.Is(err, keys.ErrUnsupportedFilter) || !errors.Is(err, keys.ErrInvalidFilter) || !errors.As(err, &fe) || !fe.Unsupported || !f.IsZero() {
 			t.Errorf("ParseFilter(%q) = %v, %v; want an unsupported *FilterError", in, f, err)
 		}
 	}
 	for _, in := range bad {
-		if _, err := ParseFilter(in); errors.Is(err, ErrUnsupportedFilter) {
+		if _, err := keys.ParseFilter(in); errors.Is(err, keys.ErrUnsupportedFilter) {
 			t.Errorf("ParseFilter(%q) = %v: malformed, not unsupported", in, err)
 		}
 	}
-	_, err := ParseFilter("PartitionKey eq 'a' and RowKey eq 'b")
-	var fe *FilterError
+	_, err := keys.ParseFilter("PartitionKey eq 'a' and RowKey eq 'b")
+	var fe *keys.FilterError
 	if !errors.As(err, &fe) || fe.Offset != 34 {
 		t.Errorf("unterminated string error = %v, want offset 34", err)
 	}

@@ -1,9 +1,11 @@
-package keys
+package keys_test
 
 import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 func FuzzCompoundRoundTrip(f *testing.F) {
@@ -12,9 +14,9 @@ func FuzzCompoundRoundTrip(f *testing.F) {
 	f.Add("", "", "", byte(' '))
 	f.Add("日本", "\U0001F600", "x y!", byte('-'))
 	f.Fuzz(func(t *testing.T, a, b, c string, sep byte) {
-		cp, err := NewCompound(sep)
+		cp, err := keys.NewCompound(sep)
 		if err != nil {
-			cp = Compound{}
+			cp = keys.Compound{}
 		}
 		parts := []string{a, b, c}
 		key := cp.Join(parts...)
@@ -34,19 +36,19 @@ func FuzzFilterEscaping(f *testing.F) {
 	f.Add("x", "') or (PartitionKey ne '", int64(-1), -0.5, []byte{}, int32(-1))
 	f.Add("_", "\uffff", int64(math.MinInt64), 1e300, []byte(nil), int32(0))
 	f.Fuzz(func(t *testing.T, name, s string, i int64, fl float64, b []byte, i32 int32) {
-		built := And(
-			PK().Eq(s),
-			RK().Prefix(s),
-			Or(Prop(name).Eq(s), Not(Prop(name).Ne(i))),
-			Prop("I32").Ge(i32),
-			Prop("F").Le(fl),
-			Prop("B").Eq(b),
+		built := keys.And(
+			keys.PK().Eq(s),
+			keys.RK().Prefix(s),
+			keys.Or(keys.Prop(name).Eq(s), keys.Not(keys.Prop(name).Ne(i))),
+			keys.Prop("I32").Ge(i32),
+			keys.Prop("F").Le(fl),
+			keys.Prop("B").Eq(b),
 		)
 		text, err := built.Build()
 		if err != nil {
 			return // invalid name, invalid UTF-8, NaN or infinities
 		}
-		parsed, err := ParseFilter(text)
+		parsed, err := keys.ParseFilter(text)
 		if err != nil {
 			t.Fatalf("ParseFilter(Build()) of %q: %v", text, err)
 		}
@@ -73,7 +75,7 @@ func FuzzParseFilter(f *testing.F) {
 	f.Add("A eq 3D or B le -2.5e-3d and C ne 10l")
 	f.Add("5 lt Amount or A eq B")
 	f.Fuzz(func(t *testing.T, s string) {
-		flt, err := ParseFilter(s)
+		flt, err := keys.ParseFilter(s)
 		if err != nil {
 			return
 		}
@@ -81,13 +83,13 @@ func FuzzParseFilter(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseFilter(%q) accepted a filter that does not build: %v", s, err)
 		}
-		again, err := ParseFilter(text)
+		again, err := keys.ParseFilter(text)
 		if err != nil || !again.Equal(flt) {
 			t.Fatalf("ParseFilter(%q) -> %q -> %v, %v: not the same tree", s, text, again, err)
 		}
 		if again.String() != text {
 			t.Fatalf("text not stable: %q then %q", text, again.String())
 		}
-		_ = Classify(flt)
+		_ = keys.Classify(flt)
 	})
 }

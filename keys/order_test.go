@@ -1,4 +1,4 @@
-package keys
+package keys_test
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 // compareKeys is the service's key order (ordinal UTF-16 code units).
@@ -44,21 +46,21 @@ func TestPadIntOrder(t *testing.T) {
 			}
 		}
 		a, b := gen(), gen()
-		sa, sb := PadInt(a, w), PadInt(b, w)
+		sa, sb := keys.PadInt(a, w), keys.PadInt(b, w)
 		if sign(strings.Compare(sa, sb)) != cmp.Compare(a, b) {
 			t.Fatalf("width %d: PadInt(%d) = %q, PadInt(%d) = %q: string order differs from numeric order", w, a, sa, b, sb)
 		}
-		if pa, err := ParsePadInt(sa); err != nil || pa != a {
+		if pa, err := keys.ParsePadInt(sa); err != nil || pa != a {
 			t.Fatalf("ParsePadInt(%q) = %d, %v; want %d", sa, pa, err, a)
 		}
 	}
 	for i := 0; i < 100_000; i++ { // the whole int64 range at width 19
 		a, b := int64(r.Uint64()), int64(r.Uint64())
-		if sign(strings.Compare(PadInt(a, 19), PadInt(b, 19))) != cmp.Compare(a, b) {
+		if sign(strings.Compare(keys.PadInt(a, 19), keys.PadInt(b, 19))) != cmp.Compare(a, b) {
 			t.Fatalf("PadInt(%d, 19) and PadInt(%d, 19) out of order", a, b)
 		}
 		ua, ub := r.Uint64(), r.Uint64()>>r.Intn(64)
-		if sign(strings.Compare(PadUint(ua, 20), PadUint(ub, 20))) != cmp.Compare(ua, ub) {
+		if sign(strings.Compare(keys.PadUint(ua, 20), keys.PadUint(ub, 20))) != cmp.Compare(ua, ub) {
 			t.Fatalf("PadUint(%d, 20) and PadUint(%d, 20) out of order", ua, ub)
 		}
 	}
@@ -70,18 +72,18 @@ func TestTicksOrder(t *testing.T) {
 		if r.Intn(4) == 0 { // close together
 			return time.Date(2014, 8, 22, 0, 50, 32, r.Intn(1000)*100, time.UTC)
 		}
-		return TimeFromTicks(r.Int63n(MaxTicks + 1))
+		return keys.TimeFromTicks(r.Int63n(keys.MaxTicks + 1))
 	}
 	for i := 0; i < 100_000; i++ {
 		a, b := gen(), gen()
 		want := a.Compare(b)
-		if got := sign(strings.Compare(InvertedTicks(a), InvertedTicks(b))); got != -want {
+		if got := sign(strings.Compare(keys.InvertedTicks(a), keys.InvertedTicks(b))); got != -want {
 			t.Fatalf("InvertedTicks(%v) vs (%v): %d, want reversed %d", a, b, got, -want)
 		}
-		if got := sign(strings.Compare(TimeKey(a), TimeKey(b))); got != want {
+		if got := sign(strings.Compare(keys.TimeKey(a), keys.TimeKey(b))); got != want {
 			t.Fatalf("TimeKey(%v) vs (%v): %d, want %d", a, b, got, want)
 		}
-		if back, err := ParseInvertedTicks(InvertedTicks(a)); err != nil || !back.Equal(a) {
+		if back, err := keys.ParseInvertedTicks(keys.InvertedTicks(a)); err != nil || !back.Equal(a) {
 			t.Fatalf("ParseInvertedTicks round trip of %v = %v, %v", a, back, err)
 		}
 	}
@@ -112,7 +114,7 @@ func TestCompoundOrder(t *testing.T) {
 	}
 	r := rand.New(rand.NewSource(3))
 	for _, tt := range tests {
-		c, err := NewCompound(tt.sep)
+		c, err := keys.NewCompound(tt.sep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,8 +138,8 @@ func TestCompoundOrder(t *testing.T) {
 		if r.Intn(2) == 0 {
 			b[0] = a[0]
 		}
-		ka := Join("empid", PadInt(a[0], 7), PadInt(a[1], 4))
-		kb := Join("empid", PadInt(b[0], 7), PadInt(b[1], 4))
+		ka := keys.Join("empid", keys.PadInt(a[0], 7), keys.PadInt(a[1], 4))
+		kb := keys.Join("empid", keys.PadInt(b[0], 7), keys.PadInt(b[1], 4))
 		want := cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 		if got := sign(strings.Compare(ka, kb)); got != want {
 			t.Fatalf("%v -> %q, %v -> %q: key order %d, want %d", a, ka, b, kb, got, want)
@@ -163,7 +165,7 @@ func TestCompareIsTheServiceOrder(t *testing.T) {
 		if r.Intn(4) == 0 {
 			b = a + b
 		}
-		if got, want := Compare(a, b), sign(compareKeys(a, b)); got != want {
+		if got, want := keys.Compare(a, b), sign(compareKeys(a, b)); got != want {
 			t.Fatalf("Compare(%q, %q) = %d, want %d", a, b, got, want)
 		}
 	}

@@ -1,9 +1,11 @@
-package keys
+package keys_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 // A filter's property name is limited as the service limits it: 255 UTF-16
@@ -21,11 +23,11 @@ func TestFilterPropertyNameLengthCountsUTF16Units(t *testing.T) {
 		{strings.Repeat(astral, 128), false},
 		{strings.Repeat(astral, 200), false},
 	} {
-		_, err := Prop(c.name).Eq(int32(1)).Build()
+		_, err := keys.Prop(c.name).Eq(int32(1)).Build()
 		if (err == nil) != c.ok {
 			t.Errorf("Prop(%d runes).Eq(1).Build() = %v, want ok=%v", len([]rune(c.name)), err, c.ok)
 		}
-		if err != nil && !errors.Is(err, ErrInvalidFilter) {
+		if err != nil && !errors.Is(err, keys.ErrInvalidFilter) {
 			t.Errorf("Prop(%d runes): %v does not wrap ErrInvalidFilter", len([]rune(c.name)), err)
 		}
 	}

@@ -1,6 +1,10 @@
-package keys
+package keys_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tablekit/tablekit/keys"
+)
 
 func TestScope(t *testing.T) {
 	cases := []struct{ filter, scope string }{
@@ -14,7 +18,7 @@ func TestScope(t *testing.T) {
 		{"", ""},
 	}
 	for _, c := range cases {
-		f, err := ParseFilter(c.filter)
+		f, err := keys.ParseFilter(c.filter)
 		if err != nil {
 			t.Fatalf("ParseFilter(%q): %v", c.filter, err)
 		}
@@ -22,11 +26,11 @@ func TestScope(t *testing.T) {
 		if err != nil || got != c.scope {
 			t.Errorf("Scope(%q) = %q, %v; want %q", c.filter, got, err, c.scope)
 		}
-		if sc := f.Scope(); !f.IsZero() && Classify(sc) != Classify(f) && Classify(f) != TableScan {
-			t.Errorf("Classify(Scope(%q)) = %v, want %v", c.filter, Classify(sc), Classify(f))
+		if sc := f.Scope(); !f.IsZero() && keys.Classify(sc) != keys.Classify(f) && keys.Classify(f) != keys.TableScan {
+			t.Errorf("Classify(Scope(%q)) = %v, want %v", c.filter, keys.Classify(sc), keys.Classify(f))
 		}
 	}
-	bad := Prop("").Eq(1)
+	bad := keys.Prop("").Eq(1)
 	if bad.Scope().Err() == nil {
 		t.Error("Scope of an invalid filter lost its error")
 	}

@@ -1,9 +1,11 @@
-package keys
+package keys_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 func TestValidateKey(t *testing.T) {
@@ -29,13 +31,13 @@ func TestValidateKey(t *testing.T) {
 		{"a\xffb", false},
 	}
 	for _, tt := range tests {
-		err := ValidateKey("RowKey", tt.key)
+		err := keys.ValidateKey("RowKey", tt.key)
 		if (err == nil) != tt.ok {
 			t.Errorf("ValidateKey(%.20q) = %v, want ok=%v", tt.key, err, tt.ok)
 		}
 		if err != nil {
-			var ke *KeyError
-			if !errors.Is(err, ErrInvalidKey) || !errors.As(err, &ke) || ke.Key != "RowKey" {
+			var ke *keys.KeyError
+			if !errors.Is(err, keys.ErrInvalidKey) || !errors.As(err, &ke) || ke.Key != "RowKey" {
 				t.Errorf("ValidateKey(%.20q) error %v does not wrap ErrInvalidKey as a *KeyError for RowKey", tt.key, err)
 			}
 		}
@@ -49,30 +51,30 @@ func TestValidateNames(t *testing.T) {
 		name string
 		ok   bool
 	}{
-		{"table", ValidateTableName, "logs20140822", true},
-		{"table", ValidateTableName, "abc", true},
-		{"table", ValidateTableName, "ab", false},
-		{"table", ValidateTableName, "a" + strings.Repeat("b", 62), true},
-		{"table", ValidateTableName, "a" + strings.Repeat("b", 63), false},
-		{"table", ValidateTableName, "1abc", false},
-		{"table", ValidateTableName, "ab-c", false},
-		{"table", ValidateTableName, "Tables", false},
-		{"table", ValidateTableName, "tables1", true},
-		{"queue", ValidateQueueName, "my-queue-1", true},
-		{"queue", ValidateQueueName, "My-queue", false},
-		{"queue", ValidateQueueName, "-queue", false},
-		{"queue", ValidateQueueName, "queue-", false},
-		{"queue", ValidateQueueName, "q--ueue", false},
-		{"container", ValidateContainerName, "blobs", true},
-		{"container", ValidateContainerName, "bl", false},
+		{"table", keys.ValidateTableName, "logs20140822", true},
+		{"table", keys.ValidateTableName, "abc", true},
+		{"table", keys.ValidateTableName, "ab", false},
+		{"table", keys.ValidateTableName, "a" + strings.Repeat("b", 62), true},
+		{"table", keys.ValidateTableName, "a" + strings.Repeat("b", 63), false},
+		{"table", keys.ValidateTableName, "1abc", false},
+		{"table", keys.ValidateTableName, "ab-c", false},
+		{"table", keys.ValidateTableName, "Tables", false},
+		{"table", keys.ValidateTableName, "tables1", true},
+		{"queue", keys.ValidateQueueName, "my-queue-1", true},
+		{"queue", keys.ValidateQueueName, "My-queue", false},
+		{"queue", keys.ValidateQueueName, "-queue", false},
+		{"queue", keys.ValidateQueueName, "queue-", false},
+		{"queue", keys.ValidateQueueName, "q--ueue", false},
+		{"container", keys.ValidateContainerName, "blobs", true},
+		{"container", keys.ValidateContainerName, "bl", false},
 	}
 	for _, tt := range tests {
 		err := tt.fn(tt.name)
 		if (err == nil) != tt.ok {
 			t.Errorf("validate %s %q = %v, want ok=%v", tt.kind, tt.name, err, tt.ok)
 		}
-		var ne *NameError
-		if err != nil && (!errors.Is(err, ErrInvalidName) || !errors.As(err, &ne) || ne.Kind != tt.kind || ne.Name != tt.name) {
+		var ne *keys.NameError
+		if err != nil && (!errors.Is(err, keys.ErrInvalidName) || !errors.As(err, &ne) || ne.Kind != tt.kind || ne.Name != tt.name) {
 			t.Errorf("validate %s %q: error %v is not a *NameError for it wrapping ErrInvalidName", tt.kind, tt.name, err)
 		}
 	}

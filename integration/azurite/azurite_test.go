@@ -13,11 +13,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 func TestStartServesAllThreeServicesAndStops(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	inst := azurite.StartTB(t, nil)
 	for _, u := range []string{inst.BlobURL, inst.QueueURL, inst.TableURL} {
 		pu, err := url.Parse(u)
@@ -47,7 +47,7 @@ func TestStartServesAllThreeServicesAndStops(t *testing.T) {
 }
 
 func TestTwoInstancesAreIsolated(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	a := azurite.StartTB(t, nil)
 	b := azurite.StartTB(t, nil)
 	if a.TableURL == b.TableURL {

@@ -16,7 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 // clientWith returns a client of table on inst with the given retry
@@ -104,7 +104,7 @@ func serverBusy(t *testing.T, err error, msg string) {
 // which Azurite accepts, passes); a client that gives up during the wait
 // stops it, and its request never reaches Azurite.
 func TestLatencyIsAddedToEveryTableRequest(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	t.Parallel()
 	const latency = 150 * time.Millisecond
 	ctx := context.Background()
@@ -199,7 +199,7 @@ func TestLatencyIsAddedToEveryTableRequest(t *testing.T) {
 // numbers, so the bounds hold on a busy machine. Each subtest has its own
 // table, so its own partitions.
 func TestThrottlePartitionTarget(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	t.Parallel()
 	const rate, burst = 2, 10
 	ctx := context.Background()
@@ -302,7 +302,7 @@ func TestThrottlePartitionTarget(t *testing.T) {
 // target of 2 entities/s (a 10-entity burst), writes to ten different
 // partitions exhaust the account.
 func TestThrottleAccountTarget(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	t.Parallel()
 	const rate, burst = 2, 10
 	ctx := context.Background()

@@ -23,7 +23,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 // One plain and one strict Azurite serve every rule test of this binary.
@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 
 func harnesses(t testing.TB) (plain, strict *azurite.Instance) {
 	t.Helper()
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	harness.once.Do(func() {
 		ctx := context.Background()
 		if harness.plain, harness.err = azurite.Start(ctx, nil); harness.err != nil {

@@ -1,11 +1,15 @@
-package bufpool
+package bufpool_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/bufpool"
+)
 
 // A buffer comes back empty with the capacity it grew to; one that grew
 // past Max is not kept.
 func TestPool(t *testing.T) {
-	p := &Pool{Size: 16, Max: 64}
+	p := &bufpool.Pool{Size: 16, Max: 64}
 	b := p.Get()
 	if len(*b) != 0 || cap(*b) != 16 {
 		t.Fatalf("new buffer: len %d cap %d, want 0 and 16", len(*b), cap(*b))

@@ -1,9 +1,11 @@
-package buildinfo
+package buildinfo_test
 
 import (
 	"regexp"
 	"runtime/debug"
 	"testing"
+
+	"github.com/tablekit/tablekit/internal/buildinfo"
 )
 
 func TestFormat(t *testing.T) {
@@ -12,7 +14,7 @@ func TestFormat(t *testing.T) {
 		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
 	}
 	main := func(version string, settings []debug.BuildSetting) *debug.BuildInfo {
-		return &debug.BuildInfo{Main: debug.Module{Path: ModulePath, Version: version}, Settings: settings}
+		return &debug.BuildInfo{Main: debug.Module{Path: buildinfo.ModulePath, Version: version}, Settings: settings}
 	}
 	dep := func(d *debug.Module) *debug.BuildInfo {
 		return &debug.BuildInfo{
@@ -35,12 +37,12 @@ func TestFormat(t *testing.T) {
 		{"devel without vcs", main("(devel)", nil), "(devel)"},
 		{"no version at all", main("", nil), "(devel)"},
 		{"short revision", main("(devel)", []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}), "(devel) abc"},
-		{"library dependency", dep(&debug.Module{Path: ModulePath, Version: "v0.1.0"}), "v0.1.0"},
-		{"library replaced by a directory", dep(&debug.Module{Path: ModulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "../tablekit"}}), "(devel)"},
-		{"library replaced by a fork", dep(&debug.Module{Path: ModulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v0.1.1"}}), "v0.1.1"},
+		{"library dependency", dep(&debug.Module{Path: buildinfo.ModulePath, Version: "v0.1.0"}), "v0.1.0"},
+		{"library replaced by a directory", dep(&debug.Module{Path: buildinfo.ModulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "../tablekit"}}), "(devel)"},
+		{"library replaced by a fork", dep(&debug.Module{Path: buildinfo.ModulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v0.1.1"}}), "v0.1.1"},
 		{"not linked in", &debug.BuildInfo{Main: debug.Module{Path: "example.com/app"}}, "unknown"},
 	} {
-		if got := Format(tc.bi); got != tc.want {
+		if got := buildinfo.Format(tc.bi); got != tc.want {
 			t.Errorf("%s: Format = %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -49,7 +51,7 @@ func TestFormat(t *testing.T) {
 // TestVersionInThisBinary checks the test binary's own build information:
 // go test builds it with tablekit as the main module.
 func TestVersionInThisBinary(t *testing.T) {
-	v := Version()
+	v := buildinfo.Version()
 	if !regexp.MustCompile(`^(v\d+\.\d+\.\d+\S*|\(devel\))( [0-9a-f]{1,12})?(\+dirty)?$`).MatchString(v) {
 		t.Fatalf("Version() = %q, want a module version or (devel), maybe a revision", v)
 	}

@@ -3,19 +3,18 @@ package testenv
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit/emulator"
-	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 // The variables that steer tablekit's tests, read here and nowhere else
-// (the README's testing section has them in one table).
+// but EnvTiers, which package tier reads (the README's testing section has
+// them in one table).
 const (
 	// EnvTarget chooses what the storage tests run on: TargetEmulator
 	// (the default), TargetEarlyEnd, TargetAzurite, TargetAzuriteLenient,
@@ -25,7 +24,7 @@ const (
 	// comma-separated list of tiers (TierAzurite, TierJS, TierPython) or
 	// "all".
 	// make test sets it to all.
-	EnvTiers = "TABLEKIT_TEST_TIERS"
+	EnvTiers = tier.Env
 	// EnvSeed replays or explores the tests' randomness (the faults the
 	// fault tests inject, the differential tests' generator, where the
 	// early-ending emulators end pages): an unsigned integer, or "random".
@@ -58,29 +57,20 @@ const (
 // query page early.
 const EarlyEndProbability = 0.3
 
-// The tiers EnvTiers names: tests that need what Go alone does not bring.
+// The tiers EnvTiers names (package tier keeps them, and the checks).
 const (
 	// TierAzurite is the tests that compare the emulator with Azurite or
 	// test the Azurite harness itself: they need Node.js and the pinned
 	// Azurite (`make azurite-install`).
-	TierAzurite = "azurite"
+	TierAzurite = tier.Azurite
 	// TierJS is the JavaScript SDK interop test: it needs Node.js, the
 	// pinned JS SDK (`make jsinterop-install`) and the pinned Azurite.
-	TierJS = "js"
+	TierJS = tier.JS
 	// TierPython is the Python SDK interop test: it needs Python 3 and the
 	// Azure SDK for Python as Debian packages it, python3-azure (`make
 	// pyinterop-install`).
-	TierPython = "python"
+	TierPython = tier.Python
 )
-
-var tiers = []string{TierAzurite, TierJS, TierPython}
-
-// tierNeeds says what each tier needs besides Go.
-var tierNeeds = map[string]string{
-	TierAzurite: "Node.js and Azurite",
-	TierJS:      "Node.js, Azurite and the JS SDK",
-	TierPython:  "Python 3 and python3-azure",
-}
 
 // Tier runs the rest of the test only when EnvTiers asks for tier: when it
 // is not asked for, the test is skipped, naming the switch; when it is,
@@ -88,58 +78,9 @@ var tierNeeds = map[string]string{
 // installs it. Call it first:
 //
 //	testenv.Tier(t, testenv.TierAzurite)
-func Tier(t testing.TB, tier string) {
+func Tier(t testing.TB, name string) {
 	t.Helper()
-	if !slices.Contains(tiers, tier) {
-		t.Fatalf("testenv: no tier %q (the tiers: %s)", tier, strings.Join(tiers, ", "))
-	}
-	on, err := tierOn(tier)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	if !on {
-		t.Skipf("the %s tier (it needs %s): set %s=%s (or all) to run it; make test does", tier, tierNeeds[tier], EnvTiers, tier)
-	}
-	if err := needs(tier); err != nil {
-		t.Fatalf("testenv: the %s tier was asked for (%s), but %v", tier, EnvTiers, err)
-	}
-}
-
-// tierOn reports whether EnvTiers asks for tier; an unknown name is an
-// error, so that a typo does not quietly run nothing.
-func tierOn(tier string) (bool, error) {
-	on := false
-	for _, v := range strings.Split(os.Getenv(EnvTiers), ",") {
-		switch v = strings.TrimSpace(v); {
-		case v == "":
-		case v == "all" || v == tier:
-			on = true
-		case !slices.Contains(tiers, v):
-			return false, fmt.Errorf("%s=%q: no tier %q (want a comma-separated list of %s, or all)",
-				EnvTiers, os.Getenv(EnvTiers), v, strings.Join(tiers, ", "))
-		}
-	}
-	return on, nil
-}
-
-// needs checks that what tier needs is installed, returning an error that
-// names the command that installs what is missing.
-func needs(tier string) error {
-	if tier == TierPython {
-		_, err := findPython()
-		return err
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		install := "make azurite-install"
-		if tier == TierJS {
-			install = "make azurite-install jsinterop-install"
-		}
-		return fmt.Errorf("Node.js is not on PATH (%v): install Node.js 20 or later, then run `%s`", err, install)
-	}
-	if _, err := azurite.Find(); err != nil {
-		return err // it names the install command
-	}
-	return nil
+	tier.Require(t, name)
 }
 
 // target is EnvTarget read: kind is TargetEmulator, TargetAzurite or

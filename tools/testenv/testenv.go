@@ -50,6 +50,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/emulator"
 	"github.com/tablekit/tablekit/integration/azurite"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 var (
@@ -173,7 +174,7 @@ func start() {
 			}
 			stopper, connStr, _, startErr = startEmulator(context.Background(), ee, false)
 		case TargetAzurite:
-			if err := needs(TierAzurite); err != nil {
+			if err := tier.Needs(TierAzurite); err != nil {
 				startErr = fmt.Errorf("%s=%s: %w", EnvTarget, os.Getenv(EnvTarget), err)
 				return
 			}

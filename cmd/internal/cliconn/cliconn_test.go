@@ -1,4 +1,4 @@
-package cliconn
+package cliconn_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+
+	"github.com/tablekit/tablekit/cmd/internal/cliconn"
 )
 
 const devKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -23,8 +25,8 @@ func clearEnv(t *testing.T) {
 
 func TestConnectWithoutAnAccountIsAUsageError(t *testing.T) {
 	clearEnv(t)
-	_, err := (&Options{}).Connect(nil)
-	var ue UsageError
+	_, err := (&cliconn.Options{}).Connect(nil)
+	var ue cliconn.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "AZURE_STORAGE_CONNECTION_STRING") {
 		t.Fatalf("Connect with nothing set: %v, want a UsageError naming the variable", err)
 	}
@@ -34,7 +36,7 @@ func TestConnectionStringFlagWinsOverTheEnvironment(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "AccountName=x;AccountKey=not base64!")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	var o Options
+	var o cliconn.Options
 	o.Register(fs)
 	if _, err := o.Connect(nil); !errors.Is(err, tablekit.ErrInvalidConnectionString) {
 		t.Fatalf("the environment's invalid string: %v, want ErrInvalidConnectionString", err)
@@ -53,7 +55,7 @@ func TestEndpointFlagsDefaultFromTheEnvironment(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("AZURE_STORAGE_TABLE_ENDPOINT", "https://env.table.core.windows.net")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	var o Options
+	var o cliconn.Options
 	o.Register(fs)
 	if err := fs.Parse([]string{"--account", "acme"}); err != nil {
 		t.Fatal(err)
@@ -76,7 +78,7 @@ func TestMatchCommand(t *testing.T) {
 		{[]string{"query", "T", "F"}, "query", []string{"T", "F"}, true},
 	}
 	for _, c := range cases {
-		rest, ok := MatchCommand(c.args, c.name)
+		rest, ok := cliconn.MatchCommand(c.args, c.name)
 		if ok != c.ok || strings.Join(rest, " ") != strings.Join(c.rest, " ") {
 			t.Errorf("MatchCommand(%q, %q) = %q, %v", c.args, c.name, rest, ok)
 		}
@@ -85,7 +87,7 @@ func TestMatchCommand(t *testing.T) {
 
 func TestRedactingWriterHidesSecrets(t *testing.T) {
 	var b bytes.Buffer
-	w := RedactingWriter{W: &b}
+	w := cliconn.RedactingWriter{W: &b}
 	msg := "error: AccountName=a;AccountKey=" + devKey + "; url http://h/t?sv=2020&sig=c2VjcmV0c2lnbmF0dXJl\n"
 	if n, err := w.Write([]byte(msg)); err != nil || n != len(msg) {
 		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(msg))
@@ -111,7 +113,7 @@ func TestPickCommand(t *testing.T) {
 		{args: []string{"poison", "drop"}, index: -1, status: 2, stderrIn: `prog: unknown command "poison drop"; run prog --help`},
 	} {
 		var out, errw strings.Builder
-		i, rest, status := PickCommand("prog", c.args, names, usage, &out, &errw)
+		i, rest, status := cliconn.PickCommand("prog", c.args, names, usage, &out, &errw)
 		if i != c.index || status != c.status || strings.Join(rest, " ") != strings.Join(c.rest, " ") ||
 			out.String() != c.stdout || !strings.Contains(errw.String(), c.stderrIn) {
 			t.Errorf("PickCommand(%q) = %d, %q, %d; stdout %q, stderr %q", c.args, i, rest, status, out.String(), errw.String())
@@ -125,7 +127,7 @@ func TestPrefixedFlagsIgnoreTheEnvironment(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="+devKey+";TableEndpoint=http://127.0.0.1:1/devstoreaccount1")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	var src, dst Options
+	var src, dst cliconn.Options
 	src.Register(fs)
 	dst.RegisterPrefixed(fs, "dest-", "the target")
 	if err := fs.Parse(nil); err != nil {
@@ -166,18 +168,18 @@ func TestFlagErrorWritesTwoDashes(t *testing.T) {
 		fs.SetOutput(io.Discard)
 		fs.Int("n", 0, "")
 		fs.Bool("b", false, "")
-		err := FlagError(fs.Parse(c.args))
-		var ue UsageError
+		err := cliconn.FlagError(fs.Parse(c.args))
+		var ue cliconn.UsageError
 		if err == nil || err.Error() != c.want || !errors.As(err, &ue) {
 			t.Errorf("%v: %v, want the usage error %q", c.args, err, c.want)
 		}
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if err := FlagError(fs.Parse([]string{"-h"})); !errors.Is(err, flag.ErrHelp) {
+	if err := cliconn.FlagError(fs.Parse([]string{"-h"})); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v, want flag.ErrHelp", err)
 	}
-	if err := FlagError(fs.Parse(nil)); err != nil {
+	if err := cliconn.FlagError(fs.Parse(nil)); err != nil {
 		t.Errorf("no flags: %v", err)
 	}
 }
@@ -202,7 +204,7 @@ func TestPickCommandHelp(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errOut strings.Builder
-		i, rest, status := PickCommand("prog", c.args, names, func(w io.Writer) { io.WriteString(w, "USAGE") }, &out, &errOut)
+		i, rest, status := cliconn.PickCommand("prog", c.args, names, func(w io.Writer) { io.WriteString(w, "USAGE") }, &out, &errOut)
 		if i != c.index || !slices.Equal(rest, c.rest) || status != c.status || out.String() != c.out || !strings.Contains(errOut.String(), c.inErr) {
 			t.Errorf("%v: %d %q %d, stdout %q, stderr %q; want %d %q %d, %q, %q", c.args, i, rest, status, out.String(), errOut.String(), c.index, c.rest, c.status, c.out, c.inErr)
 		}

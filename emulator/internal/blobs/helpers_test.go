@@ -21,7 +21,7 @@ import (
 	"github.com/tablekit/tablekit/emulator/internal/blobs"
 	"github.com/tablekit/tablekit/emulator/internal/disk"
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 // shared is the Azurite the tests that compare with it share, started
@@ -47,10 +47,10 @@ func TestMain(m *testing.M) {
 }
 
 // startAzurite returns the shared Azurite: the azurite tier's tests use
-// it (testenv.Tier), and fail when it cannot start.
+// it (tier.Require), and fail when it cannot start.
 func startAzurite(t *testing.T) *azurite.Instance {
 	t.Helper()
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	shared.once.Do(func() { shared.inst, shared.err = azurite.Start(context.Background(), nil) })
 	if shared.err != nil {
 		t.Fatalf("azurite: %v", shared.err)

@@ -1,4 +1,4 @@
-package disk
+package disk_test
 
 import (
 	"errors"
@@ -8,13 +8,15 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 )
 
 func TestOpenKeepsWhatWasCommitted(t *testing.T) {
 	// The second Open is refused after one attempt, not after LockWait.
-	defer SetLockWait(SetLockWait(time.Millisecond))
+	defer disk.SetLockWait(disk.SetLockWait(time.Millisecond))
 	dir := filepath.Join(t.TempDir(), "loc")
-	db, err := Open(dir, TablesFile)
+	db, err := disk.Open(dir, disk.TablesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +29,11 @@ func TestOpenKeepsWhatWasCommitted(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, TablesFile); !errors.Is(err, ErrInUse) {
+	if _, err := disk.Open(dir, disk.TablesFile); !errors.Is(err, disk.ErrInUse) {
 		t.Fatalf("second Open: %v, want ErrInUse", err)
 	}
 	db.Close()
-	db, err = Open(dir, TablesFile)
+	db, err = disk.Open(dir, disk.TablesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,18 +52,18 @@ func TestOpenKeepsWhatWasCommitted(t *testing.T) {
 
 func TestResetRemovesOnlyTheEmulatorsFiles(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{TablesFile, QueuesFile, "mine.txt"} {
+	for _, name := range []string{disk.TablesFile, disk.QueuesFile, "mine.txt"} {
 		os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644)
 	}
-	os.MkdirAll(filepath.Join(dir, BlobDataDir, "a"), 0o755)
-	if err := Reset(dir); err != nil {
+	os.MkdirAll(filepath.Join(dir, disk.BlobDataDir, "a"), 0o755)
+	if err := disk.Reset(dir); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := os.ReadDir(dir)
 	if len(left) != 1 || left[0].Name() != "mine.txt" {
 		t.Fatalf("after Reset: %v, want only mine.txt", left)
 	}
-	if err := Reset(""); err == nil {
+	if err := disk.Reset(""); err == nil {
 		t.Fatal("Reset(\"\"): no error")
 	}
 }

@@ -1,4 +1,4 @@
-package disk
+package disk_test
 
 import (
 	"encoding/binary"
@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tablekit/tablekit/emulator/internal/disk"
 )
 
 // TestGroupCommitsInOrder: writes submitted one after another land in that
 // order even when they share a transaction, a failing write costs no
 // other, and a write after Close is refused.
 func TestGroupCommitsInOrder(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "loc"), QueuesFile)
+	db, err := disk.Open(filepath.Join(t.TempDir(), "loc"), disk.QueuesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +27,8 @@ func TestGroupCommitsInOrder(t *testing.T) {
 	// one, an fsync each: 0.8 to 1.9 s of waiting for the disk (this
 	// 2-core machine, load 1 to 9), which nothing here checks.
 	db.NoSync = true
-	g := NewGroup(db)
-	var ps []*Pending
+	g := disk.NewGroup(db)
+	var ps []*disk.Pending
 	for i := range 1000 {
 		ps = append(ps, g.Submit(func(tx *bolt.Tx) error {
 			b, err := tx.CreateBucketIfNotExists([]byte("b"))
@@ -45,7 +47,7 @@ func TestGroupCommitsInOrder(t *testing.T) {
 		}
 	}
 	g.Close()
-	if err := g.Submit(func(*bolt.Tx) error { return nil }).Wait(); !errors.Is(err, ErrClosed) {
+	if err := g.Submit(func(*bolt.Tx) error { return nil }).Wait(); !errors.Is(err, disk.ErrClosed) {
 		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
 	}
 	db.View(func(tx *bolt.Tx) error {
@@ -62,7 +64,7 @@ func TestGroupCommitsInOrder(t *testing.T) {
 // finds the write. 32 writers make 40 writes each, each waiting on its
 // write while others commit theirs.
 func TestGroupWaitReturnsAfterItsCommit(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "loc"), QueuesFile)
+	db, err := disk.Open(filepath.Join(t.TempDir(), "loc"), disk.QueuesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestGroupWaitReturnsAfterItsCommit(t *testing.T) {
 	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		t.Fatal(err)
 	}
-	g := NewGroup(db)
+	g := disk.NewGroup(db)
 	defer g.Close()
 	const writers, each = 32, 40
 	var missing atomic.Int64
@@ -108,13 +110,13 @@ func BenchmarkCommit(b *testing.B) {
 	for _, writers := range []int{1, 16} {
 		for _, mode := range []string{"update", "group"} {
 			b.Run(fmt.Sprintf("writers=%d/mode=%s", writers, mode), func(b *testing.B) {
-				db, err := Open(b.TempDir(), QueuesFile)
+				db, err := disk.Open(b.TempDir(), disk.QueuesFile)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer db.Close()
 				db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err })
-				g := NewGroup(db)
+				g := disk.NewGroup(db)
 				defer g.Close()
 				val := make([]byte, 100)
 				var n atomic.Int64

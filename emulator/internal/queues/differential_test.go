@@ -18,7 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 // answer is what one request got: status, error code and the first line
@@ -574,7 +574,7 @@ func sequence() []step {
 // messages' fields by form. Where Azurite departs from Azure (step.azure,
 // step.why), the emulator must answer as Azure.
 func TestDifferential(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	az := azurite.StartTB(t, nil)
 	targets := []*target{newTarget(t, "azurite", az.QueueURL), newTarget(t, "emulator", server(t, nil))}
 	steps := sequence()

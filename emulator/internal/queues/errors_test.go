@@ -9,7 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit/emulator/internal/auth"
 	"github.com/tablekit/tablekit/integration/azurite"
-	"github.com/tablekit/tablekit/tools/testenv"
+	"github.com/tablekit/tablekit/tools/tier"
 )
 
 // errorElements sends method to url (a POST with a message) and returns the answer's
@@ -55,7 +55,7 @@ func errorElements(t *testing.T, method, url string) (int, []string) {
 // OutOfRangeQueryParameterValue of numofmessages=33, emulator's
 // testdata) and as Azurite does for the same requests.
 func TestErrorDetails(t *testing.T) {
-	testenv.Tier(t, testenv.TierAzurite)
+	tier.Require(t, tier.Azurite)
 	az := azurite.StartTB(t, nil)
 	cases := []struct {
 		method, path string

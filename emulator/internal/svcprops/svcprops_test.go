@@ -1,14 +1,16 @@
-package svcprops
+package svcprops_test
 
 import (
 	"encoding/xml"
 	"strings"
 	"testing"
+
+	"github.com/tablekit/tablekit/emulator/internal/svcprops"
 )
 
 func TestSetKeepsWhatItLeavesOut(t *testing.T) {
-	p := Defaults(true)
-	upd, e := Parse([]byte(`<StorageServiceProperties><HourMetrics><Version>1.0</Version><Enabled>true</Enabled><IncludeAPIs>false</IncludeAPIs><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics><Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders>*</AllowedHeaders><ExposedHeaders>*</ExposedHeaders><MaxAgeInSeconds>5</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`))
+	p := svcprops.Defaults(true)
+	upd, e := svcprops.Parse([]byte(`<StorageServiceProperties><HourMetrics><Version>1.0</Version><Enabled>true</Enabled><IncludeAPIs>false</IncludeAPIs><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></HourMetrics><Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders>*</AllowedHeaders><ExposedHeaders>*</ExposedHeaders><MaxAgeInSeconds>5</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`))
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -32,7 +34,7 @@ func TestSetKeepsWhatItLeavesOut(t *testing.T) {
 	if len(p.CorsRules()) != 1 {
 		t.Errorf("CorsRules: %d rules, want 1", len(p.CorsRules()))
 	}
-	if q := Defaults(false); q.StaticWebsite != nil || q.DeleteRetain != nil {
+	if q := svcprops.Defaults(false); q.StaticWebsite != nil || q.DeleteRetain != nil {
 		t.Error("the Table and Queue services' defaults hold the Blob service's elements")
 	}
 }
@@ -40,7 +42,7 @@ func TestSetKeepsWhatItLeavesOut(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	six := "<StorageServiceProperties><Cors>" + strings.Repeat("<CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders></AllowedHeaders><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>1</MaxAgeInSeconds></CorsRule>", 6) + "</Cors></StorageServiceProperties>"
 	for name, body := range map[string]string{"not XML": "{", "six CORS rules": six} {
-		if _, e := Parse([]byte(body)); e == nil || e.Status != 400 {
+		if _, e := svcprops.Parse([]byte(body)); e == nil || e.Status != 400 {
 			t.Errorf("%s: %v, want 400 InvalidXmlDocument", name, e)
 		}
 	}

@@ -1,4 +1,4 @@
-package queuehttp_test
+package integration_test
 
 import (
 	"bytes"
@@ -16,8 +16,6 @@ import (
 	"github.com/tablekit/tablekit/internal/queuehttp"
 	"github.com/tablekit/tablekit/tools/testenv"
 )
-
-func TestMain(m *testing.M) { testenv.Main(m) }
 
 // bodies keeps the body of every answer to a receive.
 type bodies struct {
