@@ -44,6 +44,10 @@ func (p *emulatorProcess) Stop() error {
 	return nil
 }
 
+// gcEnv is "GOGC=..." when Main set the test binary's garbage collector
+// target (TestGCPercent), for the emulator process it starts; else "".
+var gcEnv string
+
 // startEmulator starts an emulator, ending pages early as ee says (nil:
 // never): in a process of its own when EnvEmulatorBinary is set, else in
 // the test binary. With testClock, its clock can be moved: advance moves
@@ -69,6 +73,9 @@ func startEmulator(ctx context.Context, ee *emulator.EarlyEnd, testClock bool) (
 		args = append(args, "--test-clock")
 	}
 	cmd := exec.Command(bin, args...)
+	if gcEnv != "" {
+		cmd.Env = append(os.Environ(), gcEnv)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s=%s: %w", EnvEmulatorBinary, bin, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,5 +154,26 @@ func TestEarlyEndEnv(t *testing.T) {
 	}
 	if n := pages(testenv.CountingAccountOn(t, other)); n != 4 {
 		t.Errorf("40 entities in pages of 10 took %d requests through CountingAccountOn, want 4", n)
+	}
+}
+
+// Main sets the garbage collector's target to TestGCPercent when GOGC is
+// unset and no benchmark runs, and keeps a GOGC the caller set.
+func TestMainSetsTheGCPercent(t *testing.T) {
+	want := testenv.TestGCPercent
+	switch g := os.Getenv("GOGC"); g {
+	case "":
+	case "off":
+		want = -1
+	default:
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			t.Fatalf("GOGC=%s: %v", g, err)
+		}
+		want = n
+	}
+	got := debug.SetGCPercent(want)
+	if got != want {
+		t.Errorf("the GC percent under Main is %d, want %d", got, want)
 	}
 }
