@@ -21,57 +21,96 @@ import (
 // own lines, word for word, on stdout; the image's healthcheck passes
 // while they serve, fails once they stop.
 func TestAzuriteCommands(t *testing.T) {
-	ports := map[string]string{"blob": freePortString(t), "queue": freePortString(t), "table": freePortString(t)}
 	cases := []struct {
 		name   string
 		serves []string
-		want   []string
+		want   func(ports map[string]string) []string
 	}{
-		{"azurite", []string{"blob", "queue", "table"}, []string{
-			"Azurite Blob service is starting at http://0.0.0.0:" + ports["blob"],
-			"Azurite Blob service is successfully listening at http://0.0.0.0:" + ports["blob"],
-			"Azurite Queue service is starting at http://0.0.0.0:" + ports["queue"],
-			"Azurite Queue service is successfully listening at http://0.0.0.0:" + ports["queue"],
-			"Azurite Table service is starting at http://0.0.0.0:" + ports["table"],
-			"Azurite Table service is successfully listening at http://0.0.0.0:" + ports["table"],
+		{"azurite", []string{"blob", "queue", "table"}, func(ports map[string]string) []string {
+			return []string{
+				"Azurite Blob service is starting at http://0.0.0.0:" + ports["blob"],
+				"Azurite Blob service is successfully listening at http://0.0.0.0:" + ports["blob"],
+				"Azurite Queue service is starting at http://0.0.0.0:" + ports["queue"],
+				"Azurite Queue service is successfully listening at http://0.0.0.0:" + ports["queue"],
+				"Azurite Table service is starting at http://0.0.0.0:" + ports["table"],
+				"Azurite Table service is successfully listening at http://0.0.0.0:" + ports["table"],
+			}
 		}},
-		{"azurite-blob", []string{"blob"}, []string{
-			"Azurite Blob service is starting on 0.0.0.0:" + ports["blob"],
-			"Azurite Blob service successfully listens on http://0.0.0.0:" + ports["blob"],
+		{"azurite-blob", []string{"blob"}, func(ports map[string]string) []string {
+			return []string{
+				"Azurite Blob service is starting on 0.0.0.0:" + ports["blob"],
+				"Azurite Blob service successfully listens on http://0.0.0.0:" + ports["blob"],
+			}
 		}},
-		{"azurite-queue", []string{"queue"}, []string{
-			"Azurite Queue service is starting on 0.0.0.0:" + ports["queue"],
-			"Azurite Queue service successfully listens on http://0.0.0.0:" + ports["queue"],
+		{"azurite-queue", []string{"queue"}, func(ports map[string]string) []string {
+			return []string{
+				"Azurite Queue service is starting on 0.0.0.0:" + ports["queue"],
+				"Azurite Queue service successfully listens on http://0.0.0.0:" + ports["queue"],
+			}
 		}},
-		{"azurite-table", []string{"table"}, []string{
-			"Azurite Table service is starting on 0.0.0.0:" + ports["table"],
-			"Azurite Table service successfully started on 0.0.0.0:" + ports["table"],
+		{"azurite-table", []string{"table"}, func(ports map[string]string) []string {
+			return []string{
+				"Azurite Table service is starting on 0.0.0.0:" + ports["table"],
+				"Azurite Table service successfully started on 0.0.0.0:" + ports["table"],
+			}
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status := filepath.Join(t.TempDir(), "status.json")
-			args := []string{"--inMemoryPersistence", "--status", status}
-			for _, s := range []string{"blob", "queue", "table"} {
-				if slices.Contains(c.serves, s) {
-					args = append(args, "--"+s+"Host", "0.0.0.0")
+			var (
+				ports          map[string]string
+				want           string
+				stop           context.CancelFunc
+				stdout, stderr *syncBuffer
+				done           chan int
+			)
+			// The ports are probed free, then bound by the command: one
+			// taken in between (another test's server or client) makes
+			// the command exit with EADDRINUSE, and the case starts
+			// again on other ports, three times at most.
+			for attempt := 1; ; attempt++ {
+				ports = map[string]string{"blob": freePortString(t), "queue": freePortString(t), "table": freePortString(t)}
+				args := []string{"--inMemoryPersistence", "--status", status}
+				for _, s := range []string{"blob", "queue", "table"} {
+					if slices.Contains(c.serves, s) {
+						args = append(args, "--"+s+"Host", "0.0.0.0")
+					}
+					args = append(args, "--"+s+"Port", ports[s])
 				}
-				args = append(args, "--"+s+"Port", ports[s])
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			defer stop()
-			var stdout, stderr syncBuffer
-			done := make(chan int, 1)
-			go func() {
-				// As the image runs it: the binary under Azurite's name.
-				done <- realMain(ctx, azuriteArgs("/usr/local/bin/"+c.name, args), strings.NewReader(""), &stdout, &stderr)
-			}()
-			want := strings.Join(c.want, "\n") + "\n"
-			for deadline := time.Now().Add(10 * time.Second); stdout.String() != want; {
-				if time.Now().After(deadline) {
-					t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr: %s", stdout.String(), want, stderr.String())
+				var ctx context.Context
+				ctx, stop = context.WithCancel(context.Background())
+				defer stop()
+				stdout, stderr = &syncBuffer{}, &syncBuffer{}
+				done = make(chan int, 1)
+				go func() {
+					// As the image runs it: the binary under Azurite's name.
+					done <- realMain(ctx, azuriteArgs("/usr/local/bin/"+c.name, args), strings.NewReader(""), stdout, stderr)
+				}()
+				want = strings.Join(c.want(ports), "\n") + "\n"
+				retry := false
+				for deadline := time.Now().Add(10 * time.Second); stdout.String() != want; {
+					select {
+					case code := <-done:
+						if attempt < 3 && strings.Contains(stderr.String(), "address already in use") {
+							t.Logf("a port was taken before the command bound it (attempt %d): %s", attempt, stderr.String())
+							retry = true
+						} else {
+							t.Fatalf("exit %d before serving; stdout:\n%s\nwant:\n%s\nstderr: %s", code, stdout.String(), want, stderr.String())
+						}
+					default:
+					}
+					if retry {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr: %s", stdout.String(), want, stderr.String())
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				time.Sleep(10 * time.Millisecond)
+				if !retry {
+					break
+				}
 			}
 			for s, port := range ports {
 				conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), time.Second)
