@@ -27,24 +27,7 @@ func must(t testing.TB, err error) {
 // failed.
 func concurrently(t testing.TB, n int, fn func(i int) error) bool {
 	t.Helper()
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn(i)
-		}()
-	}
-	wg.Wait()
-	ok := true
-	for _, err := range errs {
-		if err != nil {
-			t.Error(err)
-			ok = false
-		}
-	}
-	return ok
+	return eachOf(t, n, n, fn)
 }
 
 // eachOf runs fn(0), …, fn(n-1), each once, on workers goroutines at once

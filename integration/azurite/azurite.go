@@ -404,7 +404,7 @@ var listeningLine = regexp.MustCompile(`^Azurite (Blob|Queue|Table) service is s
 func (w *listenWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.port != nil && len(w.port) == 3 {
+	if len(w.port) == 3 {
 		return len(p), nil
 	}
 	w.partial = append(w.partial, p...)
