@@ -66,14 +66,34 @@ func TestStopIsPromptWhenIdle(t *testing.T) {
 // returns no sooner than latency after the write, however slow the
 // machine. (The table is created through DirectTableURL, which does not
 // wait the latency.)
+//
+// The test must call Stop while the request is held. On a loaded machine
+// (make test under -race, load 10) its goroutine was once not scheduled
+// for the whole 200 ms hold, and the request was answered before the test
+// saw it in flight: then the scenario runs again, holding the request
+// four times as long.
 func TestStopWaitsForRequestInFlight(t *testing.T) {
 	t.Parallel()
-	const latency = 200 * time.Millisecond
+	for latency := 200 * time.Millisecond; ; latency *= 4 {
+		if stopWaitsForRequestInFlight(t, latency) {
+			return
+		}
+		if latency >= 10*time.Second {
+			t.Fatalf("the request was answered before the test saw it in flight, held %v", latency)
+		}
+		t.Logf("the request, held %v, was answered before the test saw it in flight; again with a longer hold", latency)
+	}
+}
+
+// stopWaitsForRequestInFlight runs the scenario once with the server
+// holding each request for latency. It reports false when the request
+// was answered before the test saw it in flight (Stop not tried).
+func stopWaitsForRequestInFlight(t *testing.T, latency time.Duration) bool {
 	em, err := emulator.Start(context.Background(), &emulator.Options{Latency: latency})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { em.Stop() })
+	defer em.Stop()
 	directRows(t, em)
 	tbl := openTableWith(t, em.ConnectionString, nil, false)
 	wrote := make(chan time.Time, 1)
@@ -91,7 +111,15 @@ func TestStopWaitsForRequestInFlight(t *testing.T) {
 	// TableURL's server only: DirectTableURL's may not yet have marked
 	// the create's connection idle.
 	for emulator.ActiveConns(em, em.TableURL) == 0 {
-		if time.Since(sent) > 10*time.Second {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the request, before Stop: %v", err)
+			}
+			return false
+		default:
+		}
+		if time.Since(sent) > 10*time.Second+latency {
 			t.Fatal("the server has not begun to read the request 10 s after it was sent")
 		}
 		time.Sleep(time.Millisecond)
@@ -105,4 +133,5 @@ func TestStopWaitsForRequestInFlight(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the request in flight during Stop: %v", err)
 	}
+	return true
 }
