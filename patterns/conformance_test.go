@@ -166,9 +166,9 @@ type cfEnv struct {
 	acct     *tablekit.Account
 	counter  *tablekit.RequestCounter
 	attempts *tablekit.RequestCounter
-	fp      *faults.Policy // nil without faults
-	stall   *cfStall
-	wit     *cfWitness
+	fp       *faults.Policy // nil without faults
+	stall    *cfStall
+	wit      *cfWitness
 	// plain is an account without faults or counting, for checks that
 	// look past the repository (queues, blobs).
 	plain *tablekit.Account
