@@ -11,11 +11,15 @@ import (
 
 // RequestCounter is an azcore policy that counts HTTP requests, to check an
 // operation's request budget (each repository documents its own). Install
-// it as a per-retry policy to count every attempt, retries included:
+// it as a per-call policy to count each request once, however often azcore
+// tried it: the budget then holds on a real service, where a transient
+// failure (a pooled connection the server closed as idle, a 503) makes
+// azcore send a request again. Install it as a per-retry policy to count
+// every attempt, retries included:
 //
 //	c := &tablekit.RequestCounter{}
 //	acct, err := tablekit.Connect(cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-//		PerRetryPolicies: []policy.Policy{c},
+//		PerCallPolicies: []policy.Policy{c},
 //	}})
 //	// ... one lookup ...
 //	fmt.Println(c.Take(), "requests")

@@ -231,7 +231,11 @@ func AccountWith(t testing.TB, opts *tablekit.AccountOptions) *tablekit.Account 
 	return accountOn(t, ConnectionString(t), opts)
 }
 
-// CountingAccount returns an Account whose every HTTP attempt is counted.
+// CountingAccount returns an Account whose every HTTP request is counted,
+// once however often azcore tried it (a per-call policy): on Azurite or
+// an account, a transient failure (a pooled connection the server closed
+// as idle) makes azcore send a request again, which is no part of an
+// operation's budget.
 // Its queries carry emulator.NoEarlyEndHeader: on TargetEarlyEnd
 // the emulator ends none of its pages early, so the tests that assert how
 // many requests an operation takes still can, on the same emulator as the
@@ -247,7 +251,7 @@ func CountingAccountOn(t testing.TB, connStr string) (*tablekit.Account, *tablek
 	t.Helper()
 	c := &tablekit.RequestCounter{}
 	return accountOn(t, connStr, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		PerRetryPolicies: []policy.Policy{c},
+		PerCallPolicies: []policy.Policy{c},
 	}}), c
 }
 
