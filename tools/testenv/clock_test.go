@@ -2,6 +2,11 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,5 +76,52 @@ func TestClockThatCannotMoveWaits(t *testing.T) {
 	}
 	if c.Moved() != 0 {
 		t.Errorf("Moved() = %v", c.Moved())
+	}
+}
+
+// failRecorder is the testing.TB a Clock reports to, recording how.
+type failRecorder struct {
+	testing.TB
+	mu     sync.Mutex
+	errors []string
+	fatal  bool
+}
+
+func (r *failRecorder) Helper() {}
+
+func (r *failRecorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *failRecorder) Fatalf(format string, args ...any) {
+	r.mu.Lock()
+	r.fatal = true
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+// A clock that fails to move fails the test and reports false, from any
+// goroutine: a policy of the test's account moves it from the goroutine
+// of a request, where FailNow would end that goroutine only (leaving the
+// request without an answer) and not the test.
+func TestAdvanceFailureFromAnotherGoroutine(t *testing.T) {
+	rec := &failRecorder{TB: t}
+	c := &Clock{t: rec, advance: func(time.Duration) error { return errors.New("the emulator process has exited") }}
+	got := make(chan bool, 1)
+	go func() {
+		defer close(got)
+		got <- c.Advance(time.Second)
+	}()
+	moved, returned := <-got
+	if !returned || moved {
+		t.Fatalf("Advance returned %v (returned: %v), want false", moved, returned)
+	}
+	if rec.fatal || len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "has exited") {
+		t.Errorf("Advance reported %q (fatal: %v), want one error naming the failure", rec.errors, rec.fatal)
+	}
+	if c.Moved() != 0 {
+		t.Errorf("Moved: %v after a failed Advance, want 0", c.Moved())
 	}
 }
