@@ -36,7 +36,7 @@ JSINTEROP_DIR := emulator/_jsinterop
 # npm ci writes node_modules/.package-lock.json last, with a fresh time.
 JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 
-.PHONY: test test-setup test-race test-plain test-azurite test-azurite-race test-azurite-plain go-checks demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
+.PHONY: test test-setup test-race test-plain test-azurite test-azurite-race test-azurite-plain test-azurite-examples go-checks demo bench fuzz azurite-install jsinterop-install pyinterop-install azurite images
 
 # ---- make test ---------------------------------------------------------------
 
@@ -46,6 +46,7 @@ JSINTEROP     := $(JSINTEROP_DIR)/node_modules/.package-lock.json
 # 179 s of CPU in process, 147 s with the emulator's own process counted).
 # The emulator's own packages test it under -race, in process.
 EMULATOR_BIN := $(CURDIR)/bin/tablekit
+WITHAZURITE  := $(CURDIR)/bin/withazurite
 
 # Every run: every tier on (Azurite and the JS and Python SDKs are installed first),
 # the emulator binary above, 16 tests at once (testenv.Main's default, not
@@ -130,12 +131,17 @@ EMULATOR_ONLY := ^TestConformance$$/^(rest|sdk|rest-faults-defaultretry|sdk-faul
 # on the emulator go at a lower priority (nice), so the Azurite run, one
 # test at a time and bound by Azurite's answers, is not starved of CPU.
 #
-# The Azurite run is two go test runs, each test binary with an Azurite of
-# its own, so they go at once too: one after the other they took 100 s and
-# 73 s, the longest of make test's runs (2026-11-28, this 2-core machine,
-# load 10; make test-azurite).
+# The Azurite run is three go test runs, so they go at once too: one after
+# the other they took 100 s and 73 s, the longest of make test's runs
+# (2026-11-28, this 2-core machine, load 10; make test-azurite). The two of
+# patterns' conformance suite each have an Azurite of their own (two
+# conformance tests at once on one Azurite took 214 s, above); the
+# examples and consistency share one (tools/withazurite): each of their
+# dozen test binaries started one before, and starting Azurite takes about
+# 1.5 s of CPU (Node.js loading it; 31 Azurites took 107 s of make test's
+# CPU, 2026-11-29, this machine).
 test: test-setup
-	$(MAKE) --no-print-directory -j 4 --output-sync=target test-race test-plain test-azurite-race test-azurite-plain
+	$(MAKE) --no-print-directory -j 5 --output-sync=target test-race test-plain test-azurite-race test-azurite-plain test-azurite-examples
 
 NICE := $(shell command -v nice >/dev/null 2>&1 && echo nice -n 5)
 
@@ -145,14 +151,17 @@ test-race:
 test-plain:
 	$(TEST_ENV) $(NICE) $(GO) test -p 3 $(TEST_FLAGS) -run '$(RACE_SKIP)' ./patterns/ ./tablecopy/ ./cmd/tablekit/ ./internal/throttle/
 
-test-azurite: test-azurite-race test-azurite-plain
+test-azurite: test-azurite-race test-azurite-plain test-azurite-examples
 
 test-azurite-race:
 	$(AZURITE_ENV) $(GO) test -race $(AZURITE_FLAGS) -run '$(CLEAN_MODES)' ./patterns/
 
 test-azurite-plain:
-	$(AZURITE_ENV) $(GO) test $(AZURITE_FLAGS) -run '^(TestConformance.*|Example.*)$$' -skip '$(EMULATOR_ONLY)' \
-		./patterns/ ./consistency/ ./examples/...
+	$(AZURITE_ENV) $(GO) test $(AZURITE_FLAGS) -run '^(TestConformance.*|Example.*)$$' -skip '$(EMULATOR_ONLY)' ./patterns/
+
+test-azurite-examples:
+	$(GO) build -o $(WITHAZURITE) ./tools/withazurite
+	$(AZURITE_ENV) $(WITHAZURITE) -- $(GO) test $(AZURITE_FLAGS) -run '^(TestConformance.*|Example.*)$$' ./consistency/ ./examples/...
 
 # Before the runs, the installs and Go's checks (vet, go.mod tidy, the
 # emulator binary) run side by side, in a make of their own with -j, so a

@@ -30,6 +30,12 @@ const (
 	// early-ending emulators end pages): an unsigned integer, or "random".
 	// Unset, each test uses its own fixed seed, so a failure reproduces.
 	EnvSeed = "TABLEKIT_TEST_SEED"
+	// EnvAzurite is the connection string of an Azurite that the azurite
+	// targets use instead of starting one per test binary (set by
+	// tools/withazurite, which started it as the target has it: strict,
+	// or plain for TargetAzuriteLenient). Tests that start an Azurite of
+	// their own (OtherAccount, the harness's) still do.
+	EnvAzurite = "TABLEKIT_TEST_AZURITE"
 )
 
 // The targets EnvTarget names; any other value holding "=" is an account's

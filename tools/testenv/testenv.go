@@ -199,6 +199,10 @@ func start() {
 			}
 			stopper, connStr, _, startErr = startEmulator(context.Background(), ee, false)
 		case TargetAzurite:
+			if cs := strings.TrimSpace(os.Getenv(EnvAzurite)); cs != "" {
+				connStr = cs // started by tools/withazurite, for every test binary of a run
+				return
+			}
 			if err := tier.Needs(TierAzurite); err != nil {
 				startErr = fmt.Errorf("%s=%s: %w", EnvTarget, os.Getenv(EnvTarget), err)
 				return

@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		fmt.Println(strings.Join(os.Args[1:], " "))
 		os.Exit(3)
 	}
+	if testenv.RunsAs("main-connection-string") {
+		fmt.Print(testenv.MainConnectionString())
+		os.Exit(0)
+	}
 	testenv.Main(m)
 }
 
@@ -40,6 +44,21 @@ func TestSelfRunsTheBinaryAsACommand(t *testing.T) {
 	out, err = exec.Command(testenv.Self(t, "unknown"), "-test.run", ".").CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "its TestMain did not run the command") {
 		t.Errorf("a link TestMain does not know: %q, %v; want exit status 2 and why", out, err)
+	}
+}
+
+// On the azurite targets, an Azurite named by EnvAzurite (tools/withazurite
+// started it) is the one the tests use: none is started.
+func TestAzuriteTargetUsesTheNamedAzurite(t *testing.T) {
+	const cs = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:9/devstoreaccount1"
+	for _, target := range []string{testenv.TargetAzurite, testenv.TargetAzuriteLenient} {
+		cmd := exec.Command(testenv.Self(t, "main-connection-string"))
+		cmd.Env = append(os.Environ(), testenv.EnvTarget+"="+target, testenv.EnvAzurite+"="+cs,
+			"TABLEKIT_AZURITE=/nonexistent/azurite") // starting one would fail
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != cs {
+			t.Errorf("%s: the main connection string is %q (%v), want %s's", target, out, err, testenv.EnvAzurite)
+		}
 	}
 }
 
