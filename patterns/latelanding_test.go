@@ -145,10 +145,11 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 		}
 		return slow.held.Load()
 	}
-	acct := testenv.AccountOn(t, cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		Retry: fastFaultRetry, PerRetryPolicies: []policy.Policy{late},
-	}})
 	qname := testenv.QueueName(t)
+	enqueues := &enqueueCounter{path: "/" + qname + "/messages"}
+	acct := testenv.AccountOn(t, cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
+		Retry: fastFaultRetry, PerCallPolicies: []policy.Policy{enqueues}, PerRetryPolicies: []policy.Policy{late},
+	}})
 	t.Cleanup(func() {
 		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
 	})
@@ -179,12 +180,15 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 	var base int64
 	if c.seeded {
 		must(t, x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000001", Email: "old@contoso.com"}, nil))
-		drained(1, time.Minute)
-		// The seed's own follow-up, when its Insert took half the window
-		// or more (under -race at a load of 10 it did), is a second
-		// message: base counts it, else the held write would be let go
-		// when the worker applied that one, before its announcement.
-		base = emptied(t, testenv.Account(t), qname, w)
+		// The seed's messages: its announcement, and its follow-up when
+		// its Insert took half the window or more (under -race at a load
+		// of 10 it did). base counts both, else the held write would be
+		// let go when the worker applied the follow-up, before the
+		// write's own announcement.
+		if base = enqueues.n.Load(); base < 1 {
+			t.Fatalf("the seeding Insert enqueued %d messages on %s, want its announcement at least", base, qname)
+		}
+		drained(base, time.Minute)
 	}
 	applied = base + 1
 	enable()
@@ -211,22 +215,19 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 	}
 }
 
-// emptied waits until queue qname holds no message (the approximate count,
-// which counts the invisible ones too, is 0) and returns how many
-// transactions w has processed by then.
-func emptied(t *testing.T, acct *tablekit.Account, qname string, w *consistency.Worker) int64 {
-	t.Helper()
-	qc := acct.Queues().NewQueueClient(qname)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		p, err := qc.GetProperties(context.Background(), nil)
-		must(t, err)
-		if p.ApproximateMessagesCount != nil && *p.ApproximateMessagesCount == 0 {
-			return w.Metrics().Processed()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %s still holds %d messages after a minute", qname, *p.ApproximateMessagesCount)
-		}
+// enqueueCounter counts the messages the writer enqueues on the queue
+// whose messages path is path, each once however often azcore tried it (a
+// per-call policy).
+type enqueueCounter struct {
+	path string
+	n    atomic.Int64
+}
+
+func (c *enqueueCounter) Do(req *policy.Request) (*http.Response, error) {
+	if r := req.Raw(); r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, c.path) {
+		c.n.Add(1)
 	}
+	return req.Next()
 }
 
 // slowSend holds the first request match accepts, once on is set, until
