@@ -114,7 +114,8 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 	applied := int64(1 << 62) // the worker's processed count once it applied the write's announcement
 	hold := func() {
 		// The write waits for the worker as long as a loaded machine may
-		// take (under -race beside 60 other tests, 10 s was not enough):
+		// take (under -race at -parallel 64 on a loaded machine, 10 s was
+		// not enough):
 		// let go sooner, it lands before the worker applied its
 		// announcement, and the case tests nothing.
 		for deadline := time.Now().Add(time.Minute); w.Metrics().Processed() < applied && time.Now().Before(deadline); {
@@ -146,9 +147,9 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 		return slow.held.Load()
 	}
 	qname := testenv.QueueName(t)
-	enqueues := &enqueueCounter{path: "/" + qname + "/messages"}
+	requests := &tablekit.RequestCounter{} // each once, however often azcore tried it
 	acct := testenv.AccountOn(t, cs, &tablekit.AccountOptions{ClientOptions: azcore.ClientOptions{
-		Retry: fastFaultRetry, PerCallPolicies: []policy.Policy{enqueues}, PerRetryPolicies: []policy.Policy{late},
+		Retry: fastFaultRetry, PerCallPolicies: []policy.Policy{requests}, PerRetryPolicies: []policy.Policy{late},
 	}})
 	t.Cleanup(func() {
 		_, _ = testenv.Account(t).Queues().DeleteQueue(context.Background(), consistency.PoisonQueueName(qname), nil)
@@ -180,12 +181,17 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 	var base int64
 	if c.seeded {
 		must(t, x.Insert(ctx, &Employee{PartitionKey: "Sales", RowKey: "000001", Email: "old@contoso.com"}, nil))
-		// The seed's messages: its announcement, and its follow-up when
-		// its Insert took half the window or more (under -race at a load
-		// of 10 it did). base counts both, else the held write would be
+		// The seed's messages, as its writer enqueued them: its
+		// announcement, and its follow-up when its Insert took half the
+		// window or more (under -race on a loaded machine it did). base counts both, else the held write would be
 		// let go when the worker applied the follow-up, before the
 		// write's own announcement.
-		if base = enqueues.n.Load(); base < 1 {
+		for _, r := range strings.Split(requests.Requests(), "\n") {
+			if strings.HasPrefix(r, "POST ") && strings.HasSuffix(r, "/"+qname+"/messages") {
+				base++
+			}
+		}
+		if base < 1 {
 			t.Fatalf("the seeding Insert enqueued %d messages on %s, want its announcement at least", base, qname)
 		}
 		drained(base, time.Minute)
@@ -213,21 +219,6 @@ func lateWriteReachesItsViews(t *testing.T, c lateCase, open func(acct *tablekit
 	if _, err := x.Lookup(ctx, "email", "Sales", "old@contoso.com", nil); c.seeded && !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("the copy under the email the late write replaced or deleted: %v; want it gone", err)
 	}
-}
-
-// enqueueCounter counts the messages the writer enqueues on the queue
-// whose messages path is path, each once however often azcore tried it (a
-// per-call policy).
-type enqueueCounter struct {
-	path string
-	n    atomic.Int64
-}
-
-func (c *enqueueCounter) Do(req *policy.Request) (*http.Response, error) {
-	if r := req.Raw(); r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, c.path) {
-		c.n.Add(1)
-	}
-	return req.Next()
 }
 
 // slowSend holds the first request match accepts, once on is set, until
