@@ -719,12 +719,14 @@ func cfHandled(ctx context.Context, w *consistency.Worker) <-chan struct{} {
 // 2.4 s), and longer than an intent's default delay (1 s).
 const cfLate = 3200 * time.Millisecond
 
-// lateWrite makes the next write to table (not a read or a delete) reach
-// the service cfLate after it was sent, on the service's clock: where it
-// moves, the clock is moved and the write waits only for the worker to
-// handle a message (cfStall). The eventually consistent
-// repositories enqueue their intent first and must converge whenever the
-// write lands.
+// lateWrite makes the next write to table (not a read or a delete; an
+// entity group transaction, which a Model writes its entity and its
+// views in the entity's partition with, counts: the repository's account
+// writes to no other table) reach the service cfLate after it was sent,
+// on the service's clock: where it moves, the clock is moved and the
+// write waits only for the worker to handle a message (cfStall). The
+// eventually consistent repositories enqueue their intent first and must
+// converge whenever the write lands.
 func (e *cfEnv) lateWrite(table string) {
 	e.stall.mu.Lock()
 	defer e.stall.mu.Unlock()
@@ -732,6 +734,7 @@ func (e *cfEnv) lateWrite(table string) {
 		e.stall.clock = e.clock
 	}
 	e.stall.match = func(r *http.Request) bool {
-		return r.Method != http.MethodGet && r.Method != http.MethodDelete && strings.Contains(r.URL.Path, "/"+table)
+		return r.Method != http.MethodGet && r.Method != http.MethodDelete &&
+			(strings.Contains(r.URL.Path, "/"+table) || strings.HasSuffix(r.URL.Path, "/$batch"))
 	}
 }
