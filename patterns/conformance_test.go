@@ -362,9 +362,9 @@ func (e *cfEnv) cost(want int64, what string, op func() error) error {
 	if tries := e.attempts.Count(); tries > got {
 		// A request azcore tried again is one request of the budget: the
 		// retry is the service's or the network's doing, not the
-		// repository's (on Azurite, a pooled connection its server closed
-		// as idle, 5 s after its last answer, just as a request set off
-		// on it).
+		// repository's (most likely, on Azurite: a pooled connection its
+		// server closed as idle, 5 s after its last answer, just as a
+		// request set off on it).
 		e.t.Logf("request budget: %s: %d requests took %d tries:\n%s", what, got, tries, e.attempts.Requests())
 	}
 	lines := strings.Split(log, "\n")
