@@ -20,7 +20,8 @@ type dispatchRow struct {
 // dispatchJob returns a bulk job of n workers on a new table, whose
 // transactions are recorded (by partition) as they are sent, and a
 // partition the job's limiter holds back for hold: paused as after a
-// throttling answer with that retry-after.
+// throttling answer with that retry-after. The hold ends hold after
+// dispatchJob returns, or sooner.
 func dispatchJob(t *testing.T, ctx context.Context, n int, held string, hold time.Duration) (*bulk, func() []string) {
 	t.Helper()
 	tbl, err := NewTable[dispatchRow](testenv.Account(t), testenv.TableName(t), nil)
@@ -62,18 +63,36 @@ func dispatchGroup(pk string, index int) *group {
 // now: a partition the limiter holds back delays its own transactions
 // only, and they still leave once it may send. One worker: in input
 // order it would wait for the held partition first.
+//
+// The hold is real time, so a machine that leaves the test's goroutines
+// unscheduled for longer than the hold ends it before the free
+// partition's group is queued (make test's race run, first run on a cold
+// build cache, failed so). When the held partition's group went first
+// and the hold had run out by then, the test runs again, holding four
+// times as long (300 ms, 1.2 s, 4.8 s, 19.2 s); while the hold lasts, the
+// free group must go first.
 func TestBulkDispatchPassesAHeldPartition(t *testing.T) {
 	t.Parallel()
-	b, sent := dispatchJob(t, context.Background(), 1, "held", 300*time.Millisecond)
-	finish := b.start(1)
-	b.dispatch(dispatchGroup("held", 0))
-	b.dispatch(dispatchGroup("free", 1))
-	finish()
-	if got := sent(); len(got) != 2 || got[0] != "free" || got[1] != "held" {
-		t.Fatalf("transactions sent in the order %q, want [free held]: the held partition's went first", got)
-	}
-	if b.written != 2 || len(b.failed) != 0 {
-		t.Fatalf("written %d, failed %v; want 2 and none", b.written, b.failed)
+	for hold := 300 * time.Millisecond; ; hold *= 4 {
+		start := time.Now()
+		b, sent := dispatchJob(t, context.Background(), 1, "held", hold)
+		finish := b.start(1)
+		b.dispatch(dispatchGroup("held", 0))
+		b.dispatch(dispatchGroup("free", 1))
+		queued := time.Since(start)
+		finish()
+		got := sent()
+		if len(got) == 2 && got[0] == "held" && queued >= hold && hold < 19*time.Second {
+			t.Logf("both groups were queued %v after the %v hold began, when it may have ended; again, holding 4 times as long", queued.Round(time.Millisecond), hold)
+			continue
+		}
+		if len(got) != 2 || got[0] != "free" || got[1] != "held" {
+			t.Fatalf("transactions sent in the order %q, want [free held]: the held partition's went first (%v hold, both groups queued %v after it began)", got, hold, queued.Round(time.Millisecond))
+		}
+		if b.written != 2 || len(b.failed) != 0 {
+			t.Fatalf("written %d, failed %v; want 2 and none", b.written, b.failed)
+		}
+		return
 	}
 }
 
