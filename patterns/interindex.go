@@ -505,7 +505,7 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 		}
 	}
 	// A primary changed since the scan is left to its writer's sync.
-	_, err := submitUnits(ctx, x.t, merges)
+	_, err := submitUnits(ctx, x.t.ops(), merges)
 	return err
 }
 

@@ -523,7 +523,10 @@ func touchBody(pk, rk string) ([]byte, error) {
 // back (see landed): a unit whose entities show its effect is done, one
 // whose entities do not is sent again on its own, and one that then
 // still does not show it lost a race.
-func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, error) {
+//
+// It takes the table's tableOps, not a Table[T]: its work does not depend
+// on T, and a generic function is compiled again for every entity type.
+func submitUnits(ctx context.Context, t *tableOps, units [][]Op) ([]int, error) {
 	byPK := map[string][]int{}
 	var order []string
 	for i, u := range units {
@@ -535,7 +538,7 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 	}
 	var lost []int
 	alone := func(i int) error {
-		_, err := t.SubmitOps(ctx, units[i], nil)
+		_, err := t.submit(ctx, units[i])
 		switch {
 		case err == nil:
 			return nil
@@ -562,7 +565,7 @@ func submitUnits[T any](ctx context.Context, t *Table[T], units [][]Op) ([]int, 
 		for _, i := range idx {
 			ops = append(ops, units[i]...)
 		}
-		_, err := t.SubmitOps(ctx, ops, nil)
+		_, err := t.submit(ctx, ops)
 		again := idx
 		switch {
 		case err == nil:

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/consistency"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -54,37 +55,39 @@ func (x *IndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) 
 	return repairIndex(ctx, x, opts)
 }
 
-// copyIndex returns the index a stored row is a copy of, nil when it is
-// not a copy.
-func (x *IndexedTable[T]) copyIndex(p rawProps) *Index[T] {
-	prk, ok := p.str(PropPrimaryRowKey)
-	_, rk := rowKeys(p)
-	if !ok || prk == rk {
-		return nil
-	}
-	for i := range x.indexes {
-		if strings.HasPrefix(rk, x.indexes[i].Name+"_") {
-			return &x.indexes[i]
-		}
-	}
-	return nil
+// intraMaint is an IndexedTable's Verify, Repair and Rebuild over its
+// table, apart from what a primary's copies should be (wanted), the one
+// step that needs T: Go compiles a generic type's methods again for every
+// entity type, so the rest is compiled once.
+type intraMaint struct {
+	name    string // the table
+	w       *wire.Table
+	ops     *tableOps
+	indexes []intraIndexName
+	primary string
+	// wanted returns the primary whose row is p, and the copies it wants.
+	wanted func(p rawProps) (consistency.EntityRef, []*ixEntry, error)
 }
 
-// isPrimaryKey reports whether rk is a primary's RowKey.
-func (x *IndexedTable[T]) isPrimaryKey(rk string) bool {
-	if x.primary != "" {
-		return strings.HasPrefix(rk, x.primary+"_")
-	}
-	for i := range x.indexes {
-		if strings.HasPrefix(rk, x.indexes[i].Name+"_") {
-			return false
-		}
-	}
-	return true
+// intraIndexName is what maintenance reads of an Index: its name, and
+// whether it is unique.
+type intraIndexName struct {
+	name   string
+	unique bool
 }
 
-func (x *IndexedTable[T]) ref(pk, rk string) consistency.EntityRef {
-	return consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}
+// maint is x's maintenance.
+func (x *IndexedTable[T]) maint() *intraMaint {
+	m := &intraMaint{name: x.t.name, w: x.t.w, ops: x.t.ops(), primary: x.primary, wanted: x.wanted}
+	for i := range x.indexes {
+		m.indexes = append(m.indexes, intraIndexName{name: x.indexes[i].Name, unique: x.indexes[i].Unique})
+	}
+	return m
+}
+
+func (x *IndexedTable[T]) audit(ctx context.Context, a *audit) error { return x.maint().audit(ctx, a) }
+func (x *IndexedTable[T]) repair(ctx context.Context, a *audit) error {
+	return x.maint().repair(ctx, a)
 }
 
 // wanted returns the copies the primary whose row is p wants.
@@ -97,35 +100,68 @@ func (x *IndexedTable[T]) wanted(p rawProps) (consistency.EntityRef, []*ixEntry,
 	if err != nil {
 		return consistency.EntityRef{}, nil, err
 	}
-	src := x.ref(pk, rk)
+	src := consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}
 	out := make([]*ixEntry, len(copies))
 	for i, c := range copies {
-		out[i] = &ixEntry{IndexEntry: IndexEntry{Index: c.index, Value: c.value, Entry: x.ref(pk, c.rk), Primary: src}, key: pk + "\x00" + c.rk, props: c.props}
+		out[i] = &ixEntry{IndexEntry: IndexEntry{Index: c.index, Value: c.value, Entry: consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: c.rk}, Primary: src}, key: pk + "\x00" + c.rk, props: c.props}
 	}
 	return src, out, nil
 }
 
-func (x *IndexedTable[T]) audit(ctx context.Context, a *audit) error {
-	for p, err := range scanRows(ctx, x.t.w, a.opts.filter(), a.opts.scanParallel()) {
+// copyIndex returns the index a stored row is a copy of, nil when it is
+// not a copy.
+func (m *intraMaint) copyIndex(p rawProps) *intraIndexName {
+	prk, ok := p.str(PropPrimaryRowKey)
+	_, rk := rowKeys(p)
+	if !ok || prk == rk {
+		return nil
+	}
+	for i := range m.indexes {
+		if strings.HasPrefix(rk, m.indexes[i].name+"_") {
+			return &m.indexes[i]
+		}
+	}
+	return nil
+}
+
+// isPrimaryKey reports whether rk is a primary's RowKey.
+func (m *intraMaint) isPrimaryKey(rk string) bool {
+	if m.primary != "" {
+		return strings.HasPrefix(rk, m.primary+"_")
+	}
+	for i := range m.indexes {
+		if strings.HasPrefix(rk, m.indexes[i].name+"_") {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *intraMaint) ref(pk, rk string) consistency.EntityRef {
+	return consistency.EntityRef{Table: m.name, PartitionKey: pk, RowKey: rk}
+}
+
+func (m *intraMaint) audit(ctx context.Context, a *audit) error {
+	for p, err := range scanRows(ctx, m.w, a.opts.filter(), a.opts.scanParallel()) {
 		if err != nil {
 			return err
 		}
 		pk, rk := rowKeys(p)
-		if ix := x.copyIndex(p); ix != nil {
+		if ix := m.copyIndex(p); ix != nil {
 			prk, _ := p.str(PropPrimaryRowKey)
 			etag, _ := p.str(propETag)
-			val := strings.TrimPrefix(rk, ix.Name+"_")
-			if parts, err := keys.Split(val); !ix.Unique && err == nil && len(parts) == 2 {
+			val := strings.TrimPrefix(rk, ix.name+"_")
+			if parts, err := keys.Split(val); !ix.unique && err == nil && len(parts) == 2 {
 				val = parts[0]
 			}
-			a.holds(&ixEntry{IndexEntry: IndexEntry{Index: ix.Name, Value: val, Entry: x.ref(pk, rk), Primary: x.ref(pk, prk)},
+			a.holds(&ixEntry{IndexEntry: IndexEntry{Index: ix.name, Value: val, Entry: m.ref(pk, rk), Primary: m.ref(pk, prk)},
 				key: pk + "\x00" + rk, props: p, etag: etag})
 			continue
 		}
-		if _, hidden := p.str(PropPrimaryRowKey); hidden || !x.isPrimaryKey(rk) {
+		if _, hidden := p.str(PropPrimaryRowKey); hidden || !m.isPrimaryKey(rk) {
 			continue // a copy of an index this repository does not declare, or a row of another kind
 		}
-		src, want, err := x.wanted(p)
+		src, want, err := m.wanted(p)
 		if err != nil {
 			return err
 		}
@@ -146,7 +182,7 @@ type intraUnit struct {
 	late bool
 }
 
-func (x *IndexedTable[T]) repair(ctx context.Context, a *audit) error {
+func (m *intraMaint) repair(ctx context.Context, a *audit) error {
 	order, groups := a.byPrimary()
 	// Read the primaries of copies the scan did not account for.
 	var unseen []consistency.EntityRef
@@ -159,7 +195,7 @@ func (x *IndexedTable[T]) repair(ctx context.Context, a *audit) error {
 	var mu = &a.mu
 	err := each(ctx, unseen, a.opts.parallelism(), func(ctx context.Context, src consistency.EntityRef) error {
 		var p rawProps
-		body, etag, err := x.t.w.Stored(ctx, src.PartitionKey, src.RowKey)
+		body, etag, err := m.w.Stored(ctx, src.PartitionKey, src.RowKey)
 		if err == nil && body != nil {
 			if p, err = parseProps(body); err == nil {
 				p.setString(propETag, etag)
@@ -175,7 +211,7 @@ func (x *IndexedTable[T]) repair(ctx context.Context, a *audit) error {
 	}
 	var units []intraUnit
 	for _, src := range order {
-		u, err := x.unit(a, src, groups[src], fresh)
+		u, err := m.unit(a, src, groups[src], fresh)
 		if err != nil {
 			return err
 		}
@@ -194,7 +230,7 @@ func (x *IndexedTable[T]) repair(ctx context.Context, a *audit) error {
 		if len(batch) == 0 {
 			continue
 		}
-		lost, err := submitUnits(ctx, x.t, batch)
+		lost, err := submitUnits(ctx, m.ops, batch)
 		if err != nil {
 			return err
 		}
@@ -211,7 +247,7 @@ func (x *IndexedTable[T]) repair(ctx context.Context, a *audit) error {
 // conditional on the primary as scanned (or as read now, for one the scan
 // did not see), or, when the primary does not exist, deletions
 // conditional on the copies' ETags.
-func (x *IndexedTable[T]) unit(a *audit, src consistency.EntityRef, entries []*ixEntry, fresh map[consistency.EntityRef]rawProps) (intraUnit, error) {
+func (m *intraMaint) unit(a *audit, src consistency.EntityRef, entries []*ixEntry, fresh map[consistency.EntityRef]rawProps) (intraUnit, error) {
 	u := intraUnit{entries: entries}
 	etag := a.primaries[src].etag
 	want := map[string]*ixEntry{}
@@ -224,7 +260,7 @@ func (x *IndexedTable[T]) unit(a *audit, src consistency.EntityRef, entries []*i
 		etag = s.etag
 	} else if p := fresh[src]; p != nil {
 		etag, _ = p.str(propETag)
-		_, ws, err := x.wanted(p)
+		_, ws, err := m.wanted(p)
 		if err != nil {
 			return u, err
 		}
