@@ -148,8 +148,16 @@ func interRowKey[T any](ix *Index[T], value, pk, rk string) string {
 
 // specs returns the copies v should have.
 func (x *EventualIndexedTable[T]) specs(v *T) ([]consistency.CopySpec, error) {
+	out, _, err := x.specsOf(v)
+	return out, err
+}
+
+// specsOf is specs, with the index of each copy (the position in
+// x.indexes) and its value: an index whose value is "" has no copy.
+func (x *EventualIndexedTable[T]) specsOf(v *T) ([]consistency.CopySpec, []interCopyOf, error) {
 	pk, rk := x.t.codec.Keys(v)
 	var out []consistency.CopySpec
+	var of []interCopyOf
 	for i := range x.indexes {
 		ix := &x.indexes[i]
 		val := ix.Key(v)
@@ -158,7 +166,7 @@ func (x *EventualIndexedTable[T]) specs(v *T) ([]consistency.CopySpec, error) {
 		}
 		s := consistency.CopySpec{Table: x.indexTable(ix), PartitionKey: x.copyPK(ix, v, pk), RowKey: interRowKey(ix, val, pk, rk)}
 		if err := validateKeys(s.PartitionKey, s.RowKey); err != nil {
-			return nil, tkerr.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
+			return nil, nil, tkerr.Errorf("tablekit: %s: index %q value %q: %w", x.t.describe(pk, rk), ix.Name, val, err)
 		}
 		props := ix.Props
 		if props == nil {
@@ -166,9 +174,13 @@ func (x *EventualIndexedTable[T]) specs(v *T) ([]consistency.CopySpec, error) {
 		}
 		s.Props = append(slices.Clone(props), PropPrimaryPartitionKey, PropPrimaryRowKey)
 		out = append(out, s)
+		of = append(of, interCopyOf{index: ix.Name, value: val})
 	}
-	return out, nil
+	return out, of, nil
 }
+
+// interCopyOf is the index a copy belongs to, and the primary's value in it.
+type interCopyOf struct{ index, value string }
 
 func refsOf(specs []consistency.CopySpec) []consistency.EntityRef {
 	out := make([]consistency.EntityRef, len(specs))
@@ -409,11 +421,70 @@ func (x *EventualIndexedTable[T]) Between(ctx context.Context, index, part, lo, 
 	return x.copies(ctx, ix, keys.And(pk, keys.RK().Ge(c.Part(lo)), keys.RK().Lt(end)), opts)
 }
 
+// interMaint is an EventualIndexedTable's Verify, Repair and Rebuild,
+// apart from reading a primary (primary), the one step that needs T: Go
+// compiles a generic type's methods again for every entity type, so the
+// rest is compiled once.
+type interMaint struct {
+	name    string // the primary table
+	acct    *tablekit.Account
+	w       *wire.Table
+	ops     *tableOps
+	tables  map[string]*tableOps // primary and index tables, by name
+	indexes []interIndexName
+	// primary reads the primary whose row is p; decoding says that err
+	// came from decoding the row into T.
+	primary func(p rawProps) (r interPrimary, decoding bool, err error)
+}
+
+// interIndexName is what maintenance reads of an Index: its name and
+// table.
+type interIndexName struct{ name, table string }
+
+// interPrimary is a primary as maintenance reads it: its keys, the copies
+// it wants, and the index and value of each.
+type interPrimary struct {
+	pk, rk string
+	specs  []consistency.CopySpec
+	of     []interCopyOf
+}
+
+// maint is x's maintenance.
+func (x *EventualIndexedTable[T]) maint() *interMaint {
+	m := &interMaint{name: x.t.name, acct: x.t.acct, w: x.t.w, ops: x.t.ops(), tables: map[string]*tableOps{}, primary: x.primaryOf}
+	for n, t := range x.tables {
+		m.tables[n] = t.ops()
+	}
+	for i := range x.indexes {
+		m.indexes = append(m.indexes, interIndexName{name: x.indexes[i].Name, table: x.indexTable(&x.indexes[i])})
+	}
+	return m
+}
+
+// primaryOf is interMaint.primary.
+func (x *EventualIndexedTable[T]) primaryOf(p rawProps) (interPrimary, bool, error) {
+	v, err := decodeRow(x.t, p)
+	if err != nil {
+		return interPrimary{}, true, err
+	}
+	r := interPrimary{}
+	r.pk, r.rk = x.t.codec.Keys(&v)
+	r.specs, r.of, err = x.specsOf(&v)
+	return r, false, err
+}
+
+func (x *EventualIndexedTable[T]) audit(ctx context.Context, a *audit) error {
+	return x.maint().audit(ctx, a)
+}
+func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
+	return x.maint().repair(ctx, a)
+}
+
 // primaries yields every primary entity selected by opts with its raw
 // row (index copies stored in the same table are skipped).
-func (x *EventualIndexedTable[T]) primaries(ctx context.Context, opts *MaintenanceOptions) iter.Seq2[rawProps, error] {
+func (m *interMaint) primaries(ctx context.Context, opts *MaintenanceOptions) iter.Seq2[rawProps, error] {
 	return func(yield func(rawProps, error) bool) {
-		for p, err := range scanRows(ctx, x.t.w, opts.filter(), opts.scanParallel()) {
+		for p, err := range scanRows(ctx, m.w, opts.filter(), opts.scanParallel()) {
 			if err == nil && isCopy(p) {
 				continue
 			}
@@ -448,35 +519,32 @@ func isCopy(p rawProps) bool {
 // does not look for orphaned copies (Repair does). opts.Progress receives
 // the primaries done.
 func (x *EventualIndexedTable[T]) Rebuild(ctx context.Context, opts *MaintenanceOptions) error {
-	return parallel(ctx, partitionBatches(x.primaries(ctx, opts)), opts.parallelism(), opts.progress(), func(ctx context.Context, batch []rawProps) (int, error) {
-		return len(batch), x.rebuildBatch(ctx, batch)
+	m := x.maint()
+	return parallel(ctx, partitionBatches(m.primaries(ctx, opts)), opts.parallelism(), opts.progress(), func(ctx context.Context, batch []rawProps) (int, error) {
+		return len(batch), m.rebuildBatch(ctx, batch)
 	})
 }
 
 // rebuildBatch rebuilds up to 100 primaries of one partition.
-func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawProps) error {
+func (m *interMaint) rebuildBatch(ctx context.Context, batch []rawProps) error {
 	type group struct{ table, pk string }
 	copies := map[group][]Op{}
 	var groups []group
 	merges := make([][]Op, 0, len(batch))
 	for _, p := range batch {
-		v, err := decodeRow(x.t, p)
+		r, _, err := m.primary(p)
 		if err != nil {
 			return err
 		}
-		pk, rk := x.t.codec.Keys(&v)
-		specs, err := x.specs(&v)
-		if err != nil {
-			return err
-		}
+		pk, rk, specs := r.pk, r.rk, r.specs
 		for _, s := range specs {
 			g := group{s.Table, s.PartitionKey}
 			if _, ok := copies[g]; !ok {
 				groups = append(groups, g)
 			}
-			body, err := x.copyOf(p, s).bytes()
+			body, err := copyOf(p, s).bytes()
 			if err != nil {
-				return tkerr.Errorf("tablekit: rebuild %s: copy %s: %w", x.t.name, s.Ref(), err)
+				return tkerr.Errorf("tablekit: rebuild %s: copy %s: %w", m.name, s.Ref(), err)
 			}
 			copies[g] = append(copies[g], Op{Type: OpUpsertReplace, PartitionKey: s.PartitionKey, RowKey: s.RowKey, Entity: body})
 		}
@@ -484,33 +552,33 @@ func (x *EventualIndexedTable[T]) rebuildBatch(ctx context.Context, batch []rawP
 		if err != nil {
 			return err
 		}
-		m := rawProps{}
-		m.setString("PartitionKey", pk)
-		m.setString("RowKey", rk)
-		m.setString(PropCopies, enc)
-		m.setString(PropPrimaryPartitionKey, pk)
-		m.setString(PropPrimaryRowKey, rk)
+		mp := rawProps{}
+		mp.setString("PartitionKey", pk)
+		mp.setString("RowKey", rk)
+		mp.setString(PropCopies, enc)
+		mp.setString(PropPrimaryPartitionKey, pk)
+		mp.setString(PropPrimaryRowKey, rk)
 		etag, _ := p.str(propETag)
-		body, err := m.bytes()
+		body, err := mp.bytes()
 		if err != nil {
-			return tkerr.Errorf("tablekit: rebuild %s: %w", x.t.name, err)
+			return tkerr.Errorf("tablekit: rebuild %s: %w", m.name, err)
 		}
 		merges = append(merges, []Op{{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}})
 	}
 	for _, g := range groups {
 		for _, chunk := range chunkOps(copies[g]) {
-			if _, err := x.tables[g.table].SubmitOps(ctx, chunk, nil); err != nil {
+			if _, err := m.tables[g.table].submit(ctx, chunk); err != nil {
 				return err
 			}
 		}
 	}
 	// A primary changed since the scan is left to its writer's sync.
-	_, err := submitUnits(ctx, x.t.ops(), merges)
+	_, err := submitUnits(ctx, m.ops, merges)
 	return err
 }
 
 // copyOf is the copy s of the primary whose row is p.
-func (x *EventualIndexedTable[T]) copyOf(p rawProps, s consistency.CopySpec) rawProps {
+func copyOf(p rawProps, s consistency.CopySpec) rawProps {
 	pk, rk := rowKeys(p)
 	c := p.project(s.PartitionKey, s.RowKey, s.Props)
 	c.setString(PropPrimaryPartitionKey, pk)
@@ -533,43 +601,41 @@ func (x *EventualIndexedTable[T]) Verify(ctx context.Context, opts *MaintenanceO
 	return rep, err
 }
 
-func (x *EventualIndexedTable[T]) audit(ctx context.Context, a *audit) error {
-	for p, err := range x.primaries(ctx, a.opts) {
+func (m *interMaint) audit(ctx context.Context, a *audit) error {
+	for p, err := range m.primaries(ctx, a.opts) {
 		if err != nil {
 			return err
 		}
-		v, err := decodeRow(x.t, p)
+		r, decoding, err := m.primary(p)
 		if err != nil {
-			return tkerr.Errorf("tablekit: verify: %w", err)
-		}
-		specs, err := x.specs(&v)
-		if err != nil {
+			if decoding {
+				return tkerr.Errorf("tablekit: verify: %w", err)
+			}
 			return err
 		}
-		pk, rk := x.t.codec.Keys(&v)
-		src := consistency.EntityRef{Table: x.t.name, PartitionKey: pk, RowKey: rk}
+		src := consistency.EntityRef{Table: m.name, PartitionKey: r.pk, RowKey: r.rk}
 		_, indexed := p.str(PropCopies)
-		a.primary(src, p, !indexed && len(specs) > 0)
-		for i, s := range specs {
-			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: x.indexes[i].Name, Value: x.indexes[i].Key(&v), Entry: s.Ref(), Primary: src},
-				key: s.Ref().String(), props: x.copyOf(p, s)})
+		a.primary(src, p, !indexed && len(r.specs) > 0)
+		for i, s := range r.specs {
+			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: r.of[i].index, Value: r.of[i].value, Entry: s.Ref(), Primary: src},
+				key: s.Ref().String(), props: copyOf(p, s)})
 		}
 	}
-	for i := range x.indexes {
-		ix := &x.indexes[i]
-		tbl := x.indexTable(ix)
-		lo, hi := keys.PrefixRange(ix.Name + "_")
-		for p, err := range scanRows(ctx, x.tables[tbl].w, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi)), 0) {
+	for i := range m.indexes {
+		ix := &m.indexes[i]
+		tbl := ix.table
+		lo, hi := keys.PrefixRange(ix.name + "_")
+		for p, err := range scanRows(ctx, m.tables[tbl].w, keys.And(keys.PK().Ge(lo), keys.PK().Lt(hi)), 0) {
 			if err != nil {
 				return err
 			}
 			pk, rk := rowKeys(p)
 			ref := consistency.EntityRef{Table: tbl, PartitionKey: pk, RowKey: rk}
-			e := &ixEntry{IndexEntry: IndexEntry{Index: ix.Name, Value: rk, Entry: ref}, key: ref.String(), props: p}
+			e := &ixEntry{IndexEntry: IndexEntry{Index: ix.name, Value: rk, Entry: ref}, key: ref.String(), props: p}
 			ppk, ok1 := p.str(PropPrimaryPartitionKey)
 			prk, ok2 := p.str(PropPrimaryRowKey)
 			if ok1 && ok2 {
-				e.Primary = consistency.EntityRef{Table: x.t.name, PartitionKey: ppk, RowKey: prk}
+				e.Primary = consistency.EntityRef{Table: m.name, PartitionKey: ppk, RowKey: prk}
 			}
 			a.holds(e)
 		}
@@ -590,7 +656,7 @@ func (x *EventualIndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceO
 	return repairIndex(ctx, x, opts)
 }
 
-func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
+func (m *interMaint) repair(ctx context.Context, a *audit) error {
 	type job struct {
 		source consistency.EntityRef
 		prev   []consistency.EntityRef
@@ -606,7 +672,7 @@ func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 		}
 		if s := a.primaries[src]; s.row != nil {
 			// Never indexed: backfill it as Rebuild does.
-			if err := x.rebuildBatch(ctx, []rawProps{s.row}); err != nil {
+			if err := m.rebuildBatch(ctx, []rawProps{s.row}); err != nil {
 				return err
 			}
 			a.primaries[src] = scannedPrimary{etag: s.etag}
@@ -633,7 +699,7 @@ func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 	}
 	for _, steps := range [][]consistency.Step{append(deletes, first...), then} {
 		if err := each(ctx, steps, a.opts.parallelism(), func(ctx context.Context, s consistency.Step) error {
-			return consistency.Apply(ctx, x.t.acct, consistency.NewTransaction(s), nil, nil)
+			return consistency.Apply(ctx, m.acct, consistency.NewTransaction(s), nil, nil)
 		}); err != nil {
 			return err
 		}
