@@ -336,24 +336,46 @@ func TestEventualIndexRebuildVerifyRepair(t *testing.T) {
 // Verify names each missing copy by its own index and value, also when an
 // index before it has no value for the entity (and so no copy): the
 // report's entries follow the copies the entity wants, not the order of
-// the indexes.
+// the indexes. On an EventualIndexedTable, and on a Model's eventual
+// views, whose report left the value out.
 func TestEventualIndexVerifyNamesTheIndexOfEachCopy(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	acct := testenv.Account(t)
-	q, _ := testQueue(t, acct)
-	x, err := patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, []patterns.Index[ixEmployee]{
+	indexes := []patterns.Index[ixEmployee]{
 		{Name: "nick", Key: func(e *ixEmployee) string { return "" }}, // no entity has one
 		{Name: "email", Unique: true, Key: func(e *ixEmployee) string { return e.Email }},
-	}, nil)
-	must(t, err)
-	must(t, x.CreateIfNotExists(ctx, nil))
-	// Written before the indexes existed: its email copy is missing.
-	e := ixEmp("Sales", "empid_000223", "Jane", "Jones", "jonesj@contoso.com", 30)
-	must(t, x.Table().Insert(ctx, &e, nil))
-	rep, err := x.Verify(ctx, nil)
-	must(t, err)
-	if len(rep.Entries) != 1 || rep.Entries[0].Problem != patterns.IndexMissing || rep.Entries[0].Index != "email" || rep.Entries[0].Value != "jonesj@contoso.com" {
-		t.Fatalf("Verify's entries: %+v; want the email copy missing, value jonesj@contoso.com", rep.Entries)
+	}
+	type repo interface {
+		Table() *patterns.Table[ixEmployee]
+		CreateIfNotExists(context.Context, *patterns.CreateOptions) error
+		Verify(context.Context, *patterns.MaintenanceOptions) (*patterns.IndexReport, error)
+	}
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T, acct *tablekit.Account, q *consistency.Queue) (repo, error)
+	}{
+		{"EventualIndexedTable", func(t *testing.T, acct *tablekit.Account, q *consistency.Queue) (repo, error) {
+			return patterns.NewEventualIndexedTable(acct, testenv.TableName(t), q, indexes, nil)
+		}},
+		{"Model", func(t *testing.T, acct *tablekit.Account, q *consistency.Queue) (repo, error) {
+			return patterns.NewModel(acct, testenv.TableName(t), patterns.Views[ixEmployee]{EventualIndexes: indexes}, &patterns.ModelOptions{Queue: q})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			acct := testenv.Account(t)
+			q, _ := testQueue(t, acct)
+			x, err := c.open(t, acct, q)
+			must(t, err)
+			must(t, x.CreateIfNotExists(ctx, nil))
+			// Written without the repository: its email copy is missing.
+			e := ixEmp("Sales", "000223", "Jane", "Jones", "jonesj@contoso.com", 30)
+			must(t, x.Table().Insert(ctx, &e, nil))
+			rep, err := x.Verify(ctx, nil)
+			must(t, err)
+			if len(rep.Entries) != 1 || rep.Entries[0].Problem != patterns.IndexMissing || rep.Entries[0].Index != "email" || rep.Entries[0].Value != "jonesj@contoso.com" {
+				t.Fatalf("Verify's entries: %+v; want the email copy missing, value jonesj@contoso.com", rep.Entries)
+			}
+		})
 	}
 }

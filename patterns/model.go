@@ -333,6 +333,7 @@ type modelState struct {
 	pk, rk string
 	locals []intraCopy
 	specs  []consistency.CopySpec // eventual views
+	specOf []interCopyOf          // the view and value of each of specs
 	lists  []string               // the entity's value in each list ("" when in none)
 	props  rawProps               // the entity's properties, without the bookkeeping
 	intnt  string                 // the write's intent id
@@ -412,6 +413,7 @@ func (m *Model[T]) state(v *T, intent string, refs map[string]BlobInfo) (*modelS
 			return nil, tkerr.Errorf("tablekit: %s: view %q value %q: %w", m.t.describe(pk, rk), ix.Name, val, err)
 		}
 		s.specs = append(s.specs, sp)
+		s.specOf = append(s.specOf, interCopyOf{index: ix.Name, value: val})
 		list = append(list, sp)
 	}
 	s.lists = make([]string, len(m.lists))

@@ -106,7 +106,7 @@ func (m *Model[T]) audit(ctx context.Context, a *audit) error {
 			c := p.project(sp.PartitionKey, sp.RowKey, sp.Props)
 			c.setString(PropPrimaryPartitionKey, s.pk)
 			c.setString(PropPrimaryRowKey, s.rk)
-			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: m.eventualName(s, i), Entry: sp.Ref(), Primary: src}, key: sp.Ref().String(), props: c})
+			a.wants(&ixEntry{IndexEntry: IndexEntry{Index: s.specOf[i].index, Value: s.specOf[i].value, Entry: sp.Ref(), Primary: src}, key: sp.Ref().String(), props: c})
 		}
 		for i, val := range s.lists {
 			if val == "" {
@@ -165,17 +165,6 @@ func (m *Model[T]) audit(ctx context.Context, a *audit) error {
 		}
 	}
 	return nil
-}
-
-// eventualName names the eventual view of spec i of s.
-func (m *Model[T]) eventualName(s *modelState, i int) string {
-	pk := s.specs[i].PartitionKey
-	for j := range m.eventual {
-		if strings.HasPrefix(pk, m.eventual[j].Name+"_") && m.viewTable(&m.eventual[j]).name == s.specs[i].Table {
-			return m.eventual[j].Name
-		}
-	}
-	return ""
 }
 
 func rowRef(table string, p rawProps) consistency.EntityRef {
