@@ -426,10 +426,7 @@ func (x *EventualIndexedTable[T]) Between(ctx context.Context, index, part, lo, 
 // compiles a generic type's methods again for every entity type, so the
 // rest is compiled once.
 type interMaint struct {
-	name    string // the primary table
-	acct    *tablekit.Account
-	w       *wire.Table
-	ops     *tableOps
+	ops     *tableOps            // the primary table
 	tables  map[string]*tableOps // primary and index tables, by name
 	indexes []interIndexName
 	// primary reads the primary whose row is p; decoding says that err
@@ -451,7 +448,7 @@ type interPrimary struct {
 
 // maint is x's maintenance.
 func (x *EventualIndexedTable[T]) maint() *interMaint {
-	m := &interMaint{name: x.t.name, acct: x.t.acct, w: x.t.w, ops: x.t.ops(), tables: map[string]*tableOps{}, primary: x.primaryOf}
+	m := &interMaint{ops: x.t.ops(), tables: map[string]*tableOps{}, primary: x.primaryOf}
 	for n, t := range x.tables {
 		m.tables[n] = t.ops()
 	}
@@ -484,7 +481,7 @@ func (x *EventualIndexedTable[T]) repair(ctx context.Context, a *audit) error {
 // row (index copies stored in the same table are skipped).
 func (m *interMaint) primaries(ctx context.Context, opts *MaintenanceOptions) iter.Seq2[rawProps, error] {
 	return func(yield func(rawProps, error) bool) {
-		for p, err := range scanRows(ctx, m.w, opts.filter(), opts.scanParallel()) {
+		for p, err := range scanRows(ctx, m.ops.w, opts.filter(), opts.scanParallel()) {
 			if err == nil && isCopy(p) {
 				continue
 			}
@@ -544,7 +541,7 @@ func (m *interMaint) rebuildBatch(ctx context.Context, batch []rawProps) error {
 			}
 			body, err := copyOf(p, s).bytes()
 			if err != nil {
-				return tkerr.Errorf("tablekit: rebuild %s: copy %s: %w", m.name, s.Ref(), err)
+				return tkerr.Errorf("tablekit: rebuild %s: copy %s: %w", m.ops.name, s.Ref(), err)
 			}
 			copies[g] = append(copies[g], Op{Type: OpUpsertReplace, PartitionKey: s.PartitionKey, RowKey: s.RowKey, Entity: body})
 		}
@@ -561,7 +558,7 @@ func (m *interMaint) rebuildBatch(ctx context.Context, batch []rawProps) error {
 		etag, _ := p.str(propETag)
 		body, err := mp.bytes()
 		if err != nil {
-			return tkerr.Errorf("tablekit: rebuild %s: %w", m.name, err)
+			return tkerr.Errorf("tablekit: rebuild %s: %w", m.ops.name, err)
 		}
 		merges = append(merges, []Op{{Type: OpMerge, PartitionKey: pk, RowKey: rk, Entity: body, ETag: etag}})
 	}
@@ -613,7 +610,7 @@ func (m *interMaint) audit(ctx context.Context, a *audit) error {
 			}
 			return err
 		}
-		src := consistency.EntityRef{Table: m.name, PartitionKey: r.pk, RowKey: r.rk}
+		src := consistency.EntityRef{Table: m.ops.name, PartitionKey: r.pk, RowKey: r.rk}
 		_, indexed := p.str(PropCopies)
 		a.primary(src, p, !indexed && len(r.specs) > 0)
 		for i, s := range r.specs {
@@ -635,7 +632,7 @@ func (m *interMaint) audit(ctx context.Context, a *audit) error {
 			ppk, ok1 := p.str(PropPrimaryPartitionKey)
 			prk, ok2 := p.str(PropPrimaryRowKey)
 			if ok1 && ok2 {
-				e.Primary = consistency.EntityRef{Table: m.name, PartitionKey: ppk, RowKey: prk}
+				e.Primary = consistency.EntityRef{Table: m.ops.name, PartitionKey: ppk, RowKey: prk}
 			}
 			a.holds(e)
 		}
@@ -699,7 +696,7 @@ func (m *interMaint) repair(ctx context.Context, a *audit) error {
 	}
 	for _, steps := range [][]consistency.Step{append(deletes, first...), then} {
 		if err := each(ctx, steps, a.opts.parallelism(), func(ctx context.Context, s consistency.Step) error {
-			return consistency.Apply(ctx, m.acct, consistency.NewTransaction(s), nil, nil)
+			return consistency.Apply(ctx, m.ops.acct, consistency.NewTransaction(s), nil, nil)
 		}); err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/consistency"
-	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -60,9 +59,7 @@ func (x *IndexedTable[T]) Repair(ctx context.Context, opts *MaintenanceOptions) 
 // step that needs T: Go compiles a generic type's methods again for every
 // entity type, so the rest is compiled once.
 type intraMaint struct {
-	name    string // the table
-	w       *wire.Table
-	ops     *tableOps
+	ops     *tableOps // the table
 	indexes []intraIndexName
 	primary string
 	// wanted returns the primary whose row is p, and the copies it wants.
@@ -78,7 +75,7 @@ type intraIndexName struct {
 
 // maint is x's maintenance.
 func (x *IndexedTable[T]) maint() *intraMaint {
-	m := &intraMaint{name: x.t.name, w: x.t.w, ops: x.t.ops(), primary: x.primary, wanted: x.wanted}
+	m := &intraMaint{ops: x.t.ops(), primary: x.primary, wanted: x.wanted}
 	for i := range x.indexes {
 		m.indexes = append(m.indexes, intraIndexName{name: x.indexes[i].Name, unique: x.indexes[i].Unique})
 	}
@@ -138,11 +135,11 @@ func (m *intraMaint) isPrimaryKey(rk string) bool {
 }
 
 func (m *intraMaint) ref(pk, rk string) consistency.EntityRef {
-	return consistency.EntityRef{Table: m.name, PartitionKey: pk, RowKey: rk}
+	return consistency.EntityRef{Table: m.ops.name, PartitionKey: pk, RowKey: rk}
 }
 
 func (m *intraMaint) audit(ctx context.Context, a *audit) error {
-	for p, err := range scanRows(ctx, m.w, a.opts.filter(), a.opts.scanParallel()) {
+	for p, err := range scanRows(ctx, m.ops.w, a.opts.filter(), a.opts.scanParallel()) {
 		if err != nil {
 			return err
 		}
@@ -195,7 +192,7 @@ func (m *intraMaint) repair(ctx context.Context, a *audit) error {
 	var mu = &a.mu
 	err := each(ctx, unseen, a.opts.parallelism(), func(ctx context.Context, src consistency.EntityRef) error {
 		var p rawProps
-		body, etag, err := m.w.Stored(ctx, src.PartitionKey, src.RowKey)
+		body, etag, err := m.ops.w.Stored(ctx, src.PartitionKey, src.RowKey)
 		if err == nil && body != nil {
 			if p, err = parseProps(body); err == nil {
 				p.setString(propETag, etag)
