@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -301,15 +300,13 @@ func cfRaceDenormalization(t *testing.T, e *cfRaceEnv) *patterns.Denormalization
 // the other they took 21.6 s on Azurite).
 func TestConformanceLostRefusal(t *testing.T) {
 	t.Parallel()
-	var wg sync.WaitGroup
+	g := testenv.NewSideBySide(t, 0)
 	for _, m := range []cfMode{{name: "rest"}, {name: "sdk", sdk: true}} {
 		for _, c := range cfRaceCases {
-			wg.Go(func() {
-				t.Run(m.name+"/"+c.name, func(t *testing.T) { lostRefusal(t, m, c) })
-			})
+			g.Run(m.name+"/"+c.name, func(t *testing.T) { lostRefusal(t, m, c) })
 		}
 	}
-	wg.Wait()
+	g.Wait()
 }
 
 // lostRefusal stages TestConformanceLostRefusal's race for case c in

@@ -128,30 +128,25 @@ var cfRepos = []struct {
 const cfConcurrency = 24
 
 // TestConformance runs every repository in every mode, the slowest modes
-// first. The runs start from their own goroutines rather than through
-// t.Parallel, which -parallel (GOMAXPROCS by default) would bound: most of
-// a fault mode's time is spent in azcore's retry delays, not on a CPU.
+// first. The runs start side by side (testenv.SideBySide) rather than
+// through t.Parallel, which -parallel would bound and queue behind every
+// top-level test: most of a fault mode's time is spent in azcore's retry
+// delays, not on a CPU.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfConcurrency)
+	g := testenv.NewSideBySide(t, cfConcurrency)
 	modes := slices.Clone(cfModes)
 	slices.SortStableFunc(modes, func(a, b cfMode) int { return cmp.Compare(b.cost(), a.cost()) })
 	for _, m := range modes {
 		for _, r := range cfRepos {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				t.Run(m.name+"/"+r.name, func(t *testing.T) {
-					e := newCfEnv(t, m, r.name, r.worker)
-					r.run(e)
-					e.finish()
-				})
-			}()
+			g.Run(m.name+"/"+r.name, func(t *testing.T) {
+				e := newCfEnv(t, m, r.name, r.worker)
+				r.run(e)
+				e.finish()
+			})
 		}
 	}
-	wg.Wait()
+	g.Wait()
 }
 
 // cfEnv is one repository's run in one mode.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/tablekit/tablekit/keys"
@@ -76,7 +75,7 @@ var cfqModes = []string{"rest", "sdk-faults-fastretry", "rest-faults-defaultretr
 // cfqModes, concurrently as TestConformance does.
 func TestDenormalizationQueryConformance(t *testing.T) {
 	t.Parallel()
-	var wg sync.WaitGroup
+	g := testenv.NewSideBySide(t, 0)
 	modes := slices.DeleteFunc(slices.Clone(cfModes), func(m cfMode) bool { return !slices.Contains(cfqModes, m.name) })
 	if len(modes) != len(cfqModes) {
 		t.Fatalf("cfqModes names %q; the suite's modes are %+v", cfqModes, cfModes)
@@ -88,18 +87,14 @@ func TestDenormalizationQueryConformance(t *testing.T) {
 			run    func(e *cfEnv)
 			worker bool
 		}{{"Denormalization/TargetsWhere", cfqColocated, false}, {"EventualDenormalization/Where", cfqEventual, true}} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				t.Run(m.name+"/"+r.name, func(t *testing.T) {
-					e := newCfEnv(t, m, r.name, r.worker)
-					r.run(e)
-					e.finish()
-				})
-			}()
+			g.Run(m.name+"/"+r.name, func(t *testing.T) {
+				e := newCfEnv(t, m, r.name, r.worker)
+				r.run(e)
+				e.finish()
+			})
 		}
 	}
-	wg.Wait()
+	g.Wait()
 }
 
 // cfqHammer changes each department's phone and moves each employee from

@@ -91,20 +91,24 @@ func TestWritesUnderFaultsEndExact(t *testing.T) {
 // inRetryModes runs test as a subtest per retry mode of faultRetryModes,
 // with size full, or def in the mode of azcore's default retry options
 // (where every fault costs about a second). The modes run side by side
-// (each on tables of its own): the default one spends its time in azcore's
-// retry delays, real time it keeps, so the fast one need not wait behind
-// it. Callers return once the subtests are started.
+// (each on tables of its own), at once, from the caller's place among the
+// parallel tests (testenv.SideBySide): the default one spends its time in
+// azcore's retry delays, real time it keeps, so it must not wait for a
+// place behind the tests that keep the CPU busy, nor the fast one behind
+// it. As parallel subtests the modes queued for places behind every
+// top-level test, and the default mode of TestRebuildVerifyRepairUnderFaults
+// started 6.7 s after its test did and ended the package's tests 20 s
+// later, on a CPU left idle (go test -json ./patterns/, 2026-11-29).
 func inRetryModes[S any](t *testing.T, test func(*testing.T, faults.RetryMode, S), full, def S) {
+	g := testenv.NewSideBySide(t, 0)
 	for _, mode := range faultRetryModes() {
-		t.Run(mode.Name, func(t *testing.T) {
-			t.Parallel()
-			size := full
-			if mode.Default() {
-				size = def
-			}
-			test(t, mode, size)
-		})
+		size := full
+		if mode.Default() {
+			size = def
+		}
+		g.Run(mode.Name, func(t *testing.T) { test(t, mode, size) })
 	}
+	g.Wait()
 }
 
 type writesUnderFaultsSize struct {
@@ -403,7 +407,7 @@ func faultSeed(t *testing.T, def uint64) uint64 {
 // faultSeedRuns is how many seeds overFaultSeeds runs a test with.
 const faultSeedRuns = 3
 
-// overFaultSeeds runs test once per seed, each in a parallel subtest
+// overFaultSeeds runs test once per seed, side by side, each a subtest
 // named by it: faultSeed's (def, or TABLEKIT_TEST_SEED's) and the ones
 // after it. One fixed seed met an order or a settlement only by the
 // accident of where its faults fell (a write that enqueued its intent
@@ -412,13 +416,12 @@ const faultSeedRuns = 3
 func overFaultSeeds(t *testing.T, def uint64, test func(t *testing.T, seed uint64)) {
 	t.Helper()
 	base := faultSeed(t, def)
+	g := testenv.NewSideBySide(t, 0)
 	for i := range uint64(faultSeedRuns) {
 		seed := base + i
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Parallel()
-			test(t, seed)
-		})
+		g.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { test(t, seed) })
 	}
+	g.Wait()
 }
 
 var workerLog = flag.Bool("worker-log", false, "log what the workers of the fault and conformance tests do, to stderr")

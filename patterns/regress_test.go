@@ -135,67 +135,65 @@ func checkEchoScenario(t *testing.T, fp *faults.Policy, log *attemptLog, conflic
 // photo.
 func TestLargeEntitiesInsertSurvivesLostResponse(t *testing.T) {
 	t.Parallel()
+	g := testenv.NewSideBySide(t, 0) // they wait in azcore's retry delays
 	for _, mode := range faults.RetryModes(regressFastRetry) {
-		t.Run(mode.Name, func(t *testing.T) {
-			for _, sdk := range []bool{false, true} {
-				for _, kind := range []faults.Kind{faults.ConnReset, faults.Status503} {
-					t.Run(transportName(sdk)+"/"+kind.String(), func(t *testing.T) {
-						t.Parallel()
-						ctx := context.Background()
-						table := testenv.TableName(t)
-						acct, fp, log := lostResponseAccount(t, mode, kind, faults.Request(http.MethodPost, "/"+table), nil)
-						fp.SetEnabled(false)
-						l, err := patterns.NewLargeEntities[regressPhoto](acct, table, testenv.ContainerName(t), &patterns.LargeEntitiesOptions{Table: &patterns.TableOptions{SDKPath: sdk}})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if err := l.CreateIfNotExists(ctx, nil); err != nil {
-							t.Fatal(err)
-						}
-						fp.SetEnabled(true)
-						photo := largePhoto(14, 40_000)
-						v := regressPhoto{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", Photo: photo}
-						start := time.Now()
-						err = l.Insert(ctx, &v, nil)
-						took := time.Since(start)
-						checkEchoScenario(t, fp, log, http.StatusConflict)
-						if errors.Is(err, tablekit.ErrAlreadyExists) {
-							t.Errorf("Insert whose own first attempt landed = %v: reported as ErrAlreadyExists", err)
-						}
-						if err != nil && !errors.Is(err, errOutcomeUnknown) && !errors.Is(err, tablekit.ErrAlreadyExists) {
-							t.Errorf("Insert whose own first attempt landed = %v, want nil (or ErrOutcomeUnknown)", err)
-						}
-						got, err := l.Get(ctx, "Sales", "000123", nil)
-						if err != nil {
-							t.Fatalf("Get after the insert: %v (the stored entity references a blob that is gone)", err)
-						}
-						if !bytes.Equal(got.Photo, photo) || got.FirstName != "Jun" {
-							t.Fatalf("Get after the insert: %d photo bytes, FirstName %q; want the %d bytes inserted and Jun", len(got.Photo), got.FirstName, len(photo))
-						}
-						t.Logf("Insert took %v", took.Round(time.Millisecond))
-					})
-				}
+		for _, sdk := range []bool{false, true} {
+			for _, kind := range []faults.Kind{faults.ConnReset, faults.Status503} {
+				g.Run(mode.Name+"/"+transportName(sdk)+"/"+kind.String(), func(t *testing.T) {
+					ctx := context.Background()
+					table := testenv.TableName(t)
+					acct, fp, log := lostResponseAccount(t, mode, kind, faults.Request(http.MethodPost, "/"+table), nil)
+					fp.SetEnabled(false)
+					l, err := patterns.NewLargeEntities[regressPhoto](acct, table, testenv.ContainerName(t), &patterns.LargeEntitiesOptions{Table: &patterns.TableOptions{SDKPath: sdk}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := l.CreateIfNotExists(ctx, nil); err != nil {
+						t.Fatal(err)
+					}
+					fp.SetEnabled(true)
+					photo := largePhoto(14, 40_000)
+					v := regressPhoto{PartitionKey: "Sales", RowKey: "000123", FirstName: "Jun", Photo: photo}
+					start := time.Now()
+					err = l.Insert(ctx, &v, nil)
+					took := time.Since(start)
+					checkEchoScenario(t, fp, log, http.StatusConflict)
+					if errors.Is(err, tablekit.ErrAlreadyExists) {
+						t.Errorf("Insert whose own first attempt landed = %v: reported as ErrAlreadyExists", err)
+					}
+					if err != nil && !errors.Is(err, errOutcomeUnknown) && !errors.Is(err, tablekit.ErrAlreadyExists) {
+						t.Errorf("Insert whose own first attempt landed = %v, want nil (or ErrOutcomeUnknown)", err)
+					}
+					got, err := l.Get(ctx, "Sales", "000123", nil)
+					if err != nil {
+						t.Fatalf("Get after the insert: %v (the stored entity references a blob that is gone)", err)
+					}
+					if !bytes.Equal(got.Photo, photo) || got.FirstName != "Jun" {
+						t.Fatalf("Get after the insert: %d photo bytes, FirstName %q; want the %d bytes inserted and Jun", len(got.Photo), got.FirstName, len(photo))
+					}
+					t.Logf("Insert took %v", took.Round(time.Millisecond))
+				})
 			}
-		})
+		}
 	}
+	g.Wait()
 }
 
 // Defect 1, MixedTable: its Insert must not report ErrAlreadyExists for its
 // own write either.
 func TestMixedTableInsertSurvivesLostResponse(t *testing.T) {
 	t.Parallel()
+	g := testenv.NewSideBySide(t, 0) // they wait in azcore's retry delays
 	for _, mode := range faults.RetryModes(regressFastRetry) {
-		t.Run(mode.Name, func(t *testing.T) {
-			for _, sdk := range []bool{false, true} {
-				for _, kind := range []faults.Kind{faults.ConnReset, faults.Status503} {
-					t.Run(transportName(sdk)+"/"+kind.String(), func(t *testing.T) {
-						t.Parallel()
-						mixedInsertSurvivesLostResponse(t, mode, sdk, kind)
-					})
-				}
+		for _, sdk := range []bool{false, true} {
+			for _, kind := range []faults.Kind{faults.ConnReset, faults.Status503} {
+				g.Run(mode.Name+"/"+transportName(sdk)+"/"+kind.String(), func(t *testing.T) {
+					mixedInsertSurvivesLostResponse(t, mode, sdk, kind)
+				})
 			}
-		})
+		}
 	}
+	g.Wait()
 }
 
 func mixedInsertSurvivesLostResponse(t *testing.T, mode faults.RetryMode, sdk bool, kind faults.Kind) {
@@ -256,18 +254,17 @@ type writerA struct{}
 // A adds 1000, B adds 1 per update, so the stored value counts both.
 func TestUpdateLostResponseWhileOthersWrite(t *testing.T) {
 	t.Parallel()
+	g := testenv.NewSideBySide(t, 0) // they wait in azcore's retry delays
 	for _, mode := range faults.RetryModes(regressFastRetry) {
-		t.Run(mode.Name, func(t *testing.T) {
-			for _, sdk := range []bool{false, true} {
-				for _, others := range []int{9, 20} {
-					t.Run(fmt.Sprintf("%s/%d-other-writes", transportName(sdk), others), func(t *testing.T) {
-						t.Parallel()
-						updateLostResponseWhileOthersWrite(t, mode, sdk, others)
-					})
-				}
+		for _, sdk := range []bool{false, true} {
+			for _, others := range []int{9, 20} {
+				g.Run(fmt.Sprintf("%s/%s/%d-other-writes", mode.Name, transportName(sdk), others), func(t *testing.T) {
+					updateLostResponseWhileOthersWrite(t, mode, sdk, others)
+				})
 			}
-		})
+		}
 	}
+	g.Wait()
 }
 
 func updateLostResponseWhileOthersWrite(t *testing.T, mode faults.RetryMode, sdk bool, others int) {
