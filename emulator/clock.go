@@ -1,23 +1,49 @@
 package emulator
 
 import (
+	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 )
 
-// clock is the services' time: the real time plus what Advance has
-// added. Real time keeps passing, so an emulator nobody advances keeps
+// clock is the services' time: the real time, run rate times as fast
+// from start when rate is above 1, plus what Advance has added. Real time
+// keeps passing, so an emulator nobody advances or speeds up keeps
 // Azure's time.
 type clock struct {
 	offset atomic.Int64 // nanoseconds
+	rate   float64      // above 1: how many times as fast as real time
+	start  time.Time    // with a monotonic reading, when rate began
+}
+
+// MaxClockRate is the fastest Options.ClockRate: the emulator's time
+// then reaches ten years from its start after nine hours (time.Duration
+// holds 292 years).
+const MaxClockRate = 10_000
+
+// newClock returns a clock running rate times as fast as real time (0
+// and 1: real time).
+func newClock(rate float64) (*clock, error) {
+	if math.IsNaN(rate) || (rate != 0 && rate < 1) || rate > MaxClockRate {
+		return nil, fmt.Errorf("emulator: ClockRate %v: want 1 to %d (0 keeps real time)", rate, MaxClockRate)
+	}
+	return &clock{rate: rate, start: time.Now()}, nil
 }
 
 func (c *clock) now() time.Time {
-	return time.Now().Add(time.Duration(c.offset.Load()))
+	n := time.Now()
+	if c.rate > 1 {
+		// Monotonic readings on both sides: the wall clock's steps do
+		// not make the emulator's time go back.
+		n = n.Add(time.Duration(float64(n.Sub(c.start)) * (c.rate - 1)))
+	}
+	return n.Add(time.Duration(c.offset.Load()))
 }
 
 // Now returns the emulator's time, the one its services' timed behaviour
-// follows: the real time plus what Advance has added.
+// follows: the real time (run faster by Options.ClockRate) plus what
+// Advance has added.
 func (i *Instance) Now() time.Time { return i.clock.now() }
 
 // Advance moves the emulator's clock forward by d, at once, as

@@ -3,6 +3,8 @@ package emulator_test
 import (
 	"bytes"
 	"context"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +158,63 @@ func TestAdvanceChecksSASWindows(t *testing.T) {
 	}
 	if d := em.Now().Sub(time.Now()); d < time.Hour || d > time.Hour+2*time.Minute {
 		t.Errorf("Now is %v ahead of the real clock; want 1h1m", d)
+	}
+}
+
+// With ClockRate 50 the emulator's time runs 50 times as fast: a message
+// enqueued with a 5 s delay is received after 0.1 s of real time and not
+// before, and the service's time (Now, a lease's expiry) moves with it.
+// Advance still adds to it. An emulator at real time does not show the
+// message that soon, and a rate below 1 is refused.
+func TestClockRateRunsTheClockFaster(t *testing.T) {
+	em := emulator.StartTB(t, &emulator.Options{ClockRate: 50})
+	ctx := context.Background()
+	q := must[*azqueue.ServiceClient](t, "client")(azqueue.NewServiceClientFromConnectionString(em.ConnectionString, nil)).NewQueueClient("jobs")
+	must[any](t, "create queue")(q.Create(ctx, nil))
+	start := time.Now()
+	must[any](t, "enqueue delayed")(q.EnqueueMessage(ctx, "later", &azqueue.EnqueueMessageOptions{VisibilityTimeout: to.Ptr[int32](5)}))
+	receive := func() int {
+		t.Helper()
+		r := must[azqueue.DequeueMessagesResponse](t, "dequeue")(q.DequeueMessages(ctx, nil))
+		return len(r.Messages)
+	}
+	if n := receive(); n != 0 && time.Since(start) < 80*time.Millisecond {
+		t.Fatalf("received a message enqueued with a 5 s delay after %v at 50 times real time; want none before 0.1 s", time.Since(start))
+	}
+	for receive() == 0 {
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("a message enqueued with a 5 s delay at 50 times real time not received after %v", time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := time.Since(start); d < 80*time.Millisecond {
+		t.Fatalf("received after %v; want 0.1 s (5 s at 50 times real time)", d)
+	}
+	t.Logf("a 5 s delay took %v", time.Since(start).Round(time.Millisecond))
+
+	real0, em0 := time.Now(), em.Now()
+	time.Sleep(100 * time.Millisecond)
+	if got := em.Now().Sub(em0); got < 40*time.Since(real0) {
+		t.Errorf("the emulator's time moved %v in %v of real time; want 50 times as much", got, time.Since(real0))
+	}
+	before := em.Now()
+	em.Advance(time.Hour)
+	if got := em.Now().Sub(before); got < time.Hour {
+		t.Errorf("Advance(1h) at 50 times real time moved the clock %v; want an hour or more", got)
+	}
+
+	still := emulator.StartTB(t, nil)
+	sq := must[*azqueue.ServiceClient](t, "client")(azqueue.NewServiceClientFromConnectionString(still.ConnectionString, nil)).NewQueueClient("jobs")
+	must[any](t, "create queue")(sq.Create(ctx, nil))
+	must[any](t, "enqueue delayed")(sq.EnqueueMessage(ctx, "later", &azqueue.EnqueueMessageOptions{VisibilityTimeout: to.Ptr[int32](5)}))
+	time.Sleep(200 * time.Millisecond)
+	if r := must[azqueue.DequeueMessagesResponse](t, "dequeue")(sq.DequeueMessages(ctx, nil)); len(r.Messages) != 0 {
+		t.Errorf("at real time a message enqueued with a 5 s delay was received after 0.2 s")
+	}
+
+	for _, rate := range []float64{0.5, -1, emulator.MaxClockRate + 1, math.NaN()} {
+		if _, err := emulator.Start(ctx, &emulator.Options{ClockRate: rate}); err == nil || !strings.Contains(err.Error(), "ClockRate") {
+			t.Errorf("Start with ClockRate %v = %v; want an error naming ClockRate", rate, err)
+		}
 	}
 }

@@ -51,6 +51,9 @@
 //	_, err = q.EnqueueMessage(ctx, "later", &azqueue.EnqueueMessageOptions{VisibilityTimeout: to.Ptr[int32](30)})
 //	em.Advance(30 * time.Second) // the message is visible now
 //
+// Where nothing can call Advance (an Example, a worker in a process of its
+// own), Options.ClockRate runs the clock faster than real time instead.
+//
 // # Azure's rules, not Azurite's
 //
 // The emulator applies Azure Table storage's rules always: the limits
@@ -157,6 +160,15 @@ type Options struct {
 	// EarlyEnd, when set, ends query pages early (seeded), possibly
 	// empty, with a continuation, as Azure may.
 	EarlyEnd *EarlyEnd
+	// ClockRate, above 1, makes the emulator's clock run that many times
+	// as fast as real time, from its start: at 50, a queue message
+	// enqueued with a one-second delay is visible 20 ms later, and a
+	// 60-second lease ends after 1.2 s. It is for tests whose code waits
+	// on Azure's time without a handle on the emulator to call Advance
+	// (an Example, a worker in another process), and it reaches what
+	// Advance reaches; Advance adds to it. 0 and 1 keep real time; below
+	// 1 or above MaxClockRate is an error.
+	ClockRate float64
 	// Latency is added to every request to the Table service, before the
 	// service works on it, as in the Azurite harness (azurite.Options):
 	// as if the service were across a network. A client that gives up
@@ -438,7 +450,11 @@ func Start(ctx context.Context, opts *Options) (*Instance, error) {
 		scheme = "https"
 	}
 
-	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, RootCAs: rootCAs, accounts: accts, clock: new(clock)}
+	clk, err := newClock(o.ClockRate)
+	if err != nil {
+		return nil, err
+	}
+	inst := &Instance{AccountName: o.AccountName, AccountKey: o.AccountKey, RootCAs: rootCAs, accounts: accts, clock: clk}
 	now := inst.clock.now
 	var tableLoad tables.Load
 	switch {

@@ -175,3 +175,21 @@ func TestEmulatorThrottleFlags(t *testing.T) {
 		}
 	}
 }
+
+// --clock-rate sets Options.ClockRate; a rate below 1, above
+// emulator.MaxClockRate or not a number is a usage error naming the flag.
+func TestEmulatorClockRateFlag(t *testing.T) {
+	for args, want := range map[string]float64{"": 0, "--clock-rate 50": 50, "--clock-rate 1": 1} {
+		o, err := emulatorOptions(t, strings.Fields(args), nil)
+		if err != nil || o.ClockRate != want {
+			t.Errorf("%q: ClockRate %v, %v; want %v", args, o.ClockRate, err, want)
+		}
+	}
+	for _, args := range []string{"--clock-rate 0.5", "--clock-rate 0", "--clock-rate -2", "--clock-rate 10001", "--clock-rate NaN"} {
+		_, err := emulatorOptions(t, strings.Fields(args), nil)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--clock-rate") {
+			t.Errorf("%q: %v; want a usage error naming --clock-rate", args, err)
+		}
+	}
+}

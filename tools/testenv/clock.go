@@ -48,7 +48,7 @@ func ClockConnectionString(t testing.TB) (string, *Clock) {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	s, cs, advance, err := startEmulator(context.Background(), ee, true)
+	s, cs, advance, err := startEmulator(context.Background(), ee, true, 0)
 	if err != nil {
 		t.Fatalf("testenv: cannot start the emulator: %v", err)
 	}

@@ -52,11 +52,12 @@ var gcEnv string
 // never): in a process of its own when EnvEmulatorBinary is set, else in
 // the test binary. With testClock, its clock can be moved: advance moves
 // it (`tablekit emulator --test-clock` in a process of its own); else
-// advance is nil.
-func startEmulator(ctx context.Context, ee *emulator.EarlyEnd, testClock bool) (s interface{ Stop() error }, connStr string, advance func(time.Duration) error, err error) {
+// advance is nil. A clockRate above 1 runs its clock that many times as
+// fast as real time (emulator.Options.ClockRate, --clock-rate).
+func startEmulator(ctx context.Context, ee *emulator.EarlyEnd, testClock bool, clockRate float64) (s interface{ Stop() error }, connStr string, advance func(time.Duration) error, err error) {
 	bin := strings.TrimSpace(os.Getenv(EnvEmulatorBinary))
 	if bin == "" {
-		inst, err := emulator.Start(ctx, &emulator.Options{EarlyEnd: ee})
+		inst, err := emulator.Start(ctx, &emulator.Options{EarlyEnd: ee, ClockRate: clockRate})
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -71,6 +72,9 @@ func startEmulator(ctx context.Context, ee *emulator.EarlyEnd, testClock bool) (
 	}
 	if testClock {
 		args = append(args, "--test-clock")
+	}
+	if clockRate != 0 {
+		args = append(args, "--clock-rate", strconv.FormatFloat(clockRate, 'g', -1, 64))
 	}
 	cmd := exec.Command(bin, args...)
 	if gcEnv != "" {
@@ -155,7 +159,7 @@ func (p *emulatorProcess) advance(d time.Duration) error {
 // the test ends.
 func startEmulatorTB(t testing.TB, ee *emulator.EarlyEnd) string {
 	t.Helper()
-	s, cs, _, err := startEmulator(context.Background(), ee, false)
+	s, cs, _, err := startEmulator(context.Background(), ee, false, 0)
 	if err != nil {
 		t.Fatalf("testenv: cannot start the emulator: %v", err)
 	}

@@ -18,7 +18,7 @@ import (
 // is an error naming it, never a fall back to the emulator in process.
 func TestEmulatorInAProcessOfItsOwn(t *testing.T) {
 	t.Setenv(EnvEmulatorBinary, tablekitCommand(t))
-	s, cs, _, err := startEmulator(context.Background(), nil, false)
+	s, cs, _, err := startEmulator(context.Background(), nil, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestEmulatorInAProcessOfItsOwn(t *testing.T) {
 
 	missing := filepath.Join(t.TempDir(), "missing")
 	t.Setenv(EnvEmulatorBinary, missing)
-	if s, _, _, err := startEmulator(context.Background(), nil, false); err == nil {
+	if s, _, _, err := startEmulator(context.Background(), nil, false, 0); err == nil {
 		s.Stop()
 		t.Fatal("started an emulator with a missing binary")
 	} else if !strings.Contains(err.Error(), missing) {

@@ -155,8 +155,12 @@ func ConnectionString(t testing.TB) string {
 // functions, which have no testing.TB: when the service cannot start it
 // prints why and exits the test binary with status 1.
 //
-// On TargetEarlyEnd, it is an emulator that ends no page
-// early: an Example's output shows its pages.
+// On the emulator targets it is an emulator of its own, started on first
+// use, that ends no page early (an Example's output shows its pages) and
+// whose clock runs ExampleClockRate times as fast as real time (an
+// Example that waits for a worker to apply an intent delayed a second
+// waits a tenth of one). On Azurite or an account it is the shared
+// service, in real time.
 func MainConnectionString() string {
 	cs, err := exactConnectionString()
 	if err != nil {
@@ -166,19 +170,27 @@ func MainConnectionString() string {
 	return cs
 }
 
+// ExampleClockRate is how many times as fast as real time the clock of
+// MainConnectionString's emulator runs (emulator.Options.ClockRate): a
+// consistency worker's messages, invisible 30 s while it works on them,
+// stay so for 3 s of real time, far longer than an Example's worker takes
+// over one. The four Examples of patterns that wait for a worker took
+// 1.0 s each at real time (go test -json ./patterns/, 2026-11-29).
+const ExampleClockRate = 10
+
 // exactConnectionString is the connection string of a service whose query
-// pages end only at $top or at their range's end: the shared one, or on
-// TargetEarlyEnd an emulator that ends none early, started on
-// first use (for Examples, which keep to their own tables).
+// pages end only at $top or at their range's end (for Examples, which keep
+// to their own tables): on the emulator targets an emulator of its own,
+// started on first use, whose clock runs ExampleClockRate times as fast as
+// real time; else the shared service.
 func exactConnectionString() (string, error) {
-	start()
-	if startErr != nil {
-		return "", startErr
+	if Target() != TargetEmulator {
+		start()
+		return connStr, startErr
 	}
-	if !EarlyEnd() {
-		return connStr, nil
-	}
-	plainOnce.Do(func() { plain, plainConn, _, plainErr = startEmulator(context.Background(), nil, false) })
+	plainOnce.Do(func() {
+		plain, plainConn, _, plainErr = startEmulator(context.Background(), nil, false, ExampleClockRate)
+	})
 	if plainErr != nil {
 		return "", plainErr
 	}
@@ -201,7 +213,7 @@ func start() {
 				startErr = err
 				return
 			}
-			stopper, connStr, _, startErr = startEmulator(context.Background(), ee, false)
+			stopper, connStr, _, startErr = startEmulator(context.Background(), ee, false, 0)
 		case TargetAzurite:
 			if cs := strings.TrimSpace(os.Getenv(EnvAzurite)); cs != "" {
 				connStr = cs // started by tools/withazurite, for every test binary of a run

@@ -10,10 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
@@ -194,5 +197,45 @@ func TestMainSetsTheGCPercent(t *testing.T) {
 	got := debug.SetGCPercent(want)
 	if got != want {
 		t.Errorf("the GC percent under Main is %d, want %d", got, want)
+	}
+}
+
+// MainConnectionString's service, the Examples', runs its clock
+// ExampleClockRate times as fast as real time on the emulator targets: a
+// message enqueued with a one-second delay is received within half a
+// second. Elsewhere it keeps real time, and the message is not received
+// that soon.
+func TestMainConnectionStringRunsTheClockFaster(t *testing.T) {
+	ctx := context.Background()
+	svc, err := azqueue.NewServiceClientFromConnectionString(testenv.MainConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := svc.NewQueueClient(testenv.QueueName(t))
+	if _, err := q.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Delete(context.Background(), nil) })
+	start := time.Now()
+	if _, err := q.EnqueueMessage(ctx, "later", &azqueue.EnqueueMessageOptions{VisibilityTimeout: to.Ptr[int32](1)}); err != nil {
+		t.Fatal(err)
+	}
+	fast := testenv.Target() == testenv.TargetEmulator
+	for time.Since(start) < 500*time.Millisecond {
+		r, err := q.DequeueMessages(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) > 0 {
+			if !fast {
+				t.Fatalf("on %s a message enqueued with a 1 s delay was received after %v", testenv.Target(), time.Since(start))
+			}
+			t.Logf("received after %v", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if fast {
+		t.Fatalf("a message enqueued with a 1 s delay on the Examples' emulator, its clock %d times as fast as real time, was not received within 0.5 s", testenv.ExampleClockRate)
 	}
 }
