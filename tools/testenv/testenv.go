@@ -176,6 +176,11 @@ func MainConnectionString() string {
 // stay so for 3 s of real time, far longer than an Example's worker takes
 // over one. The four Examples of patterns that wait for a worker took
 // 1.0 s each at real time (go test -json ./patterns/, 2026-11-29).
+//
+// The clock runs fast from TestMain on, so by the time the Examples run
+// (after the package's tests) it is ahead of the real one by nine times
+// the tests' time: a SAS or token an Example signs with an expiry from
+// time.Now must allow for that (an hour covers tests of six minutes).
 const ExampleClockRate = 10
 
 // exactConnectionString is the connection string of a service whose query
