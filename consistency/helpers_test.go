@@ -110,37 +110,44 @@ func extendedClockEnv(t testing.TB) (context.Context, *tablekit.Account, *Queue,
 }
 
 // holdPastVisibility lets the service's clock run 1.75 visibility
-// timeouts of 1 s, at least, while workers hold held messages whose
+// timeouts vis, at least, while workers hold held messages whose
 // visibility they keep extending, without the test waiting that long:
 // three times, once every held message has been extended since the last
 // time (the keeper extends each a third of the timeout after the last
-// update, 333 to 444 ms, in real time), it moves the clock 250 ms on. A
+// update, in real time: vis/3 to 4vis/9), it moves the clock vis/4 on. A
 // message thus sees at most one move between two of its extensions, and
-// an extension lands at most 694 ms of the service's time after the one
-// before, plus the request's own time: 306 ms to spare against a timeout
-// of 1 s, where a message not extended would be visible again within
-// the first two moves. Where the clock does not move, the moves are real
-// waits.
-func holdPastVisibility(t *testing.T, clock *testenv.Clock, ext *extensions, held int) {
+// an extension lands at most 25/36 vis of the service's time after the
+// one before, plus the request's own time: 0.31 vis to spare, where a
+// message not extended would be visible again within the first two moves.
+// The tests hold for vis = 2 s (holdVisibility): at 1 s, 306 ms to spare
+// were not enough for make test's race run, where 16 messages' extensions
+// under load left two of them visible again (2026-11-29). Where the clock
+// does not move, the moves are real waits.
+func holdPastVisibility(t *testing.T, clock *testenv.Clock, ext *extensions, held int, vis time.Duration) {
 	t.Helper()
 	for i := range 3 {
 		ext.reset()
 		testenv.WaitFor(t, 20*time.Second, fmt.Sprintf("extension %d of %d held messages", i+1, held), func() bool { return ext.count() >= held })
-		clock.Pass(250 * time.Millisecond)
+		clock.Pass(vis / 4)
 	}
 }
 
+// holdVisibility is the visibility timeout of the workers whose messages
+// holdPastVisibility holds.
+const holdVisibility = 2 * time.Second
+
 // letRedeliveriesShow waits long enough for a message a worker applied
 // but did not delete to be delivered again, so that a test can check
-// that none was: its visibility timeout (at most 1 s in the tests that
-// call it) passed on the test's clock, then three polls of the workers
-// (each poll at most poll); where the clock does not move, 1.5 s.
+// that none was: its visibility timeout (at most holdVisibility in the
+// tests that call it) passed on the test's clock, then three polls of
+// the workers (each poll at most poll); where the clock does not move,
+// holdVisibility and half a second more.
 func letRedeliveriesShow(clock *testenv.Clock, poll time.Duration) {
 	if clock.Advance(time.Minute) {
 		time.Sleep(3 * poll)
 		return
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(holdVisibility + 500*time.Millisecond)
 }
 
 // queuePair creates a queue (plain, with default options) and returns it

@@ -257,7 +257,7 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 	var ws []*Worker
 	release := make(chan struct{})
 	for range 2 {
-		w := newWorker(t, acct, q, WorkerOptions{Concurrency: 2, BatchSize: 8, VisibilityTimeout: time.Second})
+		w := newWorker(t, acct, q, WorkerOptions{Concurrency: 2, BatchSize: 8, VisibilityTimeout: holdVisibility})
 		var running, maxRunning atomic.Int64
 		w.Handle("slow", func(ctx context.Context, c *Call) error {
 			r := running.Add(1)
@@ -295,7 +295,7 @@ func TestPrefetchKeepsPipelineFull(t *testing.T) {
 		return ws[0].Metrics().Waiting() + ws[0].Metrics().InFlight() + ws[1].Metrics().Waiting() + ws[1].Metrics().InFlight()
 	}
 	testenv.WaitFor(t, 20*time.Second, "every message received", func() bool { return held() == n })
-	holdPastVisibility(t, clock, ext, n)
+	holdPastVisibility(t, clock, ext, n, holdVisibility)
 	close(release)
 	testenv.WaitFor(t, 30*time.Second, "every transaction", func() bool {
 		return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() == n

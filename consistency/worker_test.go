@@ -145,7 +145,7 @@ func TestVisibilityExtension(t *testing.T) {
 	}
 	var ws []*Worker
 	for range 2 {
-		w := newWorker(t, acct, q, WorkerOptions{VisibilityTimeout: time.Second, PollInterval: 50 * time.Millisecond})
+		w := newWorker(t, acct, q, WorkerOptions{VisibilityTimeout: holdVisibility, PollInterval: 50 * time.Millisecond})
 		w.Handle("slow", slow)
 		ws = append(ws, w)
 	}
@@ -156,7 +156,7 @@ func TestVisibilityExtension(t *testing.T) {
 		startWorker(t, w)
 	}
 	testenv.WaitFor(t, 20*time.Second, "the slow step to start", func() bool { return calls.Load() == 1 })
-	holdPastVisibility(t, clock, ext, 1)
+	holdPastVisibility(t, clock, ext, 1, holdVisibility)
 	close(release)
 	testenv.WaitFor(t, 20*time.Second, "the slow transaction", func() bool { return ws[0].Metrics().Processed()+ws[1].Metrics().Processed() >= 1 })
 	letRedeliveriesShow(clock, 50*time.Millisecond)
