@@ -85,15 +85,18 @@ TEST_FLAGS := -count=1 -timeout 15m -vet=off
 # start with -race when they run under it (testenv.Command), so the
 # commands are checked too.
 #
-# The three tests that measure a pace against the emulator's throttle run
+# The four tests that measure a pace against the emulator's throttle run
 # in the run without -race: two set their target from how fast their writer
 # runs unthrottled, and under -race, beside 15 other tests, that was slow
 # enough for TestBulkWriterSharesThePace to take 60 s of the race run's 106 (go test -race -json ./patterns/, the race run's tests, quiet
-# machine, 2026-11-29). Concurrent Writes on one BulkWriter under refusals
+# machine, 2026-11-29); TestBulkWriteThrottleLowersAndRestoresConcurrency,
+# which watches the pace rise back to 5 transactions in flight against
+# answers 20 ms late, saw at most 4 in the race run of a make test
+# (2026-11-29). Concurrent Writes on one BulkWriter under refusals
 # stay under -race (TestBulkWriteThrottledLandsEveryEntityOnce's BulkWriter
 # cases, TestBulkWriterConcurrentWrites), and so does a parallel scan
 # (TestParallelScanUnderFaults).
-RACE_SKIP  := ^(TestPaceMeetsEveryThrottleShape|TestBulkWriterSharesThePace|TestBulkWritePacedByTheThrottle|TestScanThrottledPartitionCompletes|TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebuildVerifyRepairUnderFaults|TestWritesUnderFaultsEndExact|TestAmbiguityCheckDoesNotHideRealConflicts|TestIndexMaintenanceUnderFaults|TestUpdateOutcomeKnownUnderFaults|TestDenormalizationQueryConformance|TestScanCountDeleteWhereExactWhenPagesEndEarly|TestIndexMaintenanceExactWhenPagesEndEarly|TestCopyBackupRestoreExactWhenPagesEndEarly|TestKilledResumeWhenPagesEndEarly|TestKilledCopyBackupRestoreResume|TestCopyBackupRestoreVerify|TestDistributedJobsSurviveAKilledWorker|TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker|TestDistributedIncrementalBackupToADirectoryAndAFilteredCopy)$$
+RACE_SKIP  := ^(TestPaceMeetsEveryThrottleShape|TestBulkWriterSharesThePace|TestBulkWritePacedByTheThrottle|TestBulkWriteThrottleLowersAndRestoresConcurrency|TestScanThrottledPartitionCompletes|TestConformance|TestConformanceLostRefusal|TestSDKPath|TestRebuildVerifyRepairUnderFaults|TestWritesUnderFaultsEndExact|TestAmbiguityCheckDoesNotHideRealConflicts|TestIndexMaintenanceUnderFaults|TestUpdateOutcomeKnownUnderFaults|TestDenormalizationQueryConformance|TestScanCountDeleteWhereExactWhenPagesEndEarly|TestIndexMaintenanceExactWhenPagesEndEarly|TestCopyBackupRestoreExactWhenPagesEndEarly|TestKilledResumeWhenPagesEndEarly|TestKilledCopyBackupRestoreResume|TestCopyBackupRestoreVerify|TestDistributedJobsSurviveAKilledWorker|TestDistributedCopyOnTheScaleModelSurvivesAKilledWorker|TestDistributedIncrementalBackupToADirectoryAndAFilteredCopy)$$
 
 # go test builds and runs the packages in the order it is given them, and
 # ./... is alphabetical: patterns, the longest package, started 174 s into
