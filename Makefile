@@ -85,8 +85,9 @@ TEST_FLAGS := -count=1 -timeout 15m -vet=off
 # start with -race when they run under it (testenv.Command), so the
 # commands are checked too.
 #
-# The four tests that measure a pace against the emulator's throttle run
-# in the run without -race: two set their target from how fast their writer
+# The tests that measure a pace run in the run without -race, three
+# against the emulator's throttle and one against refusals the client's
+# faults make: two set their target from how fast their writer
 # runs unthrottled, and under -race, beside 15 other tests, that was slow
 # enough for TestBulkWriterSharesThePace to take 60 s of the race run's 106 (go test -race -json ./patterns/, the race run's tests, quiet
 # machine, 2026-11-29); TestBulkWriteThrottleLowersAndRestoresConcurrency,

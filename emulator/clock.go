@@ -53,7 +53,8 @@ func (i *Instance) Now() time.Time { return i.clock.now() }
 // and finish breaking, a SAS's start and expiry and a bearer token's
 // lifetime are checked against the new time, and entities, blobs and
 // containers written from then on carry later times (Timestamp,
-// Last-Modified, snapshots). Real time keeps passing on top of it.
+// Last-Modified, snapshots). Real time (at Options.ClockRate's pace)
+// keeps passing on top of it.
 //
 // Two things keep the real time: the window of 15 minutes a Shared Key
 // request's date must fall in (clients date their requests by their own

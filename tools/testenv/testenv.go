@@ -60,11 +60,12 @@ var (
 	startErr error
 	stopper  interface{ Stop() error }
 
-	// With early ends: the emulator that ends none, for Examples.
-	plainOnce sync.Once
-	plain     interface{ Stop() error }
-	plainConn string
-	plainErr  error
+	// On the emulator targets: the Examples' emulator, which ends no page
+	// early and runs its clock ExampleClockRate times as fast.
+	examplesOnce sync.Once
+	examples     interface{ Stop() error }
+	examplesConn string
+	examplesErr  error
 )
 
 // DefaultParallel is how many Parallel tests Main runs at once when
@@ -134,8 +135,8 @@ func Main(m *testing.M) {
 	if stopper != nil {
 		stopper.Stop()
 	}
-	if plain != nil {
-		plain.Stop()
+	if examples != nil {
+		examples.Stop()
 	}
 	os.Exit(code)
 }
@@ -193,13 +194,13 @@ func exactConnectionString() (string, error) {
 		start()
 		return connStr, startErr
 	}
-	plainOnce.Do(func() {
-		plain, plainConn, _, plainErr = startEmulator(context.Background(), nil, false, ExampleClockRate)
+	examplesOnce.Do(func() {
+		examples, examplesConn, _, examplesErr = startEmulator(context.Background(), nil, false, ExampleClockRate)
 	})
-	if plainErr != nil {
-		return "", plainErr
+	if examplesErr != nil {
+		return "", examplesErr
 	}
-	return plainConn, nil
+	return examplesConn, nil
 }
 
 func start() {
